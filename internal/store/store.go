@@ -1,0 +1,145 @@
+// Package store keeps the durable state of an ACDS server: anonymous
+// sessions, recovery passphrases and the requests that workers process.
+//
+// One interface, [Store], has two backends: SQLite (the embedded default,
+// see OpenSQLite) and PostgreSQL (several server replicas sharing one
+// database, see OpenPostgres). Both pass the same conformance suite.
+//
+// The store knows nothing about HTTP or the wire format: request inputs,
+// results and errors are opaque bytes (JSON produced by the server).
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors returned by every backend. Test with errors.Is.
+var (
+	// ErrNotFound: no such row, or the row belongs to another owner.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a row with the same key already exists.
+	ErrConflict = errors.New("store: conflict")
+	// ErrLeaseLost: the caller no longer holds the lease on a request
+	// (it expired and another worker claimed it, or the request ended).
+	ErrLeaseLost = errors.New("store: lease lost")
+)
+
+// Request kinds and statuses as stored. They match the wire values.
+const (
+	KindProcess        = "process"
+	KindFetchAndAttest = "fetch-and-attest"
+
+	StatusProcessing = "processing"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+)
+
+// Session is an anonymous session: a pseudonym and the SHA-256 of its bearer
+// token. The token itself is never stored.
+type Session struct {
+	Pseudonym string
+	TokenHash []byte // SHA-256 of the bearer token, 32 bytes
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Request is one accepted request and its lifecycle state.
+type Request struct {
+	ID     string // UUIDv4
+	Owner  string // pseudonym of the session that created it
+	Kind   string // KindProcess or KindFetchAndAttest
+	Status string // StatusProcessing, StatusCompleted or StatusFailed
+
+	// Input is the request body as accepted (JSON), without credentials.
+	Input []byte
+	// Sealed holds credentials sealed by the enclave (fetch-and-attest only).
+	// It is erased when the request ends and by EraseSealedBefore.
+	Sealed []byte
+
+	// Result is the JSON result object of a completed request.
+	Result []byte
+	// Error is the JSON problem object of a failed request.
+	Error []byte
+
+	Attempts   int       // number of times a worker claimed the request
+	LeaseOwner string    // worker holding the lease, "" when none
+	LeaseUntil time.Time // lease expiry; zero when none
+
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt time.Time // zero until the request ends
+}
+
+// Page selects a page of an owner's requests, newest first.
+type Page struct {
+	// Cursor is the opaque NextCursor of a previous page; "" starts at the newest.
+	Cursor string
+	// Limit is the page size; backends clamp it to 1..100.
+	Limit int
+}
+
+// ClaimOptions tells Claim who claims and under which rules.
+type ClaimOptions struct {
+	Worker      string        // unique id of the claiming worker
+	Lease       time.Duration // how long the lease lasts before it must be renewed
+	MaxAttempts int           // a request already claimed this many times is failed, not claimed
+	// Exhausted is the JSON problem stored on a request failed because its
+	// attempts are exhausted.
+	Exhausted []byte
+	Now       time.Time
+}
+
+// Store is the durable state of a server. Every method is safe for
+// concurrent use, and a method that returns nil has made its change durable.
+type Store interface {
+	// CreateSession stores a new session. ErrConflict if the pseudonym or
+	// token hash exists.
+	CreateSession(ctx context.Context, s Session) error
+	// SessionByTokenHash returns the session whose token hash matches.
+	// ErrNotFound when none (expiry is the caller's check).
+	SessionByTokenHash(ctx context.Context, tokenHash []byte) (Session, error)
+	// SetPassphrase stores the encoded Argon2id hash of a pseudonym's recovery passphrase.
+	SetPassphrase(ctx context.Context, pseudonym, encodedHash string) error
+	// Passphrase returns the encoded passphrase hash; ErrNotFound when none.
+	Passphrase(ctx context.Context, pseudonym string) (string, error)
+	// DeleteExpiredSessions removes sessions that expired before now.
+	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
+
+	// CreateRequest stores a new request in StatusProcessing. When it
+	// returns nil the row is on disk.
+	CreateRequest(ctx context.Context, r Request) error
+	// GetRequest returns the owner's request; ErrNotFound if it does not
+	// exist or belongs to another owner.
+	GetRequest(ctx context.Context, owner, id string) (Request, error)
+	// ListRequests returns a page of the owner's requests, newest first, and
+	// the cursor of the next page ("" when there is none).
+	ListRequests(ctx context.Context, owner string, p Page) ([]Request, string, error)
+	// DeleteRequest erases the owner's request with its input, output and
+	// sealed data; ErrNotFound as GetRequest.
+	DeleteRequest(ctx context.Context, owner, id string) error
+
+	// Claim leases the oldest claimable request (processing, and not leased
+	// or its lease expired) to o.Worker, incrementing Attempts. A claimable
+	// request whose Attempts already reached o.MaxAttempts is instead failed
+	// with o.Exhausted (and its Sealed erased) and Claim moves on. Returns
+	// (nil, nil) when nothing is claimable. Each request is leased to at most
+	// one worker at a time, across processes sharing the database.
+	Claim(ctx context.Context, o ClaimOptions) (*Request, error)
+	// Heartbeat extends the worker's lease to until; ErrLeaseLost when the
+	// worker no longer holds it.
+	Heartbeat(ctx context.Context, id, worker string, until time.Time) error
+	// Complete ends the request as completed with result, erasing Sealed;
+	// ErrLeaseLost when the worker no longer holds the lease.
+	Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error
+	// Fail ends the request as failed with problem, erasing Sealed;
+	// ErrLeaseLost as Complete.
+	Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error
+	// EraseSealedBefore erases Sealed on requests created before t (the
+	// credential TTL) and returns how many it erased.
+	EraseSealedBefore(ctx context.Context, t time.Time) (int, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
