@@ -1,0 +1,138 @@
+// Package spec holds compact tables of the FHIR R4 (4.0.1) definitions:
+// every element of every resource and data type, and the codes of every
+// value set bound with strength required.
+//
+// The tables are generated from the official definitions by
+// internal/fhirgen/spec and committed; CI regenerates them and fails when
+// they differ. The fhir package's validator is their main user.
+//
+// Backbone elements (Patient.contact, Bundle.entry, Timing.repeat…) are
+// types of their own, named by their definition path. Choice elements are
+// expanded: Observation.value[x] appears as valueQuantity, valueString…,
+// each with one type and the same Path.
+package spec
+
+//go:generate sh -c "cd ../.. && ./scripts/fetch-fhir-defs.sh && go run ./internal/fhirgen/spec -defs .fhir-defs/package -out fhir/spec/tables.go"
+
+import "sort"
+
+// Kind says what sort of type a Type is.
+type Kind uint8
+
+// The kinds of type.
+const (
+	Primitive Kind = iota + 1 // a primitive data type such as date or code
+	Complex                   // a complex data type such as HumanName
+	Resource                  // a resource such as Patient
+	Backbone                  // an element with children defined inline, such as Patient.contact
+)
+
+// Strength is a binding strength. NoBinding is the zero value.
+type Strength uint8
+
+// The binding strengths, weakest first.
+const (
+	NoBinding Strength = iota
+	Example
+	Preferred
+	Extensible
+	Required
+)
+
+// Type is one resource, data type or backbone element.
+type Type struct {
+	Name       string    // "Patient", "HumanName", "date", "Patient.contact"
+	Kind       Kind      // what sort of type
+	Abstract   bool      // true for Resource, DomainResource, Element, BackboneElement…
+	Invariants []string  // keys of the invariants on this type that the fhir package checks
+	Elements   []Element // sorted by Name; nil for primitives
+}
+
+// Element is one JSON property of a type. A choice element contributes one
+// Element per allowed type, all sharing Path.
+type Element struct {
+	Name     string   // JSON property name: "birthDate", "valueQuantity"
+	Path     string   // definition path: "Patient.birthDate", "Observation.value[x]"
+	Type     string   // type code ("date", "HumanName") or backbone type name ("Patient.contact")
+	Min      int      // minimum cardinality
+	Max      int      // maximum cardinality; -1 means unbounded
+	Strength Strength // binding strength; NoBinding when unbound
+	ValueSet string   // canonical URL of the bound value set, without version
+	Targets  []string // resource types a Reference may point to; nil means any
+}
+
+// Code is one member of a value set.
+type Code struct {
+	System string
+	Code   string
+}
+
+// ValueSet is the expansion of a value set used by a required binding.
+type ValueSet struct {
+	URL   string
+	Codes []Code // sorted by Code, then System
+}
+
+// Lookup returns the type with the given name, or nil.
+func Lookup(name string) *Type {
+	i := sort.Search(len(types), func(i int) bool { return types[i].Name >= name })
+	if i < len(types) && types[i].Name == name {
+		return &types[i]
+	}
+	return nil
+}
+
+// Element returns the element of t with the given JSON property name, or nil.
+func (t *Type) Element(name string) *Element {
+	es := t.Elements
+	lo, hi := 0, len(es)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if es[m].Name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(es) && es[lo].Name == name {
+		return &es[lo]
+	}
+	return nil
+}
+
+// IsResource reports whether name is a concrete (non-abstract) resource type.
+func IsResource(name string) bool {
+	t := Lookup(name)
+	return t != nil && t.Kind == Resource && !t.Abstract
+}
+
+// LookupValueSet returns the expansion of the value set with the given
+// canonical URL (a version suffix "|4.0.1" is ignored), or nil when the
+// value set is not one this package expands (it may be unbounded, such as
+// all UCUM units or all languages, or need a terminology server).
+func LookupValueSet(url string) *ValueSet {
+	for i := 0; i < len(url); i++ {
+		if url[i] == '|' {
+			url = url[:i]
+			break
+		}
+	}
+	i := sort.Search(len(valueSets), func(i int) bool { return valueSets[i].URL >= url })
+	if i < len(valueSets) && valueSets[i].URL == url {
+		return &valueSets[i]
+	}
+	return nil
+}
+
+// Contains reports whether the value set holds code; an empty system
+// matches any system (a code element's system is implicit).
+func (v *ValueSet) Contains(system, code string) bool {
+	cs := v.Codes
+	i := sort.Search(len(cs), func(i int) bool { return cs[i].Code >= code })
+	for ; i < len(cs) && cs[i].Code == code; i++ {
+		if system == "" || cs[i].System == system {
+			return true
+		}
+	}
+	return false
+}
