@@ -1,0 +1,156 @@
+package acds
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// ProblemTypePrefix starts the Type of every Problem; the stable problem code follows it.
+const ProblemTypePrefix = "urn:acds:problem:"
+
+// Problem codes. The Type of a Problem is ProblemTypePrefix + code; the
+// codes are stable API.
+const (
+	ProblemInvalidJSON             = "invalid-json"              // 400: the body is not well-formed JSON
+	ProblemInvalidRequest          = "invalid-request"           // 400: well-formed JSON that breaks the schema; Errors names the fields
+	ProblemUnsupportedMediaType    = "unsupported-media-type"    // 415: Content-Type is not application/json
+	ProblemPayloadTooLarge         = "payload-too-large"         // 413: the body exceeds the configured limit
+	ProblemUnauthorized            = "unauthorized"              // 401: missing, malformed, unknown or expired token; failed recovery
+	ProblemNotFound                = "not-found"                 // 404: no such resource visible to the caller
+	ProblemMethodNotAllowed        = "method-not-allowed"        // 405: the path exists but not with this method
+	ProblemUnsupportedSystemType   = "unsupported-system-type"   // 422: systemType is not one of SystemTypes
+	ProblemUnsupportedOutputFormat = "unsupported-output-format" // 422: outputFormat is not one of OutputFormats
+	ProblemInvalidFHIR             = "invalid-fhir"              // 422: the FHIR input has errors; OperationOutcome says which
+	ProblemForbiddenPortal         = "forbidden-portal"          // 403: the portal URL is refused (not https, private address, ...)
+	ProblemRateLimited             = "rate-limited"              // 429: too many requests; see Retry-After
+	ProblemUnavailable             = "unavailable"               // 503: a part of the service is not available
+	ProblemInternal                = "internal"                  // 500: an unexpected server error
+)
+
+// ProblemStatus returns the HTTP status that the server uses for a problem
+// code, or 500 for an unknown code.
+func ProblemStatus(code string) int {
+	switch code {
+	case ProblemInvalidJSON, ProblemInvalidRequest:
+		return http.StatusBadRequest
+	case ProblemUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case ProblemPayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case ProblemUnauthorized:
+		return http.StatusUnauthorized
+	case ProblemNotFound:
+		return http.StatusNotFound
+	case ProblemMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case ProblemUnsupportedSystemType, ProblemUnsupportedOutputFormat, ProblemInvalidFHIR:
+		return http.StatusUnprocessableEntity
+	case ProblemForbiddenPortal:
+		return http.StatusForbidden
+	case ProblemRateLimited:
+		return http.StatusTooManyRequests
+	case ProblemUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// ProblemTitle returns the fixed human-readable title for a problem code.
+func ProblemTitle(code string) string {
+	switch code {
+	case ProblemInvalidJSON:
+		return "Malformed JSON"
+	case ProblemInvalidRequest:
+		return "Invalid request"
+	case ProblemUnsupportedMediaType:
+		return "Unsupported media type"
+	case ProblemPayloadTooLarge:
+		return "Payload too large"
+	case ProblemUnauthorized:
+		return "Unauthorized"
+	case ProblemNotFound:
+		return "Not found"
+	case ProblemMethodNotAllowed:
+		return "Method not allowed"
+	case ProblemUnsupportedSystemType:
+		return "Unsupported system type"
+	case ProblemUnsupportedOutputFormat:
+		return "Unsupported output format"
+	case ProblemInvalidFHIR:
+		return "Invalid FHIR"
+	case ProblemForbiddenPortal:
+		return "Forbidden portal"
+	case ProblemRateLimited:
+		return "Rate limited"
+	case ProblemUnavailable:
+		return "Unavailable"
+	default:
+		return "Internal error"
+	}
+}
+
+// FieldError names one field of a request body or query that is invalid.
+// Field is a dotted JSON path ("credentials.username") or a query parameter.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Problem is an RFC 9457 problem detail, the body of every error response.
+// It implements error, so a client returns it and callers reach it with
+// errors.As.
+type Problem struct {
+	Type   string `json:"type"`             // ProblemTypePrefix + code
+	Title  string `json:"title"`            // fixed per code
+	Status int    `json:"status"`           // the HTTP status
+	Detail string `json:"detail,omitempty"` // what went wrong in this occurrence
+	// Instance identifies the occurrence, e.g. the request it belongs to.
+	Instance string       `json:"instance,omitempty"`
+	Errors   []FieldError `json:"errors,omitempty"`
+	// OperationOutcome is the FHIR OperationOutcome of an invalid-fhir problem.
+	OperationOutcome json.RawMessage `json:"operationOutcome,omitempty"`
+	// RetryAfter is the Retry-After header of the response in seconds, when
+	// it had one (429, 503). It is not part of the JSON body.
+	RetryAfter int `json:"-"`
+}
+
+// NewProblem returns the Problem for a code with its standard status and
+// title and the given detail.
+func NewProblem(code, detail string) *Problem {
+	return &Problem{
+		Type:   ProblemTypePrefix + code,
+		Title:  ProblemTitle(code),
+		Status: ProblemStatus(code),
+		Detail: detail,
+	}
+}
+
+// Code returns the stable problem code: Type without ProblemTypePrefix.
+func (p *Problem) Code() string {
+	return strings.TrimPrefix(p.Type, ProblemTypePrefix)
+}
+
+// Error describes the problem in one line.
+func (p *Problem) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "acds: %s (%d)", p.Code(), p.Status)
+	if p.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(p.Detail)
+	}
+	for _, e := range p.Errors {
+		fmt.Fprintf(&b, "; %s: %s", e.Field, e.Message)
+	}
+	return b.String()
+}
+
+// Is reports whether target is a *Problem with the same Type, so that
+// errors.Is(err, acds.NewProblem(acds.ProblemNotFound, "")) matches any
+// not-found problem.
+func (p *Problem) Is(target error) bool {
+	t, ok := target.(*Problem)
+	return ok && t != nil && p != nil && t.Type == p.Type
+}

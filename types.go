@@ -1,0 +1,197 @@
+package acds
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Request kinds.
+const (
+	KindFetchAndAttest = "fetch-and-attest"
+	KindProcess        = "process"
+)
+
+// Request statuses. A request starts StatusProcessing and ends exactly once
+// in StatusCompleted or StatusFailed.
+const (
+	StatusProcessing = "processing"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+)
+
+// Output formats.
+const (
+	// OutputFHIRR4 is a validated, normalised FHIR R4 collection Bundle with
+	// a Provenance resource, in canonical JSON.
+	OutputFHIRR4 = "fhir_r4"
+	// OutputFHIRR4Deidentified is OutputFHIRR4 de-identified under HIPAA
+	// Safe Harbor.
+	OutputFHIRR4Deidentified = "fhir_r4_deidentified"
+)
+
+// OutputFormats returns the supported output formats.
+func OutputFormats() []string { return []string{OutputFHIRR4, OutputFHIRR4Deidentified} }
+
+// Portal system types (DESIGN §6).
+const (
+	SystemFHIRBasic     = "fhir-basic"     // FHIR server with HTTP Basic auth
+	SystemSMARTPassword = "smart-password" // SMART discovery + OAuth2 password grant
+	SystemSMARTForm     = "smart-form"     // SMART App Launch driven through the portal's HTML login form
+	SystemDemo          = "demo"           // the bundled demo portal
+)
+
+// SystemTypes returns the supported portal system types.
+func SystemTypes() []string {
+	return []string{SystemFHIRBasic, SystemSMARTPassword, SystemSMARTForm, SystemDemo}
+}
+
+// Sources of an attested output, as reported by verification.
+const (
+	SourceMPCTLS = "mpc-tls" // fetched from a portal through a notarized TLS session
+	SourceRaw    = "raw"     // submitted directly to POST /v1/process
+)
+
+// MinPassphraseLen is the minimum length, in characters, of a recovery passphrase.
+const MinPassphraseLen = 12
+
+// AnonRequest is the optional body of POST /v1/auth/anon. A non-empty
+// Passphrase (at least MinPassphraseLen characters) enables
+// POST /v1/auth/recover for the new pseudonym.
+type AnonRequest struct {
+	Passphrase string `json:"passphrase,omitempty"`
+}
+
+// RecoverRequest is the body of POST /v1/auth/recover.
+type RecoverRequest struct {
+	Pseudonym  string `json:"pseudonym"`
+	Passphrase string `json:"passphrase"`
+}
+
+// Session is the response of POST /v1/auth/anon (201) and
+// POST /v1/auth/recover (200). Token is the bearer token: "acds_" followed
+// by 43 base64url characters. It is shown once and never stored by the server.
+type Session struct {
+	Pseudonym string    `json:"pseudonym"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// Credentials are the portal login the service uses on the caller's behalf.
+// They are sealed by the enclave while queued, erased when the fetch ends,
+// and never appear in a response, a log line or an error.
+type Credentials struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// FetchAndAttestRequest is the body of POST /v1/fetch-and-attest.
+type FetchAndAttestRequest struct {
+	SystemType   string      `json:"systemType"`   // one of SystemTypes
+	PortalURL    string      `json:"portalUrl"`    // https base URL of the portal
+	RecordID     string      `json:"recordId"`     // the patient id at the portal
+	Credentials  Credentials `json:"credentials"`  // portal login
+	OutputFormat string      `json:"outputFormat"` // one of OutputFormats
+}
+
+// ProcessRequest is the body of POST /v1/process: a FHIR R4 Bundle (or a
+// single resource) to process inside the enclave.
+type ProcessRequest struct {
+	Bundle       json.RawMessage `json:"bundle"`       // a JSON object
+	OutputFormat string          `json:"outputFormat"` // one of OutputFormats
+}
+
+// Accepted is the 202 response of POST /v1/fetch-and-attest and
+// POST /v1/process. The Location header names the request.
+type Accepted struct {
+	RequestID string `json:"requestId"`
+	Status    string `json:"status"` // always StatusProcessing
+	Message   string `json:"message,omitempty"`
+}
+
+// Result is the outcome of a completed request.
+type Result struct {
+	OutputFormat string `json:"outputFormat"`
+	// Output is the canonical JSON of the output Bundle, byte for byte as
+	// digested: OutputDigest is "sha256:" + hex(SHA-256(Output)).
+	Output       json.RawMessage `json:"output"`
+	OutputDigest string          `json:"outputDigest"`
+	// AttestationBundle is the attestation bundle (CBOR), base64 (std) encoded.
+	AttestationBundle string `json:"attestationBundle"`
+}
+
+// Request is the record of GET /v1/requests/{id}.
+type Request struct {
+	RequestID   string     `json:"requestId"`
+	Kind        string     `json:"kind"`   // KindFetchAndAttest or KindProcess
+	Status      string     `json:"status"` // StatusProcessing, StatusCompleted or StatusFailed
+	CreatedAt   time.Time  `json:"createdAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+	CompletedAt *time.Time `json:"completedAt,omitempty"` // set once the request ended
+	Result      *Result    `json:"result,omitempty"`      // set when completed
+	Error       *Problem   `json:"error,omitempty"`       // set when failed
+}
+
+// Done reports whether the request has ended (completed or failed).
+func (r *Request) Done() bool { return r.Status == StatusCompleted || r.Status == StatusFailed }
+
+// RequestList is a page of GET /v1/requests, newest first. NextCursor is ""
+// on the last page; otherwise pass it as the cursor query parameter.
+type RequestList struct {
+	Items      []Request `json:"items"`
+	NextCursor string    `json:"nextCursor"`
+}
+
+// VerifyRequest is the body of POST /v1/verify. Bundle is the attestation
+// bundle, base64 (std or url alphabet, padding optional). Output, when
+// present, is the output JSON exactly as in Result.Output; the verifier
+// then also checks that its digest matches the signed claims.
+type VerifyRequest struct {
+	Bundle string          `json:"bundle"`
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+// VerifyDetails are the details of a verification.
+type VerifyDetails struct {
+	Profile      string    `json:"profile"`
+	Measurement  string    `json:"measurement"`
+	IssuedAt     time.Time `json:"issuedAt"`
+	RequestID    string    `json:"requestId"`
+	OutputDigest string    `json:"outputDigest"`
+	Source       string    `json:"source"` // SourceMPCTLS or SourceRaw
+	PortalHost   string    `json:"portalHost,omitempty"`
+	// Reasons lists every check that failed and every relaxation that applied.
+	Reasons []string `json:"reasons"`
+}
+
+// VerifyResponse is the 200 response of POST /v1/verify. Valid is true only
+// when every check that applies passed; for a raw submission MPCTLSVerified
+// is false and does not apply.
+type VerifyResponse struct {
+	Valid            bool          `json:"valid"`
+	EnclaveHashMatch bool          `json:"enclaveHashMatch"`
+	MPCTLSVerified   bool          `json:"mpcTlsVerified"`
+	TEEQuoteVerified bool          `json:"teeQuoteVerified"`
+	Details          VerifyDetails `json:"details"`
+}
+
+// Health is the response of GET /v1/health.
+type Health struct {
+	Status  string `json:"status"`  // "healthy"
+	Version string `json:"version"` // Version
+	Enclave string `json:"enclave"` // the enclave profile, e.g. "sev-snp-sim", or "none"
+	Uptime  string `json:"uptime"`  // "Hh MMm", e.g. "3h 07m"
+}
+
+// Attestation is the response of GET /v1/attestation: the enclave's boot
+// evidence. Byte fields are base64 (std) in JSON.
+type Attestation struct {
+	Profile     string `json:"profile"`
+	Measurement string `json:"measurement"` // hex
+	// Evidence is the hardware quote or report whose report data binds the keys and nonce.
+	Evidence []byte `json:"evidence"`
+	// Certificates are DER certificates that endorse the evidence (e.g. VCEK, ASK, ARK).
+	Certificates [][]byte `json:"certificates"`
+	SigningKey   []byte   `json:"signingKey"`       // SPKI DER of the per-boot signing key
+	TLSKey       []byte   `json:"tlsKey,omitempty"` // SPKI DER of the attested TLS key, when serving TLS
+	BootNonce    []byte   `json:"bootNonce"`
+}
