@@ -1,0 +1,397 @@
+package notary
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/acds-project/acds/mpctls"
+)
+
+// session is one notarized tunnel: its relay state, transcript and spool.
+type session struct {
+	n     *Notary
+	id    string
+	host  string         // CONNECT host, lower case
+	addr  netip.AddrPort // what the notary resolved and dialled
+	start time.Time      // statement clock, when the tunnel opened
+	end   time.Time      // statement clock, when it closed
+	// opened is the real (monotonic) time the tunnel opened: the zero of
+	// the spool's timing column.
+	opened time.Time
+
+	done      chan struct{} // closed when the relay has ended
+	finalized chan struct{} // closed when a finalize request has been answered
+	claimed   bool          // a finalize request owns it (guarded by n.mu)
+
+	mu        sync.Mutex
+	err       error // first error that ended the session, nil if clean
+	watch     helloWatch
+	tr        mpctls.Transcript
+	order     []byte // arrival order, one bit per record (see FinalizeResponse.Order)
+	hs        []mpctls.Record
+	hsBytes   int
+	hsDone    bool
+	total     int64
+	spool     *os.File
+	spoolW    *bufio.Writer
+	spoolName string
+	conns     []net.Conn
+}
+
+func newSession(n *Notary, id string) *session {
+	return &session{n: n, id: id, done: make(chan struct{}), finalized: make(chan struct{})}
+}
+
+// fail records the first error of the session.
+func (s *session) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+}
+
+// abort ends the session with err and cuts its connections.
+func (s *session) abort(err error) {
+	s.fail(err)
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// discard removes the spool. Safe to call more than once.
+func (s *session) discard() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spool != nil {
+		s.spool.Close()
+		os.Remove(s.spoolName)
+		s.spool, s.spoolW = nil, nil
+	}
+}
+
+// run relays the tunnel until both directions have ended, then closes
+// both connections and the done channel.
+func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
+	defer close(s.done)
+	s.mu.Lock()
+	s.conns = []net.Conn{client, server}
+	s.mu.Unlock()
+	f, err := os.CreateTemp(s.n.cfg.SpoolDir, "acds-notary-spool-*")
+	if err != nil {
+		client.Close()
+		server.Close()
+		s.fail(fmt.Errorf("notary: spool: %w", err))
+		return
+	}
+	s.mu.Lock()
+	s.spool, s.spoolName, s.spoolW = f, f.Name(), bufio.NewWriterSize(f, 64<<10)
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(s.n.cfg.SessionTimeout)
+	client.SetDeadline(deadline)
+	server.SetDeadline(deadline)
+
+	type result struct {
+		dir mpctls.Direction
+		err error
+	}
+	res := make(chan result, 2)
+	go func() { res <- result{mpctls.ClientToServer, s.pump(mpctls.ClientToServer, clientR, server)} }()
+	go func() { res <- result{mpctls.ServerToClient, s.pump(mpctls.ServerToClient, server, client)} }()
+	first := <-res
+	if first.err != nil {
+		s.abort(first.err)
+	} else {
+		// One side finished cleanly: give the other a bounded time to end.
+		drain := time.Now().Add(s.n.cfg.DrainTimeout)
+		if drain.Before(deadline) {
+			client.SetDeadline(drain)
+			server.SetDeadline(drain)
+		}
+	}
+	second := <-res
+	if second.err != nil && first.err == nil {
+		s.fail(second.err)
+	}
+	client.Close()
+	server.Close()
+	s.mu.Lock()
+	s.end = s.n.cfg.Now()
+	if s.spoolW != nil {
+		if err := s.spoolW.Flush(); err != nil && s.err == nil {
+			s.err = fmt.Errorf("notary: spool: %w", err)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// pump relays the records of one direction. It returns nil when the
+// source ended cleanly at a record boundary.
+func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn) error {
+	rr := mpctls.NewRecordReader(src, dir)
+	for {
+		rec, err := rr.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				closeWrite(dst)
+				return nil
+			}
+			if errors.Is(err, mpctls.ErrNotTLS) || errors.Is(err, mpctls.ErrUnknownRecordType) ||
+				errors.Is(err, mpctls.ErrMalformedRecord) || errors.Is(err, mpctls.ErrRecordTooLarge) {
+				return fmt.Errorf("%w: %w", ErrRefused, err)
+			}
+			if isTimeout(err) {
+				return fmt.Errorf("%w: %s direction timed out: %w", ErrLimit, dir, err)
+			}
+			return err
+		}
+		if err := s.admit(rec); err != nil {
+			return err
+		}
+		if _, err := dst.Write(rec.Raw); err != nil {
+			if isTimeout(err) {
+				return fmt.Errorf("%w: %s direction timed out: %w", ErrLimit, dir, err)
+			}
+			return fmt.Errorf("notary: relaying %s record %d: %w", dir, rec.Seq, err)
+		}
+		if err := s.record(rec); err != nil {
+			return err
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// admit applies the policy and limits to a record before it is relayed.
+func (s *session) admit(rec mpctls.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.total += int64(len(rec.Raw))
+	if s.total > s.n.cfg.MaxSessionBytes {
+		return fmt.Errorf("%w: more than %d bytes", ErrLimit, s.n.cfg.MaxSessionBytes)
+	}
+	if err := s.watch.observe(rec); err != nil {
+		return err
+	}
+	if rec.Dir == mpctls.ClientToServer && s.watch.ch != nil && rec.Seq == 0 {
+		// The server name must be the host the notary resolved, or the
+		// statement would pair one name with another name's address.
+		if s.watch.ch.serverName == "" {
+			return refuse("ClientHello has no server name")
+		}
+		if !equalFoldASCII(s.watch.ch.serverName, s.host) {
+			return refuse("server name %q is not the CONNECT host %q", s.watch.ch.serverName, s.host)
+		}
+	}
+	return nil
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// record adds a relayed record to the transcript, the spool and, during
+// the handshake, the in-memory handshake records.
+func (s *session) record(rec mpctls.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.tr.Add(rec); err != nil {
+		return err
+	}
+	i := s.tr.Size() - 1
+	if i/8 >= uint64(len(s.order)) {
+		s.order = append(s.order, 0)
+	}
+	if rec.Dir == mpctls.ServerToClient {
+		s.order[i/8] |= 1 << (i % 8)
+	}
+	if !s.hsDone {
+		s.hsBytes += len(rec.Raw)
+		if s.hsBytes > maxHandshakeBytes {
+			return fmt.Errorf("%w: handshake above %d bytes", ErrLimit, maxHandshakeBytes)
+		}
+		s.hs = append(s.hs, rec)
+		if rec.Dir == mpctls.ClientToServer && rec.Type == recordTypeAppData {
+			s.hsDone = true
+		}
+	}
+	if s.spoolW == nil {
+		return ErrClosed
+	}
+	var hdr [9]byte
+	hdr[0] = byte(rec.Dir)
+	binary.BigEndian.PutUint64(hdr[1:], uint64(time.Since(s.opened)))
+	if _, err := s.spoolW.Write(hdr[:]); err != nil {
+		return fmt.Errorf("notary: spool: %w", err)
+	}
+	if _, err := s.spoolW.Write(rec.Raw); err != nil {
+		return fmt.Errorf("notary: spool: %w", err)
+	}
+	return nil
+}
+
+// readSpooled reads the record that follows a spool entry header.
+func readSpooled(r io.Reader, dir mpctls.Direction) (mpctls.Record, error) {
+	var h [mpctls.HeaderLen]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return mpctls.Record{}, fmt.Errorf("notary: spool: %w", err)
+	}
+	n := int(binary.BigEndian.Uint16(h[3:5]))
+	if n > mpctls.MaxFragment || !dir.Valid() {
+		return mpctls.Record{}, errors.New("notary: spool: corrupt entry")
+	}
+	raw := make([]byte, mpctls.HeaderLen+n)
+	copy(raw, h[:])
+	if _, err := io.ReadFull(r, raw[mpctls.HeaderLen:]); err != nil {
+		return mpctls.Record{}, fmt.Errorf("notary: spool: %w", err)
+	}
+	return mpctls.Record{Dir: dir, Type: h[0], Version: binary.BigEndian.Uint16(h[1:3]), Raw: raw}, nil
+}
+
+// finalize checks the handshake and signs the statement.
+func (s *session) finalize(req FinalizeRequest) (*FinalizeResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, &SessionError{ID: s.id, Err: s.err}
+	}
+	nc, ns := s.tr.Records(mpctls.ClientToServer), s.tr.Records(mpctls.ServerToClient)
+	if req.ClientRecords > nc || req.ServerRecords > ns {
+		return nil, fmt.Errorf("%w: prover claims %d/%d records, notary relayed %d/%d",
+			ErrDisclosure, req.ClientRecords, req.ServerRecords, nc, ns)
+	}
+	if req.ClientRecords == 0 || req.ServerRecords == 0 {
+		return nil, fmt.Errorf("%w: no records in a direction", ErrDisclosure)
+	}
+	if len(req.ServerHandshakeTrafficSecret) > 64 {
+		return nil, fmt.Errorf("%w: secret too long", ErrDisclosure)
+	}
+	hs, err := mpctls.VerifyHandshake(s.hs, mpctls.Disclosure{ServerHandshakeTrafficSecret: req.ServerHandshakeTrafficSecret},
+		mpctls.HandshakeOptions{Roots: s.n.cfg.Roots, SNI: s.host, Now: s.start})
+	if err != nil {
+		return nil, &SessionError{ID: s.id, Err: err}
+	}
+	tr, order, err := s.prefix(req.ClientRecords, req.ServerRecords)
+	if err != nil {
+		return nil, &SessionError{ID: s.id, Err: err}
+	}
+	var sid [16]byte
+	if _, err := hex.Decode(sid[:], []byte(s.id)); err != nil {
+		return nil, err
+	}
+	st := &mpctls.Statement{
+		SessionID:       sid,
+		Start:           s.start,
+		End:             s.end,
+		SNI:             s.host,
+		Address:         s.addr.String(),
+		Version:         hs.Version,
+		CipherSuite:     hs.CipherSuite,
+		CertChainDigest: hs.CertChainDigest,
+		Root:            tr.Root(),
+		ClientRecords:   tr.Records(mpctls.ClientToServer),
+		ClientBytes:     tr.Bytes(mpctls.ClientToServer),
+		ServerRecords:   tr.Records(mpctls.ServerToClient),
+		ServerBytes:     tr.Bytes(mpctls.ServerToClient),
+	}
+	b, err := st.Sign(s.n.cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &FinalizeResponse{Statement: b, Order: order, Leaves: tr.Size()}, nil
+}
+
+// prefix returns the transcript restricted to the first nc client and ns
+// server records, in arrival order. When that is everything, it is the
+// live transcript; otherwise it is rebuilt from the spool.
+func (s *session) prefix(nc, ns uint64) (*mpctls.Transcript, []byte, error) {
+	if nc == s.tr.Records(mpctls.ClientToServer) && ns == s.tr.Records(mpctls.ServerToClient) {
+		return &s.tr, s.order, nil
+	}
+	if s.spool == nil {
+		return nil, nil, ErrClosed
+	}
+	if _, err := s.spool.Seek(0, io.SeekStart); err != nil {
+		return nil, nil, fmt.Errorf("notary: spool: %w", err)
+	}
+	br := bufio.NewReaderSize(s.spool, 64<<10)
+	var tr mpctls.Transcript
+	var order []byte
+	var seen [3]uint64
+	for tr.Records(mpctls.ClientToServer) < nc || tr.Records(mpctls.ServerToClient) < ns {
+		var hdr [9]byte
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return nil, nil, fmt.Errorf("notary: spool: %w", err)
+		}
+		dir := mpctls.Direction(hdr[0])
+		rec, err := readSpooled(br, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		rec.Seq = seen[dir]
+		seen[dir]++
+		limit := nc
+		if dir == mpctls.ServerToClient {
+			limit = ns
+		}
+		if rec.Seq >= limit {
+			continue
+		}
+		if err := tr.Add(rec); err != nil {
+			return nil, nil, err
+		}
+		i := tr.Size() - 1
+		if i/8 >= uint64(len(order)) {
+			order = append(order, 0)
+		}
+		if dir == mpctls.ServerToClient {
+			order[i/8] |= 1 << (i % 8)
+		}
+	}
+	if _, err := s.spool.Seek(0, io.SeekEnd); err != nil {
+		return nil, nil, fmt.Errorf("notary: spool: %w", err)
+	}
+	return &tr, order, nil
+}

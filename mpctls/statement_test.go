@@ -1,0 +1,171 @@
+package mpctls
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/veraison/go-cose"
+)
+
+func testKey(t testing.TB, seed byte) ed25519.PrivateKey {
+	t.Helper()
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, 32))
+}
+
+func testStatement() *Statement {
+	start := time.Date(2026, 11, 21, 12, 0, 0, 123456789, time.UTC)
+	return &Statement{
+		SessionID:       [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		Start:           start,
+		End:             start.Add(1500 * time.Millisecond),
+		SNI:             "portal.example.org",
+		Address:         "[2001:db8::1]:443",
+		Version:         VersionTLS13,
+		CipherSuite:     0x1301,
+		CertChainDigest: sha256.Sum256([]byte("chain")),
+		Root:            sha256.Sum256([]byte("root")),
+		ClientRecords:   12, ClientBytes: 4000,
+		ServerRecords: 700, ServerBytes: 10_500_000,
+	}
+}
+
+func TestStatementRoundTrip(t *testing.T) {
+	key := testKey(t, 1)
+	s := testStatement()
+	b, err := s.Sign(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 1024 {
+		t.Fatalf("statement is %d bytes, target is 1 KiB", len(b))
+	}
+	t.Logf("statement size: %d bytes", len(b))
+	pub := key.Public().(ed25519.PublicKey)
+	got, err := VerifyStatement(b, []ed25519.PublicKey{testKey(t, 2).Public().(ed25519.PublicKey), pub}, Expect{
+		SNI: "Portal.Example.org", NotBefore: s.Start.Add(-time.Second), NotAfter: s.End.Add(time.Second),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Start.Equal(s.Start) || !got.End.Equal(s.End) || got.SNI != s.SNI || got.Address != s.Address ||
+		got.Root != s.Root || got.CertChainDigest != s.CertChainDigest || got.ServerBytes != s.ServerBytes ||
+		got.NotaryKeyID != KeyID(pub) || got.SessionID != s.SessionID || got.CipherSuite != s.CipherSuite {
+		t.Fatalf("round trip changed the statement:\n%+v\n%+v", got, s)
+	}
+	if got.Digest() != sha256.Sum256(b) || !bytes.Equal(got.Raw(), b) {
+		t.Fatal("digest")
+	}
+	// Deterministic: signing again gives identical bytes (Ed25519 is
+	// deterministic, the CBOR is canonical).
+	b2, err := s.Sign(key)
+	if err != nil || !bytes.Equal(b, b2) {
+		t.Fatal("signing is not deterministic")
+	}
+}
+
+func TestVerifyStatementRejects(t *testing.T) {
+	key := testKey(t, 1)
+	pub := key.Public().(ed25519.PublicKey)
+	s := testStatement()
+	b, err := s.Sign(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := []ed25519.PublicKey{pub}
+
+	if _, err := VerifyStatement(b, nil, Expect{}); !errors.Is(err, ErrSignature) {
+		t.Errorf("no trusted keys: %v", err)
+	}
+	if _, err := VerifyStatement(b, []ed25519.PublicKey{testKey(t, 2).Public().(ed25519.PublicKey)}, Expect{}); !errors.Is(err, ErrSignature) {
+		t.Errorf("untrusted key: %v", err)
+	}
+	// A statement signed by an untrusted key that claims the trusted key id.
+	forged := *s
+	other := testKey(t, 3)
+	fb, err := forged.Sign(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := cose.NewSign1Message()
+	if err := msg.UnmarshalCBOR(fb); err != nil {
+		t.Fatal(err)
+	}
+	forged.NotaryKeyID = KeyID(pub)
+	msg.Payload, _ = stmtCodec.enc.Marshal(forged.wire())
+	fb, _ = msg.MarshalCBOR()
+	if _, err := VerifyStatement(fb, trusted, Expect{}); !errors.Is(err, ErrSignature) {
+		t.Errorf("forged key id: %v", err)
+	}
+	// Flip every byte of the signed statement in turn: nothing may verify.
+	for i := range b {
+		c := append([]byte(nil), b...)
+		c[i] ^= 0x01
+		if _, err := VerifyStatement(c, trusted, Expect{}); err == nil {
+			t.Fatalf("flipped byte %d accepted", i)
+		}
+	}
+	var ee *ExpectationError
+	if _, err := VerifyStatement(b, trusted, Expect{SNI: "other.example.org"}); !errors.As(err, &ee) || ee.Field != "sni" || !errors.Is(err, ErrExpectation) {
+		t.Errorf("wrong sni: %v", err)
+	}
+	if _, err := VerifyStatement(b, trusted, Expect{NotBefore: s.Start.Add(time.Millisecond)}); !errors.As(err, &ee) || ee.Field != "not-before" {
+		t.Errorf("not before: %v", err)
+	}
+	if _, err := VerifyStatement(b, trusted, Expect{NotAfter: s.End.Add(-time.Millisecond)}); !errors.As(err, &ee) || ee.Field != "not-after" {
+		t.Errorf("not after: %v", err)
+	}
+	if _, err := ParseStatement(make([]byte, MaxStatementSize+1)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("size limit: %v", err)
+	}
+}
+
+func TestStatementWellFormed(t *testing.T) {
+	key := testKey(t, 1)
+	mut := map[string]func(*Statement){
+		"no session":     func(s *Statement) { s.SessionID = [16]byte{} },
+		"ends early":     func(s *Statement) { s.End = s.Start.Add(-time.Second) },
+		"no start":       func(s *Statement) { s.Start = time.Time{} },
+		"empty sni":      func(s *Statement) { s.SNI = "" },
+		"bad sni":        func(s *Statement) { s.SNI = "a b.example" },
+		"bad address":    func(s *Statement) { s.Address = "portal.example.org:443" },
+		"tls 1.1":        func(s *Statement) { s.Version = 0x0302 },
+		"cbc suite":      func(s *Statement) { s.CipherSuite = 0xc013 },
+		"suite/version":  func(s *Statement) { s.Version = VersionTLS12 },
+		"no root":        func(s *Statement) { s.Root = [32]byte{} },
+		"no records":     func(s *Statement) { s.ServerRecords = 0 },
+		"too many bytes": func(s *Statement) { s.ClientBytes = 1 << 40 },
+	}
+	for name, m := range mut {
+		s := testStatement()
+		m(s)
+		if _, err := s.Sign(key); !errors.Is(err, ErrStatement) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	// A payload with an unknown field, or not canonically encoded, is refused.
+	s := testStatement()
+	if _, err := s.Sign(key); err != nil {
+		t.Fatal(err)
+	}
+	type extended struct {
+		wireStatement
+		X int `cbor:"16,keyasint"`
+	}
+	payload, _ := stmtCodec.enc.Marshal(extended{*s.wire(), 1})
+	signer, _ := cose.NewSigner(cose.AlgorithmEdDSA, key)
+	msg := cose.NewSign1Message()
+	msg.Headers.Protected.SetAlgorithm(cose.AlgorithmEdDSA)
+	msg.Headers.Protected[cose.HeaderLabelContentType] = StatementContentType
+	msg.Payload = payload
+	if err := msg.Sign(nil, nil, signer); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := msg.MarshalCBOR()
+	if _, err := ParseStatement(b); !errors.Is(err, ErrStatement) {
+		t.Errorf("unknown field: %v", err)
+	}
+}
