@@ -1,0 +1,170 @@
+package prover
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/acds-project/acds/mpctls"
+)
+
+// splitter cuts one direction's byte stream into TLS records, keeping
+// every record. It is fed in stream order by a single goroutine at a time.
+type splitter struct {
+	dir     mpctls.Direction
+	buf     []byte
+	records []mpctls.Record
+	bytes   int64
+	err     error
+}
+
+func (s *splitter) feed(p []byte) {
+	if s.err != nil || len(p) == 0 {
+		return
+	}
+	s.bytes += int64(len(p))
+	s.buf = append(s.buf, p...)
+	for len(s.buf) >= mpctls.HeaderLen {
+		n := int(binary.BigEndian.Uint16(s.buf[3:5]))
+		if n > mpctls.MaxFragment {
+			s.err = &mpctls.RecordError{Dir: s.dir, Seq: uint64(len(s.records)), Reason: fmt.Sprintf("fragment of %d bytes", n), Err: mpctls.ErrRecordTooLarge}
+			return
+		}
+		if len(s.buf) < mpctls.HeaderLen+n {
+			break
+		}
+		raw := bytes.Clone(s.buf[:mpctls.HeaderLen+n])
+		s.records = append(s.records, mpctls.Record{
+			Dir:     s.dir,
+			Seq:     uint64(len(s.records)),
+			Type:    raw[0],
+			Version: binary.BigEndian.Uint16(raw[1:3]),
+			Raw:     raw,
+		})
+		s.buf = s.buf[mpctls.HeaderLen+n:]
+	}
+	if len(s.buf) == 0 {
+		s.buf = s.buf[:0:0]
+	}
+}
+
+// finish reports a stream that ended inside a record.
+func (s *splitter) finish() error {
+	if s.err != nil {
+		return s.err
+	}
+	if len(s.buf) > 0 {
+		return &mpctls.RecordError{Dir: s.dir, Seq: uint64(len(s.records)), Reason: "stream ends inside a record", Err: mpctls.ErrTruncated}
+	}
+	return nil
+}
+
+// captureConn sits between crypto/tls and the tunnel to the notary and
+// records the raw TLS records of both directions. Its Close half-closes
+// the tunnel and reads the rest of the server's records, so that the
+// prover ends up having seen every record the notary relayed to it.
+type captureConn struct {
+	net.Conn
+	drain time.Duration
+
+	rmu sync.Mutex // serializes reads, so records are fed in order
+	in  splitter   // server → client
+	eof bool       // the tunnel's read side ended
+
+	wmu sync.Mutex
+	out splitter // client → server
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+func newCaptureConn(c net.Conn, drain time.Duration) *captureConn {
+	return &captureConn{
+		Conn:   c,
+		drain:  drain,
+		in:     splitter{dir: mpctls.ServerToClient},
+		out:    splitter{dir: mpctls.ClientToServer},
+		closed: make(chan struct{}),
+	}
+}
+
+func (c *captureConn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.eof {
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(p)
+	c.in.feed(p[:n])
+	if err != nil && !isTimeout(err) {
+		c.eof = true
+	}
+	return n, err
+}
+
+func (c *captureConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	n, err := c.Conn.Write(p)
+	c.out.feed(p[:n])
+	return n, err
+}
+
+// Close half-closes the tunnel, drains the server's remaining records
+// (its close_notify, typically) for up to the drain timeout, and closes.
+func (c *captureConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.wmu.Lock()
+		if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		c.wmu.Unlock()
+		c.Conn.SetReadDeadline(time.Now().Add(c.drain))
+		c.rmu.Lock()
+		buf := make([]byte, 32<<10)
+		for !c.eof {
+			n, err := c.Conn.Read(buf)
+			c.in.feed(buf[:n])
+			if err != nil {
+				c.eof = true
+				if isTimeout(err) {
+					c.closeErr = fmt.Errorf("%w: the notary did not end the tunnel within %v", ErrIncomplete, c.drain)
+				}
+			}
+		}
+		c.rmu.Unlock()
+		c.Conn.Close()
+		close(c.closed)
+	})
+	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// snapshot returns the captured records of both directions once the
+// connection is closed.
+func (c *captureConn) snapshot() (client, server []mpctls.Record, err error) {
+	<-c.closed
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeErr != nil {
+		return nil, nil, c.closeErr
+	}
+	if err := c.out.finish(); err != nil {
+		return nil, nil, err
+	}
+	if err := c.in.finish(); err != nil {
+		return nil, nil, err
+	}
+	return c.out.records, c.in.records, nil
+}
