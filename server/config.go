@@ -1,0 +1,135 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/acds-project/acds/internal/store"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultTokenLifetime  = 24 * time.Hour
+	DefaultMaxProcessBody = 32 << 20 // 32 MiB, POST /v1/process
+	DefaultMaxBody        = 64 << 10 // 64 KiB, every other body
+	DefaultRateLimit      = 20       // requests per second per token
+	DefaultAuthRateLimit  = 2        // requests per second per address on /v1/auth/* and /v1/verify
+	DefaultLease          = 30 * time.Second
+	DefaultPollInterval   = time.Second
+	DefaultMaxAttempts    = 3
+	DefaultProcessTimeout = 5 * time.Minute
+	DefaultCredentialTTL  = 15 * time.Minute
+)
+
+// Config configures a Server. Store is required; every other zero value
+// is documented and useful.
+type Config struct {
+	// Store is the durable state. Required. The Server does not close it.
+	Store store.Store
+
+	// Pipeline processes FHIR. Nil: every request fails with unavailable.
+	Pipeline Pipeline
+	// Enclave attests outputs and seals credentials. Nil: every request
+	// fails with unavailable, GET /v1/attestation answers 503 and health
+	// reports the enclave as "none".
+	Enclave Enclave
+	// Fetcher fetches portal records. Nil: fetch-and-attest requests are
+	// accepted (their credentials are not kept) and fail with unavailable.
+	Fetcher Fetcher
+	// Verifier serves POST /v1/verify. Nil: it answers 503 unavailable.
+	Verifier Verifier
+
+	// Logger receives structured logs. Nil discards them. Secrets never
+	// reach it.
+	Logger *slog.Logger
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+
+	// TokenLifetime is how long a bearer token is valid. Zero means 24 h.
+	TokenLifetime time.Duration
+	// MaxProcessBody limits the POST /v1/process body in bytes. Zero means 32 MiB.
+	MaxProcessBody int64
+	// MaxBody limits every other body in bytes. Zero means 64 KiB.
+	MaxBody int64
+	// RateLimit is the per-token limit in requests per second (burst: twice
+	// that, at least 1). Zero means DefaultRateLimit; negative turns it off.
+	RateLimit float64
+	// AuthRateLimit is the per-client-address limit in requests per second
+	// on /v1/auth/* and /v1/verify (burst: ten times that). The address is
+	// the connection's remote IP. Zero means DefaultAuthRateLimit; negative
+	// turns it off.
+	AuthRateLimit float64
+
+	// Workers is the number of requests processed concurrently. Zero means
+	// 2 × GOMAXPROCS; negative means none (accept only: another replica
+	// sharing the store processes).
+	Workers int
+	// Lease is how long a claimed request stays leased to a worker without
+	// a heartbeat; workers heartbeat every Lease/3. Zero means 30 s.
+	Lease time.Duration
+	// PollInterval is how often an idle worker looks for claimable work
+	// (work accepted by this Server wakes it at once). Zero means 1 s.
+	PollInterval time.Duration
+	// MaxAttempts is how many times a request is claimed before it fails
+	// because no worker finished it. Zero means 3.
+	MaxAttempts int
+	// ProcessTimeout bounds one attempt; an attempt that exceeds it fails
+	// the request with unavailable. Zero means 5 min.
+	ProcessTimeout time.Duration
+	// CredentialTTL is how long sealed portal credentials may stay queued
+	// before they are erased. Zero means 15 min.
+	CredentialTTL time.Duration
+	// AllowPrivatePortals accepts portal URLs whose host is a loopback,
+	// private, link-local or metadata address. Off by default. The Fetcher
+	// enforces the same rule on resolved addresses.
+	AllowPrivatePortals bool
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	d := *c
+	if d.Store == nil {
+		return d, errors.New("server: config: Store is required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.TokenLifetime <= 0 {
+		d.TokenLifetime = DefaultTokenLifetime
+	}
+	if d.MaxProcessBody <= 0 {
+		d.MaxProcessBody = DefaultMaxProcessBody
+	}
+	if d.MaxBody <= 0 {
+		d.MaxBody = DefaultMaxBody
+	}
+	if d.RateLimit == 0 {
+		d.RateLimit = DefaultRateLimit
+	}
+	if d.AuthRateLimit == 0 {
+		d.AuthRateLimit = DefaultAuthRateLimit
+	}
+	if d.Workers == 0 {
+		d.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if d.Lease <= 0 {
+		d.Lease = DefaultLease
+	}
+	if d.PollInterval <= 0 {
+		d.PollInterval = DefaultPollInterval
+	}
+	if d.MaxAttempts <= 0 {
+		d.MaxAttempts = DefaultMaxAttempts
+	}
+	if d.ProcessTimeout <= 0 {
+		d.ProcessTimeout = DefaultProcessTimeout
+	}
+	if d.CredentialTTL <= 0 {
+		d.CredentialTTL = DefaultCredentialTTL
+	}
+	return d, nil
+}

@@ -1,0 +1,567 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/store"
+)
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+func (s *Server) storeFailed(w http.ResponseWriter, op string, err error) {
+	s.log.Error("store operation failed", "op", op, "err", err)
+	writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the request store is unavailable; retry later"))
+}
+
+// issueSession creates a session for pseudonym and returns its token.
+func (s *Server) issueSession(r *http.Request, pseudonym string) (*acds.Session, error) {
+	token, hash, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	key, err := sessionKey(pseudonym)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	sess := store.Session{Pseudonym: key, TokenHash: hash, CreatedAt: now, ExpiresAt: now.Add(s.cfg.TokenLifetime)}
+	if err := s.cfg.Store.CreateSession(r.Context(), sess); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return &acds.Session{Pseudonym: pseudonym, Token: token, ExpiresAt: sess.ExpiresAt.UTC()}, nil
+}
+
+func (s *Server) handleAnon(w http.ResponseWriter, r *http.Request) {
+	var req acds.AnonRequest
+	if p := decodeBody(w, r, s.cfg.MaxBody, &req, true); p != nil {
+		writeProblem(w, p)
+		return
+	}
+	if req.Passphrase != "" && len([]rune(req.Passphrase)) < acds.MinPassphraseLen {
+		writeProblem(w, fieldProblem("passphrase", fmt.Sprintf("must be at least %d characters", acds.MinPassphraseLen)))
+		return
+	}
+	pseudonym, err := newPseudonym()
+	if err != nil {
+		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "no randomness"))
+		return
+	}
+	if req.Passphrase != "" {
+		enc, err := hashPassphrase(req.Passphrase)
+		if err != nil {
+			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "no randomness"))
+			return
+		}
+		if err := s.cfg.Store.SetPassphrase(r.Context(), pseudonym, enc); err != nil {
+			s.storeFailed(w, "set passphrase", err)
+			return
+		}
+	}
+	sess, err := s.issueSession(r, pseudonym)
+	if err != nil {
+		s.storeFailed(w, "create session", err)
+		return
+	}
+	s.log.Info("session created", "pseudonym", pseudonym, "recoverable", req.Passphrase != "")
+	writeJSON(w, http.StatusCreated, sess)
+}
+
+func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
+	var req acds.RecoverRequest
+	if p := decodeBody(w, r, s.cfg.MaxBody, &req, false); p != nil {
+		writeProblem(w, p)
+		return
+	}
+	var errs []acds.FieldError
+	if req.Pseudonym == "" {
+		errs = append(errs, acds.FieldError{Field: "pseudonym", Message: "required"})
+	}
+	if req.Passphrase == "" {
+		errs = append(errs, acds.FieldError{Field: "passphrase", Message: "required"})
+	}
+	if len(errs) > 0 {
+		p := acds.NewProblem(acds.ProblemInvalidRequest, "missing fields")
+		p.Errors = errs
+		writeProblem(w, p)
+		return
+	}
+	denied := acds.NewProblem(acds.ProblemUnauthorized, "pseudonym and passphrase do not match")
+	enc := dummyPassphraseHash
+	known := false
+	if validPseudonym(req.Pseudonym) {
+		switch e, err := s.cfg.Store.Passphrase(r.Context(), req.Pseudonym); {
+		case err == nil:
+			enc, known = e, true
+		case !isNotFound(err):
+			s.storeFailed(w, "passphrase", err)
+			return
+		}
+	}
+	// Always run Argon2id, so unknown pseudonyms cost the same time.
+	ok, err := checkPassphrase(req.Passphrase, enc)
+	if err != nil && known {
+		s.log.Error("stored passphrase hash is malformed", "pseudonym", req.Pseudonym)
+	}
+	if !ok || !known {
+		s.log.Info("recovery refused", "pseudonym_valid", validPseudonym(req.Pseudonym))
+		writeProblem(w, denied)
+		return
+	}
+	sess, err := s.issueSession(r, req.Pseudonym)
+	if err != nil {
+		s.storeFailed(w, "create session", err)
+		return
+	}
+	s.log.Info("session recovered", "pseudonym", req.Pseudonym)
+	writeJSON(w, http.StatusOK, sess)
+}
+
+// processInput is the stored input of a process request.
+type processInput struct {
+	OutputFormat string          `json:"outputFormat"`
+	Bundle       json.RawMessage `json:"bundle"`
+}
+
+// fetchInput is the stored input of a fetch-and-attest request: the
+// request without its credentials, which are sealed separately.
+type fetchInput struct {
+	SystemType   string `json:"systemType"`
+	PortalURL    string `json:"portalUrl"`
+	RecordID     string `json:"recordId"`
+	OutputFormat string `json:"outputFormat"`
+}
+
+func unsupportedFormat(f string) *acds.Problem {
+	p := acds.NewProblem(acds.ProblemUnsupportedOutputFormat,
+		fmt.Sprintf("outputFormat %q is not supported; supported: %s", f, strings.Join(acds.OutputFormats(), ", ")))
+	p.Errors = []acds.FieldError{{Field: "outputFormat", Message: "must be one of " + strings.Join(acds.OutputFormats(), ", ")}}
+	return p
+}
+
+func isJSONObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
+
+func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
+	var req acds.ProcessRequest
+	if p := decodeBody(w, r, s.cfg.MaxProcessBody, &req, false); p != nil {
+		writeProblem(w, p)
+		return
+	}
+	var errs []acds.FieldError
+	if len(req.Bundle) == 0 || string(req.Bundle) == "null" {
+		errs = append(errs, acds.FieldError{Field: "bundle", Message: "required"})
+	} else if !isJSONObject(req.Bundle) {
+		errs = append(errs, acds.FieldError{Field: "bundle", Message: "must be a JSON object (a FHIR resource)"})
+	}
+	if req.OutputFormat == "" {
+		errs = append(errs, acds.FieldError{Field: "outputFormat", Message: "required"})
+	}
+	if len(errs) > 0 {
+		p := acds.NewProblem(acds.ProblemInvalidRequest, "invalid fields")
+		p.Errors = errs
+		writeProblem(w, p)
+		return
+	}
+	if !slices.Contains(acds.OutputFormats(), req.OutputFormat) {
+		writeProblem(w, unsupportedFormat(req.OutputFormat))
+		return
+	}
+	if c, ok := s.cfg.Pipeline.(Checker); ok {
+		if err := c.Check(r.Context(), req.Bundle); err != nil {
+			var inv *InvalidFHIRError
+			if errors.As(err, &inv) {
+				writeProblem(w, invalidFHIRProblem(inv))
+				return
+			}
+			s.log.Error("fhir check failed", "err", err)
+			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "checking the FHIR input failed"))
+			return
+		}
+	}
+	input, err := json.Marshal(processInput{OutputFormat: req.OutputFormat, Bundle: req.Bundle})
+	if err != nil {
+		writeProblem(w, fieldProblem("bundle", "must be valid JSON"))
+		return
+	}
+	s.accept(w, r, acds.KindProcess, input, nil, "")
+}
+
+func invalidFHIRProblem(e *InvalidFHIRError) *acds.Problem {
+	detail := "the FHIR input has errors; see operationOutcome"
+	if e.Detail != "" {
+		detail = "the FHIR input has errors: " + e.Detail
+	}
+	p := acds.NewProblem(acds.ProblemInvalidFHIR, detail)
+	p.OperationOutcome = e.OperationOutcome
+	return p
+}
+
+// accept stores a new request durably under a fresh id, then answers 202.
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, kind string, input, sealed []byte, message string) {
+	s.acceptWithID(w, r, uuid.NewString(), kind, input, sealed, message)
+}
+
+func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
+	var req acds.FetchAndAttestRequest
+	if p := decodeBody(w, r, s.cfg.MaxBody, &req, false); p != nil {
+		writeProblem(w, p)
+		return
+	}
+	var errs []acds.FieldError
+	need := func(field, v string) {
+		if strings.TrimSpace(v) == "" {
+			errs = append(errs, acds.FieldError{Field: field, Message: "required"})
+		}
+	}
+	need("systemType", req.SystemType)
+	need("portalUrl", req.PortalURL)
+	need("recordId", req.RecordID)
+	need("credentials.username", req.Credentials.Username)
+	need("credentials.password", req.Credentials.Password)
+	need("outputFormat", req.OutputFormat)
+	if len(req.RecordID) > 256 || strings.ContainsAny(req.RecordID, "/?#") {
+		errs = append(errs, acds.FieldError{Field: "recordId", Message: "must be a FHIR id: at most 256 characters, no '/', '?' or '#'"})
+	}
+	var u *url.URL
+	if req.PortalURL != "" {
+		var err error
+		u, err = url.Parse(req.PortalURL)
+		if err != nil || u.Host == "" || u.User != nil {
+			errs = append(errs, acds.FieldError{Field: "portalUrl", Message: "must be an absolute https URL without user information"})
+		}
+	}
+	if len(errs) > 0 {
+		p := acds.NewProblem(acds.ProblemInvalidRequest, "invalid fields")
+		p.Errors = errs
+		writeProblem(w, p)
+		return
+	}
+	if !slices.Contains(acds.SystemTypes(), req.SystemType) {
+		p := acds.NewProblem(acds.ProblemUnsupportedSystemType,
+			fmt.Sprintf("systemType %q is not supported; supported: %s", req.SystemType, strings.Join(acds.SystemTypes(), ", ")))
+		p.Errors = []acds.FieldError{{Field: "systemType", Message: "must be one of " + strings.Join(acds.SystemTypes(), ", ")}}
+		writeProblem(w, p)
+		return
+	}
+	if !slices.Contains(acds.OutputFormats(), req.OutputFormat) {
+		writeProblem(w, unsupportedFormat(req.OutputFormat))
+		return
+	}
+	if p := s.checkPortal(u); p != nil {
+		writeProblem(w, p)
+		return
+	}
+	input, err := json.Marshal(fetchInput{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID, OutputFormat: req.OutputFormat})
+	if err != nil {
+		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "encoding the request failed"))
+		return
+	}
+	message := "fetching the record through MPC-TLS; poll the Location for the result"
+	var sealed []byte
+	if s.cfg.Fetcher == nil || s.cfg.Enclave == nil {
+		// The credentials are not kept at all: nothing could use them.
+		message = "accepted, but portal fetching is not available on this server; the request will fail with unavailable"
+	} else {
+		// The credentials are sealed bound to the request id.
+		id := uuid.NewString()
+		creds, _ := json.Marshal(req.Credentials)
+		sealed, err = s.cfg.Enclave.Seal(creds, []byte(id))
+		clear(creds)
+		if err != nil {
+			s.log.Error("sealing credentials failed", "err", err)
+			writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the enclave could not seal the credentials"))
+			return
+		}
+		s.acceptWithID(w, r, id, acds.KindFetchAndAttest, input, sealed, message)
+		return
+	}
+	s.accept(w, r, acds.KindFetchAndAttest, input, sealed, message)
+}
+
+// checkPortal refuses non-https portals and, unless private portals are
+// allowed, hosts that are literal loopback, private, link-local,
+// unspecified or metadata addresses (and "localhost"). Names that resolve
+// to such addresses are refused by the Fetcher at dial time.
+func (s *Server) checkPortal(u *url.URL) *acds.Problem {
+	if u.Scheme != "https" {
+		p := acds.NewProblem(acds.ProblemForbiddenPortal, "portalUrl must use https")
+		p.Errors = []acds.FieldError{{Field: "portalUrl", Message: "must use https"}}
+		return p
+	}
+	if s.cfg.AllowPrivatePortals {
+		return nil
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || host == "metadata.google.internal" {
+		return forbiddenHost()
+	}
+	if a, err := netip.ParseAddr(host); err == nil && privateAddr(a) {
+		return forbiddenHost()
+	}
+	if ip := net.ParseIP(host); ip == nil && strings.Trim(host, "0123456789.x") == "" {
+		// Forms like "0x7f.1" or "2130706433" that some resolvers accept as IPv4.
+		return forbiddenHost()
+	}
+	return nil
+}
+
+func forbiddenHost() *acds.Problem {
+	p := acds.NewProblem(acds.ProblemForbiddenPortal, "portalUrl names a loopback, private, link-local or metadata address, which this server refuses")
+	p.Errors = []acds.FieldError{{Field: "portalUrl", Message: "address not allowed"}}
+	return p
+}
+
+func privateAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() ||
+		a == netip.MustParseAddr("169.254.169.254") || a == netip.MustParseAddr("fd00:ec2::254") ||
+		netip.MustParsePrefix("100.64.0.0/10").Contains(a)
+}
+
+// acceptWithID stores a new request durably (CreateRequest returns only
+// once the row is on disk), wakes a worker, then answers 202.
+func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind string, input, sealed []byte, message string) {
+	now := s.cfg.Now()
+	req := store.Request{
+		ID: id, Owner: ownerFrom(r), Kind: kind, Status: store.StatusProcessing,
+		Input: input, Sealed: sealed, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.cfg.Store.CreateRequest(r.Context(), req); err != nil {
+		s.storeFailed(w, "create request", err)
+		return
+	}
+	s.log.Info("request accepted", "request_id", id, "kind", kind, "bytes", len(input))
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	w.Header().Set("Location", locationFor(r, id))
+	writeJSON(w, http.StatusAccepted, acds.Accepted{RequestID: id, Status: acds.StatusProcessing, Message: message})
+}
+
+// wireRequest converts a stored request to its wire record.
+func wireRequest(r store.Request) (acds.Request, error) {
+	out := acds.Request{
+		RequestID: r.ID, Kind: r.Kind, Status: r.Status,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}
+	if !r.CompletedAt.IsZero() {
+		t := r.CompletedAt.UTC()
+		out.CompletedAt = &t
+	}
+	if r.Status == store.StatusCompleted && len(r.Result) > 0 {
+		var res acds.Result
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			return out, fmt.Errorf("stored result of %s: %w", r.ID, err)
+		}
+		out.Result = &res
+	}
+	if r.Status == store.StatusFailed && len(r.Error) > 0 {
+		var p acds.Problem
+		if err := json.Unmarshal(r.Error, &p); err != nil {
+			return out, fmt.Errorf("stored error of %s: %w", r.ID, err)
+		}
+		out.Error = &p
+	}
+	return out, nil
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if uuid.Validate(id) != nil {
+		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such request"))
+		return
+	}
+	req, err := s.cfg.Store.GetRequest(r.Context(), ownerFrom(r), id)
+	if isNotFound(err) {
+		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such request"))
+		return
+	}
+	if err != nil {
+		s.storeFailed(w, "get request", err)
+		return
+	}
+	out, err := wireRequest(req)
+	if err != nil {
+		s.log.Error("stored request unreadable", "request_id", id, "err", err)
+		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "the stored request is unreadable"))
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "limit" && k != "cursor" {
+			writeProblem(w, fieldProblem(k, "unknown query parameter; known: limit, cursor"))
+			return
+		}
+	}
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			writeProblem(w, fieldProblem("limit", "must be an integer from 1 to 100"))
+			return
+		}
+		limit = n
+	}
+	cursor := q.Get("cursor")
+	if len(cursor) > 512 {
+		writeProblem(w, fieldProblem("cursor", "not a cursor from a previous page"))
+		return
+	}
+	items, next, err := s.cfg.Store.ListRequests(r.Context(), ownerFrom(r), store.Page{Cursor: cursor, Limit: limit})
+	if err != nil {
+		if cursor != "" {
+			s.log.Info("list with unusable cursor", "err", err)
+			writeProblem(w, fieldProblem("cursor", "not a cursor from a previous page"))
+			return
+		}
+		s.storeFailed(w, "list requests", err)
+		return
+	}
+	out := acds.RequestList{Items: make([]acds.Request, 0, len(items)), NextCursor: next}
+	for _, it := range items {
+		wr, err := wireRequest(it)
+		if err != nil {
+			s.log.Error("stored request unreadable", "request_id", it.ID, "err", err)
+			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "a stored request is unreadable"))
+			return
+		}
+		out.Items = append(out.Items, wr)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if uuid.Validate(id) != nil {
+		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such request"))
+		return
+	}
+	err := s.cfg.Store.DeleteRequest(r.Context(), ownerFrom(r), id)
+	if isNotFound(err) {
+		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such request"))
+		return
+	}
+	if err != nil {
+		s.storeFailed(w, "delete request", err)
+		return
+	}
+	s.log.Info("request deleted", "request_id", id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// decodeBase64 accepts std or url alphabets, padded or not.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if strings.ContainsAny(s, "-_") {
+		return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+	}
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+}
+
+func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
+	var req acds.VerifyRequest
+	if p := decodeBody(w, r, s.cfg.MaxProcessBody, &req, false); p != nil {
+		writeProblem(w, p)
+		return
+	}
+	if req.Bundle == "" {
+		writeProblem(w, fieldProblem("bundle", "required"))
+		return
+	}
+	bundle, err := decodeBase64(req.Bundle)
+	if err != nil || len(bundle) == 0 {
+		writeProblem(w, fieldProblem("bundle", "must be base64"))
+		return
+	}
+	var output []byte
+	if len(req.Output) > 0 && string(req.Output) != "null" {
+		output = req.Output
+	}
+	if s.cfg.Verifier == nil {
+		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "verification is not available on this server (no verifier built in); use `acds verify` offline"))
+		return
+	}
+	res, err := s.cfg.Verifier.Verify(r.Context(), bundle, output)
+	if errors.Is(err, ErrMalformedBundle) {
+		writeProblem(w, fieldProblem("bundle", "not an attestation bundle: "+err.Error()))
+		return
+	}
+	if err != nil {
+		s.log.Error("verification failed", "err", err)
+		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "verification failed unexpectedly"))
+		return
+	}
+	if res.Details.Reasons == nil {
+		res.Details.Reasons = []string{}
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// formatUptime renders d as "Hh MMm".
+func formatUptime(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	m := int64(d / time.Minute)
+	return fmt.Sprintf("%dh %02dm", m/60, m%60)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	enclave := "none"
+	if s.cfg.Enclave != nil {
+		enclave = s.cfg.Enclave.Profile()
+	}
+	writeJSON(w, http.StatusOK, acds.Health{
+		Status: "healthy", Version: acds.Version, Enclave: enclave,
+		Uptime: formatUptime(s.cfg.Now().Sub(s.started)),
+	})
+}
+
+func (s *Server) handleAttestation(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Enclave == nil {
+		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "no enclave is configured on this server"))
+		return
+	}
+	ev := s.cfg.Enclave.BootEvidence()
+	if ev.Certificates == nil {
+		ev.Certificates = [][]byte{}
+	}
+	writeJSON(w, http.StatusOK, ev)
+}
+
+func sha256Digest(b []byte) string {
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

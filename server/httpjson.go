@@ -1,0 +1,173 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/acds-project/acds"
+)
+
+// writeJSON writes v as JSON with status. HTML escaping is off so that
+// embedded canonical FHIR output keeps its exact bytes.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only our own wire types are encoded here; this cannot happen
+		// for them, but answer properly rather than half-write.
+		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "encoding the response failed"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeProblem writes p as application/problem+json, with Retry-After when set.
+func writeProblem(w http.ResponseWriter, p *acds.Problem) {
+	if p.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="acds"`)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		b = []byte(`{"type":"urn:acds:problem:internal","title":"Internal error","status":500}`)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func fieldProblem(field, message string) *acds.Problem {
+	p := acds.NewProblem(acds.ProblemInvalidRequest, fmt.Sprintf("%s: %s", field, message))
+	p.Errors = []acds.FieldError{{Field: field, Message: message}}
+	return p
+}
+
+// checkJSONContentType answers 415 unless the request declares a JSON body.
+// An empty body without a Content-Type is allowed when optional is true.
+func checkJSONContentType(r *http.Request, optional bool) *acds.Problem {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		if optional && r.ContentLength <= 0 {
+			return nil
+		}
+		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	return nil
+}
+
+// decodeBody strictly decodes the JSON body of r into dst: unknown fields,
+// wrong types and trailing data are invalid-request naming the field;
+// malformed JSON is invalid-json; more than limit bytes is payload-too-large,
+// detected without reading the body whole. An empty body is allowed when
+// optional is true (dst keeps its zero value).
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, optional bool) *acds.Problem {
+	if p := checkJSONContentType(r, optional); p != nil {
+		return p
+	}
+	if r.ContentLength > limit {
+		return tooLarge(limit)
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if errors.Is(err, io.EOF) && optional {
+		return nil
+	}
+	if err == nil {
+		// Exactly one JSON value: anything but whitespace after it is an error.
+		var extra json.RawMessage
+		if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
+			var mbe *http.MaxBytesError
+			if errors.As(err2, &mbe) {
+				return tooLarge(limit)
+			}
+			p := acds.NewProblem(acds.ProblemInvalidRequest, "the body must hold exactly one JSON object; trailing data after it")
+			p.Errors = []acds.FieldError{{Field: "", Message: "trailing data after the JSON object"}}
+			return p
+		}
+		return nil
+	}
+	return decodeProblem(err, limit, reflect.TypeOf(dst))
+}
+
+func tooLarge(limit int64) *acds.Problem {
+	return acds.NewProblem(acds.ProblemPayloadTooLarge, fmt.Sprintf("the body exceeds the limit of %d bytes", limit))
+}
+
+// decodeProblem maps an encoding/json error to a problem.
+func decodeProblem(err error, limit int64, _ reflect.Type) *acds.Problem {
+	var (
+		mbe *http.MaxBytesError
+		se  *json.SyntaxError
+		ute *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(limit)
+	case errors.As(err, &se):
+		return acds.NewProblem(acds.ProblemInvalidJSON, fmt.Sprintf("malformed JSON at byte %d", se.Offset))
+	case errors.Is(err, io.EOF):
+		return acds.NewProblem(acds.ProblemInvalidJSON, "the body is empty; a JSON object is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return acds.NewProblem(acds.ProblemInvalidJSON, "the JSON body ends early")
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			p := acds.NewProblem(acds.ProblemInvalidRequest, "the body must be a JSON object")
+			p.Errors = []acds.FieldError{{Field: "", Message: "must be a JSON object, not " + ute.Value}}
+			return p
+		}
+		return fieldProblem(field, fmt.Sprintf("must be %s, not %s", jsonKind(ute.Type), ute.Value))
+	}
+	// encoding/json reports unknown fields only as text: json: unknown field "x".
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name, uerr := strconv.Unquote(msg)
+		if uerr != nil {
+			name = msg
+		}
+		return fieldProblem(name, "unknown field")
+	}
+	return acds.NewProblem(acds.ProblemInvalidJSON, "the body is not valid JSON")
+}
+
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a different type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Uint, reflect.Uint64:
+		return "a number"
+	case reflect.Slice:
+		if t == reflect.TypeOf(json.RawMessage(nil)) {
+			return "a JSON value"
+		}
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a different type"
+}

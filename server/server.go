@@ -1,0 +1,271 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/acds-project/acds"
+)
+
+// Server is an ACDS API server: an http.Handler for the v1 contract and
+// the workers that process accepted requests. Construct it with New, mount
+// Handler anywhere, and Close it to drain.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	started  time.Time
+	instance string // random id of this Server, prefix of its worker ids
+
+	tokenLimits *limiterSet
+	addrLimits  *limiterSet
+	handler     http.Handler
+
+	wake      chan struct{}   // accepted work: wake an idle worker
+	stopClaim context.CancelFunc
+	claimCtx  context.Context // done when workers must stop claiming
+	abortWork context.CancelFunc
+	workCtx   context.Context // done when in-flight work must be abandoned
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New returns a Server for cfg and starts its workers and janitor.
+func New(cfg Config) (*Server, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var id [6]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("server: instance id: %w", err)
+	}
+	s := &Server{
+		cfg:      c,
+		log:      c.Logger,
+		started:  c.Now(),
+		instance: hex.EncodeToString(id[:]),
+		wake:     make(chan struct{}, max(c.Workers, 1)),
+	}
+	tokenBurst := int(2 * c.RateLimit)
+	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
+	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
+	s.handler = s.routes()
+	s.claimCtx, s.stopClaim = context.WithCancel(context.Background())
+	s.workCtx, s.abortWork = context.WithCancel(context.Background())
+	for i := 0; i < c.Workers; i++ {
+		s.wg.Add(1)
+		go s.worker(fmt.Sprintf("%s/%d", s.instance, i))
+	}
+	s.wg.Add(1)
+	go s.janitor()
+	return s, nil
+}
+
+// Handler returns the HTTP handler of the v1 API. It serves paths that
+// start with /v1/ and can be mounted under any prefix with
+// http.StripPrefix: Location headers keep the prefix.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close stops claiming new work and waits for in-flight requests to finish
+// until ctx ends; requests still running then are abandoned (their leases
+// expire and another worker, here or in another replica, re-claims them).
+// The handler keeps accepting requests durably after Close; the Store is
+// not closed. Close returns ctx.Err() when it had to abandon work.
+func (s *Server) Close(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.stopClaim()
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+			s.abortWork()
+			<-done
+		}
+		s.abortWork()
+	})
+	return err
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	add := func(pattern string, methods map[string]http.HandlerFunc) {
+		mux.Handle(pattern, s.methodSwitch(methods))
+	}
+	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleAnon)})
+	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleRecover)})
+	add("/v1/fetch-and-attest", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleFetchAndAttest)})
+	add("/v1/process", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleProcess)})
+	add("/v1/requests", map[string]http.HandlerFunc{http.MethodGet: s.authed(s.handleList)})
+	add("/v1/requests/{id}", map[string]http.HandlerFunc{
+		http.MethodGet:    s.authed(s.handleGet),
+		http.MethodDelete: s.authed(s.handleDelete),
+	})
+	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleVerify)})
+	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
+	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
+	add("/v1/attestation", map[string]http.HandlerFunc{http.MethodGet: s.handleAttestation})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such endpoint"))
+	})
+	return s.recoverPanics(mux)
+}
+
+func (s *Server) methodSwitch(methods map[string]http.HandlerFunc) http.Handler {
+	allow := make([]string, 0, len(methods)+1)
+	for m := range methods {
+		allow = append(allow, m)
+	}
+	if _, ok := methods[http.MethodGet]; ok {
+		allow = append(allow, http.MethodHead)
+	}
+	allowHeader := strings.Join(allow, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := methods[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			h, ok = methods[http.MethodGet]
+		}
+		if !ok {
+			w.Header().Set("Allow", allowHeader)
+			writeProblem(w, acds.NewProblem(acds.ProblemMethodNotAllowed, r.Method+" is not allowed here; allowed: "+allowHeader))
+			return
+		}
+		h(w, r)
+	})
+}
+
+// recoverPanics turns a handler panic into a 500 internal problem.
+func (s *Server) recoverPanics(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeProblem(w, acds.NewProblem(acds.ProblemInternal, "unexpected server error"))
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+type ctxKey int
+
+const ownerKey ctxKey = 0
+
+// authed requires a valid, unexpired bearer token and applies the
+// per-token rate limit. The handler finds the owner with ownerFrom.
+func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		scheme, token, ok := strings.Cut(auth, " ")
+		if auth == "" {
+			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "a bearer token is required (POST /v1/auth/anon issues one)"))
+			return
+		}
+		hash, valid := parseToken(strings.TrimSpace(token))
+		if !ok || !strings.EqualFold(scheme, "Bearer") || !valid {
+			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "the Authorization header is not a well-formed ACDS bearer token"))
+			return
+		}
+		sess, err := s.cfg.Store.SessionByTokenHash(r.Context(), hash)
+		now := s.cfg.Now()
+		if err != nil || subtle.ConstantTimeCompare(sess.TokenHash, hash) != 1 || !now.Before(sess.ExpiresAt) {
+			if err != nil && !isNotFound(err) {
+				s.log.Error("session lookup failed", "err", err)
+				writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the session store is unavailable"))
+				return
+			}
+			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "the token is unknown or expired"))
+			return
+		}
+		if ok, wait := s.tokenLimits.allow(string(hash), now); !ok {
+			p := acds.NewProblem(acds.ProblemRateLimited, "too many requests for this token")
+			p.RetryAfter = wait
+			writeProblem(w, p)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), ownerKey, ownerOfSessionKey(sess.Pseudonym))))
+	}
+}
+
+func ownerFrom(r *http.Request) string {
+	o, _ := r.Context().Value(ownerKey).(string)
+	return o
+}
+
+// addrLimited applies the per-address limit of the unauthenticated
+// endpoints that cost CPU (Argon2id, verification).
+func (s *Server) addrLimited(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		if ok, wait := s.addrLimits.allow(host, s.cfg.Now()); !ok {
+			p := acds.NewProblem(acds.ProblemRateLimited, "too many requests from this address")
+			p.RetryAfter = wait
+			writeProblem(w, p)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// locationFor returns the Location of request id as seen by the client:
+// when the handler is mounted under a prefix (http.StripPrefix), the
+// original request URI still has it.
+func locationFor(r *http.Request, id string) string {
+	prefix := ""
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		if p, ok := strings.CutSuffix(u.Path, r.URL.Path); ok {
+			prefix = strings.TrimSuffix(p, "/")
+		}
+	}
+	return prefix + "/v1/requests/" + id
+}
+
+// janitor erases expired sealed credentials and sessions and idle rate
+// buckets every minute until Close.
+func (s *Server) janitor() {
+	defer s.wg.Done()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		s.sweep()
+		select {
+		case <-s.claimCtx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) sweep() {
+	ctx, cancel := context.WithTimeout(s.workCtx, 30*time.Second)
+	defer cancel()
+	now := s.cfg.Now()
+	if n, err := s.cfg.Store.EraseSealedBefore(ctx, now.Add(-s.cfg.CredentialTTL)); err != nil {
+		s.log.Warn("erasing expired credentials failed", "err", err)
+	} else if n > 0 {
+		s.log.Info("erased expired credentials", "requests", n)
+	}
+	if _, err := s.cfg.Store.DeleteExpiredSessions(ctx, now); err != nil {
+		s.log.Warn("deleting expired sessions failed", "err", err)
+	}
+	s.tokenLimits.sweep(now, 10*time.Minute)
+	s.addrLimits.sweep(now, 10*time.Minute)
+}

@@ -1,0 +1,269 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/store"
+)
+
+// The request lifecycle. A worker claims the oldest claimable request with
+// a lease of cfg.Lease and heartbeats every Lease/3 while it works. When
+// the worker dies (process killed, panic, server closed mid-way), its
+// heartbeats stop, the lease expires and any worker sharing the store
+// re-claims the request. Claim counts attempts; a request claimed
+// cfg.MaxAttempts times without ending is failed by the store with the
+// exhausted problem. So every accepted request ends, exactly once, in
+// completed or failed.
+
+// errAbandon means: stop working on this request without ending it; the
+// lease will expire and the request will be re-claimed.
+var errAbandon = errors.New("attempt abandoned")
+
+func (s *Server) exhaustedProblem() []byte {
+	p := acds.NewProblem(acds.ProblemInternal, fmt.Sprintf(
+		"processing was attempted %d times and no attempt finished (the worker stopped or crashed each time); the request will not be retried",
+		s.cfg.MaxAttempts))
+	b, _ := json.Marshal(p)
+	return b
+}
+
+func (s *Server) worker(id string) {
+	defer s.wg.Done()
+	exhausted := s.exhaustedProblem()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		if s.claimCtx.Err() != nil {
+			return
+		}
+		req, err := s.cfg.Store.Claim(s.claimCtx, store.ClaimOptions{
+			Worker: id, Lease: s.cfg.Lease, MaxAttempts: s.cfg.MaxAttempts,
+			Exhausted: exhausted, Now: s.cfg.Now(),
+		})
+		if err != nil && s.claimCtx.Err() == nil {
+			s.log.Warn("claim failed", "worker", id, "err", err)
+		}
+		if req != nil {
+			s.run(id, req)
+			continue // there may be more
+		}
+		timer.Reset(s.cfg.PollInterval)
+		select {
+		case <-s.claimCtx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// run works on one claimed request and ends it, unless the attempt is
+// abandoned.
+func (s *Server) run(worker string, req *store.Request) {
+	log := s.log.With("request_id", req.ID, "worker", worker, "attempt", req.Attempts)
+	log.Info("request claimed", "kind", req.Kind)
+	ctx, cancel := context.WithTimeout(s.workCtx, s.cfg.ProcessTimeout)
+	defer cancel()
+
+	// Heartbeat until the attempt ends; losing the lease cancels the work.
+	hbDone := make(chan struct{})
+	hbStopped := make(chan struct{})
+	var leaseLost bool
+	go func() {
+		defer close(hbStopped)
+		t := time.NewTicker(s.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbDone:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				err := s.cfg.Store.Heartbeat(ctx, req.ID, worker, s.cfg.Now().Add(s.cfg.Lease))
+				if errors.Is(err, store.ErrLeaseLost) {
+					leaseLost = true
+					cancel()
+					return
+				}
+				if err != nil && ctx.Err() == nil {
+					log.Warn("heartbeat failed", "err", err)
+				}
+			}
+		}
+	}()
+
+	result, problem, err := s.attempt(ctx, req)
+	close(hbDone)
+	<-hbStopped
+
+	switch {
+	case leaseLost:
+		log.Warn("lease lost; another worker owns the request now")
+		return
+	case errors.Is(err, errAbandon) || s.workCtx.Err() != nil:
+		log.Warn("attempt abandoned; the request will be re-claimed when its lease expires")
+		return
+	}
+	// The outcome is written even while closing, with a bounded context.
+	endCtx, endCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer endCancel()
+	now := s.cfg.Now()
+	if problem != nil {
+		problem.Instance = "/v1/requests/" + req.ID
+		b, _ := json.Marshal(problem)
+		err = s.cfg.Store.Fail(endCtx, req.ID, worker, b, now)
+		log.Info("request failed", "problem", problem.Code(), "detail", problem.Detail)
+	} else {
+		b, _ := json.Marshal(result)
+		err = s.cfg.Store.Complete(endCtx, req.ID, worker, b, now)
+		log.Info("request completed", "output_digest", result.OutputDigest)
+	}
+	if err != nil {
+		log.Error("ending the request failed; it will be re-claimed", "err", err)
+	}
+}
+
+// attempt runs one attempt. It returns a result, or a problem that ends the
+// request as failed, or errAbandon. A panic in a seam abandons the attempt
+// like a crashed worker would.
+func (s *Server) attempt(ctx context.Context, req *store.Request) (res *acds.Result, prob *acds.Problem, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("worker panic; abandoning the attempt", "request_id", req.ID, "panic", fmt.Sprint(v))
+			res, prob, err = nil, nil, errAbandon
+		}
+	}()
+	switch req.Kind {
+	case store.KindProcess:
+		return s.attemptProcess(ctx, req)
+	case store.KindFetchAndAttest:
+		return s.attemptFetch(ctx, req)
+	}
+	return nil, acds.NewProblem(acds.ProblemInternal, "unknown request kind "+req.Kind), nil
+}
+
+func (s *Server) attemptProcess(ctx context.Context, req *store.Request) (*acds.Result, *acds.Problem, error) {
+	var in processInput
+	if err := json.Unmarshal(req.Input, &in); err != nil {
+		return nil, acds.NewProblem(acds.ProblemInternal, "the stored input is unreadable"), nil
+	}
+	if p := s.missingParts(false); p != nil {
+		return nil, p, nil
+	}
+	claims := Claims{Source: acds.SourceRaw, InputDigest: sha256Digest(in.Bundle)}
+	return s.finish(ctx, req.ID, in.OutputFormat, in.Bundle, acds.SourceRaw, claims)
+}
+
+func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Result, *acds.Problem, error) {
+	var in fetchInput
+	if err := json.Unmarshal(req.Input, &in); err != nil {
+		return nil, acds.NewProblem(acds.ProblemInternal, "the stored input is unreadable"), nil
+	}
+	if p := s.missingParts(true); p != nil {
+		return nil, p, nil
+	}
+	if len(req.Sealed) == 0 {
+		return nil, acds.NewProblem(acds.ProblemUnavailable,
+			"the portal credentials are no longer available (erased after the credential time limit, or not kept because fetching was unavailable when the request was accepted); submit a new request"), nil
+	}
+	plain, err := s.cfg.Enclave.Unseal(req.Sealed, []byte(req.ID))
+	if err != nil {
+		return nil, acds.NewProblem(acds.ProblemInternal, "the sealed credentials could not be unsealed"), nil
+	}
+	var creds acds.Credentials
+	err = json.Unmarshal(plain, &creds)
+	clear(plain)
+	if err != nil {
+		return nil, acds.NewProblem(acds.ProblemInternal, "the sealed credentials are unreadable"), nil
+	}
+	fetched, err := s.cfg.Fetcher.Fetch(ctx, FetchRequest{SystemType: in.SystemType, PortalURL: in.PortalURL, RecordID: in.RecordID, Credentials: creds})
+	if err != nil {
+		if s.workCtx.Err() != nil {
+			return nil, nil, errAbandon
+		}
+		detail := redact(err.Error(), creds.Username, creds.Password)
+		if errors.Is(err, ErrForbiddenPortal) {
+			return nil, acds.NewProblem(acds.ProblemForbiddenPortal, "the portal was refused: "+detail), nil
+		}
+		return nil, acds.NewProblem(acds.ProblemUnavailable, "fetching the record from the portal failed: "+detail), nil
+	}
+	claims := Claims{
+		Source: acds.SourceMPCTLS, NotaryStatements: fetched.NotaryStatements,
+		RequestLine: fetched.RequestLine, Host: fetched.Host,
+	}
+	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, claims)
+}
+
+// missingParts names the seams a request needs that this server lacks.
+func (s *Server) missingParts(fetch bool) *acds.Problem {
+	var missing []string
+	if fetch && s.cfg.Fetcher == nil {
+		missing = append(missing, "portal fetching (MPC-TLS)")
+	}
+	if s.cfg.Pipeline == nil {
+		missing = append(missing, "FHIR processing")
+	}
+	if s.cfg.Enclave == nil {
+		missing = append(missing, "the enclave (attestation)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return acds.NewProblem(acds.ProblemUnavailable, "this server cannot complete the request: not available in this build: "+strings.Join(missing, ", "))
+}
+
+// finish runs the pipeline and the enclave over input and builds the result.
+func (s *Server) finish(ctx context.Context, id, format string, input []byte, source string, claims Claims) (*acds.Result, *acds.Problem, error) {
+	now := s.cfg.Now()
+	out, err := s.cfg.Pipeline.Process(ctx, input, ProcessOptions{
+		Format: format, Source: source, Measurement: s.cfg.Enclave.Measurement(), Now: now,
+	})
+	if err != nil {
+		var inv *InvalidFHIRError
+		if errors.As(err, &inv) {
+			return nil, invalidFHIRProblem(inv), nil
+		}
+		if s.workCtx.Err() != nil {
+			return nil, nil, errAbandon
+		}
+		if ctx.Err() != nil {
+			return nil, acds.NewProblem(acds.ProblemUnavailable, "processing timed out"), nil
+		}
+		s.log.Error("pipeline failed", "request_id", id, "err", err)
+		return nil, acds.NewProblem(acds.ProblemInternal, "FHIR processing failed unexpectedly"), nil
+	}
+	claims.RequestID = id
+	claims.OutputFormat = format
+	claims.OutputDigest = out.Digest
+	claims.IssuedAt = now
+	bundle, err := s.cfg.Enclave.Attest(ctx, claims)
+	if err != nil {
+		if s.workCtx.Err() != nil {
+			return nil, nil, errAbandon
+		}
+		s.log.Error("attestation failed", "request_id", id, "err", err)
+		return nil, acds.NewProblem(acds.ProblemUnavailable, "the enclave could not attest the output"), nil
+	}
+	return &acds.Result{
+		OutputFormat: format, Output: out.JSON, OutputDigest: out.Digest,
+		AttestationBundle: base64Std(bundle),
+	}, nil, nil
+}
+
+// redact removes secrets from a message, defensively: Fetchers must not
+// put credentials in errors, but the server never relies on it.
+func redact(msg string, secrets ...string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 3 {
+			msg = strings.ReplaceAll(msg, sec, "[redacted]")
+		}
+	}
+	return msg
+}
