@@ -24,6 +24,12 @@ var (
 	// ErrLeaseLost: the caller no longer holds the lease on a request
 	// (it expired and another worker claimed it, or the request ended).
 	ErrLeaseLost = errors.New("store: lease lost")
+	// ErrInvalid: an argument is malformed (an empty id, a token hash that
+	// is not 32 bytes, a cursor this store did not issue, …). Servers map
+	// it to a 400 when the bad value came from a client (a cursor).
+	ErrInvalid = errors.New("store: invalid argument")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
 )
 
 // Request kinds and statuses as stored. They match the wire values.
@@ -82,13 +88,14 @@ type Page struct {
 
 // ClaimOptions tells Claim who claims and under which rules.
 type ClaimOptions struct {
-	Worker      string        // unique id of the claiming worker
-	Lease       time.Duration // how long the lease lasts before it must be renewed
-	MaxAttempts int           // a request already claimed this many times is failed, not claimed
+	Worker      string        // unique id of the claiming worker; required
+	Lease       time.Duration // how long the lease lasts before it must be renewed; must be > 0
+	MaxAttempts int           // a request already claimed this many times is failed, not claimed; 0 means no limit
 	// Exhausted is the JSON problem stored on a request failed because its
 	// attempts are exhausted.
 	Exhausted []byte
-	Now       time.Time
+	// Now is the current time; the zero value means time.Now().
+	Now time.Time
 }
 
 // Store is the durable state of a server. Every method is safe for

@@ -1,0 +1,671 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SQLite is the embedded store: one database file, written by one process.
+// It is the default of `acds serve --data-dir`.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=FULL. In WAL mode, FULL
+// makes SQLite fsync the write-ahead log at every COMMIT, before COMMIT
+// returns; so once a method returns nil its change is on stable storage and
+// survives a process kill or power loss (NORMAL, by contrast, only syncs at
+// checkpoints and may lose the last commits on power loss). This is what
+// lets the server answer 202 only after the request is on disk.
+//
+// # Group commit
+//
+// All writes go through a single writer goroutine that owns the only write
+// connection, so writers never contend for SQLite's lock (no SQLITE_BUSY
+// within the process). Writes that arrive while a commit is in flight are
+// queued and then committed together: one transaction, one fsync, each
+// write in its own savepoint so that one failing write (say a duplicate id)
+// does not undo the others. Every caller still returns only after the
+// commit that holds its write has been synced. Under concurrency this
+// amortises the fsync over many writes; a lone write pays one fsync.
+//
+// Reads use a separate pool of read-only connections and run concurrently
+// with writes (WAL readers see the last committed state).
+//
+// # Erasure
+//
+// secure_delete is on, so deleted rows and erased columns are overwritten
+// with zeros in the database file rather than left in free space.
+type SQLite struct {
+	wdb   *sql.DB
+	wconn *sql.Conn // the single write connection, owned by the writer goroutine
+	rdb   *sql.DB
+
+	jobs   chan *writeJob
+	quit   chan struct{}
+	done   chan struct{}
+	closed atomic.Bool
+	once   sync.Once
+	cerr   error
+}
+
+var _ Store = (*SQLite)(nil)
+
+// sqliteBusyTimeout is how long a connection waits for a lock held by
+// another process (a second `acds` opening the same file) before failing.
+const sqliteBusyTimeout = 10 * time.Second
+
+// maxGroupCommit bounds how many queued writes one transaction takes.
+const maxGroupCommit = 256
+
+// OpenSQLite opens (creating if needed) the SQLite database at path and
+// applies the embedded schema migrations. A new database file is created
+// with mode 0600 and a missing parent directory with mode 0700; existing
+// ones keep their modes. The path must be a plain file name (no URI, no
+// "?"), and not ":memory:": the store is meant to be durable.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("%w: sqlite path must be a plain file name", ErrInvalid)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: sqlite path: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("store: create data directory: %w", err)
+	}
+	// Create the file ourselves so that it is 0600 from the first byte;
+	// SQLite gives the -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("store: create database file: %w", err)
+	}
+
+	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", sqliteBusyTimeout.Milliseconds())
+	s := &SQLite{
+		jobs: make(chan *writeJob),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	s.wdb, err = sql.Open("sqlite", abs+"?"+common+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=secure_delete(1)")
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+	fail := func(err error) (*SQLite, error) {
+		if s.wconn != nil {
+			_ = s.wconn.Close()
+		}
+		_ = s.wdb.Close()
+		if s.rdb != nil {
+			_ = s.rdb.Close()
+		}
+		return nil, err
+	}
+	s.wconn, err = s.wdb.Conn(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("store: open sqlite: %w", err))
+	}
+	if err := checkSQLitePragmas(ctx, s.wconn); err != nil {
+		return fail(err)
+	}
+	if err := migrateSQLite(ctx, s.wconn); err != nil {
+		return fail(err)
+	}
+	s.rdb, err = sql.Open("sqlite", abs+"?"+common+"&_pragma=query_only(1)")
+	if err != nil {
+		return fail(fmt.Errorf("store: open sqlite: %w", err))
+	}
+	s.rdb.SetMaxOpenConns(4)
+	s.rdb.SetMaxIdleConns(4)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return fail(fmt.Errorf("store: open sqlite: %w", err))
+	}
+	go s.writer()
+	return s, nil
+}
+
+// checkSQLitePragmas makes sure the durability settings took effect: a
+// journal_mode change can silently fail (for example on a file system
+// without shared memory), and the durability promise depends on it.
+func checkSQLitePragmas(ctx context.Context, c *sql.Conn) error {
+	var mode string
+	if err := c.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("store: read journal_mode: %w", err)
+	}
+	var sync, fk int
+	if err := c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		return fmt.Errorf("store: read synchronous: %w", err)
+	}
+	if err := c.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
+		return fmt.Errorf("store: read foreign_keys: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") || sync != 2 || fk != 1 {
+		return fmt.Errorf("store: sqlite settings not applied (journal_mode=%s synchronous=%d foreign_keys=%d)", mode, sync, fk)
+	}
+	return nil
+}
+
+func migrateSQLite(ctx context.Context, c *sql.Conn) (err error) {
+	ms, err := migrations("sqlite")
+	if err != nil {
+		return err
+	}
+	// BEGIN IMMEDIATE takes SQLite's write lock at once, so a second
+	// process opening the same file waits here (busy_timeout) instead of
+	// racing us through the migrations.
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_, _ = c.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	if _, err := c.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	var have int
+	if err := c.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&have); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if have > len(ms) {
+		return errNewerSchema(have, len(ms))
+	}
+	for _, m := range ms[have:] {
+		if _, err := c.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)
+		}
+		if _, err := c.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+			m.version, m.name, time.Now().UnixMicro()); err != nil {
+			return fmt.Errorf("store: migration %d: %w", m.version, err)
+		}
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return nil
+}
+
+// A writeJob is one write, run by the writer goroutine inside a group
+// transaction.
+type writeJob struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, c *sql.Conn) error
+	done chan error
+}
+
+// write runs fn in the writer goroutine and returns once the transaction
+// holding it has committed (and been synced) or failed. Once the writer has
+// taken the job the caller waits for the real outcome even if ctx ends, so
+// a nil or non-nil result is always the truth about the database.
+func (s *SQLite) write(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+	j := &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.jobs <- j:
+	case <-s.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-j.done
+}
+
+func (s *SQLite) writer() {
+	defer close(s.done)
+	batch := make([]*writeJob, 0, maxGroupCommit)
+	for {
+		select {
+		case <-s.quit:
+			return
+		case j := <-s.jobs:
+			batch = append(batch[:0], j)
+		}
+	more:
+		for len(batch) < maxGroupCommit {
+			select {
+			case j := <-s.jobs:
+				batch = append(batch, j)
+			default:
+				break more
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs a batch of jobs in one transaction and reports each job's
+// outcome. A job that fails is rolled back to its savepoint alone; a failed
+// COMMIT fails every job of the batch.
+func (s *SQLite) commit(batch []*writeJob) {
+	bg := context.Background()
+	errs := make([]error, len(batch))
+	finish := func() {
+		for i, j := range batch {
+			j.done <- errs[i]
+		}
+	}
+	failAll := func(err error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		finish()
+	}
+	if _, err := s.wconn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		failAll(fmt.Errorf("store: begin: %w", err))
+		return
+	}
+	for i, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := s.wconn.ExecContext(bg, "SAVEPOINT job"); err != nil {
+			_, _ = s.wconn.ExecContext(bg, "ROLLBACK")
+			failAll(fmt.Errorf("store: savepoint: %w", err))
+			return
+		}
+		errs[i] = j.fn(j.ctx, s.wconn)
+		if errs[i] != nil {
+			if _, err := s.wconn.ExecContext(bg, "ROLLBACK TO job"); err != nil {
+				_, _ = s.wconn.ExecContext(bg, "ROLLBACK")
+				failAll(fmt.Errorf("store: rollback to savepoint: %w", err))
+				return
+			}
+		}
+		if _, err := s.wconn.ExecContext(bg, "RELEASE job"); err != nil {
+			_, _ = s.wconn.ExecContext(bg, "ROLLBACK")
+			failAll(fmt.Errorf("store: release savepoint: %w", err))
+			return
+		}
+	}
+	if _, err := s.wconn.ExecContext(bg, "COMMIT"); err != nil {
+		_, _ = s.wconn.ExecContext(bg, "ROLLBACK")
+		failAll(fmt.Errorf("store: commit: %w", err))
+		return
+	}
+	finish()
+}
+
+// readErr maps errors of the read pool.
+func (s *SQLite) readErr(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return fmt.Errorf("store: %s: %w", what, err)
+}
+
+func sqliteConflict(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+			return true
+		}
+	}
+	return false
+}
+
+// CreateSession implements [Store].
+func (s *SQLite) CreateSession(ctx context.Context, ses Session) error {
+	if err := checkSession(ses); err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, "INSERT INTO sessions (pseudonym, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
+			ses.Pseudonym, ses.TokenHash, dbTime(ses.CreatedAt).UnixMicro(), dbTime(ses.ExpiresAt).UnixMicro())
+		if sqliteConflict(err) {
+			return ErrConflict
+		}
+		if err != nil {
+			return fmt.Errorf("store: create session: %w", err)
+		}
+		return nil
+	})
+}
+
+// SessionByTokenHash implements [Store].
+func (s *SQLite) SessionByTokenHash(ctx context.Context, tokenHash []byte) (Session, error) {
+	if err := checkTokenHash(tokenHash); err != nil {
+		return Session{}, err
+	}
+	var ses Session
+	var created, expires int64
+	err := s.rdb.QueryRowContext(ctx, "SELECT pseudonym, token_hash, created_at, expires_at FROM sessions WHERE token_hash = ?", tokenHash).
+		Scan(&ses.Pseudonym, &ses.TokenHash, &created, &expires)
+	if err != nil {
+		return Session{}, s.readErr("session", err)
+	}
+	ses.CreatedAt, ses.ExpiresAt = fromMicros(created), fromMicros(expires)
+	return ses, nil
+}
+
+// maxEncodedHash bounds a stored passphrase hash (a PHC string is ~100 bytes).
+const maxEncodedHash = 1024
+
+func checkPassphrase(pseudonym, encodedHash string) error {
+	if err := checkName("pseudonym", pseudonym); err != nil {
+		return err
+	}
+	if encodedHash == "" || len(encodedHash) > maxEncodedHash {
+		return fmt.Errorf("%w: encoded passphrase hash must be 1..%d bytes", ErrInvalid, maxEncodedHash)
+	}
+	return nil
+}
+
+// SetPassphrase implements [Store]. It replaces an existing passphrase.
+func (s *SQLite) SetPassphrase(ctx context.Context, pseudonym, encodedHash string) error {
+	if err := checkPassphrase(pseudonym, encodedHash); err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO passphrases (pseudonym, encoded_hash, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (pseudonym) DO UPDATE SET encoded_hash = excluded.encoded_hash, updated_at = excluded.updated_at`,
+			pseudonym, encodedHash, time.Now().UnixMicro())
+		if err != nil {
+			return fmt.Errorf("store: set passphrase: %w", err)
+		}
+		return nil
+	})
+}
+
+// Passphrase implements [Store].
+func (s *SQLite) Passphrase(ctx context.Context, pseudonym string) (string, error) {
+	if err := checkName("pseudonym", pseudonym); err != nil {
+		return "", err
+	}
+	var h string
+	err := s.rdb.QueryRowContext(ctx, "SELECT encoded_hash FROM passphrases WHERE pseudonym = ?", pseudonym).Scan(&h)
+	if err != nil {
+		return "", s.readErr("passphrase", err)
+	}
+	return h, nil
+}
+
+// DeleteExpiredSessions implements [Store].
+func (s *SQLite) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at < ?", dbTime(now).UnixMicro())
+		if err != nil {
+			return fmt.Errorf("store: delete expired sessions: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// CreateRequest implements [Store]. The request is stored as
+// StatusProcessing with no attempts and no lease, whatever r says about
+// those; UpdatedAt is set to CreatedAt.
+func (s *SQLite) CreateRequest(ctx context.Context, r Request) error {
+	if err := checkNewRequest(r); err != nil {
+		return err
+	}
+	created := dbTime(r.CreatedAt).UnixMicro()
+	return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `INSERT INTO requests (id, owner, kind, status, input, sealed, created_at, updated_at)
+			VALUES (?, ?, ?, 'processing', ?, ?, ?, ?)`,
+			r.ID, r.Owner, r.Kind, r.Input, r.Sealed, created, created)
+		if sqliteConflict(err) {
+			return ErrConflict
+		}
+		if err != nil {
+			return fmt.Errorf("store: create request: %w", err)
+		}
+		return nil
+	})
+}
+
+const sqliteRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
+	lease_owner, lease_until, created_at, updated_at, completed_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanSQLiteRequest(sc scanner) (Request, error) {
+	var r Request
+	var leaseUntil, completedAt sql.NullInt64
+	var created, updated int64
+	err := sc.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
+		&r.LeaseOwner, &leaseUntil, &created, &updated, &completedAt)
+	if err != nil {
+		return Request{}, err
+	}
+	r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
+	if leaseUntil.Valid {
+		r.LeaseUntil = fromMicros(leaseUntil.Int64)
+	}
+	if completedAt.Valid {
+		r.CompletedAt = fromMicros(completedAt.Int64)
+	}
+	return r, nil
+}
+
+// GetRequest implements [Store].
+func (s *SQLite) GetRequest(ctx context.Context, owner, id string) (Request, error) {
+	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
+		return Request{}, ErrNotFound
+	}
+	r, err := scanSQLiteRequest(s.rdb.QueryRowContext(ctx,
+		"SELECT "+sqliteRequestCols+" FROM requests WHERE id = ? AND owner = ?", id, owner))
+	if err != nil {
+		return Request{}, s.readErr("get request", err)
+	}
+	return r, nil
+}
+
+// ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
+func (s *SQLite) ListRequests(ctx context.Context, owner string, p Page) ([]Request, string, error) {
+	if err := checkName("owner", owner); err != nil {
+		return nil, "", err
+	}
+	limit := clampLimit(p.Limit)
+	var rows *sql.Rows
+	var err error
+	if p.Cursor == "" {
+		rows, err = s.rdb.QueryContext(ctx, "SELECT "+sqliteRequestCols+
+			" FROM requests WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?", owner, limit+1)
+	} else {
+		cur, cerr := decodeCursor(p.Cursor)
+		if cerr != nil {
+			return nil, "", cerr
+		}
+		rows, err = s.rdb.QueryContext(ctx, "SELECT "+sqliteRequestCols+
+			` FROM requests WHERE owner = ? AND (created_at < ? OR (created_at = ? AND id < ?))
+			ORDER BY created_at DESC, id DESC LIMIT ?`, owner, cur.createdAt, cur.createdAt, cur.id, limit+1)
+	}
+	if err != nil {
+		return nil, "", s.readErr("list requests", err)
+	}
+	defer rows.Close()
+	var out []Request
+	for rows.Next() {
+		r, err := scanSQLiteRequest(rows)
+		if err != nil {
+			return nil, "", s.readErr("list requests", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", s.readErr("list requests", err)
+	}
+	return pageOf(out, limit)
+}
+
+// pageOf trims the limit+1 rows of a page query and makes the next cursor.
+func pageOf(rows []Request, limit int) ([]Request, string, error) {
+	if len(rows) <= limit {
+		return rows, "", nil
+	}
+	rows = rows[:limit]
+	last := rows[limit-1]
+	return rows, cursor{createdAt: last.CreatedAt.UnixMicro(), id: last.ID}.encode(), nil
+}
+
+// DeleteRequest implements [Store].
+func (s *SQLite) DeleteRequest(ctx context.Context, owner, id string) error {
+	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
+		return ErrNotFound
+	}
+	return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, "DELETE FROM requests WHERE id = ? AND owner = ?", id, owner)
+		if err != nil {
+			return fmt.Errorf("store: delete request: %w", err)
+		}
+		return oneRow(res, ErrNotFound)
+	})
+}
+
+func oneRow(res sql.Result, none error) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: rows affected: %w", err)
+	}
+	if n == 0 {
+		return none
+	}
+	return nil
+}
+
+// Claim implements [Store]. Claims are serialised by the single writer, so
+// no two workers of this process can lease the same request.
+func (s *SQLite) Claim(ctx context.Context, o ClaimOptions) (*Request, error) {
+	o, err := claimSettings(o)
+	if err != nil {
+		return nil, err
+	}
+	now := o.Now.UnixMicro()
+	var claimed *Request
+	err = s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		claimed = nil
+		for {
+			r, err := scanSQLiteRequest(c.QueryRowContext(ctx, "SELECT "+sqliteRequestCols+
+				` FROM requests WHERE status = 'processing' AND (lease_until IS NULL OR lease_until <= ?)
+				ORDER BY created_at, id LIMIT 1`, now))
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("store: claim: %w", err)
+			}
+			if o.MaxAttempts > 0 && r.Attempts >= o.MaxAttempts {
+				if _, err := c.ExecContext(ctx, `UPDATE requests SET status = 'failed', error = ?, sealed = NULL,
+					lease_owner = '', lease_until = NULL, updated_at = ?, completed_at = ? WHERE id = ?`,
+					o.Exhausted, now, now, r.ID); err != nil {
+					return fmt.Errorf("store: claim: fail exhausted request: %w", err)
+				}
+				continue
+			}
+			until := dbTime(o.Now.Add(o.Lease))
+			if _, err := c.ExecContext(ctx, `UPDATE requests SET attempts = attempts + 1, lease_owner = ?,
+				lease_until = ?, updated_at = ? WHERE id = ?`, o.Worker, until.UnixMicro(), now, r.ID); err != nil {
+				return fmt.Errorf("store: claim: %w", err)
+			}
+			r.Attempts++
+			r.LeaseOwner, r.LeaseUntil, r.UpdatedAt = o.Worker, until, o.Now
+			claimed = &r
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// Heartbeat implements [Store].
+func (s *SQLite) Heartbeat(ctx context.Context, id, worker string, until time.Time) error {
+	if id == "" || worker == "" {
+		return ErrLeaseLost
+	}
+	return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `UPDATE requests SET lease_until = ?
+			WHERE id = ? AND lease_owner = ? AND status = 'processing'`, dbTime(until).UnixMicro(), id, worker)
+		if err != nil {
+			return fmt.Errorf("store: heartbeat: %w", err)
+		}
+		return oneRow(res, ErrLeaseLost)
+	})
+}
+
+// Complete implements [Store].
+func (s *SQLite) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
+	return s.finish(ctx, id, worker, StatusCompleted, "result", result, now)
+}
+
+// Fail implements [Store].
+func (s *SQLite) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
+	return s.finish(ctx, id, worker, StatusFailed, "error", problem, now)
+}
+
+func (s *SQLite) finish(ctx context.Context, id, worker, status, col string, val []byte, now time.Time) error {
+	if id == "" || worker == "" {
+		return ErrLeaseLost
+	}
+	t := dbTime(now).UnixMicro()
+	return s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `UPDATE requests SET status = ?, `+col+` = ?, sealed = NULL,
+			lease_owner = '', lease_until = NULL, updated_at = ?, completed_at = ?
+			WHERE id = ? AND lease_owner = ? AND status = 'processing'`, status, val, t, t, id, worker)
+		if err != nil {
+			return fmt.Errorf("store: %s: %w", status, err)
+		}
+		return oneRow(res, ErrLeaseLost)
+	})
+}
+
+// EraseSealedBefore implements [Store].
+func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, "UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < ?",
+			dbTime(t).UnixMicro())
+		if err != nil {
+			return fmt.Errorf("store: erase sealed: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// Close stops the writer (after the write in progress, if any, commits),
+// checkpoints the write-ahead log into the database file and closes every
+// connection. Methods called after Close return ErrClosed.
+func (s *SQLite) Close() error {
+	s.once.Do(func() {
+		s.closed.Store(true)
+		close(s.quit)
+		<-s.done
+		_, _ = s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+		s.cerr = errors.Join(s.wconn.Close(), s.rdb.Close(), s.wdb.Close())
+	})
+	return s.cerr
+}

@@ -1,0 +1,162 @@
+package store_test
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/store/storetest"
+)
+
+func openSQLite(t *testing.T) store.Store {
+	t.Helper()
+	s, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "data", "acds.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestSQLiteConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, openSQLite)
+}
+
+func TestSQLiteDurableAcrossReopen(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "acds.db")
+	s, err := store.OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	r := storetest.NewRequest("anon-a", storetest.T0)
+	r.Sealed = []byte("sealed")
+	require.NoError(t, s.CreateRequest(ctx, r))
+	ses := store.Session{Pseudonym: "anon-a", TokenHash: storetest.Token("a"), CreatedAt: storetest.T0, ExpiresAt: storetest.T0.Add(time.Hour)}
+	require.NoError(t, s.CreateSession(ctx, ses))
+	require.NoError(t, s.SetPassphrase(ctx, "anon-a", "$argon2id$x"))
+	c, err := s.Claim(ctx, store.ClaimOptions{Worker: "w1", Lease: time.Minute, MaxAttempts: 3, Now: storetest.T0})
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	require.NoError(t, s.Close())
+
+	s, err = store.OpenSQLite(ctx, path)
+	require.NoError(t, err, "reopening an existing database")
+	defer s.Close()
+	got, err := s.GetRequest(ctx, "anon-a", r.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusProcessing, got.Status)
+	require.Equal(t, 1, got.Attempts)
+	require.Equal(t, "w1", got.LeaseOwner)
+	require.Equal(t, r.Sealed, got.Sealed)
+	_, err = s.SessionByTokenHash(ctx, storetest.Token("a"))
+	require.NoError(t, err)
+	h, err := s.Passphrase(ctx, "anon-a")
+	require.NoError(t, err)
+	require.Equal(t, "$argon2id$x", h)
+	// The worker died with the old process: its request is re-claimed
+	// once the lease has run out.
+	c, err = s.Claim(ctx, store.ClaimOptions{Worker: "w2", Lease: time.Minute, MaxAttempts: 3, Now: storetest.T0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	require.Equal(t, 2, c.Attempts)
+}
+
+func TestSQLiteFileModes(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "new", "data")
+	path := filepath.Join(dir, "acds.db")
+	s, err := store.OpenSQLite(t.Context(), path)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.CreateRequest(t.Context(), storetest.NewRequest("anon-a", storetest.T0)))
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), st.Mode().Perm(), "data directory")
+	for _, name := range []string{"acds.db", "acds.db-wal", "acds.db-shm"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.Zero(t, st.Mode().Perm()&0o077, "%s is %v: readable by others", name, st.Mode().Perm())
+	}
+}
+
+func TestSQLiteSettings(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "acds.db")
+	s, err := store.OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// Inspect the file with a connection of our own.
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	var mode string
+	require.NoError(t, db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
+	require.Equal(t, "wal", mode, "WAL is persistent in the file")
+	var versions []int
+	rows, err := db.QueryContext(ctx, "SELECT version FROM schema_migrations ORDER BY version")
+	require.NoError(t, err)
+	for rows.Next() {
+		var v int
+		require.NoError(t, rows.Scan(&v))
+		versions = append(versions, v)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, versions, store.SchemaVersion())
+	require.Equal(t, 1, versions[0])
+
+	// A database migrated by a newer build is refused, not clobbered.
+	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 0)", store.SchemaVersion()+1)
+	require.NoError(t, err)
+	_, err = store.OpenSQLite(ctx, path)
+	require.Error(t, err)
+}
+
+func TestSQLiteInvalidPath(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"", ":memory:", "file:x.db", "x.db?mode=memory"} {
+		_, err := store.OpenSQLite(t.Context(), p)
+		require.ErrorIs(t, err, store.ErrInvalid, "path %q", p)
+	}
+}
+
+// Deleted and erased data must not linger in the database file.
+func TestSQLiteErasureLeavesNoTrace(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "acds.db")
+	s, err := store.OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	deleted := storetest.NewRequest("anon-a", storetest.T0)
+	deleted.Input = []byte(`{"marker":"INPUT-MARKER-5f1d2c"}`)
+	deleted.Sealed = []byte("SEALED-MARKER-0b7e91")
+	require.NoError(t, s.CreateRequest(ctx, deleted))
+	completed := storetest.NewRequest("anon-a", storetest.T0.Add(time.Second))
+	completed.Sealed = []byte("SEALED-MARKER-77aa03")
+	require.NoError(t, s.CreateRequest(ctx, completed))
+	require.NoError(t, s.DeleteRequest(ctx, "anon-a", deleted.ID))
+	c, err := s.Claim(ctx, store.ClaimOptions{Worker: "w", Lease: time.Minute, Now: storetest.T0})
+	require.NoError(t, err)
+	require.Equal(t, completed.ID, c.ID)
+	require.NoError(t, s.Complete(ctx, completed.ID, "w", []byte(`{}`), storetest.T0))
+	require.NoError(t, s.Close())
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		for _, m := range []string{"INPUT-MARKER-5f1d2c", "SEALED-MARKER-0b7e91", "SEALED-MARKER-77aa03"} {
+			require.False(t, bytes.Contains(b, []byte(m)), "%s still holds %s", e.Name(), m)
+		}
+	}
+}
