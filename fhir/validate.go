@@ -1,0 +1,925 @@
+package fhir
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/acds-project/acds/fhir/spec"
+)
+
+// DefaultMaxBytes is the input size limit when an Options or Validate
+// caller sets none: 32 MiB, the server's /v1/process body limit.
+const DefaultMaxBytes = 32 << 20
+
+// maxIssues caps the issues one validation collects, so hostile input
+// cannot make the outcome larger than the input by much.
+const maxIssues = 1000
+
+// Validate checks data as FHIR R4 JSON (one resource, typically a Bundle)
+// and reports every finding. It never fails: malformed JSON, oversized
+// input and non-R4 content are reported as fatal or error issues.
+//
+// Validate checks JSON well-formedness; unknown properties; JSON types and
+// primitive formats; cardinality; choice elements; reference formats and
+// target types; codes of required bindings; resource ids; Bundle rules
+// (fullUrl, bdl-1..bdl-12, resolvable urn:uuid references); ele-1 and
+// dom-2..dom-6. It does not check profiles, extensions' definitions,
+// terminology outside the core required value sets, or FHIRPath invariants
+// beyond those named.
+func Validate(data []byte) *OperationOutcome {
+	out, _ := validateBytes(data, DefaultMaxBytes)
+	return out
+}
+
+// validateBytes validates data and returns the parsed tree when it parsed.
+func validateBytes(data []byte, maxBytes int) (*OperationOutcome, *node) {
+	o := &OperationOutcome{}
+	if len(data) > maxBytes {
+		o.Issues = append(o.Issues, Issue{Severity: SeverityFatal, Code: "too-costly",
+			Diagnostics: fmt.Sprintf("input is %d bytes, above the limit of %d", len(data), maxBytes)})
+		return o, nil
+	}
+	root, err := parseJSON(data)
+	if err != nil {
+		o.Issues = append(o.Issues, Issue{Severity: SeverityFatal, Code: "structure",
+			Diagnostics: "error parsing JSON: " + err.Error()})
+		return o, nil
+	}
+	v := &validator{}
+	v.topLevel(&root)
+	o.Issues = v.issues
+	return o, &root
+}
+
+type pathSeg struct {
+	name string
+	idx  int // -1 when not an array item
+}
+
+type validator struct {
+	issues  []Issue
+	path    []pathSeg
+	notR4   bool
+	res     *resCtx // the resource being validated
+	bundles int
+}
+
+// resCtx is per-resource state for the reference and contained checks.
+type resCtx struct {
+	typ         string
+	contained   map[string]bool // ids of contained resources
+	localRefs   map[string]bool // "#id" references seen
+	isContained bool
+}
+
+func (v *validator) where() string {
+	var b strings.Builder
+	for i, s := range v.path {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.name)
+		if s.idx >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.idx))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func (v *validator) add(sev Severity, code, format string, args ...any) {
+	if len(v.issues) >= maxIssues {
+		if len(v.issues) == maxIssues {
+			v.issues = append(v.issues, Issue{Severity: SeverityFatal, Code: "too-costly",
+				Diagnostics: fmt.Sprintf("more than %d issues; validation stopped reporting", maxIssues)})
+		}
+		return
+	}
+	v.issues = append(v.issues, Issue{Severity: sev, Code: code,
+		Diagnostics: fmt.Sprintf(format, args...), Expression: []string{v.where()}})
+}
+
+func (v *validator) errorf(code, format string, args ...any) {
+	v.add(SeverityError, code, format, args...)
+}
+
+func (v *validator) push(name string, idx int) { v.path = append(v.path, pathSeg{name, idx}) }
+func (v *validator) pop()                      { v.path = v.path[:len(v.path)-1] }
+
+func (v *validator) topLevel(root *node) {
+	if root.kind != kObject {
+		v.add(SeverityFatal, "structure", "the content is a JSON %s, not a FHIR resource (a JSON object)", root.kind)
+		return
+	}
+	rt := root.get("resourceType")
+	if rt == nil || rt.kind != kString {
+		v.add(SeverityFatal, "structure", "the JSON object has no resourceType, so it is not a FHIR resource")
+		return
+	}
+	v.resource(root, rt.str, false)
+}
+
+// resource validates one resource object whose resourceType is typ.
+func (v *validator) resource(n *node, typ string, contained bool) {
+	v.push(typ, -1)
+	defer v.pop()
+	if typ == "" || !spec.IsResource(typ) {
+		if why := preR4Resources[typ]; why != "" {
+			v.notR4 = true
+			v.errorf("not-supported", "resource type %s is %s, not FHIR R4", typ, why)
+			return
+		}
+		v.errorf("structure", "unknown resource type %q", typ)
+		return
+	}
+	t := spec.Lookup(typ)
+	saved := v.res
+	rc := &resCtx{typ: typ, isContained: contained}
+	v.res = rc
+	defer func() { v.res = saved }()
+
+	if c := n.get("contained"); c != nil && c.kind == kArray {
+		rc.contained = map[string]bool{}
+		for i := range c.kids {
+			if id := c.kids[i].val.getStr("id"); id != "" {
+				rc.contained[id] = true
+			}
+		}
+	}
+	if id := n.get("id"); id != nil && id.kind == kString {
+		v.resourceID(id.str, contained)
+	}
+	v.object(n, t, nil)
+	v.resourceRules(n, typ, rc)
+	switch typ {
+	case "Bundle":
+		v.bundle(n)
+	case "Parameters":
+		v.parameters(n)
+	}
+}
+
+func (v *validator) resourceID(id string, contained bool) {
+	if len(id) > 64 {
+		sev := SeverityError
+		if contained {
+			// The reference validator does not hold contained ids to the length limit.
+			sev = SeverityWarning
+		}
+		v.push("id", -1)
+		v.add(sev, "value", "invalid resource id: too long (%d chars)", len(id))
+		v.pop()
+		return
+	}
+	for i := 0; i < len(id); i++ {
+		if !isIDChar(id[i]) {
+			v.push("id", -1)
+			v.errorf("value", "invalid resource id: invalid characters (%q)", id)
+			v.pop()
+			return
+		}
+	}
+}
+
+func isIDChar(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.'
+}
+
+// resourceRules checks the dom-* invariants and a few resource-specific ones.
+func (v *validator) resourceRules(n *node, typ string, rc *resCtx) {
+	if c := n.get("contained"); c != nil && c.kind == kArray {
+		for i := range c.kids {
+			cr := &c.kids[i].val
+			if cr.kind != kObject {
+				continue
+			}
+			v.push("contained", i)
+			if cr.get("contained") != nil {
+				v.errorf("invariant", "dom-2: a contained resource must not contain resources")
+			}
+			if m := cr.get("meta"); m != nil {
+				if m.get("versionId") != nil || m.get("lastUpdated") != nil {
+					v.errorf("invariant", "dom-4: a contained resource must not have meta.versionId or meta.lastUpdated")
+				}
+				if m.get("security") != nil {
+					v.errorf("invariant", "dom-5: a contained resource must not have a security label")
+				}
+			}
+			id := cr.getStr("id")
+			if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !refersTo(cr, "#") {
+				v.add(SeverityWarning, "invariant", "dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
+			}
+			v.pop()
+		}
+	}
+	if t := spec.Lookup(typ); t != nil && !rc.isContained && t.Element("text") != nil && n.get("text") == nil {
+		v.add(SeverityWarning, "invariant", "dom-6: a resource should have narrative for robust management")
+	}
+	if typ == "RiskAssessment" {
+		if ps := n.get("prediction"); ps != nil && ps.kind == kArray {
+			for i := range ps.kids {
+				if d := ps.kids[i].val.get("probabilityDecimal"); d != nil && d.kind == kNumber {
+					if f, err := strconv.ParseFloat(d.str, 64); err == nil && f > 100 {
+						v.push("prediction", i)
+						v.errorf("invariant", "ras-2: probability must be <= 100")
+						v.pop()
+					}
+				}
+			}
+		}
+	}
+}
+
+// refersTo reports whether any reference inside n equals ref.
+func refersTo(n *node, ref string) bool {
+	switch n.kind {
+	case kObject:
+		for i := range n.kids {
+			m := &n.kids[i]
+			if m.key == "reference" && m.val.kind == kString && m.val.str == ref {
+				return true
+			}
+			if refersTo(&m.val, ref) {
+				return true
+			}
+		}
+	case kArray:
+		for i := range n.kids {
+			if refersTo(&n.kids[i].val, ref) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// object validates the members of n against type t. el is the element n
+// was found in (nil for a resource root).
+func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
+	if len(n.kids) == 0 {
+		v.errorf("invariant", "ele-1: an element must have a value or children (empty object)")
+		return
+	}
+	var seenChoice []string
+	for i := range n.kids {
+		m := &n.kids[i]
+		k := m.key
+		if k == "resourceType" && t.Kind == spec.Resource {
+			continue
+		}
+		for j := 0; j < i; j++ {
+			if n.kids[j].key == k {
+				v.push(k, -1)
+				v.errorf("structure", "duplicate JSON property %q", k)
+				v.pop()
+			}
+		}
+		if len(k) > 1 && k[0] == '_' {
+			v.primitiveExt(n, m, t)
+			continue
+		}
+		e := t.Element(k)
+		if e == nil {
+			v.unknown(k, t)
+			continue
+		}
+		if strings.HasSuffix(e.Path, "[x]") {
+			for _, p := range seenChoice {
+				if p == e.Path {
+					v.push(k, -1)
+					v.errorf("structure", "only one of the choices of %s may be present", e.Path)
+					v.pop()
+				}
+			}
+			seenChoice = append(seenChoice, e.Path)
+		}
+		v.member(n, m, e)
+	}
+	// Required elements.
+	for i := range t.Elements {
+		e := &t.Elements[i]
+		if e.Min == 0 || (i > 0 && t.Elements[i-1].Path == e.Path) {
+			continue
+		}
+		if !hasElement(n, t, e.Path) {
+			name := e.Path[strings.LastIndexByte(e.Path, '.')+1:]
+			v.errorf("required", "%s: minimum required = %d, but only found 0", t.Name+"."+name, e.Min)
+		}
+	}
+	if t.Name == "Attachment" {
+		v.attachment(n)
+	}
+	if t.Name == "Coding" {
+		if s := n.get("system"); s != nil && s.kind == kString && s.str != "" && !strings.Contains(s.str, ":") {
+			v.push("system", -1)
+			v.errorf("value", "Coding.system must be an absolute reference, not a local reference")
+			v.pop()
+		}
+	}
+	if t.Name == "Reference" {
+		v.reference(n, el)
+	}
+}
+
+// hasElement reports whether n holds any property for the element path
+// (any choice variant, or only its primitive extension).
+func hasElement(n *node, t *spec.Type, path string) bool {
+	for i := range n.kids {
+		k := n.kids[i].key
+		if len(k) > 1 && k[0] == '_' {
+			k = k[1:]
+		}
+		if e := t.Element(k); e != nil && e.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) unknown(k string, t *spec.Type) {
+	v.push(k, -1)
+	defer v.pop()
+	if why := preR4Elements[t.Name+"."+k]; why != "" {
+		v.notR4 = true
+		v.errorf("not-supported", "property %s.%s is %s, not FHIR R4", t.Name, k, why)
+		return
+	}
+	if k == "fhir_comments" {
+		v.notR4 = true
+		v.errorf("not-supported", "fhir_comments is a DSTU2/STU3 JSON feature, not FHIR R4")
+		return
+	}
+	v.errorf("structure", "unrecognized property %q", k)
+}
+
+// member validates one property's value(s) against its element.
+func (v *validator) member(parent *node, m *member, e *spec.Element) {
+	val := &m.val
+	if e.Max != 1 {
+		if val.kind != kArray {
+			v.push(m.key, -1)
+			v.errorf("structure", "the property %s must be a JSON Array, not a %s", m.key, val.kind)
+			v.pop()
+			return
+		}
+		if len(val.kids) == 0 {
+			v.push(m.key, -1)
+			v.errorf("structure", "array cannot be empty: the property should not be present if it has no values")
+			v.pop()
+			return
+		}
+		if e.Max > 0 && len(val.kids) > e.Max {
+			v.push(m.key, -1)
+			v.errorf("structure", "maximum allowed = %d, but found %d", e.Max, len(val.kids))
+			v.pop()
+		}
+		ext := parent.get("_" + m.key)
+		for i := range val.kids {
+			item := &val.kids[i].val
+			v.push(m.key, i)
+			if item.kind == kNull {
+				if ext == nil || ext.kind != kArray || i >= len(ext.kids) || ext.kids[i].val.kind == kNull {
+					v.errorf("structure", "null is only allowed in an array when the matching _%s entry holds an extension", m.key)
+				}
+			} else {
+				v.value(item, e)
+			}
+			v.pop()
+		}
+		return
+	}
+	v.push(m.key, -1)
+	if val.kind == kArray {
+		v.errorf("structure", "the property %s must be a single value, not a JSON Array", m.key)
+	} else if val.kind == kNull {
+		v.errorf("structure", "null is not a valid value for %s", m.key)
+	} else {
+		v.value(val, e)
+	}
+	v.pop()
+}
+
+// primitiveExt validates "_name", the id and extensions of primitive name.
+func (v *validator) primitiveExt(parent *node, m *member, t *spec.Type) {
+	base := m.key[1:]
+	e := t.Element(base)
+	if e == nil || !isPrimitive(e.Type) {
+		v.unknown(m.key, t)
+		return
+	}
+	elemT := spec.Lookup("Element")
+	v.push(m.key, -1)
+	defer v.pop()
+	val := &m.val
+	if e.Max != 1 {
+		if val.kind != kArray {
+			v.errorf("structure", "the property %s must be a JSON Array, not a %s", m.key, val.kind)
+			return
+		}
+		if pv := parent.get(base); pv != nil && pv.kind == kArray && len(pv.kids) != len(val.kids) {
+			v.errorf("structure", "%s has %d items but %s has %d", m.key, len(val.kids), base, len(pv.kids))
+		}
+		for i := range val.kids {
+			it := &val.kids[i].val
+			if it.kind == kNull {
+				continue
+			}
+			v.path[len(v.path)-1].idx = i
+			if it.kind != kObject {
+				v.errorf("structure", "%s items must be objects or null", m.key)
+				continue
+			}
+			v.object(it, elemT, nil)
+		}
+		return
+	}
+	if val.kind != kObject {
+		v.errorf("structure", "the property %s must be a JSON object", m.key)
+		return
+	}
+	v.object(val, elemT, nil)
+}
+
+func isPrimitive(typ string) bool {
+	return len(typ) > 0 && typ[0] >= 'a' && typ[0] <= 'z'
+}
+
+// value validates one (non-array) value of element e.
+func (v *validator) value(n *node, e *spec.Element) {
+	if isPrimitive(e.Type) {
+		v.primitive(n, e)
+		return
+	}
+	if n.kind != kObject {
+		v.errorf("structure", "expected a JSON object for %s, found a %s", e.Type, n.kind)
+		return
+	}
+	if e.Type == "Resource" {
+		v.resource(n, n.getStr("resourceType"), e.Path == "DomainResource.contained" || strings.HasSuffix(e.Path, ".contained"))
+		return
+	}
+	t := spec.Lookup(e.Type)
+	if t == nil {
+		v.errorf("structure", "no definition for type %s", e.Type)
+		return
+	}
+	v.object(n, t, e)
+	if e.Strength == spec.Required && e.ValueSet != "" {
+		switch e.Type {
+		case "CodeableConcept":
+			v.codeableConcept(n, e)
+		case "Coding":
+			v.coding(n, e)
+		}
+	}
+}
+
+func (v *validator) codeableConcept(n *node, e *spec.Element) {
+	vs := spec.LookupValueSet(e.ValueSet)
+	cs := n.get("coding")
+	if vs == nil || cs == nil || cs.kind != kArray || len(cs.kids) == 0 {
+		return
+	}
+	for i := range cs.kids {
+		c := &cs.kids[i].val
+		if vs.Contains(c.getStr("system"), c.getStr("code")) {
+			return
+		}
+	}
+	v.errorf("code-invalid", "none of the codings provided are in the value set %s, which is required", e.ValueSet)
+}
+
+func (v *validator) coding(n *node, e *spec.Element) {
+	vs := spec.LookupValueSet(e.ValueSet)
+	if vs == nil || n.getStr("code") == "" {
+		return
+	}
+	if !vs.Contains(n.getStr("system"), n.getStr("code")) {
+		v.errorf("code-invalid", "the coding %s#%s is not in the value set %s, which is required", n.getStr("system"), n.getStr("code"), e.ValueSet)
+	}
+}
+
+// reference checks a Reference's reference string: its format, its target
+// type against the element's allowed targets, and local (#id) resolution.
+func (v *validator) reference(n *node, e *spec.Element) {
+	r := n.get("reference")
+	if r == nil || r.kind != kString {
+		return
+	}
+	ref := r.str
+	if strings.HasPrefix(ref, "#") {
+		if v.res != nil {
+			if v.res.localRefs == nil {
+				v.res.localRefs = map[string]bool{}
+			}
+			v.res.localRefs[ref[1:]] = true
+			if ref != "#" && !v.res.contained[ref[1:]] && !v.res.isContained {
+				v.push("reference", -1)
+				v.errorf("not-found", "unable to resolve resource with reference %q (ref-1: a local reference needs a contained resource)", ref)
+				v.pop()
+			}
+		}
+		return
+	}
+	typ := refType(ref)
+	if typ == "" {
+		if !strings.Contains(ref, ":") && !strings.Contains(ref, "?") {
+			v.push("reference", -1)
+			v.errorf("value", "relative URLs must be of the format [ResourceName]/[id]; found %q", ref)
+			v.pop()
+		}
+		return
+	}
+	if t := n.getStr("type"); t != "" && t != typ && spec.IsResource(t) {
+		v.push("reference", -1)
+		v.errorf("value", "the type %q does not match the reference's type %s", t, typ)
+		v.pop()
+	}
+	if e == nil || len(e.Targets) == 0 {
+		return
+	}
+	for _, t := range e.Targets {
+		if t == typ {
+			return
+		}
+	}
+	v.push("reference", -1)
+	v.errorf("structure", "invalid resource target type: found %s, but expected one of (%s)", typ, strings.Join(e.Targets, ", "))
+	v.pop()
+}
+
+// refType returns the resource type named by a relative or absolute
+// RESTful reference ([base/]Type/id[/_history/v]), or "".
+func refType(ref string) string {
+	if i := strings.Index(ref, "/_history/"); i >= 0 {
+		ref = ref[:i]
+	}
+	if strings.ContainsAny(ref, "?#") {
+		return ""
+	}
+	j := strings.LastIndexByte(ref, '/')
+	if j <= 0 || j == len(ref)-1 {
+		return ""
+	}
+	id := ref[j+1:]
+	for k := 0; k < len(id); k++ {
+		if !isIDChar(id[k]) {
+			return ""
+		}
+	}
+	typ := ref[strings.LastIndexByte(ref[:j], '/')+1 : j]
+	if !spec.IsResource(typ) {
+		return ""
+	}
+	return typ
+}
+
+// attachment checks Attachment.size against the decoded data.
+func (v *validator) attachment(n *node) {
+	d, s := n.get("data"), n.get("size")
+	if d == nil || s == nil || d.kind != kString || s.kind != kNumber {
+		return
+	}
+	raw, err := base64.StdEncoding.DecodeString(d.str)
+	if err != nil {
+		return
+	}
+	if size, err := strconv.Atoi(s.str); err == nil && size != len(raw) {
+		v.errorf("structure", "stated attachment size %d does not match actual attachment size %d", size, len(raw))
+	}
+}
+
+// primitive validates a primitive value's JSON type and lexical form, and
+// its code against a required binding.
+func (v *validator) primitive(n *node, e *spec.Element) {
+	typ := e.Type
+	switch typ {
+	case "boolean":
+		if n.kind != kBool {
+			v.errorf("structure", "the property must be a JSON boolean, not a %s", n.kind)
+		}
+		return
+	case "integer", "positiveInt", "unsignedInt", "integer64":
+		if n.kind != kNumber {
+			v.errorf("structure", "the property must be a JSON number, not a %s", n.kind)
+			return
+		}
+		i, err := strconv.ParseInt(n.str, 10, 32)
+		switch {
+		case err != nil:
+			v.errorf("value", "the value %q is not a valid integer", n.str)
+		case typ == "positiveInt" && i < 1:
+			v.errorf("value", "the value %d must be a positive integer (>= 1)", i)
+		case typ == "unsignedInt" && i < 0:
+			v.errorf("value", "the value %d must not be negative", i)
+		}
+		return
+	case "decimal":
+		if n.kind != kNumber {
+			v.errorf("structure", "the property must be a JSON number, not a %s", n.kind)
+			return
+		}
+		if _, err := strconv.ParseFloat(n.str, 64); err != nil {
+			v.errorf("value", "the value %q is not a valid decimal", n.str)
+		}
+		return
+	}
+	if n.kind != kString {
+		v.errorf("structure", "the property must be a JSON string, not a %s", n.kind)
+		return
+	}
+	s := n.str
+	if s == "" {
+		v.errorf("value", "@value cannot be empty")
+		return
+	}
+	if strings.TrimSpace(s) == "" {
+		v.errorf("value", "the value must not be only whitespace")
+		return
+	}
+	var msg string
+	switch typ {
+	case "string", "markdown":
+		if len(s) > 1<<20 {
+			msg = "value is longer than 1 MiB"
+		} else if typ == "string" && looksLikeHTML(s) {
+			msg = "the string value contains text that looks like embedded HTML tags, which are not allowed for security reasons"
+		}
+	case "code":
+		if !validCode(s) {
+			msg = "not a valid code (no leading, trailing or repeated whitespace)"
+		} else if e.Strength == spec.Required {
+			if vs := spec.LookupValueSet(e.ValueSet); vs != nil && !vs.Contains("", s) {
+				v.errorf("code-invalid", "the value provided (%q) is not in the value set %s, which is required", s, e.ValueSet)
+				return
+			}
+		}
+	case "id":
+		if e.Name == "id" && strings.Count(e.Path, ".") == 1 && spec.IsResource(e.Path[:strings.IndexByte(e.Path, '.')]) {
+			return // a resource's own id: resourceID checked it
+		}
+		if len(s) > 64 {
+			msg = "id is longer than 64 characters"
+		}
+		for i := 0; i < len(s) && msg == ""; i++ {
+			if !isIDChar(s[i]) {
+				msg = "not a valid id"
+			}
+		}
+	case "uri", "url", "canonical":
+		if strings.ContainsAny(s, " \t\r\n") {
+			msg = "URIs must not contain whitespace"
+		} else if strings.HasPrefix(s, "urn:oid:") && !validOID(s) {
+			msg = "not a valid OID"
+		} else if strings.HasPrefix(s, "urn:uuid:") && !validUUID(s) {
+			msg = "not a valid UUID"
+		}
+	case "oid":
+		if !validOID(s) {
+			msg = "not a valid OID (urn:oid:…)"
+		}
+	case "uuid":
+		if !validUUID(s) {
+			msg = "not a valid UUID (urn:uuid:…, lowercase)"
+		}
+	case "date":
+		if !validDate(s) {
+			msg = "not a valid date format"
+		}
+	case "dateTime":
+		msg = checkDateTime(s, false)
+	case "instant":
+		msg = checkDateTime(s, true)
+	case "time":
+		if !validTime(s) {
+			msg = "not a valid time format (hh:mm:ss)"
+		}
+	case "base64Binary":
+		if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+			msg = "not valid base64 content"
+		}
+	case "xhtml":
+		msg = checkXHTML(s)
+	}
+	if msg != "" {
+		v.errorf("value", "%s: %q", msg, clip(s))
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+func looksLikeHTML(s string) bool {
+	i := strings.IndexByte(s, '<')
+	if i < 0 {
+		return false
+	}
+	l := strings.ToLower(s[i:])
+	for _, t := range []string{"<script", "<iframe", "<img", "<object", "<embed", "<a ", "<form", "<style", "<svg", "<link", "<meta"} {
+		if strings.Contains(l, t) {
+			return true
+		}
+	}
+	return false
+}
+
+func validCode(s string) bool {
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\t' || c == '\n' || c == '\r' {
+			return false
+		}
+		if c == ' ' && s[i+1] == ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+func validOID(s string) bool {
+	s = strings.TrimPrefix(s, "urn:oid:")
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts[0]) != 1 || parts[0][0] < '0' || parts[0][0] > '2' {
+		return false
+	}
+	for _, p := range parts[1:] {
+		if p == "" || (len(p) > 1 && p[0] == '0') {
+			return false
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] < '0' || p[i] > '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func validUUID(s string) bool {
+	s = strings.TrimPrefix(s, "urn:uuid:")
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+			continue
+		}
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func digits(s string, n int) (int, bool) {
+	if len(s) < n {
+		return 0, false
+	}
+	x := 0
+	for i := 0; i < n; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		x = x*10 + int(s[i]-'0')
+	}
+	return x, true
+}
+
+// dateLen returns the length of the date prefix of s (YYYY, YYYY-MM or
+// YYYY-MM-DD) and whether it is a valid calendar date.
+func dateLen(s string) (int, bool) {
+	y, ok := digits(s, 4)
+	if !ok || y == 0 {
+		return 0, false
+	}
+	if len(s) == 4 || s[4] != '-' {
+		return 4, true
+	}
+	m, ok := digits(s[5:], 2)
+	if !ok || m < 1 || m > 12 {
+		return 0, false
+	}
+	if len(s) == 7 || s[7] != '-' {
+		return 7, true
+	}
+	d, ok := digits(s[8:], 2)
+	if !ok || d < 1 || d > daysIn(y, m) {
+		return 0, false
+	}
+	return 10, true
+}
+
+func daysIn(y, m int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+func validDate(s string) bool {
+	n, ok := dateLen(s)
+	return ok && n == len(s)
+}
+
+// timeLen validates hh:mm:ss(.f+)? at the start of s and returns its length.
+func timeLen(s string) (int, bool) {
+	h, ok1 := digits(s, 2)
+	if !ok1 || len(s) < 8 || s[2] != ':' || s[5] != ':' {
+		return 0, false
+	}
+	m, ok2 := digits(s[3:], 2)
+	sec, ok3 := digits(s[6:], 2)
+	if !ok2 || !ok3 || h > 23 || m > 59 || sec > 60 {
+		return 0, false
+	}
+	n := 8
+	if n < len(s) && s[n] == '.' {
+		j := n + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == n+1 {
+			return 0, false
+		}
+		n = j
+	}
+	return n, true
+}
+
+func validTime(s string) bool {
+	n, ok := timeLen(s)
+	return ok && n == len(s)
+}
+
+func checkDateTime(s string, instant bool) string {
+	n, ok := dateLen(s)
+	if !ok {
+		return "not a valid date/time format"
+	}
+	if n == len(s) {
+		if instant {
+			return "an instant needs a full date, time and timezone"
+		}
+		return ""
+	}
+	if n != 10 || s[10] != 'T' {
+		return "not a valid date/time format"
+	}
+	tl, ok := timeLen(s[11:])
+	if !ok {
+		return "not a valid date/time format"
+	}
+	z := s[11+tl:]
+	switch {
+	case z == "Z":
+	case len(z) == 6 && (z[0] == '+' || z[0] == '-') && z[3] == ':':
+		h, ok1 := digits(z[1:], 2)
+		m, ok2 := digits(z[4:], 2)
+		if !ok1 || !ok2 || h > 14 || m > 59 {
+			return "not a valid timezone"
+		}
+	case z == "":
+		return "if a date has a time, it must have a timezone"
+	default:
+		return "not a valid date/time format"
+	}
+	return ""
+}
+
+func checkXHTML(s string) string {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, "<div") || !strings.HasSuffix(t, "</div>") {
+		return "the narrative must be an XHTML div element"
+	}
+	head := t[:strings.IndexByte(t, '>')+1]
+	if !strings.Contains(head, `xmlns="http://www.w3.org/1999/xhtml"`) && !strings.Contains(head, `xmlns='http://www.w3.org/1999/xhtml'`) {
+		return "the narrative div must declare the XHTML namespace"
+	}
+	l := strings.ToLower(t)
+	for _, bad := range []string{"<script", "<iframe", "<object", "<embed", "<form", "javascript:"} {
+		if strings.Contains(l, bad) {
+			return "the narrative contains active content, which is not allowed"
+		}
+	}
+	return ""
+}
