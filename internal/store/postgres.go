@@ -1,0 +1,400 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Postgres is the scale-out store: several `acds serve` replicas share one
+// PostgreSQL database, and each accepted request is leased to one worker
+// of one replica at a time.
+//
+// Claim selects the oldest claimable request with SELECT … FOR UPDATE SKIP
+// LOCKED: a row another replica is claiming is skipped rather than waited
+// for, and the lease is written in the same transaction, so two workers
+// never hold the same request. Complete, Fail and Heartbeat are single
+// UPDATEs conditioned on the lease owner, which the row lock orders after
+// any concurrent re-claim.
+//
+// Durability is PostgreSQL's: a method returns after COMMIT, which with the
+// default synchronous_commit=on means the WAL record is flushed (and, with
+// synchronous replication configured, replicated).
+//
+// The tables live in the first schema of the connection's search_path; put
+// search_path in the connection string to keep several deployments (or
+// test runs) apart in one database. Erased data is removed from the
+// tables at once and from disk by PostgreSQL's (auto)vacuum.
+type Postgres struct {
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+	once   sync.Once
+}
+
+var _ Store = (*Postgres)(nil)
+
+// OpenPostgres connects to the PostgreSQL database named by dsn (a
+// postgres:// URL or a key=value connection string, as accepted by pgx)
+// and applies the embedded schema migrations. Several processes may open
+// the same database at once: migrations run under an advisory lock.
+//
+// Errors never contain the connection string or its password.
+func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors quote the connection string, and their
+		// password redaction is best effort: say nothing about it.
+		return nil, fmt.Errorf("%w: cannot parse the postgres connection string", ErrInvalid)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	if err := migratePostgres(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Postgres{pool: pool}, nil
+}
+
+func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations("postgres")
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// The lock is per schema and released with the transaction: two
+		// replicas starting at once take turns, and the second finds
+		// the migrations recorded.
+		var schema *string
+		if err := tx.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		if schema == nil {
+			return errors.New("store: migrate: no schema of the search_path exists")
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('acds/store/migrate/' || $1::text))", *schema); err != nil {
+			return fmt.Errorf("store: migrate: lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer     NOT NULL PRIMARY KEY,
+			name       text        NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		var have int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&have); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		if have > len(ms) {
+			return errNewerSchema(have, len(ms))
+		}
+		for _, m := range ms[have:] {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+				return fmt.Errorf("store: migration %d: %w", m.version, err)
+			}
+		}
+		return nil
+	})
+}
+
+// err maps a pgx error.
+func (p *Postgres) err(what string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
+		return ErrConflict
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	return fmt.Errorf("store: %s: %w", what, err)
+}
+
+func pgTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	d := dbTime(t)
+	return &d
+}
+
+func fromPg(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// CreateSession implements [Store].
+func (p *Postgres) CreateSession(ctx context.Context, s Session) error {
+	if err := checkSession(s); err != nil {
+		return err
+	}
+	_, err := p.pool.Exec(ctx, "INSERT INTO sessions (pseudonym, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+		s.Pseudonym, s.TokenHash, dbTime(s.CreatedAt), dbTime(s.ExpiresAt))
+	if err != nil {
+		return p.err("create session", err)
+	}
+	return nil
+}
+
+// SessionByTokenHash implements [Store].
+func (p *Postgres) SessionByTokenHash(ctx context.Context, tokenHash []byte) (Session, error) {
+	if err := checkTokenHash(tokenHash); err != nil {
+		return Session{}, err
+	}
+	var s Session
+	err := p.pool.QueryRow(ctx, "SELECT pseudonym, token_hash, created_at, expires_at FROM sessions WHERE token_hash = $1", tokenHash).
+		Scan(&s.Pseudonym, &s.TokenHash, &s.CreatedAt, &s.ExpiresAt)
+	if err != nil {
+		return Session{}, p.err("session", err)
+	}
+	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
+	return s, nil
+}
+
+// SetPassphrase implements [Store]. It replaces an existing passphrase.
+func (p *Postgres) SetPassphrase(ctx context.Context, pseudonym, encodedHash string) error {
+	if err := checkPassphrase(pseudonym, encodedHash); err != nil {
+		return err
+	}
+	_, err := p.pool.Exec(ctx, `INSERT INTO passphrases (pseudonym, encoded_hash, updated_at) VALUES ($1, $2, now())
+		ON CONFLICT (pseudonym) DO UPDATE SET encoded_hash = excluded.encoded_hash, updated_at = excluded.updated_at`,
+		pseudonym, encodedHash)
+	if err != nil {
+		return p.err("set passphrase", err)
+	}
+	return nil
+}
+
+// Passphrase implements [Store].
+func (p *Postgres) Passphrase(ctx context.Context, pseudonym string) (string, error) {
+	if err := checkName("pseudonym", pseudonym); err != nil {
+		return "", err
+	}
+	var h string
+	if err := p.pool.QueryRow(ctx, "SELECT encoded_hash FROM passphrases WHERE pseudonym = $1", pseudonym).Scan(&h); err != nil {
+		return "", p.err("passphrase", err)
+	}
+	return h, nil
+}
+
+// DeleteExpiredSessions implements [Store].
+func (p *Postgres) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+	tag, err := p.pool.Exec(ctx, "DELETE FROM sessions WHERE expires_at < $1", dbTime(now))
+	if err != nil {
+		return 0, p.err("delete expired sessions", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// CreateRequest implements [Store]. The request is stored as
+// StatusProcessing with no attempts and no lease, whatever r says about
+// those; UpdatedAt is set to CreatedAt.
+func (p *Postgres) CreateRequest(ctx context.Context, r Request) error {
+	if err := checkNewRequest(r); err != nil {
+		return err
+	}
+	created := dbTime(r.CreatedAt)
+	_, err := p.pool.Exec(ctx, `INSERT INTO requests (id, owner, kind, status, input, sealed, created_at, updated_at)
+		VALUES ($1, $2, $3, 'processing', $4, $5, $6, $6)`, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, created)
+	if err != nil {
+		return p.err("create request", err)
+	}
+	return nil
+}
+
+const pgRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
+	lease_owner, lease_until, created_at, updated_at, completed_at`
+
+func scanPgRequest(row pgx.Row) (Request, error) {
+	var r Request
+	var leaseUntil, completedAt *time.Time
+	err := row.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
+		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt)
+	if err != nil {
+		return Request{}, err
+	}
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	r.LeaseUntil, r.CompletedAt = fromPg(leaseUntil), fromPg(completedAt)
+	return r, nil
+}
+
+// GetRequest implements [Store].
+func (p *Postgres) GetRequest(ctx context.Context, owner, id string) (Request, error) {
+	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
+		return Request{}, ErrNotFound
+	}
+	r, err := scanPgRequest(p.pool.QueryRow(ctx, "SELECT "+pgRequestCols+" FROM requests WHERE id = $1 AND owner = $2", id, owner))
+	if err != nil {
+		return Request{}, p.err("get request", err)
+	}
+	return r, nil
+}
+
+// ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
+func (p *Postgres) ListRequests(ctx context.Context, owner string, pg Page) ([]Request, string, error) {
+	if err := checkName("owner", owner); err != nil {
+		return nil, "", err
+	}
+	limit := clampLimit(pg.Limit)
+	var rows pgx.Rows
+	var err error
+	if pg.Cursor == "" {
+		rows, err = p.pool.Query(ctx, "SELECT "+pgRequestCols+
+			" FROM requests WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2", owner, limit+1)
+	} else {
+		cur, cerr := decodeCursor(pg.Cursor)
+		if cerr != nil {
+			return nil, "", cerr
+		}
+		rows, err = p.pool.Query(ctx, "SELECT "+pgRequestCols+
+			` FROM requests WHERE owner = $1 AND (created_at, id) < ($2, $3)
+			ORDER BY created_at DESC, id DESC LIMIT $4`, owner, fromMicros(cur.createdAt), cur.id, limit+1)
+	}
+	if err != nil {
+		return nil, "", p.err("list requests", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Request, error) { return scanPgRequest(row) })
+	if err != nil {
+		return nil, "", p.err("list requests", err)
+	}
+	return pageOf(out, limit)
+}
+
+// DeleteRequest implements [Store].
+func (p *Postgres) DeleteRequest(ctx context.Context, owner, id string) error {
+	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
+		return ErrNotFound
+	}
+	tag, err := p.pool.Exec(ctx, "DELETE FROM requests WHERE id = $1 AND owner = $2", id, owner)
+	if err != nil {
+		return p.err("delete request", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Claim implements [Store] with SELECT … FOR UPDATE SKIP LOCKED, so that
+// workers of every replica sharing the database each get a different
+// request and never wait on one another.
+func (p *Postgres) Claim(ctx context.Context, o ClaimOptions) (*Request, error) {
+	o, err := claimSettings(o)
+	if err != nil {
+		return nil, err
+	}
+	var claimed *Request
+	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		claimed = nil
+		for {
+			var id string
+			var attempts int
+			err := tx.QueryRow(ctx, `SELECT id, attempts FROM requests
+				WHERE status = 'processing' AND (lease_until IS NULL OR lease_until <= $1)
+				ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`, o.Now).Scan(&id, &attempts)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if o.MaxAttempts > 0 && attempts >= o.MaxAttempts {
+				if _, err := tx.Exec(ctx, `UPDATE requests SET status = 'failed', error = $1, sealed = NULL,
+					lease_owner = '', lease_until = NULL, updated_at = $2, completed_at = $2 WHERE id = $3`,
+					o.Exhausted, o.Now, id); err != nil {
+					return err
+				}
+				continue
+			}
+			r, err := scanPgRequest(tx.QueryRow(ctx, `UPDATE requests SET attempts = attempts + 1, lease_owner = $1,
+				lease_until = $2, updated_at = $3 WHERE id = $4 RETURNING `+pgRequestCols,
+				o.Worker, dbTime(o.Now.Add(o.Lease)), o.Now, id))
+			if err != nil {
+				return err
+			}
+			claimed = &r
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, p.err("claim", err)
+	}
+	return claimed, nil
+}
+
+// Heartbeat implements [Store].
+func (p *Postgres) Heartbeat(ctx context.Context, id, worker string, until time.Time) error {
+	if id == "" || worker == "" {
+		return ErrLeaseLost
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE requests SET lease_until = $1
+		WHERE id = $2 AND lease_owner = $3 AND status = 'processing'`, dbTime(until), id, worker)
+	if err != nil {
+		return p.err("heartbeat", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Complete implements [Store].
+func (p *Postgres) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
+	return p.finish(ctx, id, worker, StatusCompleted, "result", result, now)
+}
+
+// Fail implements [Store].
+func (p *Postgres) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
+	return p.finish(ctx, id, worker, StatusFailed, "error", problem, now)
+}
+
+func (p *Postgres) finish(ctx context.Context, id, worker, status, col string, val []byte, now time.Time) error {
+	if id == "" || worker == "" {
+		return ErrLeaseLost
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE requests SET status = $1, `+col+` = $2, sealed = NULL,
+		lease_owner = '', lease_until = NULL, updated_at = $3, completed_at = $3
+		WHERE id = $4 AND lease_owner = $5 AND status = 'processing'`, status, val, dbTime(now), id, worker)
+	if err != nil {
+		return p.err(status, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// EraseSealedBefore implements [Store].
+func (p *Postgres) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
+	tag, err := p.pool.Exec(ctx, "UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < $1", dbTime(t))
+	if err != nil {
+		return 0, p.err("erase sealed", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Close waits for the connections in use to be released and closes them.
+// Methods called after Close return ErrClosed.
+func (p *Postgres) Close() error {
+	p.once.Do(func() {
+		p.closed.Store(true)
+		p.pool.Close()
+	})
+	return nil
+}

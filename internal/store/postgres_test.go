@@ -1,0 +1,150 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/store/storetest"
+)
+
+// postgresDSN returns a connection string for a fresh, empty schema of the
+// database named by ACDS_TEST_POSTGRES, dropped when the test ends; the
+// test is skipped when the variable is unset. Every call gets its own
+// schema, so parallel tests and parallel `go test` runs (the server's
+// among them) never see each other's rows.
+func postgresDSN(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("ACDS_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("ACDS_TEST_POSTGRES is not set; skipping PostgreSQL tests")
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	schema := "acds_store_test_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	require.NoError(t, err, "connect to ACDS_TEST_POSTGRES")
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop test schema: %v", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop test schema: %v", err)
+		}
+	})
+	return withSearchPath(t, base, schema)
+}
+
+// withSearchPath adds search_path to a URL or key=value connection string.
+func withSearchPath(t *testing.T, dsn, schema string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		require.NoError(t, err)
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " search_path=" + schema
+}
+
+func openPostgres(t *testing.T, dsn string) *store.Postgres {
+	t.Helper()
+	s, err := store.OpenPostgres(t.Context(), dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestPostgresConformance(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("ACDS_TEST_POSTGRES") == "" {
+		t.Skip("ACDS_TEST_POSTGRES is not set; skipping PostgreSQL tests")
+	}
+	storetest.Run(t, func(t *testing.T) store.Store { return openPostgres(t, postgresDSN(t)) })
+}
+
+// Replicas open the same database at once: the migrations are applied
+// exactly once and every replica starts.
+func TestPostgresConcurrentMigrations(t *testing.T) {
+	t.Parallel()
+	dsn := postgresDSN(t)
+	const replicas = 6
+	var wg sync.WaitGroup
+	stores := make([]*store.Postgres, replicas)
+	errs := make([]error, replicas)
+	for i := range replicas {
+		wg.Go(func() { stores[i], errs[i] = store.OpenPostgres(t.Context(), dsn) })
+	}
+	wg.Wait()
+	for i := range replicas {
+		require.NoError(t, errs[i], "replica %d", i)
+		defer stores[i].Close()
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n, maxV int
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT count(*), max(version) FROM schema_migrations").Scan(&n, &maxV))
+	require.Equal(t, store.SchemaVersion(), n)
+	require.Equal(t, store.SchemaVersion(), maxV)
+
+	// Reopening finds the schema current and changes nothing.
+	s := openPostgres(t, dsn)
+	require.NoError(t, s.CreateRequest(t.Context(), storetest.NewRequest("anon-a", storetest.T0)))
+
+	// A database migrated by a newer build is refused.
+	_, err = conn.Exec(t.Context(), "INSERT INTO schema_migrations (version, name) VALUES ($1, 'future')", store.SchemaVersion()+1)
+	require.NoError(t, err)
+	_, err = store.OpenPostgres(t.Context(), dsn)
+	require.Error(t, err)
+}
+
+// Two replicas share one database: 500 requests, several workers in each,
+// every request is claimed once and completed once.
+func TestPostgresReplicasClaimExactlyOnce(t *testing.T) {
+	t.Parallel()
+	dsn := postgresDSN(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	storetest.ConcurrentClaim(t, []store.Store{a, b}, 500, 8)
+}
+
+func TestPostgresBadDSNKeepsSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-pa55w0rd"
+	for _, dsn := range []string{
+		"postgres://user:" + secret + "@[::1:5432/db",
+		"host=127.0.0.1 password=" + secret + " port=notaport",
+	} {
+		_, err := store.OpenPostgres(t.Context(), dsn)
+		require.ErrorIs(t, err, store.ErrInvalid)
+		require.NotContains(t, err.Error(), secret)
+	}
+	// A refused connection: the error names no password either. Port 1 on
+	// loopback is closed.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := store.OpenPostgres(ctx, "postgres://acds:"+secret+"@127.0.0.1:1/acds?sslmode=disable&connect_timeout=5")
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), secret)
+}
