@@ -202,7 +202,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	input, err := json.Marshal(processInput{OutputFormat: req.OutputFormat, Bundle: req.Bundle})
+	input, err := marshal(processInput{OutputFormat: req.OutputFormat, Bundle: req.Bundle})
 	if err != nil {
 		writeProblem(w, fieldProblem("bundle", "must be valid JSON"))
 		return

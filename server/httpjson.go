@@ -33,6 +33,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// marshal encodes v as compact JSON without HTML escaping, so that
+// embedded FHIR JSON (json.RawMessage) keeps its exact bytes.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // writeProblem writes p as application/problem+json, with Retry-After when set.
 func writeProblem(w http.ResponseWriter, p *acds.Problem) {
 	if p.RetryAfter > 0 {

@@ -30,7 +30,7 @@ type Server struct {
 	addrLimits  *limiterSet
 	handler     http.Handler
 
-	wake      chan struct{}   // accepted work: wake an idle worker
+	wake      chan struct{} // accepted work: wake an idle worker
 	stopClaim context.CancelFunc
 	claimCtx  context.Context // done when workers must stop claiming
 	abortWork context.CancelFunc

@@ -121,7 +121,7 @@ func (s *Server) run(worker string, req *store.Request) {
 		err = s.cfg.Store.Fail(endCtx, req.ID, worker, b, now)
 		log.Info("request failed", "problem", problem.Code(), "detail", problem.Detail)
 	} else {
-		b, _ := json.Marshal(result)
+		b, _ := marshal(result)
 		err = s.cfg.Store.Complete(endCtx, req.ID, worker, b, now)
 		log.Info("request completed", "output_digest", result.OutputDigest)
 	}

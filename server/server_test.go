@@ -1,0 +1,512 @@
+package server_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/server/servertest"
+)
+
+var tokenRE = regexp.MustCompile(`^acds_[A-Za-z0-9_-]{43}$`)
+
+func TestFullProcessFlow(t *testing.T) {
+	h := newHarness(t, nil)
+	sess := h.anon()
+	if !tokenRE.MatchString(sess.Token) {
+		t.Fatalf("token %q does not have the acds_ + 43 base64url shape", sess.Token)
+	}
+	if d := time.Until(sess.ExpiresAt); d < 23*time.Hour || d > 25*time.Hour {
+		t.Errorf("expiresAt %v is not ~24 h away", sess.ExpiresAt)
+	}
+
+	resp, b := h.do("POST", "/v1/process", sess.Token, `{"bundle":`+sampleBundle+`,"outputFormat":"fhir_r4"}`)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("process: %d %s", resp.StatusCode, b)
+	}
+	acc := decode[acds.Accepted](t, b)
+	if acc.Status != acds.StatusProcessing || acc.RequestID == "" {
+		t.Fatalf("accepted = %+v", acc)
+	}
+	if loc := resp.Header.Get("Location"); loc != "/v1/requests/"+acc.RequestID {
+		t.Fatalf("Location = %q", loc)
+	}
+	r := h.wait(sess.Token, acc.RequestID, 5*time.Second)
+	if r.Status != acds.StatusCompleted || r.Result == nil || r.CompletedAt == nil || r.Kind != acds.KindProcess {
+		t.Fatalf("request = %+v", r)
+	}
+	sum := sha256.Sum256(r.Result.Output)
+	if r.Result.OutputDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("outputDigest %s does not match the output bytes", r.Result.OutputDigest)
+	}
+	if !strings.Contains(string(r.Result.Output), "<div") {
+		t.Fatalf("output was HTML-escaped or altered: %s", r.Result.Output)
+	}
+	bundle, err := base64.StdEncoding.DecodeString(r.Result.AttestationBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fb servertest.FakeBundle
+	if err := json.Unmarshal(bundle, &fb); err != nil {
+		t.Fatal(err)
+	}
+	if fb.Claims.RequestID != acc.RequestID || fb.Claims.Source != acds.SourceRaw || fb.Claims.OutputDigest != r.Result.OutputDigest ||
+		!strings.HasPrefix(fb.Claims.InputDigest, "sha256:") {
+		t.Fatalf("claims = %+v", fb.Claims)
+	}
+
+	// Verify the bundle with and without the output; a changed output is caught.
+	resp, b = h.do("POST", "/v1/verify", "", acds.VerifyRequest{Bundle: r.Result.AttestationBundle, Output: r.Result.Output})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("verify: %d %s", resp.StatusCode, b)
+	}
+	vr := decode[acds.VerifyResponse](t, b)
+	if !vr.EnclaveHashMatch || vr.Details.RequestID != acc.RequestID {
+		t.Fatalf("verify = %+v", vr)
+	}
+	resp, b = h.do("POST", "/v1/verify", "", acds.VerifyRequest{Bundle: r.Result.AttestationBundle, Output: json.RawMessage(`{"resourceType":"Bundle"}`)})
+	if vr := decode[acds.VerifyResponse](t, b); resp.StatusCode != 200 || vr.EnclaveHashMatch {
+		t.Fatalf("verify with another output: %d %+v", resp.StatusCode, vr)
+	}
+
+	// List, delete, then it is gone.
+	resp, b = h.do("GET", "/v1/requests", sess.Token, nil)
+	list := decode[acds.RequestList](t, b)
+	if resp.StatusCode != 200 || len(list.Items) != 1 || list.Items[0].RequestID != acc.RequestID || list.NextCursor != "" {
+		t.Fatalf("list: %d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("DELETE", "/v1/requests/"+acc.RequestID, sess.Token, nil)
+	if resp.StatusCode != http.StatusNoContent || len(b) != 0 {
+		t.Fatalf("delete: %d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("GET", "/v1/requests/"+acc.RequestID, sess.Token, nil)
+	wantProblem(t, resp, b, acds.ProblemNotFound)
+	resp, b = h.do("DELETE", "/v1/requests/"+acc.RequestID, sess.Token, nil)
+	wantProblem(t, resp, b, acds.ProblemNotFound)
+}
+
+func TestHealthAttestationOpenAPI(t *testing.T) {
+	clock := servertest.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	h := newHarness(t, func(c *server.Config) { c.Now = clock.Now })
+	clock.Advance(3*time.Hour + 7*time.Minute + 59*time.Second)
+	resp, b := h.do("GET", "/v1/health", "", nil)
+	hl := decode[acds.Health](t, b)
+	if resp.StatusCode != 200 || hl != (acds.Health{Status: "healthy", Version: acds.Version, Enclave: servertest.FakeProfile, Uptime: "3h 07m"}) {
+		t.Fatalf("health: %d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("GET", "/v1/attestation", "", nil)
+	at := decode[acds.Attestation](t, b)
+	if resp.StatusCode != 200 || at.Profile != servertest.FakeProfile || len(at.SigningKey) == 0 {
+		t.Fatalf("attestation: %d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("GET", "/v1/openapi.json", "", nil)
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || resp.StatusCode != 200 || doc.OpenAPI != "3.0.3" {
+		t.Fatalf("openapi: %d %v %.100s", resp.StatusCode, err, b)
+	}
+
+	// Without an enclave: health says none, attestation is unavailable.
+	h2 := newHarness(t, func(c *server.Config) { c.Enclave = nil })
+	_, b = h2.do("GET", "/v1/health", "", nil)
+	if decode[acds.Health](t, b).Enclave != "none" {
+		t.Fatalf("health without enclave: %s", b)
+	}
+	resp, b = h2.do("GET", "/v1/attestation", "", nil)
+	wantProblem(t, resp, b, acds.ProblemUnavailable)
+}
+
+func TestMountedUnderPrefix(t *testing.T) {
+	srv, err := server.New(server.Config{Store: servertest.NewMemStore(), Pipeline: &servertest.Pipeline{}, Enclave: servertest.NewEnclave(), Workers: 1, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	mux := http.NewServeMux()
+	mux.Handle("/api/", http.StripPrefix("/api", srv.Handler()))
+	mux.HandleFunc("/other", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "other") })
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	h := &harness{t: t, ts: ts}
+
+	resp, b := h.do("POST", "/api/v1/auth/anon", "", nil)
+	if resp.StatusCode != 201 {
+		t.Fatalf("anon under prefix: %d %s", resp.StatusCode, b)
+	}
+	sess := decode[acds.Session](t, b)
+	resp, b = h.do("POST", "/api/v1/process", sess.Token, processBody(acds.OutputFHIRR4Deidentified))
+	if resp.StatusCode != 202 {
+		t.Fatalf("process under prefix: %d %s", resp.StatusCode, b)
+	}
+	loc := resp.Header.Get("Location")
+	id := decode[acds.Accepted](t, b).RequestID
+	if loc != "/api/v1/requests/"+id {
+		t.Fatalf("Location = %q, want the prefix kept", loc)
+	}
+	resp, b = h.do("GET", loc, sess.Token, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET Location: %d %s", resp.StatusCode, b)
+	}
+	if resp, b = h.do("GET", "/other", "", nil); string(b) != "other" {
+		t.Fatalf("parent mux route broken: %d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("GET", "/api/v1/nope", "", nil)
+	wantProblem(t, resp, b, acds.ProblemNotFound)
+}
+
+func TestOwnerIsolationAndPagination(t *testing.T) {
+	h := newHarness(t, func(c *server.Config) { c.Workers = -1 }) // accept only
+	alice, bob := h.anon(), h.anon()
+	var ids []string
+	for range 5 {
+		resp, b := h.do("POST", "/v1/process", alice.Token, processBody(acds.OutputFHIRR4))
+		if resp.StatusCode != 202 {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		ids = append(ids, decode[acds.Accepted](t, b).RequestID)
+		time.Sleep(2 * time.Millisecond)
+	}
+	// Bob sees none of Alice's requests.
+	resp, b := h.do("GET", "/v1/requests/"+ids[0], bob.Token, nil)
+	wantProblem(t, resp, b, acds.ProblemNotFound)
+	resp, b = h.do("DELETE", "/v1/requests/"+ids[0], bob.Token, nil)
+	wantProblem(t, resp, b, acds.ProblemNotFound)
+	_, b = h.do("GET", "/v1/requests", bob.Token, nil)
+	if l := decode[acds.RequestList](t, b); len(l.Items) != 0 {
+		t.Fatalf("bob lists %d items", len(l.Items))
+	}
+	// Alice pages through hers newest first, two at a time.
+	var got []string
+	cursor := ""
+	for page := 0; ; page++ {
+		path := "/v1/requests?limit=2"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		resp, b := h.do("GET", path, alice.Token, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("page %d: %d %s", page, resp.StatusCode, b)
+		}
+		l := decode[acds.RequestList](t, b)
+		for _, it := range l.Items {
+			got = append(got, it.RequestID)
+		}
+		if cursor = l.NextCursor; cursor == "" || page > 5 {
+			break
+		}
+	}
+	want := slices.Clone(ids)
+	slices.Reverse(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("pages = %v, want %v", got, want)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "limit=x", "page=2", "cursor=%21%21notacursor"} {
+		resp, b := h.do("GET", "/v1/requests?"+q, alice.Token, nil)
+		p := wantProblem(t, resp, b, acds.ProblemInvalidRequest)
+		if len(p.Errors) != 1 {
+			t.Errorf("%s: errors = %+v", q, p.Errors)
+		}
+	}
+}
+
+func TestRecover(t *testing.T) {
+	h := newHarness(t, nil)
+	const pass = "correct horse battery"
+	resp, b := h.do("POST", "/v1/auth/anon", "", acds.AnonRequest{Passphrase: "short"})
+	p := wantProblem(t, resp, b, acds.ProblemInvalidRequest)
+	if p.Errors[0].Field != "passphrase" {
+		t.Fatalf("errors = %+v", p.Errors)
+	}
+	resp, b = h.do("POST", "/v1/auth/anon", "", acds.AnonRequest{Passphrase: pass})
+	if resp.StatusCode != 201 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	s1 := decode[acds.Session](t, b)
+	resp, b = h.do("POST", "/v1/process", s1.Token, processBody(acds.OutputFHIRR4))
+	id := decode[acds.Accepted](t, b).RequestID
+
+	resp, b = h.do("POST", "/v1/auth/recover", "", acds.RecoverRequest{Pseudonym: s1.Pseudonym, Passphrase: pass})
+	if resp.StatusCode != 200 {
+		t.Fatalf("recover: %d %s", resp.StatusCode, b)
+	}
+	s2 := decode[acds.Session](t, b)
+	if s2.Pseudonym != s1.Pseudonym || s2.Token == s1.Token || !tokenRE.MatchString(s2.Token) {
+		t.Fatalf("recovered session = %+v", s2)
+	}
+	if resp, b = h.do("GET", "/v1/requests/"+id, s2.Token, nil); resp.StatusCode != 200 {
+		t.Fatalf("recovered token cannot see the request: %d %s", resp.StatusCode, b)
+	}
+	// Both tokens stay valid.
+	if resp, _ = h.do("GET", "/v1/requests/"+id, s1.Token, nil); resp.StatusCode != 200 {
+		t.Fatalf("old token: %d", resp.StatusCode)
+	}
+	noPass := h.anon()
+	for name, rr := range map[string]acds.RecoverRequest{
+		"wrong passphrase":    {Pseudonym: s1.Pseudonym, Passphrase: pass + "!"},
+		"unknown pseudonym":   {Pseudonym: "anon_aaaaaaaaaaaaaaaaaaaaaaaaaa", Passphrase: pass},
+		"malformed pseudonym": {Pseudonym: "x", Passphrase: pass},
+		"no passphrase set":   {Pseudonym: noPass.Pseudonym, Passphrase: pass},
+	} {
+		resp, b := h.do("POST", "/v1/auth/recover", "", rr)
+		if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, b)
+		}
+		wantProblem(t, resp, b, acds.ProblemUnauthorized)
+	}
+}
+
+func TestTokenExpiry(t *testing.T) {
+	clock := servertest.NewClock(time.Now())
+	h := newHarness(t, func(c *server.Config) { c.Now = clock.Now; c.TokenLifetime = time.Hour })
+	s := h.anon()
+	if resp, b := h.do("GET", "/v1/requests", s.Token, nil); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	clock.Advance(time.Hour)
+	resp, b := h.do("GET", "/v1/requests", s.Token, nil)
+	wantProblem(t, resp, b, acds.ProblemUnauthorized)
+	if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("WWW-Authenticate = %q", resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// A worker that dies mid-request (here: its server is closed without
+// draining) leaves the lease to expire; another server sharing the store
+// re-claims and completes the request, on its second attempt.
+func TestWorkerDeathLeaseExpiryReclaim(t *testing.T) {
+	st := servertest.NewMemStore()
+	claimed := make(chan struct{})
+	var once atomic.Bool
+	blocking := &servertest.Pipeline{Hook: func(ctx context.Context, _ []byte) error {
+		if once.CompareAndSwap(false, true) {
+			close(claimed)
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	lease := 300 * time.Millisecond
+	a := newHarness(t, func(c *server.Config) {
+		c.Store, c.Pipeline, c.Lease, c.Workers = st, blocking, lease, 1
+	})
+	s := a.anon()
+	_, b := a.do("POST", "/v1/process", s.Token, processBody(acds.OutputFHIRR4))
+	id := decode[acds.Accepted](t, b).RequestID
+	select {
+	case <-claimed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("server A never claimed the request")
+	}
+	// Kill A's workers: close with an already-ended context.
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.srv.Close(dead); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v, want context.Canceled (work abandoned)", err)
+	}
+	resp, b := a.do("GET", "/v1/requests/"+id, s.Token, nil)
+	if r := decode[acds.Request](t, b); resp.StatusCode != 200 || r.Status != acds.StatusProcessing {
+		t.Fatalf("after the worker died: %d %s", resp.StatusCode, b)
+	}
+	start := time.Now()
+	bsrv := newHarness(t, func(c *server.Config) { c.Store, c.Lease = st, lease })
+	r := bsrv.wait(s.Token, id, 5*time.Second)
+	if r.Status != acds.StatusCompleted {
+		t.Fatalf("re-claimed request = %+v", r)
+	}
+	if time.Since(start) > 4*lease+time.Second {
+		t.Errorf("re-claim took %v", time.Since(start))
+	}
+	for _, row := range st.Snapshot() {
+		if row.ID == id && row.Attempts != 2 {
+			t.Fatalf("attempts = %d, want 2", row.Attempts)
+		}
+	}
+}
+
+// A request whose every attempt dies (the worker panics) is failed after
+// MaxAttempts claims with a problem that says why, never left processing.
+func TestExhaustedAttemptsFail(t *testing.T) {
+	var calls atomic.Int32
+	h := newHarness(t, func(c *server.Config) {
+		c.Lease = 100 * time.Millisecond
+		c.Pipeline = &servertest.Pipeline{Hook: func(context.Context, []byte) error {
+			calls.Add(1)
+			panic("simulated worker crash")
+		}}
+	})
+	s := h.anon()
+	_, b := h.do("POST", "/v1/process", s.Token, processBody(acds.OutputFHIRR4))
+	id := decode[acds.Accepted](t, b).RequestID
+	r := h.wait(s.Token, id, 10*time.Second)
+	if r.Status != acds.StatusFailed || r.Error == nil || r.Error.Code() != acds.ProblemInternal ||
+		!strings.Contains(r.Error.Detail, "attempted 3 times") || r.CompletedAt == nil {
+		t.Fatalf("request = %+v, error %+v", r, r.Error)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("pipeline ran %d times, want 3", n)
+	}
+}
+
+func TestFetchAndAttest(t *testing.T) {
+	fetcher := &servertest.Fetcher{FHIR: []byte(sampleBundle)}
+	h := newHarness(t, func(c *server.Config) { c.Fetcher = fetcher })
+	s := h.anon()
+	body := acds.FetchAndAttestRequest{
+		SystemType: acds.SystemDemo, PortalURL: "https://portal.example/fhir", RecordID: "p1",
+		Credentials: acds.Credentials{Username: "alice", Password: "pa55-w0rd-unique"}, OutputFormat: acds.OutputFHIRR4,
+	}
+	resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, body)
+	if resp.StatusCode != 202 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	acc := decode[acds.Accepted](t, b)
+	if acc.Message == "" || resp.Header.Get("Location") != "/v1/requests/"+acc.RequestID {
+		t.Fatalf("accepted = %+v, Location %q", acc, resp.Header.Get("Location"))
+	}
+	r := h.wait(s.Token, acc.RequestID, 5*time.Second)
+	if r.Status != acds.StatusCompleted || r.Kind != acds.KindFetchAndAttest {
+		t.Fatalf("request = %+v (error %+v)", r, r.Error)
+	}
+	if got := fetcher.LastCredentials(); got != body.Credentials {
+		t.Fatalf("fetcher got credentials %+v", got)
+	}
+	for _, row := range h.store.(*servertest.MemStore).Snapshot() {
+		if len(row.Sealed) != 0 {
+			t.Fatalf("sealed credentials not erased after the fetch")
+		}
+		if strings.Contains(string(row.Input), body.Credentials.Password) {
+			t.Fatalf("password stored in the input")
+		}
+	}
+}
+
+func TestFetchWithoutFetcherFailsUnavailable(t *testing.T) {
+	h := newHarness(t, nil) // no Fetcher
+	s := h.anon()
+	resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
+		SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/", RecordID: "1",
+		Credentials: acds.Credentials{Username: "u", Password: "p"}, OutputFormat: acds.OutputFHIRR4,
+	})
+	if resp.StatusCode != 202 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second)
+	if r.Status != acds.StatusFailed || r.Error.Code() != acds.ProblemUnavailable || !strings.Contains(r.Error.Detail, "portal fetching") {
+		t.Fatalf("request = %+v, error %+v", r, r.Error)
+	}
+	for _, row := range h.store.(*servertest.MemStore).Snapshot() {
+		if len(row.Sealed) != 0 {
+			t.Fatal("credentials kept although no fetcher can use them")
+		}
+	}
+}
+
+func TestMissingSeamsFailUnavailable(t *testing.T) {
+	h := newHarness(t, func(c *server.Config) { c.Pipeline, c.Enclave = nil, nil })
+	s := h.anon()
+	_, b := h.do("POST", "/v1/process", s.Token, processBody(acds.OutputFHIRR4))
+	r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second)
+	if r.Status != acds.StatusFailed || r.Error.Code() != acds.ProblemUnavailable ||
+		!strings.Contains(r.Error.Detail, "FHIR processing") || !strings.Contains(r.Error.Detail, "enclave") {
+		t.Fatalf("request = %+v, error %+v", r, r.Error)
+	}
+}
+
+func TestInvalidFHIRDuringProcessingFailsTheRequest(t *testing.T) {
+	// A pipeline without Check: the request is accepted and fails with invalid-fhir.
+	h := newHarness(t, func(c *server.Config) { c.Pipeline = processOnly{&servertest.Pipeline{}} })
+	s := h.anon()
+	resp, b := h.do("POST", "/v1/process", s.Token, map[string]any{"bundle": map[string]any{"type": "collection"}, "outputFormat": "fhir_r4"})
+	if resp.StatusCode != 202 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second)
+	if r.Status != acds.StatusFailed || r.Error.Code() != acds.ProblemInvalidFHIR || len(r.Error.OperationOutcome) == 0 {
+		t.Fatalf("request = %+v, error %+v", r, r.Error)
+	}
+}
+
+type processOnly struct{ p server.Pipeline }
+
+func (p processOnly) Process(ctx context.Context, in []byte, o server.ProcessOptions) (*server.Output, error) {
+	return p.p.Process(ctx, in, o)
+}
+
+func TestCloseDrainsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	h := newHarness(t, func(c *server.Config) {
+		c.Pipeline = &servertest.Pipeline{Hook: func(ctx context.Context, _ []byte) error {
+			started <- struct{}{}
+			<-release
+			return nil
+		}}
+	})
+	s := h.anon()
+	_, b := h.do("POST", "/v1/process", s.Token, processBody(acds.OutputFHIRR4))
+	id := decode[acds.Accepted](t, b).RequestID
+	<-started
+	done := make(chan error)
+	go func() { done <- h.srv.Close(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Close returned %v before the in-flight request finished", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, b = h.do("GET", "/v1/requests/"+id, s.Token, nil)
+	if r := decode[acds.Request](t, b); r.Status != acds.StatusCompleted {
+		t.Fatalf("drained request = %+v", r)
+	}
+}
+
+func TestNewRequiresStore(t *testing.T) {
+	if _, err := server.New(server.Config{}); err == nil {
+		t.Fatal("New without a Store succeeded")
+	}
+}
+
+func ExampleServer() {
+	srv, err := server.New(server.Config{
+		Store:    servertest.NewMemStore(), // real servers use store.OpenSQLite or store.OpenPostgres
+		Pipeline: &servertest.Pipeline{},
+		Enclave:  servertest.NewEnclave(),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close(context.Background())
+
+	mux := http.NewServeMux()
+	mux.Handle("/acds/", http.StripPrefix("/acds", srv.Handler()))
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+
+	resp, err := http.Get(ts.URL + "/acds/v1/health")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	var h acds.Health
+	_ = json.NewDecoder(resp.Body).Decode(&h)
+	fmt.Println(resp.StatusCode, h.Status, h.Version)
+	// Output: 200 healthy 0.1.0
+}
