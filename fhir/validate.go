@@ -35,6 +35,10 @@ func Validate(data []byte) *OperationOutcome {
 
 // validateBytes validates data and returns the parsed tree when it parsed.
 func validateBytes(data []byte, maxBytes int) (*OperationOutcome, *node) {
+	return validateBytesWith(&validator{}, data, maxBytes)
+}
+
+func validateBytesWith(v *validator, data []byte, maxBytes int) (*OperationOutcome, *node) {
 	o := &OperationOutcome{}
 	if len(data) > maxBytes {
 		o.Issues = append(o.Issues, Issue{Severity: SeverityFatal, Code: "too-costly",
@@ -47,7 +51,6 @@ func validateBytes(data []byte, maxBytes int) (*OperationOutcome, *node) {
 			Diagnostics: "error parsing JSON: " + err.Error()})
 		return o, nil
 	}
-	v := &validator{}
 	v.topLevel(&root)
 	o.Issues = v.issues
 	return o, &root

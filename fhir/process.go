@@ -1,0 +1,145 @@
+package fhir
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The output formats Process produces.
+const (
+	// FormatR4 is a validated, normalised collection Bundle with a
+	// Provenance resource, as canonical JSON.
+	FormatR4 = "fhir_r4"
+	// FormatR4Deidentified is FormatR4 after HIPAA Safe Harbor
+	// de-identification (45 CFR 164.514(b)(2)).
+	FormatR4Deidentified = "fhir_r4_deidentified"
+)
+
+// Formats returns the output formats Process supports, in a stable order.
+func Formats() []string { return []string{FormatR4, FormatR4Deidentified} }
+
+// Errors returned by Process. Use errors.Is.
+var (
+	// ErrInvalid: the input is not valid FHIR R4. The error is an
+	// *InvalidError carrying the OperationOutcome.
+	ErrInvalid = errors.New("fhir: invalid FHIR R4 input")
+	// ErrNotR4: the input is FHIR of another version (DSTU2, STU3). Such
+	// errors also match ErrInvalid.
+	ErrNotR4 = errors.New("fhir: content is not FHIR R4")
+	// ErrUnsupportedFormat: Options.Format names no supported format.
+	ErrUnsupportedFormat = errors.New("fhir: unsupported output format")
+	// ErrKey: the de-identification key is missing or too short.
+	ErrKey = errors.New("fhir: de-identification key must be at least 32 bytes")
+)
+
+// InvalidError reports input that failed validation.
+type InvalidError struct {
+	Outcome *OperationOutcome // every finding, errors and warnings
+	NotR4   bool              // the content is FHIR of another version
+}
+
+func (e *InvalidError) Error() string {
+	n := e.Outcome.ErrorCount()
+	for _, is := range e.Outcome.Issues {
+		if is.Severity == SeverityError || is.Severity == SeverityFatal {
+			if e.NotR4 {
+				return fmt.Sprintf("fhir: content is not FHIR R4 (%d errors; first: %s)", n, is)
+			}
+			return fmt.Sprintf("fhir: invalid FHIR R4 input (%d errors; first: %s)", n, is)
+		}
+	}
+	return "fhir: invalid FHIR R4 input"
+}
+
+// Is makes errors.Is match ErrInvalid, and ErrNotR4 for other versions.
+func (e *InvalidError) Is(target error) bool {
+	return target == ErrInvalid || (e.NotR4 && target == ErrNotR4)
+}
+
+// Options configures Process.
+type Options struct {
+	// Format is the output format; the zero value means FormatR4.
+	Format string
+	// Source names where the input came from: the portal host for a
+	// notarised fetch, or "raw" for a direct submission. Zero means "raw".
+	Source string
+	// Measurement is the enclave measurement (hex) recorded as the
+	// Provenance agent. Zero records "unmeasured".
+	Measurement string
+	// Now is the recorded time of the Provenance. Zero means time.Now();
+	// pass a fixed time for reproducible output.
+	Now time.Time
+	// DeidentKey is the HMAC key for de-identification pseudonyms, at
+	// least 32 bytes; required for FormatR4Deidentified, unused otherwise.
+	// The same key gives the same pseudonyms, so outputs can be linked;
+	// the enclave should use a per-deployment secret.
+	DeidentKey []byte
+	// MaxBytes limits the input size; zero means DefaultMaxBytes.
+	MaxBytes int
+	// BaseURL is the base of the output entries' fullUrls, which are
+	// BaseURL + "/" + type + "/" + id so that the rewritten relative
+	// references resolve. Zero means DefaultBaseURL.
+	BaseURL string
+}
+
+// DefaultBaseURL is the fullUrl base used when Options.BaseURL is empty.
+// The .invalid top-level domain (RFC 2606) never resolves: the URLs name
+// entries, they are not endpoints.
+const DefaultBaseURL = "https://acds.invalid/fhir"
+
+// Output is the result of Process.
+type Output struct {
+	Format    string            // the output format
+	JSON      []byte            // canonical JSON (RFC 8785) of the output Bundle
+	Digest    string            // "sha256:" + hex SHA-256 of JSON
+	Outcome   *OperationOutcome // validation findings on the input (warnings only, since it passed)
+	Resources int               // entries in the output, the Provenance included
+}
+
+// Process validates input (one FHIR R4 resource or Bundle, JSON), then
+// normalises it into a collection Bundle: transaction, batch, searchset
+// and other Bundles are flattened, urn:uuid, absolute and relative
+// references are rewritten to ResourceType/id, duplicate resources are
+// removed, and a Provenance resource records the source, the enclave
+// measurement and the time. For FormatR4Deidentified the resources are
+// de-identified (HIPAA Safe Harbor) before the Provenance is added. The
+// output is canonical JSON, so its digest is stable; processing the output
+// again with the same options returns it unchanged (FormatR4).
+//
+// Input with validation errors yields an *InvalidError (ErrInvalid, and
+// ErrNotR4 for DSTU2/STU3 content). Process does not modify input.
+func Process(input []byte, opts Options) (*Output, error) {
+	format := opts.Format
+	if format == "" {
+		format = FormatR4
+	}
+	if format != FormatR4 && format != FormatR4Deidentified {
+		return nil, fmt.Errorf("%w: %q (supported: %v)", ErrUnsupportedFormat, format, Formats())
+	}
+	if format == FormatR4Deidentified && len(opts.DeidentKey) < 32 {
+		return nil, ErrKey
+	}
+	maxBytes := opts.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	v := &validator{}
+	outcome, root := validateBytesWith(v, input, maxBytes)
+	if outcome.HasErrors() {
+		return nil, &InvalidError{Outcome: outcome, NotR4: v.notR4}
+	}
+	n := &normalizer{opts: opts, format: format}
+	out, count, err := n.run(root)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := appendCanonical(make([]byte, 0, len(input)+len(input)/8), &out)
+	if err != nil {
+		return nil, fmt.Errorf("fhir: encoding output: %w", err)
+	}
+	sum := sha256.Sum256(buf)
+	return &Output{Format: format, JSON: buf, Digest: "sha256:" + hex.EncodeToString(sum[:]), Outcome: outcome, Resources: count}, nil
+}

@@ -1,0 +1,160 @@
+package fhir
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func testOpts(format string) Options {
+	return Options{Format: format, Source: "portal.example.org", Measurement: "ab12cd34", Now: testNow,
+		DeidentKey: bytes.Repeat([]byte{7}, 32)}
+}
+
+// checkOutput asserts the structural promises of an output Bundle: valid
+// R4, a collection, every reference resolves to an entry, and the last
+// entry is the Provenance targeting every other entry.
+func checkOutput(t *testing.T, name string, out *Output) map[string]any {
+	t.Helper()
+	if o := Validate(out.JSON); o.HasErrors() {
+		t.Fatalf("%s: output does not validate: %v", name, o.Issues)
+	}
+	var b map[string]any
+	if err := json.Unmarshal(out.JSON, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b["type"] != "collection" {
+		t.Fatalf("%s: type %v", name, b["type"])
+	}
+	entries := b["entry"].([]any)
+	have := map[string]bool{}
+	for _, e := range entries {
+		r := e.(map[string]any)["resource"].(map[string]any)
+		key := r["resourceType"].(string) + "/" + r["id"].(string)
+		if have[key] {
+			t.Errorf("%s: duplicate %s", name, key)
+		}
+		have[key] = true
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["reference"].(string); ok && !strings.HasPrefix(ref, "#") {
+				if !have[ref] && !strings.Contains(ref, ":") {
+					t.Errorf("%s: reference %q does not resolve", name, ref)
+				}
+				if strings.HasPrefix(ref, "urn:uuid:") {
+					t.Errorf("%s: urn:uuid reference %q survived", name, ref)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(b)
+	prov := entries[len(entries)-1].(map[string]any)["resource"].(map[string]any)
+	if prov["resourceType"] != "Provenance" || len(prov["target"].([]any)) != len(entries)-1 {
+		t.Fatalf("%s: last entry is not a Provenance over every resource", name)
+	}
+	return b
+}
+
+func TestProcessSharedBundles(t *testing.T) {
+	for _, f := range sharedBundles(t) {
+		name := filepath.Base(f)
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig := bytes.Clone(data)
+		out, err := Process(data, testOpts(FormatR4))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(orig, data) {
+			t.Fatalf("%s: Process modified its input", name)
+		}
+		checkOutput(t, name, out)
+		again, err := Process(out.JSON, testOpts(FormatR4))
+		if err != nil {
+			t.Fatalf("%s: re-processing: %v", name, err)
+		}
+		if again.Digest != out.Digest || !bytes.Equal(again.JSON, out.JSON) {
+			t.Errorf("%s: normalisation is not idempotent", name)
+		}
+		twice, _ := Process(data, testOpts(FormatR4))
+		if twice.Digest != out.Digest {
+			t.Errorf("%s: output digest is not deterministic", name)
+		}
+	}
+}
+
+func TestProcessRewritesAndDeduplicates(t *testing.T) {
+	in := `{"resourceType":"Bundle","type":"transaction","entry":[
+	 {"fullUrl":"urn:uuid:0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50","resource":{"resourceType":"Patient","gender":"female"},"request":{"method":"POST","url":"Patient"}},
+	 {"fullUrl":"urn:uuid:6c1a7b2e-3f4d-4e5f-8a9b-0c1d2e3f4a5b","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"subject":{"reference":"urn:uuid:0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50"}},"request":{"method":"POST","url":"Observation"}},
+	 {"fullUrl":"urn:uuid:6c1a7b2e-3f4d-4e5f-8a9b-0c1d2e3f4a5c","resource":{"resourceType":"Observation","id":"6c1a7b2e-3f4d-4e5f-8a9b-0c1d2e3f4a5b","status":"final","code":{"text":"x"},"subject":{"reference":"Patient/0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50"}},"request":{"method":"POST","url":"Observation"}}
+	]}`
+	out, err := Process([]byte(in), testOpts(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := checkOutput(t, "rewrite", out)
+	if n := len(b["entry"].([]any)); n != 3 {
+		t.Fatalf("want Patient, one Observation and Provenance, got %d entries:\n%s", n, out.JSON)
+	}
+	if !bytes.Contains(out.JSON, []byte(`"reference":"Patient/0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50"`)) {
+		t.Fatalf("reference not rewritten:\n%s", out.JSON)
+	}
+}
+
+func TestProcessErrors(t *testing.T) {
+	_, err := Process([]byte(`{"resourceType":"Patient","birthDate":"soon"}`), Options{})
+	var ie *InvalidError
+	if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotR4) || !ie.Outcome.HasErrors() {
+		t.Fatalf("got %v", err)
+	}
+	_, err = Process([]byte(`{"resourceType":"ProcedureRequest","status":"active"}`), Options{})
+	if !errors.Is(err, ErrNotR4) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("STU3 content: got %v", err)
+	}
+	if _, err = Process([]byte(`{"resourceType":"Patient"}`), Options{Format: "csv"}); !errors.Is(err, ErrUnsupportedFormat) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err = Process([]byte(`{"resourceType":"Patient"}`), Options{Format: FormatR4Deidentified}); !errors.Is(err, ErrKey) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err = Process([]byte(`{"resourceType":"Patient"}`), Options{MaxBytes: 5}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("oversized: got %v", err)
+	}
+}
+
+func TestCanonicalJSON(t *testing.T) {
+	cases := map[string]string{
+		`{"b":1,"a":[1.50,-0,1e2,0.000001,1e-7,123456789012345678901234]}`: `{"a":[1.5,0,100,0.000001,1e-7,1.2345678901234569e+23],"b":1}`,
+		`{"\u20ac":1,"\ud83d\ude00":2,"\r":3,"a\u0001\"\\/":4}`:            "{\"\\r\":3,\"a\\u0001\\\"\\\\/\":4,\"€\":1,\"\U0001F600\":2}",
+	}
+	for in, want := range cases {
+		n, err := parseJSON([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendCanonical(nil, &n)
+		if err != nil || string(got) != want {
+			t.Errorf("canonical(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+}
