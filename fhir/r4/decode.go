@@ -1,0 +1,838 @@
+package r4
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// decoder is a single-pass JSON reader specialised for FHIR: the generated
+// decodeMembers methods pull member names and values from it directly, with no
+// intermediate tree and no reflection.
+type decoder struct {
+	data []byte
+	// src is one string copy of data. Strings without escapes are returned as
+	// substrings of it, so decoding allocates no memory per string.
+	src      string
+	pos      int
+	depth    int
+	maxDepth int
+}
+
+// strSpecial marks the bytes that end the fast path of string scanning.
+var strSpecial = func() (t [256]bool) {
+	for i := 0; i < 0x20; i++ {
+		t[i] = true
+	}
+	for i := 0x80; i < 0x100; i++ {
+		t[i] = true
+	}
+	t['"'] = true
+	t['\\'] = true
+	return t
+}()
+
+func (d *decoder) fail(class error, format string, args ...any) *DecodeError {
+	return &DecodeError{Offset: d.pos, Reason: fmt.Sprintf(format, args...), Err: class}
+}
+
+func (d *decoder) syntax(format string, args ...any) *DecodeError {
+	if d.pos >= len(d.data) {
+		return d.fail(ErrSyntax, "unexpected end of input")
+	}
+	return d.fail(ErrSyntax, format, args...)
+}
+
+// found names the JSON value that starts at the current position.
+func (d *decoder) found() string {
+	if d.pos >= len(d.data) {
+		return "end of input"
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	}
+	return fmt.Sprintf("%q", d.data[d.pos])
+}
+
+func (d *decoder) wrongType(want string) *DecodeError {
+	if d.pos >= len(d.data) {
+		return d.fail(ErrSyntax, "unexpected end of input")
+	}
+	switch c := d.data[d.pos]; c {
+	case '{', '[', '"', 't', 'f', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return d.fail(ErrInvalidValue, "expected %s, found %s", want, d.found())
+	}
+	return d.fail(ErrSyntax, "invalid character %q looking for a value", d.data[d.pos])
+}
+
+func (d *decoder) skipWS() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\n', '\r', '\t':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) enter() error {
+	d.depth++
+	if d.depth > d.maxDepth {
+		return d.fail(ErrLimit, "nesting deeper than %d", d.maxDepth)
+	}
+	return nil
+}
+
+// openObject consumes the '{' of an object value.
+func (d *decoder) openObject() error {
+	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
+		return d.wrongType("an object")
+	}
+	d.pos++
+	return d.enter()
+}
+
+// member reads the next member name of the current object and the ':' after
+// it, leaving the position at the member's value. It returns more == false at
+// the closing '}'. An object without members is an ErrInvalidValue.
+func (d *decoder) member(first bool) (key string, more bool, err error) {
+	d.skipWS()
+	if d.pos >= len(d.data) {
+		return "", false, d.syntax("")
+	}
+	c := d.data[d.pos]
+	if first {
+		if c == '}' {
+			return "", false, d.fail(ErrInvalidValue, "empty object")
+		}
+	} else {
+		if c == '}' {
+			d.pos++
+			d.depth--
+			return "", false, nil
+		}
+		if c != ',' {
+			return "", false, d.syntax("expected ',' or '}' after object member, found %q", c)
+		}
+		d.pos++
+		d.skipWS()
+		if d.pos >= len(d.data) {
+			return "", false, d.syntax("")
+		}
+		c = d.data[d.pos]
+	}
+	if c != '"' {
+		return "", false, d.syntax("expected a member name, found %q", c)
+	}
+	key, err = d.str()
+	if err != nil {
+		return "", false, err
+	}
+	d.skipWS()
+	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		return "", false, d.syntax("expected ':' after member name")
+	}
+	d.pos++
+	d.skipWS()
+	return key, true, nil
+}
+
+// openArray consumes the '[' of an array value.
+func (d *decoder) openArray() error {
+	if d.pos >= len(d.data) || d.data[d.pos] != '[' {
+		return d.wrongType("an array")
+	}
+	d.pos++
+	return d.enter()
+}
+
+// element advances to the next array element, returning false at the closing
+// ']'. An empty array is an ErrInvalidValue.
+func (d *decoder) element(first bool) (bool, error) {
+	d.skipWS()
+	if d.pos >= len(d.data) {
+		return false, d.syntax("")
+	}
+	c := d.data[d.pos]
+	if first {
+		if c == ']' {
+			return false, d.fail(ErrInvalidValue, "empty array")
+		}
+		return true, nil
+	}
+	if c == ']' {
+		d.pos++
+		d.depth--
+		return false, nil
+	}
+	if c != ',' {
+		return false, d.syntax("expected ',' or ']' after array element, found %q", c)
+	}
+	d.pos++
+	d.skipWS()
+	return true, nil
+}
+
+// null consumes a JSON null if one is at the current position.
+func (d *decoder) null() bool {
+	if d.pos+4 <= len(d.data) && string(d.data[d.pos:d.pos+4]) == "null" {
+		d.pos += 4
+		return true
+	}
+	return false
+}
+
+// str reads the JSON string at the current position (which is '"').
+func (d *decoder) str() (string, error) {
+	data := d.data
+	start := d.pos + 1
+	i := start
+	for i < len(data) {
+		c := data[i]
+		if !strSpecial[c] {
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			d.pos = i + 1
+			return d.src[start:i], nil
+		case c == '\\':
+			return d.strEscaped(start, i)
+		case c < 0x20:
+			d.pos = i
+			return "", d.fail(ErrSyntax, "control character %#x in string", c)
+		default:
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				d.pos = i
+				return "", d.fail(ErrInvalidValue, "invalid UTF-8 in string")
+			}
+			i += size
+		}
+	}
+	d.pos = len(data)
+	return "", d.syntax("")
+}
+
+// strEscaped finishes a string that contains escapes; data[start:i] has been
+// scanned already and data[i] is the first backslash.
+func (d *decoder) strEscaped(start, i int) (string, error) {
+	data := d.data
+	buf := make([]byte, 0, i-start+16)
+	buf = append(buf, data[start:i]...)
+	for i < len(data) {
+		c := data[i]
+		switch {
+		case c == '"':
+			d.pos = i + 1
+			return string(buf), nil
+		case c == '\\':
+			if i+1 >= len(data) {
+				d.pos = len(data)
+				return "", d.syntax("")
+			}
+			e := data[i+1]
+			i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := hex4(data, i)
+				if !ok {
+					d.pos = i
+					return "", d.fail(ErrSyntax, "invalid \\u escape")
+				}
+				i += 4
+				if r >= 0xD800 && r < 0xDC00 {
+					// A high surrogate must be followed by a low one.
+					lo, ok := rune(0), false
+					if i+6 <= len(data) && data[i] == '\\' && data[i+1] == 'u' {
+						lo, ok = hex4(data, i+2)
+					}
+					if !ok || lo < 0xDC00 || lo >= 0xE000 {
+						d.pos = i
+						return "", d.fail(ErrInvalidValue, "unpaired UTF-16 surrogate in string")
+					}
+					i += 6
+					r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				} else if r >= 0xDC00 && r < 0xE000 {
+					d.pos = i
+					return "", d.fail(ErrInvalidValue, "unpaired UTF-16 surrogate in string")
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				d.pos = i - 1
+				return "", d.fail(ErrSyntax, "invalid escape \\%c", e)
+			}
+		case c < 0x20:
+			d.pos = i
+			return "", d.fail(ErrSyntax, "control character %#x in string", c)
+		case c < utf8.RuneSelf:
+			buf = append(buf, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				d.pos = i
+				return "", d.fail(ErrInvalidValue, "invalid UTF-8 in string")
+			}
+			buf = append(buf, data[i:i+size]...)
+			i += size
+		}
+	}
+	d.pos = len(data)
+	return "", d.syntax("")
+}
+
+func hex4(data []byte, i int) (rune, bool) {
+	if i+4 > len(data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range data[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// stringValue reads a JSON string value.
+func (d *decoder) stringValue() (string, error) {
+	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+		return "", d.wrongType("a string")
+	}
+	return d.str()
+}
+
+// plainString reads a string into a plain Go string field (element ids,
+// Extension.url).
+func (d *decoder) plainString(dst *string) error {
+	if *dst != "" {
+		return d.fail(ErrDuplicateProperty, "duplicate property")
+	}
+	s, err := d.stringValue()
+	if err != nil {
+		return err
+	}
+	if s == "" {
+		return d.fail(ErrInvalidValue, "empty string")
+	}
+	*dst = s
+	return nil
+}
+
+func (d *decoder) boolValue() (bool, error) {
+	if d.pos+4 <= len(d.data) && string(d.data[d.pos:d.pos+4]) == "true" {
+		d.pos += 4
+		return true, nil
+	}
+	if d.pos+5 <= len(d.data) && string(d.data[d.pos:d.pos+5]) == "false" {
+		d.pos += 5
+		return false, nil
+	}
+	return false, d.wrongType("a boolean")
+}
+
+// number scans a JSON number and returns its text and whether it is written
+// as an integer (no fraction, no exponent).
+func (d *decoder) number() (text string, integer bool, err error) {
+	data := d.data
+	start := d.pos
+	i := start
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case i < len(data) && data[i] >= '1' && data[i] <= '9':
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+	default:
+		if i == start {
+			return "", false, d.wrongType("a number")
+		}
+		d.pos = i
+		return "", false, d.syntax("invalid number")
+	}
+	integer = true
+	if i < len(data) && data[i] == '.' {
+		integer = false
+		i++
+		digits := i
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+		if i == digits {
+			d.pos = i
+			return "", false, d.syntax("invalid number")
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		integer = false
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		digits := i
+		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+			i++
+		}
+		if i == digits {
+			d.pos = i
+			return "", false, d.syntax("invalid number")
+		}
+	}
+	d.pos = i
+	return d.src[start:i], integer, nil
+}
+
+func (d *decoder) decimalValue() (string, error) {
+	s, _, err := d.number()
+	return s, err
+}
+
+func (d *decoder) intValue() (int64, error) {
+	start := d.pos
+	s, integer, err := d.number()
+	if err != nil {
+		return 0, err
+	}
+	if !integer {
+		d.pos = start
+		return 0, d.fail(ErrInvalidValue, "expected an integer, found %s", s)
+	}
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	if (neg && s == "0") || len(s) > 18 {
+		d.pos = start
+		return 0, d.fail(ErrInvalidValue, "integer %s out of range", d.src[start:d.pos])
+	}
+	var v int64
+	for i := 0; i < len(s); i++ {
+		v = v*10 + int64(s[i]-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, nil
+}
+
+// skipValue skips any JSON value, checking its syntax and the depth limit.
+func (d *decoder) skipValue() error {
+	if d.pos >= len(d.data) {
+		return d.syntax("")
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		d.pos++
+		if err := d.enter(); err != nil {
+			return err
+		}
+		d.skipWS()
+		if d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+			d.depth--
+			return nil
+		}
+		for first := true; ; first = false {
+			_, more, err := d.member(first)
+			if err != nil || !more {
+				return err
+			}
+			if err := d.skipValue(); err != nil {
+				return err
+			}
+		}
+	case c == '[':
+		d.pos++
+		if err := d.enter(); err != nil {
+			return err
+		}
+		d.skipWS()
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			d.depth--
+			return nil
+		}
+		for first := true; ; first = false {
+			more, err := d.element(first)
+			if err != nil || !more {
+				return err
+			}
+			if err := d.skipValue(); err != nil {
+				return err
+			}
+		}
+	case c == '"':
+		_, err := d.str()
+		return err
+	case c == 't' || c == 'f':
+		_, err := d.boolValue()
+		return err
+	case c == 'n':
+		if d.null() {
+			return nil
+		}
+		return d.syntax("invalid literal")
+	default:
+		_, _, err := d.number()
+		return err
+	}
+}
+
+func (d *decoder) unknownMember(k string) error {
+	err := d.fail(ErrUnknownProperty, "unknown property %q", k)
+	if k == "fhir_comments" {
+		err.NotR4 = true
+		err.Reason += " (DSTU2/STU3 JSON comments)"
+	}
+	return err
+}
+
+// primitiveElement reads the "_name" companion object of a primitive: its id
+// and extensions.
+func (d *decoder) primitiveElement(id *string, ext *[]Extension) error {
+	if *id != "" || len(*ext) > 0 {
+		return d.fail(ErrDuplicateProperty, "duplicate property")
+	}
+	if err := d.openObject(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		k, more, err := d.member(first)
+		if err != nil || !more {
+			return err
+		}
+		switch k {
+		case "id":
+			err = d.plainString(id)
+		case "extension":
+			err = decodeObjects(d, ext)
+		default:
+			err = d.unknownMember(k)
+		}
+		if err != nil {
+			return memberError(err, k)
+		}
+	}
+}
+
+// resourceTypeMember checks a "resourceType" member met after the first
+// member of a resource whose type is already known.
+func (d *decoder) resourceTypeMember(want string) error {
+	rt, err := d.stringValue()
+	if err != nil {
+		return err
+	}
+	if rt != want {
+		return d.fail(ErrInvalidValue, "resourceType %q, want %q", rt, want)
+	}
+	return nil
+}
+
+// resource reads one resource object, dispatching on its resourceType. If
+// into is not nil the resource is decoded into it and its type must match.
+func (d *decoder) resourceValue(into Resource) (Resource, error) {
+	start, depth := d.pos, d.depth
+	if err := d.openObject(); err != nil {
+		return nil, err
+	}
+	k, _, err := d.member(true)
+	if err != nil {
+		return nil, err
+	}
+	first := true
+	var rt string
+	if k == "resourceType" {
+		if rt, err = d.stringValue(); err != nil {
+			return nil, memberError(err, k)
+		}
+		first = false
+	} else {
+		// resourceType is not the first member: find it, then decode the
+		// object from its start.
+		d.pos, d.depth = start, depth
+		if rt, err = d.findResourceType(); err != nil {
+			return nil, err
+		}
+		d.pos, d.depth = start, depth
+		if err := d.openObject(); err != nil {
+			return nil, err
+		}
+	}
+	r := into
+	if r == nil {
+		r = newResource(rt)
+		if r == nil {
+			err := d.fail(ErrNotR4, "resourceType %q is not an R4 resource type", rt)
+			if rt == "" {
+				err.Err, err.Reason = ErrInvalidValue, "empty resourceType"
+			}
+			return nil, err
+		}
+	} else if r.ResourceType() != rt {
+		return nil, d.fail(ErrInvalidValue, "resourceType %q, want %q", rt, r.ResourceType())
+	}
+	if err := r.decodeMembers(d, first); err != nil {
+		return nil, resourceError(err, rt)
+	}
+	return r, nil
+}
+
+// findResourceType scans the object at the current position for its
+// resourceType member.
+func (d *decoder) findResourceType() (string, error) {
+	if err := d.openObject(); err != nil {
+		return "", err
+	}
+	rt, found := "", false
+	for first := true; ; first = false {
+		k, more, err := d.member(first)
+		if err != nil {
+			return "", err
+		}
+		if !more {
+			break
+		}
+		if k == "resourceType" && !found {
+			if rt, err = d.stringValue(); err != nil {
+				return "", memberError(err, k)
+			}
+			found = true
+			continue
+		}
+		if err := d.skipValue(); err != nil {
+			return "", err
+		}
+	}
+	if !found {
+		return "", d.fail(ErrMissingResourceType, "resource without resourceType")
+	}
+	return rt, nil
+}
+
+// resource reads a single resource member (Bundle.entry.resource).
+func (d *decoder) resource(dst *Resource) error {
+	if *dst != nil {
+		return d.fail(ErrDuplicateProperty, "duplicate property")
+	}
+	r, err := d.resourceValue(nil)
+	if err != nil {
+		return err
+	}
+	*dst = r
+	return nil
+}
+
+// resources reads an array of resources (contained).
+func (d *decoder) resources(dst *[]Resource) error {
+	if len(*dst) > 0 {
+		return d.fail(ErrDuplicateProperty, "duplicate property")
+	}
+	if err := d.openArray(); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		more, err := d.element(first)
+		if err != nil || !more {
+			return err
+		}
+		r, err := d.resourceValue(nil)
+		if err != nil {
+			return indexError(err, len(*dst))
+		}
+		*dst = append(*dst, r)
+	}
+}
+
+// objectCodec is implemented by every generated struct.
+type objectCodec interface {
+	decodeMembers(d *decoder, first bool) error
+	encodeMembers(e *encoder)
+	walk(w *walker)
+}
+
+// primitiveCodec is implemented by every primitive type.
+type primitiveCodec interface {
+	decodeValue(d *decoder) error
+	decodeElement(d *decoder) error
+	hasValue() bool
+	hasElement() bool
+	encodeValue(e *encoder)
+	encodeElement(e *encoder)
+	walk(w *walker)
+}
+
+func decodeObject[T any, P interface {
+	*T
+	objectCodec
+}](d *decoder, dst **T) error {
+	if *dst != nil {
+		return d.fail(ErrDuplicateProperty, "duplicate property")
+	}
+	if err := d.openObject(); err != nil {
+		return err
+	}
+	x := new(T)
+	if err := P(x).decodeMembers(d, true); err != nil {
+		return err
+	}
+	*dst = x
+	return nil
+}
+
+func decodeObjects[T any, P interface {
+	*T
+	objectCodec
+}](d *decoder, dst *[]T) error {
+	if len(*dst) > 0 {
+		return d.fail(ErrDuplicateProperty, "duplicate property")
+	}
+	if err := d.openArray(); err != nil {
+		return err
+	}
+	s := *dst
+	var zero T
+	for first := true; ; first = false {
+		more, err := d.element(first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		s = append(s, zero)
+		if err := d.openObject(); err != nil {
+			return indexError(err, len(s)-1)
+		}
+		if err := P(&s[len(s)-1]).decodeMembers(d, true); err != nil {
+			return indexError(err, len(s)-1)
+		}
+	}
+	*dst = s
+	return nil
+}
+
+func decodePrimitiveValue[T any, P interface {
+	*T
+	primitiveCodec
+}](d *decoder, dst **T) error {
+	if *dst == nil {
+		*dst = new(T)
+	} else if P(*dst).hasValue() {
+		return d.fail(ErrDuplicateProperty, "duplicate property")
+	}
+	return P(*dst).decodeValue(d)
+}
+
+func decodePrimitiveElement[T any, P interface {
+	*T
+	primitiveCodec
+}](d *decoder, dst **T) error {
+	if *dst == nil {
+		*dst = new(T)
+	}
+	return P(*dst).decodeElement(d)
+}
+
+// decodePrimitiveValues reads the value array of a repeating primitive
+// ("given"); nulls stand for elements that only have an id or extensions in
+// the companion array ("_given").
+func decodePrimitiveValues[T any, P interface {
+	*T
+	primitiveCodec
+}](d *decoder, dst *[]T) error {
+	return decodePrimitiveArray[T, P](d, dst, false)
+}
+
+// decodePrimitiveElements reads the companion array ("_given").
+func decodePrimitiveElements[T any, P interface {
+	*T
+	primitiveCodec
+}](d *decoder, dst *[]T) error {
+	return decodePrimitiveArray[T, P](d, dst, true)
+}
+
+func decodePrimitiveArray[T any, P interface {
+	*T
+	primitiveCodec
+}](d *decoder, dst *[]T, elements bool) error {
+	s := *dst
+	existing := len(s)
+	for i := range s {
+		if (elements && P(&s[i]).hasElement()) || (!elements && P(&s[i]).hasValue()) {
+			return d.fail(ErrDuplicateProperty, "duplicate property")
+		}
+	}
+	if err := d.openArray(); err != nil {
+		return err
+	}
+	n := 0
+	var zero T
+	for first := true; ; first = false {
+		more, err := d.element(first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		if existing > 0 {
+			if n >= existing {
+				return d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length")
+			}
+		} else {
+			s = append(s, zero)
+		}
+		if !d.null() {
+			if elements {
+				err = P(&s[n]).decodeElement(d)
+			} else {
+				err = P(&s[n]).decodeValue(d)
+			}
+			if err != nil {
+				return indexError(err, n)
+			}
+		}
+		n++
+	}
+	if existing > 0 && n != existing {
+		return d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length")
+	}
+	*dst = s
+	return nil
+}

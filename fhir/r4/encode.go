@@ -1,0 +1,261 @@
+package r4
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// encoder appends FHIR JSON to buf. The generated encodeMembers methods write
+// members in definition order; empty objects and arrays are never written.
+// Strings are escaped as RFC 8785 (JCS) prescribes, so the output can be
+// canonicalised by reordering members alone.
+type encoder struct {
+	buf []byte
+	err error // the first invalid value met (for example a malformed decimal)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// key writes a member name (given with its quotes and colon), preceded by a
+// comma unless it is the first member of the object.
+func (e *encoder) key(k string) {
+	if e.buf[len(e.buf)-1] != '{' {
+		e.buf = append(e.buf, ',')
+	}
+	e.buf = append(e.buf, k...)
+}
+
+func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
+
+func (e *encoder) plainString(k, v string) {
+	if v == "" {
+		return
+	}
+	e.key(k)
+	e.str(v)
+}
+
+// str writes s as a JSON string. Invalid UTF-8 is replaced by U+FFFD, so the
+// output is always valid JSON.
+func (e *encoder) str(s string) {
+	buf := append(e.buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\b':
+				buf = append(buf, '\\', 'b')
+			case '\f':
+				buf = append(buf, '\\', 'f')
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	e.buf = append(buf, '"')
+}
+
+func (e *encoder) boolean(v bool) {
+	if v {
+		e.buf = append(e.buf, "true"...)
+	} else {
+		e.buf = append(e.buf, "false"...)
+	}
+}
+
+func (e *encoder) integer(v int64) { e.buf = strconv.AppendInt(e.buf, v, 10) }
+
+// decimal writes the decimal text as written; text that is not a JSON number
+// is an error (the value is written as 0 to keep the output well-formed).
+func (e *encoder) decimal(s string) {
+	if !validNumber(s) {
+		if e.err == nil {
+			e.err = fmt.Errorf("%w: decimal %q is not a JSON number", ErrInvalidValue, s)
+		}
+		s = "0"
+	}
+	e.buf = append(e.buf, s...)
+}
+
+func validNumber(s string) bool {
+	d := decoder{data: []byte(s), src: s}
+	_, _, err := d.number()
+	return err == nil && d.pos == len(s)
+}
+
+func (e *encoder) primitiveElement(id string, ext []Extension) {
+	e.buf = append(e.buf, '{')
+	e.plainString(`"id":`, id)
+	encodeObjects(e, `"extension":`, ext)
+	e.buf = append(e.buf, '}')
+}
+
+func (e *encoder) resource(k string, r Resource) {
+	if r == nil {
+		return
+	}
+	e.key(k)
+	e.buf = append(e.buf, '{')
+	r.encodeMembers(e)
+	e.buf = append(e.buf, '}')
+}
+
+func (e *encoder) resources(k string, rs []Resource) {
+	n := 0
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		if n == 0 {
+			e.key(k)
+			e.buf = append(e.buf, '[')
+		} else {
+			e.buf = append(e.buf, ',')
+		}
+		n++
+		e.buf = append(e.buf, '{')
+		r.encodeMembers(e)
+		e.buf = append(e.buf, '}')
+	}
+	if n > 0 {
+		e.buf = append(e.buf, ']')
+	}
+}
+
+func encodeObject[T any, P interface {
+	*T
+	objectCodec
+}](e *encoder, k string, x P) {
+	if x == nil {
+		return
+	}
+	mark := len(e.buf)
+	e.key(k)
+	e.buf = append(e.buf, '{')
+	x.encodeMembers(e)
+	if e.buf[len(e.buf)-1] == '{' {
+		e.buf = e.buf[:mark]
+		return
+	}
+	e.buf = append(e.buf, '}')
+}
+
+func encodeObjects[T any, P interface {
+	*T
+	objectCodec
+}](e *encoder, k string, s []T) {
+	if len(s) == 0 {
+		return
+	}
+	mark := len(e.buf)
+	e.key(k)
+	e.buf = append(e.buf, '[')
+	for i := range s {
+		elem := len(e.buf)
+		if e.buf[elem-1] != '[' {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = append(e.buf, '{')
+		P(&s[i]).encodeMembers(e)
+		if e.buf[len(e.buf)-1] == '{' {
+			e.buf = e.buf[:elem]
+			continue
+		}
+		e.buf = append(e.buf, '}')
+	}
+	if e.buf[len(e.buf)-1] == '[' {
+		e.buf = e.buf[:mark]
+		return
+	}
+	e.buf = append(e.buf, ']')
+}
+
+// encodePrimitive writes a primitive member and its "_" companion when it
+// has an id or extensions.
+func encodePrimitive[T any, P interface {
+	*T
+	primitiveCodec
+}](e *encoder, k, ek string, x P) {
+	if x == nil {
+		return
+	}
+	if x.hasValue() {
+		e.key(k)
+		x.encodeValue(e)
+	}
+	if x.hasElement() {
+		e.key(ek)
+		x.encodeElement(e)
+	}
+}
+
+// encodePrimitives writes a repeating primitive: the value array with null
+// for elements without a value, and the companion array aligned with it.
+func encodePrimitives[T any, P interface {
+	*T
+	primitiveCodec
+}](e *encoder, k, ek string, s []T) {
+	var values, elements bool
+	for i := range s {
+		values = values || P(&s[i]).hasValue()
+		elements = elements || P(&s[i]).hasElement()
+	}
+	if values {
+		e.key(k)
+		e.buf = append(e.buf, '[')
+		for i := range s {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			if p := P(&s[i]); p.hasValue() {
+				p.encodeValue(e)
+			} else {
+				e.buf = append(e.buf, "null"...)
+			}
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if elements {
+		e.key(ek)
+		e.buf = append(e.buf, '[')
+		for i := range s {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			if p := P(&s[i]); p.hasElement() {
+				p.encodeElement(e)
+			} else {
+				e.buf = append(e.buf, "null"...)
+			}
+		}
+		e.buf = append(e.buf, ']')
+	}
+}

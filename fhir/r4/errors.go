@@ -1,0 +1,126 @@
+package r4
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// Error classes. Every error returned by Unmarshal is a *DecodeError that
+// matches exactly one of these with errors.Is (ErrNotR4 may match in addition
+// to ErrUnknownProperty or ErrInvalidValue when the shape is a known DSTU2 or
+// STU3 one).
+var (
+	// ErrSyntax: the input is not well-formed JSON.
+	ErrSyntax = errors.New("r4: malformed JSON")
+	// ErrUnknownProperty: an object member that R4 does not define at that
+	// place. The decoder never drops members it does not know.
+	ErrUnknownProperty = errors.New("r4: unknown property")
+	// ErrInvalidValue: a member has the wrong JSON type for its element, a
+	// number that is not a valid integer, a string that is not valid UTF-8,
+	// primitive arrays whose value and "_" companions differ in length, an
+	// empty object or array, or null where no null is allowed.
+	ErrInvalidValue = errors.New("r4: invalid value")
+	// ErrDuplicateProperty: the same member appears twice in one object.
+	ErrDuplicateProperty = errors.New("r4: duplicate property")
+	// ErrMissingResourceType: a resource object without "resourceType".
+	ErrMissingResourceType = errors.New("r4: missing resourceType")
+	// ErrNotR4: the content is not FHIR R4: an unknown resourceType (for
+	// example a DSTU2 or STU3 one such as MedicationOrder or ProcedureRequest),
+	// or a shape that earlier versions used and R4 does not.
+	ErrNotR4 = errors.New("r4: not FHIR R4 content")
+	// ErrLimit: the input exceeds a size or nesting-depth limit.
+	ErrLimit = errors.New("r4: limit exceeded")
+)
+
+// DecodeError describes why decoding failed and where.
+type DecodeError struct {
+	// Path is the FHIRPath-style location of the offending element, for
+	// example "Patient.name[0].given[1]" or "Bundle.entry[2].resource.foo".
+	// It uses JSON member names, so a choice element appears as
+	// "valueQuantity" and a primitive's "_given" companion as "given".
+	// It is empty when the error is not inside an element (malformed JSON
+	// before the first member).
+	Path string
+	// Offset is the byte offset in the input where the problem was found.
+	Offset int
+	// Reason says what is wrong, in words.
+	Reason string
+	// Err is the error class: one of the Err* sentinels of this package.
+	Err error
+	// NotR4 is set when the problem identifies DSTU2 or STU3 content.
+	NotR4 bool
+
+	segs []string // path segments, innermost first, while unwinding
+}
+
+// Error implements error.
+func (e *DecodeError) Error() string {
+	var b strings.Builder
+	b.WriteString("fhir r4: ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Reason)
+	b.WriteString(" (offset ")
+	b.WriteString(strconv.Itoa(e.Offset))
+	b.WriteString(")")
+	return b.String()
+}
+
+// Unwrap returns the error classes e belongs to.
+func (e *DecodeError) Unwrap() []error {
+	if e.NotR4 && e.Err != ErrNotR4 {
+		return []error{e.Err, ErrNotR4}
+	}
+	return []error{e.Err}
+}
+
+// memberError adds the member name k to the path of a decode error while it
+// unwinds. A "_x" companion is reported at x.
+func memberError(err error, k string) error {
+	if de, ok := err.(*DecodeError); ok {
+		if len(k) > 1 && k[0] == '_' {
+			k = k[1:]
+		}
+		de.segs = append(de.segs, "."+k)
+	}
+	return err
+}
+
+// indexError adds an array index to the path of a decode error.
+func indexError(err error, i int) error {
+	if de, ok := err.(*DecodeError); ok {
+		de.segs = append(de.segs, "["+strconv.Itoa(i)+"]")
+	}
+	return err
+}
+
+// resourceError records the resource type whose decoding failed: the path
+// restarts there when the resource is the root.
+func resourceError(err error, resourceType string) error {
+	if de, ok := err.(*DecodeError); ok {
+		de.segs = append(de.segs, "\x00"+resourceType)
+	}
+	return err
+}
+
+// finish renders the path once the error has reached the top.
+func (e *DecodeError) finish() {
+	var b strings.Builder
+	top := ""
+	for i := len(e.segs) - 1; i >= 0; i-- {
+		s := e.segs[i]
+		if s[0] == 0 {
+			if b.Len() == 0 && top == "" {
+				top = s[1:]
+				b.WriteString(top)
+			}
+			continue
+		}
+		b.WriteString(s)
+	}
+	e.Path = strings.TrimPrefix(b.String(), ".")
+	e.segs = nil
+}

@@ -1,0 +1,221 @@
+package r4
+
+//go:generate go run ../../internal/fhirgen -defs ../../.fhir-defs/package -out .
+
+import (
+	"encoding/json"
+)
+
+// Resource is any FHIR R4 resource: *Patient, *Bundle, *Observation and the
+// other generated resource types. Only this package's types implement it.
+type Resource interface {
+	// ResourceType returns the R4 resource type name, such as "Patient".
+	ResourceType() string
+	// ResourceID returns the logical id ("" if none).
+	ResourceID() string
+	// SetResourceID sets the logical id.
+	SetResourceID(id string)
+	json.Marshaler
+	json.Unmarshaler
+
+	decodeMembers(d *decoder, first bool) error
+	encodeMembers(e *encoder)
+	walk(w *walker)
+}
+
+// Default limits used by Unmarshal and by an Options zero value.
+const (
+	DefaultMaxDepth = 100
+	DefaultMaxBytes = 64 << 20
+)
+
+// Options sets decoding limits. The zero value is ready to use.
+type Options struct {
+	// MaxDepth is the deepest nesting of JSON objects and arrays accepted.
+	// Zero means DefaultMaxDepth (100).
+	MaxDepth int
+	// MaxBytes is the largest input accepted. Zero means DefaultMaxBytes
+	// (64 MiB).
+	MaxBytes int
+}
+
+// Unmarshal decodes one FHIR R4 resource from JSON with the default limits.
+// See Options.Unmarshal.
+func Unmarshal(data []byte) (Resource, error) { return Options{}.Unmarshal(data) }
+
+// Unmarshal decodes one FHIR R4 resource (of any type, including a Bundle)
+// from JSON, dispatching on its resourceType.
+//
+// Decoding is strict and lossless: every member must be one R4 defines at
+// that place, with the JSON type R4 gives it. Unknown members are not
+// dropped, they fail the decode with ErrUnknownProperty; the error's Path
+// names the member (Patient.name[0].foo). Codes are not checked against their
+// value sets and formats of dates, ids and the like are not checked: that is
+// validation's job, not decoding's. Decimals keep their text as written.
+//
+// Every error is a *DecodeError; match its class with errors.Is against
+// ErrSyntax, ErrUnknownProperty, ErrInvalidValue, ErrDuplicateProperty,
+// ErrMissingResourceType, ErrNotR4 or ErrLimit.
+//
+// Decoded strings share one copy of data, made at the start; data itself is
+// not retained and may be reused by the caller.
+func (o Options) Unmarshal(data []byte) (Resource, error) {
+	d, err := o.newDecoder(data)
+	if err != nil {
+		return nil, err
+	}
+	d.skipWS()
+	r, err := d.resourceValue(nil)
+	if err == nil {
+		err = d.end()
+	}
+	if err != nil {
+		return nil, finishError(err)
+	}
+	return r, nil
+}
+
+func (o Options) newDecoder(data []byte) (*decoder, error) {
+	maxBytes, maxDepth := o.MaxBytes, o.MaxDepth
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	if len(data) > maxBytes {
+		return nil, &DecodeError{Reason: "input larger than " + itoa(maxBytes) + " bytes", Err: ErrLimit}
+	}
+	return &decoder{data: data, src: string(data), maxDepth: maxDepth}, nil
+}
+
+// end checks that nothing but white space follows the value.
+func (d *decoder) end() error {
+	d.skipWS()
+	if d.pos != len(d.data) {
+		return d.fail(ErrSyntax, "unexpected data after the top-level value")
+	}
+	return nil
+}
+
+func finishError(err error) error {
+	if de, ok := err.(*DecodeError); ok {
+		de.finish()
+	}
+	return err
+}
+
+func itoa(n int) string {
+	b := make([]byte, 0, 20)
+	e := encoder{buf: b}
+	e.integer(int64(n))
+	return string(e.buf)
+}
+
+// Marshal encodes r as FHIR JSON: resourceType first, then the members in
+// the order of the R4 definitions, no empty objects, arrays or absent values,
+// strings escaped as RFC 8785 does. Decimals are written as stored.
+func Marshal(r Resource) ([]byte, error) { return Append(nil, r) }
+
+// Append is Marshal appending to dst.
+func Append(dst []byte, r Resource) ([]byte, error) {
+	if r == nil {
+		return dst, &EncodeError{Reason: "nil resource"}
+	}
+	e := encoder{buf: dst}
+	if e.buf == nil {
+		e.buf = make([]byte, 0, 4096)
+	}
+	e.buf = append(e.buf, '{')
+	r.encodeMembers(&e)
+	e.buf = append(e.buf, '}')
+	if e.err != nil {
+		return nil, &EncodeError{Reason: e.err.Error(), Err: e.err}
+	}
+	return e.buf, nil
+}
+
+// EncodeError reports a value that cannot be written as FHIR JSON, such as a
+// Decimal whose text is not a number.
+type EncodeError struct {
+	// Reason says what is wrong.
+	Reason string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+// Error implements error.
+func (e *EncodeError) Error() string { return "fhir r4: encode: " + e.Reason }
+
+// Unwrap returns the underlying error.
+func (e *EncodeError) Unwrap() error { return e.Err }
+
+// New returns a new empty resource of the named type, or an error matching
+// ErrNotR4 if R4 has no such resource type.
+func New(resourceType string) (Resource, error) {
+	r := newResource(resourceType)
+	if r == nil {
+		return nil, &DecodeError{Reason: "resourceType " + strconvQuote(resourceType) + " is not an R4 resource type", Err: ErrNotR4}
+	}
+	return r, nil
+}
+
+func strconvQuote(s string) string {
+	e := encoder{buf: make([]byte, 0, len(s)+2)}
+	e.str(s)
+	return string(e.buf)
+}
+
+// IsResourceType reports whether name is an R4 resource type.
+func IsResourceType(name string) bool { return newResource(name) != nil }
+
+// ResourceTypes returns the names of all R4 resource types, sorted.
+func ResourceTypes() []string { return append([]string(nil), resourceTypes[:]...) }
+
+// DataTypes returns the names of all R4 complex data types, sorted.
+func DataTypes() []string { return append([]string(nil), dataTypes[:]...) }
+
+func marshalResource(r Resource) ([]byte, error) { return Marshal(r) }
+
+func unmarshalResourceInto(data []byte, r Resource) error {
+	d, err := Options{}.newDecoder(data)
+	if err != nil {
+		return err
+	}
+	d.skipWS()
+	_, err = d.resourceValue(r)
+	if err == nil {
+		err = d.end()
+	}
+	return finishError(err)
+}
+
+func marshalObject(x objectCodec) ([]byte, error) {
+	e := encoder{buf: make([]byte, 0, 256)}
+	e.buf = append(e.buf, '{')
+	x.encodeMembers(&e)
+	e.buf = append(e.buf, '}')
+	if e.err != nil {
+		return nil, &EncodeError{Reason: e.err.Error(), Err: e.err}
+	}
+	return e.buf, nil
+}
+
+func unmarshalObject(data []byte, typeName string, x objectCodec) error {
+	d, err := Options{}.newDecoder(data)
+	if err != nil {
+		return err
+	}
+	d.skipWS()
+	err = d.openObject()
+	if err == nil {
+		err = x.decodeMembers(d, true)
+	}
+	if err == nil {
+		err = d.end()
+	}
+	if err != nil {
+		return finishError(resourceError(err, typeName))
+	}
+	return nil
+}

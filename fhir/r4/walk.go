@@ -1,0 +1,143 @@
+package r4
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// SkipChildren, returned by a WalkFunc, makes Walk skip the children of the
+// element just visited and carry on with its siblings.
+var SkipChildren = errors.New("r4: skip children")
+
+// WalkFunc is called by Walk for every element. node is a pointer to the
+// element (for example *HumanName, *Reference, *String, *Date) or, for the
+// root and for contained and entry resources, the Resource itself, so a
+// WalkFunc can change elements in place through it. path is only valid
+// during the call; copy it with String or Segments if needed later.
+type WalkFunc func(path *Path, node any) error
+
+// Walk visits r and every element inside it, depth-first in definition
+// order: complex elements, primitives (with their extensions) and nested
+// resources (contained, Bundle.entry.resource, Parameters.parameter.resource,
+// Bundle.entry.response.outcome). Element ids and Extension.url, which are
+// plain strings, are not visited on their own.
+//
+// If fn returns SkipChildren the element's children are skipped; any other
+// error stops the walk and is returned.
+func Walk(r Resource, fn WalkFunc) error {
+	if r == nil {
+		return nil
+	}
+	w := &walker{fn: fn}
+	w.path.Root = r.ResourceType()
+	w.path.segs = make([]PathSegment, 0, 16)
+	err := fn(&w.path, r)
+	if err == nil {
+		r.walk(w)
+		err = w.err
+	} else if err == SkipChildren {
+		err = nil
+	}
+	return err
+}
+
+// Path is the FHIRPath-style location of an element during Walk, such as
+// Patient.name[0].given[1]. Names are JSON member names, so a choice element
+// appears as valueQuantity.
+type Path struct {
+	// Root is the resource type of the resource Walk started at.
+	Root string
+	segs []PathSegment
+}
+
+// PathSegment is one step of a Path.
+type PathSegment struct {
+	// Name is the JSON member name.
+	Name string
+	// Index is the position in a repeating element, or -1.
+	Index int
+}
+
+// Segments returns the steps after Root. The slice is reused by Walk: copy it
+// to keep it.
+func (p *Path) Segments() []PathSegment { return p.segs }
+
+// Len returns the number of steps after Root.
+func (p *Path) Len() int { return len(p.segs) }
+
+// String renders the path, for example "Bundle.entry[3].resource.name[0]".
+func (p *Path) String() string {
+	var b strings.Builder
+	b.WriteString(p.Root)
+	for _, s := range p.segs {
+		b.WriteByte('.')
+		b.WriteString(s.Name)
+		if s.Index >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.Index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+type walker struct {
+	fn   WalkFunc
+	path Path
+	err  error
+}
+
+type walkable interface{ walk(w *walker) }
+
+func (w *walker) visit(name string, i int, v walkable) {
+	w.path.segs = append(w.path.segs, PathSegment{Name: name, Index: i})
+	err := w.fn(&w.path, v)
+	switch {
+	case err == nil:
+		v.walk(w)
+	case err != SkipChildren:
+		w.err = err
+	}
+	w.path.segs = w.path.segs[:len(w.path.segs)-1]
+}
+
+func (w *walker) resource(name string, r Resource) {
+	if r == nil || w.err != nil {
+		return
+	}
+	w.visit(name, -1, r)
+}
+
+func (w *walker) resources(name string, rs []Resource) {
+	for i, r := range rs {
+		if w.err != nil {
+			return
+		}
+		if r != nil {
+			w.visit(name, i, r)
+		}
+	}
+}
+
+func walkOne[T any, P interface {
+	*T
+	walkable
+}](w *walker, name string, x P) {
+	if x == nil || w.err != nil {
+		return
+	}
+	w.visit(name, -1, x)
+}
+
+func walkMany[T any, P interface {
+	*T
+	walkable
+}](w *walker, name string, s []T) {
+	for i := range s {
+		if w.err != nil {
+			return
+		}
+		w.visit(name, i, P(&s[i]))
+	}
+}
