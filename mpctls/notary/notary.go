@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/netip"
@@ -156,7 +157,7 @@ func (n *Notary) Serve(l net.Listener) error {
 		Handler:           n.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          nil,
+		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	n.mu.Lock()
 	if n.closed {

@@ -1,0 +1,276 @@
+package notary_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/mpctls/notary/notarytest"
+)
+
+// tunnel opens a CONNECT tunnel to target through the notary at addr.
+func tunnel(t *testing.T, addr, target string) (net.Conn, string, *http.Response) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, resp.Header.Get(notary.SessionHeader), resp
+}
+
+// finalize posts a finalize request and returns the status and problem.
+func finalize(t *testing.T, addr, id string, req notary.FinalizeRequest) (int, notary.Problem) {
+	t.Helper()
+	b, _ := json.Marshal(req)
+	resp, err := http.Post("http://"+addr+notary.FinalizePath(id), "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p notary.Problem
+	json.NewDecoder(resp.Body).Decode(&p)
+	return resp.StatusCode, p
+}
+
+// countingServer is a Go TLS server that counts the ClientHellos it got.
+func countingServer(t *testing.T, cfg *tls.Config) (port string, hellos *atomic.Int32) {
+	hellos = new(atomic.Int32)
+	cfg = cfg.Clone()
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		hellos.Add(1)
+		return nil, nil
+	}
+	return notarytest.StartTLSServer(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	})), hellos
+}
+
+// expectRefused waits for the notary to cut the tunnel and checks that
+// finalizing the session reports a refusal.
+func expectRefused(t *testing.T, n *notarytest.Notary, c net.Conn, id string) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("tunnel not cut: %v", err)
+	}
+	status, p := finalize(t, n.Addr, id, notary.FinalizeRequest{ClientRecords: 1, ServerRecords: 1})
+	if status != http.StatusUnprocessableEntity || p.Type != notary.ProblemSession || !strings.Contains(p.Detail, "refused") {
+		t.Fatalf("finalize: %d %+v, want 422 refusal", status, p)
+	}
+}
+
+func TestRefusesNonTLS(t *testing.T) {
+	var got atomic.Int64
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { n, _ := io.Copy(io.Discard, c); got.Add(n); c.Close() }()
+		}
+	}()
+	n := notarytest.StartNotary(t, notary.Config{})
+	c, id, resp := tunnel(t, n.Addr, "plain.test:"+portOf(l.Addr()))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT status %d", resp.StatusCode)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+	expectRefused(t, n, c, id)
+	if got.Load() != 0 {
+		t.Fatalf("the server received %d bytes of refused traffic", got.Load())
+	}
+}
+
+func portOf(a net.Addr) string {
+	_, p, _ := net.SplitHostPort(a.String())
+	return p
+}
+
+func TestRefusesOldTLSAndCBC(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	cert := ca.Issue(t, notarytest.RSA, "old.test")
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	cases := []struct {
+		name      string
+		client    *tls.Config
+		reachesSv bool // the ClientHello is acceptable; the ServerHello is not
+	}{
+		{"tls11", &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, false},
+		{"tls12-cbc", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA}}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			port, hellos := countingServer(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS10,
+				CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}})
+			conn, id, _ := tunnel(t, n.Addr, "old.test:"+port)
+			cfg := c.client.Clone()
+			cfg.RootCAs, cfg.ServerName = ca.Pool(), "old.test"
+			tc := tls.Client(conn, cfg)
+			tc.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := tc.Handshake(); err == nil {
+				t.Fatal("handshake succeeded through a refusing notary")
+			}
+			expectRefused(t, n, conn, id)
+			if got := hellos.Load(); (got == 1) != c.reachesSv {
+				t.Fatalf("server saw %d ClientHellos", got)
+			}
+		})
+	}
+}
+
+func TestRefusesResumption(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	cert := ca.Issue(t, notarytest.ECDSA, "resume.test")
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		t.Run(tls.VersionName(v), func(t *testing.T) {
+			port, hellos := countingServer(t, &tls.Config{Certificates: []tls.Certificate{cert}, MaxVersion: v})
+			cache := tls.NewLRUClientSessionCache(4)
+			cfg := &tls.Config{RootCAs: ca.Pool(), ServerName: "resume.test", ClientSessionCache: cache, MaxVersion: v}
+			// First session: full handshake, gets a ticket.
+			conn, _, _ := tunnel(t, n.Addr, "resume.test:"+port)
+			tc := tls.Client(conn, cfg)
+			tc.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := tc.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			// Tickets arrive after the handshake in 1.3: read until the
+			// server has spoken, via one HTTP request.
+			io.WriteString(tc, "GET / HTTP/1.1\r\nHost: resume.test\r\nConnection: close\r\n\r\n")
+			io.Copy(io.Discard, tc)
+			tc.Close()
+			// Second session: the client offers to resume.
+			conn2, id2, _ := tunnel(t, n.Addr, "resume.test:"+port)
+			tc2 := tls.Client(conn2, cfg)
+			tc2.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := tc2.Handshake(); err == nil {
+				t.Fatal("resumed handshake succeeded through the notary")
+			}
+			expectRefused(t, n, conn2, id2)
+			if got := hellos.Load(); got != 1 {
+				t.Fatalf("server saw %d ClientHellos, want only the first", got)
+			}
+		})
+	}
+}
+
+func TestRefusesServerNameMismatch(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	port, hellos := countingServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "a.test", "b.test")}})
+	conn, id, _ := tunnel(t, n.Addr, "a.test:"+port)
+	tc := tls.Client(conn, &tls.Config{RootCAs: ca.Pool(), ServerName: "b.test"})
+	tc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := tc.Handshake(); err == nil {
+		t.Fatal("handshake for another name succeeded")
+	}
+	expectRefused(t, n, conn, id)
+	if hellos.Load() != 0 {
+		t.Fatal("server saw the ClientHello")
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), MaxSessions: 1})
+	port, _ := countingServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "cap.test")}})
+	_, _, resp := tunnel(t, n.Addr, "cap.test:"+port)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("first CONNECT: %d", resp.StatusCode)
+	}
+	_, _, resp2 := tunnel(t, n.Addr, "cap.test:"+port)
+	if resp2.StatusCode != http.StatusServiceUnavailable || resp2.Header.Get("Retry-After") == "" {
+		t.Fatalf("second CONNECT: %d, want 503 with Retry-After", resp2.StatusCode)
+	}
+	if n.Sessions() != 1 {
+		t.Fatalf("%d sessions held", n.Sessions())
+	}
+}
+
+func TestSessionTimeout(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), SessionTimeout: 300 * time.Millisecond})
+	port, _ := countingServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "slow.test")}})
+	conn, id, _ := tunnel(t, n.Addr, "slow.test:"+port)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, conn); err != nil && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("idle tunnel not cut: %v", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("tunnel cut after %v", el)
+	}
+	status, p := finalize(t, n.Addr, id, notary.FinalizeRequest{ClientRecords: 1, ServerRecords: 1})
+	if status != http.StatusUnprocessableEntity {
+		t.Fatalf("finalize of a timed-out session: %d %+v", status, p)
+	}
+}
+
+func TestBadTargets(t *testing.T) {
+	n := notarytest.StartNotary(t, notary.Config{
+		AllowAddr: func(a netip.AddrPort) error {
+			if a.Port() == 9 {
+				return errors.New("port 9 is not allowed")
+			}
+			return nil
+		},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if strings.HasSuffix(addr, ":1") {
+				return nil, errors.New("refused")
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	})
+	for _, c := range []struct {
+		target string
+		status int
+	}{
+		{"no-port", http.StatusForbidden},
+		{"x.test:0", http.StatusForbidden},
+		{"x.test:9", http.StatusForbidden},
+		{"x.test:1", http.StatusBadGateway},
+	} {
+		_, _, resp := tunnel(t, n.Addr, c.target)
+		if resp.StatusCode != c.status {
+			t.Errorf("CONNECT %s: %d, want %d", c.target, resp.StatusCode, c.status)
+		}
+	}
+	if n.Sessions() != 0 {
+		t.Fatalf("%d sessions held after failed CONNECTs", n.Sessions())
+	}
+	if status, _ := finalize(t, n.Addr, "00112233445566778899aabbccddeeff", notary.FinalizeRequest{}); status != http.StatusNotFound {
+		t.Fatalf("unknown session: %d", status)
+	}
+	resp, err := http.Post("http://"+n.Addr+notary.FinalizePath("x"), "application/json", strings.NewReader("{nope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("malformed finalize: %d", resp.StatusCode)
+	}
+}

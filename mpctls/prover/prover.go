@@ -1,0 +1,520 @@
+package prover
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/acds-project/acds/mpctls"
+	"github.com/acds-project/acds/mpctls/notary"
+)
+
+// Error classes of the prover; every error it returns wraps one of them or
+// an mpctls sentinel (for example mpctls.ErrDecrypt for a server record
+// that does not authenticate, mpctls.ErrSignature for a statement not
+// signed by a trusted notary key).
+var (
+	// ErrNotary reports a notary that refused a request or answered
+	// something unusable; a *NotaryError gives the detail.
+	ErrNotary = errors.New("prover: notary error")
+	// ErrMismatch reports a statement that does not describe the session
+	// the prover saw: another Merkle root, other counts, another id.
+	ErrMismatch = errors.New("prover: statement does not match the session")
+	// ErrIncomplete reports a session that cannot be finalized yet or at
+	// all: still open, failed handshake, tunnel not ended in time.
+	ErrIncomplete = errors.New("prover: session incomplete")
+)
+
+// NotaryError is a refusal or failure reported by the notary.
+type NotaryError struct {
+	Status int    // HTTP status
+	Type   string // problem type URN, when the notary sent one
+	Detail string // problem detail, capped
+}
+
+func (e *NotaryError) Error() string {
+	return fmt.Sprintf("%v: status %d %s: %s", ErrNotary, e.Status, e.Type, e.Detail)
+}
+
+// Unwrap returns ErrNotary.
+func (e *NotaryError) Unwrap() error { return ErrNotary }
+
+// AEAD suites a prover offers in TLS 1.2. TLS 1.3 suites are all AEAD.
+var aeadSuites12 = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// Dialer opens TLS connections through a recording notary, one notarized
+// session per connection. Its DialTLSContext method fits
+// http.Transport.DialTLSContext. Set the fields before the first dial and
+// do not copy a Dialer after use.
+type Dialer struct {
+	// Notary is the host:port of the notary. Required.
+	Notary string
+	// NotaryKeys are the keys statements must be signed with. Required:
+	// an empty list makes every Finalize fail.
+	NotaryKeys []ed25519.PublicKey
+	// TLSConfig is the base TLS configuration (RootCAs, Time,
+	// CurvePreferences, MinVersion, MaxVersion, CipherSuites). Nil means
+	// the defaults. The dialer clones it and enforces TLS ≥ 1.2, AEAD
+	// ECDHE suites, no session cache or tickets, HTTP/1.1 and ServerName =
+	// the dialled host; it installs its own in-memory KeyLogWriter.
+	TLSConfig *tls.Config
+	// DialNotary connects to the notary. Nil means a net.Dialer with a
+	// 10 s timeout.
+	DialNotary func(ctx context.Context, network, address string) (net.Conn, error)
+	// Now is the clock the statement's session times are checked against.
+	// Nil means time.Now.
+	Now func() time.Time
+	// ClockSkew is how far the notary's clock may be from Now. Zero
+	// means 2 minutes.
+	ClockSkew time.Duration
+	// DrainTimeout is how long closing a connection waits for the notary
+	// to end the tunnel after the prover half-closed it. Zero means 5 s.
+	DrainTimeout time.Duration
+
+	mu       sync.Mutex
+	sessions []*Session
+	client   *http.Client
+}
+
+func (d *Dialer) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Dialer) dialNotary(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d.DialNotary != nil {
+		return d.DialNotary(ctx, network, addr)
+	}
+	nd := &net.Dialer{Timeout: 10 * time.Second}
+	return nd.DialContext(ctx, network, addr)
+}
+
+func (d *Dialer) controlClient() *http.Client {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.client == nil {
+		d.client = &http.Client{Transport: &http.Transport{
+			DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return d.dialNotary(ctx, "tcp", d.Notary) },
+			DisableCompression:  true,
+			MaxIdleConnsPerHost: 4,
+			IdleConnTimeout:     30 * time.Second,
+		}}
+	}
+	return d.client
+}
+
+// Sessions returns every session opened by this dialer, in dial order.
+func (d *Dialer) Sessions() []*Session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*Session(nil), d.sessions...)
+}
+
+// DialTLSContext opens a CONNECT tunnel to addr through the notary and
+// runs a TLS client handshake over it. The returned connection is a
+// *tls.Conn; closing it ends the notarized session, which Finalize then
+// turns into a statement. network must be "tcp" (or "tcp4"/"tcp6").
+func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if !strings.HasPrefix(network, "tcp") {
+		return nil, fmt.Errorf("prover: network %q is not tcp", network)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("prover: address %q: %w", addr, err)
+	}
+	raw, err := d.dialNotary(ctx, "tcp", d.Notary)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial: %w", ErrNotary, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		raw.SetDeadline(dl)
+	}
+	id, err := connect(raw, addr)
+	if err != nil {
+		raw.Close()
+		return nil, err
+	}
+	raw.SetDeadline(time.Time{})
+	drain := d.DrainTimeout
+	if drain <= 0 {
+		drain = 5 * time.Second
+	}
+	capture := newCaptureConn(raw, drain)
+	keys := &keyLog{}
+	cfg := d.tlsConfig(host, keys)
+	tc := tls.Client(capture, cfg)
+	s := &Session{d: d, id: id, host: strings.ToLower(host), dialed: d.now(), capture: capture, conn: tc, keys: keys}
+	d.mu.Lock()
+	d.sessions = append(d.sessions, s)
+	d.mu.Unlock()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		tc.Close()
+		s.fail(fmt.Errorf("%w: tls handshake: %w", ErrIncomplete, err))
+		return nil, fmt.Errorf("prover: tls handshake with %s via notary: %w", addr, err)
+	}
+	return tc, nil
+}
+
+func (d *Dialer) tlsConfig(host string, keys *keyLog) *tls.Config {
+	var cfg *tls.Config
+	if d.TLSConfig != nil {
+		cfg = d.TLSConfig.Clone()
+	} else {
+		cfg = &tls.Config{}
+	}
+	cfg.ServerName = host
+	if cfg.MinVersion < tls.VersionTLS12 {
+		cfg.MinVersion = tls.VersionTLS12
+	}
+	var suites []uint16
+	for _, s := range cfg.CipherSuites {
+		for _, a := range aeadSuites12 {
+			if s == a {
+				suites = append(suites, s)
+			}
+		}
+	}
+	if len(suites) == 0 {
+		suites = aeadSuites12
+	}
+	cfg.CipherSuites = suites
+	cfg.ClientSessionCache = nil
+	cfg.SessionTicketsDisabled = true
+	cfg.Renegotiation = tls.RenegotiateNever
+	cfg.NextProtos = []string{"http/1.1"}
+	cfg.KeyLogWriter = keys
+	cfg.InsecureSkipVerify = false
+	return cfg
+}
+
+// maxConnectResponse bounds the notary's CONNECT response.
+const maxConnectResponse = 16 << 10
+
+// connect sends the CONNECT request and reads the notary's answer,
+// returning the session id.
+func connect(c net.Conn, addr string) (string, error) {
+	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		return "", fmt.Errorf("%w: connect: %w", ErrNotary, err)
+	}
+	// The notary sends nothing after its response until the server does,
+	// and the server speaks only after our ClientHello: reading through
+	// a buffer cannot swallow tunnel bytes, which the check below asserts.
+	br := bufio.NewReaderSize(io.LimitReader(c, maxConnectResponse), 4096)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		return "", fmt.Errorf("%w: connect response: %w", ErrNotary, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", problemError(resp)
+	}
+	if br.Buffered() != 0 {
+		return "", fmt.Errorf("%w: tunnel data before the client hello", ErrNotary)
+	}
+	id := resp.Header.Get(notary.SessionHeader)
+	if b, err := hex.DecodeString(id); err != nil || len(b) != 16 {
+		return "", fmt.Errorf("%w: connect response has no valid session id", ErrNotary)
+	}
+	return id, nil
+}
+
+// problemError turns a non-success notary response into a *NotaryError.
+func problemError(resp *http.Response) error {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	var p notary.Problem
+	e := &NotaryError{Status: resp.StatusCode}
+	if json.Unmarshal(body, &p) == nil {
+		e.Type, e.Detail = p.Type, p.Detail
+	}
+	if len(e.Detail) > 512 {
+		e.Detail = e.Detail[:512]
+	}
+	return e
+}
+
+// FinalizeAll finalizes every session not yet finalized, in dial order.
+// It returns the results of the sessions that succeeded and the first
+// error. Close the connections (http.Transport.CloseIdleConnections)
+// first: Finalize waits for a session's connection to close.
+func (d *Dialer) FinalizeAll(ctx context.Context) ([]*Result, error) {
+	var out []*Result
+	var first error
+	for _, s := range d.Sessions() {
+		r, err := s.Finalize(ctx)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, first
+}
+
+// Session is one notarized TLS connection.
+type Session struct {
+	d       *Dialer
+	id      string
+	host    string
+	dialed  time.Time
+	capture *captureConn
+	conn    *tls.Conn
+	keys    *keyLog
+
+	once   sync.Mutex
+	done   bool
+	result *Result
+	err    error
+}
+
+// ID returns the notary's id for the session.
+func (s *Session) ID() string { return s.id }
+
+// Host returns the server name the session was opened for.
+func (s *Session) Host() string { return s.host }
+
+func (s *Session) fail(err error) {
+	s.once.Lock()
+	defer s.once.Unlock()
+	if !s.done {
+		s.done, s.err = true, err
+		s.keys.wipe()
+	}
+}
+
+// Finalize waits until the session's connection is closed, discloses to
+// the notary what it needs (TLS 1.3: the server handshake traffic secret;
+// TLS 1.2: nothing) and the record counts, and verifies the statement it
+// returns: signed by a trusted key, for this session, host and time, with
+// a Merkle root and counts equal to those of the records the prover saw.
+// It also authenticates every server record under the server traffic
+// keys. The first call does the work; later calls return its outcome.
+func (s *Session) Finalize(ctx context.Context) (*Result, error) {
+	select {
+	case <-s.capture.closed:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: connection still open: %w", ErrIncomplete, ctx.Err())
+	}
+	s.once.Lock()
+	defer s.once.Unlock()
+	if s.done {
+		return s.result, s.err
+	}
+	s.result, s.err = s.finalize(ctx)
+	s.done = true
+	s.keys.wipe()
+	return s.result, s.err
+}
+
+func (s *Session) finalize(ctx context.Context) (*Result, error) {
+	client, server, err := s.capture.snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIncomplete, err)
+	}
+	st := s.conn.ConnectionState()
+	if !st.HandshakeComplete {
+		return nil, fmt.Errorf("%w: handshake not complete", ErrIncomplete)
+	}
+	suite, err := mpctls.SuiteByID(st.CipherSuite)
+	if err != nil {
+		return nil, err
+	}
+	keys := serverKeys{suite: suite}
+	req := notary.FinalizeRequest{ClientRecords: uint64(len(client)), ServerRecords: uint64(len(server))}
+	switch st.Version {
+	case tls.VersionTLS13:
+		keys.handshake = s.keys.get(labelServerHandshake)
+		keys.appSecret0 = s.keys.get(labelServerTraffic0)
+		if keys.handshake == nil || keys.appSecret0 == nil {
+			return nil, fmt.Errorf("%w: tls 1.3 secrets missing from the key log", ErrIncomplete)
+		}
+		req.ServerHandshakeTrafficSecret = keys.handshake
+	case tls.VersionTLS12:
+		master := s.keys.get(labelClientRandom)
+		cr, err := helloRandom(client, hsClientHello)
+		if err != nil {
+			return nil, err
+		}
+		sr, err := helloRandom(server, hsServerHello)
+		if err != nil {
+			return nil, err
+		}
+		if master == nil {
+			return nil, fmt.Errorf("%w: tls 1.2 master secret missing from the key log", ErrIncomplete)
+		}
+		keys.key12, keys.iv12, err = mpctls.ServerWriteKey12(suite, master, cr, sr)
+		clear(master)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: tls version %#04x", mpctls.ErrUnsupported, st.Version)
+	}
+
+	// Our own check first: every server record authenticates.
+	var rep *checkReport
+	if st.Version == tls.VersionTLS13 {
+		rep, err = checkServer13(keys, server)
+	} else {
+		rep, err = checkServer12(keys, server)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	resp, err := s.post(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	skew := s.d.ClockSkew
+	if skew <= 0 {
+		skew = 2 * time.Minute
+	}
+	stmt, err := mpctls.VerifyStatement(resp.Statement, s.d.NotaryKeys, mpctls.Expect{
+		SNI: s.host, NotBefore: s.dialed.Add(-skew), NotAfter: s.d.now().Add(skew),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if hex.EncodeToString(stmt.SessionID[:]) != s.id {
+		return nil, fmt.Errorf("%w: statement is for session %x", ErrMismatch, stmt.SessionID)
+	}
+	if stmt.Version != st.Version || stmt.CipherSuite != st.CipherSuite {
+		return nil, fmt.Errorf("%w: statement says version %#04x suite %#04x", ErrMismatch, stmt.Version, stmt.CipherSuite)
+	}
+	if err := checkChainDigest(stmt, st); err != nil {
+		return nil, err
+	}
+	records, err := interleave(resp.Order, resp.Leaves, client, server)
+	if err != nil {
+		return nil, err
+	}
+	var tr mpctls.Transcript
+	for _, r := range records {
+		if err := tr.Add(r); err != nil {
+			return nil, err
+		}
+	}
+	if tr.Root() != stmt.Root {
+		return nil, fmt.Errorf("%w: merkle root differs from the records the prover saw", ErrMismatch)
+	}
+	if tr.Records(mpctls.ClientToServer) != stmt.ClientRecords || tr.Records(mpctls.ServerToClient) != stmt.ServerRecords ||
+		tr.Bytes(mpctls.ClientToServer) != stmt.ClientBytes || tr.Bytes(mpctls.ServerToClient) != stmt.ServerBytes {
+		return nil, fmt.Errorf("%w: record or byte counts differ", ErrMismatch)
+	}
+	return &Result{
+		SessionID:  s.id,
+		Host:       s.host,
+		Statement:  resp.Statement,
+		Parsed:     stmt,
+		Records:    records,
+		KeyUpdates: rep.keyUpdates,
+		Tickets:    rep.tickets,
+		AppRecords: rep.appRecords,
+		AppBytes:   rep.appBytes,
+		keys:       keys,
+	}, nil
+}
+
+// checkChainDigest compares the statement's certificate chain digest with
+// the chain the prover's TLS stack verified.
+func checkChainDigest(stmt *mpctls.Statement, st tls.ConnectionState) error {
+	if mpctls.CertChainDigest(st.PeerCertificates) != stmt.CertChainDigest {
+		return fmt.Errorf("%w: certificate chain digest differs", ErrMismatch)
+	}
+	return nil
+}
+
+// maxFinalizeResponse bounds the notary's finalize answer.
+const maxFinalizeResponse = 64 << 10
+
+func (s *Session) post(ctx context.Context, req notary.FinalizeRequest) (*notary.FinalizeResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.d.Notary+notary.FinalizePath(s.id), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotary, err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := s.d.controlClient().Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: finalize: %w", ErrNotary, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, problemError(resp)
+	}
+	defer resp.Body.Close()
+	var out notary.FinalizeResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxFinalizeResponse)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("%w: finalize response: %w", ErrNotary, err)
+	}
+	return &out, nil
+}
+
+// interleave puts the prover's records of both directions into the
+// notary's arrival order.
+func interleave(order []byte, leaves uint64, client, server []mpctls.Record) ([]mpctls.Record, error) {
+	if leaves != uint64(len(client)+len(server)) || uint64(len(order)) != (leaves+7)/8 {
+		return nil, fmt.Errorf("%w: notary reports %d leaves, prover has %d records", ErrMismatch, leaves, len(client)+len(server))
+	}
+	out := make([]mpctls.Record, 0, leaves)
+	var ci, si int
+	for i := uint64(0); i < leaves; i++ {
+		if order[i/8]&(1<<(i%8)) != 0 {
+			if si == len(server) {
+				return nil, fmt.Errorf("%w: order names more server records than the prover has", ErrMismatch)
+			}
+			out = append(out, server[si])
+			si++
+		} else {
+			if ci == len(client) {
+				return nil, fmt.Errorf("%w: order names more client records than the prover has", ErrMismatch)
+			}
+			out = append(out, client[ci])
+			ci++
+		}
+	}
+	return out, nil
+}
+
+// Result is a finalized, verified notarized session.
+type Result struct {
+	SessionID string            // the notary's session id
+	Host      string            // server name
+	Statement []byte            // the signed statement (COSE_Sign1)
+	Parsed    *mpctls.Statement // the verified statement
+	// Records are all records of the session in Merkle leaf order, as
+	// needed for inclusion proofs.
+	Records    []mpctls.Record
+	KeyUpdates int // KeyUpdate messages the server sent
+	Tickets    int // NewSessionTicket messages the server sent
+	AppRecords int // server application_data records
+	AppBytes   int // server application data plaintext bytes
+
+	keys serverKeys
+}
