@@ -516,7 +516,7 @@ func (s *hsStream) nextMsg(step string) ([]byte, error) {
 				return nil, hsErr(ErrHandshake, step, fmt.Errorf("handshake message of %d bytes", n))
 			}
 			if len(s.buf) >= 4+n {
-				m := s.buf[:4+n:4+n]
+				m := s.buf[: 4+n : 4+n]
 				s.buf = s.buf[4+n:]
 				return m, nil
 			}
