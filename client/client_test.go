@@ -1,0 +1,236 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/client"
+	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/server/servertest"
+)
+
+const bundle = `{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","id":"p1","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">a &amp; b</div>"}}}]}`
+
+// newServer runs the real server handler (with servertest fakes) under a
+// prefix and returns its base URL.
+func newServer(t *testing.T, mod func(*server.Config), wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	cfg := server.Config{
+		Store: servertest.NewMemStore(), Pipeline: &servertest.Pipeline{}, Enclave: servertest.NewEnclave(),
+		Verifier: servertest.Verifier{}, Fetcher: &servertest.Fetcher{FHIR: []byte(bundle)},
+		PollInterval: 10 * time.Millisecond, RateLimit: -1, AuthRateLimit: -1,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = http.StripPrefix("/acds", srv.Handler())
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { ts.Close(); _ = srv.Close(context.Background()) })
+	return ts.URL + "/acds"
+}
+
+func TestEveryEndpoint(t *testing.T) {
+	ctx := context.Background()
+	c, err := client.New(newServer(t, nil, nil), &client.Options{PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Health(ctx)
+	if err != nil || h.Status != "healthy" || h.Version != acds.Version {
+		t.Fatalf("health = %+v, %v", h, err)
+	}
+	if doc, err := c.OpenAPI(ctx); err != nil || !strings.Contains(string(doc), `"3.0.3"`) {
+		t.Fatalf("openapi: %v", err)
+	}
+	if a, err := c.Attestation(ctx); err != nil || a.Profile != servertest.FakeProfile {
+		t.Fatalf("attestation = %+v, %v", a, err)
+	}
+	sess, err := c.Anon(ctx, "a long enough passphrase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Recover(ctx, sess.Pseudonym, "a long enough passphrase")
+	if err != nil || again.Pseudonym != sess.Pseudonym {
+		t.Fatalf("recover = %+v, %v", again, err)
+	}
+	c = c.WithToken(again.Token)
+
+	acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Wait(ctx, acc.RequestID)
+	if err != nil || rec.Status != acds.StatusCompleted {
+		t.Fatalf("wait = %+v, %v", rec, err)
+	}
+	if string(rec.Result.Output) != bundle {
+		t.Fatalf("output bytes changed in transit: %s", rec.Result.Output)
+	}
+	v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+	if err != nil || !v.EnclaveHashMatch {
+		t.Fatalf("verify = %+v, %v", v, err)
+	}
+	fa, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{
+		SystemType: acds.SystemDemo, PortalURL: "https://portal.example", RecordID: "p1",
+		Credentials: acds.Credentials{Username: "u", Password: "p"}, OutputFormat: acds.OutputFHIRR4Deidentified,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := c.Wait(ctx, fa.RequestID); err != nil || rec.Status != acds.StatusCompleted || rec.Kind != acds.KindFetchAndAttest {
+		t.Fatalf("fetch = %+v, %v", rec, err)
+	}
+	l, err := c.Requests(ctx, "", 1)
+	if err != nil || len(l.Items) != 1 || l.Items[0].RequestID != fa.RequestID || l.NextCursor == "" {
+		t.Fatalf("page 1 = %+v, %v", l, err)
+	}
+	l, err = c.Requests(ctx, l.NextCursor, 1)
+	if err != nil || len(l.Items) != 1 || l.Items[0].RequestID != acc.RequestID {
+		t.Fatalf("page 2 = %+v, %v", l, err)
+	}
+	if err := c.DeleteRequest(ctx, acc.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Request(ctx, acc.RequestID)
+	var p *acds.Problem
+	if !errors.As(err, &p) || p.Code() != acds.ProblemNotFound || p.Status != 404 {
+		t.Fatalf("after delete: %v", err)
+	}
+	if !errors.Is(err, acds.NewProblem(acds.ProblemNotFound, "")) {
+		t.Fatalf("errors.Is by problem type failed")
+	}
+	_, err = c.WithToken("").Requests(ctx, "", 0)
+	if !errors.As(err, &p) || p.Code() != acds.ProblemUnauthorized {
+		t.Fatalf("without token: %v", err)
+	}
+	_, err = c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(`{"resourceType":"Bundle"}`), OutputFormat: "pdf"})
+	if !errors.As(err, &p) || p.Code() != acds.ProblemUnsupportedOutputFormat {
+		t.Fatalf("bad format: %v", err)
+	}
+}
+
+// flaky answers the first n requests with status (and Retry-After when
+// retryAfter is not ""), then passes through.
+func flaky(n int32, status int, retryAfter string, calls *atomic.Int32) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if calls.Add(1) <= n {
+				if retryAfter != "" {
+					w.Header().Set("Retry-After", retryAfter)
+				}
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte("busy"))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func TestRetriesHonourRetryAfter(t *testing.T) {
+	var calls atomic.Int32
+	base := newServer(t, nil, flaky(1, http.StatusTooManyRequests, "1", &calls))
+	c, _ := client.New(base, &client.Options{MinBackoff: time.Millisecond})
+	start := time.Now()
+	h, err := c.Health(context.Background())
+	if err != nil || h.Status != "healthy" {
+		t.Fatalf("health = %+v, %v", h, err)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("retried after %v, before the Retry-After of 1 s", d)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("calls = %d, want 2", calls.Load())
+	}
+}
+
+func TestRetriesBackoffOn503AndGiveUp(t *testing.T) {
+	var calls atomic.Int32
+	base := newServer(t, nil, flaky(100, http.StatusServiceUnavailable, "", &calls))
+	c, _ := client.New(base, &client.Options{MaxRetries: 3, MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	_, err := c.Health(context.Background())
+	var p *acds.Problem
+	if !errors.As(err, &p) || p.Code() != acds.ProblemUnavailable || p.Detail != "busy" {
+		t.Fatalf("err = %v", err)
+	}
+	if calls.Load() != 4 {
+		t.Fatalf("calls = %d, want 1 + 3 retries", calls.Load())
+	}
+	// Non-retryable statuses are not retried.
+	calls.Store(0)
+	base = newServer(t, nil, flaky(100, http.StatusBadGateway, "", &calls))
+	c, _ = client.New(base, &client.Options{MinBackoff: time.Millisecond})
+	if _, err := c.Health(context.Background()); err == nil || calls.Load() != 1 {
+		t.Fatalf("502: err %v after %d calls", err, calls.Load())
+	}
+}
+
+func TestNoRetryAfterContextEnds(t *testing.T) {
+	var calls atomic.Int32
+	base := newServer(t, nil, flaky(100, http.StatusTooManyRequests, "30", &calls))
+	c, _ := client.New(base, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Health(ctx)
+	var p *acds.Problem
+	if !errors.As(err, &p) || p.RetryAfter != 30 {
+		t.Fatalf("err = %v", err)
+	}
+	if time.Since(start) > 250*time.Millisecond || calls.Load() != 1 {
+		t.Fatalf("waited %v and called %d times although the context ends before the retry", time.Since(start), calls.Load())
+	}
+	// Cancelled mid-backoff: returns promptly.
+	calls.Store(0)
+	base = newServer(t, nil, flaky(100, http.StatusServiceUnavailable, "", &calls))
+	c, _ = client.New(base, &client.Options{MinBackoff: 5 * time.Second, MaxBackoff: 5 * time.Second})
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel2)
+	start = time.Now()
+	if _, err := c.Health(ctx2); err == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("err %v after %v", err, time.Since(start))
+	}
+}
+
+func TestWaitEndsWithContext(t *testing.T) {
+	base := newServer(t, func(c *server.Config) { c.Workers = -1 }, nil) // nothing is processed
+	c, _ := client.New(base, &client.Options{PollInterval: 5 * time.Millisecond})
+	s, err := c.Anon(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.WithToken(s.Token)
+	acc, err := c.Process(context.Background(), acds.ProcessRequest{Bundle: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Wait(ctx, acc.RequestID); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait = %v", err)
+	}
+}
+
+func TestNewRejectsBadURL(t *testing.T) {
+	for _, u := range []string{"", "ftp://x", "/relative", "http://"} {
+		if _, err := client.New(u, nil); err == nil {
+			t.Errorf("New(%q) succeeded", u)
+		}
+	}
+}
