@@ -1,0 +1,103 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/manifest"
+	"github.com/acds-project/acds/attestation/sevsnp"
+	"github.com/acds-project/acds/attestation/tdx"
+	"github.com/google/go-sev-guest/kds"
+	"github.com/google/go-sev-guest/verify/trust"
+)
+
+// Policy is what a verifier trusts and requires. The zero value trusts the
+// embedded vendor roots, lists no measurements (so no bundle is valid:
+// verification fails closed), refuses simulation and trusts no notary.
+type Policy struct {
+	// Manifest supplies allowed measurements per profile, minimum SEV-SNP
+	// TCB and trusted notary keys. The caller has verified its signature
+	// (manifest.Verify); Verify checks its validity window at the clock.
+	// Zero value: none.
+	Manifest *manifest.Manifest
+	// Measurements lists allowed measurements per profile in addition to
+	// the manifest's. Zero value: none.
+	Measurements map[string][][]byte
+
+	// AMDRoots are the trusted AMD ARK/ASK pairs per product line for the
+	// sev-snp profile. Zero value: AMD's roots embedded in go-sev-guest.
+	AMDRoots map[string][]*trust.AMDRootCerts
+	// IntelRoots are the trusted roots for tdx quotes. Zero value: the
+	// Intel SGX root embedded in package tdx.
+	IntelRoots *x509.CertPool
+	// TDXCollateral, when set, makes tdx verification evaluate the TCB.
+	// Zero value: TCB not evaluated (reported as a relaxation).
+	TDXCollateral *tdx.Collateral
+	// MinimumTCB is the lowest acceptable SEV-SNP reported TCB, combined
+	// (component-wise maximum) with the manifest's. Zero value: none.
+	MinimumTCB kds.TCBParts
+	// AllowDebug accepts guests whose policy permits debugging (the host can
+	// read their memory). Zero value: refused.
+	AllowDebug bool
+
+	// AllowSimulation accepts the "sev-snp-sim" profile. A simulated quote
+	// proves the code path, not hardware; the result lists the relaxation.
+	// Zero value: the simulated profile is never valid.
+	AllowSimulation bool
+	// SimulatedRoots pins the simulated ARKs trusted with AllowSimulation
+	// (a server trusting its own installation). Zero value: the root the
+	// bundle carries is trusted, reported as a relaxation.
+	SimulatedRoots []*x509.Certificate
+
+	// NotaryKeys are trusted MPC-TLS notary keys, in addition to the
+	// manifest's. Zero value: none.
+	NotaryKeys []ed25519.PublicKey
+	// UnsafeTrustClaimedNotaryKey trusts the notary key that a simulated
+	// enclave's signed claims name (its in-process notary). Only effective
+	// together with AllowSimulation on a sev-snp-sim bundle. Zero value:
+	// off.
+	UnsafeTrustClaimedNotaryKey bool
+	// SessionWindow is how long before the claims' issue time a notarized
+	// session may have started. Zero value: 1 hour.
+	SessionWindow time.Duration
+	// ClockSkew is the tolerated difference between the enclave's, the
+	// notary's and the verifier's clocks. Zero value: 5 minutes.
+	ClockSkew time.Duration
+
+	// MaxAge, when positive, is the oldest acceptable issue time relative
+	// to the clock. Zero value: no limit.
+	MaxAge time.Duration
+	// Now is the clock. Zero value: time.Now.
+	Now func() time.Time
+}
+
+// TrustEnclave returns p extended to accept outputs of the enclave whose
+// boot evidence is given: its measurement is added to the allowed ones for
+// its profile and, for the simulated profile, simulation is allowed with
+// that installation's root pinned. A server uses it for its own
+// POST /v1/verify. It does not verify boot.
+func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (Policy, error) {
+	ms := make(map[string][][]byte, len(p.Measurements)+1)
+	for k, v := range p.Measurements {
+		ms[k] = append([][]byte(nil), v...)
+	}
+	ms[boot.Profile] = append(ms[boot.Profile], bytes.Clone(measurement))
+	p.Measurements = ms
+	if boot.Profile == attestation.ProfileSEVSNPSim {
+		ev, err := sevsnp.ParseEvidence(boot.Evidence)
+		if err != nil {
+			return p, err
+		}
+		ark, err := x509.ParseCertificate(ev.ARK)
+		if err != nil {
+			return p, fmt.Errorf("simulated root: %w", err)
+		}
+		p.AllowSimulation = true
+		p.SimulatedRoots = append(append([]*x509.Certificate(nil), p.SimulatedRoots...), ark)
+	}
+	return p, nil
+}

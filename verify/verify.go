@@ -1,0 +1,303 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/sevsnp"
+	"github.com/acds-project/acds/attestation/tdx"
+	"github.com/acds-project/acds/mpctls"
+	"github.com/google/go-sev-guest/kds"
+)
+
+// Verifier checks bundles under one policy. It keeps a bounded cache of
+// verified certificate chains, so verifying many outputs of the same enclave
+// costs little more than their signatures. It is safe for concurrent use.
+type Verifier struct {
+	p            Policy
+	hw           *sevsnp.Verifier
+	sim          *sevsnp.Verifier
+	measurements map[string][][]byte
+	notaryKeys   []ed25519.PublicKey
+	minTCB       map[string]kds.TCBParts
+}
+
+// New returns a verifier for p. See [Policy] for the zero values.
+func New(p Policy) *Verifier {
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	if p.SessionWindow <= 0 {
+		p.SessionWindow = time.Hour
+	}
+	if p.ClockSkew <= 0 {
+		p.ClockSkew = 5 * time.Minute
+	}
+	v := &Verifier{
+		p:            p,
+		hw:           sevsnp.NewVerifier(sevsnp.Roots{AMD: p.AMDRoots}),
+		sim:          sevsnp.NewVerifier(sevsnp.Roots{UnsafeTrustEvidenceChain: true, PinnedSimulatedRoots: p.SimulatedRoots}),
+		measurements: map[string][][]byte{},
+		minTCB:       map[string]kds.TCBParts{},
+	}
+	for prof, ms := range p.Measurements {
+		v.measurements[prof] = append(v.measurements[prof], ms...)
+	}
+	v.notaryKeys = append(v.notaryKeys, p.NotaryKeys...)
+	for _, prof := range []string{attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim} {
+		v.minTCB[prof] = p.MinimumTCB
+	}
+	if m := p.Manifest; m != nil {
+		for prof, mp := range m.Profiles {
+			v.measurements[prof] = append(v.measurements[prof], mp.Measurements...)
+			if t := mp.MinimumTCB; t != nil {
+				v.minTCB[prof] = maxTCB(v.minTCB[prof], kds.TCBParts{BlSpl: t.Bootloader, TeeSpl: t.TEE, SnpSpl: t.SNP, UcodeSpl: t.Microcode})
+			}
+		}
+		v.notaryKeys = append(v.notaryKeys, m.NotaryKeys...)
+	}
+	return v
+}
+
+func maxTCB(a, b kds.TCBParts) kds.TCBParts {
+	return kds.TCBParts{
+		BlSpl: max(a.BlSpl, b.BlSpl), TeeSpl: max(a.TeeSpl, b.TeeSpl), SnpSpl: max(a.SnpSpl, b.SnpSpl), UcodeSpl: max(a.UcodeSpl, b.UcodeSpl),
+		Spl4: max(a.Spl4, b.Spl4), Spl5: max(a.Spl5, b.Spl5), Spl6: max(a.Spl6, b.Spl6), Spl7: max(a.Spl7, b.Spl7),
+	}
+}
+
+// Verify checks a bundle (its CBOR bytes). The error is non-nil only when
+// the bytes are not a bundle at all (wrapping attestation.ErrMalformed,
+// ErrTooLarge or ErrUnsupportedProfile); a bundle that fails any check is a
+// Result with Valid false and the reasons.
+func (v *Verifier) Verify(bundle []byte) (*Result, error) {
+	return v.verify(bundle, nil)
+}
+
+// VerifyOutput is Verify plus a check that SHA-256 of output is the
+// attested outputDigest.
+func (v *Verifier) VerifyOutput(bundle, output []byte) (*Result, error) {
+	if output == nil {
+		output = []byte{}
+	}
+	return v.verify(bundle, output)
+}
+
+func (v *Verifier) verify(data, output []byte) (*Result, error) {
+	b, err := attestation.ParseBundle(data)
+	if err != nil {
+		return nil, fmt.Errorf("not an attestation bundle: %w", err)
+	}
+	now := v.p.Now()
+	r := &Result{Profile: b.Boot.Profile, VerifiedAt: now, Boot: &b.Boot}
+
+	// The boot key's signature first: the claims' issue time is when the
+	// certificates must have been valid.
+	sigOK := false
+	if pub, err := b.Boot.SigningPublicKey(); err != nil {
+		r.fail(CheckSignature, fmt.Errorf("%w: %w", ErrSignature, err))
+	} else if c, err := attestation.VerifyClaims(b.Statement, pub); err != nil {
+		r.fail(CheckSignature, fmt.Errorf("%w: %w", ErrSignature, err))
+	} else {
+		r.Claims, sigOK = c, true
+	}
+	at := now
+	if r.Claims != nil {
+		at = r.Claims.IssuedAt
+	}
+
+	teeOK := v.checkEvidence(&b.Boot, at, now, r)
+	r.TEEQuoteVerified = teeOK && sigOK
+	r.EnclaveHashMatch = v.checkMeasurement(teeOK, r)
+
+	mpcApplies := false
+	if c := r.Claims; c != nil {
+		if c.IssuedAt.After(now.Add(v.p.ClockSkew)) {
+			r.fail(CheckTime, fmt.Errorf("%w: issued at %s, in the future", ErrTime, c.IssuedAt.Format(time.RFC3339)))
+		}
+		if v.p.MaxAge > 0 && now.Sub(c.IssuedAt) > v.p.MaxAge {
+			r.fail(CheckTime, fmt.Errorf("%w: issued at %s, older than %s", ErrTime, c.IssuedAt.Format(time.RFC3339), v.p.MaxAge))
+		}
+		switch c.Source.Kind {
+		case attestation.SourceRaw:
+			if len(b.NotaryStatements) > 0 {
+				r.fail(CheckStructure, fmt.Errorf("%w: raw source with %d notary statements", ErrInconsistent, len(b.NotaryStatements)))
+			}
+		case attestation.SourceMPCTLS:
+			mpcApplies = true
+			r.MPCTLSVerified = v.checkNotary(b, c, r)
+		}
+		if output != nil {
+			r.OutputChecked = true
+			if d := attestation.Digest(output); d != c.OutputDigest {
+				r.fail(CheckOutput, fmt.Errorf("%w: output is %s, attested %s", ErrOutputDigest, d, c.OutputDigest))
+			}
+		}
+	}
+	if m := v.p.Manifest; m != nil {
+		if err := m.ValidAt(now); err != nil {
+			r.fail(CheckManifest, fmt.Errorf("%w: %w", ErrManifest, err))
+		}
+	}
+	r.Valid = r.TEEQuoteVerified && r.EnclaveHashMatch && (!mpcApplies || r.MPCTLSVerified) && len(r.Failures) == 0
+	return r, nil
+}
+
+// VerifyBoot checks boot evidence alone (what GET /v1/attestation serves and
+// an attested-TLS certificate carries): the evidence under the policy at the
+// clock, its binding of the boot keys, and the measurement. Valid means
+// TEEQuoteVerified and EnclaveHashMatch; Result.Boot holds the bound keys.
+// The error is non-nil only when the bytes are not boot evidence.
+func (v *Verifier) VerifyBoot(boot []byte) (*Result, error) {
+	be, err := attestation.ParseBootEvidence(boot)
+	if err != nil {
+		return nil, fmt.Errorf("not boot evidence: %w", err)
+	}
+	now := v.p.Now()
+	r := &Result{Profile: be.Profile, VerifiedAt: now, Boot: be}
+	r.TEEQuoteVerified = v.checkEvidence(be, now, now, r)
+	r.EnclaveHashMatch = v.checkMeasurement(r.TEEQuoteVerified, r)
+	if m := v.p.Manifest; m != nil {
+		if err := m.ValidAt(now); err != nil {
+			r.fail(CheckManifest, fmt.Errorf("%w: %w", ErrManifest, err))
+		}
+	}
+	r.Valid = r.TEEQuoteVerified && r.EnclaveHashMatch && len(r.Failures) == 0
+	return r, nil
+}
+
+// checkEvidence verifies the profile's evidence at time at and its binding
+// of the boot keys; it records failures and relaxations and reports whether
+// both passed.
+func (v *Verifier) checkEvidence(boot *attestation.BootEvidence, at, now time.Time, r *Result) bool {
+	var (
+		measurement []byte
+		reportData  [64]byte
+	)
+	switch boot.Profile {
+	case attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim:
+		sv := v.hw
+		if boot.Profile == attestation.ProfileSEVSNPSim {
+			if !v.p.AllowSimulation {
+				r.fail(CheckProfile, fmt.Errorf("%w: a %s bundle proves the code path, not hardware", ErrSimulation, boot.Profile))
+				return false
+			}
+			sv = v.sim
+			r.Relaxations = append(r.Relaxations, "simulated SEV-SNP accepted (AllowSimulation): proves the code path, not hardware")
+		}
+		res, err := sv.Verify(boot.Evidence, sevsnp.Check{Now: at, AllowDebug: v.p.AllowDebug, MinimumTCB: v.minTCB[boot.Profile]})
+		if err != nil {
+			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
+			return false
+		}
+		if res.SimulatedRoot != nil && len(v.p.SimulatedRoots) == 0 {
+			fp := sha256.Sum256(res.SimulatedRoot.Raw)
+			r.Relaxations = append(r.Relaxations, "trusted the simulated root the bundle carries (sha256 "+hex.EncodeToString(fp[:8])+"…)")
+		}
+		if res.Policy.Debug {
+			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (AllowDebug)")
+		}
+		measurement, reportData = res.Measurement, res.ReportData
+		r.CertificatesValidNow = res.ValidAt(now)
+	case attestation.ProfileTDX:
+		ev, err := tdx.Verify(boot.Evidence, tdx.Options{Roots: v.p.IntelRoots, Now: func() time.Time { return at }, Collateral: v.p.TDXCollateral})
+		if err != nil {
+			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
+			return false
+		}
+		if ev.Debug {
+			if !v.p.AllowDebug {
+				r.fail(CheckEvidence, fmt.Errorf("%w: TD is debuggable", ErrEvidence))
+				return false
+			}
+			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (AllowDebug)")
+		}
+		if !ev.TCB.Evaluated {
+			r.Relaxations = append(r.Relaxations, "TDX TCB not evaluated: the policy supplies no collateral")
+		}
+		measurement, reportData = ev.Measurement, ev.ReportData
+		pck := ev.PCKCertificate
+		r.CertificatesValidNow = pck != nil && !now.Before(pck.NotBefore) && !now.After(pck.NotAfter)
+	default:
+		r.fail(CheckProfile, fmt.Errorf("%w: %s", ErrUnsupported, boot.Profile))
+		return false
+	}
+	r.Measurement = measurement
+	if want := boot.ReportData(); !bytes.Equal(reportData[:], want[:]) {
+		r.fail(CheckBinding, fmt.Errorf("%w: report data is not SHA-512 of the bundle's boot keys and nonce", ErrBinding))
+		return false
+	}
+	return true
+}
+
+// checkMeasurement compares the authenticated measurement with the
+// policy's reference values and the claims.
+func (v *Verifier) checkMeasurement(authenticated bool, r *Result) bool {
+	allowed := v.measurements[r.Profile]
+	if len(allowed) == 0 {
+		r.fail(CheckMeasurement, fmt.Errorf("%w: %s", ErrNoReferenceHash, r.Profile))
+		return false
+	}
+	if !authenticated {
+		return false // the evidence failure says why
+	}
+	ok := false
+	for _, m := range allowed {
+		if bytes.Equal(m, r.Measurement) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		r.fail(CheckMeasurement, fmt.Errorf("%w: %x is not a published code hash for %s", ErrMeasurement, r.Measurement, r.Profile))
+		return false
+	}
+	if r.Claims != nil && !bytes.Equal(r.Claims.Measurement, r.Measurement) {
+		r.fail(CheckMeasurement, fmt.Errorf("%w: claims name measurement %x, evidence %x", ErrMeasurement, r.Claims.Measurement, r.Measurement))
+		return false
+	}
+	return true
+}
+
+// checkNotary verifies every notary statement the claims name.
+func (v *Verifier) checkNotary(b *attestation.Bundle, c *attestation.Claims, r *Result) bool {
+	trusted := v.notaryKeys
+	if v.p.UnsafeTrustClaimedNotaryKey && v.p.AllowSimulation && b.Boot.Profile == attestation.ProfileSEVSNPSim && len(c.NotaryKey) == ed25519.PublicKeySize {
+		trusted = append(append([]ed25519.PublicKey(nil), trusted...), ed25519.PublicKey(c.NotaryKey))
+		r.Relaxations = append(r.Relaxations, "trusted the notary key the simulated enclave's claims name ("+hex.EncodeToString(c.NotaryKey[:8])+"…)")
+	}
+	sessions := c.Source.Sessions
+	if len(sessions) != len(b.NotaryStatements) {
+		r.fail(CheckNotary, fmt.Errorf("%w: claims name %d sessions, bundle carries %d statements", ErrNotary, len(sessions), len(b.NotaryStatements)))
+		return false
+	}
+	ok := true
+	for i, s := range sessions {
+		stmt := b.NotaryStatements[i]
+		if attestation.Digest(stmt) != s.StatementDigest {
+			r.fail(CheckNotary, fmt.Errorf("%w: session %d: statement digest differs from the claims", ErrNotary, i))
+			ok = false
+			continue
+		}
+		host := s.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		exp := mpctls.Expect{
+			SNI:       host,
+			NotBefore: c.IssuedAt.Add(-v.p.SessionWindow - v.p.ClockSkew),
+			NotAfter:  c.IssuedAt.Add(v.p.ClockSkew),
+		}
+		if _, err := mpctls.VerifyStatement(stmt, trusted, exp); err != nil {
+			r.fail(CheckNotary, fmt.Errorf("%w: session %d (%s): %w", ErrNotary, i, s.Host, err))
+			ok = false
+		}
+	}
+	return ok
+}
