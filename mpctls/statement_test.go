@@ -169,3 +169,5 @@ func TestStatementWellFormed(t *testing.T) {
 		t.Errorf("unknown field: %v", err)
 	}
 }
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }

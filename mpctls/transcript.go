@@ -55,14 +55,17 @@ func nodeHash(h hash.Hash, l, r [32]byte) [32]byte {
 }
 
 // Transcript is a streaming Merkle accumulator over the records of one
-// session. It keeps O(log n) hashes, never the records, so a notary can
-// feed it arbitrarily long sessions in bounded memory. The zero value is an
+// session. It keeps O(log n) hashes, never the records, plus one counter
+// per change of direction (see Order), so a notary can feed it
+// arbitrarily long sessions in bounded memory. The zero value is an
 // empty transcript ready to use. A Transcript is not safe for concurrent
 // use.
 type Transcript struct {
 	stack   []subtree // perfect subtrees, strictly decreasing sizes
 	records [3]uint64 // indexed by Direction
 	bytes   [3]uint64
+	runs    Order // arrival order, see Order
+	last    Direction
 	h       hash.Hash
 }
 
@@ -92,6 +95,14 @@ func (t *Transcript) Add(r Record) error {
 		cur = subtree{hash: nodeHash(t.h, top.hash, cur.hash), size: top.size * 2}
 	}
 	t.stack = append(t.stack, cur)
+	if r.Dir != t.last || len(t.runs) == 0 {
+		if len(t.runs) == 0 && r.Dir == ServerToClient {
+			t.runs = append(t.runs, 0)
+		}
+		t.runs = append(t.runs, 0)
+		t.last = r.Dir
+	}
+	t.runs[len(t.runs)-1]++
 	t.records[r.Dir]++
 	t.bytes[r.Dir] += uint64(len(r.Raw))
 	return nil
