@@ -4,16 +4,367 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds/fhir/spec"
 )
+
+// De-identification follows the HIPAA Safe Harbor method, 45 CFR
+// 164.514(b)(2)(i), over the typed structure of each resource:
+//
+//   - names (HumanName), telecom (ContactPoint: phone, fax, e-mail, URLs),
+//     photos and attachments (Attachment), signatures, free-text notes
+//     (Annotation) and narrative (Narrative, xhtml) are removed;
+//   - addresses keep only state, country and the first three ZIP digits,
+//     "000" for the 17 three-digit prefixes with 20,000 or fewer people in
+//     the 2000 Census;
+//   - every date, dateTime and instant is reduced to its year; a birth
+//     date more than 89 years before Options.Now becomes the year that
+//     makes the person 90 (the single "90 or older" category), and Age
+//     values over 89 become ">= 90";
+//   - identifiers (SSN, MRN, member, account, licence, device numbers…),
+//     device serial, lot and UDI numbers become keyed HMAC-SHA-256
+//     pseudonyms, and resource ids likewise, so references still resolve;
+//   - Reference.display is removed, and references outside the Bundle
+//     (which would carry foreign identifiers) are dropped;
+//   - url values and free-text strings are removed except terminology
+//     text (Coding.display, CodeableConcept.text, units); names of
+//     organisations and locations go too, since they can reveal where the
+//     individual lives; any remaining string holding an IP address is
+//     removed.
+//
+// A removed element that FHIR requires is replaced by the
+// data-absent-reason extension with code "masked", so the output stays
+// valid R4.
+
+// darURL is the data-absent-reason extension used for masked data.
+const darURL = "http://hl7.org/fhir/StructureDefinition/data-absent-reason"
+
+// restrictedZIP3 are the three-digit ZIP prefixes whose areas held 20,000
+// or fewer people in the 2000 Census (HHS guidance on Safe Harbor).
+var restrictedZIP3 = map[string]bool{
+	"036": true, "059": true, "063": true, "102": true, "203": true, "556": true, "692": true, "790": true, "821": true,
+	"823": true, "830": true, "831": true, "878": true, "879": true, "884": true, "890": true, "893": true,
+}
 
 // pseudonymID returns the keyed pseudonym of a resource identity, usable
 // as a FHIR id (32 lowercase hex digits).
 func pseudonymID(key []byte, identity string) string {
+	return keyed(key, "id", identity)
+}
+
+func keyed(key []byte, domain, value string) string {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("acds/v1/id\x00"))
-	m.Write([]byte(identity))
+	m.Write([]byte("acds/v1/"))
+	m.Write([]byte(domain))
+	m.Write([]byte{0})
+	m.Write([]byte(value))
 	return hex.EncodeToString(m.Sum(nil)[:16])
 }
 
-// deidentify is filled in by the Safe Harbor implementation.
-func deidentify(res *node, key []byte) {}
+type deidentifier struct {
+	key      []byte
+	now      time.Time
+	resolves map[string]bool // Type/id of every output resource
+}
+
+func maskedExt() node {
+	return objNode(member{"extension", arrNode(objNode(
+		member{"url", strNode(darURL)},
+		member{"valueCode", strNode("masked")},
+	))})
+}
+
+// resource de-identifies one resource in place.
+func (d *deidentifier) resource(r *node) {
+	t := spec.Lookup(r.getStr("resourceType"))
+	if t == nil {
+		return
+	}
+	d.object(r, t)
+}
+
+// keptText lists free-text string elements that carry terminology or
+// institutional names rather than facts about the individual.
+var keptText = map[string]bool{
+	"Coding.display": true, "CodeableConcept.text": true, "Quantity.unit": true, "Age.unit": true,
+	"Duration.unit": true, "Distance.unit": true, "Count.unit": true, "Address.state": true, "Address.country": true,
+	"Extension.url": true, "Narrative.status": true,
+}
+
+// object de-identifies the members of n, of type t, in place.
+func (d *deidentifier) object(n *node, t *spec.Type) {
+	kids := n.kids[:0:0]
+	var masked []string // required elements that were removed
+	for i := range n.kids {
+		m := n.kids[i]
+		if m.key == "resourceType" {
+			kids = append(kids, m)
+			continue
+		}
+		name := m.key
+		if len(name) > 1 && name[0] == '_' {
+			name = name[1:]
+		}
+		e := t.Element(name)
+		if e == nil {
+			continue
+		}
+		if m.key[0] == '_' {
+			// A primitive's id and extensions.
+			if !d.values(&m.val, func(v *node) bool { return d.complex(v, spec.Lookup("Element")) }) {
+				continue
+			}
+			kids = append(kids, m)
+			continue
+		}
+		keep := d.values(&m.val, func(v *node) bool { return d.value(v, e, t) })
+		if keep {
+			kids = append(kids, m)
+		} else if e.Min > 0 {
+			masked = append(masked, e.Name)
+		}
+	}
+	n.kids = kids
+	for _, name := range masked {
+		e := t.Element(name)
+		if isPrimitive(e.Type) {
+			if e.Max != 1 {
+				n.set(name, arrNode(node{kind: kNull}))
+				n.set("_"+name, arrNode(maskedExt()))
+			} else {
+				n.set("_"+name, maskedExt())
+			}
+			continue
+		}
+		if e.Max != 1 {
+			n.set(name, arrNode(maskedExt()))
+		} else {
+			n.set(name, maskedExt())
+		}
+	}
+	// A masked primitive leaves its "_x" companion: keep only those whose
+	// value remains, or that mark it masked.
+	if t.Name == "Reference" {
+		d.reference(n)
+	}
+}
+
+// values applies f to n, or to each item of array n dropping the items f
+// rejects (a null placeholder keeps primitive arrays aligned with their
+// "_x" companions). It reports whether anything is left.
+func (d *deidentifier) values(n *node, f func(*node) bool) bool {
+	if n.kind != kArray {
+		if n.kind == kNull {
+			return true
+		}
+		return f(n)
+	}
+	kids := n.kids[:0:0]
+	any := false
+	for i := range n.kids {
+		v := n.kids[i].val
+		if v.kind == kNull {
+			kids = append(kids, n.kids[i])
+			continue
+		}
+		if f(&v) {
+			kids = append(kids, member{val: v})
+			any = true
+		}
+	}
+	n.kids = kids
+	return any
+}
+
+func (d *deidentifier) complex(v *node, t *spec.Type) bool {
+	if v.kind != kObject || t == nil {
+		return false
+	}
+	d.object(v, t)
+	for _, m := range v.kids {
+		if m.key != "id" && m.key != "url" {
+			if t.Name == "Extension" {
+				if m.key == "extension" || strings.HasPrefix(m.key, "value") || strings.HasPrefix(m.key, "_value") {
+					return true
+				}
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// value de-identifies one value of element e (of parent type pt) and
+// reports whether it is kept.
+func (d *deidentifier) value(v *node, e *spec.Element, pt *spec.Type) bool {
+	switch e.Type {
+	case "HumanName", "ContactPoint", "Attachment", "Annotation", "Signature", "Narrative", "xhtml", "base64Binary", "url":
+		return false
+	case "Resource":
+		if v.kind == kObject {
+			d.resource(v)
+		}
+		return true
+	case "Address":
+		return d.address(v)
+	case "Identifier":
+		return d.identifier(v)
+	case "Age":
+		d.age(v)
+	case "date", "dateTime":
+		if v.kind == kString && len(v.str) >= 4 {
+			y := v.str[:4]
+			if e.Name == "birthDate" {
+				if year, err := strconv.Atoi(y); err == nil && d.now.Year()-year > 89 {
+					y = strconv.Itoa(d.now.Year() - 90)
+				}
+			}
+			v.str = y
+		}
+		return true
+	case "instant":
+		if e.Min == 0 {
+			return false
+		}
+		if v.kind == kString && len(v.str) >= 4 {
+			v.str = v.str[:4] + "-01-01T00:00:00Z"
+		}
+		return true
+	case "string", "markdown":
+		switch e.Name {
+		case "serialNumber", "lotNumber", "deviceIdentifier", "carrierHRF", "distinctIdentifier", "modelNumber":
+			v.str = keyed(d.key, "device", v.str)
+			return true
+		}
+		if !keptText[pt.Name+"."+e.Name] || hasIP(v.str) {
+			return false
+		}
+		return true
+	case "uri", "canonical":
+		if hasIP(v.str) {
+			return false
+		}
+		if pt.Name == "Meta" && e.Name == "source" {
+			return false
+		}
+		return true
+	}
+	if isPrimitive(e.Type) {
+		if v.kind == kString && hasIP(v.str) {
+			return false
+		}
+		return true
+	}
+	if e.Type == "Reference" && pt.Name == "Identifier" {
+		// Identifier.assigner names an organisation: keep only a resolvable reference.
+		return d.complex(v, spec.Lookup("Reference"))
+	}
+	return d.complex(v, spec.Lookup(e.Type))
+}
+
+func (d *deidentifier) address(v *node) bool {
+	if v.kind != kObject {
+		return false
+	}
+	var kids []member
+	for _, m := range v.kids {
+		switch m.key {
+		case "use", "type", "state", "country", "_state", "_country":
+			kids = append(kids, m)
+		case "postalCode":
+			if m.val.kind == kString {
+				z := digitsOnly(m.val.str)
+				if len(z) >= 3 {
+					z = z[:3]
+					if restrictedZIP3[z] {
+						z = "000"
+					}
+					kids = append(kids, member{"postalCode", strNode(z)})
+				}
+			}
+		}
+	}
+	v.kids = kids
+	return len(kids) > 0
+}
+
+func digitsOnly(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+func (d *deidentifier) identifier(v *node) bool {
+	if v.kind != kObject {
+		return false
+	}
+	var kids []member
+	for _, m := range v.kids {
+		switch m.key {
+		case "use", "system":
+			kids = append(kids, m)
+		case "type":
+			d.complex(&m.val, spec.Lookup("CodeableConcept"))
+			kids = append(kids, m)
+		case "value":
+			if m.val.kind == kString {
+				kids = append(kids, member{"value", strNode(keyed(d.key, "identifier", v.getStr("system")+"|"+m.val.str))})
+			}
+		}
+	}
+	v.kids = kids
+	return v.get("value") != nil
+}
+
+func (d *deidentifier) age(v *node) {
+	if q := v.get("value"); q != nil && q.kind == kNumber {
+		if f, err := strconv.ParseFloat(q.str, 64); err == nil && f > 89 {
+			q.str = "90"
+			v.set("comparator", strNode(">="))
+		}
+	}
+}
+
+// reference keeps a Reference's reference only when it is local (#id) or
+// names a resource of the output; display is removed with the free text.
+func (d *deidentifier) reference(n *node) {
+	r := n.get("reference")
+	if r == nil || r.kind != kString {
+		return
+	}
+	if strings.HasPrefix(r.str, "#") || d.resolves[r.str] {
+		return
+	}
+	n.del("reference")
+	n.del("_reference")
+	if len(n.kids) == 0 || (len(n.kids) == 1 && n.kids[0].key == "type") {
+		*n = maskedExt()
+	}
+}
+
+// hasIP reports whether s contains an IPv4 or IPv6 address.
+func hasIP(s string) bool {
+	if !strings.ContainsAny(s, ".:") {
+		return false
+	}
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '.' || r == ':')
+	}) {
+		if len(f) < 7 {
+			continue
+		}
+		if a, err := netip.ParseAddr(strings.Trim(f, ".:")); err == nil && (a.Is4() || strings.Count(f, ":") >= 2) {
+			return true
+		}
+	}
+	return false
+}

@@ -141,10 +141,16 @@ func (n *normalizer) run(root *node) (node, int, error) {
 			})
 		}
 		e.res.set("id", strNode(e.finalID))
-		if n.format == FormatR4Deidentified {
-			deidentify(e.res, n.opts.DeidentKey)
-		}
 		out = append(out, e)
+	}
+	if n.format == FormatR4Deidentified {
+		d := &deidentifier{key: n.opts.DeidentKey, now: n.now(), resolves: map[string]bool{}}
+		for _, e := range out {
+			d.resolves[e.typ+"/"+e.finalID] = true
+		}
+		for _, e := range out {
+			d.resource(e.res)
+		}
 	}
 
 	prov := n.provenance(out)
@@ -292,13 +298,16 @@ func cloneNode(n *node) node {
 	return c
 }
 
+func (n *normalizer) now() time.Time {
+	if n.opts.Now.IsZero() {
+		return time.Now()
+	}
+	return n.opts.Now
+}
+
 // provenance builds the Provenance resource describing this processing.
 func (n *normalizer) provenance(entries []*nEntry) node {
-	now := n.opts.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	recorded := now.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
+	recorded := n.now().UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
 	measurement := n.opts.Measurement
 	if measurement == "" {
 		measurement = "unmeasured"
