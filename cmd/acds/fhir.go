@@ -2,11 +2,240 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/fhir"
 )
 
-// runFHIR is not built yet: it says so and exits 2 rather than pretending.
+// runFHIR validates and formats FHIR R4 resources.
+//
+//	acds fhir validate FILE… [--json]
+//	acds fhir fmt FILE [--deidentify [--key-file F]] [--source S]
+//
+// FILE may be "-" for standard input. validate exits 0 when every file is
+// valid FHIR R4, 1 when any is not, 2 on a usage error or an unreadable
+// file. fmt prints the normalised canonical JSON (what the server returns
+// as fhir_r4 output) and exits 0, 1 when the input is not valid, 2 on a
+// usage error or an unreadable file.
 func runFHIR(ctx context.Context, e env) int {
-	fmt.Fprintln(e.stderr, "acds fhir: not available in this build yet")
+	if len(e.args) == 0 {
+		fhirUsage(e.stderr)
+		return 2
+	}
+	sub, rest := e.args[0], e.args[1:]
+	switch sub {
+	case "validate":
+		return fhirValidate(rest, e)
+	case "fmt":
+		return fhirFmt(rest, e)
+	case "-h", "--help", "help":
+		fhirUsage(e.stdout)
+		return 0
+	}
+	fmt.Fprintf(e.stderr, "acds fhir: unknown subcommand %q\n", sub)
+	fhirUsage(e.stderr)
 	return 2
+}
+
+func fhirUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: acds fhir validate FILE… [--json]")
+	fmt.Fprintln(w, "       acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "validate  checks FHIR R4 JSON; exit 0 all valid, 1 any invalid, 2 usage or unreadable")
+	fmt.Fprintln(w, "fmt       prints the normalised canonical JSON (a collection Bundle with a Provenance)")
+	fmt.Fprintln(w, "FILE may be - for standard input")
+}
+
+// fhirArgs parses flags that may come before or after the positional
+// arguments; "--" ends the flags.
+func fhirArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func fhirRead(name string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader = stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, fhir.DefaultMaxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > fhir.DefaultMaxBytes {
+		return nil, fmt.Errorf("larger than %d bytes", fhir.DefaultMaxBytes)
+	}
+	return b, nil
+}
+
+// fhirFileResult is one file's entry in `acds fhir validate --json`.
+type fhirFileResult struct {
+	File    string                 `json:"file"`
+	Valid   bool                   `json:"valid"`
+	Errors  int                    `json:"errors"`
+	Outcome *fhir.OperationOutcome `json:"outcome"`
+}
+
+func fhirValidate(args []string, e env) int {
+	fs := flag.NewFlagSet("acds fhir validate", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print a JSON array of {file, valid, errors, outcome} (outcome is a FHIR OperationOutcome)")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: acds fhir validate FILE… [--json]")
+		fs.PrintDefaults()
+	}
+	files, err := fhirArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return 2
+	}
+	var results []fhirFileResult
+	code := 0
+	for _, f := range files {
+		data, err := fhirRead(f, e.stdin)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "acds fhir validate: %s: %v\n", f, err)
+			return 2
+		}
+		o := fhir.Validate(data)
+		r := fhirFileResult{File: f, Valid: !o.HasErrors(), Errors: o.ErrorCount(), Outcome: o}
+		results = append(results, r)
+		if !r.Valid {
+			code = 1
+		}
+		if *asJSON {
+			continue
+		}
+		for _, is := range o.Issues {
+			fmt.Fprintf(e.stdout, "%s: %s\n", f, is)
+		}
+		if r.Valid {
+			fmt.Fprintf(e.stdout, "%s: valid FHIR R4\n", f)
+		} else {
+			fmt.Fprintf(e.stdout, "%s: invalid, %d error(s)\n", f, r.Errors)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(results); err != nil {
+			fmt.Fprintf(e.stderr, "acds fhir validate: %v\n", err)
+			return 2
+		}
+	}
+	return code
+}
+
+func fhirFmt(args []string, e env) int {
+	fs := flag.NewFlagSet("acds fhir fmt", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	deid := fs.Bool("deidentify", false, "de-identify (HIPAA Safe Harbor): the fhir_r4_deidentified output format")
+	keyFile := fs.String("key-file", "", "file holding the de-identification HMAC key (at least 32 bytes, used as is); without it a random per-run key is used, so pseudonyms differ between runs")
+	source := fs.String("source", "raw", "source recorded in the Provenance: a portal host, or raw")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]")
+		fs.PrintDefaults()
+	}
+	files, err := fhirArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return 2
+	}
+	if *keyFile != "" && !*deid {
+		fmt.Fprintln(e.stderr, "acds fhir fmt: --key-file only applies with --deidentify")
+		return 2
+	}
+	data, err := fhirRead(files[0], e.stdin)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds fhir fmt: %s: %v\n", files[0], err)
+		return 2
+	}
+	opts := fhir.Options{Format: fhir.FormatR4, Source: *source, Now: time.Now()}
+	if m, err := sim.MeasureSelf(); err == nil {
+		opts.Measurement = hex.EncodeToString(m)
+	}
+	if *deid {
+		opts.Format = fhir.FormatR4Deidentified
+		if *keyFile != "" {
+			k, err := os.ReadFile(*keyFile)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "acds fhir fmt: reading the key: %v\n", err)
+				return 2
+			}
+			if len(k) < 32 {
+				fmt.Fprintf(e.stderr, "acds fhir fmt: the key file %s holds %d bytes; at least 32 are needed\n", *keyFile, len(k))
+				return 2
+			}
+			opts.DeidentKey = k
+		} else {
+			opts.DeidentKey = make([]byte, 32)
+			if _, err := rand.Read(opts.DeidentKey); err != nil {
+				fmt.Fprintf(e.stderr, "acds fhir fmt: %v\n", err)
+				return 2
+			}
+			fmt.Fprintln(e.stderr, "acds fhir fmt: pseudonyms use a random per-run key (pass --key-file for repeatable pseudonyms)")
+		}
+	}
+	out, err := fhir.Process(data, opts)
+	var invalid *fhir.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		for _, is := range invalid.Outcome.Issues {
+			fmt.Fprintf(e.stderr, "%s: %s\n", files[0], is)
+		}
+		fmt.Fprintf(e.stderr, "acds fhir fmt: %s is not valid FHIR R4\n", files[0])
+		return 1
+	case err != nil:
+		fmt.Fprintf(e.stderr, "acds fhir fmt: %v\n", err)
+		return 2
+	}
+	for _, is := range out.Outcome.Issues {
+		if is.Severity == fhir.SeverityWarning && !strings.Contains(is.Diagnostics, "dom-6") {
+			fmt.Fprintf(e.stderr, "%s: %s\n", files[0], is)
+		}
+	}
+	if _, err := e.stdout.Write(append(out.JSON, '\n')); err != nil {
+		return 2
+	}
+	return 0
 }

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runFHIRTest(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"fhir"}, args...), env{
+		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb,
+		getenv: func(string) string { return "" },
+	})
+	return code, out.String(), errb.String()
+}
+
+func writeFHIRFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const goodPatient = `{"resourceType":"Patient","id":"p1","name":[{"family":"Roe","given":["Jane"]}],"gender":"female","birthDate":"1980-04-01"}`
+
+func TestFHIRValidateExitCodes(t *testing.T) {
+	good := writeFHIRFile(t, "good.json", goodPatient)
+	bad := writeFHIRFile(t, "bad.json", `{"resourceType":"Patient","birthDate":"someday"}`)
+
+	if code, out, _ := runFHIRTest(t, "", "validate", good); code != 0 || !strings.Contains(out, "valid FHIR R4") {
+		t.Fatalf("good: exit %d, %s", code, out)
+	}
+	code, out, _ := runFHIRTest(t, "", "validate", good, bad)
+	if code != 1 || !strings.Contains(out, "Patient.birthDate") {
+		t.Fatalf("bad: exit %d, %s", code, out)
+	}
+	if code, _, _ := runFHIRTest(t, "", "validate", filepath.Join(t.TempDir(), "missing.json")); code != 2 {
+		t.Fatalf("missing file: exit %d", code)
+	}
+	if code, _, _ := runFHIRTest(t, "", "validate"); code != 2 {
+		t.Fatalf("no files: exit %d", code)
+	}
+	if code, _, _ := runFHIRTest(t, "", "validate", "--bogus", good); code != 2 {
+		t.Fatalf("bad flag: exit %d", code)
+	}
+	if code, _, _ := runFHIRTest(t, goodPatient, "validate", "-"); code != 0 {
+		t.Fatalf("stdin: exit %d", code)
+	}
+}
+
+func TestFHIRValidateJSON(t *testing.T) {
+	bad := writeFHIRFile(t, "bad.json", `{"resourceType":"Patient","birthDate":"someday"}`)
+	code, out, _ := runFHIRTest(t, "", "validate", bad, "--json")
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	var res []struct {
+		File    string `json:"file"`
+		Valid   bool   `json:"valid"`
+		Outcome struct {
+			ResourceType string `json:"resourceType"`
+			Issue        []struct {
+				Severity   string   `json:"severity"`
+				Expression []string `json:"expression"`
+			} `json:"issue"`
+		} `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(res) != 1 || res[0].Valid || res[0].Outcome.ResourceType != "OperationOutcome" || res[0].Outcome.Issue[0].Expression[0] != "Patient.birthDate" {
+		t.Fatalf("unexpected JSON: %s", out)
+	}
+}
+
+func TestFHIRFmt(t *testing.T) {
+	good := writeFHIRFile(t, "good.json", goodPatient)
+	code, out, errs := runFHIRTest(t, "", "fmt", good)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var b map[string]any
+	if err := json.Unmarshal([]byte(out), &b); err != nil || b["type"] != "collection" {
+		t.Fatalf("not a collection Bundle: %v %s", err, out)
+	}
+	if !strings.Contains(out, `"family":"Roe"`) {
+		t.Fatalf("data missing: %s", out)
+	}
+
+	key := writeFHIRFile(t, "key", strings.Repeat("k", 32))
+	code, d1, _ := runFHIRTest(t, "", "fmt", "--deidentify", "--key-file", key, good)
+	if code != 0 || strings.Contains(d1, "Roe") || strings.Contains(d1, "1980-04-01") {
+		t.Fatalf("deidentify: exit %d: %s", code, d1)
+	}
+	// Same key, same pseudonyms.
+	_, d2, _ := runFHIRTest(t, "", "fmt", good, "--deidentify", "--key-file", key)
+	if pseudo(d1) != pseudo(d2) {
+		t.Fatalf("pseudonyms differ with the same key")
+	}
+	// No key file: a random per-run key, and the tool says so.
+	code, d3, errs := runFHIRTest(t, "", "fmt", "--deidentify", good)
+	if code != 0 || !strings.Contains(errs, "random per-run key") || pseudo(d3) == pseudo(d1) {
+		t.Fatalf("random key: exit %d, %s", code, errs)
+	}
+
+	short := writeFHIRFile(t, "short", "tiny")
+	if code, _, _ := runFHIRTest(t, "", "fmt", "--deidentify", "--key-file", short, good); code != 2 {
+		t.Fatalf("short key: exit %d", code)
+	}
+	bad := writeFHIRFile(t, "bad.json", `{"resourceType":"Patient","birthDate":"someday"}`)
+	if code, _, errs := runFHIRTest(t, "", "fmt", bad); code != 1 || !strings.Contains(errs, "Patient.birthDate") {
+		t.Fatalf("invalid: exit %d %s", code, errs)
+	}
+	if code, _, _ := runFHIRTest(t, "", "fmt"); code != 2 {
+		t.Fatalf("usage: exit %d", code)
+	}
+	if code, _, _ := runFHIRTest(t, "", "nonsense"); code != 2 {
+		t.Fatalf("unknown subcommand: exit %d", code)
+	}
+}
+
+// pseudo extracts the Patient's pseudonymous id from fmt output.
+func pseudo(out string) string {
+	var b struct {
+		Entry []struct {
+			Resource struct {
+				ResourceType string `json:"resourceType"`
+				ID           string `json:"id"`
+			} `json:"resource"`
+		} `json:"entry"`
+	}
+	json.Unmarshal([]byte(out), &b)
+	for _, e := range b.Entry {
+		if e.Resource.ResourceType == "Patient" {
+			return e.Resource.ID
+		}
+	}
+	return ""
+}
