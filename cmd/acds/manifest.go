@@ -2,11 +2,189 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/acds-project/acds/attestation/manifest"
 )
 
-// runManifest is not built yet: it says so and exits 2 rather than pretending.
+// runManifest makes and checks signed reference-value manifests.
+//
+//	acds manifest sign   --key KEY --in DESCRIPTION.json --out SIGNED
+//	acds manifest verify --key PUBKEY --in SIGNED [--json]
+//
+// sign reads a JSON manifest description (see manifest.Description), signs
+// it with the Ed25519 private key in KEY (PEM PKCS #8; created with mode 0600
+// when the file does not exist, and never overwritten) and writes the
+// COSE_Sign1 manifest to SIGNED ("-" for standard output); it prints the
+// publisher's public key (PEM) on standard error so it can be published.
+// verify checks SIGNED against the public key in PUBKEY (PEM, hex or base64)
+// and the current time, and prints the manifest. Exit 0 on success, 1 when
+// the manifest does not verify, 2 on usage errors or unreadable files.
 func runManifest(ctx context.Context, e env) int {
-	fmt.Fprintln(e.stderr, "acds manifest: not available in this build yet")
-	return 2
+	usage := func() {
+		fmt.Fprintln(e.stderr, "usage: acds manifest sign --key KEY --in DESCRIPTION.json --out SIGNED")
+		fmt.Fprintln(e.stderr, "       acds manifest verify --key PUBKEY --in SIGNED [--json]")
+	}
+	if len(e.args) == 0 {
+		usage()
+		return 2
+	}
+	switch e.args[0] {
+	case "sign":
+		return manifestSign(e)
+	case "verify":
+		return manifestVerify(e)
+	case "-h", "--help", "help":
+		usage()
+		return 0
+	default:
+		fmt.Fprintf(e.stderr, "acds manifest: unknown subcommand %q\n", e.args[0])
+		usage()
+		return 2
+	}
+}
+
+func manifestSign(e env) int {
+	flags := flag.NewFlagSet("acds manifest sign", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	keyFile := flags.String("key", "", "Ed25519 private key file (PEM PKCS #8), created with mode 0600 if missing")
+	in := flags.String("in", "", "JSON manifest description")
+	out := flags.String("out", "", `file for the signed manifest ("-" for standard output)`)
+	if err := flags.Parse(e.args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *keyFile == "" || *in == "" || *out == "" || flags.NArg() != 0 {
+		fmt.Fprintln(e.stderr, "acds manifest sign: --key, --in and --out are required")
+		return 2
+	}
+	desc, err := os.ReadFile(*in)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest sign: %v\n", err)
+		return 2
+	}
+	m, err := manifest.ParseDescription(desc)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest sign: %s: %v\n", *in, err)
+		return 2
+	}
+	key, created, err := manifest.LoadOrCreateKey(*keyFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest sign: %v\n", err)
+		return 2
+	}
+	if created {
+		fmt.Fprintf(e.stderr, "acds manifest sign: created a new signing key in %s\n", *keyFile)
+	}
+	signed, err := manifest.Sign(nil, m, key)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest sign: %v\n", err)
+		return 1
+	}
+	if *out == "-" {
+		_, err = e.stdout.Write(signed)
+	} else {
+		err = os.WriteFile(*out, signed, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest sign: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(e.stderr, "acds manifest sign: signed %d profile(s) for %s; publisher key:\n", len(m.Profiles), m.Issuer)
+	e.stderr.Write(manifest.MarshalPublicKey(key.Public().(ed25519.PublicKey)))
+	return 0
+}
+
+func manifestVerify(e env) int {
+	flags := flag.NewFlagSet("acds manifest verify", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	keyFile := flags.String("key", "", "the publisher's Ed25519 public key file (PEM, hex or base64)")
+	in := flags.String("in", "", `signed manifest ("-" for standard input)`)
+	asJSON := flags.Bool("json", false, "print the manifest as a JSON description")
+	if err := flags.Parse(e.args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *keyFile == "" || *in == "" || flags.NArg() != 0 {
+		fmt.Fprintln(e.stderr, "acds manifest verify: --key and --in are required")
+		return 2
+	}
+	pub, err := manifest.ReadPublicKey(*keyFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
+		return 2
+	}
+	var signed []byte
+	if *in == "-" {
+		signed, err = io.ReadAll(io.LimitReader(e.stdin, manifest.MaxSize+1))
+	} else {
+		signed, err = os.ReadFile(*in)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
+		return 2
+	}
+	m, err := manifest.Verify(signed, pub, time.Now())
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
+		return 1
+	}
+	d := describe(m)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(d)
+		return 0
+	}
+	fmt.Fprintf(e.stdout, "VALID manifest from %s, %s to %s\n", d.Issuer, d.NotBefore.Format(time.RFC3339), d.NotAfter.Format(time.RFC3339))
+	names := make([]string, 0, len(d.Profiles))
+	for n := range d.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := d.Profiles[n]
+		fmt.Fprintf(e.stdout, "  %s:\n", n)
+		for _, h := range p.Measurements {
+			fmt.Fprintf(e.stdout, "    measurement %s\n", h)
+		}
+		if t := p.MinimumTCB; t != nil {
+			fmt.Fprintf(e.stdout, "    minimum TCB bootloader=%d tee=%d snp=%d microcode=%d\n", t.Bootloader, t.TEE, t.SNP, t.Microcode)
+		}
+	}
+	for _, k := range d.NotaryKeys {
+		fmt.Fprintf(e.stdout, "  notary key %s\n", k)
+	}
+	return 0
+}
+
+// describe turns a manifest back into its JSON description form.
+func describe(m *manifest.Manifest) manifest.Description {
+	d := manifest.Description{Issuer: m.Issuer, NotBefore: m.NotBefore, NotAfter: m.NotAfter, Profiles: map[string]manifest.ProfileDescription{}}
+	for n, p := range m.Profiles {
+		var pd manifest.ProfileDescription
+		for _, x := range p.Measurements {
+			pd.Measurements = append(pd.Measurements, hex.EncodeToString(x))
+		}
+		pd.MinimumTCB = p.MinimumTCB
+		d.Profiles[n] = pd
+	}
+	for _, k := range m.NotaryKeys {
+		d.NotaryKeys = append(d.NotaryKeys, base64.StdEncoding.EncodeToString(k))
+	}
+	return d
 }

@@ -1,12 +1,262 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/manifest"
+	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/verify"
 )
 
-// runVerify is not built yet: it says so and exits 2 rather than pretending.
+// runVerify checks an attestation bundle offline (DESIGN §8).
+//
+//	acds verify BUNDLE [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--output FILE] [--json]
+//
+// BUNDLE is a file holding the bundle as base64 or raw CBOR, or "-" for
+// standard input. --policy is a signed manifest (checked with the
+// publisher's Ed25519 public key from --manifest-key) or an unsigned JSON
+// manifest description the caller vouches for. Without --policy the
+// expected code hash is this binary's (what `acds measure` prints) and no
+// notary key is trusted. --allow-simulated accepts sev-snp-sim bundles, the
+// simulated root they carry and the notary key their signed claims name.
+// Exit 0 valid, 1 invalid, 2 usage error or unreadable input.
 func runVerify(ctx context.Context, e env) int {
-	fmt.Fprintln(e.stderr, "acds verify: not available in this build yet")
-	return 2
+	flags := flag.NewFlagSet("acds verify", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	policyFile := flags.String("policy", "", "reference-value manifest: signed (with --manifest-key) or a JSON description")
+	manifestKey := flags.String("manifest-key", "", "Ed25519 public key file of the manifest publisher (PEM, hex or base64)")
+	allowSim := flags.Bool("allow-simulated", false, "accept the simulated enclave (development servers): its carried root and claimed notary key")
+	outputFile := flags.String("output", "", "the output the bundle attests; its SHA-256 must be the attested outputDigest")
+	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object")
+	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT)")
+	flags.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: acds verify BUNDLE|- [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--output FILE] [--json]")
+		fmt.Fprintln(e.stderr, "       acds verify --server https://HOST:PORT [--policy FILE] [--allow-simulated] [--json]")
+		flags.PrintDefaults()
+	}
+	args, err := parseInterspersed(flags, e.args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *server != "" {
+		fmt.Fprintln(e.stderr, "acds verify: --server (attested TLS, issue 7) is not available in this build yet")
+		return 2
+	}
+	if len(args) != 1 {
+		flags.Usage()
+		return 2
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "acds verify: "+format+"\n", a...)
+		return 2
+	}
+
+	bundle, err := readBundle(args[0], e.stdin)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var output []byte
+	if *outputFile != "" {
+		if output, err = os.ReadFile(*outputFile); err != nil {
+			return fail("--output: %v", err)
+		}
+	}
+
+	p := verify.Policy{Now: time.Now}
+	var notes []string
+	if *policyFile != "" {
+		m, note, err := loadPolicyManifest(*policyFile, *manifestKey)
+		if err != nil {
+			return fail("--policy: %v", err)
+		}
+		p.Manifest = m
+		if note != "" {
+			notes = append(notes, note)
+		}
+	} else {
+		if *manifestKey != "" {
+			return fail("--manifest-key needs --policy")
+		}
+		self, err := sim.MeasureSelf()
+		if err != nil {
+			return fail("%v", err)
+		}
+		p.Measurements = map[string][][]byte{attestation.ProfileSEVSNPSim: {self}}
+		notes = append(notes, "no --policy: expecting this acds binary's code hash "+hex.EncodeToString(self))
+	}
+	if *allowSim {
+		p.AllowSimulation = true
+		p.UnsafeTrustClaimedNotaryKey = true
+	}
+
+	v := verify.New(p)
+	var res *verify.Result
+	if output != nil {
+		res, err = v.VerifyOutput(bundle, output)
+	} else {
+		res, err = v.Verify(bundle)
+	}
+	if err != nil {
+		return fail("%v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res.Response()); err != nil {
+			return fail("%v", err)
+		}
+	} else {
+		printResult(e.stdout, res, notes)
+	}
+	if res.Valid {
+		return 0
+	}
+	return 1
+}
+
+// parseInterspersed parses flags that may follow positional arguments, as
+// in `acds verify bundle.b64 --json`. "--" ends the flags.
+func parseInterspersed(flags *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := flags.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := flags.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// readBundle reads BUNDLE ("-" is stdin) and returns the CBOR bytes,
+// decoding base64 (standard or URL alphabet, whitespace ignored) when the
+// input is not raw CBOR.
+func readBundle(name string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader
+	if name == "-" {
+		r = stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	limit := int64(attestation.MaxBundleSize)*4/3 + 4096
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than any bundle (%d bytes)", name, attestation.MaxBundleSize)
+	}
+	if len(data) > 0 && data[0] >= 0xa0 && data[0] <= 0xbf {
+		return data, nil // a CBOR map: raw bundle
+	}
+	text := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
+			return -1
+		}
+		return r
+	}, string(data))
+	text = strings.TrimPrefix(strings.Trim(text, `"`), "base64:")
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(text); err == nil && len(b) > 0 {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("%s is neither raw CBOR nor base64", name)
+}
+
+// loadPolicyManifest reads --policy: a signed manifest verified with the
+// key in keyFile, or (without a key) a JSON manifest description.
+func loadPolicyManifest(path, keyFile string) (*manifest.Manifest, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		if keyFile != "" {
+			return nil, "", fmt.Errorf("%s is an unsigned JSON description; --manifest-key applies to signed manifests", path)
+		}
+		m, err := manifest.ParseDescription(data)
+		if err != nil {
+			return nil, "", err
+		}
+		return m, "policy " + path + " is an unsigned manifest description (trusted as given)", nil
+	}
+	if keyFile == "" {
+		return nil, "", fmt.Errorf("%s is a signed manifest: give the publisher's public key with --manifest-key", path)
+	}
+	pub, err := manifest.ReadPublicKey(keyFile)
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := manifest.Verify(data, pub, time.Now())
+	if err != nil {
+		return nil, "", err
+	}
+	return m, "policy " + path + " signed by " + m.Issuer, nil
+}
+
+func printResult(w io.Writer, r *verify.Result, notes []string) {
+	verdict := "INVALID"
+	if r.Valid {
+		verdict = "VALID"
+	}
+	fmt.Fprintln(w, verdict)
+	line := func(k, v string) { fmt.Fprintf(w, "  %-18s %s\n", k+":", v) }
+	resp := r.Response()
+	d := resp.Details
+	line("profile", d.Profile)
+	line("measurement", d.Measurement)
+	if r.Claims != nil {
+		line("requestId", d.RequestID)
+		line("issuedAt", d.IssuedAt.Format(time.RFC3339))
+		line("outputDigest", d.OutputDigest)
+		src := d.Source
+		if d.PortalHost != "" {
+			src += " (" + d.PortalHost + ")"
+		}
+		line("source", src)
+	}
+	line("teeQuoteVerified", fmt.Sprint(resp.TEEQuoteVerified))
+	line("enclaveHashMatch", fmt.Sprint(resp.EnclaveHashMatch))
+	mpc := fmt.Sprint(resp.MPCTLSVerified)
+	if r.Claims != nil && r.Claims.Source.Kind == attestation.SourceRaw {
+		mpc += " (does not apply: raw submission)"
+	}
+	line("mpcTlsVerified", mpc)
+	line("certsValidNow", fmt.Sprint(r.CertificatesValidNow))
+	if r.OutputChecked {
+		line("outputChecked", "true")
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, reason := range d.Reasons {
+		fmt.Fprintf(w, "  - %s\n", reason)
+	}
 }
