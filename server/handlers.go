@@ -167,7 +167,8 @@ func isJSONObject(b []byte) bool {
 
 func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	var req acds.ProcessRequest
-	if p := decodeBody(w, r, s.cfg.MaxProcessBody, &req, false); p != nil {
+	raw, p := readBody(w, r, s.cfg.MaxProcessBody, &req, false)
+	if p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -202,12 +203,9 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	input, err := marshal(processInput{OutputFormat: req.OutputFormat, Bundle: req.Bundle})
-	if err != nil {
-		writeProblem(w, fieldProblem("bundle", "must be valid JSON"))
-		return
-	}
-	s.accept(w, r, acds.KindProcess, input, nil, "")
+	// The body, already checked to be exactly a ProcessRequest, is stored
+	// as is: no second encoding pass over a bundle of up to 32 MiB.
+	s.accept(w, r, acds.KindProcess, raw, nil, "")
 }
 
 func invalidFHIRProblem(e *InvalidFHIRError) *acds.Problem {

@@ -140,7 +140,7 @@ func (h *harness) allBodies() string {
 	return strings.Join(h.bodies, "\n")
 }
 
-func decode[T any](t *testing.T, b []byte) T {
+func decode[T any](t testing.TB, b []byte) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(b, &v); err != nil {

@@ -92,34 +92,45 @@ func checkJSONContentType(r *http.Request, optional bool) *acds.Problem {
 // detected without reading the body whole. An empty body is allowed when
 // optional is true (dst keeps its zero value).
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, optional bool) *acds.Problem {
+	_, p := readBody(w, r, limit, dst, optional)
+	return p
+}
+
+// readBody is decodeBody that also returns the body's bytes, as read.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, optional bool) ([]byte, *acds.Problem) {
 	if p := checkJSONContentType(r, optional); p != nil {
-		return p
+		return nil, p
 	}
 	if r.ContentLength > limit {
-		return tooLarge(limit)
+		return nil, tooLarge(limit)
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
-	if errors.Is(err, io.EOF) && optional {
-		return nil
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
 	}
-	if err == nil {
-		// Exactly one JSON value: anything but whitespace after it is an error.
-		var extra json.RawMessage
-		if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
-			var mbe *http.MaxBytesError
-			if errors.As(err2, &mbe) {
-				return tooLarge(limit)
-			}
-			p := acds.NewProblem(acds.ProblemInvalidRequest, "the body must hold exactly one JSON object; trailing data after it")
-			p.Errors = []acds.FieldError{{Field: "", Message: "trailing data after the JSON object"}}
-			return p
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(limit)
 		}
-		return nil
+		return nil, acds.NewProblem(acds.ProblemInvalidJSON, "the body could not be read")
 	}
-	return decodeProblem(err, limit, reflect.TypeOf(dst))
+	body := buf.Bytes()
+	if len(bytes.TrimSpace(body)) == 0 && optional {
+		return body, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return nil, decodeProblem(err, limit, reflect.TypeOf(dst))
+	}
+	// Exactly one JSON value: anything but whitespace after it is an error.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
+		p := acds.NewProblem(acds.ProblemInvalidRequest, "the body must hold exactly one JSON object; trailing data after it")
+		p.Errors = []acds.FieldError{{Field: "", Message: "trailing data after the JSON object"}}
+		return nil, p
+	}
+	return body, nil
 }
 
 func tooLarge(limit int64) *acds.Problem {

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -26,6 +25,7 @@ type Server struct {
 	started  time.Time
 	instance string // random id of this Server, prefix of its worker ids
 
+	sessions    *sessionCache
 	tokenLimits *limiterSet
 	addrLimits  *limiterSet
 	handler     http.Handler
@@ -56,6 +56,7 @@ func New(cfg Config) (*Server, error) {
 		instance: hex.EncodeToString(id[:]),
 		wake:     make(chan struct{}, max(c.Workers, 1)),
 	}
+	s.sessions = newSessionCache(100_000)
 	tokenBurst := int(2 * c.RateLimit)
 	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
 	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
@@ -181,14 +182,14 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "the Authorization header is not a well-formed ACDS bearer token"))
 			return
 		}
-		sess, err := s.cfg.Store.SessionByTokenHash(r.Context(), hash)
 		now := s.cfg.Now()
-		if err != nil || subtle.ConstantTimeCompare(sess.TokenHash, hash) != 1 || !now.Before(sess.ExpiresAt) {
-			if err != nil && !isNotFound(err) {
-				s.log.Error("session lookup failed", "err", err)
-				writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the session store is unavailable"))
-				return
-			}
+		owner, found, err := s.lookupSession(r.Context(), hash, now)
+		if err != nil {
+			s.log.Error("session lookup failed", "err", err)
+			writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the session store is unavailable"))
+			return
+		}
+		if !found {
 			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "the token is unknown or expired"))
 			return
 		}
@@ -198,7 +199,7 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 			writeProblem(w, p)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), ownerKey, ownerOfSessionKey(sess.Pseudonym))))
+		h(w, r.WithContext(context.WithValue(r.Context(), ownerKey, owner)))
 	}
 }
 

@@ -1,0 +1,158 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/server/servertest"
+)
+
+// BenchmarkProcessAccept drives POST /v1/process over real HTTP on loopback
+// with 32 concurrent clients, each posting a 16 KB FHIR Bundle, against a
+// server on the SQLite store (WAL, synchronous=FULL: every 202 is on disk).
+// In the same run it drives a bare net/http handler that reads the same
+// body and answers 202, and reports for both the accepted requests/s and
+// the p50/p99 accept latency, and the throughput ratio acds/bare.
+//
+// Workers are off (Workers: -1) so the figure is the accept path alone;
+// rate limiting is off as with `acds serve --rate-limit 0`. Run it with:
+//
+//	go test ./server -run '^$' -bench ProcessAccept -benchtime 2000x
+//
+// Goals: ratio ≥ 0.40, p99 ≤ 25 ms.
+func BenchmarkProcessAccept(b *testing.B) {
+	const clients = 32
+	body := bundleOfSize(16 << 10)
+
+	// The ACDS server on SQLite.
+	st := openSQLite(b, filepath.Join(b.TempDir(), "bench.db"))
+	defer st.Close()
+	srv, err := server.New(server.Config{Store: st, Pipeline: &servertest.Pipeline{}, Enclave: servertest.NewEnclave(), Workers: -1, RateLimit: -1, AuthRateLimit: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	acdsTS := httptest.NewServer(srv.Handler())
+	defer acdsTS.Close()
+
+	// The bare baseline: read the body, answer 202.
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"requestId":"00000000-0000-4000-8000-000000000000","status":"processing"}`)
+	}))
+	defer bare.Close()
+
+	hc := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients,
+		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+	}}
+	tokens := make([]string, clients)
+	for i := range tokens {
+		resp, err := hc.Post(acdsTS.URL+"/v1/auth/anon", "application/json", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens[i] = decode[acds.Session](b, mustRead(b, resp)).Token
+	}
+
+	n := b.N
+	bareRate, bareP50, bareP99 := drive(b, hc, bare.URL+"/v1/process", nil, body, n, clients)
+	b.ResetTimer()
+	rate, p50, p99 := drive(b, hc, acdsTS.URL+"/v1/process", tokens, body, n, clients)
+	b.StopTimer()
+
+	b.ReportMetric(rate, "req/s")
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(bareRate, "bare-req/s")
+	b.ReportMetric(float64(bareP50.Microseconds())/1000, "bare-p50-ms")
+	b.ReportMetric(float64(bareP99.Microseconds())/1000, "bare-p99-ms")
+	b.ReportMetric(rate/bareRate, "ratio")
+}
+
+// drive sends n POSTs from `clients` goroutines and returns the rate and
+// the p50/p99 latency. Any answer but 202 fails the benchmark.
+func drive(b *testing.B, hc *http.Client, url string, tokens []string, body []byte, n, clients int) (float64, time.Duration, time.Duration) {
+	var next atomic.Int64
+	lat := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	start := time.Now()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || failed.Load() != nil {
+					return
+				}
+				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				if tokens != nil {
+					req.Header.Set("Authorization", "Bearer "+tokens[c])
+				}
+				t0 := time.Now()
+				resp, err := hc.Do(req)
+				if err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				lat[i] = time.Since(t0)
+				if resp.StatusCode != http.StatusAccepted {
+					failed.Store(fmt.Sprintf("status %d", resp.StatusCode))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if f := failed.Load(); f != nil {
+		b.Fatalf("%s: %v", url, f)
+	}
+	slices.Sort(lat)
+	return float64(n) / elapsed.Seconds(), lat[n*50/100], lat[min(n-1, n*99/100)]
+}
+
+func mustRead(b testing.TB, resp *http.Response) []byte {
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// bundleOfSize returns a process request body of about size bytes: a FHIR
+// collection Bundle of Observations.
+func bundleOfSize(size int) []byte {
+	var sb strings.Builder
+	sb.WriteString(`{"outputFormat":"fhir_r4","bundle":{"resourceType":"Bundle","type":"collection","entry":[`)
+	for i := 0; sb.Len() < size-200; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"fullUrl":"urn:uuid:00000000-0000-4000-8000-%012d","resource":{"resourceType":"Observation","id":"o%d","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"8867-4","display":"Heart rate"}]},"subject":{"reference":"Patient/p1"},"valueQuantity":{"value":%d,"unit":"/min"}}}`, i, i, 60+i%40)
+	}
+	sb.WriteString(`]}}`)
+	return []byte(sb.String())
+}
