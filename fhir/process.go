@@ -136,6 +136,11 @@ func Process(input []byte, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if count < 2 {
+		outcome.Issues = append(outcome.Issues, Issue{Severity: SeverityError, Code: "required",
+			Diagnostics: "the input holds no resources to process", Expression: []string{"Bundle.entry"}})
+		return nil, &InvalidError{Outcome: outcome}
+	}
 	buf, err := appendCanonical(make([]byte, 0, len(input)+len(input)/8), &out)
 	if err != nil {
 		return nil, fmt.Errorf("fhir: encoding output: %w", err)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# FHIR checks (issue 3): the generated fhir/spec tables are current, and the
+# fhir package's fuzz targets survive a short run. Runs from the repo root.
+set -euo pipefail
+
+# 1. Regenerate fhir/spec from the official R4 definitions; fail on any diff.
+if ! command -v npm >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq npm >/dev/null
+fi
+./scripts/fetch-fhir-defs.sh
+go run ./internal/fhirgen/spec -defs .fhir-defs/package -out fhir/spec/tables.go
+if ! git diff --exit-code --stat -- fhir/spec; then
+  echo "fhir/spec is stale: run go generate ./fhir/spec and commit the result" >&2
+  exit 1
+fi
+
+# 2. Short fuzz runs (the seed corpora already replay in go test).
+go test -run '^$' -fuzz '^FuzzValidate$' -fuzztime 45s ./fhir/
+go test -run '^$' -fuzz '^FuzzProcess$' -fuzztime 45s ./fhir/
