@@ -2,11 +2,428 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/sevsnp"
+	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/verify"
 )
 
-// runServe is not built yet: it says so and exits 2 rather than pretending.
+// serveFlags are the flags of `acds serve` (DESIGN §8; stable API).
+type serveFlags struct {
+	addr                string
+	dataDir             string
+	store               string
+	notary              string
+	notaryKey           string
+	portalCA            string
+	allowPrivatePortals bool
+	workers             int
+	rateLimit           float64
+	tls                 bool
+	logLevel            string
+}
+
+func parseServeFlags(e env) (*serveFlags, error) {
+	fs := flag.NewFlagSet("acds serve", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	f := &serveFlags{}
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free port)")
+	fs.StringVar(&f.dataDir, "data-dir", "./acds-data", "directory for the SQLite store and the simulated enclave's keys (created 0700)")
+	fs.StringVar(&f.store, "store", "", "store: empty or \"sqlite\" for <data-dir>/acds.db, \"sqlite:PATH\", or a postgres://… DSN shared by replicas")
+	fs.StringVar(&f.notary, "notary", "", "MPC-TLS notary: empty for the in-process notary, or host:port of an `acds notary`")
+	fs.StringVar(&f.notaryKey, "notary-key", "", "file with the trusted public key of the external notary (required with --notary host:port)")
+	fs.StringVar(&f.portalCA, "portal-ca", "", "PEM file of extra root certificates trusted for portals")
+	fs.BoolVar(&f.allowPrivatePortals, "allow-private-portals", false, "allow portals on loopback, private and link-local addresses (development only)")
+	fs.IntVar(&f.workers, "workers", 2*runtime.NumCPU(), "requests processed concurrently")
+	fs.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second per token; 0 turns the limit off (load tests)")
+	fs.BoolVar(&f.tls, "tls", false, "serve HTTPS with the enclave's attested TLS key")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "usage: acds serve [flags]")
+		fmt.Fprintln(e.stderr)
+		fmt.Fprintln(e.stderr, "Serves the ACDS v1 API, prints one line with the listen address once ready,")
+		fmt.Fprintln(e.stderr, "and drains in-flight requests on SIGTERM or interrupt.")
+		fmt.Fprintln(e.stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(e.args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if _, _, err := net.SplitHostPort(f.addr); err != nil {
+		return nil, fmt.Errorf("--addr %q: %w", f.addr, err)
+	}
+	if f.workers < 1 {
+		return nil, fmt.Errorf("--workers must be at least 1")
+	}
+	if f.rateLimit < 0 {
+		return nil, fmt.Errorf("--rate-limit must not be negative")
+	}
+	if _, err := parseLogLevel(f.logLevel); err != nil {
+		return nil, err
+	}
+	switch {
+	case f.store == "", f.store == "sqlite", strings.HasPrefix(f.store, "sqlite:"),
+		strings.HasPrefix(f.store, "postgres://"), strings.HasPrefix(f.store, "postgresql://"):
+	default:
+		return nil, fmt.Errorf("--store must be empty, \"sqlite\", \"sqlite:PATH\" or a postgres:// DSN")
+	}
+	if f.notary != "" {
+		if _, _, err := net.SplitHostPort(f.notary); err != nil {
+			return nil, fmt.Errorf("--notary %q: want host:port: %w", f.notary, err)
+		}
+		if f.notaryKey == "" {
+			return nil, fmt.Errorf("--notary needs --notary-key (the external notary's public key file)")
+		}
+	}
+	if f.notaryKey != "" {
+		if _, err := os.Stat(f.notaryKey); err != nil {
+			return nil, fmt.Errorf("--notary-key: %w", err)
+		}
+	}
+	if f.portalCA != "" {
+		pem, err := os.ReadFile(f.portalCA)
+		if err != nil {
+			return nil, fmt.Errorf("--portal-ca: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--portal-ca %s: no PEM certificate in it", f.portalCA)
+		}
+	}
+	return f, nil
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// runServe runs the API server until ctx ends (SIGTERM or interrupt), then
+// drains: it stops accepting connections, lets in-flight HTTP requests and
+// worker attempts finish (up to 30 s; unfinished attempts are re-claimed
+// after a restart), and closes the store. Exit codes: 0 after a clean
+// drain, 1 on a runtime failure, 2 on bad flags.
 func runServe(ctx context.Context, e env) int {
-	fmt.Fprintln(e.stderr, "acds serve: not available in this build yet")
-	return 2
+	f, err := parseServeFlags(e)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds serve: %v\n", err)
+		return 2
+	}
+	level, _ := parseLogLevel(f.logLevel)
+	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	if err := serve(ctx, f, e.stdout, log); err != nil {
+		log.Error("acds serve failed", "err", err)
+		fmt.Fprintf(e.stderr, "acds serve: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logger) error {
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	st, where, err := openStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	encl, err := sim.Open(ctx, filepath.Join(f.dataDir, "enclave"), attestation.Options{TLS: f.tls})
+	if err != nil {
+		return fmt.Errorf("enclave: %w", err)
+	}
+	deidKey, err := deidentificationKey(encl, filepath.Join(f.dataDir, "deidentify.key.sealed"))
+	if err != nil {
+		return err
+	}
+	ver, err := newVerifier(encl)
+	if err != nil {
+		return err
+	}
+	cfg := server.Config{
+		Store:               st,
+		Pipeline:            fhirPipeline{key: deidKey},
+		Enclave:             enclaveSeam{encl},
+		Verifier:            ver,
+		Fetcher:             nil, // portal fetching (internal/portal, MPC-TLS prover) is not in this build
+		Logger:              log,
+		Workers:             f.workers,
+		RateLimit:           f.rateLimit,
+		AllowPrivatePortals: f.allowPrivatePortals,
+	}
+	if f.rateLimit == 0 {
+		cfg.RateLimit = -1
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "version", acds.Version, "store", where, "enclave", encl.Profile(),
+		"measurement", hex.EncodeToString(encl.Measurement()), "workers", f.workers)
+	log.Warn("portal fetching is not available in this build: POST /v1/fetch-and-attest requests are accepted and end failed with unavailable",
+		"notary", notaryDesc(f.notary), "portal_ca", f.portalCA != "")
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		_ = srv.Close(context.Background())
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if f.tls {
+		cert, err := attestedCertificate(encl)
+		if err != nil {
+			_ = ln.Close()
+			_ = srv.Close(context.Background())
+			return err
+		}
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+		scheme = "https"
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "acds %s serving on %s://%s\n", acds.Version, scheme, ln.Addr())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: draining in-flight requests")
+	case serveErr = <-errc:
+	}
+	drain, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(drain); err != nil {
+		log.Warn("HTTP shutdown incomplete", "err", err)
+	}
+	if err := srv.Close(drain); err != nil {
+		log.Warn("workers did not finish in time; their requests will be re-claimed", "err", err)
+	}
+	log.Info("stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+func notaryDesc(n string) string {
+	if n == "" {
+		return "in-process"
+	}
+	return n
+}
+
+func openStore(ctx context.Context, f *serveFlags) (store.Store, string, error) {
+	switch {
+	case strings.HasPrefix(f.store, "postgres://"), strings.HasPrefix(f.store, "postgresql://"):
+		st, err := store.OpenPostgres(ctx, f.store)
+		if err != nil {
+			return nil, "", fmt.Errorf("store: %w", err)
+		}
+		return st, "postgres", nil
+	default:
+		path := filepath.Join(f.dataDir, "acds.db")
+		if p, ok := strings.CutPrefix(f.store, "sqlite:"); ok {
+			path = p
+		}
+		st, err := store.OpenSQLite(ctx, path)
+		if err != nil {
+			return nil, "", fmt.Errorf("store: %w", err)
+		}
+		return st, "sqlite:" + path, nil
+	}
+}
+
+// deidentificationKey returns the 32-byte HMAC key for de-identification
+// pseudonyms. It is made once per installation and kept in path sealed by
+// the enclave, so the same installation pseudonymises consistently and the
+// key is never at rest in the clear.
+func deidentificationKey(e *attestation.Enclave, path string) ([]byte, error) {
+	const ad = "acds/v1/deidentification-key"
+	if sealed, err := os.ReadFile(path); err == nil {
+		key, err := e.Open(sealed, []byte(ad))
+		if err != nil {
+			return nil, fmt.Errorf("de-identification key %s: %w", path, err)
+		}
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("de-identification key: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	sealed, err := e.Seal(key, []byte(ad))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, sealed, 0o600); err != nil {
+		return nil, fmt.Errorf("de-identification key: %w", err)
+	}
+	return key, nil
+}
+
+// fhirPipeline is the server.Pipeline of package fhir.
+type fhirPipeline struct{ key []byte }
+
+func (p fhirPipeline) Check(ctx context.Context, input []byte) error {
+	if oo := fhir.Validate(input); oo != nil && oo.ErrorCount() > 0 {
+		return invalidFHIR(&fhir.InvalidError{Outcome: oo})
+	}
+	return nil
+}
+
+func (p fhirPipeline) Process(ctx context.Context, input []byte, o server.ProcessOptions) (*server.Output, error) {
+	out, err := fhir.Process(input, fhir.Options{Format: o.Format, Source: o.Source, Measurement: o.Measurement, Now: o.Now, DeidentKey: p.key})
+	var inv *fhir.InvalidError
+	if errors.As(err, &inv) {
+		return nil, invalidFHIR(inv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &server.Output{JSON: out.JSON, Digest: out.Digest}, nil
+}
+
+func invalidFHIR(e *fhir.InvalidError) error {
+	oo, err := e.Outcome.MarshalJSON()
+	if err != nil {
+		oo = nil
+	}
+	return &server.InvalidFHIRError{Detail: fmt.Sprintf("%d errors", e.Outcome.ErrorCount()), OperationOutcome: oo}
+}
+
+// enclaveSeam is the server.Enclave of an attestation.Enclave.
+type enclaveSeam struct{ e *attestation.Enclave }
+
+func (s enclaveSeam) Profile() string     { return s.e.Profile() }
+func (s enclaveSeam) Measurement() string { return hex.EncodeToString(s.e.Measurement()) }
+func (s enclaveSeam) Seal(p, ad []byte) ([]byte, error) {
+	return s.e.Seal(p, ad)
+}
+func (s enclaveSeam) Unseal(c, ad []byte) ([]byte, error) { return s.e.Open(c, ad) }
+
+func (s enclaveSeam) Attest(ctx context.Context, c server.Claims) ([]byte, error) {
+	claims := attestation.Claims{RequestID: c.RequestID, OutputFormat: c.OutputFormat, OutputDigest: c.OutputDigest,
+		IssuedAt: c.IssuedAt, Source: attestation.Source{Kind: c.Source, InputDigest: c.InputDigest}}
+	for range c.NotaryStatements {
+		claims.Source.Sessions = append(claims.Source.Sessions, attestation.Session{RequestLine: c.RequestLine, Host: c.Host})
+	}
+	return s.e.Attest(ctx, claims, c.NotaryStatements)
+}
+
+func (s enclaveSeam) BootEvidence() acds.Attestation {
+	b := s.e.BootEvidence()
+	a := acds.Attestation{Profile: b.Profile, Measurement: hex.EncodeToString(s.e.Measurement()),
+		Evidence: b.Evidence, Certificates: [][]byte{}, SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce}
+	if ev, err := sevsnp.ParseEvidence(b.Evidence); err == nil {
+		for _, c := range [][]byte{ev.VCEK, ev.ASK, ev.ARK} {
+			if len(c) > 0 {
+				a.Certificates = append(a.Certificates, c)
+			}
+		}
+	}
+	return a
+}
+
+// verifierSeam is the server.Verifier of package verify, trusting this
+// server's own enclave (its measurement and, for the simulated profile,
+// its installation's root). For trust that does not depend on the server,
+// verify offline with `acds verify`.
+type verifierSeam struct{ v *verify.Verifier }
+
+func newVerifier(e *attestation.Enclave) (verifierSeam, error) {
+	p, err := verify.TrustEnclave(verify.Policy{}, e.BootEvidence(), e.Measurement())
+	if err != nil {
+		return verifierSeam{}, fmt.Errorf("verifier policy: %w", err)
+	}
+	return verifierSeam{verify.New(p)}, nil
+}
+
+func (s verifierSeam) Verify(ctx context.Context, bundle, output []byte) (*acds.VerifyResponse, error) {
+	var (
+		r   *verify.Result
+		err error
+	)
+	if output != nil {
+		r, err = s.v.VerifyOutput(bundle, output)
+	} else {
+		r, err = s.v.Verify(bundle)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", server.ErrMalformedBundle, err)
+	}
+	resp := r.Response()
+	return &resp, nil
+}
+
+// attestedCertificate makes a self-signed certificate for the enclave's
+// attested TLS key. Clients trust it by checking that its public key is the
+// TLS key bound in the boot evidence (GET /v1/attestation), not by a CA.
+func attestedCertificate(e *attestation.Enclave) (tls.Certificate, error) {
+	signer := e.TLSSigner()
+	if signer == nil {
+		return tls.Certificate{}, errors.New("tls: the enclave has no TLS key")
+	}
+	if _, ok := signer.Public().(*ecdsa.PublicKey); !ok {
+		return tls.Certificate{}, errors.New("tls: the enclave TLS key is not ECDSA")
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "acds attested enclave"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, signer.Public(), signer)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: signer}, nil
 }

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/client"
+)
+
+// lockedBuffer collects stderr (the logs) safely.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var readyRE = regexp.MustCompile(`^acds \d+\.\d+\.\d+ serving on (https?://127\.0\.0\.1:\d+)$`)
+
+// startServe runs `acds serve` in-process on a free loopback port and
+// returns its base URL once the ready line is printed, the logs, and a
+// stop function that cancels (as SIGTERM does) and returns the exit code.
+func startServe(t *testing.T, args ...string) (string, *lockedBuffer, func() int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	logs := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		code := runServe(ctx, env{args: args, stdout: pw, stderr: logs, getenv: func(string) string { return "" }})
+		pw.Close()
+		done <- code
+	}()
+	lines := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var base string
+	select {
+	case l, ok := <-lines:
+		m := readyRE.FindStringSubmatch(l)
+		if !ok || m == nil {
+			cancel()
+			t.Fatalf("ready line = %q (ok %v); logs:\n%s", l, ok, logs)
+		}
+		base = m[1]
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatalf("no ready line; logs:\n%s", logs)
+	}
+	stopped := false
+	var code int
+	stop := func() int {
+		if !stopped {
+			stopped = true
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(40 * time.Second):
+				t.Fatal("acds serve did not stop after cancellation")
+			}
+			for l := range lines {
+				t.Errorf("unexpected extra stdout line %q", l)
+			}
+		}
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return base, logs, stop
+}
+
+func TestServeFullFlow(t *testing.T) {
+	dir := t.TempDir()
+	base, logs, stop := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir, "--workers", "2", "--log-level", "debug")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.New(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Health(ctx)
+	if err != nil || h.Status != "healthy" || h.Enclave != "sev-snp-sim" || h.Version != acds.Version {
+		t.Fatalf("health = %+v, %v", h, err)
+	}
+	if a, err := c.Attestation(ctx); err != nil || a.Profile != "sev-snp-sim" || len(a.Certificates) == 0 || len(a.SigningKey) == 0 {
+		t.Fatalf("attestation = %+v, %v", a, err)
+	}
+	const passphrase = "serve-test PASSPHRASE 4471"
+	sess, err := c.Anon(ctx, passphrase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.WithToken(sess.Token)
+	in := []byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:5a8e7f1c-4a4b-4d9e-9c1e-1b2a3c4d5e6f","resource":{"resourceType":"Patient","id":"p1","name":[{"family":"Chalmers","given":["Peter"]}],"gender":"male","birthDate":"1974-12-25"}}]}`)
+	for _, format := range []string{acds.OutputFHIRR4, acds.OutputFHIRR4Deidentified} {
+		acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: in, OutputFormat: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := c.Wait(ctx, acc.RequestID)
+		if err != nil || rec.Status != acds.StatusCompleted {
+			t.Fatalf("%s: %+v %+v %v", format, rec, rec.Error, err)
+		}
+		sum := sha256.Sum256(rec.Result.Output)
+		if rec.Result.OutputDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+			t.Fatalf("digest mismatch")
+		}
+		if format == acds.OutputFHIRR4Deidentified && strings.Contains(string(rec.Result.Output), "Chalmers") {
+			t.Fatalf("de-identified output contains the family name")
+		}
+		v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+		if err != nil || !v.Valid || !v.TEEQuoteVerified || !v.EnclaveHashMatch || v.Details.RequestID != acc.RequestID || v.Details.Source != acds.SourceRaw {
+			t.Fatalf("verify = %+v, %v", v, err)
+		}
+	}
+	// Invalid FHIR is refused at acceptance.
+	_, err = c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(`{"resourceType":"Patient","gender":"robot"}`), OutputFormat: acds.OutputFHIRR4})
+	var p *acds.Problem
+	if !errors.As(err, &p) || p.Code() != acds.ProblemInvalidFHIR || len(p.OperationOutcome) == 0 {
+		t.Fatalf("invalid FHIR: %v", err)
+	}
+	// fetch-and-attest is accepted and fails honestly: no portal fetching in this build.
+	fa, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemDemo, PortalURL: "https://portal.example",
+		RecordID: "1", Credentials: acds.Credentials{Username: "serve-USER-9931", Password: "serve-PASSWORD-5517"}, OutputFormat: acds.OutputFHIRR4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Wait(ctx, fa.RequestID)
+	if err != nil || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemUnavailable {
+		t.Fatalf("fetch = %+v %v", rec, err)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d; logs:\n%s", code, logs)
+	}
+	l := logs.String()
+	for _, secret := range []string{passphrase, sess.Token, sess.Token[5:], "serve-USER-9931", "serve-PASSWORD-5517"} {
+		if strings.Contains(l, secret) {
+			t.Errorf("logs contain the secret %q", secret)
+		}
+	}
+	if !strings.Contains(l, `"msg":"stopped"`) {
+		t.Errorf("no drain in the logs:\n%s", l)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "acds.db")); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("store file: %v %v", fi, err)
+	}
+
+	// A restart on the same data dir keeps sessions and requests.
+	base, _, stop = startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir)
+	c2, _ := client.New(base, &client.Options{Token: sess.Token})
+	if l, err := c2.Requests(ctx, "", 10); err != nil || len(l.Items) != 3 {
+		t.Fatalf("after restart: %+v %v", l, err)
+	}
+	stop()
+}
+
+func TestServeTLS(t *testing.T) {
+	base, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--tls")
+	if !strings.HasPrefix(base, "https://") {
+		t.Fatalf("base = %s", base)
+	}
+	stop()
+}
+
+func TestServeFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--bogus"},
+		{"--addr", "nonsense"},
+		{"--workers", "0"},
+		{"--rate-limit", "-1"},
+		{"--log-level", "loud"},
+		{"--store", "mysql://x"},
+		{"--notary", "127.0.0.1:7047"},
+		{"--notary-key", "/nonexistent/key"},
+		{"--portal-ca", "/nonexistent/ca.pem"},
+		{"extra"},
+	} {
+		var stderr bytes.Buffer
+		code := runServe(context.Background(), env{args: args, stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "" }})
+		if code != 2 || stderr.Len() == 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+	var stderr bytes.Buffer
+	if code := runServe(context.Background(), env{args: []string{"-h"}, stdout: io.Discard, stderr: &stderr}); code != 0 ||
+		!strings.Contains(stderr.String(), "--allow-private-portals") && !strings.Contains(stderr.String(), "-allow-private-portals") {
+		t.Errorf("-h: exit %d, %s", code, stderr.String())
+	}
+}
