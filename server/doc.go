@@ -1,0 +1,56 @@
+// Package server is the ACDS API server: an http.Handler for the v1 wire
+// contract (package acds) and the workers that process accepted requests.
+//
+// A Server is a value you construct with New and mount anywhere; it holds
+// no global state. Handler serves paths under /v1/ and works under any
+// prefix of a parent mux (http.StripPrefix); Location headers keep the
+// prefix. Close stops the workers, letting in-flight requests finish.
+//
+//	srv, err := server.New(server.Config{Store: st, Pipeline: p, Enclave: e, Verifier: v})
+//	if err != nil { ... }
+//	defer srv.Close(ctx)
+//	mux.Handle("/acds/", http.StripPrefix("/acds", srv.Handler()))
+//
+// # Seams
+//
+// The server reaches FHIR processing, the enclave, portal fetching and
+// verification only through small interfaces defined here: Pipeline
+// (optionally Checker), Enclave, Fetcher and Verifier. A nil seam is never
+// faked: requests that need it end failed with the problem "unavailable",
+// naming what is missing. cmd/acds wires the real implementations;
+// package servertest has fakes for tests.
+//
+// # Request lifecycle
+//
+// POST /v1/process and POST /v1/fetch-and-attest validate the body, store
+// the request durably (the Store returns only once the row is on disk) and
+// only then answer 202 with a Location. Workers claim requests with a
+// lease (Config.Lease) and heartbeat every third of it. A worker that dies
+// (killed process, panic, Close with an expired context) stops
+// heartbeating; its lease expires and any worker sharing the store,
+// in this process or another replica, re-claims the request. A request
+// claimed Config.MaxAttempts times (3) without ending fails with an
+// "internal" problem that says so. Every accepted request therefore ends
+// exactly once, completed or failed.
+//
+// Portal credentials are sealed by the enclave, bound to the request id,
+// before they are stored, erased when the fetch ends and after
+// Config.CredentialTTL, and never logged or returned.
+//
+// # Authentication and limits
+//
+// POST /v1/auth/anon issues a pseudonym and a bearer token ("acds_" + 43
+// base64url characters, 256 random bits). The server stores only the
+// token's SHA-256 and compares in constant time; tokens expire after
+// Config.TokenLifetime (24 h). An optional passphrase (≥ 12 characters,
+// stored as Argon2id) lets POST /v1/auth/recover issue a new token for the
+// pseudonym. A token sees only its pseudonym's requests; anything else is
+// 404. Bodies are decoded strictly (unknown fields, wrong types and
+// trailing data are 400 invalid-request naming the field), must be
+// application/json (415), and are limited (413) without being read whole.
+// Each token has a rate limit, and each client address a limit on
+// /v1/auth/* and /v1/verify; both answer 429 with Retry-After.
+//
+// Every error is application/problem+json with a stable type
+// "urn:acds:problem:<code>"; see package acds for the codes.
+package server
