@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"runtime"
+	"sync"
 )
 
 // Presentation limits.
@@ -161,9 +163,10 @@ func VerifyPresentation(stmt []byte, p *Presentation, trusted []ed25519.PublicKe
 		return nil, presErr("no records disclosed")
 	}
 	size := s.ClientRecords + s.ServerRecords
-	openers := make([]*Opener, len(p.EpochStarts))
-	secret := p.Secret
-	total := 0
+	// Sequential pre-pass: order, sizes, epochs, output offsets.
+	epochOf := make([]int, len(p.Records))
+	offsets := make([]int, len(p.Records)+1)
+	epoch := 0
 	for i, r := range p.Records {
 		if r.Seq >= s.ServerRecords || r.Seq < p.EpochStarts[0] || i > 0 && r.Seq <= p.Records[i-1].Seq {
 			return nil, presErr("record %d: sequence number %d out of order or outside the protected session", i, r.Seq)
@@ -171,61 +174,99 @@ func VerifyPresentation(stmt []byte, p *Presentation, trusted []ed25519.PublicKe
 		if r.Proof.Size != size {
 			return nil, presErr("record %d: proof for a tree of %d records, statement has %d", i, r.Proof.Size, size)
 		}
-		total += len(r.Raw)
-	}
-	d := &Disclosed{Statement: s, Records: make([]DisclosedRecord, 0, len(p.Records))}
-	buf := make([]byte, 0, total)
-	h := sha256.New()
-	epoch := 0
-	for i := range p.Records {
-		pr := &p.Records[i]
-		rec, err := recordFromRaw(ServerToClient, pr.Seq, pr.Raw)
-		if err != nil {
-			return nil, err
-		}
-		got, err := rootFromPath(h, leafHash(h, rec), &pr.Proof)
-		if err != nil {
-			return nil, err
-		}
-		if got != s.Root {
-			return nil, &RecordError{Dir: ServerToClient, Seq: pr.Seq, Reason: "inclusion proof does not lead to the statement's root", Err: ErrProof}
-		}
-		for epoch+1 < len(p.EpochStarts) && p.EpochStarts[epoch+1] <= pr.Seq {
+		for epoch+1 < len(p.EpochStarts) && p.EpochStarts[epoch+1] <= r.Seq {
 			epoch++
 		}
-		if openers[epoch] == nil {
-			// Derive the secrets up to this epoch from the first one.
-			for e := 0; e <= epoch; e++ {
-				if openers[e] != nil {
-					continue
-				}
-				if e > 0 {
-					if secret, err = NextTrafficSecret(suite, secret); err != nil {
-						return nil, err
-					}
-				}
-				if openers[e], err = newPresentationOpener(suite, secret); err != nil {
-					return nil, presErr("epoch %d: %v", e, err)
+		epochOf[i] = epoch
+		offsets[i+1] = offsets[i] + len(r.Raw)
+	}
+	// Secrets of every epoch up to the last one used, derived from the
+	// first: a KeyUpdate secret cannot be chosen freely.
+	secrets := make([][]byte, epochOf[len(epochOf)-1]+1)
+	secrets[0] = p.Secret
+	for e := 1; e < len(secrets); e++ {
+		if secrets[e], err = NextTrafficSecret(suite, secrets[e-1]); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := newPresentationOpener(suite, p.Secret); err != nil {
+		return nil, presErr("%v", err)
+	}
+
+	buf := make([]byte, offsets[len(offsets)-1])
+	d := &Disclosed{Statement: s, Records: make([]DisclosedRecord, len(p.Records))}
+	errs := make([]error, len(p.Records))
+	// verifyRange checks records [lo, hi) with its own hash and openers
+	// (so workers share nothing mutable) and decrypts each into its own
+	// region of buf.
+	verifyRange := func(lo, hi int) {
+		h := sha256.New()
+		openers := make([]*Opener, len(secrets))
+		for i := lo; i < hi; i++ {
+			pr := &p.Records[i]
+			rec, err := recordFromRaw(ServerToClient, pr.Seq, pr.Raw)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			got, err := rootFromPath(h, leafHash(h, rec), &pr.Proof)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if got != s.Root {
+				errs[i] = &RecordError{Dir: ServerToClient, Seq: pr.Seq, Reason: "inclusion proof does not lead to the statement's root", Err: ErrProof}
+				return
+			}
+			e := epochOf[i]
+			if openers[e] == nil {
+				if openers[e], err = newPresentationOpener(suite, secrets[e]); err != nil {
+					errs[i] = err
+					return
 				}
 			}
+			ct, pt, err := openers[e].Open(buf[offsets[i]:offsets[i]:offsets[i+1]], pr.Seq-p.EpochStarts[e], rec)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			d.Records[i] = DisclosedRecord{Seq: pr.Seq, Epoch: e, Type: ct, Plaintext: pt}
 		}
-		start := len(buf)
-		ct, out, err := openers[epoch].Open(buf, pr.Seq-p.EpochStarts[epoch], rec)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(p.Records), 1+offsets[len(offsets)-1]/parallelChunk)
+	if workers <= 1 {
+		verifyRange(0, len(p.Records))
+	} else {
+		var wg sync.WaitGroup
+		per := (len(p.Records) + workers - 1) / workers
+		for lo := 0; lo < len(p.Records); lo += per {
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				verifyRange(lo, hi)
+			}(lo, min(lo+per, len(p.Records)))
+		}
+		wg.Wait()
+	}
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		buf = out
-		pt := buf[start:len(buf):len(buf)]
-		if ct == RecordAlert && len(pt) == 2 && pt[1] == 0 {
+	}
+	for _, r := range d.Records {
+		if r.Type == RecordAlert && len(r.Plaintext) == 2 && r.Plaintext[1] == 0 {
 			d.CloseNotify = true
 		}
-		d.Records = append(d.Records, DisclosedRecord{Seq: pr.Seq, Epoch: epoch, Type: ct, Plaintext: pt})
 	}
 	last := p.Records[len(p.Records)-1].Seq
 	d.Complete = p.Records[0].Seq == p.EpochStarts[0] && last == s.ServerRecords-1 &&
 		uint64(len(p.Records)) == last-p.Records[0].Seq+1
 	return d, nil
 }
+
+// parallelChunk is the amount of record data per extra verification
+// worker: below it, goroutines cost more than they save.
+const parallelChunk = 256 << 10
 
 func newPresentationOpener(s Suite, secret []byte) (*Opener, error) {
 	if s.Version == VersionTLS13 {

@@ -335,3 +335,27 @@ func TestOrderInterleave(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPresentationParallel covers the multi-worker path of
+// VerifyPresentation (more than parallelChunk of records).
+func TestPresentationParallel(t *testing.T) {
+	key := testKey(t, 7)
+	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	resp := make([]byte, 4*parallelChunk)
+	rand.Read(resp)
+	cap := goCase{version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, ecdsa: true}.capture(t, resp)
+	hs, stmt := notarize(t, cap, key)
+	p, err := BuildPresentation(cap.records, stmt, serverSecret(t, cap, hs), []uint64{hs.ServerProtectedFrom}, serverSeqs(cap, hs.ServerProtectedFrom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := VerifyPresentation(stmt, p, trusted)
+	if err != nil || !bytes.Equal(d.Data(), resp) || !d.Complete {
+		t.Fatalf("verify: %v", err)
+	}
+	last := &p.Records[len(p.Records)-2]
+	last.Raw[len(last.Raw)-1] ^= 1
+	if _, err := VerifyPresentation(stmt, p, trusted); !errors.Is(err, ErrProof) {
+		t.Fatalf("flipped bit in the last worker's range: %v", err)
+	}
+}
