@@ -79,8 +79,10 @@ func (v *validator) bundle(n *node) {
 		if fu == "" && res != nil {
 			// Transaction and batch entries may leave fullUrl out: their
 			// relative references resolve against the receiving server.
-			switch btype {
-			case "transaction", "batch", "batch-response", "transaction-response":
+			switch {
+			case btype == "transaction" || btype == "batch" || btype == "batch-response" || btype == "transaction-response":
+			case btype == "searchset" && e.get("search").getStr("mode") == "outcome":
+				// A search's OperationOutcome has no identity.
 			default:
 				v.errorf("required", "bundle entry missing fullUrl")
 				if res.kind == kObject && hasRelativeRef(res) {

@@ -586,7 +586,7 @@ func (v *validator) attachment(n *node) {
 	if d == nil || s == nil || d.kind != kString || s.kind != kNumber {
 		return
 	}
-	raw, err := base64.StdEncoding.DecodeString(d.str)
+	raw, err := decodeBase64(d.str)
 	if err != nil {
 		return
 	}
@@ -677,7 +677,7 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 			msg = "URIs must not contain whitespace"
 		} else if strings.HasPrefix(s, "urn:oid:") && !validOID(s) {
 			msg = "not a valid OID"
-		} else if strings.HasPrefix(s, "urn:uuid:") && !validUUID(s) {
+		} else if strings.HasPrefix(s, "urn:uuid:") && !validUUID(strings.ToLower(s)) {
 			msg = "not a valid UUID"
 		}
 	case "oid":
@@ -701,7 +701,7 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 			msg = "not a valid time format (hh:mm:ss)"
 		}
 	case "base64Binary":
-		if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+		if _, err := decodeBase64(s); err != nil {
 			msg = "not valid base64 content"
 		}
 	case "xhtml":
@@ -710,6 +710,20 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 	if msg != "" {
 		v.errorf("value", "%s: %q", msg, clip(s))
 	}
+}
+
+// decodeBase64 decodes standard base64, ignoring the whitespace the
+// base64Binary lexical form allows.
+func decodeBase64(s string) ([]byte, error) {
+	if strings.ContainsAny(s, " \t\r\n") {
+		s = strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	return base64.StdEncoding.DecodeString(s)
 }
 
 func clip(s string) string {
