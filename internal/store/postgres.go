@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,11 +41,16 @@ type Postgres struct {
 
 var _ Store = (*Postgres)(nil)
 
+// defaultPgMaxConns is the pool size when the DSN does not set one.
+const defaultPgMaxConns = 16
+
 // OpenPostgres connects to the PostgreSQL database named by dsn (a
 // postgres:// URL or a key=value connection string, as accepted by pgx)
 // and applies the embedded schema migrations. Several processes may open
 // the same database at once: migrations run under an advisory lock.
 //
+// The pool holds at most 16 connections unless the connection string sets
+// pool_max_conns (see pgxpool.ParseConfig for the other pool_ settings).
 // Errors never contain the connection string or its password.
 func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -52,6 +58,13 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 		// pgx's parse errors quote the connection string, and their
 		// password redaction is best effort: say nothing about it.
 		return nil, fmt.Errorf("%w: cannot parse the postgres connection string", ErrInvalid)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgxpool's default (4, or the CPU count) queues a busy server's
+		// accepts behind its workers; PostgreSQL commits concurrent
+		// transactions with shared WAL flushes, so more connections
+		// mean more requests per fsync.
+		cfg.MaxConns = defaultPgMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // test is skipped when the variable is unset. Every call gets its own
 // schema, so parallel tests and parallel `go test` runs (the server's
 // among them) never see each other's rows.
-func postgresDSN(t *testing.T) string {
+func postgresDSN(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("ACDS_TEST_POSTGRES")
 	if base == "" {
@@ -56,7 +56,7 @@ func postgresDSN(t *testing.T) string {
 }
 
 // withSearchPath adds search_path to a URL or key=value connection string.
-func withSearchPath(t *testing.T, dsn, schema string) string {
+func withSearchPath(t testing.TB, dsn, schema string) string {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		require.NoError(t, err)
