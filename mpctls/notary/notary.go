@@ -83,6 +83,7 @@ type Notary struct {
 	sessions map[string]*session
 	servers  []*http.Server
 	closed   bool
+	quit     chan struct{} // closed by Close
 	wg       sync.WaitGroup
 }
 
@@ -130,6 +131,7 @@ func New(cfg Config) (*Notary, error) {
 		cfg:      cfg,
 		pub:      cfg.Key.Public().(ed25519.PublicKey),
 		sessions: map[string]*session{},
+		quit:     make(chan struct{}),
 	}, nil
 }
 
@@ -182,6 +184,7 @@ func (n *Notary) Close() error {
 		return nil
 	}
 	n.closed = true
+	close(n.quit)
 	servers := n.servers
 	sessions := make([]*session, 0, len(n.sessions))
 	for _, s := range n.sessions {
@@ -356,6 +359,7 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 				s.discard()
 			}
 		case <-s.finalized:
+		case <-n.quit:
 		}
 	}()
 }
