@@ -16,8 +16,9 @@ import (
 // 164.514(b)(2)(i), over the typed structure of each resource:
 //
 //   - names (HumanName), telecom (ContactPoint: phone, fax, e-mail, URLs),
-//     photos and attachments (Attachment), signatures, free-text notes
-//     (Annotation) and narrative (Narrative, xhtml) are removed;
+//     photos and attachments (Attachment), binary content such as
+//     signature data (base64Binary), free-text notes (Annotation) and
+//     narrative (Narrative, xhtml) are removed;
 //   - addresses keep only state, country and the first three ZIP digits,
 //     "000" for the 17 three-digit prefixes with 20,000 or fewer people in
 //     the 2000 Census;
@@ -203,7 +204,7 @@ func (d *deidentifier) complex(v *node, t *spec.Type) bool {
 // reports whether it is kept.
 func (d *deidentifier) value(v *node, e *spec.Element, pt *spec.Type) bool {
 	switch e.Type {
-	case "HumanName", "ContactPoint", "Attachment", "Annotation", "Signature", "Narrative", "xhtml", "base64Binary", "url":
+	case "HumanName", "ContactPoint", "Attachment", "Annotation", "Narrative", "xhtml", "base64Binary", "url":
 		return false
 	case "Resource":
 		if v.kind == kObject {

@@ -22,7 +22,7 @@ func TestOfficialExamples(t *testing.T) {
 		t.Skip("official examples not fetched (scripts/fetch-fhir-defs.sh)")
 	}
 	failures := map[string][]string{}
-	checked := 0
+	checked, deidFailures := 0, 0
 	for _, f := range files {
 		base := filepath.Base(f)
 		if strings.HasPrefix(base, "Bundle-") && (strings.Contains(base, "valueset") || strings.Contains(base, "dataelements") ||
@@ -42,8 +42,8 @@ func TestOfficialExamples(t *testing.T) {
 				failures[base] = append(failures[base], is.String())
 			}
 		}
-		if o.HasErrors() {
-			continue
+		if o.HasErrors() || conformance(base) {
+			continue // processing is for clinical content; definitions are only validated
 		}
 		out, err := Process(data, testOpts(FormatR4))
 		if err != nil {
@@ -59,6 +59,17 @@ func TestOfficialExamples(t *testing.T) {
 		again, err := Process(out.JSON, testOpts(FormatR4))
 		if err != nil || again.Digest != out.Digest {
 			t.Errorf("%s: normalisation not idempotent (%v)", base, err)
+		}
+		deid, err := Process(data, testOpts(FormatR4Deidentified))
+		if err != nil {
+			t.Errorf("%s: de-identifying: %v", base, err)
+			continue
+		}
+		if oo := Validate(deid.JSON); oo.HasErrors() {
+			deidFailures++
+			if deidFailures < 15 {
+				t.Errorf("%s: de-identified output has errors: %v", base, oo.Issues)
+			}
 		}
 	}
 	names := make([]string, 0, len(failures))
@@ -101,4 +112,17 @@ var knownErrata = map[string]string{
 	"MedicationRequest-medrx0301.json":                 "dispenseRequest.performer references a Practitioner; R4 allows Organization only",
 	"Observation-clinical-gender.json":                 "performer references an Encounter",
 	"Questionnaire-qs1.json":                           "items without linkId",
+}
+
+// conformance reports whether an example file holds a definitional
+// (conformance or terminology) resource rather than clinical content.
+func conformance(base string) bool {
+	for _, p := range []string{"CodeSystem-", "ValueSet-", "SearchParameter-", "StructureDefinition-", "ConceptMap-",
+		"OperationDefinition-", "NamingSystem-", "CapabilityStatement-", "CompartmentDefinition-", "ImplementationGuide-",
+		"StructureMap-", "TerminologyCapabilities-", "GraphDefinition-", "MessageDefinition-"} {
+		if strings.HasPrefix(base, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,39 @@ func TestCanonicalJSON(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Errorf("canonical(%s) = %s, %v; want %s", in, got, err, want)
 		}
+	}
+}
+
+// TestProcessMemory bounds the heap the pipeline needs for the largest
+// shared bundle (about 3 MB): the bytes allocated during Process, an upper
+// bound of its peak heap, stay within 4× the input size.
+func TestProcessMemory(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedDir(t, "synthea"), "*.json"))
+	var big []byte
+	for _, f := range files {
+		d, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d) > len(big) {
+			big = d
+		}
+	}
+	if _, err := Process(big, testOpts(FormatR4)); err != nil { // warm up
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out, err := Process(big, testOpts(FormatR4))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	ratio := float64(alloc) / float64(len(big))
+	t.Logf("input %d bytes, allocated %d bytes (%.2f×), output %d bytes", len(big), alloc, ratio, len(out.JSON))
+	if ratio > 4 {
+		t.Errorf("Process allocated %.2f× its input; the budget is 4×", ratio)
 	}
 }

@@ -1,0 +1,65 @@
+package spec
+
+import "testing"
+
+func TestLookup(t *testing.T) {
+	p := Lookup("Patient")
+	if p == nil || p.Kind != Resource || p.Abstract {
+		t.Fatalf("Patient: %+v", p)
+	}
+	bd := p.Element("birthDate")
+	if bd == nil || bd.Type != "date" || bd.Min != 0 || bd.Max != 1 || bd.Path != "Patient.birthDate" {
+		t.Fatalf("Patient.birthDate: %+v", bd)
+	}
+	g := p.Element("gender")
+	if g == nil || g.Strength != Required || g.ValueSet != "http://hl7.org/fhir/ValueSet/administrative-gender" {
+		t.Fatalf("Patient.gender: %+v", g)
+	}
+	if c := p.Element("contact"); c == nil || c.Type != "Patient.contact" || c.Max != -1 || Lookup("Patient.contact") == nil {
+		t.Fatalf("Patient.contact backbone: %+v", c)
+	}
+	if p.Element("value") != nil || p.Element("nonsense") != nil {
+		t.Fatal("unexpected element")
+	}
+	if Lookup("NoSuchType") != nil || IsResource("Resource") || IsResource("HumanName") || !IsResource("Bundle") {
+		t.Fatal("IsResource/Lookup wrong")
+	}
+}
+
+func TestChoiceAndTargets(t *testing.T) {
+	o := Lookup("Observation")
+	q := o.Element("valueQuantity")
+	s := o.Element("valueString")
+	if q == nil || s == nil || q.Path != "Observation.value[x]" || q.Type != "Quantity" || s.Type != "string" {
+		t.Fatalf("choice expansion: %+v %+v", q, s)
+	}
+	subj := o.Element("subject")
+	want := map[string]bool{"Patient": true, "Group": true, "Device": true, "Location": true}
+	if subj == nil || len(subj.Targets) != len(want) {
+		t.Fatalf("Observation.subject targets: %+v", subj)
+	}
+	for _, tg := range subj.Targets {
+		if !want[tg] {
+			t.Fatalf("unexpected target %s", tg)
+		}
+	}
+	// contentReference: Questionnaire.item.item is a Questionnaire.item.
+	if it := Lookup("Questionnaire.item").Element("item"); it == nil || it.Type != "Questionnaire.item" {
+		t.Fatalf("contentReference: %+v", it)
+	}
+}
+
+func TestValueSets(t *testing.T) {
+	g := LookupValueSet("http://hl7.org/fhir/ValueSet/administrative-gender|4.0.1")
+	if g == nil || !g.Contains("", "female") || !g.Contains("http://hl7.org/fhir/administrative-gender", "unknown") || g.Contains("", "woman") {
+		t.Fatalf("administrative-gender: %+v", g)
+	}
+	// Nested concepts are expanded (v3 ActCode-style hierarchies).
+	if e := LookupValueSet("http://hl7.org/fhir/ValueSet/encounter-status"); e == nil || !e.Contains("", "finished") {
+		t.Fatal("encounter-status")
+	}
+	// Grammar-based systems are never enumerated.
+	if LookupValueSet("http://hl7.org/fhir/ValueSet/ucum-units") != nil {
+		t.Fatal("ucum-units must not be a finite expansion")
+	}
+}
