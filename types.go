@@ -143,8 +143,9 @@ type RequestList struct {
 
 // VerifyRequest is the body of POST /v1/verify. Bundle is the attestation
 // bundle, base64 (std or url alphabet, padding optional). Output, when
-// present, is the output JSON exactly as in Result.Output; the verifier
-// then also checks that its digest matches the signed claims.
+// present, is the output JSON as in Result.Output (whitespace outside
+// strings is ignored, so a pretty-printed copy works); the verifier then
+// also checks that its digest matches the signed claims.
 type VerifyRequest struct {
 	Bundle string          `json:"bundle"`
 	Output json.RawMessage `json:"output,omitempty"`

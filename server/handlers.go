@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -503,7 +504,14 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	var output []byte
 	if len(req.Output) > 0 && string(req.Output) != "null" {
-		output = req.Output
+		// Canonical output has no insignificant whitespace, so compacting
+		// recovers its exact bytes from a pretty-printed copy.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, req.Output); err != nil {
+			writeProblem(w, fieldProblem("output", "must be JSON"))
+			return
+		}
+		output = buf.Bytes()
 	}
 	if s.cfg.Verifier == nil {
 		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "verification is not available on this server (no verifier built in); use `acds verify` offline"))

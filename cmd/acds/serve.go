@@ -328,7 +328,15 @@ func invalidFHIR(e *fhir.InvalidError) error {
 	if err != nil {
 		oo = nil
 	}
-	return &server.InvalidFHIRError{Detail: fmt.Sprintf("%d errors", e.Outcome.ErrorCount()), OperationOutcome: oo}
+	n := e.Outcome.ErrorCount()
+	detail := fmt.Sprintf("%d errors", n)
+	if n == 1 {
+		detail = "1 error"
+	}
+	if e.NotR4 {
+		detail += " (the content is not FHIR R4)"
+	}
+	return &server.InvalidFHIRError{Detail: detail, OperationOutcome: oo}
 }
 
 // enclaveSeam is the server.Enclave of an attestation.Enclave.
