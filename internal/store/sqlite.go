@@ -212,7 +212,7 @@ func migrateSQLite(ctx context.Context, c *sql.Conn) (err error) {
 // transaction.
 type writeJob struct {
 	ctx  context.Context
-	fn   func(ctx context.Context, c *sql.Conn) error
+	fn   func(ctx context.Context, c *sql.Conn) error // ctx is not the caller's; see run
 	done chan error
 }
 
@@ -288,7 +288,7 @@ func (s *SQLite) commit(batch []*writeJob) {
 			failAll(fmt.Errorf("store: savepoint: %w", err))
 			return
 		}
-		errs[i] = j.fn(j.ctx, s.wconn)
+		errs[i] = s.run(j)
 		if errs[i] != nil {
 			if _, err := s.wconn.ExecContext(bg, "ROLLBACK TO job"); err != nil {
 				_, _ = s.wconn.ExecContext(bg, "ROLLBACK")
@@ -308,6 +308,20 @@ func (s *SQLite) commit(batch []*writeJob) {
 		return
 	}
 	finish()
+}
+
+// run runs one job. Its statements do not get the caller's context: a
+// cancellation landing on the shared write connection could interrupt a
+// statement of the next job, and the caller waits for the outcome anyway
+// (jobs are single short statements or, for Claim, a few). A panic is
+// turned into an error so that the writer goroutine survives it.
+func (s *SQLite) run(j *writeJob) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("store: write panicked: %v", p)
+		}
+	}()
+	return j.fn(context.Background(), s.wconn)
 }
 
 // readErr maps errors of the read pool.

@@ -7,6 +7,38 @@
 //
 // The store knows nothing about HTTP or the wire format: request inputs,
 // results and errors are opaque bytes (JSON produced by the server).
+//
+// # Request lifecycle
+//
+// CreateRequest stores an accepted request as StatusProcessing; when it
+// returns nil the row is durable, so the server may answer 202. Workers
+// call Claim, which leases the oldest claimable request to one worker for
+// ClaimOptions.Lease and counts the attempt; the worker renews the lease
+// with Heartbeat while it works and ends the request with Complete or Fail.
+// A worker that dies stops heartbeating; once its lease has run out the
+// request is claimable again, and after MaxAttempts claims Claim fails it
+// with the Exhausted problem instead, so no request stays processing
+// forever. A worker that learns ErrLeaseLost must drop its work: another
+// worker holds the request, or it ended or was deleted. A lease that has
+// run out but was not yet re-claimed still belongs to its worker.
+//
+// Leases are compared with the times callers pass in (ClaimOptions.Now,
+// Heartbeat's until): replicas sharing a PostgreSQL database need clocks
+// in sync to well within a lease.
+//
+// # Data
+//
+// Times are kept with microsecond precision and returned in UTC. Sealed
+// credentials are erased (set to nil) when a request ends and by
+// EraseSealedBefore; DeleteRequest removes the whole row. ListRequests
+// pages newest first by (CreatedAt, ID); its cursor is opaque, and one the
+// store did not issue is ErrInvalid.
+//
+// # Schema
+//
+// Each backend embeds its schema as numbered migrations and applies the
+// missing ones when it opens a database, recording them in a
+// schema_migrations table; a database migrated by a newer build is refused.
 package store
 
 import (

@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EraseSealedBefore", testEraseSealedBefore},
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentClaim", testConcurrentClaim},
+		{"CanceledContext", testCanceledContext},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {
@@ -757,6 +758,17 @@ func ConcurrentClaim(t *testing.T, stores []store.Store, n, workers int) {
 			require.Equal(t, []byte(`{"by":"`+claims[id][0]+`"}`), r.Result)
 		}
 	}
+}
+
+func testCanceledContext(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r := NewRequest("anon-a", T0)
+	require.ErrorIs(t, s.CreateRequest(ctx, r), context.Canceled)
+	_, err := s.GetRequest(t.Context(), "anon-a", r.ID)
+	require.ErrorIs(t, err, store.ErrNotFound, "a create that reported failure must not have stored the request")
+	_, err = s.Claim(ctx, claimOpts("w1", T0))
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func testClose(t *testing.T, s store.Store) {
