@@ -2,11 +2,148 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+
+	"github.com/acds-project/acds/mpctls/notary"
 )
 
-// runNotary is not built yet: it says so and exits 2 rather than pretending.
+// runNotary runs a standalone recording notary until ctx ends.
+//
+//	acds notary [--addr 127.0.0.1:7047] [--key notary.key] [--portal-ca ca.pem]
+//
+// It prints the notary's public key (PEM) and then one line with the
+// listen address once ready. Exit 0 after a clean shutdown, 1 on a
+// runtime error, 2 on a usage error.
 func runNotary(ctx context.Context, e env) int {
-	fmt.Fprintln(e.stderr, "acds notary: not available in this build yet")
-	return 2
+	flags := flag.NewFlagSet("acds notary", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	addr := flags.String("addr", "127.0.0.1:7047", "listen address (host:port)")
+	keyFile := flags.String("key", "notary.key", "Ed25519 signing key file (PEM PKCS #8), created with mode 0600 if missing")
+	portalCA := flags.String("portal-ca", "", "PEM file of extra roots trusted for portal certificates")
+	if err := flags.Parse(e.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if flags.NArg() != 0 {
+		fmt.Fprintf(e.stderr, "acds notary: unexpected argument %q\n", flags.Arg(0))
+		return 2
+	}
+	key, created, err := loadOrCreateNotaryKey(*keyFile)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
+		return 1
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	if *portalCA != "" {
+		pemBytes, err := os.ReadFile(*portalCA)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "acds notary: --portal-ca: %v\n", err)
+			return 1
+		}
+		if !roots.AppendCertsFromPEM(pemBytes) {
+			fmt.Fprintf(e.stderr, "acds notary: --portal-ca: no certificates in %s\n", *portalCA)
+			return 1
+		}
+	}
+	n, err := notary.New(notary.Config{Key: key, Roots: roots})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
+		return 1
+	}
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
+		return 1
+	}
+	pub, err := notary.MarshalPublicKey(n.PublicKey())
+	if err != nil {
+		l.Close()
+		fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
+		return 1
+	}
+	if created {
+		fmt.Fprintf(e.stderr, "acds notary: created a new signing key in %s\n", *keyFile)
+	}
+	fmt.Fprintf(e.stdout, "%s", pub)
+	fmt.Fprintf(e.stdout, "acds notary listening on %s\n", l.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- n.Serve(l) }()
+	select {
+	case <-ctx.Done():
+		n.Close()
+		<-errc
+		return 0
+	case err := <-errc:
+		n.Close()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+}
+
+// loadOrCreateNotaryKey reads the signing key at path, or creates one
+// there (mode 0600, never overwriting) when the file does not exist. A key
+// file readable by group or others is refused.
+func loadOrCreateNotaryKey(path string) (ed25519.PrivateKey, bool, error) {
+	f, err := os.Open(path)
+	if err == nil {
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return nil, false, fmt.Errorf("key file: %w", err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			return nil, false, fmt.Errorf("key file %s is accessible by group or others (mode %v); chmod 600 it", path, st.Mode().Perm())
+		}
+		b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+		if err != nil {
+			return nil, false, fmt.Errorf("key file: %w", err)
+		}
+		key, err := notary.ParsePrivateKey(b)
+		if err != nil {
+			return nil, false, fmt.Errorf("key file %s: %w", path, err)
+		}
+		return key, false, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, false, fmt.Errorf("key file: %w", err)
+	}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := notary.MarshalPrivateKey(key)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("key file: %w", err)
+	}
+	if _, err := out.Write(b); err != nil {
+		out.Close()
+		os.Remove(path)
+		return nil, false, fmt.Errorf("key file: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		os.Remove(path)
+		return nil, false, fmt.Errorf("key file: %w", err)
+	}
+	return key, true, nil
 }
