@@ -45,18 +45,18 @@ type BootEvidence struct {
 
 // ReportData returns the report data the evidence must carry for these keys
 // and nonce.
-func (b *BootEvidence) ReportData() [64]byte {
+func (b BootEvidence) ReportData() [64]byte {
 	return BootReportData(b.SigningKey, b.TLSKey, b.Nonce)
 }
 
 // SigningPublicKey parses SigningKey as a P-256 ECDSA public key.
-func (b *BootEvidence) SigningPublicKey() (*ecdsa.PublicKey, error) {
+func (b BootEvidence) SigningPublicKey() (*ecdsa.PublicKey, error) {
 	return parseP256(b.SigningKey, "signingKey")
 }
 
 // TLSPublicKey parses TLSKey as a P-256 ECDSA public key. It returns
 // (nil, nil) when there is no TLS key.
-func (b *BootEvidence) TLSPublicKey() (*ecdsa.PublicKey, error) {
+func (b BootEvidence) TLSPublicKey() (*ecdsa.PublicKey, error) {
 	if len(b.TLSKey) == 0 {
 		return nil, nil
 	}

@@ -53,7 +53,7 @@ func getFixture(t testing.TB) *fixture {
 		// The chain is created "now" (real clock): bundles are issued at a
 		// pinned time within its validity.
 		f.now = time.Now().UTC().Truncate(time.Second)
-		if f.backend, fixErr = sim.NewBackend(f.dir, sim.Options{Measurement: simMeasurement}); fixErr != nil {
+		if f.backend, fixErr = sim.NewBackend(f.dir, sim.Options{Measurement: simMeasurement, RSABits: 2048}); fixErr != nil {
 			return
 		}
 		clock := func() time.Time { return f.now }

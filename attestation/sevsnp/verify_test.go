@@ -109,7 +109,7 @@ func TestRealMilanEvidenceOneByteChanged(t *testing.T) {
 // A self-made ARK/ASK/VCEK chain with AMD's names and extensions is not
 // AMD's: the embedded roots refuse it however it is presented.
 func TestForgedAMDChainRejected(t *testing.T) {
-	chain, err := sim.NewChain(time.Now())
+	chain, err := sim.NewChain(time.Now(), 2048)
 	if err != nil {
 		t.Fatal(err)
 	}

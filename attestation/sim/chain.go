@@ -92,14 +92,24 @@ func kdsExtensions(hwid []byte, tcb kds.TCBParts) []pkix.Extension {
 	}
 }
 
+// DefaultRSABits is the size of the simulated ARK and ASK keys, as AMD's.
+const DefaultRSABits = 4096
+
 // NewChain makes a fresh chain with keys from crypto/rand, valid from an
 // hour before now: ARK and ASK for 25 years, VCEK for 7 (AMD's lifetimes).
-func NewChain(now time.Time) (*Chain, error) {
-	arkKey, err := rsa.GenerateKey(rand.Reader, 4096)
+// rsaBits sizes the ARK and ASK keys; zero means DefaultRSABits.
+func NewChain(now time.Time, rsaBits int) (*Chain, error) {
+	if rsaBits == 0 {
+		rsaBits = DefaultRSABits
+	}
+	if rsaBits < 2048 {
+		return nil, fmt.Errorf("simulated chain: RSA keys of %d bits are too small", rsaBits)
+	}
+	arkKey, err := rsa.GenerateKey(rand.Reader, rsaBits)
 	if err != nil {
 		return nil, err
 	}
-	askKey, err := rsa.GenerateKey(rand.Reader, 4096)
+	askKey, err := rsa.GenerateKey(rand.Reader, rsaBits)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +166,7 @@ func NewChain(now time.Time) (*Chain, error) {
 // loadOrCreate returns the chain in dir/enclave-sim, creating it (and the
 // sealing key) on first use. Creation is atomic: a fresh directory is filled
 // and renamed into place, so concurrent first starts agree on one chain.
-func loadOrCreate(dir string, now time.Time) (*Chain, []byte, error) {
+func loadOrCreate(dir string, now time.Time, rsaBits int) (*Chain, []byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("simulated enclave: data dir: %w", err)
 	}
@@ -167,7 +177,7 @@ func loadOrCreate(dir string, now time.Time) (*Chain, []byte, error) {
 			return nil, nil, fmt.Errorf("simulated enclave: %w", err)
 		}
 		defer os.RemoveAll(tmp) // no-op after a successful rename
-		if err := create(tmp, now); err != nil {
+		if err := create(tmp, now, rsaBits); err != nil {
 			return nil, nil, err
 		}
 		if err := os.Rename(tmp, final); err != nil {
@@ -180,11 +190,11 @@ func loadOrCreate(dir string, now time.Time) (*Chain, []byte, error) {
 	return load(final)
 }
 
-func create(dir string, now time.Time) error {
+func create(dir string, now time.Time, rsaBits int) error {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
-	c, err := NewChain(now)
+	c, err := NewChain(now, rsaBits)
 	if err != nil {
 		return err
 	}

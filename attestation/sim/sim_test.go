@@ -30,7 +30,7 @@ func sharedInstall(t *testing.T) string {
 	sharedOnce.Do(func() {
 		sharedDir, sharedErr = os.MkdirTemp("", "acds-sim-test-")
 		if sharedErr == nil {
-			_, sharedErr = sim.NewBackend(sharedDir, sim.Options{Measurement: testMeasurement})
+			_, sharedErr = sim.NewBackend(sharedDir, sim.Options{Measurement: testMeasurement, RSABits: 2048})
 		}
 	})
 	if sharedErr != nil {
@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 
 func TestQuoteVerifiesWithSimulatedRoot(t *testing.T) {
 	dir := sharedInstall(t)
-	b, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement})
+	b, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement, RSABits: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +114,11 @@ func TestInstallationFilesAndPermissions(t *testing.T) {
 		}
 	}
 	// A second open reuses the installation: same root.
-	b1, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement})
+	b1, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement, RSABits: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b2, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement})
+	b2, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement, RSABits: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +136,14 @@ func TestInstallationFilesAndPermissions(t *testing.T) {
 	if err := os.Chmod(filepath.Join(loose, "enclave-sim"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sim.NewBackend(loose, sim.Options{Measurement: testMeasurement}); err == nil {
+	if _, err := sim.NewBackend(loose, sim.Options{Measurement: testMeasurement, RSABits: 2048}); err == nil {
 		t.Fatal("a world-readable VCEK key was accepted")
 	}
 }
 
 func TestEnclaveSealOpen(t *testing.T) {
 	dir := sharedInstall(t)
-	b, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement})
+	b, err := sim.NewBackend(dir, sim.Options{Measurement: testMeasurement, RSABits: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
