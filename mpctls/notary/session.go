@@ -36,7 +36,6 @@ type session struct {
 	err       error // first error that ended the session, nil if clean
 	watch     helloWatch
 	tr        mpctls.Transcript
-	order     []byte // arrival order, one bit per record (see FinalizeResponse.Order)
 	hs        []mpctls.Record
 	hsBytes   int
 	hsDone    bool
@@ -240,13 +239,6 @@ func (s *session) record(rec mpctls.Record) error {
 	if err := s.tr.Add(rec); err != nil {
 		return err
 	}
-	i := s.tr.Size() - 1
-	if i/8 >= uint64(len(s.order)) {
-		s.order = append(s.order, 0)
-	}
-	if rec.Dir == mpctls.ServerToClient {
-		s.order[i/8] |= 1 << (i % 8)
-	}
 	if !s.hsDone {
 		s.hsBytes += len(rec.Raw)
 		if s.hsBytes > maxHandshakeBytes {
@@ -313,7 +305,7 @@ func (s *session) finalize(req FinalizeRequest) (*FinalizeResponse, error) {
 	if err != nil {
 		return nil, &SessionError{ID: s.id, Err: err}
 	}
-	tr, order, err := s.prefix(req.ClientRecords, req.ServerRecords)
+	tr, err := s.prefix(req.ClientRecords, req.ServerRecords)
 	if err != nil {
 		return nil, &SessionError{ID: s.id, Err: err}
 	}
@@ -340,35 +332,34 @@ func (s *session) finalize(req FinalizeRequest) (*FinalizeResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FinalizeResponse{Statement: b, Order: order, Leaves: tr.Size()}, nil
+	return &FinalizeResponse{Statement: b, Order: tr.Order()}, nil
 }
 
 // prefix returns the transcript restricted to the first nc client and ns
 // server records, in arrival order. When that is everything, it is the
 // live transcript; otherwise it is rebuilt from the spool.
-func (s *session) prefix(nc, ns uint64) (*mpctls.Transcript, []byte, error) {
+func (s *session) prefix(nc, ns uint64) (*mpctls.Transcript, error) {
 	if nc == s.tr.Records(mpctls.ClientToServer) && ns == s.tr.Records(mpctls.ServerToClient) {
-		return &s.tr, s.order, nil
+		return &s.tr, nil
 	}
 	if s.spool == nil {
-		return nil, nil, ErrClosed
+		return nil, ErrClosed
 	}
 	if _, err := s.spool.Seek(0, io.SeekStart); err != nil {
-		return nil, nil, fmt.Errorf("notary: spool: %w", err)
+		return nil, fmt.Errorf("notary: spool: %w", err)
 	}
 	br := bufio.NewReaderSize(s.spool, 64<<10)
 	var tr mpctls.Transcript
-	var order []byte
 	var seen [3]uint64
 	for tr.Records(mpctls.ClientToServer) < nc || tr.Records(mpctls.ServerToClient) < ns {
 		var hdr [9]byte
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return nil, nil, fmt.Errorf("notary: spool: %w", err)
+			return nil, fmt.Errorf("notary: spool: %w", err)
 		}
 		dir := mpctls.Direction(hdr[0])
 		rec, err := readSpooled(br, dir)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		rec.Seq = seen[dir]
 		seen[dir]++
@@ -380,18 +371,11 @@ func (s *session) prefix(nc, ns uint64) (*mpctls.Transcript, []byte, error) {
 			continue
 		}
 		if err := tr.Add(rec); err != nil {
-			return nil, nil, err
-		}
-		i := tr.Size() - 1
-		if i/8 >= uint64(len(order)) {
-			order = append(order, 0)
-		}
-		if dir == mpctls.ServerToClient {
-			order[i/8] |= 1 << (i % 8)
+			return nil, err
 		}
 	}
 	if _, err := s.spool.Seek(0, io.SeekEnd); err != nil {
-		return nil, nil, fmt.Errorf("notary: spool: %w", err)
+		return nil, fmt.Errorf("notary: spool: %w", err)
 	}
-	return &tr, order, nil
+	return &tr, nil
 }

@@ -3,6 +3,8 @@ package notary
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/acds-project/acds/mpctls"
 )
 
 // SessionHeader is the response header of a successful CONNECT that
@@ -35,13 +37,11 @@ type FinalizeResponse struct {
 	// Statement is the signed statement (COSE_Sign1), as mpctls.ParseStatement reads it.
 	Statement []byte `json:"statement"`
 	// Order gives the arrival order of the records at the notary, which is
-	// the leaf order of the statement's Merkle tree: bit i (byte i/8, least
-	// significant bit first) is set when leaf i is a server-to-client
-	// record. Within a direction records keep their sequence order, so
-	// this is all a prover needs to rebuild the tree from its own records.
-	Order []byte `json:"order"`
-	// Leaves is the number of leaves of the tree.
-	Leaves uint64 `json:"leaves"`
+	// the leaf order of the statement's Merkle tree, as run lengths (see
+	// mpctls.Order). Within a direction records keep their sequence order,
+	// so this is all a prover needs to rebuild the tree from its own
+	// records (mpctls.Interleave).
+	Order mpctls.Order `json:"order"`
 }
 
 // Problem is the RFC 9457 error body of the control endpoint and of a
