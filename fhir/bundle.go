@@ -266,34 +266,31 @@ func (v *validator) parameters(n *node) {
 	}
 }
 
-// preR4Resources names resource types of DSTU2 or STU3 that R4 dropped or
+// preR4Resource describes resource types of DSTU2 or STU3 that R4 dropped or
 // renamed, so such content is reported as "not R4" rather than unknown.
-var preR4Resources = map[string]string{
-	"Order": "a DSTU2 resource", "OrderResponse": "a DSTU2 resource", "DiagnosticOrder": "a DSTU2 resource",
-	"DeviceUseRequest": "a DSTU2 resource", "MedicationOrder": "a DSTU2 resource", "Conformance": "a DSTU2 resource",
-	"Supply": "a DSTU2 resource", "ImagingObjectSelection": "a DSTU2 resource",
-	"EligibilityRequest": "a DSTU2/STU3 resource", "EligibilityResponse": "a DSTU2/STU3 resource",
-	"ProcessRequest": "a DSTU2/STU3 resource", "ProcessResponse": "a DSTU2/STU3 resource",
-	"DeviceComponent": "an STU3 resource", "ProcedureRequest": "an STU3 resource", "ReferralRequest": "an STU3 resource",
-	"Sequence": "an STU3 resource", "DataElement": "an STU3 resource", "ImagingManifest": "an STU3 resource",
-	"BodySite": "an STU3 resource", "ExpansionProfile": "an STU3 resource", "ServiceDefinition": "an STU3 resource",
+func preR4Resource(name string) string {
+	switch name {
+	case "Order", "OrderResponse", "DiagnosticOrder", "DeviceUseRequest", "MedicationOrder", "Conformance", "Supply", "ImagingObjectSelection":
+		return "a DSTU2 resource"
+	case "EligibilityRequest", "EligibilityResponse", "ProcessRequest", "ProcessResponse":
+		return "a DSTU2/STU3 resource"
+	case "DeviceComponent", "ProcedureRequest", "ReferralRequest", "Sequence", "DataElement", "ImagingManifest", "BodySite", "ExpansionProfile", "ServiceDefinition":
+		return "an STU3 resource"
+	}
+	return ""
 }
 
-// preR4Elements names properties that exist in DSTU2 or STU3 but not R4.
-var preR4Elements = map[string]string{
-	"Patient.animal": "an STU3 property", "Patient.careProvider": "a DSTU2 property",
-	"Encounter.patient": "a DSTU2 property", "Encounter.incomingReferral": "an STU3 property", "Encounter.indication": "a DSTU2 property",
-	"Condition.patient": "a DSTU2 property", "Condition.context": "an STU3 property", "Condition.assertedDate": "an STU3 property",
-	"Condition.dateRecorded": "a DSTU2 property", "AllergyIntolerance.assertedDate": "an STU3 property",
-	"Observation.context": "an STU3 property", "Observation.comment": "an STU3 property", "Observation.valueAttachment": "an STU3 property",
-	"Procedure.context": "an STU3 property", "Procedure.notDone": "an STU3 property", "Procedure.notPerformed": "a DSTU2 property",
-	"Immunization.notGiven": "an STU3 property", "Immunization.date": "a DSTU2/STU3 property", "Immunization.explanation": "an STU3 property",
-	"Immunization.vaccinationProtocol": "a DSTU2/STU3 property", "Immunization.practitioner": "an STU3 property", "Immunization.wasNotGiven": "a DSTU2 property",
-	"MedicationRequest.context": "an STU3 property", "MedicationStatement.taken": "an STU3 property", "MedicationStatement.notTaken": "an STU3 property",
-	"MedicationStatement.wasNotTaken": "a DSTU2 property", "DiagnosticReport.codedDiagnosis": "an STU3 property",
-	"DiagnosticReport.context": "an STU3 property", "DiagnosticReport.request": "a DSTU2 property",
-	"Claim.organization": "an STU3 property", "ExplanationOfBenefit.organization": "an STU3 property",
-	"CarePlan.context": "an STU3 property", "CarePlan.definition": "an STU3 property",
-	"DocumentReference.indexed": "an STU3 property", "DocumentReference.created": "an STU3 property", "DocumentReference.class": "an STU3 property",
-	"Composition.class": "an STU3 property", "Goal.status": "an STU3 property", "Bundle.fhirVersion": "not an R4 property",
+// preR4Element describes properties that exist in DSTU2 or STU3 but not R4.
+func preR4Element(name string) string {
+	switch name {
+	case "Patient.animal", "Encounter.incomingReferral", "Condition.context", "Condition.assertedDate", "AllergyIntolerance.assertedDate", "Observation.context", "Observation.comment", "Observation.valueAttachment", "Procedure.context", "Procedure.notDone", "Immunization.notGiven", "Immunization.explanation", "Immunization.practitioner", "MedicationRequest.context", "MedicationStatement.taken", "MedicationStatement.notTaken", "DiagnosticReport.codedDiagnosis", "DiagnosticReport.context", "Claim.organization", "ExplanationOfBenefit.organization", "CarePlan.context", "CarePlan.definition", "DocumentReference.indexed", "DocumentReference.created", "DocumentReference.class", "Composition.class", "Goal.status":
+		return "an STU3 property"
+	case "Patient.careProvider", "Encounter.patient", "Encounter.indication", "Condition.patient", "Condition.dateRecorded", "Procedure.notPerformed", "Immunization.wasNotGiven", "MedicationStatement.wasNotTaken", "DiagnosticReport.request":
+		return "a DSTU2 property"
+	case "Immunization.date", "Immunization.vaccinationProtocol":
+		return "a DSTU2/STU3 property"
+	case "Bundle.fhirVersion":
+		return "not an R4 property"
+	}
+	return ""
 }

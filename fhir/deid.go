@@ -44,11 +44,14 @@ import (
 // darURL is the data-absent-reason extension used for masked data.
 const darURL = "http://hl7.org/fhir/StructureDefinition/data-absent-reason"
 
-// restrictedZIP3 are the three-digit ZIP prefixes whose areas held 20,000
+// restrictedZIP3 reports the three-digit ZIP prefixes whose areas held 20,000
 // or fewer people in the 2000 Census (HHS guidance on Safe Harbor).
-var restrictedZIP3 = map[string]bool{
-	"036": true, "059": true, "063": true, "102": true, "203": true, "556": true, "692": true, "790": true, "821": true,
-	"823": true, "830": true, "831": true, "878": true, "879": true, "884": true, "890": true, "893": true,
+func restrictedZIP3(z string) bool {
+	switch z {
+	case "036", "059", "063", "102", "203", "556", "692", "790", "821", "823", "830", "831", "878", "879", "884", "890", "893":
+		return true
+	}
+	return false
 }
 
 // pseudonymID returns the keyed pseudonym of a resource identity, usable
@@ -88,12 +91,14 @@ func (d *deidentifier) resource(r *node) {
 	d.object(r, t)
 }
 
-// keptText lists free-text string elements that carry terminology or
+// keptText reports the free-text string elements that carry terminology or
 // institutional names rather than facts about the individual.
-var keptText = map[string]bool{
-	"Coding.display": true, "CodeableConcept.text": true, "Quantity.unit": true, "Age.unit": true,
-	"Duration.unit": true, "Distance.unit": true, "Count.unit": true, "Address.state": true, "Address.country": true,
-	"Extension.url": true, "Narrative.status": true,
+func keptText(path string) bool {
+	switch path {
+	case "Coding.display", "CodeableConcept.text", "Quantity.unit", "Age.unit", "Duration.unit", "Distance.unit", "Count.unit", "Address.state", "Address.country", "Extension.url", "Narrative.status":
+		return true
+	}
+	return false
 }
 
 // object de-identifies the members of n, of type t, in place.
@@ -242,7 +247,7 @@ func (d *deidentifier) value(v *node, e *spec.Element, pt *spec.Type) bool {
 			v.str = keyed(d.key, "device", v.str)
 			return true
 		}
-		if !keptText[pt.Name+"."+e.Name] || hasIP(v.str) {
+		if !keptText(pt.Name+"."+e.Name) || hasIP(v.str) {
 			return false
 		}
 		return true
@@ -282,7 +287,7 @@ func (d *deidentifier) address(v *node) bool {
 				z := digitsOnly(m.val.str)
 				if len(z) >= 3 {
 					z = z[:3]
-					if restrictedZIP3[z] {
+					if restrictedZIP3(z) {
 						z = "000"
 					}
 					kids = append(kids, member{"postalCode", strNode(z)})

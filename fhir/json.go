@@ -19,6 +19,7 @@ type SyntaxError struct {
 	Msg    string // what is wrong
 }
 
+// Error describes the problem and its position.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at line %d (byte %d): %s", e.Line, e.Offset, e.Msg)
 }

@@ -41,6 +41,7 @@ type InvalidError struct {
 	NotR4   bool              // the content is FHIR of another version
 }
 
+// Error summarises the outcome: the error count and the first error.
 func (e *InvalidError) Error() string {
 	n := e.Outcome.ErrorCount()
 	for _, is := range e.Outcome.Issues {

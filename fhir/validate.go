@@ -13,9 +13,14 @@ import (
 // caller sets none: 32 MiB, the server's /v1/process body limit.
 const DefaultMaxBytes = 32 << 20
 
-// maxIssues caps the issues one validation collects, so hostile input
-// cannot make the outcome larger than the input by much.
-const maxIssues = 1000
+// Caps on the issues one validation records, so hostile input cannot make
+// the outcome larger than the input by much. Errors past the cap still
+// fail validation (a fatal issue says so); warnings past theirs are only
+// counted.
+const (
+	maxErrors   = 1000
+	maxWarnings = 200
+)
 
 // Validate checks data as FHIR R4 JSON (one resource, typically a Bundle)
 // and reports every finding. It never fails: malformed JSON, oversized
@@ -62,11 +67,13 @@ type pathSeg struct {
 }
 
 type validator struct {
-	issues  []Issue
-	path    []pathSeg
-	notR4   bool
-	res     *resCtx // the resource being validated
-	bundles int
+	issues   []Issue
+	errors   int // errors and fatal issues found, reported or not
+	warnings int // warnings and information found, reported or not
+	path     []pathSeg
+	notR4    bool
+	res      *resCtx // the resource being validated
+	bundles  int
 }
 
 // resCtx is per-resource state for the reference and contained checks.
@@ -94,12 +101,24 @@ func (v *validator) where() string {
 }
 
 func (v *validator) add(sev Severity, code, format string, args ...any) {
-	if len(v.issues) >= maxIssues {
-		if len(v.issues) == maxIssues {
-			v.issues = append(v.issues, Issue{Severity: SeverityFatal, Code: "too-costly",
-				Diagnostics: fmt.Sprintf("more than %d issues; validation stopped reporting", maxIssues)})
+	if sev == SeverityError || sev == SeverityFatal {
+		v.errors++
+		if v.errors > maxErrors {
+			if v.errors == maxErrors+1 {
+				v.issues = append(v.issues, Issue{Severity: SeverityFatal, Code: "too-costly",
+					Diagnostics: fmt.Sprintf("more than %d errors; validation stopped reporting them", maxErrors)})
+			}
+			return
 		}
-		return
+	} else {
+		v.warnings++
+		if v.warnings > maxWarnings {
+			if v.warnings == maxWarnings+1 {
+				v.issues = append(v.issues, Issue{Severity: SeverityInformation, Code: "informational",
+					Diagnostics: fmt.Sprintf("more than %d warnings; the rest are not reported", maxWarnings)})
+			}
+			return
+		}
 	}
 	v.issues = append(v.issues, Issue{Severity: sev, Code: code,
 		Diagnostics: fmt.Sprintf(format, args...), Expression: []string{v.where()}})
@@ -130,7 +149,7 @@ func (v *validator) resource(n *node, typ string, contained bool) {
 	v.push(typ, -1)
 	defer v.pop()
 	if typ == "" || !spec.IsResource(typ) {
-		if why := preR4Resources[typ]; why != "" {
+		if why := preR4Resource(typ); why != "" {
 			v.notR4 = true
 			v.errorf("not-supported", "resource type %s is %s, not FHIR R4", typ, why)
 			return
@@ -345,7 +364,7 @@ func hasElement(n *node, t *spec.Type, path string) bool {
 func (v *validator) unknown(k string, t *spec.Type) {
 	v.push(k, -1)
 	defer v.pop()
-	if why := preR4Elements[t.Name+"."+k]; why != "" {
+	if why := preR4Element(t.Name + "." + k); why != "" {
 		v.notR4 = true
 		v.errorf("not-supported", "property %s.%s is %s, not FHIR R4", t.Name, k, why)
 		return

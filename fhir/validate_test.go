@@ -168,3 +168,27 @@ func TestSyntaxErrorIsTyped(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestManyWarningsStayValid: a large Bundle with a warning per resource is
+// still valid, and a Bundle with more errors than are reported is still
+// invalid.
+func TestIssueCaps(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"resourceType":"Bundle","type":"collection","entry":[`)
+	for i := range 1500 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"fullUrl":"urn:uuid:00000000-0000-4000-8000-` + strings.Repeat("0", 12-len(itoa(i))) + itoa(i) + `","resource":{"resourceType":"Basic","code":{"text":"x"}}}`)
+	}
+	b.WriteString(`]}`)
+	o := Validate([]byte(b.String()))
+	if o.HasErrors() || len(o.Issues) > maxWarnings+1 {
+		t.Fatalf("warnings only: errors=%d issues=%d", o.ErrorCount(), len(o.Issues))
+	}
+	bad := strings.ReplaceAll(b.String(), `"code":{"text":"x"}`, `"code":{"text":"x"},"bogus":1`)
+	o = Validate([]byte(bad))
+	if !o.HasErrors() || o.ErrorCount() > maxErrors+1 {
+		t.Fatalf("errors: %d", o.ErrorCount())
+	}
+}
