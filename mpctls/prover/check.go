@@ -28,10 +28,11 @@ type serverKeys struct {
 
 // checkReport says what the check of the server direction found.
 type checkReport struct {
-	keyUpdates int // KeyUpdate messages from the server
-	tickets    int // NewSessionTicket messages from the server
-	appRecords int // application_data records
-	appBytes   int // application data plaintext bytes
+	keyUpdates  int      // KeyUpdate messages from the server
+	tickets     int      // NewSessionTicket messages from the server
+	appSeqs     []uint64 // server records carrying application data
+	appBytes    int      // application data plaintext bytes
+	epochStarts []uint64 // server records where application key epochs start
 }
 
 func checkErr(r mpctls.Record, reason string) error {
@@ -110,7 +111,7 @@ func checkServer13(k serverKeys, server []mpctls.Record) (*checkReport, error) {
 			if phase != application {
 				return nil, checkErr(r, "application data before the server finished")
 			}
-			rep.appRecords++
+			rep.appSeqs = append(rep.appSeqs, r.Seq)
 			rep.appBytes += len(pt)
 			continue
 		case mpctls.RecordAlert:
@@ -148,6 +149,7 @@ func checkServer13(k serverKeys, server []mpctls.Record) (*checkReport, error) {
 					return nil, err
 				}
 				seq = 0
+				rep.epochStarts = append(rep.epochStarts, r.Seq+1)
 			}
 		}
 	}
@@ -176,6 +178,7 @@ func checkServer12(k serverKeys, server []mpctls.Record) (*checkReport, error) {
 				continue
 			case mpctls.RecordChangeCipherSpec:
 				encrypted = true
+				rep.epochStarts = []uint64{r.Seq + 1}
 				continue
 			default:
 				return nil, checkErr(r, "unprotected record after the hellos")
@@ -196,7 +199,7 @@ func checkServer12(k serverKeys, server []mpctls.Record) (*checkReport, error) {
 			return nil, checkErr(r, "post-handshake handshake message (renegotiation)")
 		}
 		if ct == mpctls.RecordApplicationData {
-			rep.appRecords++
+			rep.appSeqs = append(rep.appSeqs, r.Seq)
 			rep.appBytes += len(pt)
 		}
 		seq++

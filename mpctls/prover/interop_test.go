@@ -126,6 +126,57 @@ func checkResult(t testing.TB, n *notarytest.Notary, r *Result, host string, ver
 	if tree.Root() != st.Root {
 		t.Fatal("records do not rebuild the statement root")
 	}
+	// The full presentation round-trips through its encoding and verifies.
+	p, err := r.PresentAll()
+	if err != nil {
+		t.Fatalf("presentation: %v", err)
+	}
+	enc, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p2 mpctls.Presentation
+	if err := p2.Unmarshal(enc); err != nil {
+		t.Fatal(err)
+	}
+	d, err := mpctls.VerifyPresentation(r.Statement, &p2, []ed25519.PublicKey{n.Key})
+	if err != nil {
+		t.Fatalf("verify presentation: %v", err)
+	}
+	if !d.Complete {
+		t.Error("full presentation is not Complete")
+	}
+	if len(d.Data()) != r.AppBytes {
+		t.Errorf("presentation discloses %d bytes of application data, prover saw %d", len(d.Data()), r.AppBytes)
+	}
+	// Selective disclosure: only the first application record.
+	apps := r.ApplicationRecords()
+	sel, err := r.Presentation(apps[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := mpctls.VerifyPresentation(r.Statement, sel, []ed25519.PublicKey{n.Key})
+	if err != nil {
+		t.Fatalf("verify selective presentation: %v", err)
+	}
+	if len(ds.Records) != 1 || ds.Complete || !bytes.HasPrefix(d.Data(), ds.Data()) {
+		t.Error("selective presentation discloses the wrong thing")
+	}
+}
+
+// disclosed returns the application data a full presentation of r
+// discloses, verified.
+func disclosed(t testing.TB, n *notarytest.Notary, r *Result) []byte {
+	t.Helper()
+	p, err := r.PresentAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := mpctls.VerifyPresentation(r.Statement, p, []ed25519.PublicKey{n.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Data()
 }
 
 func TestInteropGoServers(t *testing.T) {
@@ -172,8 +223,9 @@ func TestInteropGoServers(t *testing.T) {
 			}
 			r := fr.results[0]
 			checkResult(t, n, r, host, c.version, c.suite)
-			if r.AppBytes < 40000 {
-				t.Errorf("app bytes %d", r.AppBytes)
+			data := disclosed(t, n, r)
+			if !bytes.Contains(data, payload(40000)) || !bytes.Contains(data, []byte("chunk 4;")) || !bytes.Contains(data, []byte("Transfer-Encoding: chunked")) {
+				t.Error("disclosed plaintext lacks the responses")
 			}
 		})
 	}
@@ -217,5 +269,8 @@ func TestInteropLargeResponse(t *testing.T) {
 	checkResult(t, n, r, host, tls.VersionTLS13, tls.TLS_AES_128_GCM_SHA256)
 	if r.Parsed.ServerBytes < size {
 		t.Fatalf("statement counts %d server bytes for a %d-byte body", r.Parsed.ServerBytes, size)
+	}
+	if !bytes.Contains(disclosed(t, n, r), payload(size)) {
+		t.Fatal("disclosed plaintext lacks the body")
 	}
 }

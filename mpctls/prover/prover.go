@@ -408,9 +408,9 @@ func (s *Session) finalize(ctx context.Context) (*Result, error) {
 	if err := checkChainDigest(stmt, st); err != nil {
 		return nil, err
 	}
-	records, err := interleave(resp.Order, resp.Leaves, client, server)
+	records, err := mpctls.Interleave(client, server, resp.Order)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrMismatch, err)
 	}
 	var tr mpctls.Transcript
 	for _, r := range records {
@@ -433,9 +433,12 @@ func (s *Session) finalize(ctx context.Context) (*Result, error) {
 		Records:    records,
 		KeyUpdates: rep.keyUpdates,
 		Tickets:    rep.tickets,
-		AppRecords: rep.appRecords,
+		AppRecords: len(rep.appSeqs),
 		AppBytes:   rep.appBytes,
 		keys:       keys,
+		epochs:     rep.epochStarts,
+		appSeqs:    rep.appSeqs,
+		lastSeq:    uint64(len(server)) - 1,
 	}, nil
 }
 
@@ -476,32 +479,6 @@ func (s *Session) post(ctx context.Context, req notary.FinalizeRequest) (*notary
 	return &out, nil
 }
 
-// interleave puts the prover's records of both directions into the
-// notary's arrival order.
-func interleave(order []byte, leaves uint64, client, server []mpctls.Record) ([]mpctls.Record, error) {
-	if leaves != uint64(len(client)+len(server)) || uint64(len(order)) != (leaves+7)/8 {
-		return nil, fmt.Errorf("%w: notary reports %d leaves, prover has %d records", ErrMismatch, leaves, len(client)+len(server))
-	}
-	out := make([]mpctls.Record, 0, leaves)
-	var ci, si int
-	for i := uint64(0); i < leaves; i++ {
-		if order[i/8]&(1<<(i%8)) != 0 {
-			if si == len(server) {
-				return nil, fmt.Errorf("%w: order names more server records than the prover has", ErrMismatch)
-			}
-			out = append(out, server[si])
-			si++
-		} else {
-			if ci == len(client) {
-				return nil, fmt.Errorf("%w: order names more client records than the prover has", ErrMismatch)
-			}
-			out = append(out, client[ci])
-			ci++
-		}
-	}
-	return out, nil
-}
-
 // Result is a finalized, verified notarized session.
 type Result struct {
 	SessionID string            // the notary's session id
@@ -516,5 +493,40 @@ type Result struct {
 	AppRecords int // server application_data records
 	AppBytes   int // server application data plaintext bytes
 
-	keys serverKeys
+	keys    serverKeys
+	epochs  []uint64 // server sequence numbers where key epochs start
+	appSeqs []uint64 // server records carrying application data
+	lastSeq uint64   // last server record
+}
+
+// ApplicationRecords returns the sequence numbers of the server records
+// that carry application data (the HTTP responses), in order.
+func (r *Result) ApplicationRecords() []uint64 { return append([]uint64(nil), r.appSeqs...) }
+
+// Presentation builds a presentation of the server records whose
+// sequence numbers are in selected: it discloses the server traffic
+// secret (TLS 1.3: of the first application epoch; TLS 1.2: the server
+// write key and IV) and the chosen records with their inclusion proofs,
+// never anything of the client direction. Records left out stay proven
+// present by the Merkle root. Pass ApplicationRecords() to disclose every
+// response, or use PresentAll.
+func (r *Result) Presentation(selected []uint64) (*mpctls.Presentation, error) {
+	var secret []byte
+	if r.Parsed.Version == mpctls.VersionTLS13 {
+		secret = r.keys.appSecret0
+	} else {
+		secret = append(append([]byte(nil), r.keys.key12...), r.keys.iv12...)
+	}
+	return mpctls.BuildPresentation(r.Records, r.Statement, secret, r.epochs, selected)
+}
+
+// PresentAll builds the presentation of every protected server record
+// after the handshake, up to the end of the session (its close_notify
+// included when the server sent one), which verifies as Complete.
+func (r *Result) PresentAll() (*mpctls.Presentation, error) {
+	var sel []uint64
+	for q := r.epochs[0]; q <= r.lastSeq; q++ {
+		sel = append(sel, q)
+	}
+	return r.Presentation(sel)
 }
