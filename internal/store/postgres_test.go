@@ -148,3 +148,12 @@ func TestPostgresBadDSNKeepsSecrets(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), secret)
 }
+
+// A search_path naming no existing schema is a clear error, not a
+// migration into some other schema.
+func TestPostgresMissingSchema(t *testing.T) {
+	t.Parallel()
+	dsn := postgresDSN(t)
+	_, err := store.OpenPostgres(t.Context(), withSearchPath(t, dsn, "acds_store_test_no_such_schema"))
+	require.Error(t, err)
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,4 +160,39 @@ func TestSQLiteErasureLeavesNoTrace(t *testing.T) {
 			require.False(t, bytes.Contains(b, []byte(m)), "%s still holds %s", e.Name(), m)
 		}
 	}
+}
+
+// Two processes (here: two stores) opening one file at once both start;
+// the migrations run once, under SQLite's write lock, and writes of one
+// are seen by the other.
+func TestSQLiteConcurrentOpeners(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "acds.db")
+	const n = 4
+	stores := make([]*store.SQLite, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = store.OpenSQLite(ctx, path) })
+	}
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i], "opener %d", i)
+		defer stores[i].Close()
+	}
+	r := storetest.NewRequest("anon-a", storetest.T0)
+	require.NoError(t, stores[0].CreateRequest(ctx, r))
+	got, err := stores[n-1].GetRequest(ctx, "anon-a", r.ID)
+	require.NoError(t, err)
+	require.Equal(t, r.ID, got.ID)
+	// Claims from both are serialised by SQLite's lock: one wins.
+	o := store.ClaimOptions{Worker: "a", Lease: time.Minute, Now: storetest.T0}
+	c1, err := stores[0].Claim(ctx, o)
+	require.NoError(t, err)
+	o.Worker = "b"
+	c2, err := stores[1].Claim(ctx, o)
+	require.NoError(t, err)
+	require.NotNil(t, c1)
+	require.Nil(t, c2)
 }
