@@ -223,6 +223,7 @@ func TestInteropGoServers(t *testing.T) {
 			}
 			r := fr.results[0]
 			checkResult(t, n, r, host, c.version, c.suite)
+			t.Logf("tickets %d, records %d/%d", r.Tickets, r.Parsed.ClientRecords, r.Parsed.ServerRecords)
 			data := disclosed(t, n, r)
 			if !bytes.Contains(data, payload(40000)) || !bytes.Contains(data, []byte("chunk 4;")) || !bytes.Contains(data, []byte("Transfer-Encoding: chunked")) {
 				t.Error("disclosed plaintext lacks the responses")
