@@ -1,0 +1,51 @@
+// Package tdx produces and verifies Intel TDX evidence: version 4 quotes
+// from a trust domain's TDX guest device, checked offline against the Intel
+// SGX Root CA embedded in this package.
+//
+// The package keeps three things apart, in the manner of go-tdx-guest, on
+// which it is built:
+//
+//   - Quote obtains a raw quote from the device (configfs-tsm or
+//     /dev/tdx_guest). It is the only function that touches the machine.
+//   - Verify does the cryptography: the PCK certificate chain up to a
+//     trusted Intel root at an injected time, the quote signature by the
+//     attestation key, the QE report signature by the PCK key and the QE
+//     report's binding of the attestation key; and, when the caller supplies
+//     Intel PCS collateral (TCB info and QE identity), their signatures,
+//     freshness and the platform's TCB level. It returns Evidence: the
+//     registers (MRTD, RTMR0–3), the 64-byte report data, the TCB status, and
+//     lists of what was and was not checked. Nothing is fetched: no
+//     collateral, no CRLs (revocation is reported as not checked).
+//   - Validate applies a Policy to Evidence: expected report data, allowed
+//     MRTDs, RTMR values or composite measurements, debug (refused unless
+//     allowed), a minimum TEE TCB SVN and accepted TCB statuses.
+//
+// VerifyBinding combines them for a bundle verifier: raw quote plus expected
+// report data in, measurement or error out.
+//
+// # Measurement
+//
+// The code hash of a TD is the composite
+//
+//	SHA-384(MRTD ‖ RTMR[0] ‖ RTMR[1] ‖ RTMR[2] ‖ RTMR[3])
+//
+// (MeasurementOf), 48 bytes printed as hex. Evidence also carries each
+// register so that a policy can pin them individually.
+//
+// # Errors
+//
+// Every verification error is an *Error naming the failed Check, whose class
+// (ErrMalformed, ErrCertificate, ErrSignature, ErrCollateral, ErrTCB,
+// ErrPolicy, ErrNoDevice) is reachable with errors.Is:
+//
+//	ev, err := tdx.Verify(quote, tdx.Options{})
+//	var e *tdx.Error
+//	if errors.As(err, &e) && e.Check == tdx.CheckQuoteSignature { … }
+//
+// Quotes are limited to MaxQuoteSize bytes and each collateral part to
+// MaxCollateralSize.
+//
+// Note that go-tdx-guest's client package, imported for Quote, registers the
+// command-line flag -tdx_guest_device_path in the default flag set and
+// initialises its logger; this package never logs.
+package tdx
