@@ -3,6 +3,7 @@ package mpctls
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/x509"
 	"errors"
 	"io"
 	"testing"
@@ -176,4 +177,43 @@ func TestFixedSessionPresentation(t *testing.T) {
 	if err := p.Unmarshal(make([]byte, MaxPresentationSize+1)); !errors.Is(err, ErrTooLarge) {
 		t.Fatal(err)
 	}
+}
+
+// FuzzVerifyHandshake feeds recorded client and server streams, a
+// disclosed secret, a root certificate and a session time to
+// VerifyHandshake, the notary's parser of untrusted handshake bytes. The
+// committed seeds are real sessions (TLS 1.3, HelloRetryRequest, TLS 1.2)
+// with the root and time they verify under.
+func FuzzVerifyHandshake(f *testing.F) {
+	f.Add([]byte{22, 3, 1, 0, 4, 1, 0, 0, 0}, []byte{22, 3, 3, 0, 4, 2, 0, 0, 0}, []byte{}, []byte{}, int64(1))
+	f.Fuzz(func(t *testing.T, client, server, secret, caDER []byte, now int64) {
+		var recs []Record
+		for _, s := range []struct {
+			dir  Direction
+			data []byte
+		}{{ClientToServer, client}, {ServerToClient, server}} {
+			rr := NewRecordReader(bytes.NewReader(s.data), s.dir)
+			for {
+				r, err := rr.Next()
+				if err != nil {
+					break
+				}
+				recs = append(recs, r)
+			}
+		}
+		roots := x509.NewCertPool()
+		if ca, err := x509.ParseCertificate(caDER); err == nil {
+			roots.AddCert(ca)
+		}
+		hs, err := VerifyHandshake(recs, Disclosure{ServerHandshakeTrafficSecret: secret}, HandshakeOptions{Roots: roots, Now: time.Unix(now, 0)})
+		if err != nil {
+			if !typed(err) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if hs.SNI == "" || len(hs.Certificates) == 0 || hs.CertChainDigest != CertChainDigest(hs.Certificates) {
+			t.Fatalf("incomplete result %+v", hs)
+		}
+	})
 }

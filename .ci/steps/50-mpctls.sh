@@ -23,6 +23,6 @@ echo "-- mpctls: race detector"
 go test -count=1 -race ./mpctls/
 
 echo "-- mpctls: fuzz"
-for target in FuzzRecordReader FuzzParseStatement FuzzPresentation; do
-  go test -run='^$' -fuzz="^${target}\$" -fuzztime=15s ./mpctls/
+for target in FuzzRecordReader FuzzParseStatement FuzzPresentation FuzzVerifyHandshake; do
+  go test -run='^$' -fuzz="^${target}\$" -fuzztime=15s -fuzzminimizetime=2s ./mpctls/
 done
