@@ -3,6 +3,7 @@ package r4
 import (
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decoder is a single-pass JSON reader specialised for FHIR: the generated
@@ -10,12 +11,16 @@ import (
 // intermediate tree and no reflection.
 type decoder struct {
 	data []byte
-	// src is one string copy of data. Strings without escapes are returned as
-	// substrings of it, so decoding allocates no memory per string.
-	src      string
-	pos      int
-	depth    int
-	maxDepth int
+	// arena holds the bytes of decoded strings, packed: strings are views
+	// into it, so decoding does not allocate per string and does not keep
+	// the input (with its white space and member names) alive. Bytes below
+	// len(arena) are never written again.
+	arena     []byte
+	chunkSize int
+	pos       int
+	keyPos    int // where the last member name started
+	depth     int
+	maxDepth  int
 }
 
 // strSpecial marks the bytes that end the fast path of string scanning.
@@ -135,6 +140,7 @@ func (d *decoder) member(first bool) (key string, more bool, err error) {
 	if c != '"' {
 		return "", false, d.syntax("expected a member name, found %q", c)
 	}
+	d.keyPos = d.pos
 	key, err = d.str()
 	if err != nil {
 		return "", false, err
@@ -207,7 +213,7 @@ func (d *decoder) str() (string, error) {
 		switch {
 		case c == '"':
 			d.pos = i + 1
-			return d.src[start:i], nil
+			return d.intern(data[start:i]), nil
 		case c == '\\':
 			return d.strEscaped(start, i)
 		case c < 0x20:
@@ -415,7 +421,24 @@ func (d *decoder) number() (text string, integer bool, err error) {
 		}
 	}
 	d.pos = i
-	return d.src[start:i], integer, nil
+	return d.intern(data[start:i]), integer, nil
+}
+
+// intern returns b as a string stored in the arena.
+func (d *decoder) intern(b []byte) string {
+	n := len(b)
+	switch {
+	case n == 0:
+		return ""
+	case n > d.chunkSize/4:
+		return string(b)
+	}
+	if cap(d.arena)-len(d.arena) < n {
+		d.arena = make([]byte, 0, d.chunkSize)
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, b...)
+	return unsafe.String(&d.arena[start], n)
 }
 
 func (d *decoder) decimalValue() (string, error) {
@@ -434,13 +457,19 @@ func (d *decoder) intValue() (int64, error) {
 		return 0, d.fail(ErrInvalidValue, "expected an integer, found %s", s)
 	}
 	neg := s[0] == '-'
+	digits := s
 	if neg {
-		s = s[1:]
+		digits = s[1:]
 	}
-	if (neg && s == "0") || len(s) > 18 {
+	if len(digits) > 18 {
 		d.pos = start
-		return 0, d.fail(ErrInvalidValue, "integer %s out of range", d.src[start:d.pos])
+		return 0, d.fail(ErrInvalidValue, "integer %s out of range", s)
 	}
+	if neg && digits == "0" {
+		d.pos = start
+		return 0, d.fail(ErrInvalidValue, "integer -0 is not allowed")
+	}
+	s = digits
 	var v int64
 	for i := 0; i < len(s); i++ {
 		v = v*10 + int64(s[i]-'0')
@@ -516,6 +545,7 @@ func (d *decoder) skipValue() error {
 
 func (d *decoder) unknownMember(k string) error {
 	err := d.fail(ErrUnknownProperty, "unknown property %q", k)
+	err.Offset = d.keyPos
 	if k == "fhir_comments" {
 		err.NotR4 = true
 		err.Reason += " (DSTU2/STU3 JSON comments)"

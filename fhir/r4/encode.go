@@ -106,7 +106,7 @@ func (e *encoder) decimal(s string) {
 }
 
 func validNumber(s string) bool {
-	d := decoder{data: []byte(s), src: s}
+	d := decoder{data: []byte(s), chunkSize: len(s) + 64}
 	_, _, err := d.number()
 	return err == nil && d.pos == len(s)
 }

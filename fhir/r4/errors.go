@@ -106,8 +106,33 @@ func resourceError(err error, resourceType string) error {
 	return err
 }
 
-// finish renders the path once the error has reached the top.
+// finish renders the path once the error has reached the top, and marks
+// errors at places where DSTU2 or STU3 content differs from R4.
 func (e *DecodeError) finish() {
+	if e.segs == nil {
+		return
+	}
+	// The element path inside the innermost resource, without indices.
+	var rel []string
+	for _, s := range e.segs {
+		if s[0] == 0 {
+			rel = append(rel, s[1:])
+			break
+		}
+		if s[0] == '.' {
+			rel = append(rel, s)
+		}
+	}
+	if len(rel) > 1 && rel[len(rel)-1] != "" {
+		var b strings.Builder
+		for i := len(rel) - 1; i >= 0; i-- {
+			b.WriteString(rel[i])
+		}
+		if hint, ok := earlierVersionShapes[b.String()]; ok && (e.Err == ErrUnknownProperty || e.Err == ErrInvalidValue) {
+			e.NotR4 = true
+			e.Reason += " (" + hint + "; this looks like DSTU2 or STU3 content, not R4)"
+		}
+	}
 	var b strings.Builder
 	top := ""
 	for i := len(e.segs) - 1; i >= 0; i-- {

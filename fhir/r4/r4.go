@@ -57,8 +57,9 @@ func Unmarshal(data []byte) (Resource, error) { return Options{}.Unmarshal(data)
 // ErrSyntax, ErrUnknownProperty, ErrInvalidValue, ErrDuplicateProperty,
 // ErrMissingResourceType, ErrNotR4 or ErrLimit.
 //
-// Decoded strings share one copy of data, made at the start; data itself is
-// not retained and may be reused by the caller.
+// Decoded strings are packed into a few shared blocks of memory rather than
+// allocated one by one; data itself is not retained and may be reused by the
+// caller once Unmarshal returns.
 func (o Options) Unmarshal(data []byte) (Resource, error) {
 	d, err := o.newDecoder(data)
 	if err != nil {
@@ -86,7 +87,7 @@ func (o Options) newDecoder(data []byte) (*decoder, error) {
 	if len(data) > maxBytes {
 		return nil, &DecodeError{Reason: "input larger than " + itoa(maxBytes) + " bytes", Err: ErrLimit}
 	}
-	return &decoder{data: data, src: string(data), maxDepth: maxDepth}, nil
+	return &decoder{data: data, chunkSize: min(max(len(data)/4, 512), 64<<10), maxDepth: maxDepth}, nil
 }
 
 // end checks that nothing but white space follows the value.

@@ -24,7 +24,7 @@ type Address struct {
 	State *String
 	// PostalCode is postalCode (0..1). Postal code for area
 	PostalCode *String
-	// Country is country (0..1). Country (e.g.
+	// Country is country (0..1). Country (e.g. can be ISO 3166 2 or 3 letter code)
 	Country *String
 	// Period is period (0..1). Time period when address was/is in use
 	Period *Period
@@ -1263,9 +1263,9 @@ type Dosage struct {
 	ModifierExtension []Extension
 	// Sequence is sequence (0..1). The order of the dosage instructions
 	Sequence *Integer
-	// Text is text (0..1). Free text dosage instructions e.g.
+	// Text is text (0..1). Free text dosage instructions e.g. SIG
 	Text *String
-	// AdditionalInstruction is additionalInstruction (0..*). Supplemental instruction or warnings to the patient - e.g.
+	// AdditionalInstruction is additionalInstruction (0..*). Supplemental instruction or warnings to the patient - e.g. "with meals", "may cause drowsiness"
 	AdditionalInstruction []CodeableConcept
 	// PatientInstruction is patientInstruction (0..1). Patient or consumer oriented instructions
 	PatientInstruction *String
@@ -5539,7 +5539,7 @@ type Reference struct {
 	Extension []Extension
 	// Reference is reference (0..1). Literal reference, Relative, internal or absolute URL
 	Reference *String
-	// Type is type (0..1). Type the reference refers to (e.g.
+	// Type is type (0..1). Type the reference refers to (e.g. "Patient")
 	Type *URI
 	// Identifier is identifier (0..1). Logical reference, when literal reference is not known
 	Identifier *Identifier

@@ -2,7 +2,7 @@
 
 package r4
 
-// Base64Binary is the FHIR primitive type base64Binary: Base StructureDefinition for base64Binary Type: A stream of bytes
+// Base64Binary is the FHIR primitive type base64Binary: A stream of bytes
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -43,7 +43,7 @@ func (x *Base64Binary) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewBase64Binary returns a Base64Binary holding v.
 func NewBase64Binary(v string) *Base64Binary { return &Base64Binary{Value: v, Present: true} }
 
-// Boolean is the FHIR primitive type boolean: Base StructureDefinition for boolean Type: Value of "true" or "false"
+// Boolean is the FHIR primitive type boolean: Value of "true" or "false"
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -82,7 +82,7 @@ func (x *Boolean) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewBoolean returns a Boolean holding v.
 func NewBoolean(v bool) *Boolean { return &Boolean{Value: v, Present: true} }
 
-// Canonical is the FHIR primitive type canonical: Base StructureDefinition for canonical type: A URI that is a reference to a canonical URL on a FHIR resource
+// Canonical is the FHIR primitive type canonical: A URI that is a reference to a canonical URL on a FHIR resource
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -121,7 +121,7 @@ func (x *Canonical) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewCanonical returns a Canonical holding v.
 func NewCanonical(v string) *Canonical { return &Canonical{Value: v, Present: true} }
 
-// Code is the FHIR primitive type code: Base StructureDefinition for code type: A string which has at least one character and no leading or trailing whitespace and where there is no whitespace other than single spaces in the contents
+// Code is the FHIR primitive type code: A string which has at least one character and no leading or trailing whitespace and where there is no whitespace other than single spaces in the contents
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -160,7 +160,7 @@ func (x *Code) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewCode returns a Code holding v.
 func NewCode(v string) *Code { return &Code{Value: v, Present: true} }
 
-// Date is the FHIR primitive type date: Base StructureDefinition for date Type: A date or partial date (e.g.
+// Date is the FHIR primitive type date: A date or partial date (e.g. just year or year + month).
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -199,7 +199,7 @@ func (x *Date) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewDate returns a Date holding v.
 func NewDate(v string) *Date { return &Date{Value: v, Present: true} }
 
-// DateTime is the FHIR primitive type dateTime: Base StructureDefinition for dateTime Type: A date, date-time or partial date (e.g.
+// DateTime is the FHIR primitive type dateTime: A date, date-time or partial date (e.g. just year or year + month).
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -238,7 +238,7 @@ func (x *DateTime) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewDateTime returns a DateTime holding v.
 func NewDateTime(v string) *DateTime { return &DateTime{Value: v, Present: true} }
 
-// Decimal is the FHIR primitive type decimal: Base StructureDefinition for decimal Type: A rational number with implicit precision
+// Decimal is the FHIR primitive type decimal: A rational number with implicit precision
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -279,7 +279,7 @@ func (x *Decimal) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewDecimal returns a Decimal holding v.
 func NewDecimal(v string) *Decimal { return &Decimal{Value: v, Present: true} }
 
-// ID is the FHIR primitive type id: Base StructureDefinition for id type: Any combination of letters, numerals, "-" and ".", with a length limit of 64 characters.
+// ID is the FHIR primitive type id: Any combination of letters, numerals, "-" and ".", with a length limit of 64 characters.
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -318,7 +318,7 @@ func (x *ID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewID returns a ID holding v.
 func NewID(v string) *ID { return &ID{Value: v, Present: true} }
 
-// Instant is the FHIR primitive type instant: Base StructureDefinition for instant Type: An instant in time - known at least to the second
+// Instant is the FHIR primitive type instant: An instant in time - known at least to the second
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -357,7 +357,7 @@ func (x *Instant) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewInstant returns a Instant holding v.
 func NewInstant(v string) *Instant { return &Instant{Value: v, Present: true} }
 
-// Integer is the FHIR primitive type integer: Base StructureDefinition for integer Type: A whole number
+// Integer is the FHIR primitive type integer: A whole number
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -396,7 +396,7 @@ func (x *Integer) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewInteger returns a Integer holding v.
 func NewInteger(v int64) *Integer { return &Integer{Value: v, Present: true} }
 
-// Markdown is the FHIR primitive type markdown: Base StructureDefinition for markdown type: A string that may contain Github Flavored Markdown syntax for optional processing by a mark down presentation engine
+// Markdown is the FHIR primitive type markdown: A string that may contain Github Flavored Markdown syntax for optional processing by a mark down presentation engine
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -435,7 +435,7 @@ func (x *Markdown) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewMarkdown returns a Markdown holding v.
 func NewMarkdown(v string) *Markdown { return &Markdown{Value: v, Present: true} }
 
-// OID is the FHIR primitive type oid: Base StructureDefinition for oid type: An OID represented as a URI
+// OID is the FHIR primitive type oid: An OID represented as a URI
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -474,7 +474,7 @@ func (x *OID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewOID returns a OID holding v.
 func NewOID(v string) *OID { return &OID{Value: v, Present: true} }
 
-// PositiveInt is the FHIR primitive type positiveInt: Base StructureDefinition for positiveInt type: An integer with a value that is positive (e.g.
+// PositiveInt is the FHIR primitive type positiveInt: An integer with a value that is positive (e.g. >0)
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -513,7 +513,7 @@ func (x *PositiveInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewPositiveInt returns a PositiveInt holding v.
 func NewPositiveInt(v int64) *PositiveInt { return &PositiveInt{Value: v, Present: true} }
 
-// String is the FHIR primitive type string: Base StructureDefinition for string Type: A sequence of Unicode characters
+// String is the FHIR primitive type string: A sequence of Unicode characters
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -552,7 +552,7 @@ func (x *String) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewString returns a String holding v.
 func NewString(v string) *String { return &String{Value: v, Present: true} }
 
-// Time is the FHIR primitive type time: Base StructureDefinition for time Type: A time during the day, with no date specified
+// Time is the FHIR primitive type time: A time during the day, with no date specified
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -591,7 +591,7 @@ func (x *Time) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewTime returns a Time holding v.
 func NewTime(v string) *Time { return &Time{Value: v, Present: true} }
 
-// URI is the FHIR primitive type uri: Base StructureDefinition for uri Type: String of characters used to identify a name or a resource
+// URI is the FHIR primitive type uri: String of characters used to identify a name or a resource
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -630,7 +630,7 @@ func (x *URI) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewURI returns a URI holding v.
 func NewURI(v string) *URI { return &URI{Value: v, Present: true} }
 
-// URL is the FHIR primitive type url: Base StructureDefinition for url type: A URI that is a literal reference
+// URL is the FHIR primitive type url: A URI that is a literal reference
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -669,7 +669,7 @@ func (x *URL) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewURL returns a URL holding v.
 func NewURL(v string) *URL { return &URL{Value: v, Present: true} }
 
-// UUID is the FHIR primitive type uuid: Base StructureDefinition for uuid type: A UUID, represented as a URI
+// UUID is the FHIR primitive type uuid: A UUID, represented as a URI
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -708,7 +708,7 @@ func (x *UUID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewUUID returns a UUID holding v.
 func NewUUID(v string) *UUID { return &UUID{Value: v, Present: true} }
 
-// UnsignedInt is the FHIR primitive type unsignedInt: Base StructureDefinition for unsignedInt type: An integer with a value that is not negative (e.g.
+// UnsignedInt is the FHIR primitive type unsignedInt: An integer with a value that is not negative (e.g. >= 0)
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.
@@ -747,7 +747,7 @@ func (x *UnsignedInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 // NewUnsignedInt returns a UnsignedInt holding v.
 func NewUnsignedInt(v int64) *UnsignedInt { return &UnsignedInt{Value: v, Present: true} }
 
-// XHTML is the FHIR primitive type xhtml: Base StructureDefinition for xhtml Type
+// XHTML is the FHIR primitive type xhtml: XHTML narrative.
 //
 // ID and Extension are the element id and extensions carried in the JSON
 // companion member ("_name"). Present records that a value was given.

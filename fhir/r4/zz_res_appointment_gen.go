@@ -48,7 +48,7 @@ type Appointment struct {
 	Start *Instant
 	// End is end (0..1). When appointment is to conclude
 	End *Instant
-	// MinutesDuration is minutesDuration (0..1). Can be less than start/end (e.g.
+	// MinutesDuration is minutesDuration (0..1). Can be less than start/end (e.g. estimate)
 	MinutesDuration *PositiveInt
 	// Slot is slot (0..*). The slots that this appointment is filling
 	Slot []Reference

@@ -2,7 +2,7 @@
 
 package r4
 
-// Communication is the FHIR R4 resource Communication: An occurrence of information being transmitted; e.g.
+// Communication is the FHIR R4 resource Communication: An occurrence of information being transmitted; e.g. an alert that was sent to a responsible provider, a public health agency that was notified about a reportable condition.
 type Communication struct {
 	// ID is id (0..1). Logical id of this artifact
 	ID string

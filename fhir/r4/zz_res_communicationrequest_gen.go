@@ -2,7 +2,7 @@
 
 package r4
 
-// CommunicationRequest is the FHIR R4 resource CommunicationRequest: A request to convey information; e.g.
+// CommunicationRequest is the FHIR R4 resource CommunicationRequest: A request to convey information; e.g. the CDS system proposes that an alert be sent to a responsible provider, the CDS system proposes that the public health agency be notified about a reportable cond…
 type CommunicationRequest struct {
 	// ID is id (0..1). Logical id of this artifact
 	ID string

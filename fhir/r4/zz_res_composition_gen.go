@@ -422,7 +422,7 @@ type CompositionSection struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Title is title (0..1). Label for section (e.g.
+	// Title is title (0..1). Label for section (e.g. for ToC)
 	Title *String
 	// Code is code (0..1). Classification of section (recommended)
 	Code *CodeableConcept

@@ -350,9 +350,9 @@ type ConsentProvision struct {
 	SecurityLabel []Coding
 	// Purpose is purpose (0..*). Context of activities covered by this rule
 	Purpose []Coding
-	// Class is class (0..*). e.g.
+	// Class is class (0..*). e.g. Resource Type, Profile, CDA, etc.
 	Class []Coding
-	// Code is code (0..*). e.g.
+	// Code is code (0..*). e.g. LOINC or SNOMED CT code, etc.
 	Code []CodeableConcept
 	// DataPeriod is dataPeriod (0..1). Timeframe for data controlled by this rule
 	DataPeriod *Period

@@ -2,7 +2,7 @@
 
 package r4
 
-// DetectedIssue is the FHIR R4 resource DetectedIssue: Indicates an actual or potential clinical issue with or between one or more active or proposed clinical actions for a patient; e.g.
+// DetectedIssue is the FHIR R4 resource DetectedIssue: Indicates an actual or potential clinical issue with or between one or more active or proposed clinical actions for a patient; e.g. Drug-drug interaction, Ineffective treatment frequency, Procedure-co…
 type DetectedIssue struct {
 	// ID is id (0..1). Logical id of this artifact
 	ID string
@@ -24,7 +24,7 @@ type DetectedIssue struct {
 	Identifier []Identifier
 	// Status is status (1..1). registered | preliminary | final | amended +
 	Status *Code
-	// Code is code (0..1). Issue Category, e.g.
+	// Code is code (0..1). Issue Category, e.g. drug-drug, duplicate therapy, etc.
 	Code *CodeableConcept
 	// Severity is severity (0..1). high | moderate | low
 	Severity *Code

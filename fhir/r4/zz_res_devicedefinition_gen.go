@@ -60,7 +60,7 @@ type DeviceDefinition struct {
 	OnlineInformation *URI
 	// Note is note (0..*). Device notes and comments
 	Note []Annotation
-	// Quantity is quantity (0..1). The quantity of the device present in the packaging (e.g.
+	// Quantity is quantity (0..1). The quantity of the device present in the packaging (e.g. the number of devices present in a pack, or the number of devices in the same package of the medicinal product)
 	Quantity *Quantity
 	// ParentDevice is parentDevice (0..1). The parent device it can be part of
 	ParentDevice *Reference

@@ -230,7 +230,7 @@ type DiagnosticReportMedia struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Comment is comment (0..1). Comment about the image (e.g.
+	// Comment is comment (0..1). Comment about the image (e.g. explanation)
 	Comment *String
 	// Link is link (1..1). Reference to the image source
 	Link *Reference

@@ -350,7 +350,7 @@ type DocumentReferenceContext struct {
 	Period *Period
 	// FacilityType is facilityType (0..1). Kind of facility where patient was seen
 	FacilityType *CodeableConcept
-	// PracticeSetting is practiceSetting (0..1). Additional details about where the content was created (e.g.
+	// PracticeSetting is practiceSetting (0..1). Additional details about where the content was created (e.g. clinical specialty)
 	PracticeSetting *CodeableConcept
 	// SourcePatientInfo is sourcePatientInfo (0..1). Patient demographics from source
 	SourcePatientInfo *Reference

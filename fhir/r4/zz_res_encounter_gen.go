@@ -450,7 +450,7 @@ type EncounterDiagnosis struct {
 	ModifierExtension []Extension
 	// Condition is condition (1..1). The diagnosis or procedure relevant to the encounter
 	Condition *Reference
-	// Use is use (0..1). Role that this diagnosis has within the encounter (e.g.
+	// Use is use (0..1). Role that this diagnosis has within the encounter (e.g. admission, billing, discharge …)
 	Use *CodeableConcept
 	// Rank is rank (0..1). Ranking of the diagnosis (for each role type)
 	Rank *PositiveInt

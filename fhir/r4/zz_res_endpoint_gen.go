@@ -30,11 +30,11 @@ type Endpoint struct {
 	Name *String
 	// ManagingOrganization is managingOrganization (0..1). Organization that manages this endpoint (might not be the organization that exposes the endpoint)
 	ManagingOrganization *Reference
-	// Contact is contact (0..*). Contact details for source (e.g.
+	// Contact is contact (0..*). Contact details for source (e.g. troubleshooting)
 	Contact []ContactPoint
 	// Period is period (0..1). Interval the endpoint is expected to be operational
 	Period *Period
-	// PayloadType is payloadType (1..*). The type of content that may be used at this endpoint (e.g.
+	// PayloadType is payloadType (1..*). The type of content that may be used at this endpoint (e.g. XDS Discharge summaries)
 	PayloadType []CodeableConcept
 	// PayloadMimeType is payloadMimeType (0..*). Mimetype to send.
 	PayloadMimeType []Code

@@ -26,7 +26,7 @@ type EpisodeOfCare struct {
 	Status *Code
 	// StatusHistory is statusHistory (0..*). Past list of status codes (the current status may be included to cover the start date of the status)
 	StatusHistory []EpisodeOfCareStatusHistory
-	// Type is type (0..*). Type/class - e.g.
+	// Type is type (0..*). Type/class - e.g. specialist referral, disease management
 	Type []CodeableConcept
 	// Diagnosis is diagnosis (0..*). The list of diagnosis relevant to this episode of care
 	Diagnosis []EpisodeOfCareDiagnosis
@@ -250,7 +250,7 @@ type EpisodeOfCareDiagnosis struct {
 	ModifierExtension []Extension
 	// Condition is condition (1..1). Conditions/problems/diagnoses this episode of care is for
 	Condition *Reference
-	// Role is role (0..1). Role that this diagnosis has within the episode of care (e.g.
+	// Role is role (0..1). Role that this diagnosis has within the episode of care (e.g. admission, billing, discharge …)
 	Role *CodeableConcept
 	// Rank is rank (0..1). Ranking of the diagnosis (for each role type)
 	Rank *PositiveInt

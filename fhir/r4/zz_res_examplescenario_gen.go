@@ -44,7 +44,7 @@ type ExampleScenario struct {
 	Jurisdiction []CodeableConcept
 	// Copyright is copyright (0..1). Use and/or publishing restrictions
 	Copyright *Markdown
-	// Purpose is purpose (0..1). The purpose of the example, e.g.
+	// Purpose is purpose (0..1). The purpose of the example, e.g. to illustrate a scenario
 	Purpose *Markdown
 	// Actor is actor (0..*). Actor participating in the resource
 	Actor []ExampleScenarioActor

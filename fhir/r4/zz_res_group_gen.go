@@ -2,7 +2,7 @@
 
 package r4
 
-// Group is the FHIR R4 resource Group: Represents a defined collection of entities that may be discussed or acted upon collectively but which are not expected to act collectively, and are not formally or legally recognized; i.e.
+// Group is the FHIR R4 resource Group: Represents a defined collection of entities that may be discussed or acted upon collectively but which are not expected to act collectively, and are not formally or legally recognized; i.e. a collecti…
 type Group struct {
 	// ID is id (0..1). Logical id of this artifact
 	ID string

@@ -2,7 +2,7 @@
 
 package r4
 
-// ImmunizationRecommendation is the FHIR R4 resource ImmunizationRecommendation: A patient's point-in-time set of recommendations (i.e.
+// ImmunizationRecommendation is the FHIR R4 resource ImmunizationRecommendation: A patient's point-in-time set of recommendations (i.e. forecasting) according to a published schedule with optional supporting justification.
 type ImmunizationRecommendation struct {
 	// ID is id (0..1). Logical id of this artifact
 	ID string

@@ -394,7 +394,7 @@ type MeasureReportGroupStratifierStratum struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Value is value (0..1). The stratum value, e.g.
+	// Value is value (0..1). The stratum value, e.g. male
 	Value *CodeableConcept
 	// Component is component (0..*). Stratifier component values
 	Component []MeasureReportGroupStratifierStratumComponent
@@ -472,7 +472,7 @@ type MeasureReportGroupStratifierStratumComponent struct {
 	ModifierExtension []Extension
 	// Code is code (1..1). What stratifier component of the group
 	Code *CodeableConcept
-	// Value is value (1..1). The stratum component value, e.g.
+	// Value is value (1..1). The stratum component value, e.g. male
 	Value *CodeableConcept
 }
 

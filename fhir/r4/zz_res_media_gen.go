@@ -32,7 +32,7 @@ type Media struct {
 	Type *CodeableConcept
 	// Modality is modality (0..1). The type of acquisition equipment/process
 	Modality *CodeableConcept
-	// View is view (0..1). Imaging view, e.g.
+	// View is view (0..1). Imaging view, e.g. Lateral or Antero-posterior
 	View *CodeableConcept
 	// Subject is subject (0..1). Who/What this Media is a record of
 	Subject *Reference

@@ -304,7 +304,7 @@ type MedicationAdministrationDosage struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Text is text (0..1). Free text dosage instructions e.g.
+	// Text is text (0..1). Free text dosage instructions e.g. SIG
 	Text *String
 	// Site is site (0..1). Body site administered to
 	Site *CodeableConcept

@@ -2,7 +2,7 @@
 
 package r4
 
-// MedicinalProduct is the FHIR R4 resource MedicinalProduct: Detailed definition of a medicinal product, typically for uses other than direct patient care (e.g.
+// MedicinalProduct is the FHIR R4 resource MedicinalProduct: Detailed definition of a medicinal product, typically for uses other than direct patient care (e.g. regulatory use).
 type MedicinalProduct struct {
 	// ID is id (0..1). Logical id of this artifact
 	ID string
@@ -22,7 +22,7 @@ type MedicinalProduct struct {
 	ModifierExtension []Extension
 	// Identifier is identifier (0..*). Business identifier for this product.
 	Identifier []Identifier
-	// Type is type (0..1). Regulatory type, e.g.
+	// Type is type (0..1). Regulatory type, e.g. Investigational or Authorized
 	Type *CodeableConcept
 	// Domain is domain (0..1). If this medicine applies to human or veterinary uses
 	Domain *Coding
@@ -46,7 +46,7 @@ type MedicinalProduct struct {
 	PackagedMedicinalProduct []Reference
 	// AttachedDocument is attachedDocument (0..*). Supporting documentation, typically for regulatory submission
 	AttachedDocument []Reference
-	// MasterFile is masterFile (0..*). A master file for to the medicinal product (e.g.
+	// MasterFile is masterFile (0..*). A master file for to the medicinal product (e.g. Pharmacovigilance System Master File)
 	MasterFile []Reference
 	// Contact is contact (0..*). A product specific contact, person (in a role), or an organization
 	Contact []Reference
@@ -54,7 +54,7 @@ type MedicinalProduct struct {
 	ClinicalTrial []Reference
 	// Name is name (1..*). The product's name, including full name and possibly coded parts
 	Name []MedicinalProductName
-	// CrossReference is crossReference (0..*). Reference to another product, e.g.
+	// CrossReference is crossReference (0..*). Reference to another product, e.g. for linking authorised to investigational product
 	CrossReference []Identifier
 	// ManufacturingBusinessOperation is manufacturingBusinessOperation (0..*). An operation applied to the product, for manufacturing or adminsitrative purpose
 	ManufacturingBusinessOperation []MedicinalProductManufacturingBusinessOperation
@@ -304,7 +304,7 @@ type MedicinalProductNameNamePart struct {
 	ModifierExtension []Extension
 	// Part is part (1..1). A fragment of a product name
 	Part *String
-	// Type is type (1..1). Idenifying type for this part of the name (e.g.
+	// Type is type (1..1). Idenifying type for this part of the name (e.g. strength part)
 	Type *Coding
 }
 
@@ -532,9 +532,9 @@ type MedicinalProductSpecialDesignation struct {
 	ModifierExtension []Extension
 	// Identifier is identifier (0..*). Identifier for the designation, or procedure number
 	Identifier []Identifier
-	// Type is type (0..1). The type of special designation, e.g.
+	// Type is type (0..1). The type of special designation, e.g. orphan drug, minor use
 	Type *CodeableConcept
-	// IntendedUse is intendedUse (0..1). The intended use of the product, e.g.
+	// IntendedUse is intendedUse (0..1). The intended use of the product, e.g. prevention, treatment
 	IntendedUse *CodeableConcept
 	// IndicationCodeableConcept is indicationCodeableConcept (0..1). Condition for which the medicinal use applies
 	IndicationCodeableConcept *CodeableConcept

@@ -22,7 +22,7 @@ type MedicinalProductIngredient struct {
 	ModifierExtension []Extension
 	// Identifier is identifier (0..1). Identifier for the ingredient
 	Identifier *Identifier
-	// Role is role (1..1). Ingredient role e.g.
+	// Role is role (1..1). Ingredient role e.g. Active ingredient, excipient
 	Role *CodeableConcept
 	// AllergenicIndicator is allergenicIndicator (0..1). If the ingredient is a known or suspected allergen
 	AllergenicIndicator *Boolean
@@ -148,7 +148,7 @@ type MedicinalProductIngredientSpecifiedSubstance struct {
 	ModifierExtension []Extension
 	// Code is code (1..1). The specified substance
 	Code *CodeableConcept
-	// Group is group (1..1). The group of specified substance, e.g.
+	// Group is group (1..1). The group of specified substance, e.g. group 1 to 4
 	Group *CodeableConcept
 	// Confidentiality is confidentiality (0..1). Confidentiality level of the specified substance as the ingredient
 	Confidentiality *CodeableConcept

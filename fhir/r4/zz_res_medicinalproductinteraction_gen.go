@@ -26,11 +26,11 @@ type MedicinalProductInteraction struct {
 	Description *String
 	// Interactant is interactant (0..*). The specific medication, food or laboratory test that interacts
 	Interactant []MedicinalProductInteractionInteractant
-	// Type is type (0..1). The type of the interaction e.g.
+	// Type is type (0..1). The type of the interaction e.g. drug-drug interaction, drug-food interaction, drug-lab test interaction
 	Type *CodeableConcept
 	// Effect is effect (0..1). The effect of the interaction, for example "reduced gastric absorption of primary medication"
 	Effect *CodeableConcept
-	// Incidence is incidence (0..1). The incidence of the interaction, e.g.
+	// Incidence is incidence (0..1). The incidence of the interaction, e.g. theoretical, observed
 	Incidence *CodeableConcept
 	// Management is management (0..1). Actions for managing the interaction
 	Management *CodeableConcept

@@ -30,7 +30,7 @@ type MedicinalProductPharmaceutical struct {
 	Ingredient []Reference
 	// Device is device (0..*). Accompanying device
 	Device []Reference
-	// Characteristics is characteristics (0..*). Characteristics e.g.
+	// Characteristics is characteristics (0..*). Characteristics e.g. a products onset of action
 	Characteristics []MedicinalProductPharmaceuticalCharacteristics
 	// RouteOfAdministration is routeOfAdministration (1..*). The path by which the pharmaceutical product is taken into or makes contact with the body
 	RouteOfAdministration []MedicinalProductPharmaceuticalRouteOfAdministration
@@ -154,7 +154,7 @@ type MedicinalProductPharmaceuticalCharacteristics struct {
 	ModifierExtension []Extension
 	// Code is code (1..1). A coded characteristic
 	Code *CodeableConcept
-	// Status is status (0..1). The status of characteristic e.g.
+	// Status is status (0..1). The status of characteristic e.g. assigned or pending
 	Status *CodeableConcept
 }
 
@@ -380,7 +380,7 @@ type MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalP
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Tissue is tissue (1..1). Coded expression for the type of tissue for which the withdrawal period applues, e.g.
+	// Tissue is tissue (1..1). Coded expression for the type of tissue for which the withdrawal period applues, e.g. meat, milk
 	Tissue *CodeableConcept
 	// Value is value (1..1). A value for the time
 	Value *Quantity

@@ -214,7 +214,7 @@ type MolecularSequenceReferenceSeq struct {
 	ModifierExtension []Extension
 	// Chromosome is chromosome (0..1). Chromosome containing genetic finding
 	Chromosome *CodeableConcept
-	// GenomeBuild is genomeBuild (0..1). The Genome Build used for reference, following GRCh build versions e.g.
+	// GenomeBuild is genomeBuild (0..1). The Genome Build used for reference, following GRCh build versions e.g. 'GRCh 37'
 	GenomeBuild *String
 	// Orientation is orientation (0..1). sense | antisense
 	Orientation *Code

@@ -34,7 +34,7 @@ type NamingSystem struct {
 	Contact []ContactDetail
 	// Responsible is responsible (0..1). Who maintains system namespace?
 	Responsible *String
-	// Type is type (0..1). e.g.
+	// Type is type (0..1). e.g. driver, provider, patient, bank etc.
 	Type *CodeableConcept
 	// Description is description (0..1). Natural language description of the naming system
 	Description *Markdown

@@ -376,7 +376,7 @@ type NutritionOrderOralDietTexture struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Modifier is modifier (0..1). Code to indicate how to alter the texture of the foods, e.g.
+	// Modifier is modifier (0..1). Code to indicate how to alter the texture of the foods, e.g. pureed
 	Modifier *CodeableConcept
 	// FoodType is foodType (0..1). Concepts that are used to identify an entity that is ingested for nutritional purposes
 	FoodType *CodeableConcept

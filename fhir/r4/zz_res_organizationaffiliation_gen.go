@@ -28,7 +28,7 @@ type OrganizationAffiliation struct {
 	Period *Period
 	// Organization is organization (0..1). Organization where the role is available
 	Organization *Reference
-	// ParticipatingOrganization is participatingOrganization (0..1). Organization that provides/performs the role (e.g.
+	// ParticipatingOrganization is participatingOrganization (0..1). Organization that provides/performs the role (e.g. providing services or is a member of)
 	ParticipatingOrganization *Reference
 	// Network is network (0..*). Health insurance provider network in which the participatingOrganization provides the role's services (if defined) at the indicated locations (if defined)
 	Network []Reference

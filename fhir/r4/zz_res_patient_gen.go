@@ -46,7 +46,7 @@ type Patient struct {
 	MultipleBirthInteger *Integer
 	// Photo is photo (0..*). Image of the patient
 	Photo []Attachment
-	// Contact is contact (0..*). A contact party (e.g.
+	// Contact is contact (0..*). A contact party (e.g. guardian, partner, friend) for the patient
 	Contact []PatientContact
 	// Communication is communication (0..*). A language which may be used to communicate with the patient about his or her health
 	Communication []PatientCommunication

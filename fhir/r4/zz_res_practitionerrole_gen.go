@@ -198,7 +198,7 @@ type PractitionerRoleAvailableTime struct {
 	ModifierExtension []Extension
 	// DaysOfWeek is daysOfWeek (0..*). mon | tue | wed | thu | fri | sat | sun
 	DaysOfWeek []Code
-	// AllDay is allDay (0..1). Always available? e.g.
+	// AllDay is allDay (0..1). Always available? e.g. 24 hour service
 	AllDay *Boolean
 	// AvailableStartTime is availableStartTime (0..1). Opening time of day (ignored if allDay = true)
 	AvailableStartTime *Time

@@ -228,7 +228,7 @@ type RequestGroupAction struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Prefix is prefix (0..1). User-visible prefix for the action (e.g.
+	// Prefix is prefix (0..1). User-visible prefix for the action (e.g. 1.
 	Prefix *String
 	// Title is title (0..1). User-visible title
 	Title *String

@@ -22,7 +22,7 @@ type Subscription struct {
 	ModifierExtension []Extension
 	// Status is status (1..1). requested | active | error | off
 	Status *Code
-	// Contact is contact (0..*). Contact details for source (e.g.
+	// Contact is contact (0..*). Contact details for source (e.g. troubleshooting)
 	Contact []ContactPoint
 	// End is end (0..1). When to automatically delete the subscription
 	End *Instant

@@ -22,9 +22,9 @@ type SubstanceSpecification struct {
 	ModifierExtension []Extension
 	// Identifier is identifier (0..1). Identifier by which this substance is known
 	Identifier *Identifier
-	// Type is type (0..1). High level categorization, e.g.
+	// Type is type (0..1). High level categorization, e.g. polymer or nucleic acid
 	Type *CodeableConcept
-	// Status is status (0..1). Status of substance within the catalogue e.g.
+	// Status is status (0..1). Status of substance within the catalogue e.g. approved
 	Status *CodeableConcept
 	// Domain is domain (0..1). If the substance applies to only human or veterinary use
 	Domain *CodeableConcept
@@ -332,15 +332,15 @@ type SubstanceSpecificationProperty struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Category is category (0..1). A category for this property, e.g.
+	// Category is category (0..1). A category for this property, e.g. Physical, Chemical, Enzymatic
 	Category *CodeableConcept
-	// Code is code (0..1). Property type e.g.
+	// Code is code (0..1). Property type e.g. viscosity, pH, isoelectric point
 	Code *CodeableConcept
-	// Parameters is parameters (0..1). Parameters that were used in the measurement of a property (e.g.
+	// Parameters is parameters (0..1). Parameters that were used in the measurement of a property (e.g. for viscosity: measured at 20C with a pH of 7.1)
 	Parameters *String
-	// DefiningSubstanceReference is definingSubstanceReference (0..1). A substance upon which a defining property depends (e.g.
+	// DefiningSubstanceReference is definingSubstanceReference (0..1). A substance upon which a defining property depends (e.g. for solubility: in water, in alcohol)
 	DefiningSubstanceReference *Reference
-	// DefiningSubstanceCodeableConcept is definingSubstanceCodeableConcept (0..1). A substance upon which a defining property depends (e.g.
+	// DefiningSubstanceCodeableConcept is definingSubstanceCodeableConcept (0..1). A substance upon which a defining property depends (e.g. for solubility: in water, in alcohol)
 	DefiningSubstanceCodeableConcept *CodeableConcept
 	// AmountQuantity is amountQuantity (0..1). Quantitative value for this property
 	AmountQuantity *Quantity
@@ -436,7 +436,7 @@ type SubstanceSpecificationStructure struct {
 	OpticalActivity *CodeableConcept
 	// MolecularFormula is molecularFormula (0..1). Molecular formula
 	MolecularFormula *String
-	// MolecularFormulaByMoiety is molecularFormulaByMoiety (0..1). Specified per moiety according to the Hill system, i.e.
+	// MolecularFormulaByMoiety is molecularFormulaByMoiety (0..1). Specified per moiety according to the Hill system, i.e. first C, then H, then alphabetical, each moiety separated by a dot
 	MolecularFormulaByMoiety *String
 	// Isotope is isotope (0..*). Applicable for single substances that contain a radionuclide or a non-natural isotopic ratio
 	Isotope []SubstanceSpecificationStructureIsotope
@@ -690,9 +690,9 @@ type SubstanceSpecificationStructureRepresentation struct {
 	Extension []Extension
 	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
 	ModifierExtension []Extension
-	// Type is type (0..1). The type of structure (e.g.
+	// Type is type (0..1). The type of structure (e.g. Full, Partial, Representative)
 	Type *CodeableConcept
-	// Representation is representation (0..1). The structural representation as text string in a format e.g.
+	// Representation is representation (0..1). The structural representation as text string in a format e.g. InChI, SMILES, MOLFILE, CDX
 	Representation *String
 	// Attachment is attachment (0..1). An attached file with the structural representation
 	Attachment *Attachment

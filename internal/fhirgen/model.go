@@ -167,7 +167,14 @@ func buildModel(sds []structureDefinition) (*model, error) {
 			if !ok {
 				return nil, fmt.Errorf("unexpected primitive type %q", sd.ID)
 			}
-			p := &primitiveType{FHIRName: sd.ID, GoName: goName, Short: firstSentence(sd.Description)}
+			short := firstSentence(sd.Description)
+			if i := strings.Index(short, ": "); i >= 0 && strings.HasPrefix(short, "Base StructureDefinition") {
+				short = short[i+2:]
+			}
+			if short == "" || strings.HasPrefix(short, "Base StructureDefinition") {
+				short = "XHTML narrative."
+			}
+			p := &primitiveType{FHIRName: sd.ID, GoName: goName, Short: short}
 			switch sd.ID {
 			case "boolean":
 				p.Kind = primBool
@@ -346,8 +353,11 @@ func goFieldName(json string) string {
 
 func firstSentence(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if i := strings.Index(s, ". "); i >= 0 {
-		s = s[:i+1]
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '.' && s[i+1] == ' ' && !strings.HasSuffix(s[:i], "e.g") && !strings.HasSuffix(s[:i], "i.e") {
+			s = s[:i+1]
+			break
+		}
 	}
 	if r := []rune(s); len(r) > 200 {
 		s = string(r[:200]) + "…"

@@ -1,0 +1,66 @@
+package r4_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/acds-project/acds/fhir/r4"
+)
+
+// FuzzUnmarshal checks that decoding never panics, that every failure is a
+// *DecodeError with a class, and that whatever decodes re-encodes to valid
+// JSON that decodes again to the same encoding. The committed corpus in
+// testdata/fuzz/FuzzUnmarshal holds small official examples; resources from
+// the shared Synthea data are added when it is present.
+func FuzzUnmarshal(f *testing.F) {
+	f.Add([]byte(`{"resourceType":"Patient","name":[{"given":["a",null],"_given":[null,{"extension":[{"url":"u","valueDecimal":1.50}]}]}]}`))
+	f.Add([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Basic","code":{"text":"\u00e9\ud83d\ude00"}}}]}`))
+	if files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "testdata", "synthea", "*.json")); len(files) > 0 {
+		if data, err := os.ReadFile(files[0]); err == nil {
+			var b struct {
+				Entry []struct {
+					Resource json.RawMessage `json:"resource"`
+				} `json:"entry"`
+			}
+			if json.Unmarshal(data, &b) == nil {
+				for i, e := range b.Entry {
+					if i%25 == 0 {
+						f.Add([]byte(e.Resource))
+					}
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := r4.Unmarshal(data)
+		if err != nil {
+			var de *r4.DecodeError
+			if !errors.As(err, &de) || de.Err == nil {
+				t.Fatalf("error %v (%T) is not a classified *DecodeError", err, err)
+			}
+			return
+		}
+		out, err := r4.Marshal(r)
+		if err != nil {
+			t.Fatalf("decoded input does not encode: %v", err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid JSON output: %s", out)
+		}
+		r2, err := r4.Unmarshal(out)
+		if err != nil {
+			t.Fatalf("output does not decode: %v\n%s", err, out)
+		}
+		out2, err := r4.Marshal(r2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, out2) {
+			t.Fatalf("encoding not stable:\n%s\n%s", out, out2)
+		}
+	})
+}
