@@ -286,18 +286,18 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 		return
 	}
 	var seenChoice []string
+	var seen dupCheck
 	for i := range n.kids {
 		m := &n.kids[i]
 		k := m.key
 		if k == "resourceType" && t.Kind == spec.Resource {
 			continue
 		}
-		for j := 0; j < i; j++ {
-			if n.kids[j].key == k {
-				v.push(k, -1)
-				v.errorf("structure", "duplicate JSON property %q", k)
-				v.pop()
-			}
+		if seen.dup(n.kids, i) {
+			v.push(k, -1)
+			v.errorf("structure", "duplicate JSON property %q", k)
+			v.pop()
+			continue // validating it again would only repeat findings
 		}
 		if len(k) > 1 && k[0] == '_' {
 			v.primitiveExt(n, m, t)
@@ -343,6 +343,17 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 	}
 	if t.Name == "Reference" {
 		v.reference(n, el)
+	}
+	if t.Name == "Extension" {
+		hasValue, hasExt := false, false
+		for i := range n.kids {
+			k := n.kids[i].key
+			hasValue = hasValue || strings.HasPrefix(k, "value") || strings.HasPrefix(k, "_value")
+			hasExt = hasExt || k == "extension"
+		}
+		if hasValue == hasExt {
+			v.errorf("invariant", "ext-1: an extension must have either extensions or value[x], not both")
+		}
 	}
 }
 
@@ -958,4 +969,31 @@ func checkXHTML(s string) string {
 		}
 	}
 	return ""
+}
+
+// dupCheck finds repeated member names: by scanning for small objects, with
+// a map for large ones, so hostile input cannot make validation quadratic.
+type dupCheck struct {
+	names map[string]bool
+}
+
+// dup reports whether kids[i].key occurs in kids[:i].
+func (d *dupCheck) dup(kids []member, i int) bool {
+	k := kids[i].key
+	if len(kids) <= 32 {
+		for j := 0; j < i; j++ {
+			if kids[j].key == k {
+				return true
+			}
+		}
+		return false
+	}
+	if d.names == nil {
+		d.names = make(map[string]bool, len(kids))
+	}
+	if d.names[k] {
+		return true
+	}
+	d.names[k] = true
+	return false
 }

@@ -192,3 +192,22 @@ func TestIssueCaps(t *testing.T) {
 		t.Fatalf("errors: %d", o.ErrorCount())
 	}
 }
+
+// TestHostileShapes: inputs built to be slow (many duplicate keys, deep
+// nesting) are rejected quickly with typed findings.
+func TestHostileShapes(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"resourceType":"Patient"`)
+	for range 200000 {
+		b.WriteString(`,"name":[{"family":"x"}]`)
+	}
+	b.WriteString(`}`)
+	if o := Validate([]byte(b.String())); !o.HasErrors() {
+		t.Fatal("duplicate keys accepted")
+	}
+	deep := strings.Repeat(`{"a":`, 10000) + `1` + strings.Repeat(`}`, 10000)
+	o := Validate([]byte(deep))
+	if !o.HasErrors() || !strings.Contains(o.Issues[0].Diagnostics, "nesting") {
+		t.Fatalf("deep nesting: %v", o.Issues)
+	}
+}

@@ -3916,7 +3916,7 @@ var types = [...]Type{
 		{"name", "Expression.name", "id", 0, 1, NoBinding, "", nil},
 		{"reference", "Expression.reference", "uri", 0, 1, NoBinding, "", nil},
 	}},
-	{Name: "Extension", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Extension", Kind: Complex, Abstract: false, Invariants: []string{"ele-1", "ext-1"}, Elements: []Element{
 		{"extension", "Extension.extension", "Extension", 0, -1, NoBinding, "", nil},
 		{"id", "Extension.id", "string", 0, 1, NoBinding, "", nil},
 		{"url", "Extension.url", "uri", 1, 1, NoBinding, "", nil},
@@ -7574,7 +7574,7 @@ var types = [...]Type{
 		{"subject", "RiskAssessment.subject", "Reference", 1, 1, NoBinding, "", []string{"Patient", "Group"}},
 		{"text", "RiskAssessment.text", "Narrative", 0, 1, NoBinding, "", nil},
 	}},
-	{Name: "RiskAssessment.prediction", Kind: Backbone, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "RiskAssessment.prediction", Kind: Backbone, Abstract: false, Invariants: []string{"ele-1", "ras-2"}, Elements: []Element{
 		{"extension", "RiskAssessment.prediction.extension", "Extension", 0, -1, NoBinding, "", nil},
 		{"id", "RiskAssessment.prediction.id", "string", 0, 1, NoBinding, "", nil},
 		{"modifierExtension", "RiskAssessment.prediction.modifierExtension", "Extension", 0, -1, NoBinding, "", nil},
