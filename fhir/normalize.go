@@ -57,6 +57,9 @@ func (n *normalizer) run(root *node) (node, int, error) {
 				if isOurProvenance(r) {
 					continue // regenerated below, which keeps normalisation idempotent
 				}
+				if e.get("search").getStr("mode") == "outcome" {
+					continue // a search's OperationOutcome is about the search, not the record
+				}
 				entries = append(entries, &nEntry{res: r, fullURL: e.getStr("fullUrl"), typ: r.getStr("resourceType"), id: r.getStr("id")})
 			}
 		}
@@ -232,6 +235,10 @@ func restBase(fu string) string {
 	return s[:strings.LastIndexByte(s, '/')]
 }
 
+// resolveAlias maps a reference to the final Type/id of the entry it
+// names: by exact fullUrl or Type/id, ignoring a version, or relative to
+// the referring entry's RESTful base. It reports false for references
+// outside the Bundle, which are left as they are.
 func resolveAlias(alias map[string]string, base, ref string) (string, bool) {
 	if t, ok := alias[ref]; ok {
 		return t, true
@@ -248,17 +255,8 @@ func resolveAlias(alias map[string]string, base, ref string) (string, bool) {
 			return t, true
 		}
 	}
-	// An absolute RESTful reference to a resource we hold under Type/id.
-	if strings.Contains(plain, "://") && refType(plain) != "" {
-		rel := plain[strings.LastIndexByte(plain[:strings.LastIndexByte(plain, '/')], '/')+1:]
-		if t, ok := alias[rel]; ok && restBaseOf(plain) == base && base != "" {
-			return t, true
-		}
-	}
 	return "", false
 }
-
-func restBaseOf(u string) string { return restBase(u) }
 
 // rewriteRefs replaces every Reference.reference in n for which f returns
 // a replacement.
