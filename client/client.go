@@ -369,10 +369,11 @@ func problemFrom(resp *http.Response) *acds.Problem {
 	}
 	p.Status = resp.StatusCode
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		// Capped at a day, so that absurd values cannot overflow a Duration.
 		if n, err := strconv.Atoi(strings.TrimSpace(ra)); err == nil && n >= 0 {
-			p.RetryAfter = n
+			p.RetryAfter = min(n, 86400)
 		} else if t, err := http.ParseTime(ra); err == nil {
-			p.RetryAfter = max(int(time.Until(t).Seconds()+0.999), 1)
+			p.RetryAfter = min(max(int(time.Until(t).Seconds()+0.999), 1), 86400)
 		}
 	}
 	return &p
