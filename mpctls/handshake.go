@@ -151,6 +151,9 @@ func VerifyHandshake(records []Record, d Disclosure, o HandshakeOptions) (*Hands
 	if o.Now.IsZero() {
 		return nil, hsErr(ErrCertificate, "options", errors.New("no session time given"))
 	}
+	if o.SNI != "" && checkHostname(o.SNI) != nil {
+		return nil, hsErr(ErrCertificate, "options", fmt.Errorf("expected server name %q is not a dns name", o.SNI))
+	}
 	var cli, srv []Record
 	var counts [3]uint64
 	for _, r := range records {
@@ -530,7 +533,9 @@ func (s *hsStream) nextMsg(step string) ([]byte, error) {
 		frag := r.Fragment()
 		switch r.Type {
 		case RecordChangeCipherSpec:
-			if len(frag) != 1 || frag[0] != 1 || len(s.buf) != 0 {
+			// TLS 1.3 middlebox compatibility allows one before the first
+			// protected record, never after it.
+			if len(frag) != 1 || frag[0] != 1 || len(s.buf) != 0 || s.opener != nil && s.epoch > 0 {
 				return nil, &RecordError{Dir: r.Dir, Seq: r.Seq, Reason: "bad change_cipher_spec", Err: ErrHandshake}
 			}
 			if !s.skipCCS {
@@ -538,9 +543,7 @@ func (s *hsStream) nextMsg(step string) ([]byte, error) {
 			}
 			continue
 		case RecordAlert:
-			if s.opener == nil {
-				return nil, hsErr(ErrHandshake, step, fmt.Errorf("%s sent alert %x", r.Dir, frag))
-			}
+			return nil, hsErr(ErrHandshake, step, fmt.Errorf("%s sent alert %x", r.Dir, frag))
 		case RecordHandshake:
 			if s.opener != nil {
 				return nil, &RecordError{Dir: r.Dir, Seq: r.Seq, Reason: "plaintext handshake after keys changed", Err: ErrHandshake}

@@ -215,7 +215,12 @@ func TestVerifyHandshakeRejects(t *testing.T) {
 		for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
 			srv := serverConfig(p.ecdsa, v, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256)
 			cli := &tls.Config{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
-			captureGo(t, srv, cli, []byte("x"))
+			// The first, full handshake issues a ticket (in the clear
+			// before ChangeCipherSpec in TLS 1.2) and verifies.
+			first := captureGo(t, srv, cli, []byte("x"))
+			if _, err := VerifyHandshake(first.records, first.disclosure(), hsOpts(t)); err != nil {
+				t.Fatalf("%#x: full handshake with ticket: %v", v, err)
+			}
 			cap := captureGo(t, srv, cli, []byte("x"))
 			if !cap.state.DidResume {
 				t.Fatal("setup: session not resumed")
@@ -254,4 +259,51 @@ func cloneRecords(rs []Record) []Record {
 		out[i] = r
 	}
 	return out
+}
+
+// withExtension returns a copy of a ClientHello record with an extra empty
+// extension appended and every length fixed up.
+func withExtension(t *testing.T, r Record, ext uint16) Record {
+	t.Helper()
+	raw := append([]byte(nil), r.Raw...)
+	body := raw[HeaderLen+4:]
+	off := 2 + 32
+	off += 1 + int(body[off])                         // session id
+	off += 2 + (int(body[off])<<8 | int(body[off+1])) // cipher suites
+	off += 1 + int(body[off])                         // compression
+	extLen := int(body[off])<<8 | int(body[off+1])
+	if off+2+extLen != len(body) {
+		t.Fatal("client hello does not end with its extensions")
+	}
+	raw = append(raw, byte(ext>>8), byte(ext), 0, 0)
+	put16 := func(at, v int) { raw[at], raw[at+1] = byte(v>>8), byte(v) }
+	put16(HeaderLen+4+off, extLen+4)
+	put16(3, len(raw)-HeaderLen)
+	hl := len(raw) - HeaderLen - 4
+	raw[HeaderLen+1], raw[HeaderLen+2], raw[HeaderLen+3] = byte(hl>>16), byte(hl>>8), byte(hl)
+	r.Raw = raw
+	return r
+}
+
+func TestVerifyHandshakeRefusesPSKAndEarlyData(t *testing.T) {
+	cap := goCase{version: tls.VersionTLS13, suite: tls.TLS_AES_128_GCM_SHA256, ecdsa: true}.capture(t, []byte("x"))
+	for _, ext := range []uint16{extEarlyData, extPreSharedKey} {
+		recs := cloneRecords(cap.records)
+		recs[0] = withExtension(t, recs[0], ext)
+		_, err := VerifyHandshake(recs, cap.disclosure(), hsOpts(t))
+		if !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("extension %d: got %v", ext, err)
+		}
+	}
+	// A harmless unknown extension only breaks the transcript.
+	recs := cloneRecords(cap.records)
+	recs[0] = withExtension(t, recs[0], 0xfafa)
+	if _, err := VerifyHandshake(recs, cap.disclosure(), hsOpts(t)); !errors.Is(err, ErrHandshakeSignature) {
+		t.Fatalf("unknown extension: got %v", err)
+	}
+	// A duplicated extension is malformed.
+	recs[0] = withExtension(t, recs[0], 0xfafa)
+	if _, err := VerifyHandshake(recs, cap.disclosure(), hsOpts(t)); !errors.Is(err, ErrHandshake) {
+		t.Fatalf("duplicate extension: got %v", err)
+	}
 }

@@ -59,155 +59,205 @@ func (m *msgSplitter) next() (typ uint8, body []byte, ok bool, err error) {
 	return typ, body, true, nil
 }
 
-// checkServer13 authenticates every protected server record of a TLS 1.3
-// session: the handshake flight under the handshake traffic secret, then
-// application records under application_traffic_secret_N, following
-// KeyUpdate messages and passing over NewSessionTicket messages.
-func checkServer13(k serverKeys, server []mpctls.Record) (*checkReport, error) {
-	rep := &checkReport{}
-	opener, err := mpctls.NewOpener13(k.suite, k.handshake)
-	if err != nil {
-		return nil, err
-	}
-	const (
-		plain = iota
-		handshake
-		application
-	)
-	phase := plain
-	var seq uint64
-	var msgs msgSplitter
-	secret := k.appSecret0
-	var buf []byte
-	for _, r := range server {
-		switch r.Type {
-		case mpctls.RecordHandshake:
-			if phase != plain {
-				return nil, checkErr(r, "plaintext handshake record after encryption began")
-			}
-			continue
-		case mpctls.RecordChangeCipherSpec:
-			if phase == application {
-				return nil, checkErr(r, "change_cipher_spec after the handshake")
-			}
-			continue
-		case mpctls.RecordAlert:
-			return nil, checkErr(r, "plaintext alert")
-		case mpctls.RecordApplicationData:
-		default:
-			return nil, checkErr(r, "unknown record type")
-		}
-		if phase == plain {
-			phase = handshake
-		}
-		ct, pt, err := opener.Open(buf[:0], seq, r)
-		if err != nil {
-			return nil, err
-		}
-		buf = pt[:0]
-		seq++
-		switch ct {
-		case mpctls.RecordApplicationData:
-			if phase != application {
-				return nil, checkErr(r, "application data before the server finished")
-			}
-			rep.appSeqs = append(rep.appSeqs, r.Seq)
-			rep.appBytes += len(pt)
-			continue
-		case mpctls.RecordAlert:
-			continue
-		}
-		msgs.buf = append(msgs.buf, pt...)
-		for {
-			typ, _, ok, err := msgs.next()
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				break
-			}
-			rekey := false
-			switch {
-			case phase == handshake && typ == hsFinished:
-				phase, rekey = application, true
-			case phase == application && typ == hsKeyUpdate:
-				if secret, err = mpctls.NextTrafficSecret(k.suite, secret); err != nil {
-					return nil, err
-				}
-				rep.keyUpdates++
-				rekey = true
-			case phase == application && typ == hsNewSessionTkt:
-				rep.tickets++
-			case phase == application:
-				return nil, checkErr(r, fmt.Sprintf("unexpected post-handshake message %d", typ))
-			}
-			if rekey {
-				if len(msgs.buf) != 0 {
-					return nil, checkErr(r, "key change not at a record boundary")
-				}
-				if opener, err = mpctls.NewOpener13(k.suite, secret); err != nil {
-					return nil, err
-				}
-				seq = 0
-				rep.epochStarts = append(rep.epochStarts, r.Seq+1)
-			}
-		}
-	}
-	if phase != application {
-		return nil, fmt.Errorf("%w: the server never finished its handshake", mpctls.ErrHandshake)
-	}
-	return rep, nil
+// checker authenticates the protected server records of a session one at
+// a time, in sequence order, so the prover can check records while they
+// stream in. It is not safe for concurrent use.
+type checker struct {
+	k      serverKeys
+	tls13  bool
+	rep    checkReport
+	opener *mpctls.Opener
+	phase  int
+	seq    uint64 // sequence number within the current key epoch
+	secret []byte // TLS 1.3 current application traffic secret
+	msgs   msgSplitter
+	buf    []byte
+	err    error
 }
 
-// checkServer12 authenticates every protected server record of a TLS 1.2
-// session: everything after the server's change_cipher_spec, under the
-// server write key.
-func checkServer12(k serverKeys, server []mpctls.Record) (*checkReport, error) {
-	rep := &checkReport{}
-	opener, err := mpctls.NewOpener12(k.suite, k.key12, k.iv12)
+const (
+	phasePlain = iota
+	phaseHandshake
+	phaseApplication
+)
+
+// newChecker returns a checker for TLS 1.3 (tls13) or TLS 1.2 records.
+func newChecker(k serverKeys, tls13 bool) (*checker, error) {
+	c := &checker{k: k, tls13: tls13, secret: k.appSecret0}
+	var err error
+	if tls13 {
+		c.opener, err = mpctls.NewOpener13(k.suite, k.handshake)
+	} else {
+		c.opener, err = mpctls.NewOpener12(k.suite, k.key12, k.iv12)
+	}
 	if err != nil {
 		return nil, err
 	}
-	encrypted := false
-	var seq uint64
-	var buf []byte
-	for _, r := range server {
-		if !encrypted {
-			switch r.Type {
-			case mpctls.RecordHandshake:
-				continue
-			case mpctls.RecordChangeCipherSpec:
-				encrypted = true
-				rep.epochStarts = []uint64{r.Seq + 1}
-				continue
-			default:
-				return nil, checkErr(r, "unprotected record after the hellos")
-			}
-		}
-		if r.Type == mpctls.RecordChangeCipherSpec {
-			return nil, checkErr(r, "second change_cipher_spec (renegotiation)")
-		}
-		ct, pt, err := opener.Open(buf[:0], seq, r)
-		if err != nil {
-			return nil, err
-		}
-		buf = pt[:0]
-		if seq == 0 && (ct != mpctls.RecordHandshake || len(pt) < 4 || pt[0] != hsFinished) {
-			return nil, checkErr(r, "first protected server record is not Finished")
-		}
-		if seq > 0 && ct == mpctls.RecordHandshake {
-			return nil, checkErr(r, "post-handshake handshake message (renegotiation)")
-		}
-		if ct == mpctls.RecordApplicationData {
-			rep.appSeqs = append(rep.appSeqs, r.Seq)
-			rep.appBytes += len(pt)
-		}
-		seq++
+	return c, nil
+}
+
+// add checks the next server record. After an error, every call returns it.
+func (c *checker) add(r mpctls.Record) error {
+	if c.err != nil {
+		return c.err
 	}
-	if !encrypted {
+	if c.tls13 {
+		c.err = c.add13(r)
+	} else {
+		c.err = c.add12(r)
+	}
+	return c.err
+}
+
+// finish returns the report once every record has been added.
+func (c *checker) finish() (*checkReport, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.phase != phaseApplication {
 		return nil, fmt.Errorf("%w: the server never finished its handshake", mpctls.ErrHandshake)
 	}
-	return rep, nil
+	rep := c.rep
+	return &rep, nil
+}
+
+// add13 follows TLS 1.3: the handshake flight under the handshake traffic
+// secret, then application records under application_traffic_secret_N,
+// following KeyUpdate messages and passing over NewSessionTicket messages.
+func (c *checker) add13(r mpctls.Record) error {
+	switch r.Type {
+	case mpctls.RecordHandshake:
+		if c.phase != phasePlain {
+			return checkErr(r, "plaintext handshake record after encryption began")
+		}
+		return nil
+	case mpctls.RecordChangeCipherSpec:
+		if c.phase == phaseApplication {
+			return checkErr(r, "change_cipher_spec after the handshake")
+		}
+		return nil
+	case mpctls.RecordAlert:
+		return checkErr(r, "plaintext alert")
+	case mpctls.RecordApplicationData:
+	default:
+		return checkErr(r, "unknown record type")
+	}
+	if c.phase == phasePlain {
+		c.phase = phaseHandshake
+	}
+	ct, pt, err := c.opener.Open(c.buf[:0], c.seq, r)
+	if err != nil {
+		return err
+	}
+	c.buf = pt[:0]
+	c.seq++
+	switch ct {
+	case mpctls.RecordApplicationData:
+		if c.phase != phaseApplication {
+			return checkErr(r, "application data before the server finished")
+		}
+		c.rep.appSeqs = append(c.rep.appSeqs, r.Seq)
+		c.rep.appBytes += len(pt)
+		return nil
+	case mpctls.RecordAlert:
+		return nil
+	}
+	c.msgs.buf = append(c.msgs.buf, pt...)
+	for {
+		typ, _, ok, err := c.msgs.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		rekey := false
+		switch {
+		case c.phase == phaseHandshake && typ == hsFinished:
+			c.phase, rekey = phaseApplication, true
+		case c.phase == phaseApplication && typ == hsKeyUpdate:
+			if c.secret, err = mpctls.NextTrafficSecret(c.k.suite, c.secret); err != nil {
+				return err
+			}
+			c.rep.keyUpdates++
+			rekey = true
+		case c.phase == phaseApplication && typ == hsNewSessionTkt:
+			c.rep.tickets++
+		case c.phase == phaseApplication:
+			return checkErr(r, fmt.Sprintf("unexpected post-handshake message %d", typ))
+		}
+		if rekey {
+			if len(c.msgs.buf) != 0 {
+				return checkErr(r, "key change not at a record boundary")
+			}
+			if c.opener, err = mpctls.NewOpener13(c.k.suite, c.secret); err != nil {
+				return err
+			}
+			c.seq = 0
+			c.rep.epochStarts = append(c.rep.epochStarts, r.Seq+1)
+		}
+	}
+}
+
+// add12 follows TLS 1.2: everything after the server's change_cipher_spec
+// is protected under the server write key, starting with Finished.
+func (c *checker) add12(r mpctls.Record) error {
+	if c.phase == phasePlain {
+		switch r.Type {
+		case mpctls.RecordHandshake:
+			return nil
+		case mpctls.RecordChangeCipherSpec:
+			c.phase = phaseApplication
+			c.rep.epochStarts = []uint64{r.Seq + 1}
+			return nil
+		default:
+			return checkErr(r, "unprotected record after the hellos")
+		}
+	}
+	if r.Type == mpctls.RecordChangeCipherSpec {
+		return checkErr(r, "second change_cipher_spec (renegotiation)")
+	}
+	ct, pt, err := c.opener.Open(c.buf[:0], c.seq, r)
+	if err != nil {
+		return err
+	}
+	c.buf = pt[:0]
+	if c.seq == 0 && (ct != mpctls.RecordHandshake || len(pt) < 4 || pt[0] != hsFinished) {
+		return checkErr(r, "first protected server record is not Finished")
+	}
+	if c.seq > 0 && ct == mpctls.RecordHandshake {
+		return checkErr(r, "post-handshake handshake message (renegotiation)")
+	}
+	if ct == mpctls.RecordApplicationData {
+		c.rep.appSeqs = append(c.rep.appSeqs, r.Seq)
+		c.rep.appBytes += len(pt)
+	}
+	c.seq++
+	return nil
+}
+
+// checkAll runs a checker over a whole direction.
+func checkAll(k serverKeys, tls13 bool, server []mpctls.Record) (*checkReport, error) {
+	c, err := newChecker(k, tls13)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range server {
+		if err := c.add(r); err != nil {
+			return nil, err
+		}
+	}
+	return c.finish()
+}
+
+// checkServer13 checks a whole TLS 1.3 server direction.
+func checkServer13(k serverKeys, server []mpctls.Record) (*checkReport, error) {
+	return checkAll(k, true, server)
+}
+
+// checkServer12 checks a whole TLS 1.2 server direction.
+func checkServer12(k serverKeys, server []mpctls.Record) (*checkReport, error) {
+	return checkAll(k, false, server)
 }
 
 // helloRandom returns the random of the first handshake message of the

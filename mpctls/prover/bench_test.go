@@ -1,0 +1,139 @@
+package prover
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds/mpctls"
+	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/mpctls/notary/notarytest"
+)
+
+// countingConn counts the bytes both ways on a connection to the notary.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// BenchmarkFetch fetches 16 KiB, 1 MiB and 10 MiB from a local HTTPS
+// server (a) directly and (b) through the notary, including finalization,
+// the prover's own record check and statement verification, in the same
+// run, and reports:
+//
+//	direct-ms, notarized-ms  wall time per fetch (each a fresh TLS session)
+//	ratio                    notarized / direct (goal ≤ 1.25 at 1 and 10 MiB)
+//	extra-B/session          bytes exchanged with the notary beyond the TLS
+//	                         records themselves: CONNECT and finalize (goal ≤ 4096)
+//	statement-B              signed statement size (goal ≤ 1024)
+//	present-verify-ms        VerifyPresentation of every server record
+//
+// ns/op is one direct plus one notarized fetch.
+func BenchmarkFetch(b *testing.B) {
+	ca := notarytest.NewCA(b)
+	const host = "bench.test"
+	port := notarytest.StartTLSServer(b, &tls.Config{Certificates: []tls.Certificate{ca.Issue(b, notarytest.ECDSA, host)}}, servePayload())
+	n := notarytest.StartNotary(b, notary.Config{Roots: ca.Pool()})
+	for _, size := range []int{16 << 10, 1 << 20, 10 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			url := fmt.Sprintf("https://%s:%s/payload?n=%d", host, port, size)
+			var direct, notarized, verify time.Duration
+			var extra, stmtSize int64
+			b.SetBytes(int64(size))
+			for i := 0; i < b.N; i++ {
+				// (a) direct.
+				start := time.Now()
+				tr := &http.Transport{
+					TLSClientConfig:   &tls.Config{RootCAs: ca.Pool(), ServerName: host},
+					DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "tcp", "127.0.0.1:"+port) },
+					DisableKeepAlives: true, DisableCompression: true, ForceAttemptHTTP2: false,
+				}
+				if err := get(&http.Client{Transport: tr}, url, size); err != nil {
+					b.Fatal(err)
+				}
+				tr.CloseIdleConnections()
+				direct += time.Since(start)
+
+				// (b) through the notary, finalized and verified.
+				start = time.Now()
+				var counted atomic.Int64
+				d := &Dialer{
+					Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key},
+					TLSConfig: &tls.Config{RootCAs: ca.Pool()},
+					DialNotary: func(ctx context.Context, network, addr string) (net.Conn, error) {
+						c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+						if err != nil {
+							return nil, err
+						}
+						return countingConn{c, &counted}, nil
+					},
+				}
+				ntr := &http.Transport{DialTLSContext: d.DialTLSContext, DisableCompression: true}
+				if err := get(&http.Client{Transport: ntr}, url, size); err != nil {
+					b.Fatal(err)
+				}
+				ntr.CloseIdleConnections()
+				res, err := d.FinalizeAll(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				notarized += time.Since(start)
+				st := res[0].Parsed
+				extra += counted.Load() - int64(st.ClientBytes+st.ServerBytes)
+				stmtSize = int64(len(res[0].Statement))
+
+				p, err := res[0].PresentAll()
+				if err != nil {
+					b.Fatal(err)
+				}
+				start = time.Now()
+				if _, err := mpctls.VerifyPresentation(res[0].Statement, p, []ed25519.PublicKey{n.Key}); err != nil {
+					b.Fatal(err)
+				}
+				verify += time.Since(start)
+			}
+			N := float64(b.N)
+			b.ReportMetric(float64(direct.Microseconds())/1e3/N, "direct-ms")
+			b.ReportMetric(float64(notarized.Microseconds())/1e3/N, "notarized-ms")
+			b.ReportMetric(float64(notarized)/float64(direct), "ratio")
+			b.ReportMetric(float64(extra)/N, "extra-B/session")
+			b.ReportMetric(float64(stmtSize), "statement-B")
+			b.ReportMetric(float64(verify.Microseconds())/1e3/N, "present-verify-ms")
+		})
+	}
+}
+
+func get(c *http.Client, url string, size int) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return err
+	}
+	if n != int64(size) {
+		return fmt.Errorf("got %d bytes, want %d", n, size)
+	}
+	return nil
+}
