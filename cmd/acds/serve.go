@@ -143,7 +143,7 @@ func runServe(ctx context.Context, e env) int {
 	}
 	level, _ := parseLogLevel(f.logLevel)
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	if err := serve(ctx, f, e.stdout, log); err != nil {
+	if err := serve(ctx, f, e.stdout, log, nil); err != nil {
 		log.Error("acds serve failed", "err", err)
 		fmt.Fprintf(e.stderr, "acds serve: %v\n", err)
 		return 1
@@ -151,7 +151,9 @@ func runServe(ctx context.Context, e env) int {
 	return 0
 }
 
-func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logger) error {
+// serve runs the server for f. tune, when not nil, adjusts the server
+// configuration before start (tests shorten the lease with it).
+func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logger, tune func(*server.Config)) error {
 	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -186,6 +188,9 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	}
 	if f.rateLimit == 0 {
 		cfg.RateLimit = -1
+	}
+	if tune != nil {
+		tune(&cfg)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
