@@ -74,6 +74,7 @@ type RecordError struct {
 	Err    error     // sentinel class (ErrMalformedRecord, ErrDecrypt, …)
 }
 
+// Error describes the failure with its direction and record number.
 func (e *RecordError) Error() string {
 	return fmt.Sprintf("%v: %s record %d: %s", e.Err, e.Dir, e.Seq, e.Reason)
 }
@@ -90,6 +91,7 @@ type HandshakeError struct {
 	Cause error  // underlying error, may be nil
 }
 
+// Error describes the failed step and its cause.
 func (e *HandshakeError) Error() string {
 	if e.Cause != nil {
 		return fmt.Sprintf("%v: %s: %v", e.Err, e.Step, e.Cause)
@@ -112,6 +114,7 @@ type ExpectationError struct {
 	Got   string
 }
 
+// Error names the unmet expectation with the wanted and actual values.
 func (e *ExpectationError) Error() string {
 	return fmt.Sprintf("%v: %s: want %s, got %s", ErrExpectation, e.Field, e.Want, e.Got)
 }

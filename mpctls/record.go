@@ -20,6 +20,7 @@ const (
 // Valid reports whether d is ClientToServer or ServerToClient.
 func (d Direction) Valid() bool { return d == ClientToServer || d == ServerToClient }
 
+// String returns "client", "server" or, for invalid values, "direction(N)".
 func (d Direction) String() string {
 	switch d {
 	case ClientToServer:
