@@ -62,8 +62,8 @@
 // VerifyPresentation shows that each disclosed record is the record at its
 // position in the notarized session (inclusion proof), and that it
 // authenticates under the server's traffic key of its key epoch, so it was
-// produced by the holder of the session keys, in the server direction, at
-// that sequence number. Disclosed.Complete and Disclosed.CloseNotify say
+// produced by a holder of the session keys as the server-direction record
+// with that sequence number; under the assumptions below, by the server. Disclosed.Complete and Disclosed.CloseNotify say
 // whether the disclosure covers the whole server stream up to a
 // close_notify, so truncation is visible.
 //
@@ -74,11 +74,12 @@
 // came from the network, before the prover could see it. The conclusions
 // above therefore rest on three assumptions:
 //
-//   - No attacker on the path between notary and portal. The notary dials
-//     the portal itself, so the prover cannot sit there, but an attacker
-//     who can intercept the notary's connection and holds a certificate
-//     the notary trusts could impersonate the portal together with the
-//     prover.
+//   - No attacker on the path between notary and portal. The prover
+//     knows the session keys, so anyone who can inject bytes into the
+//     notary's connection to the portal, handed those keys by the prover,
+//     could add server records that authenticate. The notary resolves and
+//     dials the portal itself (the statement names the address), so the
+//     prover alone cannot sit on that path.
 //   - The notary does not collude with the prover. A notary that signs
 //     whatever the prover asks proves nothing; verifiers choose which
 //     notary keys to trust.

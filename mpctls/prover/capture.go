@@ -17,7 +17,9 @@ import (
 type splitter struct {
 	dir     mpctls.Direction
 	buf     []byte
-	records []mpctls.Record
+	records []mpctls.Record // appended under *mu
+	mu      *sync.Mutex
+	notify  chan struct{}
 	bytes   int64
 	err     error
 }
@@ -38,6 +40,7 @@ func (s *splitter) feed(p []byte) {
 			break
 		}
 		raw := bytes.Clone(s.buf[:mpctls.HeaderLen+n])
+		s.mu.Lock()
 		s.records = append(s.records, mpctls.Record{
 			Dir:     s.dir,
 			Seq:     uint64(len(s.records)),
@@ -45,7 +48,12 @@ func (s *splitter) feed(p []byte) {
 			Version: binary.BigEndian.Uint16(raw[1:3]),
 			Raw:     raw,
 		})
+		s.mu.Unlock()
 		s.buf = s.buf[mpctls.HeaderLen+n:]
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
 	}
 	if len(s.buf) == 0 {
 		s.buf = s.buf[:0:0]
@@ -78,19 +86,24 @@ type captureConn struct {
 	wmu sync.Mutex
 	out splitter // client → server
 
+	mu     sync.Mutex    // guards the record slices of in and out
+	notify chan struct{} // signalled when records were added
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
 }
 
 func newCaptureConn(c net.Conn, drain time.Duration) *captureConn {
-	return &captureConn{
+	cc := &captureConn{
 		Conn:   c,
 		drain:  drain,
-		in:     splitter{dir: mpctls.ServerToClient},
-		out:    splitter{dir: mpctls.ClientToServer},
+		notify: make(chan struct{}, 1),
 		closed: make(chan struct{}),
 	}
+	cc.in = splitter{dir: mpctls.ServerToClient, mu: &cc.mu, notify: cc.notify}
+	cc.out = splitter{dir: mpctls.ClientToServer, mu: &cc.mu, notify: cc.notify}
+	return cc
 }
 
 func (c *captureConn) Read(p []byte) (int, error) {
@@ -167,4 +180,12 @@ func (c *captureConn) snapshot() (client, server []mpctls.Record, err error) {
 		return nil, nil, err
 	}
 	return c.out.records, c.in.records, nil
+}
+
+// records returns the records captured so far. The slices are safe to
+// read while capture goes on: records are never changed once appended.
+func (c *captureConn) records() (client, server []mpctls.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.records, c.in.records
 }
