@@ -15,6 +15,7 @@ import (
 // De-identification follows the HIPAA Safe Harbor method, 45 CFR
 // 164.514(b)(2)(i), over the typed structure of each resource:
 //
+//   - a patient's contacts (relatives, guardians) are removed;
 //   - names (HumanName), telecom (ContactPoint: phone, fax, e-mail, URLs),
 //     photos and attachments (Attachment), binary content such as
 //     signature data (base64Binary), free-text notes (Annotation) and
@@ -216,6 +217,10 @@ func (d *deidentifier) value(v *node, e *spec.Element, pt *spec.Type) bool {
 			d.resource(v)
 		}
 		return true
+	case "Patient.contact":
+		// Contacts are relatives and guardians: their details are
+		// identifiers of the individual's household (Safe Harbor (2)(i)).
+		return false
 	case "Address":
 		return d.address(v)
 	case "Identifier":

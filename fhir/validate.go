@@ -73,7 +73,10 @@ type validator struct {
 	path     []pathSeg
 	notR4    bool
 	res      *resCtx // the resource being validated
-	bundles  int
+
+	// fullURLTypes maps, for each enclosing Bundle, entry fullUrls to
+	// their resource types, so urn:uuid references get target-type checks.
+	fullURLTypes []map[string]string
 }
 
 // resCtx is per-resource state for the reference and contained checks.
@@ -146,9 +149,17 @@ func (v *validator) topLevel(root *node) {
 
 // resource validates one resource object whose resourceType is typ.
 func (v *validator) resource(n *node, typ string, contained bool) {
-	v.push(typ, -1)
-	defer v.pop()
-	if typ == "" || !spec.IsResource(typ) {
+	// Locations are FHIRPath from the root resource: its type starts the
+	// path; nested resources continue their parent's (Bundle.entry[0].resource.id).
+	if len(v.path) == 0 {
+		v.push(typ, -1)
+		defer v.pop()
+	}
+	if typ == "" {
+		v.errorf("structure", "the resource has no resourceType")
+		return
+	}
+	if !spec.IsResource(typ) {
 		if why := preR4Resource(typ); why != "" {
 			v.notR4 = true
 			v.errorf("not-supported", "resource type %s is %s, not FHIR R4", typ, why)
@@ -173,6 +184,10 @@ func (v *validator) resource(n *node, typ string, contained bool) {
 	}
 	if id := n.get("id"); id != nil && id.kind == kString {
 		v.resourceID(id.str, contained)
+	}
+	if typ == "Bundle" {
+		v.fullURLTypes = append(v.fullURLTypes, entryTypes(n))
+		defer func() { v.fullURLTypes = v.fullURLTypes[:len(v.fullURLTypes)-1] }()
 	}
 	v.object(n, t, nil)
 	v.resourceRules(n, typ, rc)
@@ -331,18 +346,33 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 			v.errorf("required", "%s: minimum required = %d, but only found 0", t.Name+"."+name, e.Min)
 		}
 	}
-	if t.Name == "Attachment" {
+	switch t.Name {
+	case "Attachment":
 		v.attachment(n)
-	}
-	if t.Name == "Coding" {
+	case "Coding":
 		if s := n.get("system"); s != nil && s.kind == kString && s.str != "" && !strings.Contains(s.str, ":") {
 			v.push("system", -1)
 			v.errorf("value", "Coding.system must be an absolute reference, not a local reference")
 			v.pop()
 		}
-	}
-	if t.Name == "Reference" {
+	case "Reference":
 		v.reference(n, el)
+	case "Quantity", "Age", "Duration", "Distance", "Count", "MoneyQuantity", "SimpleQuantity":
+		if n.get("code") != nil && n.get("system") == nil {
+			v.errorf("invariant", "qty-3: if a code for the unit is present, the system shall also be present")
+		}
+	case "ContactPoint":
+		if n.get("value") != nil && n.get("system") == nil {
+			v.errorf("invariant", "cpt-2: a system is required if a value is provided")
+		}
+	case "Period":
+		if start, end := n.getStr("start"), n.getStr("end"); start != "" && end != "" && laterThan(start, end) {
+			v.errorf("invariant", "per-1: if present, start shall have a lower value than end")
+		}
+	case "Patient.contact":
+		if n.get("name") == nil && n.get("telecom") == nil && n.get("address") == nil && n.get("organization") == nil {
+			v.errorf("invariant", "pat-1: a contact shall at least contain a contact's details or a reference to an organization")
+		}
 	}
 	if t.Name == "Extension" {
 		hasValue, hasExt := false, false
@@ -558,6 +588,9 @@ func (v *validator) reference(n *node, e *spec.Element) {
 		return
 	}
 	typ := refType(ref)
+	if typ == "" && strings.HasPrefix(ref, "urn:") && len(v.fullURLTypes) > 0 {
+		typ = v.fullURLTypes[len(v.fullURLTypes)-1][ref]
+	}
 	if typ == "" {
 		if !strings.Contains(ref, ":") && !strings.Contains(ref, "?") {
 			v.push("reference", -1)
@@ -612,6 +645,9 @@ func refType(ref string) string {
 
 // attachment checks Attachment.size against the decoded data.
 func (v *validator) attachment(n *node) {
+	if n.get("data") != nil && n.get("contentType") == nil {
+		v.errorf("invariant", "att-1: if the attachment has data, it shall have a contentType")
+	}
 	d, s := n.get("data"), n.get("size")
 	if d == nil || s == nil || d.kind != kString || s.kind != kNumber {
 		return
@@ -996,4 +1032,49 @@ func (d *dupCheck) dup(kids []member, i int) bool {
 	}
 	d.names[k] = true
 	return false
+}
+
+// laterThan reports whether date/time a is certainly later than b. Only
+// values of the same precision and the same timezone are compared, where
+// string order is time order; anything else is not judged.
+func laterThan(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) > 10 {
+		za, zb := zone(a), zone(b)
+		if za == "" || za != zb {
+			return false
+		}
+	}
+	return a > b
+}
+
+// zone returns the timezone suffix of a dateTime ("Z", "+01:00"), or "".
+func zone(s string) string {
+	if strings.HasSuffix(s, "Z") {
+		return "Z"
+	}
+	if len(s) >= 6 && (s[len(s)-6] == '+' || s[len(s)-6] == '-') {
+		return s[len(s)-6:]
+	}
+	return ""
+}
+
+// entryTypes maps the fullUrls of a Bundle's entries to resource types.
+func entryTypes(bundle *node) map[string]string {
+	m := map[string]string{}
+	es := bundle.get("entry")
+	if es == nil || es.kind != kArray {
+		return m
+	}
+	for i := range es.kids {
+		e := &es.kids[i].val
+		if fu := e.getStr("fullUrl"); fu != "" {
+			if rt := e.get("resource").getStr("resourceType"); rt != "" {
+				m[fu] = rt
+			}
+		}
+	}
+	return m
 }

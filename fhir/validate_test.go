@@ -134,6 +134,13 @@ func TestValidateFindings(t *testing.T) {
 		{"unresolved uuid", `{"resourceType":"Bundle","type":"transaction","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"subject":{"reference":"urn:uuid:00000000-0000-4000-8000-000000000000"}},"request":{"method":"POST","url":"Observation"}}]}`, "Bundle.entry[0].resource", "resolve"},
 		{"bdl-3", `{"resourceType":"Bundle","type":"transaction","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Basic","code":{"text":"t"}}}]}`, "Bundle.entry[0]", "bdl-3"},
 		{"syntax", `{"resourceType":"Patient",}`, "", "JSON"},
+		{"qty-3", `{"resourceType":"Observation","status":"final","code":{"text":"x"},"valueQuantity":{"value":1,"code":"mg"}}`, "Observation.valueQuantity", "qty-3"},
+		{"cpt-2", `{"resourceType":"Patient","telecom":[{"value":"555"}]}`, "Patient.telecom[0]", "cpt-2"},
+		{"per-1", `{"resourceType":"Encounter","status":"finished","class":{"code":"AMB"},"period":{"start":"2020-02-01","end":"2020-01-01"}}`, "Encounter.period", "per-1"},
+		{"att-1", `{"resourceType":"Patient","photo":[{"data":"AAAA"}]}`, "Patient.photo[0]", "att-1"},
+		{"pat-1", `{"resourceType":"Patient","contact":[{"gender":"male"}]}`, "Patient.contact[0]", "pat-1"},
+		{"ext-1", `{"resourceType":"Patient","extension":[{"url":"http://x.org/e","valueString":"a","extension":[{"url":"b","valueString":"c"}]}]}`, "Patient.extension[0]", "ext-1"},
+		{"uuid target", `{"resourceType":"Bundle","type":"transaction","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Medication"},"request":{"method":"POST","url":"Medication"}},{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b2","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"subject":{"reference":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1"}},"request":{"method":"POST","url":"Observation"}}]}`, "Bundle.entry[1].resource.subject.reference", "target type"},
 		{"not R4", `{"resourceType":"Patient","animal":{"species":{"text":"dog"}}}`, "Patient.animal", "not FHIR R4"},
 	}
 	for _, c := range cases {
