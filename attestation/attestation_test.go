@@ -257,3 +257,27 @@ func FuzzVerifyClaims(f *testing.F) {
 		attestation.ParseClaims(data)
 	})
 }
+
+func TestTLSCertificate(t *testing.T) {
+	e, _ := newEnclave(t, false)
+	if _, err := e.TLSCertificate(0); !errors.Is(err, attestation.ErrNoTLSKey) {
+		t.Fatalf("enclave without TLS key: %v", err)
+	}
+	e, _ = newEnclave(t, true)
+	cert, err := e.TLSCertificate(time.Hour, "enclave.example.org", "192.0.2.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(attestation.BootEvidenceFromCertificate(cert.Leaf), e.MarshalBootEvidence()) {
+		t.Fatal("certificate does not carry the boot evidence")
+	}
+	if !cert.Leaf.PublicKey.(*ecdsa.PublicKey).Equal(e.TLSSigner().Public()) {
+		t.Fatal("certificate key is not the enclave TLS key")
+	}
+	if err := cert.Leaf.VerifyHostname("enclave.example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if !cert.Leaf.NotAfter.Equal(issued.Add(time.Hour)) {
+		t.Fatalf("validity ends %s", cert.Leaf.NotAfter)
+	}
+}

@@ -26,6 +26,7 @@ type Verifier struct {
 	measurements map[string][][]byte
 	notaryKeys   []ed25519.PublicKey
 	minTCB       map[string]kds.TCBParts
+	certs        certCache
 }
 
 // New returns a verifier for p. See [Policy] for the zero values.

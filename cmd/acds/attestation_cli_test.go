@@ -3,11 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha512"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,6 +196,74 @@ func TestManifestCommandsAndPolicy(t *testing.T) {
 		t.Fatalf("foreign measurement: exit %d", code)
 	}
 	for _, args := range [][]string{{"manifest"}, {"manifest", "frob"}, {"manifest", "sign", "--key", keyFile}, {"manifest", "verify", "--in", signed}} {
+		if code, _, _ := attRun(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// attTLSServer serves TLS on loopback with cert until the test ends.
+func attTLSServer(t *testing.T, cert tls.Certificate) string {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.(*tls.Conn).Handshake()
+				c.Close()
+			}()
+		}
+	}()
+	return "https://" + ln.Addr().String()
+}
+
+func TestVerifyServerCommand(t *testing.T) {
+	b, err := sim.NewBackend(t.TempDir(), sim.Options{RSABits: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := attestation.New(context.Background(), b, attestation.Options{TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := e.TLSCertificate(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := attTLSServer(t, cert)
+	code, out, errOut := attRun(t, "", "verify", "--server", url, "--allow-simulated")
+	if code != 0 || !strings.HasPrefix(out, "VALID") || !strings.Contains(out, "sev-snp-sim") {
+		t.Fatalf("genuine enclave: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = attRun(t, "", "verify", "--server", url, "--json", "--allow-simulated")
+	var resp acds.VerifyResponse
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || code != 0 || !resp.TEEQuoteVerified || !resp.EnclaveHashMatch {
+		t.Fatalf("--json: exit %d %v\n%s", code, err, out)
+	}
+	if code, _, _ := attRun(t, "", "verify", "--server", url); code != 1 {
+		t.Fatalf("simulated enclave without --allow-simulated: exit %d", code)
+	}
+	// A plain TLS server is not an enclave.
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	plain := attTLSServer(t, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k})
+	if code, out, _ := attRun(t, "", "verify", "--server", plain, "--allow-simulated"); code != 1 || !strings.Contains(out, "no enclave boot evidence") {
+		t.Fatalf("plain TLS: exit %d\n%s", code, out)
+	}
+	// Nothing listening, or not https.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := "https://" + ln.Addr().String()
+	ln.Close()
+	for _, args := range [][]string{{"verify", "--server", closed}, {"verify", "--server", "http://127.0.0.1:1"}, {"verify", "--server", url, "bundle.b64"}} {
 		if code, _, _ := attRun(t, "", args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}

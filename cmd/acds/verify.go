@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -23,6 +26,7 @@ import (
 // runVerify checks an attestation bundle offline (DESIGN §8).
 //
 //	acds verify BUNDLE [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--output FILE] [--json]
+//	acds verify --server https://HOST:PORT [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--json]
 //
 // BUNDLE is a file holding the bundle as base64 or raw CBOR, or "-" for
 // standard input. --policy is a signed manifest (checked with the
@@ -31,7 +35,11 @@ import (
 // expected code hash is this binary's (what `acds measure` prints) and no
 // notary key is trusted. --allow-simulated accepts sev-snp-sim bundles, the
 // simulated root they carry and the notary key their signed claims name.
-// Exit 0 valid, 1 invalid, 2 usage error or unreadable input.
+// With --server it connects to a running server and checks, during the TLS
+// handshake, that the certificate carries boot evidence valid under the
+// policy and that its key is the TLS key the evidence binds.
+// Exit 0 valid, 1 invalid, 2 usage error, unreadable input or connection
+// error.
 func runVerify(ctx context.Context, e env) int {
 	flags := flag.NewFlagSet("acds verify", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
@@ -53,28 +61,13 @@ func runVerify(ctx context.Context, e env) int {
 		}
 		return 2
 	}
-	if *server != "" {
-		fmt.Fprintln(e.stderr, "acds verify: --server (attested TLS, issue 7) is not available in this build yet")
-		return 2
-	}
-	if len(args) != 1 {
+	if (*server == "") != (len(args) == 1) || (*server != "" && *outputFile != "") {
 		flags.Usage()
 		return 2
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "acds verify: "+format+"\n", a...)
 		return 2
-	}
-
-	bundle, err := readBundle(args[0], e.stdin)
-	if err != nil {
-		return fail("%v", err)
-	}
-	var output []byte
-	if *outputFile != "" {
-		if output, err = os.ReadFile(*outputFile); err != nil {
-			return fail("--output: %v", err)
-		}
 	}
 
 	p := verify.Policy{Now: time.Now}
@@ -104,6 +97,20 @@ func runVerify(ctx context.Context, e env) int {
 		p.UnsafeTrustClaimedNotaryKey = true
 	}
 
+	if *server != "" {
+		return verifyServer(ctx, e, *server, verify.New(p), *asJSON, notes)
+	}
+
+	bundle, err := readBundle(args[0], e.stdin)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var output []byte
+	if *outputFile != "" {
+		if output, err = os.ReadFile(*outputFile); err != nil {
+			return fail("--output: %v", err)
+		}
+	}
 	v := verify.New(p)
 	var res *verify.Result
 	if output != nil {
@@ -114,11 +121,18 @@ func runVerify(ctx context.Context, e env) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if *asJSON {
+	return report(e, res, *asJSON, notes)
+}
+
+// report prints a result (as text or as the /v1/verify JSON object) and
+// returns the exit code: 0 valid, 1 not.
+func report(e env, res *verify.Result, asJSON bool, notes []string) int {
+	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res.Response()); err != nil {
-			return fail("%v", err)
+			fmt.Fprintf(e.stderr, "acds verify: %v\n", err)
+			return 2
 		}
 	} else {
 		printResult(e.stdout, res, notes)
@@ -127,6 +141,54 @@ func runVerify(ctx context.Context, e env) int {
 		return 0
 	}
 	return 1
+}
+
+// verifyServer is the attested-TLS check of a running server: it connects,
+// verifies the boot evidence in the server's certificate during the
+// handshake (before anything is sent) and reports. A TLS server without
+// evidence is not an enclave (exit 1); no TLS at all is a connection error
+// (exit 2).
+func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier, asJSON bool, notes []string) int {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		fmt.Fprintf(e.stderr, "acds verify: --server wants https://HOST[:PORT], got %q\n", rawURL)
+		return 2
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	var res *verify.Result
+	cfg := &tls.Config{
+		// The evidence, not a CA, authenticates the server: see
+		// verify.(*Verifier).VerifyCertificate.
+		InsecureSkipVerify: true,
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         u.Hostname(),
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("no server certificate")
+			}
+			res = v.VerifyCertificate(cs.PeerCertificates[0])
+			if !res.Valid {
+				return &verify.CertificateError{Result: res}
+			}
+			return nil
+		},
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: cfg}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if conn != nil {
+		conn.Close()
+	}
+	if res == nil {
+		fmt.Fprintf(e.stderr, "acds verify: %s: %v\n", addr, err)
+		return 2
+	}
+	notes = append(notes, "attested TLS to "+addr)
+	return report(e, res, asJSON, notes)
 }
 
 // parseInterspersed parses flags that may follow positional arguments, as
