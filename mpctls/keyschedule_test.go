@@ -115,6 +115,33 @@ func TestKeyScheduleRFC8448(t *testing.T) {
 		}
 		off += n
 	}
+	// The flight's CertificateVerify (RSA-PSS) verifies over the RFC's
+	// transcript with the RFC's certificate.
+	flightStream := &hsStream{recs: []Record{flight}, opener: op}
+	ee := must[[]byte](t)(flightStream.expect(typeEncryptedExt, "ee"))
+	certMsg := must[[]byte](t)(flightStream.expect(typeCertificate, "certificate"))
+	certs, err := parseCertificate13(certMsg)
+	if err != nil || len(certs) != 1 {
+		t.Fatalf("certificate: %v", err)
+	}
+	cvMsg := must[[]byte](t)(flightStream.expect(typeCertificateVerify, "certificate verify"))
+	cvTr := sha256.New()
+	cvTr.Write(v["client_hello"])
+	cvTr.Write(sh)
+	cvTr.Write(ee)
+	cvTr.Write(certMsg)
+	scheme, sig, err := parseSigned(cvMsg[4:], "cv")
+	if err != nil || scheme != 0x0804 {
+		t.Fatalf("certificate verify: %#04x %v", scheme, err)
+	}
+	signed := append(bytes.Repeat([]byte{0x20}, 64), "TLS 1.3, server CertificateVerify\x00"...)
+	if err := verifySignature(certs[0].PublicKey, scheme, cvTr.Sum(signed), sig, true); err != nil {
+		t.Fatalf("RFC 8448 CertificateVerify: %v", err)
+	}
+	if err := verifySignature(certs[0].PublicKey, scheme, cvTr.Sum(append(signed, 0)), sig, true); err == nil {
+		t.Fatal("CertificateVerify over another transcript verified")
+	}
+
 	tr.Write(pt[:finOff])
 	mac := b(finishedMAC(h, sHS, tr.Sum(nil)))
 	eq(t, "server finished", pt[finOff+4:], mac)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,3 +172,20 @@ func TestStatementWellFormed(t *testing.T) {
 }
 
 func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
+
+func TestStatementSizeWorstCase(t *testing.T) {
+	s := testStatement()
+	label := strings.Repeat("a", 63)
+	s.SNI = label + "." + label + "." + label + "." + strings.Repeat("b", 61) // 253 bytes
+	s.Address = "[2001:db8:ffff:ffff:ffff:ffff:ffff:ffff]:65535"
+	s.ClientRecords, s.ClientBytes = 1<<40, 1<<50
+	s.ServerRecords, s.ServerBytes = 1<<40, 1<<50
+	b, err := s.Sign(testKey(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 1024 {
+		t.Fatalf("worst-case statement is %d bytes", len(b))
+	}
+	t.Logf("worst-case statement size: %d bytes", len(b))
+}

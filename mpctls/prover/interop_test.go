@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,11 +78,20 @@ func tryFetch(n *notarytest.Notary, roots *x509.CertPool, host, port string, tcf
 // /chunked with a chunked body; anything else gets "hello".
 func servePayload() http.Handler {
 	mux := http.NewServeMux()
+	var cache sync.Map // size → body, so benchmarks measure TLS, not payload generation
 	mux.HandleFunc("/payload", func(w http.ResponseWriter, r *http.Request) {
 		var n int
 		fmt.Sscanf(r.URL.Query().Get("n"), "%d", &n)
+		if n < 0 || n > 64<<20 {
+			http.Error(w, "size", http.StatusBadRequest)
+			return
+		}
+		b, ok := cache.Load(n)
+		if !ok {
+			b, _ = cache.LoadOrStore(n, payload(n))
+		}
 		w.Header().Set("Content-Length", fmt.Sprint(n))
-		w.Write(payload(n))
+		w.Write(b.([]byte))
 	})
 	mux.HandleFunc("/chunked", func(w http.ResponseWriter, r *http.Request) {
 		f := w.(http.Flusher)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
@@ -173,6 +174,11 @@ func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 		s.fail(fmt.Errorf("%w: tls handshake: %w", ErrIncomplete, err))
 		return nil, fmt.Errorf("prover: tls handshake with %s via notary: %w", addr, err)
 	}
+	if err := s.start(); err != nil {
+		tc.Close()
+		s.fail(err)
+		return nil, err
+	}
 	return tc, nil
 }
 
@@ -284,10 +290,102 @@ type Session struct {
 	conn    *tls.Conn
 	keys    *keyLog
 
+	// Set up after the handshake by start, then owned by the check
+	// goroutine until verified is closed.
+	state    tls.ConnectionState
+	skeys    serverKeys
+	chk      *checker
+	leaves   [3][][32]byte // leaf hashes per direction, by sequence number
+	chkErr   error
+	verified chan struct{}
+
 	once   sync.Mutex
 	done   bool
 	result *Result
 	err    error
+}
+
+// start derives the server keys from the key log once the handshake is
+// complete and starts checking records as they stream in: every server
+// record is authenticated and every record's Merkle leaf hash computed
+// while the session runs, so Finalize has little left to do.
+func (s *Session) start() error {
+	st := s.conn.ConnectionState()
+	suite, err := mpctls.SuiteByID(st.CipherSuite)
+	if err != nil {
+		return err
+	}
+	keys := serverKeys{suite: suite}
+	switch st.Version {
+	case tls.VersionTLS13:
+		keys.handshake = s.keys.get(labelServerHandshake)
+		keys.appSecret0 = s.keys.get(labelServerTraffic0)
+		if keys.handshake == nil || keys.appSecret0 == nil {
+			return fmt.Errorf("%w: tls 1.3 secrets missing from the key log", ErrIncomplete)
+		}
+	case tls.VersionTLS12:
+		client, server := s.capture.records()
+		master := s.keys.get(labelClientRandom)
+		if master == nil {
+			return fmt.Errorf("%w: tls 1.2 master secret missing from the key log", ErrIncomplete)
+		}
+		defer clear(master)
+		cr, err := helloRandom(client, hsClientHello)
+		if err != nil {
+			return err
+		}
+		sr, err := helloRandom(server, hsServerHello)
+		if err != nil {
+			return err
+		}
+		if keys.key12, keys.iv12, err = mpctls.ServerWriteKey12(suite, master, cr, sr); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: tls version %#04x", mpctls.ErrUnsupported, st.Version)
+	}
+	// The key log has served its purpose: forget the client secrets now.
+	s.keys.wipe()
+	chk, err := newChecker(keys, st.Version == tls.VersionTLS13)
+	if err != nil {
+		return err
+	}
+	s.state, s.skeys, s.chk = st, keys, chk
+	s.verified = make(chan struct{})
+	go s.check()
+	return nil
+}
+
+// check processes captured records until the connection has closed.
+func (s *Session) check() {
+	defer close(s.verified)
+	var next [3]int
+	for {
+		var closed bool
+		select {
+		case <-s.capture.closed:
+			closed = true
+		default:
+		}
+		client, server := s.capture.records()
+		for ; next[mpctls.ClientToServer] < len(client); next[mpctls.ClientToServer]++ {
+			s.leaves[mpctls.ClientToServer] = append(s.leaves[mpctls.ClientToServer], mpctls.LeafHash(client[next[mpctls.ClientToServer]]))
+		}
+		for ; next[mpctls.ServerToClient] < len(server); next[mpctls.ServerToClient]++ {
+			r := server[next[mpctls.ServerToClient]]
+			s.leaves[mpctls.ServerToClient] = append(s.leaves[mpctls.ServerToClient], mpctls.LeafHash(r))
+			if s.chkErr == nil {
+				s.chkErr = s.chk.add(r)
+			}
+		}
+		if closed {
+			return
+		}
+		select {
+		case <-s.capture.notify:
+		case <-s.capture.closed:
+		}
+	}
 }
 
 // ID returns the notary's id for the session.
@@ -334,55 +432,21 @@ func (s *Session) finalize(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrIncomplete, err)
 	}
-	st := s.conn.ConnectionState()
-	if !st.HandshakeComplete {
+	if s.chk == nil {
 		return nil, fmt.Errorf("%w: handshake not complete", ErrIncomplete)
 	}
-	suite, err := mpctls.SuiteByID(st.CipherSuite)
+	<-s.verified
+	if s.chkErr != nil {
+		return nil, s.chkErr
+	}
+	rep, err := s.chk.finish()
 	if err != nil {
 		return nil, err
 	}
-	keys := serverKeys{suite: suite}
+	st, keys := s.state, s.skeys
 	req := notary.FinalizeRequest{ClientRecords: uint64(len(client)), ServerRecords: uint64(len(server))}
-	switch st.Version {
-	case tls.VersionTLS13:
-		keys.handshake = s.keys.get(labelServerHandshake)
-		keys.appSecret0 = s.keys.get(labelServerTraffic0)
-		if keys.handshake == nil || keys.appSecret0 == nil {
-			return nil, fmt.Errorf("%w: tls 1.3 secrets missing from the key log", ErrIncomplete)
-		}
-		req.ServerHandshakeTrafficSecret = keys.handshake
-	case tls.VersionTLS12:
-		master := s.keys.get(labelClientRandom)
-		cr, err := helloRandom(client, hsClientHello)
-		if err != nil {
-			return nil, err
-		}
-		sr, err := helloRandom(server, hsServerHello)
-		if err != nil {
-			return nil, err
-		}
-		if master == nil {
-			return nil, fmt.Errorf("%w: tls 1.2 master secret missing from the key log", ErrIncomplete)
-		}
-		keys.key12, keys.iv12, err = mpctls.ServerWriteKey12(suite, master, cr, sr)
-		clear(master)
-		if err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("%w: tls version %#04x", mpctls.ErrUnsupported, st.Version)
-	}
-
-	// Our own check first: every server record authenticates.
-	var rep *checkReport
 	if st.Version == tls.VersionTLS13 {
-		rep, err = checkServer13(keys, server)
-	} else {
-		rep, err = checkServer12(keys, server)
-	}
-	if err != nil {
-		return nil, err
+		req.ServerHandshakeTrafficSecret = keys.handshake
 	}
 
 	resp, err := s.post(ctx, req)
@@ -412,18 +476,14 @@ func (s *Session) finalize(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMismatch, err)
 	}
-	var tr mpctls.Transcript
-	for _, r := range records {
-		if err := tr.Add(r); err != nil {
-			return nil, err
-		}
-	}
-	if tr.Root() != stmt.Root {
-		return nil, fmt.Errorf("%w: merkle root differs from the records the prover saw", ErrMismatch)
-	}
-	if tr.Records(mpctls.ClientToServer) != stmt.ClientRecords || tr.Records(mpctls.ServerToClient) != stmt.ServerRecords ||
-		tr.Bytes(mpctls.ClientToServer) != stmt.ClientBytes || tr.Bytes(mpctls.ServerToClient) != stmt.ServerBytes {
+	if uint64(len(client)) != stmt.ClientRecords || uint64(len(server)) != stmt.ServerRecords ||
+		wireBytes(client) != stmt.ClientBytes || wireBytes(server) != stmt.ServerBytes {
 		return nil, fmt.Errorf("%w: record or byte counts differ", ErrMismatch)
+	}
+	if s.root(records) != stmt.Root {
+		if full, err := transcriptRoot(records); err != nil || full != stmt.Root {
+			return nil, fmt.Errorf("%w: merkle root differs from the records the prover saw", ErrMismatch)
+		}
 	}
 	return &Result{
 		SessionID:  s.id,
@@ -440,6 +500,63 @@ func (s *Session) finalize(ctx context.Context) (*Result, error) {
 		appSeqs:    rep.appSeqs,
 		lastSeq:    uint64(len(server)) - 1,
 	}, nil
+}
+
+// wireBytes sums the wire sizes of records.
+func wireBytes(rs []mpctls.Record) uint64 {
+	var n uint64
+	for _, r := range rs {
+		n += uint64(len(r.Raw))
+	}
+	return n
+}
+
+// root computes the Merkle root over records (in leaf order) from the leaf
+// hashes the check goroutine computed while the session ran. It builds
+// the same tree as mpctls.Transcript: RFC 6962, node = SHA-256(0x01 ‖ left
+// ‖ right). Should it disagree with a statement, Finalize asks the
+// authoritative mpctls.Transcript before declaring a mismatch.
+func (s *Session) root(records []mpctls.Record) [32]byte {
+	type sub struct {
+		h    [32]byte
+		size uint64
+	}
+	var stack []sub
+	var buf [65]byte
+	buf[0] = 0x01
+	node := func(l, r [32]byte) [32]byte {
+		copy(buf[1:], l[:])
+		copy(buf[33:], r[:])
+		return sha256.Sum256(buf[:])
+	}
+	for _, r := range records {
+		cur := sub{s.leaves[r.Dir][r.Seq], 1}
+		for len(stack) > 0 && stack[len(stack)-1].size == cur.size {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			cur = sub{node(top.h, cur.h), top.size * 2}
+		}
+		stack = append(stack, cur)
+	}
+	var root [32]byte
+	if len(stack) > 0 {
+		root = stack[len(stack)-1].h
+		for i := len(stack) - 2; i >= 0; i-- {
+			root = node(stack[i].h, root)
+		}
+	}
+	return root
+}
+
+// transcriptRoot is the authoritative root of records in leaf order.
+func transcriptRoot(records []mpctls.Record) ([32]byte, error) {
+	var tr mpctls.Transcript
+	for _, r := range records {
+		if err := tr.Add(r); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	return tr.Root(), nil
 }
 
 // checkChainDigest compares the statement's certificate chain digest with
