@@ -63,8 +63,10 @@ func BenchmarkFetch(b *testing.B) {
 				// (a) direct.
 				start := time.Now()
 				tr := &http.Transport{
-					TLSClientConfig:   &tls.Config{RootCAs: ca.Pool(), ServerName: host},
-					DialContext:       func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "tcp", "127.0.0.1:"+port) },
+					TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: host},
+					DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+						return (&net.Dialer{}).DialContext(ctx, "tcp", "127.0.0.1:"+port)
+					},
 					DisableKeepAlives: true, DisableCompression: true, ForceAttemptHTTP2: false,
 				}
 				if err := get(&http.Client{Transport: tr}, url, size); err != nil {
