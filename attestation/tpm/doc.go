@@ -1,0 +1,48 @@
+// Package tpm produces and verifies TPM 2.0 evidence: a quote over a nonce
+// by an attestation key (AK), the PCR values it covers and the TCG event log
+// that explains them, built on go-tpm-tools (client to attest, server to
+// verify).
+//
+//   - Attest (machine side) loads the ECC P-256 AK of the owner hierarchy,
+//     quotes all PCR banks over the nonce and returns the protobuf-encoded
+//     go-tpm-tools Attestation, event log and AK certificate included.
+//   - Verify (anyone, offline) checks that the AK is trusted — pinned in
+//     Options.TrustedAKs, or certified by a certificate chaining to
+//     Options.Roots at the injected time — and is a restricted signing key;
+//     that it signed the SHA-256-bank quote; that the quote's qualifying data
+//     is the nonce; that the PCR values carried hash to the quoted digest; and
+//     that go-tpm-tools' server.VerifyAttestation accepts the attestation,
+//     which replays the event log against those PCRs.
+//
+// The zero Options trusts no AK and fails closed (ErrNoTrust).
+//
+// # Measurement
+//
+// The code hash of a TPM machine is a digest over a PCR set of the SHA-256
+// bank (Options.PCRs, by default DefaultPCRs: 0 to 9):
+//
+//	SHA-256(PCR[i₁] ‖ PCR[i₂] ‖ … ‖ PCR[iₙ]),  i₁ < i₂ < … < iₙ
+//
+// over the raw 32-byte values (MeasurementOf). It equals the TPM's own
+// pcrDigest for a quote of exactly that selection, so it can be computed
+// from a known-good machine with standard tools. Evidence also carries every
+// quoted PCR value for finer policies.
+//
+// # Errors
+//
+// Every failure is an *Error naming the Check that failed, with a class
+// (ErrMalformed, ErrNoTrust, ErrUntrustedAK, ErrSignature, ErrNonce, ErrPCR,
+// ErrEventLog, ErrDevice) reachable with errors.Is. Attestations are limited
+// to MaxAttestationSize bytes.
+//
+// # Tests
+//
+// Plain `go test` verifies a committed attestation made on the TPM reference
+// simulator. With `-tags tpmsim` (cgo and libssl-dev) the tests also drive
+// the simulator: attest, verify, and reject a wrong nonce, a tampered quote,
+// tampered PCRs, a diverging event log and untrusted AKs.
+//
+// Importing this package brings in go-tpm-tools' client, which imports
+// go-tdx-guest's client; the latter registers the -tdx_guest_device_path
+// flag in the default flag set.
+package tpm
