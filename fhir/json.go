@@ -43,6 +43,14 @@ func (k kind) String() string {
 	return [...]string{"null", "boolean", "number", "string", "object", "array"}[k]
 }
 
+// article returns the kind with its indefinite article: "an object".
+func (k kind) article() string {
+	if k == kObject || k == kArray {
+		return "an " + k.String()
+	}
+	return "a " + k.String()
+}
+
 // node is one JSON value. Strings hold their decoded text, numbers their
 // literal text, booleans "true" or "false". Objects keep their members in
 // input order; arrays keep their elements in member.val with empty keys.

@@ -136,7 +136,7 @@ func (v *validator) pop()                      { v.path = v.path[:len(v.path)-1]
 
 func (v *validator) topLevel(root *node) {
 	if root.kind != kObject {
-		v.add(SeverityFatal, "structure", "the content is a JSON %s, not a FHIR resource (a JSON object)", root.kind)
+		v.add(SeverityFatal, "structure", "the content is %s, not a FHIR resource (a JSON object)", root.kind.article())
 		return
 	}
 	rt := root.get("resourceType")
@@ -424,7 +424,7 @@ func (v *validator) member(parent *node, m *member, e *spec.Element) {
 	if e.Max != 1 {
 		if val.kind != kArray {
 			v.push(m.key, -1)
-			v.errorf("structure", "the property %s must be a JSON Array, not a %s", m.key, val.kind)
+			v.errorf("structure", "the property %s must be a JSON Array, not %s", m.key, val.kind.article())
 			v.pop()
 			return
 		}
@@ -479,7 +479,7 @@ func (v *validator) primitiveExt(parent *node, m *member, t *spec.Type) {
 	val := &m.val
 	if e.Max != 1 {
 		if val.kind != kArray {
-			v.errorf("structure", "the property %s must be a JSON Array, not a %s", m.key, val.kind)
+			v.errorf("structure", "the property %s must be a JSON Array, not %s", m.key, val.kind.article())
 			return
 		}
 		if pv := parent.get(base); pv != nil && pv.kind == kArray && len(pv.kids) != len(val.kids) {
@@ -517,7 +517,7 @@ func (v *validator) value(n *node, e *spec.Element) {
 		return
 	}
 	if n.kind != kObject {
-		v.errorf("structure", "expected a JSON object for %s, found a %s", e.Type, n.kind)
+		v.errorf("structure", "expected a JSON object for %s, found %s", e.Type, n.kind.article())
 		return
 	}
 	if e.Type == "Resource" {
@@ -668,12 +668,12 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 	switch typ {
 	case "boolean":
 		if n.kind != kBool {
-			v.errorf("structure", "the property must be a JSON boolean, not a %s", n.kind)
+			v.errorf("structure", "the property must be a JSON boolean, not %s", n.kind.article())
 		}
 		return
 	case "integer", "positiveInt", "unsignedInt", "integer64":
 		if n.kind != kNumber {
-			v.errorf("structure", "the property must be a JSON number, not a %s", n.kind)
+			v.errorf("structure", "the property must be a JSON number, not %s", n.kind.article())
 			return
 		}
 		i, err := strconv.ParseInt(n.str, 10, 32)
@@ -688,7 +688,7 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 		return
 	case "decimal":
 		if n.kind != kNumber {
-			v.errorf("structure", "the property must be a JSON number, not a %s", n.kind)
+			v.errorf("structure", "the property must be a JSON number, not %s", n.kind.article())
 			return
 		}
 		if _, err := strconv.ParseFloat(n.str, 64); err != nil {
@@ -697,7 +697,7 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 		return
 	}
 	if n.kind != kString {
-		v.errorf("structure", "the property must be a JSON string, not a %s", n.kind)
+		v.errorf("structure", "the property must be a JSON string, not %s", n.kind.article())
 		return
 	}
 	s := n.str
