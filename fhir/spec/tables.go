@@ -9556,6 +9556,11 @@ var types = [...]Type{
 	{Name: "xhtml", Kind: Primitive, Abstract: false},
 }
 
+// Required value sets not expanded, so not checked (grammar-based code
+// systems, or content outside the core definitions):
+//   - http://hl7.org/fhir/ValueSet/mimetypes
+//   - http://hl7.org/fhir/ValueSet/ucum-units
+//   - http://loinc.org/vs/LL379-9
 var valueSets = [...]ValueSet{
 	{URL: "http://hl7.org/fhir/ValueSet/FHIR-version", Codes: []Code{{"http://hl7.org/fhir/FHIR-version", "0.0.80"}, {"http://hl7.org/fhir/FHIR-version", "0.0.81"}, {"http://hl7.org/fhir/FHIR-version", "0.0.82"}, {"http://hl7.org/fhir/FHIR-version", "0.01"}, {"http://hl7.org/fhir/FHIR-version", "0.05"}, {"http://hl7.org/fhir/FHIR-version", "0.06"}, {"http://hl7.org/fhir/FHIR-version", "0.11"}, {"http://hl7.org/fhir/FHIR-version", "0.4.0"}, {"http://hl7.org/fhir/FHIR-version", "0.5.0"}, {"http://hl7.org/fhir/FHIR-version", "1.0.0"}, {"http://hl7.org/fhir/FHIR-version", "1.0.1"}, {"http://hl7.org/fhir/FHIR-version", "1.0.2"}, {"http://hl7.org/fhir/FHIR-version", "1.1.0"}, {"http://hl7.org/fhir/FHIR-version", "1.4.0"}, {"http://hl7.org/fhir/FHIR-version", "1.6.0"}, {"http://hl7.org/fhir/FHIR-version", "1.8.0"}, {"http://hl7.org/fhir/FHIR-version", "3.0.0"}, {"http://hl7.org/fhir/FHIR-version", "3.0.1"}, {"http://hl7.org/fhir/FHIR-version", "3.3.0"}, {"http://hl7.org/fhir/FHIR-version", "3.5.0"}, {"http://hl7.org/fhir/FHIR-version", "4.0.0"}, {"http://hl7.org/fhir/FHIR-version", "4.0.1"}}},
 	{URL: "http://hl7.org/fhir/ValueSet/account-status", Codes: []Code{{"http://hl7.org/fhir/account-status", "active"}, {"http://hl7.org/fhir/account-status", "entered-in-error"}, {"http://hl7.org/fhir/account-status", "inactive"}, {"http://hl7.org/fhir/account-status", "on-hold"}, {"http://hl7.org/fhir/account-status", "unknown"}}},
