@@ -29,7 +29,13 @@ var presCodec = newCodec(MaxPresentationSize / 8)
 //
 // A presentation contains server-direction secrets only. Its Secret opens
 // every server record from EpochStarts[0] on; it never opens anything the
-// client sent.
+// client sent. Selective disclosure therefore rests on the undisclosed
+// ciphertext staying private: the statement holds only its hashes, and a
+// notary should not keep the records once it has signed.
+//
+// Size: the disclosed records plus, per record, a few integers and
+// ⌈log2 n⌉ hashes of 32 bytes for a session of n records: a few hundred
+// bytes per 16 KiB record, about 2% for a 10 MB response.
 type Presentation struct {
 	// StatementDigest is SHA-256 of the signed statement the presentation
 	// is for.
