@@ -24,9 +24,10 @@ if [ -n "$(git status --porcelain -- fhir/r4)" ]; then
 fi
 
 # 3. The round trip over all official examples and the shared bundles (now
-# that the definitions are present; go test ./... may have skipped it), the
+# that the definitions are present; go test ./... may have skipped it; -r4.all
+# adds the large definition bundles), the
 # Walk coverage test, and the fuzz seed corpus.
-go test -count=1 -run 'RoundTrip|Walk|FuzzUnmarshal' ./fhir/r4/
+go test -count=1 -run 'RoundTrip|Walk|FuzzUnmarshal' ./fhir/r4/ -args -r4.all
 
 # 4. A short fuzz run of the decoder.
 go test -run '^$' -fuzz '^FuzzUnmarshal$' -fuzztime 20s ./fhir/r4/
