@@ -32,6 +32,13 @@ func NewHardware() (*Hardware, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: sev-snp: %v", attestation.ErrNoTEE, err)
 	}
+	return NewHardwareWithProvider(qp)
+}
+
+// NewHardwareWithProvider is NewHardware on a given quote provider (for
+// example a host-specific one). The provider must return extended reports:
+// the raw report followed by the certificate table holding the VCEK.
+func NewHardwareWithProvider(qp client.QuoteProvider) (*Hardware, error) {
 	h := &Hardware{qp: qp}
 	// The measurement is fixed at launch; read it from a report over zeros.
 	raw, err := qp.GetRawQuote([64]byte{})
@@ -75,12 +82,18 @@ func (h *Hardware) Quote(ctx context.Context, reportData [64]byte) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("sev-snp quote: %w", err)
 	}
-	att, err := abi.ReportCertsToProto(raw)
-	if err != nil {
+	if len(raw) < abi.ReportSize {
+		return nil, fmt.Errorf("sev-snp quote of %d bytes: %w", len(raw), attestation.ErrMalformed)
+	}
+	if _, err := abi.ReportToProto(raw[:abi.ReportSize]); err != nil {
 		return nil, fmt.Errorf("sev-snp quote: %w: %v", attestation.ErrMalformed, err)
 	}
-	vcek := att.GetCertificateChain().GetVcekCert()
-	if len(vcek) == 0 {
+	table := new(abi.CertTable)
+	if err := table.Unmarshal(raw[abi.ReportSize:]); err != nil {
+		return nil, fmt.Errorf("sev-snp certificate table: %w: %v", attestation.ErrMalformed, err)
+	}
+	vcek, err := table.GetByGUIDString(abi.VcekGUID)
+	if err != nil || len(vcek) == 0 {
 		return nil, ErrNoVCEK
 	}
 	ev := &Evidence{Report: raw[:abi.ReportSize], VCEK: vcek}
