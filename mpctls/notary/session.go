@@ -16,6 +16,10 @@ import (
 	"github.com/acds-project/acds/mpctls"
 )
 
+// accQueue bounds the relayed records waiting to be hashed and spooled:
+// at most accQueue × 18 KiB per session.
+const accQueue = 32
+
 // session is one notarized tunnel: its relay state, transcript and spool.
 type session struct {
 	n     *Notary
@@ -103,13 +107,35 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 	client.SetDeadline(deadline)
 	server.SetDeadline(deadline)
 
+	// Hashing and spooling run beside the relay, not in its way: the
+	// pumps hand each relayed record to the accumulator, whose channel
+	// order is the arrival order. The channel bounds what is in flight.
+	acc := make(chan mpctls.Record, accQueue)
+	accDone := make(chan struct{})
+	go func() {
+		defer close(accDone)
+		failed := false
+		for rec := range acc {
+			if failed {
+				continue
+			}
+			if err := s.record(rec); err != nil {
+				failed = true
+				s.abort(err)
+			}
+		}
+	}()
 	type result struct {
 		dir mpctls.Direction
 		err error
 	}
 	res := make(chan result, 2)
-	go func() { res <- result{mpctls.ClientToServer, s.pump(mpctls.ClientToServer, clientR, server)} }()
-	go func() { res <- result{mpctls.ServerToClient, s.pump(mpctls.ServerToClient, server, client)} }()
+	go func() {
+		res <- result{mpctls.ClientToServer, s.pump(mpctls.ClientToServer, bufio.NewReaderSize(clientR, 32<<10), server, acc)}
+	}()
+	go func() {
+		res <- result{mpctls.ServerToClient, s.pump(mpctls.ServerToClient, bufio.NewReaderSize(server, 32<<10), client, acc)}
+	}()
 	first := <-res
 	if first.err != nil {
 		s.abort(first.err)
@@ -125,6 +151,8 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 	if second.err != nil && first.err == nil {
 		s.fail(second.err)
 	}
+	close(acc)
+	<-accDone
 	client.Close()
 	server.Close()
 	s.mu.Lock()
@@ -139,7 +167,7 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 
 // pump relays the records of one direction. It returns nil when the
 // source ended cleanly at a record boundary.
-func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn) error {
+func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc chan<- mpctls.Record) error {
 	rr := mpctls.NewRecordReader(src, dir)
 	for {
 		rec, err := rr.Next()
@@ -166,9 +194,7 @@ func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn) error 
 			}
 			return fmt.Errorf("notary: relaying %s record %d: %w", dir, rec.Seq, err)
 		}
-		if err := s.record(rec); err != nil {
-			return err
-		}
+		acc <- rec
 	}
 }
 

@@ -125,7 +125,11 @@ func (d *Dialer) controlClient() *http.Client {
 	return d.client
 }
 
-// Sessions returns every session opened by this dialer, in dial order.
+// Sessions returns the sessions opened by this dialer and not yet
+// finalized, in dial order.
+//
+// A session leaves the list once Finalize has run on it, successfully or
+// not, so a long-lived Dialer does not hold on to finished sessions.
 func (d *Dialer) Sessions() []*Session {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -258,6 +262,18 @@ func problemError(resp *http.Response) error {
 		e.Detail = e.Detail[:512]
 	}
 	return e
+}
+
+// forget drops a finalized session from the dialer's list.
+func (d *Dialer) forget(s *Session) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, x := range d.sessions {
+		if x == s {
+			d.sessions = append(d.sessions[:i], d.sessions[i+1:]...)
+			return
+		}
+	}
 }
 
 // FinalizeAll finalizes every session not yet finalized, in dial order.
@@ -400,6 +416,7 @@ func (s *Session) fail(err error) {
 	if !s.done {
 		s.done, s.err = true, err
 		s.keys.wipe()
+		s.d.forget(s)
 	}
 }
 
@@ -424,6 +441,7 @@ func (s *Session) Finalize(ctx context.Context) (*Result, error) {
 	s.result, s.err = s.finalize(ctx)
 	s.done = true
 	s.keys.wipe()
+	s.d.forget(s)
 	return s.result, s.err
 }
 
