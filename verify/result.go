@@ -112,8 +112,14 @@ func (r *Result) Err() error {
 	return errors.Join(errs...)
 }
 
+// NoteCertificatesExpired is the reason Reasons adds when the evidence's
+// certificates were valid when the claims were issued but are not valid at
+// the verifier's clock. It does not make a bundle invalid.
+const NoteCertificatesExpired = "note: the evidence's certificates were valid at the issue time but are not valid now"
+
 // Reasons lists every failed check and every relaxation, as the
-// /v1/verify details report them.
+// /v1/verify details report them, and NoteCertificatesExpired when it
+// applies.
 func (r *Result) Reasons() []string {
 	out := make([]string, 0, len(r.Failures)+len(r.Relaxations))
 	for _, f := range r.Failures {
@@ -121,6 +127,9 @@ func (r *Result) Reasons() []string {
 	}
 	for _, x := range r.Relaxations {
 		out = append(out, "relaxation: "+x)
+	}
+	if r.TEEQuoteVerified && !r.CertificatesValidNow {
+		out = append(out, NoteCertificatesExpired)
 	}
 	return out
 }

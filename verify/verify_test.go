@@ -179,6 +179,9 @@ func TestMaxAgeAndManifest(t *testing.T) {
 	if !res.Valid || res.CertificatesValidNow {
 		t.Fatalf("chain checked at issue time, reported expired now: valid=%v now=%v %v", res.Valid, res.CertificatesValidNow, res.Err())
 	}
+	if rs := res.Response().Details.Reasons; rs[len(rs)-1] != verify.NoteCertificatesExpired {
+		t.Fatalf("expired-now note missing: %v", rs)
+	}
 }
 
 func TestVerifyBoot(t *testing.T) {
