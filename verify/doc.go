@@ -26,9 +26,29 @@
 //   - Freshness (Policy.MaxAge) and, with [Verifier.VerifyOutput], that the
 //     output's digest is the attested one.
 //
+// Evidence per profile: "sev-snp" (AMD roots embedded in go-sev-guest,
+// validated with go-sev-guest's validate package), "sev-snp-sim" (the same
+// code with the simulated root as trust anchor), "tdx" (package
+// attestation/tdx, Intel root embedded; TCB evaluated when the policy
+// supplies collateral) and "tpm" (package attestation/tpm: the AK pinned or
+// certified by the policy, the quote's qualifying data is the report data,
+// the measurement a hash over the policy's PCRs; no TPM anchor means no tpm
+// bundle verifies).
+//
 // Valid is true only when every check that applies passed. Result.Failures
 // lists each failed check with a typed error (errors.Is with the Err*
 // values), Result.Relaxations each weakening the policy applied.
+//
+// # Attested TLS
+//
+// [Verifier.VerifyCertificate] and [Verifier.VerifyConnection] check a
+// server certificate that carries boot evidence in the
+// attestation.OIDBootEvidence extension: the evidence must verify as with
+// [Verifier.VerifyBoot] and the certificate's key must be the TLS key the
+// evidence binds. Set VerifyConnection on a tls.Config (with
+// InsecureSkipVerify: the evidence replaces the CA) and a client refuses,
+// before sending a byte, any server that is not an attested enclave under
+// the policy, including plain TLS servers and TLS-terminating proxies.
 //
 // # Offline by construction
 //

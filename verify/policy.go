@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/x509"
 	"fmt"
@@ -37,6 +38,16 @@ type Policy struct {
 	// TDXCollateral, when set, makes tdx verification evaluate the TCB.
 	// Zero value: TCB not evaluated (reported as a relaxation).
 	TDXCollateral *tdx.Collateral
+	// TPMTrustedAKs pins TPM attestation keys (*ecdsa.PublicKey or
+	// *rsa.PublicKey) for the tpm profile. Zero value: none.
+	TPMTrustedAKs []crypto.PublicKey
+	// TPMRoots are trusted issuers of TPM AK certificates for the tpm
+	// profile (exclusive with TPMTrustedAKs). Zero value: none; with
+	// neither, tpm evidence never verifies (fail closed).
+	TPMRoots []*x509.Certificate
+	// TPMPCRs are the SHA-256 PCRs the tpm measurement covers. Zero value:
+	// tpm.DefaultPCRs() (0 to 9).
+	TPMPCRs []int
 	// MinimumTCB is the lowest acceptable SEV-SNP reported TCB, combined
 	// (component-wise maximum) with the manifest's. Zero value: none.
 	MinimumTCB kds.TCBParts

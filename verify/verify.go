@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/attestation/tdx"
+	"github.com/acds-project/acds/attestation/tpm"
 	"github.com/acds-project/acds/mpctls"
 	"github.com/google/go-sev-guest/kds"
 )
@@ -225,6 +227,25 @@ func (v *Verifier) checkEvidence(boot *attestation.BootEvidence, at, now time.Ti
 		measurement, reportData = ev.Measurement, ev.ReportData
 		pck := ev.PCKCertificate
 		r.CertificatesValidNow = pck != nil && !now.Before(pck.NotBefore) && !now.After(pck.NotAfter)
+	case attestation.ProfileTPM:
+		// The quote's qualifying data is the report data: tpm.Verify checks
+		// the binding itself.
+		rd := boot.ReportData()
+		ev, err := tpm.Verify(boot.Evidence, rd[:], tpm.Options{
+			TrustedAKs: v.p.TPMTrustedAKs, Roots: v.p.TPMRoots, PCRs: v.p.TPMPCRs,
+			Now: func() time.Time { return at },
+		})
+		if errors.Is(err, tpm.ErrNonce) {
+			r.fail(CheckBinding, fmt.Errorf("%w: %w", ErrBinding, err))
+			return false
+		}
+		if err != nil {
+			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
+			return false
+		}
+		measurement, reportData = ev.Measurement, rd
+		ak := ev.AKCertificate
+		r.CertificatesValidNow = ak == nil || (!now.Before(ak.NotBefore) && !now.After(ak.NotAfter))
 	default:
 		r.fail(CheckProfile, fmt.Errorf("%w: %s", ErrUnsupported, boot.Profile))
 		return false
