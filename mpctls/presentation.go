@@ -126,6 +126,21 @@ func (d *Disclosed) Data() []byte {
 	return out
 }
 
+// CheckComplete returns nil if the disclosure covers every server record
+// from the first key epoch to the end of the session and includes the
+// server's close_notify, so the response cannot have been cut short;
+// otherwise an error wrapping ErrTruncated. Use it when the whole response
+// must be present rather than a selection.
+func (d *Disclosed) CheckComplete() error {
+	switch {
+	case !d.Complete:
+		return fmt.Errorf("%w: the disclosed records leave out server records", ErrTruncated)
+	case !d.CloseNotify:
+		return fmt.Errorf("%w: the server stream ends without close_notify", ErrTruncated)
+	}
+	return nil
+}
+
 func presErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrPresentation, fmt.Sprintf(format, a...))
 }

@@ -134,8 +134,11 @@ func TestPresentationRejects(t *testing.T) {
 	}
 	// Truncation: without the last records the disclosure is incomplete.
 	trunc, _ := BuildPresentation(cap.records, stmt, secret, starts, all[:len(all)-1])
-	if d, err := VerifyPresentation(stmt, trunc, trusted); err != nil || d.Complete || d.CloseNotify {
+	if d, err := VerifyPresentation(stmt, trunc, trusted); err != nil || d.Complete || d.CloseNotify || !errors.Is(d.CheckComplete(), ErrTruncated) {
 		t.Fatalf("truncated: %v %+v", err, d)
+	}
+	if d, err := VerifyPresentation(stmt, good, trusted); err != nil || d.CheckComplete() != nil {
+		t.Fatalf("complete: %v", err)
 	}
 
 	cases := map[string]struct {
@@ -357,5 +360,33 @@ func TestPresentationParallel(t *testing.T) {
 	last.Raw[len(last.Raw)-1] ^= 1
 	if _, err := VerifyPresentation(stmt, p, trusted); !errors.Is(err, ErrProof) {
 		t.Fatalf("flipped bit in the last worker's range: %v", err)
+	}
+}
+
+// TestPresentationTruncatedSession: a session cut before the server's
+// close_notify (as if the connection were reset) yields a complete
+// disclosure that CheckComplete still refuses.
+func TestPresentationTruncatedSession(t *testing.T) {
+	key := testKey(t, 7)
+	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	cap := goCase{version: tls.VersionTLS13, suite: tls.TLS_AES_128_GCM_SHA256}.capture(t, []byte("partial"))
+	lastServer := -1
+	for i, r := range cap.records {
+		if r.Dir == ServerToClient {
+			lastServer = i
+		}
+	}
+	cap.records = append(cap.records[:lastServer:lastServer], cap.records[lastServer+1:]...)
+	hs, stmt := notarize(t, cap, key)
+	p, err := BuildPresentation(cap.records, stmt, serverSecret(t, cap, hs), []uint64{hs.ServerProtectedFrom}, serverSeqs(cap, hs.ServerProtectedFrom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := VerifyPresentation(stmt, p, trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Complete || d.CloseNotify || !errors.Is(d.CheckComplete(), ErrTruncated) {
+		t.Fatalf("complete %v close_notify %v: %v", d.Complete, d.CloseNotify, d.CheckComplete())
 	}
 }
