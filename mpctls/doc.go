@@ -63,9 +63,11 @@
 // position in the notarized session (inclusion proof), and that it
 // authenticates under the server's traffic key of its key epoch, so it was
 // produced by a holder of the session keys as the server-direction record
-// with that sequence number; under the assumptions below, by the server. Disclosed.Complete and Disclosed.CloseNotify say
-// whether the disclosure covers the whole server stream up to a
-// close_notify, so truncation is visible.
+// with that sequence number; under the assumptions below, by the server.
+// Disclosed.Complete and Disclosed.CloseNotify say whether the disclosure
+// covers the whole server stream up to a close_notify, and
+// Disclosed.CheckComplete turns a gap or a missing close_notify into
+// ErrTruncated, so truncation is visible.
 //
 // # Trust model and assumptions (stage 1)
 //
