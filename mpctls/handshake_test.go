@@ -129,7 +129,7 @@ func TestVerifyHandshakeRejects(t *testing.T) {
 			}
 			o = hsOpts(t)
 			o.Roots.AddCert(p.caCert) // no-op, same CA
-			srvCfg := serverConfig(p.unknownCA, tls.VersionTLS13, 0)
+			srvCfg := serverConfig(p.unknownCA, c.state.Version, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256)
 			cap := captureGo(t, srvCfg, &tls.Config{InsecureSkipVerify: true}, []byte("x"))
 			if _, err := VerifyHandshake(cap.records, cap.disclosure(), o); !errors.Is(err, ErrCertificate) {
 				t.Fatalf("unknown ca: %v", err)
@@ -137,9 +137,11 @@ func TestVerifyHandshakeRejects(t *testing.T) {
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
-		cap := captureGo(t, serverConfig(p.expired, tls.VersionTLS13, 0), &tls.Config{InsecureSkipVerify: true}, []byte("x"))
-		if _, err := VerifyHandshake(cap.records, cap.disclosure(), hsOpts(t)); !errors.Is(err, ErrCertificate) {
-			t.Fatalf("expired: %v", err)
+		for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+			cap := captureGo(t, serverConfig(p.expired, v, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256), &tls.Config{InsecureSkipVerify: true}, []byte("x"))
+			if _, err := VerifyHandshake(cap.records, cap.disclosure(), hsOpts(t)); !errors.Is(err, ErrCertificate) {
+				t.Fatalf("%#x expired: %v", v, err)
+			}
 		}
 		// The session time matters, not the verifier's clock.
 		o := hsOpts(t)
