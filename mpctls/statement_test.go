@@ -2,7 +2,10 @@ package mpctls
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"strings"
@@ -188,4 +191,50 @@ func TestStatementSizeWorstCase(t *testing.T) {
 		t.Fatalf("worst-case statement is %d bytes", len(b))
 	}
 	t.Logf("worst-case statement size: %d bytes", len(b))
+}
+
+func TestParseStatementHeaders(t *testing.T) {
+	key := testKey(t, 1)
+	s := testStatement()
+	if _, err := s.Sign(key); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := stmtCodec.enc.Marshal(s.wire())
+	sign := func(alg cose.Algorithm, signer cose.Signer, mut func(*cose.Sign1Message)) []byte {
+		msg := cose.NewSign1Message()
+		msg.Headers.Protected.SetAlgorithm(alg)
+		msg.Headers.Protected[cose.HeaderLabelContentType] = StatementContentType
+		msg.Payload = payload
+		if mut != nil {
+			mut(msg)
+		}
+		if err := msg.Sign(rand.Reader, nil, signer); err != nil {
+			t.Fatal(err)
+		}
+		b, err := msg.MarshalCBOR()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ed, _ := cose.NewSigner(cose.AlgorithmEdDSA, key)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	es, _ := cose.NewSigner(cose.AlgorithmES256, ecKey)
+	cases := map[string][]byte{
+		"es256":           sign(cose.AlgorithmES256, es, nil),
+		"content type":    sign(cose.AlgorithmEdDSA, ed, func(m *cose.Sign1Message) { m.Headers.Protected[cose.HeaderLabelContentType] = "application/cbor" }),
+		"extra protected": sign(cose.AlgorithmEdDSA, ed, func(m *cose.Sign1Message) { m.Headers.Protected[cose.HeaderLabelKeyID] = []byte{1} }),
+		"unprotected":     sign(cose.AlgorithmEdDSA, ed, func(m *cose.Sign1Message) { m.Headers.Unprotected[cose.HeaderLabelKeyID] = []byte{1} }),
+		"empty":           {},
+		"not cbor":        []byte("statement"),
+		"untagged":        sign(cose.AlgorithmEdDSA, ed, nil)[1:],
+	}
+	for name, b := range cases {
+		if _, err := ParseStatement(b); !errors.Is(err, ErrStatement) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	if _, err := ParseStatement(sign(cose.AlgorithmEdDSA, ed, nil)); err != nil {
+		t.Fatalf("control: %v", err)
+	}
 }
