@@ -1,0 +1,242 @@
+package prover
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds/mpctls"
+	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/mpctls/notary/notarytest"
+)
+
+// startTamperingNotary runs a real notary whose finalize answers pass
+// through tamper before they reach the prover: a notary that lies.
+func startTamperingNotary(t *testing.T, roots *notarytest.CA, tamper func(*notary.FinalizeResponse, ed25519.PrivateKey)) *notarytest.Notary {
+	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	n, err := notary.New(notary.Config{Key: priv, Roots: roots.Pool(), Resolver: notarytest.LoopbackResolver{}, AllowAddr: notarytest.LoopbackOnly, SpoolDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := n.Handler()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/finalize") {
+			inner.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r)
+		var resp notary.FinalizeResponse
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil {
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+			return
+		}
+		tamper(&resp, priv)
+		json.NewEncoder(w).Encode(resp)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close(); n.Close() })
+	return &notarytest.Notary{Notary: n, Addr: l.Addr().String(), Key: n.PublicKey(), Priv: priv}
+}
+
+// resign parses a statement, lets edit change it and signs it again.
+func resign(t *testing.T, b []byte, key ed25519.PrivateKey, edit func(*mpctls.Statement)) []byte {
+	st, err := mpctls.ParseStatement(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(st)
+	out, err := st.Sign(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestProverRejectsLyingNotary(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "lie.test"
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, host)}}, servePayload())
+	_, stranger, _ := ed25519.GenerateKey(rand.Reader)
+	cases := []struct {
+		name   string
+		tamper func(*testing.T, *notary.FinalizeResponse, ed25519.PrivateKey)
+		want   error
+	}{
+		{"other root", func(t *testing.T, r *notary.FinalizeResponse, k ed25519.PrivateKey) {
+			r.Statement = resign(t, r.Statement, k, func(s *mpctls.Statement) { s.Root[0] ^= 1 })
+		}, ErrMismatch},
+		{"other session", func(t *testing.T, r *notary.FinalizeResponse, k ed25519.PrivateKey) {
+			r.Statement = resign(t, r.Statement, k, func(s *mpctls.Statement) { s.SessionID[0] ^= 1 })
+		}, ErrMismatch},
+		{"other counts", func(t *testing.T, r *notary.FinalizeResponse, k ed25519.PrivateKey) {
+			r.Statement = resign(t, r.Statement, k, func(s *mpctls.Statement) { s.ServerBytes-- })
+		}, ErrMismatch},
+		{"other chain", func(t *testing.T, r *notary.FinalizeResponse, k ed25519.PrivateKey) {
+			r.Statement = resign(t, r.Statement, k, func(s *mpctls.Statement) { s.CertChainDigest[0] ^= 1 })
+		}, ErrMismatch},
+		{"other sni", func(t *testing.T, r *notary.FinalizeResponse, k ed25519.PrivateKey) {
+			r.Statement = resign(t, r.Statement, k, func(s *mpctls.Statement) { s.SNI = "elsewhere.test" })
+		}, mpctls.ErrExpectation},
+		{"stale time", func(t *testing.T, r *notary.FinalizeResponse, k ed25519.PrivateKey) {
+			r.Statement = resign(t, r.Statement, k, func(s *mpctls.Statement) { s.Start = s.Start.Add(-time.Hour) })
+		}, mpctls.ErrExpectation},
+		{"untrusted key", func(t *testing.T, r *notary.FinalizeResponse, _ ed25519.PrivateKey) {
+			r.Statement = resign(t, r.Statement, stranger, func(*mpctls.Statement) {})
+		}, mpctls.ErrSignature},
+		{"flipped signature", func(t *testing.T, r *notary.FinalizeResponse, _ ed25519.PrivateKey) {
+			r.Statement = bytes.Clone(r.Statement)
+			r.Statement[len(r.Statement)-1] ^= 1
+		}, mpctls.ErrSignature},
+		{"other order", func(t *testing.T, r *notary.FinalizeResponse, _ ed25519.PrivateKey) {
+			r.Order = append(mpctls.Order{0}, r.Order...)
+			r.Order = append(r.Order, 0)
+			r.Order[1], r.Order[2] = r.Order[2], r.Order[1]
+		}, ErrMismatch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := startTamperingNotary(t, ca, func(r *notary.FinalizeResponse, k ed25519.PrivateKey) { c.tamper(t, r, k) })
+			_, err := tryFetch(n, ca.Pool(), host, port, nil, "/x")
+			if !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+}
+
+// notarizedConn dials through the notary, runs one request and closes,
+// returning the session ready for a hand-made finalize request.
+func notarizedConn(t *testing.T, n *notarytest.Notary, ca *notarytest.CA, host, port string, cfg *tls.Config) *Session {
+	t.Helper()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	cfg = cfg.Clone()
+	cfg.RootCAs = ca.Pool()
+	d := &Dialer{Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key}, TLSConfig: cfg}
+	tr := &http.Transport{DialTLSContext: d.DialTLSContext}
+	if err := get(&http.Client{Transport: tr}, "https://"+host+":"+port+"/payload?n=30000", 30000); err != nil {
+		t.Fatal(err)
+	}
+	tr.CloseIdleConnections()
+	s := d.Sessions()[0]
+	<-s.capture.closed
+	<-s.verified
+	return s
+}
+
+func TestNotaryRejectsWrongSecret(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "secret.test"
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, host)}}, servePayload())
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	s := notarizedConn(t, n, ca, host, port, nil)
+	client, server := s.capture.records()
+	wrong := bytes.Clone(s.skeys.handshake)
+	wrong[0] ^= 1
+	_, err := s.post(context.Background(), notary.FinalizeRequest{ServerHandshakeTrafficSecret: wrong, ClientRecords: uint64(len(client)), ServerRecords: uint64(len(server))})
+	var ne *NotaryError
+	if !errors.As(err, &ne) || ne.Status != http.StatusUnprocessableEntity || !strings.Contains(ne.Detail, "authentication") {
+		t.Fatalf("wrong secret: %v, want 422 naming the failed record authentication", err)
+	}
+	// The session is gone after one finalize attempt.
+	_, err = s.post(context.Background(), notary.FinalizeRequest{ServerHandshakeTrafficSecret: s.skeys.handshake, ClientRecords: 1, ServerRecords: 1})
+	if !errors.As(err, &ne) || ne.Status != http.StatusNotFound {
+		t.Fatalf("second finalize: %v, want 404", err)
+	}
+}
+
+func TestNotaryRejectsInflatedCounts(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "count.test"
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, host)}}, servePayload())
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	s := notarizedConn(t, n, ca, host, port, nil)
+	client, server := s.capture.records()
+	_, err := s.post(context.Background(), notary.FinalizeRequest{ServerHandshakeTrafficSecret: s.skeys.handshake, ClientRecords: uint64(len(client)), ServerRecords: uint64(len(server)) + 1})
+	var ne *NotaryError
+	if !errors.As(err, &ne) || ne.Status != http.StatusBadRequest {
+		t.Fatalf("inflated count: %v, want 400", err)
+	}
+}
+
+// TestStatementOverPrefix asks for fewer server records than were relayed
+// (as when the prover never read the server's last record): the notary
+// rebuilds the tree from its spool over exactly that prefix.
+func TestStatementOverPrefix(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "prefix.test"
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, host)}}, servePayload())
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		t.Run(tls.VersionName(v), func(t *testing.T) {
+			s := notarizedConn(t, n, ca, host, port, &tls.Config{MaxVersion: v})
+			client, server := s.capture.records()
+			server = server[:len(server)-1]
+			req := notary.FinalizeRequest{ClientRecords: uint64(len(client)), ServerRecords: uint64(len(server))}
+			if v == tls.VersionTLS13 {
+				req.ServerHandshakeTrafficSecret = s.skeys.handshake
+			}
+			resp, err := s.post(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := mpctls.VerifyStatement(resp.Statement, []ed25519.PublicKey{n.Key}, mpctls.Expect{SNI: host})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.ServerRecords != uint64(len(server)) || st.ClientRecords != uint64(len(client)) {
+				t.Fatalf("statement counts %d/%d, want %d/%d", st.ClientRecords, st.ServerRecords, len(client), len(server))
+			}
+			recs, err := mpctls.Interleave(client, server, resp.Order)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree, err := mpctls.NewTree(recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tree.Root() != st.Root {
+				t.Fatal("prefix root does not match the prover's records")
+			}
+		})
+	}
+}
+
+func TestSessionByteLimit(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "limit.test"
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, host)}}, servePayload())
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), MaxSessionBytes: 64 << 10})
+	d := &Dialer{Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key}, TLSConfig: &tls.Config{RootCAs: ca.Pool()}}
+	tr := &http.Transport{DialTLSContext: d.DialTLSContext}
+	if err := get(&http.Client{Transport: tr}, "https://"+host+":"+port+"/payload?n=1000000", 1000000); err == nil {
+		t.Fatal("a 1 MB response passed a 64 KiB session limit")
+	}
+	tr.CloseIdleConnections()
+	_, err := d.FinalizeAll(context.Background())
+	if !errors.Is(err, ErrNotary) && !errors.Is(err, ErrIncomplete) {
+		t.Fatalf("finalize of a cut session: %v", err)
+	}
+	if n.Sessions() != 0 {
+		t.Fatalf("notary still holds %d sessions", n.Sessions())
+	}
+}
