@@ -437,12 +437,11 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	items, next, err := s.cfg.Store.ListRequests(r.Context(), ownerFrom(r), store.Page{Cursor: cursor, Limit: limit})
+	if errors.Is(err, store.ErrInvalid) {
+		writeProblem(w, fieldProblem("cursor", "not a cursor from a previous page"))
+		return
+	}
 	if err != nil {
-		if cursor != "" {
-			s.log.Info("list with unusable cursor", "err", err)
-			writeProblem(w, fieldProblem("cursor", "not a cursor from a previous page"))
-			return
-		}
 		s.storeFailed(w, "list requests", err)
 		return
 	}

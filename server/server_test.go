@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 )
@@ -171,7 +173,16 @@ func TestMountedUnderPrefix(t *testing.T) {
 }
 
 func TestOwnerIsolationAndPagination(t *testing.T) {
-	h := newHarness(t, func(c *server.Config) { c.Workers = -1 }) // accept only
+	t.Run("memstore", func(t *testing.T) { testOwnerIsolationAndPagination(t, servertest.NewMemStore()) })
+	t.Run("sqlite", func(t *testing.T) {
+		st := openSQLite(t, filepath.Join(t.TempDir(), "acds.db"))
+		t.Cleanup(func() { _ = st.Close() })
+		testOwnerIsolationAndPagination(t, st)
+	})
+}
+
+func testOwnerIsolationAndPagination(t *testing.T, st store.Store) {
+	h := newHarness(t, func(c *server.Config) { c.Workers, c.Store = -1, st }) // accept only
 	alice, bob := h.anon(), h.anon()
 	var ids []string
 	for range 5 {

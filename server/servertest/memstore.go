@@ -45,7 +45,7 @@ func (m *MemStore) lock() error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return fmt.Errorf("memstore: closed")
+		return store.ErrClosed
 	}
 	return nil
 }
@@ -175,12 +175,12 @@ func encodeCursor(r *store.Request) string {
 func decodeCursor(c string) (*store.Request, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return nil, fmt.Errorf("memstore: bad cursor: %w", err)
+		return nil, fmt.Errorf("memstore: bad cursor: %w", store.ErrInvalid)
 	}
 	ts, id, ok := strings.Cut(string(b), "/")
 	n, err := strconv.ParseInt(ts, 10, 64)
 	if !ok || err != nil {
-		return nil, fmt.Errorf("memstore: bad cursor")
+		return nil, fmt.Errorf("memstore: bad cursor: %w", store.ErrInvalid)
 	}
 	return &store.Request{CreatedAt: time.Unix(0, n), ID: id}, nil
 }
