@@ -263,6 +263,9 @@ func (d *deidentifier) value(v *node, e *spec.Element, pt *spec.Type) bool {
 		if pt.Name == "Meta" && e.Name == "source" {
 			return false
 		}
+		if pt.Name == "Extension" && e.Name != "url" {
+			return false // an extension's URI value may point at the person
+		}
 		return true
 	}
 	if isPrimitive(e.Type) {
