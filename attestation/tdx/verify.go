@@ -207,7 +207,10 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 	if v := binary.LittleEndian.Uint16(quote[0:2]); v != quoteVersion {
 		return nil, fail(CheckTEEType, ErrMalformed, "quote version %d, want %d", v, quoteVersion)
 	}
-	anyQuote, err := abi.QuoteToProto(quote)
+	if err := checkLayout(quote); err != nil {
+		return nil, fail(CheckParse, ErrMalformed, "%w", err)
+	}
+	anyQuote, err := parseQuote(quote)
 	if err != nil {
 		return nil, fail(CheckParse, ErrMalformed, "%v", err)
 	}
@@ -294,6 +297,54 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 		ev.NotChecked = append(ev.NotChecked, fmt.Sprintf("trailing bytes: %d bytes after the signed data (%s) are covered by no signature and ignored", len(extra), what))
 	}
 	return ev, nil
+}
+
+// checkLayout bounds-checks every length field of a version 4 quote before
+// go-tdx-guest's abi parser (which slices without checking) sees it.
+func checkLayout(q []byte) error {
+	const (
+		authFixed = 64 + 64 + 2 + 4 // signature, attestation key, cert data type and size
+		qeFixed   = 384 + 64 + 2    // QE report, its signature, auth data size
+		pckFixed  = 2 + 4           // PCK cert data type and size
+	)
+	size := binary.LittleEndian.Uint32(q[signedLen : signedLen+4])
+	signed := q[signedLen+4:]
+	if uint64(size) > uint64(len(signed)) {
+		return fmt.Errorf("signed data size %d exceeds the %d bytes present", size, len(signed))
+	}
+	signed = signed[:size]
+	if len(signed) < authFixed {
+		return fmt.Errorf("signed data is %d bytes, shorter than its fixed part", len(signed))
+	}
+	certSize := binary.LittleEndian.Uint32(signed[130:134])
+	cert := signed[authFixed:]
+	if uint64(certSize) != uint64(len(cert)) {
+		return fmt.Errorf("certification data size %d, %d bytes present", certSize, len(cert))
+	}
+	if len(cert) < qeFixed {
+		return fmt.Errorf("QE certification data is %d bytes, shorter than its fixed part", len(cert))
+	}
+	auth := int(binary.LittleEndian.Uint16(cert[qeFixed-2 : qeFixed]))
+	rest := cert[qeFixed:]
+	if auth > len(rest) || len(rest)-auth < pckFixed {
+		return fmt.Errorf("QE auth data size %d leaves no room for the PCK certificate chain", auth)
+	}
+	pck := rest[auth:]
+	if pckSize := binary.LittleEndian.Uint32(pck[2:6]); uint64(pckSize) != uint64(len(pck)-pckFixed) {
+		return fmt.Errorf("PCK certificate chain size %d, %d bytes present", pckSize, len(pck)-pckFixed)
+	}
+	return nil
+}
+
+// parseQuote runs go-tdx-guest's ABI parser, turning a panic on input that
+// checkLayout did not foresee into an error.
+func parseQuote(quote []byte) (q any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			q, err = nil, fmt.Errorf("quote parser failed: %v", r)
+		}
+	}()
+	return abi.QuoteToProto(quote)
 }
 
 func fillBody(ev *Evidence, q *pb.QuoteV4) {

@@ -145,11 +145,11 @@ func Verify(att []byte, nonce []byte, opts Options) (*Evidence, error) {
 	}
 
 	// The attestation key.
-	akPub, err := tpm2.DecodePublic(a.GetAkPub())
+	akPub, err := safely(func() (tpm2.Public, error) { return tpm2.DecodePublic(a.GetAkPub()) })
 	if err != nil {
 		return nil, fail(CheckParse, ErrMalformed, "AK public area: %v", err)
 	}
-	ak, err := akPub.Key()
+	ak, err := safely(akPub.Key)
 	if err != nil {
 		return nil, fail(CheckParse, ErrMalformed, "AK public key: %v", err)
 	}
@@ -176,7 +176,7 @@ func Verify(att []byte, nonce []byte, opts Options) (*Evidence, error) {
 	if q == nil {
 		return nil, fail(CheckParse, ErrMalformed, "no quote over the SHA-256 PCR bank")
 	}
-	data, err := tpm2.DecodeAttestationData(q.GetQuote())
+	data, err := safely(func() (*tpm2.AttestationData, error) { return tpm2.DecodeAttestationData(q.GetQuote()) })
 	if err != nil {
 		return nil, fail(CheckParse, ErrMalformed, "TPMS_ATTEST: %v", err)
 	}
@@ -219,10 +219,12 @@ func Verify(att []byte, nonce []byte, opts Options) (*Evidence, error) {
 	ev.Checked = append(ev.Checked, CheckPCRSelection)
 
 	// go-tpm-tools' own verification, which also replays the event log.
-	ms, err := server.VerifyAttestation(&a, server.VerifyOpts{
-		Nonce:      nonce,
-		TrustedAKs: []crypto.PublicKey{ak},
-		HashAlgo:   tpm2.AlgSHA256,
+	ms, err := safely(func() (*attestpb.MachineState, error) {
+		return server.VerifyAttestation(&a, server.VerifyOpts{
+			Nonce:      nonce,
+			TrustedAKs: []crypto.PublicKey{ak},
+			HashAlgo:   tpm2.AlgSHA256,
+		})
 	})
 	if err != nil {
 		return nil, fail(CheckEventLog, ErrEventLog, "%w", err)
@@ -257,7 +259,7 @@ func sha256Quote(qs []*tpmpb.Quote) *tpmpb.Quote {
 }
 
 func verifySignature(ak crypto.PublicKey, quoted, rawSig []byte) error {
-	sig, err := tpm2.DecodeSignature(bytes.NewBuffer(rawSig))
+	sig, err := safely(func() (*tpm2.Signature, error) { return tpm2.DecodeSignature(bytes.NewBuffer(rawSig)) })
 	if err != nil {
 		return fail(CheckQuoteSignature, ErrSignature, "signature encoding: %v", err)
 	}
@@ -362,6 +364,20 @@ func verifyAKCert(a *attestpb.Attestation, ak crypto.PublicKey, opts Options, at
 		return nil, fail(CheckAK, ErrUntrustedAK, "AK certificate is for a different key than the AK that signed")
 	}
 	return cert, nil
+}
+
+// safely runs a third-party decoder on untrusted bytes and turns a panic
+// into an error: go-tpm's structure decoders and go-eventlog's event log
+// extraction panic on some malformed input (found by
+// TestVerifyRandomMutations).
+func safely[T any](f func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			v, err = zero, fmt.Errorf("decoder panicked on malformed input: %v", r)
+		}
+	}()
+	return f()
 }
 
 func sameKey(a, b crypto.PublicKey) bool {
