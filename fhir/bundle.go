@@ -113,6 +113,21 @@ func (v *validator) bundle(n *node) {
 		v.pop()
 	}
 
+	if btype != "history" {
+		for i := range entries.kids {
+			res := entries.kids[i].val.get("resource")
+			if res == nil || res.getStr("id") == "" {
+				continue
+			}
+			key := res.getStr("resourceType") + "/" + res.getStr("id")
+			if ms := byTypeID[key]; len(ms) > 1 && ms[0] != i {
+				v.push("entry", i)
+				v.add(SeverityWarning, "duplicate", "duplicate resource id: %s is also in entry[%d]", key, ms[0])
+				v.pop()
+			}
+		}
+	}
+
 	first := func() string {
 		if len(entries.kids) == 0 {
 			return ""
