@@ -35,5 +35,39 @@
 // Bundles, boot evidence and claims use CBOR maps with small integer keys,
 // encoded with the Core Deterministic Encoding of RFC 8949 §4.2. Decoders
 // re-encode what they parsed and reject the input unless it is byte-for-byte
-// identical, so every accepted bundle has exactly one encoding.
+// identical, so every accepted bundle has exactly one encoding. No CBOR tags,
+// no indefinite lengths, no unknown keys.
+//
+//	Bundle (≤ MaxBundleSize)            Boot evidence: keys 1-6 only
+//	  1 version           uint (1)
+//	  2 profile           text ("sev-snp", "sev-snp-sim", "tdx", "tpm")
+//	  3 evidence          bytes (profile-specific, see below)
+//	  4 signingKey        bytes (DER SubjectPublicKeyInfo, ECDSA P-256)
+//	  5 tlsKey            bytes (DER SPKI, P-256; absent without TLS)
+//	  6 bootNonce         bytes (32)
+//	  7 statement         bytes (COSE_Sign1 ES256 over the claims)
+//	  8 notaryStatements  [bytes] (absent for raw sources)
+//
+//	Claims (COSE payload; protected header {1: -7, 3: ClaimsContentType},
+//	no unprotected header, tagged COSE_Sign1)
+//	  1 requestId     text
+//	  2 outputFormat  text
+//	  3 outputDigest  text "sha256:<64 lowercase hex>"
+//	  4 source        {1 kind: "raw"|"mpc-tls",
+//	                   2 inputDigest: text (raw),
+//	                   3 sessions: [{1 statementDigest, 2 requestLine, 3 host}] (mpc-tls)}
+//	  5 issuedAt      int (Unix seconds)
+//	  6 measurement   bytes
+//	  7 notaryKey     bytes (32, Ed25519; optional)
+//
+//	SEV-SNP evidence (profiles sev-snp and sev-snp-sim; package sevsnp)
+//	  1 report  bytes (1184, the raw ATTESTATION_REPORT)
+//	  2 vcek    bytes (DER)
+//	  3 ask     bytes (DER; sev-snp-sim only)
+//	  4 ark     bytes (DER; sev-snp-sim only)
+//
+// TDX evidence is the raw version 4 quote; TPM evidence is the deterministic
+// protobuf of a go-tpm-tools Attestation whose quote's qualifying data is
+// the report data. A session's statementDigest is [Digest] of the notary
+// statement bytes at the same index of notaryStatements.
 package attestation
