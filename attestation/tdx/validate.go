@@ -78,9 +78,11 @@ func Validate(ev *Evidence, p Policy) error {
 	if accepted == nil {
 		accepted = []string{"UpToDate"}
 	}
-	for what, s := range map[string]string{"platform": ev.TCB.Status, "TDX module": ev.TCB.ModuleStatus, "QE": ev.TCB.QEStatus} {
-		if s != "" && !slices.Contains(accepted, s) {
-			return fail(CheckMinTCB, ErrPolicy, "%s TCB status %q is not accepted (accepted: %v)", what, s, accepted)
+	for _, st := range []struct{ what, status string }{
+		{"platform", ev.TCB.Status}, {"TDX module", ev.TCB.ModuleStatus}, {"QE", ev.TCB.QEStatus},
+	} {
+		if st.status != "" && !slices.Contains(accepted, st.status) {
+			return fail(CheckMinTCB, ErrPolicy, "%s TCB status %q is not accepted (accepted: %v)", st.what, st.status, accepted)
 		}
 	}
 	return nil
