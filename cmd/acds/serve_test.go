@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -186,6 +188,24 @@ func TestServeTLS(t *testing.T) {
 	base, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--tls")
 	if !strings.HasPrefix(base, "https://") {
 		t.Fatalf("base = %s", base)
+	}
+	// Trust the server by its attested key, not by a CA: the certificate's
+	// public key must be the TLS key bound in the boot evidence.
+	var leafKey []byte
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, // replaced by the check below
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			leafKey = cs.PeerCertificates[0].RawSubjectPublicKeyInfo
+			return nil
+		},
+	}}}
+	c, _ := client.New(base, &client.Options{HTTPClient: hc})
+	a, err := c.Attestation(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.TLSKey) == 0 || !bytes.Equal(a.TLSKey, leafKey) {
+		t.Fatalf("the served certificate's key is not the attested TLS key")
 	}
 	stop()
 }
