@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/store/storetest"
 )
 
 // Benchmark parameters: what the server's /v1/process benchmark does.
@@ -23,8 +23,9 @@ const (
 )
 
 // BenchmarkCreateRequest measures how fast a store accepts requests: 32
-// goroutines each storing requests with a 16 KiB input, as the server does
-// before it answers 202. Each returned CreateRequest is durable.
+// goroutines each storing requests with a 16 KiB FHIR bundle as input, as
+// the server does before it answers 202. Each returned CreateRequest is
+// durable.
 //
 // In the same run it measures a baseline: the same goroutines appending the
 // same 16 KiB to a file with one fdatasync per request (the cost of
@@ -41,14 +42,9 @@ const (
 //
 // and with ACDS_TEST_POSTGRES set for the PostgreSQL figures.
 func BenchmarkCreateRequest(b *testing.B) {
-	input := make([]byte, benchInputSize)
-	_, _ = rand.Read(input)
-	// Keep the input JSON-shaped and incompressible.
-	copy(input, `{"bundle":"`)
-	for i := 11; i < len(input)-2; i++ {
-		input[i] = 'a' + input[i]%26
-	}
-	copy(input[len(input)-2:], `"}`)
+	// A FHIR bundle, as the server stores it: what compresses on disk is
+	// what real inputs would let compress.
+	input := storetest.Bundle(benchInputSize)
 
 	b.Run("sqlite", func(b *testing.B) {
 		dir := b.TempDir()

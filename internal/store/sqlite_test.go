@@ -196,3 +196,30 @@ func TestSQLiteConcurrentOpeners(t *testing.T) {
 	require.NotNil(t, c1)
 	require.Nil(t, c2)
 }
+
+// Inputs are compressed on disk, and a damaged value reads as ErrCorrupt.
+func TestSQLiteCompressesAndDetectsDamage(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "acds.db")
+	s, err := store.OpenSQLite(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	r := storetest.NewRequest("anon-a", storetest.T0)
+	r.Input = storetest.Bundle(64 << 10)
+	require.NoError(t, s.CreateRequest(ctx, r))
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	defer db.Close()
+	var n int
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT length(input) FROM requests WHERE id = ?", r.ID).Scan(&n))
+	require.Less(t, n, len(r.Input)/3, "a %d-byte bundle takes %d bytes on disk", len(r.Input), n)
+
+	_, err = db.ExecContext(ctx, "UPDATE requests SET input = x'deadbeef' WHERE id = ?", r.ID)
+	require.NoError(t, err)
+	_, err = s.GetRequest(ctx, "anon-a", r.ID)
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	_, _, err = s.ListRequests(ctx, "anon-a", store.Page{Limit: 10})
+	require.ErrorIs(t, err, store.ErrCorrupt)
+}

@@ -62,6 +62,9 @@ var (
 	ErrInvalid = errors.New("store: invalid argument")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrCorrupt: a stored value cannot be decoded (the database file was
+	// damaged or altered outside the store).
+	ErrCorrupt = errors.New("store: corrupt stored value")
 )
 
 // Request kinds and statuses as stored. They match the wire values.

@@ -25,6 +25,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Passphrases", testPassphrases},
 		{"CreateGet", testCreateGet},
 		{"CreateInvalid", testCreateInvalid},
+		{"LargeValues", testLargeValues},
 		{"OwnerIsolation", testOwnerIsolation},
 		{"ListPagination", testListPagination},
 		{"ListLimitClamp", testListLimitClamp},
@@ -211,6 +213,68 @@ func testCreateGet(t *testing.T, s store.Store) {
 
 	_, err = s.GetRequest(ctx, "anon-a", uuid.NewString())
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// Bundle returns a FHIR-like JSON bundle of about size bytes: the shape of
+// a real input, compressible as real inputs are.
+func Bundle(size int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"outputFormat":"fhir_r4","bundle":{"resourceType":"Bundle","type":"collection","entry":[`)
+	for i := 0; b.Len() < size-200; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"fullUrl":"urn:uuid:%s","resource":{"resourceType":"Observation","id":"o%d","status":"final",`+
+			`"code":{"coding":[{"system":"http://loinc.org","code":"8867-4","display":"Heart rate"}]},`+
+			`"subject":{"reference":"Patient/p%d"},"effectiveDateTime":"2026-03-%02dT%02d:%02d:00Z",`+
+			`"valueQuantity":{"value":%d,"unit":"/min","system":"http://unitsofmeasure.org","code":"/min"}}}`,
+			uuid.NewString(), i, i%7, 1+i%28, i%24, (i*7)%60, 50+(i*37)%70)
+	}
+	b.WriteString(`]}}`)
+	return b.Bytes()
+}
+
+// Stores may encode values as they like; what comes back must be the
+// bytes that went in, for small, large, compressible and random values.
+func testLargeValues(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	random := make([]byte, 8<<10)
+	for i := range random {
+		random[i] = byte(i*7919 + i/3*104729)
+	}
+	inputs := [][]byte{Bundle(600), Bundle(16 << 10), Bundle(1 << 20), random, {}, []byte("x")}
+	var ids []string
+	for i, in := range inputs {
+		r := NewRequest("anon-a", T0.Add(time.Duration(i)*time.Second))
+		r.Input = in
+		r.Sealed = random[:1000]
+		require.NoError(t, s.CreateRequest(ctx, r))
+		ids = append(ids, r.ID)
+		got, err := s.GetRequest(ctx, "anon-a", r.ID)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(in, got.Input), "input %d (%d bytes) changed", i, len(in))
+		require.True(t, bytes.Equal(random[:1000], got.Sealed))
+	}
+	items, _, err := s.ListRequests(ctx, "anon-a", store.Page{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, items, len(inputs))
+	for _, it := range items {
+		i := slices.Index(ids, it.ID)
+		require.True(t, bytes.Equal(inputs[i], it.Input), "listed input %d changed", i)
+	}
+	results := [][]byte{Bundle(64 << 10), random, []byte(`{}`)}
+	for i := range inputs {
+		c, err := s.Claim(ctx, claimOpts("w1", T0.Add(time.Hour)))
+		require.NoError(t, err)
+		require.NotNil(t, c)
+		require.Equal(t, ids[i], c.ID)
+		require.True(t, bytes.Equal(inputs[i], c.Input), "claimed input %d changed", i)
+		res := results[i%len(results)]
+		require.NoError(t, s.Complete(ctx, c.ID, "w1", res, T0.Add(time.Hour)))
+		got, err := s.GetRequest(ctx, "anon-a", c.ID)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(res, got.Result), "result %d changed", i)
+	}
 }
 
 func testCreateInvalid(t *testing.T, s store.Store) {

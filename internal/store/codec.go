@@ -1,0 +1,84 @@
+package store
+
+import (
+	"bytes"
+	"compress/flate"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Blob codecs of the SQLite backend (columns input_codec, result_codec).
+const (
+	codecRaw     = 0
+	codecDeflate = 1
+)
+
+const (
+	// compressMin: smaller blobs are stored as given; compressing them
+	// saves too little to pay for itself.
+	compressMin = 512
+	// maxDecoded bounds a decompressed blob, so that a damaged or
+	// tampered database cannot make a read allocate without limit. The
+	// server's largest body is 32 MiB.
+	maxDecoded = 64 << 20
+)
+
+// codecs holds reusable DEFLATE writers and readers (allocating a
+// compressor per write would cost more than the compression).
+type codecs struct {
+	writers sync.Pool
+	readers sync.Pool
+}
+
+// compress returns b deflated at BestSpeed when that makes it at least an
+// eighth smaller, else b itself; and the codec to store with it.
+func (c *codecs) compress(b []byte) ([]byte, int) {
+	if len(b) < compressMin {
+		return b, codecRaw
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(b) / 4)
+	w, _ := c.writers.Get().(*flate.Writer)
+	if w == nil {
+		w, _ = flate.NewWriter(&buf, flate.BestSpeed) // cannot fail for a valid level
+	} else {
+		w.Reset(&buf)
+	}
+	_, werr := w.Write(b)
+	cerr := w.Close()
+	c.writers.Put(w)
+	if werr != nil || cerr != nil || buf.Len() > len(b)-len(b)/8 {
+		return b, codecRaw
+	}
+	return buf.Bytes(), codecDeflate
+}
+
+// decompress undoes compress.
+func (c *codecs) decompress(b []byte, codec int) ([]byte, error) {
+	switch codec {
+	case codecRaw:
+		return b, nil
+	case codecDeflate:
+	default:
+		return nil, fmt.Errorf("%w: unknown codec %d", ErrCorrupt, codec)
+	}
+	src := bytes.NewReader(b)
+	r, _ := c.readers.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(src)
+	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	defer c.readers.Put(r)
+	var out bytes.Buffer
+	out.Grow(min(len(b)*8, maxDecoded))
+	n, err := out.ReadFrom(io.LimitReader(r, maxDecoded+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if n > maxDecoded {
+		return nil, fmt.Errorf("%w: decodes to more than %d bytes", ErrCorrupt, maxDecoded)
+	}
+	return out.Bytes(), nil
+}
