@@ -37,6 +37,15 @@ type Collateral struct {
 	// SGX-Enclave-Identity-Issuer-Chain) response header, URL-decoded: the
 	// "Intel SGX TCB Signing" certificate, then the Intel root.
 	IssuerChain []byte
+	// PCKCRL is the DER CRL of the PCK CA that issued the quote's PCK
+	// certificate (/sgx/certification/v4/pckcrl?ca=platform|processor&encoding=der).
+	// RootCRL is the DER CRL of the Intel SGX Root CA
+	// (https://certificates.trustedservices.intel.com/IntelSGXRootCA.der).
+	// When either is set both are required: each must be signed by its CA,
+	// current at the verification time, and not list the PCK certificate or
+	// the PCK CA certificate respectively. Both nil: revocation is not
+	// checked (Evidence.NotChecked says so).
+	PCKCRL, RootCRL []byte
 }
 
 const (
@@ -58,7 +67,7 @@ type signedQEIdentity struct {
 }
 
 func checkCollateral(ev *Evidence, q *pb.QuoteV4, exts *pcs.PckExtensions, c *Collateral, roots *x509.CertPool, at time.Time) error {
-	for name, b := range map[string][]byte{"TCB info": c.TCBInfo, "QE identity": c.QEIdentity, "issuer chain": c.IssuerChain} {
+	for name, b := range map[string][]byte{"TCB info": c.TCBInfo, "QE identity": c.QEIdentity, "issuer chain": c.IssuerChain, "PCK CRL": c.PCKCRL, "root CRL": c.RootCRL} {
 		if len(b) > MaxCollateralSize {
 			return fail(CheckTCBInfo, ErrCollateral, "%s is %d bytes, limit %d", name, len(b), MaxCollateralSize)
 		}
@@ -270,6 +279,33 @@ func verifyJSONSignature(key *ecdsa.PublicKey, body []byte, sigHex string) error
 	d := sha256.Sum256(body)
 	if !verifyRaw(key, d[:], sig) {
 		return errors.New("signature by the Intel TCB signing key does not verify")
+	}
+	return nil
+}
+
+// checkCRL checks that der is a CRL signed by issuer, current at at, that does
+// not revoke subject.
+func checkCRL(der []byte, name string, issuer, subject *x509.Certificate, at time.Time) error {
+	if len(der) == 0 {
+		return fail(CheckRevocation, ErrCollateral, "%s missing: PCK and root CA CRLs are checked together", name)
+	}
+	if len(der) > MaxCollateralSize {
+		return fail(CheckRevocation, ErrCollateral, "%s is %d bytes, limit %d", name, len(der), MaxCollateralSize)
+	}
+	crl, err := x509.ParseRevocationList(der)
+	if err != nil {
+		return fail(CheckRevocation, ErrCollateral, "%s: %v", name, err)
+	}
+	if err := crl.CheckSignatureFrom(issuer); err != nil {
+		return fail(CheckRevocation, ErrCollateral, "%s is not signed by %q: %v", name, issuer.Subject.CommonName, err)
+	}
+	if err := fresh(crl.ThisUpdate, crl.NextUpdate, at); err != nil {
+		return fail(CheckRevocation, ErrCollateral, "%s: %w", name, err)
+	}
+	for _, rc := range crl.RevokedCertificateEntries {
+		if rc.SerialNumber != nil && rc.SerialNumber.Cmp(subject.SerialNumber) == 0 {
+			return fail(CheckRevocation, ErrCertificate, "%s revokes %q (serial %x) since %s", name, subject.Subject.CommonName, subject.SerialNumber, rc.RevocationTime.Format(time.RFC3339))
+		}
 	}
 	return nil
 }

@@ -14,8 +14,8 @@
 //     Intel PCS collateral (TCB info and QE identity), their signatures,
 //     freshness and the platform's TCB level. It returns Evidence: the
 //     registers (MRTD, RTMR0–3), the 64-byte report data, the TCB status, and
-//     lists of what was and was not checked. Nothing is fetched: no
-//     collateral, no CRLs (revocation is reported as not checked).
+//     lists of what was and was not checked. Revocation is checked when the
+//     caller supplies the PCK and root CA CRLs. Nothing is ever fetched.
 //   - Validate applies a Policy to Evidence: expected report data, allowed
 //     MRTDs, RTMR values or composite measurements, debug (refused unless
 //     allowed), a minimum TEE TCB SVN and accepted TCB statuses.

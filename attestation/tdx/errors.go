@@ -46,6 +46,7 @@ const (
 	CheckTCBInfo           Check = "tcb-info"            // TCB info signed by Intel, fresh, for this FMSPC/PCE/SEAM
 	CheckTCBLevel          Check = "tcb-level"           // a TCB level matches the platform
 	CheckQEIdentity        Check = "qe-identity"         // QE identity signed by Intel, fresh, matches the QE report
+	CheckRevocation        Check = "revocation"          // CRLs signed, fresh, revoke neither PCK certificate nor PCK CA
 	CheckReportData        Check = "report-data"         // policy: REPORTDATA equals the expected value
 	CheckMRTD              Check = "mrtd"                // policy: MRTD is allowed
 	CheckRTMR              Check = "rtmr"                // policy: RTMRs equal the expected values

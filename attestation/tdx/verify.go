@@ -184,9 +184,9 @@ type Evidence struct {
 // opts.Collateral is set, the TCB info and QE identity.
 //
 // Verify does not check what the quote says (MRTD, RTMRs, report data, debug,
-// TCB status against a minimum): that is Validate's job. It does not check
-// certificate revocation (no CRLs are consulted; NotChecked says so) and
-// never touches the network. On failure the error is an *Error naming the
+// TCB status against a minimum): that is Validate's job. It checks
+// certificate revocation only when opts.Collateral carries the CRLs
+// (NotChecked says so otherwise) and never touches the network. On failure the error is an *Error naming the
 // check.
 func Verify(quote []byte, opts Options) (*Evidence, error) {
 	now := time.Now
@@ -225,10 +225,11 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 	ev.Checked = append(ev.Checked, CheckSize, CheckParse, CheckTEEType)
 
 	// PCK certificate chain.
-	pck, err := verifyPCKChain(q, roots, at)
+	path, err := verifyPCKChain(q, roots, at)
 	if err != nil {
 		return nil, err
 	}
+	pck := path[0]
 	ev.PCKCertificate = pck
 	ev.Checked = append(ev.Checked, CheckPCKChain)
 
@@ -278,8 +279,12 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 	}
 	ev.FMSPC, ev.PCEID = exts.FMSPC, exts.PCEID
 
-	if opts.Collateral != nil {
-		if err := checkCollateral(ev, q, exts, opts.Collateral, roots, at); err != nil {
+	c := opts.Collateral
+	if c == nil {
+		c = &Collateral{}
+	}
+	if len(c.TCBInfo) > 0 || len(c.QEIdentity) > 0 {
+		if err := checkCollateral(ev, q, exts, c, roots, at); err != nil {
 			return nil, err
 		}
 	} else {
@@ -287,7 +292,17 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 			"tcb-info: no collateral supplied, TCB status not evaluated",
 			"qe-identity: no collateral supplied, quoting enclave identity not checked")
 	}
-	ev.NotChecked = append(ev.NotChecked, "revocation: PCK and root CRLs are not consulted")
+	if len(c.PCKCRL) > 0 || len(c.RootCRL) > 0 {
+		if err := checkCRL(c.PCKCRL, "PCK CRL", path[1], path[0], at); err != nil {
+			return nil, err
+		}
+		if err := checkCRL(c.RootCRL, "root CA CRL", path[2], path[1], at); err != nil {
+			return nil, err
+		}
+		ev.Checked = append(ev.Checked, CheckRevocation)
+	} else {
+		ev.NotChecked = append(ev.NotChecked, "revocation: no CRLs supplied, PCK certificate revocation not checked")
+	}
 	if extra := q.GetExtraBytes(); len(extra) > 0 {
 		ev.TrailingBytes = len(extra)
 		what := "zero padding"
@@ -368,8 +383,9 @@ func fillBody(ev *Evidence, q *pb.QuoteV4) {
 }
 
 // verifyPCKChain checks the PCK leaf and intermediate carried in the quote
-// against the trusted roots at time at, and returns the verified leaf.
-func verifyPCKChain(q *pb.QuoteV4, roots *x509.CertPool, at time.Time) (*x509.Certificate, error) {
+// against the trusted roots at time at, and returns the verified path: leaf,
+// PCK CA, root.
+func verifyPCKChain(q *pb.QuoteV4, roots *x509.CertPool, at time.Time) ([]*x509.Certificate, error) {
 	chain, err := tdxverify.ExtractChainFromQuote(q)
 	if err != nil {
 		return nil, fail(CheckPCKChain, ErrCertificate, "%v", err)
@@ -389,7 +405,10 @@ func verifyPCKChain(q *pb.QuoteV4, roots *x509.CertPool, at time.Time) (*x509.Ce
 	if got := chains[0][len(chains[0])-1]; !bytes.Equal(got.Raw, chain.RootCertificate.Raw) {
 		return nil, fail(CheckPCKChain, ErrCertificate, "root certificate in the quote is not the trusted root the chain verified to")
 	}
-	return leaf, nil
+	if len(chains[0]) != 3 {
+		return nil, fail(CheckPCKChain, ErrCertificate, "verified chain has %d certificates, want leaf, PCK CA and root", len(chains[0]))
+	}
+	return chains[0], nil
 }
 
 func verifyCert(leaf *x509.Certificate, intermediates []*x509.Certificate, roots *x509.CertPool, at time.Time) ([][]*x509.Certificate, error) {
