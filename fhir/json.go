@@ -135,12 +135,20 @@ type parser struct {
 	scratch []member
 	arena   []member
 	depth   int
+	ws      int // whitespace bytes skipped between tokens
 }
 
 // parseJSON parses data as one JSON value. The returned tree's strings may
 // share memory with data: the caller must not modify data while the tree is
 // in use.
 func parseJSON(data []byte) (node, error) {
+	n, _, err := parseJSONWS(data)
+	return n, err
+}
+
+// parseJSONWS is parseJSON that also returns the number of insignificant
+// whitespace bytes, which sizes the canonical output buffer.
+func parseJSONWS(data []byte) (node, int, error) {
 	if !utf8.Valid(data) {
 		i := 0
 		for i < len(data) {
@@ -150,19 +158,19 @@ func parseJSON(data []byte) (node, error) {
 			}
 			i += size
 		}
-		return node{}, synErr(string(data), i, "invalid UTF-8")
+		return node{}, 0, synErr(string(data), i, "invalid UTF-8")
 	}
 	p := &parser{s: unsafe.String(unsafe.SliceData(data), len(data))}
 	p.skipWS()
 	v, err := p.value()
 	if err != nil {
-		return node{}, err
+		return node{}, 0, err
 	}
 	p.skipWS()
 	if p.i != len(p.s) {
-		return node{}, p.err("unexpected content after the top-level value")
+		return node{}, 0, p.err("unexpected content after the top-level value")
 	}
-	return v, nil
+	return v, p.ws, nil
 }
 
 func synErr(s string, off int, msg string) error {
@@ -178,14 +186,17 @@ func synErr(s string, off int, msg string) error {
 func (p *parser) err(msg string) error { return synErr(p.s, p.i, msg) }
 
 func (p *parser) skipWS() {
+	start := p.i
 	for p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ' ', '\t', '\n', '\r':
 			p.i++
 		default:
+			p.ws += p.i - start
 			return
 		}
 	}
+	p.ws += p.i - start
 }
 
 func (p *parser) alloc(n int) []member {

@@ -142,7 +142,10 @@ func Process(input []byte, opts Options) (*Output, error) {
 			Diagnostics: "the input holds no resources to process", Expression: []string{"Bundle.entry"}})
 		return nil, &InvalidError{Outcome: outcome}
 	}
-	buf, err := appendCanonical(make([]byte, 0, len(input)+len(input)/8), &out)
+	// Canonical output is the input without its whitespace, plus new
+	// fullUrls and the Provenance: size the buffer for that.
+	size := len(input) - v.inputWS
+	buf, err := appendCanonical(make([]byte, 0, size+size/8+1024+64*count), &out)
 	if err != nil {
 		return nil, fmt.Errorf("fhir: encoding output: %w", err)
 	}

@@ -50,7 +50,8 @@ func validateBytesWith(v *validator, data []byte, maxBytes int) (*OperationOutco
 			Diagnostics: fmt.Sprintf("input is %d bytes, above the limit of %d", len(data), maxBytes)})
 		return o, nil
 	}
-	root, err := parseJSON(data)
+	root, ws, err := parseJSONWS(data)
+	v.inputWS = ws
 	if err != nil {
 		o.Issues = append(o.Issues, Issue{Severity: SeverityFatal, Code: "structure",
 			Diagnostics: "error parsing JSON: " + err.Error()})
@@ -68,6 +69,7 @@ type pathSeg struct {
 
 type validator struct {
 	issues   []Issue
+	inputWS  int // whitespace bytes in the input
 	errors   int // errors and fatal issues found, reported or not
 	warnings int // warnings and information found, reported or not
 	path     []pathSeg
