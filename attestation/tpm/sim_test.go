@@ -216,3 +216,32 @@ func TestSimUntrustedAK(t *testing.T) {
 		t.Errorf("simulator AK unexpectedly has a certificate")
 	}
 }
+
+func TestSimRSAAttestationKey(t *testing.T) {
+	// Attest uses the ECC AK; Verify also accepts RSASSA quotes by an RSA AK.
+	sim := newSim(t)
+	ak, err := client.AttestationKeyRSA(sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ak.Close()
+	nonce := nonce64(t)
+	a, err := ak.Attest(client.AttestOpts{Nonce: nonce, SkipTeeAttestation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := proto.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Verify(raw, nonce, Options{TrustedAKs: []crypto.PublicKey{ak.PublicKey()}})
+	if err != nil {
+		t.Fatalf("Verify(RSA AK attestation) = %v", err)
+	}
+	ecc := simAK(t, sim)
+	_, err = Verify(raw, nonce, Options{TrustedAKs: []crypto.PublicKey{ecc}})
+	wantErr(t, err, ErrUntrustedAK, CheckAK)
+	if len(ev.Measurement) != 32 {
+		t.Errorf("measurement %s", ev.Measurement)
+	}
+}
