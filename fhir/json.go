@@ -3,6 +3,7 @@ package fhir
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -161,6 +162,9 @@ func parseJSONWS(data []byte) (node, int, error) {
 		return node{}, 0, synErr(string(data), i, "invalid UTF-8")
 	}
 	p := &parser{s: unsafe.String(unsafe.SliceData(data), len(data))}
+	if strings.HasPrefix(p.s, "\ufeff") {
+		p.i = 3 // a UTF-8 byte order mark is tolerated, as RFC 8259 allows parsers to
+	}
 	p.skipWS()
 	v, err := p.value()
 	if err != nil {
