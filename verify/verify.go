@@ -289,10 +289,9 @@ func (v *Verifier) checkMeasurement(authenticated bool, r *Result) bool {
 
 // checkNotary verifies every notary statement the claims name.
 func (v *Verifier) checkNotary(b *attestation.Bundle, c *attestation.Claims, r *Result) bool {
-	trusted := v.notaryKeys
-	if v.p.UnsafeTrustClaimedNotaryKey && v.p.AllowSimulation && b.Boot.Profile == attestation.ProfileSEVSNPSim && len(c.NotaryKey) == ed25519.PublicKeySize {
-		trusted = append(append([]ed25519.PublicKey(nil), trusted...), ed25519.PublicKey(c.NotaryKey))
-		r.Relaxations = append(r.Relaxations, "trusted the notary key the simulated enclave's claims name ("+hex.EncodeToString(c.NotaryKey[:8])+"…)")
+	trusted, relaxation := v.trustedNotaries(b, c)
+	if relaxation != "" {
+		r.Relaxations = append(r.Relaxations, relaxation)
 	}
 	sessions := c.Source.Sessions
 	if len(sessions) != len(b.NotaryStatements) {
