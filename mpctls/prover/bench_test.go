@@ -57,10 +57,27 @@ func (c countingConn) Write(p []byte) (int, error) {
 func BenchmarkFetch(b *testing.B) {
 	ca := notarytest.NewCA(b)
 	const host = "bench.test"
-	port := notarytest.StartTLSServer(b, &tls.Config{Certificates: []tls.Certificate{ca.Issue(b, notarytest.ECDSA, host)}}, servePayload())
+	scfg := &tls.Config{Certificates: []tls.Certificate{ca.Issue(b, notarytest.ECDSA, host)}}
 	n := notarytest.StartNotary(b, notary.Config{Roots: ca.Pool()})
-	for _, size := range []int{16 << 10, 1 << 20, 10 << 20} {
-		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+	links := []struct {
+		name string
+		port string
+	}{
+		{"loopback", notarytest.StartTLSServer(b, scfg, servePayload())},
+		{"1Gbps-1msRTT", startLink(b, "127.0.0.1:"+notarytest.StartTLSServer(b, scfg, servePayload()), time.Millisecond, 125e6)},
+	}
+	for _, link := range links {
+		for _, size := range []int{16 << 10, 1 << 20, 10 << 20} {
+			b.Run(fmt.Sprintf("%s/%dKiB", link.name, size>>10), func(b *testing.B) {
+				benchFetch(b, ca, n, host, link.port, size)
+			})
+		}
+	}
+}
+
+func benchFetch(b *testing.B, ca *notarytest.CA, n *notarytest.Notary, host, port string, size int) {
+	{
+		{
 			url := fmt.Sprintf("https://%s:%s/payload?n=%d", host, port, size)
 			var direct, notarized, verify, directCPU, notarizedCPU time.Duration
 			var extra, stmtSize int64
@@ -134,7 +151,7 @@ func BenchmarkFetch(b *testing.B) {
 			b.ReportMetric(float64(directCPU.Microseconds())/1e3/N, "direct-cpu-ms")
 			b.ReportMetric(float64(notarizedCPU.Microseconds())/1e3/N, "notarized-cpu-ms")
 			b.ReportMetric(float64(notarizedCPU)/float64(directCPU), "cpu-ratio")
-		})
+		}
 	}
 }
 

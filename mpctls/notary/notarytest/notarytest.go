@@ -228,6 +228,13 @@ func StartTLSServer(t testing.TB, cfg *tls.Config, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ServeTLS(t, l, cfg, h)
+}
+
+// ServeTLS serves h over TLS with cfg on l (HTTP/1.1 only) and returns
+// the port of l. The server is closed when the test ends.
+func ServeTLS(t testing.TB, l net.Listener, cfg *tls.Config, h http.Handler) string {
+	t.Helper()
 	srv := &http.Server{Handler: h, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	// The server must not negotiate h2: the prover speaks HTTP/1.1.
