@@ -274,3 +274,28 @@ func TestBadTargets(t *testing.T) {
 		t.Fatalf("malformed finalize: %d", resp.StatusCode)
 	}
 }
+
+// TestRefusesUnknownRecordType sends a genuine ClientHello and then a
+// record of type 24 (heartbeat): the notary relays the hello, cuts the
+// tunnel at the unknown record and will not notarize the session.
+func TestRefusesUnknownRecordType(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	port, hellos := countingServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "rt.test")}})
+	conn, id, _ := tunnel(t, n.Addr, "rt.test:"+port)
+	// Let crypto/tls write its ClientHello into the tunnel, then inject.
+	tc := tls.Client(conn, &tls.Config{RootCAs: ca.Pool(), ServerName: "rt.test"})
+	go func() {
+		tc.SetDeadline(time.Now().Add(2 * time.Second))
+		tc.Handshake()
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for hellos.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if hellos.Load() != 1 {
+		t.Fatal("the ClientHello did not reach the server")
+	}
+	conn.Write([]byte{24, 3, 3, 0, 3, 1, 0, 0})
+	expectRefused(t, n, conn, id)
+}

@@ -240,3 +240,42 @@ func TestSessionByteLimit(t *testing.T) {
 		t.Fatalf("notary still holds %d sessions", n.Sessions())
 	}
 }
+
+// TestNotaryClockAndRoots: the notary checks the certificate with its own
+// roots at its own (injected) clock, and stamps statements with it.
+func TestNotaryClockAndRoots(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "clock.test"
+	cert := ca.Issue(t, notarytest.ECDSA, host)
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{cert}}, servePayload())
+
+	pinned := time.Now().Add(-10 * time.Minute).Truncate(time.Millisecond)
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), Now: func() time.Time { return pinned }})
+	d := &Dialer{Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key}, TLSConfig: &tls.Config{RootCAs: ca.Pool()}, Now: func() time.Time { return pinned }}
+	tr := &http.Transport{DialTLSContext: d.DialTLSContext}
+	if err := get(&http.Client{Transport: tr}, "https://"+host+":"+port+"/payload?n=10", 10); err != nil {
+		t.Fatal(err)
+	}
+	tr.CloseIdleConnections()
+	res, err := d.FinalizeAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Parsed.Start.Equal(pinned) || !res[0].Parsed.End.Equal(pinned) {
+		t.Fatalf("statement times %v–%v, want the notary's clock %v", res[0].Parsed.Start, res[0].Parsed.End, pinned)
+	}
+
+	for name, cfg := range map[string]notary.Config{
+		"expired at session time": {Roots: ca.Pool(), Now: func() time.Time { return cert.Leaf.NotAfter.Add(time.Hour) }},
+		"unknown CA":              {Roots: notarytest.NewCA(t).Pool()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n := notarytest.StartNotary(t, cfg)
+			_, err := tryFetch(n, ca.Pool(), host, port, nil, "/x")
+			var ne *NotaryError
+			if !errors.As(err, &ne) || ne.Status != http.StatusUnprocessableEntity || !strings.Contains(ne.Detail, "certificate") {
+				t.Fatalf("got %v, want a 422 certificate failure", err)
+			}
+		})
+	}
+}
