@@ -58,7 +58,9 @@
 // an element has no value and an aligned "_name" array when any element has
 // an id or extensions. Decimal values hold the number exactly as written
 // ("1.50"), integers are int64, the other primitives are strings (codes
-// included: an unknown code decodes, validation reports it).
+// included: an unknown code decodes, validation reports it). All primitive
+// pointer types implement Primitive, which reads and writes any of them in
+// its JSON lexical form.
 //
 // # Elements
 //
@@ -73,5 +75,15 @@
 // Walk visits every element of a resource, nested resources included, with
 // its path, and hands the WalkFunc a pointer it can change in place: it is the
 // generic way to rewrite every Reference, blank every date or collect every
-// identifier without knowing each resource's shape.
+// identifier without knowing each resource's shape. References is Walk
+// narrowed to Reference elements.
+//
+// # Limits of the model
+//
+// Element ids (Element.id) and Extension.url are plain strings; so is the
+// logical id of a resource, so an "_id" companion on a resource, which R4
+// JSON allows in theory and no known server sends, is an unknown property.
+// Values of the model are not safe for concurrent mutation; decoding and
+// encoding distinct values concurrently is safe (the package has no shared
+// mutable state).
 package r4

@@ -141,3 +141,16 @@ func walkMany[T any, P interface {
 		w.visit(name, i, P(&s[i]))
 	}
 }
+
+// References calls fn for every Reference in r, nested resources included,
+// with its path: the reflection-free way to resolve or rewrite references.
+// fn may change the Reference in place. An error from fn stops the walk and
+// is returned.
+func References(r Resource, fn func(path *Path, ref *Reference) error) error {
+	return Walk(r, func(path *Path, node any) error {
+		if ref, ok := node.(*Reference); ok {
+			return fn(path, ref)
+		}
+		return nil
+	})
+}

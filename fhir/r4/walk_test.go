@@ -107,47 +107,63 @@ func TestWalkSkipAndStop(t *testing.T) {
 
 // blank clears the value of any primitive.
 func blank(node any) {
-	switch n := node.(type) {
-	case *r4.Base64Binary:
-		*n = r4.Base64Binary{ID: n.ID, Extension: n.Extension}
-	case *r4.Boolean:
-		*n = r4.Boolean{ID: n.ID, Extension: n.Extension}
-	case *r4.Canonical:
-		*n = r4.Canonical{ID: n.ID, Extension: n.Extension}
-	case *r4.Code:
-		*n = r4.Code{ID: n.ID, Extension: n.Extension}
-	case *r4.Date:
-		*n = r4.Date{ID: n.ID, Extension: n.Extension}
-	case *r4.DateTime:
-		*n = r4.DateTime{ID: n.ID, Extension: n.Extension}
-	case *r4.Decimal:
-		*n = r4.Decimal{ID: n.ID, Extension: n.Extension}
-	case *r4.ID:
-		*n = r4.ID{ID: n.ID, Extension: n.Extension}
-	case *r4.Instant:
-		*n = r4.Instant{ID: n.ID, Extension: n.Extension}
-	case *r4.Integer:
-		*n = r4.Integer{ID: n.ID, Extension: n.Extension}
-	case *r4.Markdown:
-		*n = r4.Markdown{ID: n.ID, Extension: n.Extension}
-	case *r4.OID:
-		*n = r4.OID{ID: n.ID, Extension: n.Extension}
-	case *r4.PositiveInt:
-		*n = r4.PositiveInt{ID: n.ID, Extension: n.Extension}
-	case *r4.String:
-		*n = r4.String{ID: n.ID, Extension: n.Extension}
-	case *r4.Time:
-		*n = r4.Time{ID: n.ID, Extension: n.Extension}
-	case *r4.UnsignedInt:
-		*n = r4.UnsignedInt{ID: n.ID, Extension: n.Extension}
-	case *r4.URI:
-		*n = r4.URI{ID: n.ID, Extension: n.Extension}
-	case *r4.URL:
-		*n = r4.URL{ID: n.ID, Extension: n.Extension}
-	case *r4.UUID:
-		*n = r4.UUID{ID: n.ID, Extension: n.Extension}
-	case *r4.XHTML:
-		*n = r4.XHTML{ID: n.ID, Extension: n.Extension}
+	if p, ok := node.(r4.Primitive); ok {
+		p.Clear()
+	}
+}
+
+// allPrimitives has one of each primitive type; it does not compile unless
+// all of them implement Primitive.
+var allPrimitives = []r4.Primitive{
+	new(r4.Base64Binary), new(r4.Boolean), new(r4.Canonical), new(r4.Code), new(r4.Date),
+	new(r4.DateTime), new(r4.Decimal), new(r4.ID), new(r4.Instant), new(r4.Integer),
+	new(r4.Markdown), new(r4.OID), new(r4.PositiveInt), new(r4.String), new(r4.Time),
+	new(r4.UnsignedInt), new(r4.URI), new(r4.URL), new(r4.UUID), new(r4.XHTML),
+}
+
+func TestPrimitiveInterface(t *testing.T) {
+	for _, p := range allPrimitives {
+		if p.HasValue() || p.Text() != "" {
+			t.Fatalf("%s: zero value has a value", p.PrimitiveType())
+		}
+		text := map[string]string{"boolean": "false", "integer": "-7", "positiveInt": "7", "unsignedInt": "0", "decimal": "1.50"}[p.PrimitiveType()]
+		if text == "" {
+			text = "x"
+		}
+		if err := p.SetText(text); err != nil {
+			t.Fatalf("%s: SetText(%q): %v", p.PrimitiveType(), text, err)
+		}
+		if !p.HasValue() || p.Text() != text {
+			t.Fatalf("%s: after SetText(%q): HasValue %v Text %q", p.PrimitiveType(), text, p.HasValue(), p.Text())
+		}
+		p.Clear()
+		if p.HasValue() {
+			t.Fatalf("%s: Clear left a value", p.PrimitiveType())
+		}
+	}
+	for _, bad := range []struct {
+		p    r4.Primitive
+		text string
+	}{{new(r4.Boolean), "yes"}, {new(r4.Integer), "1.0"}, {new(r4.Integer), "1 "}, {new(r4.Decimal), "1,5"}, {new(r4.Decimal), ""}} {
+		if err := bad.p.SetText(bad.text); !errors.Is(err, r4.ErrInvalidValue) {
+			t.Errorf("%s: SetText(%q) = %v", bad.p.PrimitiveType(), bad.text, err)
+		}
+	}
+}
+
+func TestReferences(t *testing.T) {
+	r := mustDecode(t, walkBundle)
+	var got []string
+	err := r4.References(r, func(p *r4.Path, ref *r4.Reference) error {
+		got = append(got, p.String())
+		ref.Reference = r4.NewString("X/1")
+		return nil
+	})
+	if err != nil || len(got) != 4 {
+		t.Fatalf("References: %v %v", got, err)
+	}
+	if out := mustEncode(t, r); strings.Count(out, `"reference":"X/1"`) != 4 {
+		t.Fatalf("references not rewritten: %s", out)
 	}
 }
 

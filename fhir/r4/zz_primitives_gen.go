@@ -40,6 +40,22 @@ func (x *Base64Binary) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ex
 
 func (x *Base64Binary) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "base64Binary".
+func (x *Base64Binary) PrimitiveType() string { return "base64Binary" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Base64Binary) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Base64Binary) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *Base64Binary) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *Base64Binary) SetText(s string) error { x.Value, x.Present = s, true; return nil }
+
 // NewBase64Binary returns a Base64Binary holding v.
 func NewBase64Binary(v string) *Base64Binary { return &Base64Binary{Value: v, Present: true} }
 
@@ -78,6 +94,29 @@ func (x *Boolean) encodeValue(e *encoder) { e.boolean(x.Value) }
 func (x *Boolean) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Boolean) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "boolean".
+func (x *Boolean) PrimitiveType() string { return "boolean" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Boolean) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Boolean) Clear() { x.Value, x.Present = false, false }
+
+// Text returns "true" or "false" ("" if there is no value).
+func (x *Boolean) Text() string { return boolText(x.Value, x.hasValue()) }
+
+// SetText sets the value from "true" or "false".
+func (x *Boolean) SetText(s string) error {
+	v, err := parseBoolText(s)
+	if err != nil {
+		return err
+	}
+	x.Value, x.Present = v, true
+	return nil
+}
 
 // NewBoolean returns a Boolean holding v.
 func NewBoolean(v bool) *Boolean { return &Boolean{Value: v, Present: true} }
@@ -118,6 +157,22 @@ func (x *Canonical) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Exten
 
 func (x *Canonical) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "canonical".
+func (x *Canonical) PrimitiveType() string { return "canonical" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Canonical) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Canonical) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *Canonical) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *Canonical) SetText(s string) error { x.Value, x.Present = s, true; return nil }
+
 // NewCanonical returns a Canonical holding v.
 func NewCanonical(v string) *Canonical { return &Canonical{Value: v, Present: true} }
 
@@ -156,6 +211,22 @@ func (x *Code) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *Code) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Code) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "code".
+func (x *Code) PrimitiveType() string { return "code" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Code) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Code) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *Code) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *Code) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewCode returns a Code holding v.
 func NewCode(v string) *Code { return &Code{Value: v, Present: true} }
@@ -196,6 +267,22 @@ func (x *Date) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *Date) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "date".
+func (x *Date) PrimitiveType() string { return "date" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Date) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Date) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *Date) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *Date) SetText(s string) error { x.Value, x.Present = s, true; return nil }
+
 // NewDate returns a Date holding v.
 func NewDate(v string) *Date { return &Date{Value: v, Present: true} }
 
@@ -234,6 +321,22 @@ func (x *DateTime) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *DateTime) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *DateTime) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "dateTime".
+func (x *DateTime) PrimitiveType() string { return "dateTime" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *DateTime) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *DateTime) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *DateTime) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *DateTime) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewDateTime returns a DateTime holding v.
 func NewDateTime(v string) *DateTime { return &DateTime{Value: v, Present: true} }
@@ -276,6 +379,28 @@ func (x *Decimal) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 
 func (x *Decimal) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "decimal".
+func (x *Decimal) PrimitiveType() string { return "decimal" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Decimal) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Decimal) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the decimal as written ("" if there is no value).
+func (x *Decimal) Text() string { return x.Value }
+
+// SetText sets the value from a JSON number.
+func (x *Decimal) SetText(s string) error {
+	if !validNumber(s) {
+		return errNotNumber(s)
+	}
+	x.Value, x.Present = s, true
+	return nil
+}
+
 // NewDecimal returns a Decimal holding v.
 func NewDecimal(v string) *Decimal { return &Decimal{Value: v, Present: true} }
 
@@ -314,6 +439,22 @@ func (x *ID) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *ID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *ID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "id".
+func (x *ID) PrimitiveType() string { return "id" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *ID) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *ID) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *ID) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *ID) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewID returns a ID holding v.
 func NewID(v string) *ID { return &ID{Value: v, Present: true} }
@@ -354,6 +495,22 @@ func (x *Instant) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 
 func (x *Instant) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "instant".
+func (x *Instant) PrimitiveType() string { return "instant" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Instant) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Instant) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *Instant) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *Instant) SetText(s string) error { x.Value, x.Present = s, true; return nil }
+
 // NewInstant returns a Instant holding v.
 func NewInstant(v string) *Instant { return &Instant{Value: v, Present: true} }
 
@@ -392,6 +549,29 @@ func (x *Integer) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *Integer) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Integer) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "integer".
+func (x *Integer) PrimitiveType() string { return "integer" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Integer) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Integer) Clear() { x.Value, x.Present = 0, false }
+
+// Text returns the value in decimal ("" if there is no value).
+func (x *Integer) Text() string { return intText(x.Value, x.hasValue()) }
+
+// SetText sets the value from its decimal form.
+func (x *Integer) SetText(s string) error {
+	v, err := parseIntText(s)
+	if err != nil {
+		return err
+	}
+	x.Value, x.Present = v, true
+	return nil
+}
 
 // NewInteger returns a Integer holding v.
 func NewInteger(v int64) *Integer { return &Integer{Value: v, Present: true} }
@@ -432,6 +612,22 @@ func (x *Markdown) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extens
 
 func (x *Markdown) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "markdown".
+func (x *Markdown) PrimitiveType() string { return "markdown" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Markdown) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Markdown) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *Markdown) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *Markdown) SetText(s string) error { x.Value, x.Present = s, true; return nil }
+
 // NewMarkdown returns a Markdown holding v.
 func NewMarkdown(v string) *Markdown { return &Markdown{Value: v, Present: true} }
 
@@ -470,6 +666,22 @@ func (x *OID) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *OID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *OID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "oid".
+func (x *OID) PrimitiveType() string { return "oid" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *OID) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *OID) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *OID) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *OID) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewOID returns a OID holding v.
 func NewOID(v string) *OID { return &OID{Value: v, Present: true} }
@@ -510,6 +722,29 @@ func (x *PositiveInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ext
 
 func (x *PositiveInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "positiveInt".
+func (x *PositiveInt) PrimitiveType() string { return "positiveInt" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *PositiveInt) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *PositiveInt) Clear() { x.Value, x.Present = 0, false }
+
+// Text returns the value in decimal ("" if there is no value).
+func (x *PositiveInt) Text() string { return intText(x.Value, x.hasValue()) }
+
+// SetText sets the value from its decimal form.
+func (x *PositiveInt) SetText(s string) error {
+	v, err := parseIntText(s)
+	if err != nil {
+		return err
+	}
+	x.Value, x.Present = v, true
+	return nil
+}
+
 // NewPositiveInt returns a PositiveInt holding v.
 func NewPositiveInt(v int64) *PositiveInt { return &PositiveInt{Value: v, Present: true} }
 
@@ -548,6 +783,22 @@ func (x *String) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *String) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *String) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "string".
+func (x *String) PrimitiveType() string { return "string" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *String) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *String) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *String) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *String) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewString returns a String holding v.
 func NewString(v string) *String { return &String{Value: v, Present: true} }
@@ -588,6 +839,22 @@ func (x *Time) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *Time) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "time".
+func (x *Time) PrimitiveType() string { return "time" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *Time) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *Time) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *Time) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *Time) SetText(s string) error { x.Value, x.Present = s, true; return nil }
+
 // NewTime returns a Time holding v.
 func NewTime(v string) *Time { return &Time{Value: v, Present: true} }
 
@@ -626,6 +893,22 @@ func (x *URI) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *URI) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *URI) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "uri".
+func (x *URI) PrimitiveType() string { return "uri" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *URI) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *URI) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *URI) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *URI) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewURI returns a URI holding v.
 func NewURI(v string) *URI { return &URI{Value: v, Present: true} }
@@ -666,6 +949,22 @@ func (x *URL) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 
 func (x *URL) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "url".
+func (x *URL) PrimitiveType() string { return "url" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *URL) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *URL) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *URL) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *URL) SetText(s string) error { x.Value, x.Present = s, true; return nil }
+
 // NewURL returns a URL holding v.
 func NewURL(v string) *URL { return &URL{Value: v, Present: true} }
 
@@ -704,6 +1003,22 @@ func (x *UUID) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *UUID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *UUID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "uuid".
+func (x *UUID) PrimitiveType() string { return "uuid" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *UUID) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *UUID) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *UUID) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *UUID) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewUUID returns a UUID holding v.
 func NewUUID(v string) *UUID { return &UUID{Value: v, Present: true} }
@@ -744,6 +1059,29 @@ func (x *UnsignedInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ext
 
 func (x *UnsignedInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+// PrimitiveType returns "unsignedInt".
+func (x *UnsignedInt) PrimitiveType() string { return "unsignedInt" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *UnsignedInt) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *UnsignedInt) Clear() { x.Value, x.Present = 0, false }
+
+// Text returns the value in decimal ("" if there is no value).
+func (x *UnsignedInt) Text() string { return intText(x.Value, x.hasValue()) }
+
+// SetText sets the value from its decimal form.
+func (x *UnsignedInt) SetText(s string) error {
+	v, err := parseIntText(s)
+	if err != nil {
+		return err
+	}
+	x.Value, x.Present = v, true
+	return nil
+}
+
 // NewUnsignedInt returns a UnsignedInt holding v.
 func NewUnsignedInt(v int64) *UnsignedInt { return &UnsignedInt{Value: v, Present: true} }
 
@@ -782,6 +1120,22 @@ func (x *XHTML) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *XHTML) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *XHTML) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+// PrimitiveType returns "xhtml".
+func (x *XHTML) PrimitiveType() string { return "xhtml" }
+
+// HasValue reports whether x has a value: Present is set or Value is not
+// the zero value.
+func (x *XHTML) HasValue() bool { return x.hasValue() }
+
+// Clear removes the value, keeping the id and extensions.
+func (x *XHTML) Clear() { x.Value, x.Present = "", false }
+
+// Text returns the value ("" if none).
+func (x *XHTML) Text() string { return x.Value }
+
+// SetText sets the value.
+func (x *XHTML) SetText(s string) error { x.Value, x.Present = s, true; return nil }
 
 // NewXHTML returns a XHTML holding v.
 func NewXHTML(v string) *XHTML { return &XHTML{Value: v, Present: true} }

@@ -131,6 +131,24 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeValue(e *encoder) { %s }\n\n", p.GoName, encode)
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
+		// Generic access (the Primitive interface).
+		fmt.Fprintf(b, "// PrimitiveType returns %q.\nfunc (x *%s) PrimitiveType() string { return %q }\n\n", p.FHIRName, p.GoName, p.FHIRName)
+		fmt.Fprintf(b, "// HasValue reports whether x has a value: Present is set or Value is not\n// the zero value.\nfunc (x *%s) HasValue() bool { return x.hasValue() }\n\n", p.GoName)
+		fmt.Fprintf(b, "// Clear removes the value, keeping the id and extensions.\nfunc (x *%s) Clear() { x.Value, x.Present = %s, false }\n\n", p.GoName, map[primitiveKind]string{primString: `""`, primBool: "false", primInt: "0", primDecimal: `""`}[p.Kind])
+		switch p.Kind {
+		case primString:
+			fmt.Fprintf(b, "// Text returns the value (\"\" if none).\nfunc (x *%s) Text() string { return x.Value }\n\n", p.GoName)
+			fmt.Fprintf(b, "// SetText sets the value.\nfunc (x *%s) SetText(s string) error { x.Value, x.Present = s, true; return nil }\n\n", p.GoName)
+		case primBool:
+			fmt.Fprintf(b, "// Text returns \"true\" or \"false\" (\"\" if there is no value).\nfunc (x *%s) Text() string { return boolText(x.Value, x.hasValue()) }\n\n", p.GoName)
+			fmt.Fprintf(b, "// SetText sets the value from \"true\" or \"false\".\nfunc (x *%s) SetText(s string) error { v, err := parseBoolText(s); if err != nil { return err }; x.Value, x.Present = v, true; return nil }\n\n", p.GoName)
+		case primInt:
+			fmt.Fprintf(b, "// Text returns the value in decimal (\"\" if there is no value).\nfunc (x *%s) Text() string { return intText(x.Value, x.hasValue()) }\n\n", p.GoName)
+			fmt.Fprintf(b, "// SetText sets the value from its decimal form.\nfunc (x *%s) SetText(s string) error { v, err := parseIntText(s); if err != nil { return err }; x.Value, x.Present = v, true; return nil }\n\n", p.GoName)
+		case primDecimal:
+			fmt.Fprintf(b, "// Text returns the decimal as written (\"\" if there is no value).\nfunc (x *%s) Text() string { return x.Value }\n\n", p.GoName)
+			fmt.Fprintf(b, "// SetText sets the value from a JSON number.\nfunc (x *%s) SetText(s string) error { if !validNumber(s) { return errNotNumber(s) }; x.Value, x.Present = s, true; return nil }\n\n", p.GoName)
+		}
 		// Constructor.
 		fmt.Fprintf(b, "// New%s returns a %s holding v.\nfunc New%s(v %s) *%s { return &%s{Value: v, Present: true} }\n\n", p.GoName, p.GoName, p.GoName, goType, p.GoName, p.GoName)
 	}

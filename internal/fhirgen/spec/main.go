@@ -1,6 +1,6 @@
 // Command spec generates package fhir/spec: compact Go tables of every
 // element of every FHIR R4 resource and data type, and the code lists of
-// every value set used by a required binding.
+// every value set used by a required or extensible binding.
 //
 // It reads the official R4 4.0.1 definitions (npm package
 // hl7.fhir.r4.examples@4.0.1, fetched by scripts/fetch-fhir-defs.sh) and
@@ -266,7 +266,7 @@ func run(defs, out string) error {
 			if el.Binding != nil && el.Binding.ValueSet != "" {
 				ge.Strength = el.Binding.Strength
 				ge.ValueSet = stripVersion(el.Binding.ValueSet)
-				if ge.Strength == "required" {
+				if ge.Strength == "required" || ge.Strength == "extensible" {
 					required[ge.ValueSet] = true
 				}
 			}
@@ -475,7 +475,7 @@ func run(defs, out string) error {
 			skipped = append(skipped, u)
 		}
 	}
-	buf.WriteString("// Required value sets not expanded, so not checked (grammar-based code\n// systems, or content outside the core definitions):\n")
+	buf.WriteString("// Required and extensible value sets not expanded, so not checked\n// (grammar-based code systems, or content outside the core definitions):\n")
 	for _, u := range skipped {
 		fmt.Fprintf(&buf, "//   - %s\n", u)
 	}
@@ -512,7 +512,7 @@ func run(defs, out string) error {
 	if err := os.WriteFile(out, src, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "spec: %d types, %d elements, %d of %d required value sets expanded\n", len(types), nElems, nVS, len(required))
+	fmt.Fprintf(os.Stderr, "spec: %d types, %d elements, %d of %d required and extensible value sets expanded\n", len(types), nElems, nVS, len(required))
 	return nil
 }
 
