@@ -532,7 +532,7 @@ func (v *validator) value(n *node, e *spec.Element) {
 		return
 	}
 	v.object(n, t, e)
-	if e.Strength == spec.Required && e.ValueSet != "" {
+	if (e.Strength == spec.Required || e.Strength == spec.Extensible) && e.ValueSet != "" {
 		switch e.Type {
 		case "CodeableConcept":
 			v.codeableConcept(n, e)
@@ -554,7 +554,17 @@ func (v *validator) codeableConcept(n *node, e *spec.Element) {
 			return
 		}
 	}
-	v.errorf("code-invalid", "none of the codings provided are in the value set %s, which is required", e.ValueSet)
+	v.binding(e, "none of the codings provided are in the value set %s", e.ValueSet)
+}
+
+// binding reports a code outside a bound value set: an error for a
+// required binding, a warning for an extensible one (as the HL7 validator).
+func (v *validator) binding(e *spec.Element, format string, args ...any) {
+	if e.Strength == spec.Required {
+		v.errorf("code-invalid", format+", which is required", args...)
+		return
+	}
+	v.add(SeverityWarning, "code-invalid", format+", which is extensible", args...)
 }
 
 func (v *validator) coding(n *node, e *spec.Element) {
@@ -563,7 +573,7 @@ func (v *validator) coding(n *node, e *spec.Element) {
 		return
 	}
 	if !vs.Contains(n.getStr("system"), n.getStr("code")) {
-		v.errorf("code-invalid", "the coding %s#%s is not in the value set %s, which is required", n.getStr("system"), n.getStr("code"), e.ValueSet)
+		v.binding(e, "the coding %s#%s is not in the value set %s", n.getStr("system"), n.getStr("code"), e.ValueSet)
 	}
 }
 
@@ -722,9 +732,9 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 	case "code":
 		if !validCode(s) {
 			msg = "not a valid code (no leading, trailing or repeated whitespace)"
-		} else if e.Strength == spec.Required {
+		} else if e.Strength == spec.Required || e.Strength == spec.Extensible {
 			if vs := spec.LookupValueSet(e.ValueSet); vs != nil && !vs.Contains("", s) {
-				v.errorf("code-invalid", "the value provided (%q) is not in the value set %s, which is required", s, e.ValueSet)
+				v.binding(e, "the value provided (%q) is not in the value set %s", s, e.ValueSet)
 				return
 			}
 		}

@@ -218,3 +218,18 @@ func TestHostileShapes(t *testing.T) {
 		t.Fatalf("deep nesting: %v", o.Issues)
 	}
 }
+
+// TestExtensibleBindingWarns: a code outside an extensible value set is a
+// warning, not an error, as the HL7 validator reports it.
+func TestExtensibleBindingWarns(t *testing.T) {
+	o := Validate([]byte(`{"resourceType":"Patient","identifier":[{"type":{"coding":[{"system":"http://example.org/t","code":"X"}]},"value":"1"}]}`))
+	if o.HasErrors() {
+		t.Fatalf("errors: %v", o.Issues)
+	}
+	for _, is := range o.Issues {
+		if is.Severity == SeverityWarning && strings.Contains(is.Diagnostics, "extensible") && is.Expression[0] == "Patient.identifier[0].type" {
+			return
+		}
+	}
+	t.Fatalf("no extensible-binding warning: %v", o.Issues)
+}

@@ -1,6 +1,6 @@
 // Package spec holds compact tables of the FHIR R4 (4.0.1) definitions:
 // every element of every resource and data type, and the codes of every
-// value set bound with strength required.
+// value set bound with strength required or extensible.
 //
 // The tables are generated from the official definitions by
 // internal/fhirgen/spec and committed; CI regenerates them and fails when
@@ -67,7 +67,8 @@ type Code struct {
 	Code   string
 }
 
-// ValueSet is the expansion of a value set used by a required binding.
+// ValueSet is the expansion of a value set used by a required or
+// extensible binding.
 type ValueSet struct {
 	URL   string
 	Codes []Code // sorted by Code, then System
