@@ -15,7 +15,7 @@ const BundleVersion = 1
 // before it is parsed.
 const (
 	MaxBundleSize           = 1 << 20 // whole bundle
-	MaxEvidenceSize         = 64 << 10
+	MaxEvidenceSize         = 512 << 10 // TPM evidence carries the event log
 	MaxStatementSize        = 16 << 10 // COSE_Sign1 over the claims
 	MaxNotaryStatements     = 16
 	MaxNotaryStatementSize  = 32 << 10

@@ -27,7 +27,10 @@ type wireEvidence struct {
 	ARK    []byte `cbor:"4,keyasint,omitempty"`
 }
 
-const maxCertSize = 8 << 10
+const (
+	maxCertSize     = 8 << 10
+	maxEvidenceSize = 32 << 10 // report + three certificates, with room
+)
 
 // Marshal returns the deterministic CBOR encoding of e.
 func (e *Evidence) Marshal() ([]byte, error) {
@@ -41,7 +44,7 @@ func (e *Evidence) Marshal() ([]byte, error) {
 // ParseEvidence decodes SEV-SNP evidence strictly. It checks sizes only.
 func ParseEvidence(b []byte) (*Evidence, error) {
 	var w wireEvidence
-	if err := attestation.UnmarshalStrict(b, &w, attestation.MaxEvidenceSize, "sev-snp evidence"); err != nil {
+	if err := attestation.UnmarshalStrict(b, &w, maxEvidenceSize, "sev-snp evidence"); err != nil {
 		return nil, err
 	}
 	if err := w.check(); err != nil {
