@@ -14,9 +14,9 @@ const BundleVersion = 1
 // Size limits for untrusted input. A bundle over MaxBundleSize is rejected
 // before it is parsed.
 const (
-	MaxBundleSize           = 1 << 20 // whole bundle
+	MaxBundleSize           = 1 << 20   // whole bundle
 	MaxEvidenceSize         = 512 << 10 // TPM evidence carries the event log
-	MaxStatementSize        = 16 << 10 // COSE_Sign1 over the claims
+	MaxStatementSize        = 16 << 10  // COSE_Sign1 over the claims
 	MaxNotaryStatements     = 16
 	MaxNotaryStatementSize  = 32 << 10
 	MaxSPKISize             = 512
