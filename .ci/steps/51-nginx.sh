@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # MPC-TLS notary and prover: interop against real nginx (OpenSSL) for
 # TLS 1.3 and 1.2 with every AEAD suite, a real server KeyUpdate from
-# `openssl s_server`, the race detector over the notary and prover, and a
-# short fuzz run of the notary's in-flight hello policy.
+# `openssl s_server`, the race detector over the notary and prover, and
+# short fuzz runs of the notary's hello policy and the prover's splitter.
 set -euo pipefail
 
 need=()
@@ -28,5 +28,6 @@ fi
 echo "-- race detector: notary and prover"
 CGO_ENABLED=1 go test -count=1 -race ./mpctls/notary/... ./mpctls/prover/ 
 
-echo "-- fuzz the notary's hello policy"
+echo "-- fuzz the notary's hello policy and the prover's record splitter"
 go test -run '^$' -fuzz '^FuzzHelloWatch$' -fuzztime 15s ./mpctls/notary/
+go test -run '^$' -fuzz '^FuzzSplitter$' -fuzztime 15s ./mpctls/prover/

@@ -29,17 +29,24 @@ func (s *splitter) feed(p []byte) {
 		return
 	}
 	s.bytes += int64(len(p))
-	s.buf = append(s.buf, p...)
-	for len(s.buf) >= mpctls.HeaderLen {
-		n := int(binary.BigEndian.Uint16(s.buf[3:5]))
+	// Whole records are cut straight from p; only a partial record at the
+	// end waits in buf for the rest.
+	src := p
+	if len(s.buf) > 0 {
+		s.buf = append(s.buf, p...)
+		src = s.buf
+	}
+	added := false
+	for len(src) >= mpctls.HeaderLen {
+		n := int(binary.BigEndian.Uint16(src[3:5]))
 		if n > mpctls.MaxFragment {
 			s.err = &mpctls.RecordError{Dir: s.dir, Seq: uint64(len(s.records)), Reason: fmt.Sprintf("fragment of %d bytes", n), Err: mpctls.ErrRecordTooLarge}
 			return
 		}
-		if len(s.buf) < mpctls.HeaderLen+n {
+		if len(src) < mpctls.HeaderLen+n {
 			break
 		}
-		raw := bytes.Clone(s.buf[:mpctls.HeaderLen+n])
+		raw := bytes.Clone(src[:mpctls.HeaderLen+n])
 		s.mu.Lock()
 		s.records = append(s.records, mpctls.Record{
 			Dir:     s.dir,
@@ -49,14 +56,15 @@ func (s *splitter) feed(p []byte) {
 			Raw:     raw,
 		})
 		s.mu.Unlock()
-		s.buf = s.buf[mpctls.HeaderLen+n:]
+		src = src[mpctls.HeaderLen+n:]
+		added = true
+	}
+	s.buf = append(s.buf[:0:0], src...)
+	if added {
 		select {
 		case s.notify <- struct{}{}:
 		default:
 		}
-	}
-	if len(s.buf) == 0 {
-		s.buf = s.buf[:0:0]
 	}
 }
 
