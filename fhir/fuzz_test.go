@@ -40,14 +40,19 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
-// FuzzProcess: Process never panics; when it accepts input, its output is
-// valid FHIR R4 and processing the output again changes nothing.
+// FuzzProcess: Process never panics; Check accepts exactly what Process
+// accepts; when Process accepts input, its output is valid FHIR R4 and
+// processing the output again changes nothing.
 func FuzzProcess(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkErr := Check(data, Options{})
 		for _, format := range Formats() {
 			opts := testOpts(format)
 			out, err := Process(data, opts)
+			if (err == nil) != (checkErr == nil) {
+				t.Fatalf("Check says %v but Process says %v", checkErr, err)
+			}
 			if err != nil {
 				continue
 			}

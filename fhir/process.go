@@ -138,8 +138,7 @@ func Process(input []byte, opts Options) (*Output, error) {
 		return nil, err
 	}
 	if count < 2 {
-		outcome.Issues = append(outcome.Issues, Issue{Severity: SeverityError, Code: "required",
-			Diagnostics: "the input holds no resources to process", Expression: []string{"Bundle.entry"}})
+		outcome.Issues = append(outcome.Issues, noResources())
 		return nil, &InvalidError{Outcome: outcome}
 	}
 	// Canonical output is the input without its whitespace, plus new
@@ -151,4 +150,50 @@ func Process(input []byte, opts Options) (*Output, error) {
 	}
 	sum := sha256.Sum256(buf)
 	return &Output{Format: format, JSON: buf, Digest: "sha256:" + hex.EncodeToString(sum[:]), Outcome: outcome, Resources: count}, nil
+}
+
+// Check validates input as Process does, without normalising it: it
+// returns nil when Process would accept the input, and otherwise the same
+// *InvalidError (ErrInvalid, and ErrNotR4 for other FHIR versions). Only
+// Options.MaxBytes is used. A server can call Check when a submission
+// arrives and Process later, in a worker.
+func Check(input []byte, opts Options) error {
+	maxBytes := opts.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	v := &validator{}
+	outcome, root := validateBytesWith(v, input, maxBytes)
+	if outcome.HasErrors() {
+		return &InvalidError{Outcome: outcome, NotR4: v.notR4}
+	}
+	if !hasResources(root) {
+		outcome.Issues = append(outcome.Issues, noResources())
+		return &InvalidError{Outcome: outcome}
+	}
+	return nil
+}
+
+func noResources() Issue {
+	return Issue{Severity: SeverityError, Code: "required",
+		Diagnostics: "the input holds no resources to process", Expression: []string{"Bundle.entry"}}
+}
+
+// hasResources reports whether a validated root holds anything Process
+// would carry into its output.
+func hasResources(root *node) bool {
+	if root.getStr("resourceType") != "Bundle" {
+		return true
+	}
+	es := root.get("entry")
+	if es == nil {
+		return false
+	}
+	for i := range es.kids {
+		e := &es.kids[i].val
+		if r := e.get("resource"); r != nil && r.kind == kObject && !isOurProvenance(r) && e.get("search").getStr("mode") != "outcome" {
+			return true
+		}
+	}
+	return false
 }

@@ -195,3 +195,21 @@ func TestProcessMemory(t *testing.T) {
 		t.Errorf("Process allocated %.2f× its input; the budget is 4×", ratio)
 	}
 }
+
+// TestCheckAgreesWithProcess: Check accepts exactly what Process accepts.
+func TestCheckAgreesWithProcess(t *testing.T) {
+	for _, in := range []string{
+		`{"resourceType":"Patient","id":"a"}`,
+		`{"resourceType":"Patient","birthDate":"x"}`,
+		`{"resourceType":"Bundle","type":"collection"}`,
+		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"OperationOutcome","issue":[{"severity":"information","code":"informational"}]},"search":{"mode":"outcome"}}]}`,
+		`{"resourceType":"ProcedureRequest"}`,
+		`not json`,
+	} {
+		cerr := Check([]byte(in), Options{})
+		_, perr := Process([]byte(in), Options{Now: testNow})
+		if (cerr == nil) != (perr == nil) || errors.Is(cerr, ErrNotR4) != errors.Is(perr, ErrNotR4) {
+			t.Errorf("%s: Check %v, Process %v", in, cerr, perr)
+		}
+	}
+}
