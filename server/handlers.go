@@ -27,8 +27,24 @@ func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
 func (s *Server) storeFailed(w http.ResponseWriter, op string, err error) {
 	s.log.Error("store operation failed", "op", op, "err", err)
-	writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the request store is unavailable; retry later"))
+	p := acds.NewProblem(acds.ProblemUnavailable, "the request store is unavailable; retry later")
+	p.RetryAfter = 1
+	writeProblem(w, p)
 }
+
+// acquireArgon bounds concurrent Argon2id computations (19 MiB each), so
+// that bursts of anon/recover requests cannot exhaust memory. It returns
+// false when the client went away while waiting (there is no one to answer).
+func (s *Server) acquireArgon(r *http.Request) bool {
+	select {
+	case s.argon <- struct{}{}:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+func (s *Server) releaseArgon() { <-s.argon }
 
 // issueSession creates a session for pseudonym and returns its token.
 func (s *Server) issueSession(r *http.Request, pseudonym string) (*acds.Session, error) {
@@ -64,7 +80,11 @@ func (s *Server) handleAnon(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Passphrase != "" {
+		if !s.acquireArgon(r) {
+			return
+		}
 		enc, err := hashPassphrase(req.Passphrase)
+		s.releaseArgon()
 		if err != nil {
 			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "no randomness"))
 			return
@@ -115,7 +135,11 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Always run Argon2id, so unknown pseudonyms cost the same time.
+	if !s.acquireArgon(r) {
+		return
+	}
 	ok, err := checkPassphrase(req.Passphrase, enc)
+	s.releaseArgon()
 	if err != nil && known {
 		s.log.Error("stored passphrase hash is malformed", "pseudonym", req.Pseudonym)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ type Server struct {
 	instance string // random id of this Server, prefix of its worker ids
 
 	sessions    *sessionCache
+	argon       chan struct{} // semaphore of concurrent Argon2id computations
 	tokenLimits *limiterSet
 	addrLimits  *limiterSet
 	handler     http.Handler
@@ -57,6 +59,7 @@ func New(cfg Config) (*Server, error) {
 		wake:     make(chan struct{}, max(c.Workers, 1)),
 	}
 	s.sessions = newSessionCache(100_000)
+	s.argon = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	tokenBurst := int(2 * c.RateLimit)
 	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
 	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
