@@ -299,3 +299,29 @@ func TestRefusesUnknownRecordType(t *testing.T) {
 	conn.Write([]byte{24, 3, 3, 0, 3, 1, 0, 0})
 	expectRefused(t, n, conn, id)
 }
+
+// TestServerNameCheckedAcrossFragments splits a ClientHello for another
+// name over two records: the name check must still happen.
+func TestServerNameCheckedAcrossFragments(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	port, hellos := countingServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "a.test")}})
+	conn, id, _ := tunnel(t, n.Addr, "a.test:"+port)
+	// Capture a ClientHello for b.test, then send it in two records.
+	cpipe, spipe := net.Pipe()
+	go tls.Client(cpipe, &tls.Config{ServerName: "b.test", InsecureSkipVerify: true}).Handshake()
+	spipe.SetDeadline(time.Now().Add(5 * time.Second))
+	hdr := make([]byte, 5)
+	io.ReadFull(spipe, hdr)
+	msg := make([]byte, int(hdr[3])<<8|int(hdr[4]))
+	io.ReadFull(spipe, msg)
+	cpipe.Close()
+	first := append([]byte{22, 3, 1, 0, 20}, msg[:20]...)
+	rest := msg[20:]
+	second := append([]byte{22, 3, 1, byte(len(rest) >> 8), byte(len(rest))}, rest...)
+	conn.Write(append(first, second...))
+	expectRefused(t, n, conn, id)
+	if hellos.Load() != 0 {
+		t.Fatal("the ClientHello for another name reached the server")
+	}
+}

@@ -36,18 +36,19 @@ type session struct {
 	finalized chan struct{} // closed when a finalize request has been answered
 	claimed   bool          // a finalize request owns it (guarded by n.mu)
 
-	mu        sync.Mutex
-	err       error // first error that ended the session, nil if clean
-	watch     helloWatch
-	tr        mpctls.Transcript
-	hs        []mpctls.Record
-	hsBytes   int
-	hsDone    bool
-	total     int64
-	spool     *os.File
-	spoolW    *bufio.Writer
-	spoolName string
-	conns     []net.Conn
+	mu         sync.Mutex
+	err        error // first error that ended the session, nil if clean
+	watch      helloWatch
+	sniChecked bool
+	tr         mpctls.Transcript
+	hs         []mpctls.Record
+	hsBytes    int
+	hsDone     bool
+	total      int64
+	spool      *os.File
+	spoolW     *bufio.Writer
+	spoolName  string
+	conns      []net.Conn
 }
 
 func newSession(n *Notary, id string) *session {
@@ -225,9 +226,10 @@ func (s *session) admit(rec mpctls.Record) error {
 	if err := s.watch.observe(rec); err != nil {
 		return err
 	}
-	if rec.Dir == mpctls.ClientToServer && s.watch.ch != nil && rec.Seq == 0 {
+	if s.watch.ch != nil && !s.sniChecked {
 		// The server name must be the host the notary resolved, or the
 		// statement would pair one name with another name's address.
+		s.sniChecked = true
 		if s.watch.ch.serverName == "" {
 			return refuse("ClientHello has no server name")
 		}
