@@ -223,3 +223,42 @@ func TestSQLiteCompressesAndDetectsDamage(t *testing.T) {
 	_, _, err = s.ListRequests(ctx, "anon-a", store.Page{Limit: 10})
 	require.ErrorIs(t, err, store.ErrCorrupt)
 }
+
+// While the store stays open, an idle pause truncates the WAL, so values
+// erased by a completed request or a delete do not linger in it.
+func TestSQLiteIdleWALHoldsNoErasedValues(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := store.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	r := storetest.NewRequest("anon-a", storetest.T0)
+	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("SEALED-MARKER-c41a9e")
+	require.NoError(t, s.CreateRequest(ctx, r))
+	c, err := s.Claim(ctx, store.ClaimOptions{Worker: "w", Lease: time.Minute, Now: storetest.T0})
+	require.NoError(t, err)
+	require.NoError(t, s.Complete(ctx, c.ID, "w", []byte(`{}`), storetest.T0))
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		clean := true
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			require.NoError(t, err)
+			if bytes.Contains(b, []byte("SEALED-MARKER-c41a9e")) {
+				clean = false
+			}
+		}
+		if clean {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the erased value is still on disk after 10 s idle")
+		time.Sleep(50 * time.Millisecond)
+	}
+	st, err := os.Stat(filepath.Join(dir, "acds.db-wal"))
+	require.NoError(t, err)
+	require.Zero(t, st.Size(), "an idle WAL is truncated")
+}
