@@ -12,35 +12,7 @@ import (
 	"github.com/acds-project/acds/fhir/spec"
 )
 
-// De-identification follows the HIPAA Safe Harbor method, 45 CFR
-// 164.514(b)(2)(i), over the typed structure of each resource:
-//
-//   - a patient's contacts (relatives, guardians) are removed;
-//   - names (HumanName), telecom (ContactPoint: phone, fax, e-mail, URLs),
-//     photos and attachments (Attachment), binary content such as
-//     signature data (base64Binary), free-text notes (Annotation) and
-//     narrative (Narrative, xhtml) are removed;
-//   - addresses keep only state, country and the first three ZIP digits,
-//     "000" for the 17 three-digit prefixes with 20,000 or fewer people in
-//     the 2000 Census;
-//   - every date, dateTime and instant is reduced to its year; a birth
-//     date more than 89 years before Options.Now becomes the year that
-//     makes the person 90 (the single "90 or older" category), and Age
-//     values over 89 become ">= 90";
-//   - identifiers (SSN, MRN, member, account, licence, device numbers…),
-//     device serial, lot and UDI numbers become keyed HMAC-SHA-256
-//     pseudonyms, and resource ids likewise, so references still resolve;
-//   - Reference.display is removed, and references outside the Bundle
-//     (which would carry foreign identifiers) are dropped;
-//   - url values and free-text strings are removed except terminology
-//     text (Coding.display, CodeableConcept.text, units); names of
-//     organisations and locations go too, since they can reveal where the
-//     individual lives; any remaining string holding an IP address is
-//     removed.
-//
-// A removed element that FHIR requires is replaced by the
-// data-absent-reason extension with code "masked", so the output stays
-// valid R4.
+// De-identification: the rules are documented in the package doc (doc.go).
 
 // darURL is the data-absent-reason extension used for masked data.
 const darURL = "http://hl7.org/fhir/StructureDefinition/data-absent-reason"
