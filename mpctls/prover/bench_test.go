@@ -30,6 +30,9 @@ func (c countingConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// CloseWrite lets the prover half-close the tunnel, as on a bare TCP conn.
+func (c countingConn) CloseWrite() error { return c.Conn.(*net.TCPConn).CloseWrite() }
+
 func (c countingConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.n.Add(int64(n))

@@ -79,7 +79,10 @@ type Dialer struct {
 	// the dialled host; it installs its own in-memory KeyLogWriter.
 	TLSConfig *tls.Config
 	// DialNotary connects to the notary. Nil means a net.Dialer with a
-	// 10 s timeout.
+	// 10 s timeout. A connection with a CloseWrite method (as *net.TCPConn
+	// has) lets closing a session half-close the tunnel, so the server's
+	// last records are still received; without one, closing waits for the
+	// server's answer to close_notify or for DrainTimeout.
 	DialNotary func(ctx context.Context, network, address string) (net.Conn, error)
 	// Now is the clock the statement's session times are checked against.
 	// Nil means time.Now.
