@@ -59,6 +59,9 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 		// password redaction is best effort: say nothing about it.
 		return nil, fmt.Errorf("%w: cannot parse the postgres connection string", ErrInvalid)
 	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "acds" // names our sessions in pg_stat_activity
+	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		// pgxpool's default (4, or the CPU count) queues a busy server's
 		// accepts behind its workers; PostgreSQL commits concurrent

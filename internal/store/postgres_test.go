@@ -157,3 +157,15 @@ func TestPostgresMissingSchema(t *testing.T) {
 	_, err := store.OpenPostgres(t.Context(), withSearchPath(t, dsn, "acds_store_test_no_such_schema"))
 	require.Error(t, err)
 }
+
+func TestPostgresApplicationName(t *testing.T) {
+	t.Parallel()
+	s := openPostgres(t, postgresDSN(t))
+	require.NoError(t, s.CreateRequest(t.Context(), storetest.NewRequest("anon-a", storetest.T0)))
+	conn, err := pgx.Connect(t.Context(), os.Getenv("ACDS_TEST_POSTGRES"))
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var n int
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'acds'").Scan(&n))
+	require.Positive(t, n, "the store's connections are named acds")
+}
