@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +278,44 @@ func TestNotaryClockAndRoots(t *testing.T) {
 				t.Fatalf("got %v, want a 422 certificate failure", err)
 			}
 		})
+	}
+}
+
+// TestSpoolLifecycle: while a session runs its records are spooled to a
+// file (the notary does not hold them in memory); finalizing removes it.
+func TestSpoolLifecycle(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "spool.test"
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, host)}}, servePayload())
+	dir := t.TempDir()
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), SpoolDir: dir})
+	d := &Dialer{Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key}, TLSConfig: &tls.Config{RootCAs: ca.Pool()}}
+	tr := &http.Transport{DialTLSContext: d.DialTLSContext}
+	const size = 3 << 20
+	if err := get(&http.Client{Transport: tr}, "https://"+host+":"+port+"/payload?n=3145728", size); err != nil {
+		t.Fatal(err)
+	}
+	tr.CloseIdleConnections()
+	<-d.Sessions()[0].capture.closed
+	var spooled int64
+	deadline := time.Now().Add(5 * time.Second)
+	for spooled < size && time.Now().Before(deadline) {
+		entries, _ := os.ReadDir(dir)
+		spooled = 0
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil {
+				spooled += fi.Size()
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if spooled < size {
+		t.Fatalf("spool holds %d bytes for a %d-byte response", spooled, size)
+	}
+	if _, err := d.FinalizeAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("%d spool files left after finalize", len(entries))
 	}
 }
