@@ -1,6 +1,7 @@
 package r4
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unicode/utf8"
 	"unsafe"
@@ -81,14 +82,25 @@ func (d *decoder) wrongType(want string) *DecodeError {
 }
 
 func (d *decoder) skipWS() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\n', '\r', '\t':
-			d.pos++
+	data, i := d.data, d.pos
+	for i < len(data) {
+		switch data[i] {
+		case ' ':
+			// Pretty-printed FHIR is mostly indentation: skip it eight
+			// bytes at a time.
+			if i+8 <= len(data) && binary.LittleEndian.Uint64(data[i:]) == 0x2020202020202020 {
+				i += 8
+				continue
+			}
+			i++
+		case '\n', '\r', '\t':
+			i++
 		default:
+			d.pos = i
 			return
 		}
 	}
+	d.pos = i
 }
 
 func (d *decoder) enter() error {
