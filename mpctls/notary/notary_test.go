@@ -117,14 +117,16 @@ func TestRefusesOldTLSAndCBC(t *testing.T) {
 	cases := []struct {
 		name      string
 		client    *tls.Config
+		serverMax uint16
 		reachesSv bool // the ClientHello is acceptable; the ServerHello is not
 	}{
-		{"tls11", &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, false},
-		{"tls12-cbc", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA}}, true},
+		{"client-tls11", &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, 0, false},
+		{"server-tls11", &tls.Config{MinVersion: tls.VersionTLS10}, tls.VersionTLS11, true},
+		{"tls12-cbc", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA}}, 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			port, hellos := countingServer(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS10,
+			port, hellos := countingServer(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS10, MaxVersion: c.serverMax,
 				CipherSuites: []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}})
 			conn, id, _ := tunnel(t, n.Addr, "old.test:"+port)
 			cfg := c.client.Clone()
