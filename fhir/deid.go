@@ -68,7 +68,8 @@ func (d *deidentifier) resource(r *node) {
 // institutional names rather than facts about the individual.
 func keptText(path string) bool {
 	switch path {
-	case "Coding.display", "CodeableConcept.text", "Quantity.unit", "Age.unit", "Duration.unit", "Distance.unit", "Count.unit", "Address.state", "Address.country", "Extension.url", "Narrative.status":
+	case "Coding.display", "CodeableConcept.text", "Quantity.unit", "Age.unit", "Duration.unit", "Distance.unit", "Count.unit", "Address.state", "Address.country", "Extension.url", "Narrative.status",
+		"Reference.reference": // kept here, then dropped by reference() unless it resolves in the output
 		return true
 	}
 	return false
@@ -301,6 +302,11 @@ func (d *deidentifier) identifier(v *node) bool {
 		case "type":
 			d.complex(&m.val, spec.Lookup("CodeableConcept"))
 			kids = append(kids, m)
+		case "assigner":
+			// An organisation: kept only as a reference that resolves.
+			if d.complex(&m.val, spec.Lookup("Reference")) && m.val.get("reference") != nil {
+				kids = append(kids, m)
+			}
 		case "value":
 			if m.val.kind == kString {
 				kids = append(kids, member{"value", strNode(keyed(d.key, "identifier", v.getStr("system")+"|"+m.val.str))})

@@ -245,6 +245,15 @@ func TestDeidentifySharedBundles(t *testing.T) {
 		if leaks > 0 {
 			t.Errorf("%s: %d of %d identifying values leaked", name, leaks, len(values))
 		}
+		// References survive de-identification: every one that resolves in
+		// the fhir_r4 output is still there (pointing at pseudonyms).
+		plain, err := Process(data, testOpts(FormatR4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := countRefs(t, plain.JSON, true), countRefs(t, out.JSON, false); a != b || a == 0 {
+			t.Errorf("%s: %d resolvable references in fhir_r4, %d after de-identification", name, a, b)
+		}
 		// Pseudonyms are keyed: another key gives other ids.
 		other := testOpts(FormatR4Deidentified)
 		other.DeidentKey = bytes.Repeat([]byte{9}, 32)
@@ -282,4 +291,33 @@ func TestDeidentifyRules(t *testing.T) {
 			t.Errorf("want %s in %s", good, s)
 		}
 	}
+}
+
+// countRefs counts Reference.reference values in a Bundle; with
+// internalOnly, references with a scheme (outside the Bundle) are skipped.
+func countRefs(t *testing.T, b []byte, internalOnly bool) int {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if r, ok := v["reference"].(string); ok && (!internalOnly || !strings.Contains(r, ":")) {
+				n++
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return n
 }
