@@ -195,4 +195,8 @@ type Attestation struct {
 	SigningKey   []byte   `json:"signingKey"`       // SPKI DER of the per-boot signing key
 	TLSKey       []byte   `json:"tlsKey,omitempty"` // SPKI DER of the attested TLS key, when serving TLS
 	BootNonce    []byte   `json:"bootNonce"`
+	// Boot is the whole boot evidence in its canonical encoding (CBOR for
+	// the built-in enclaves), exactly as every attestation bundle embeds it,
+	// for offline verification of the server itself.
+	Boot []byte `json:"boot,omitempty"`
 }

@@ -369,7 +369,8 @@ func (s enclaveSeam) Attest(ctx context.Context, c server.Claims) ([]byte, error
 func (s enclaveSeam) BootEvidence() acds.Attestation {
 	b := s.e.BootEvidence()
 	a := acds.Attestation{Profile: b.Profile, Measurement: hex.EncodeToString(s.e.Measurement()),
-		Evidence: b.Evidence, Certificates: [][]byte{}, SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce}
+		Evidence: b.Evidence, Certificates: [][]byte{}, SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce,
+		Boot: s.e.MarshalBootEvidence()}
 	if ev, err := sevsnp.ParseEvidence(b.Evidence); err == nil {
 		for _, c := range [][]byte{ev.VCEK, ev.ASK, ev.ARK} {
 			if len(c) > 0 {

@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
+	"github.com/acds-project/acds/verify"
 )
 
 // lockedBuffer collects stderr (the logs) safely.
@@ -112,8 +114,18 @@ func TestServeFullFlow(t *testing.T) {
 	if err != nil || h.Status != "healthy" || h.Enclave != "sev-snp-sim" || h.Version != acds.Version {
 		t.Fatalf("health = %+v, %v", h, err)
 	}
-	if a, err := c.Attestation(ctx); err != nil || a.Profile != "sev-snp-sim" || len(a.Certificates) == 0 || len(a.SigningKey) == 0 {
+	a, err := c.Attestation(ctx)
+	if err != nil || a.Profile != "sev-snp-sim" || len(a.Certificates) == 0 || len(a.SigningKey) == 0 || len(a.Boot) == 0 {
 		t.Fatalf("attestation = %+v, %v", a, err)
+	}
+	// The boot evidence verifies offline, binding the signing key served.
+	pol, err := verify.TrustEnclave(verify.Policy{}, mustBoot(t, a.Boot), mustHex(t, a.Measurement))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := verify.New(pol).VerifyBoot(a.Boot)
+	if err != nil || !br.TEEQuoteVerified || !br.EnclaveHashMatch {
+		t.Fatalf("boot evidence: %+v, %v", br, err)
 	}
 	const passphrase = "serve-test PASSPHRASE 4471"
 	sess, err := c.Anon(ctx, passphrase)
@@ -234,4 +246,22 @@ func TestServeFlags(t *testing.T) {
 		!strings.Contains(stderr.String(), "--allow-private-portals") && !strings.Contains(stderr.String(), "-allow-private-portals") {
 		t.Errorf("-h: exit %d, %s", code, stderr.String())
 	}
+}
+
+func mustBoot(t *testing.T, b []byte) attestation.BootEvidence {
+	t.Helper()
+	ev, err := attestation.ParseBootEvidence(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *ev
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
