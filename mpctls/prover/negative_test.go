@@ -319,3 +319,13 @@ func TestSpoolLifecycle(t *testing.T) {
 		t.Fatalf("%d spool files left after finalize", len(entries))
 	}
 }
+
+func TestDialRefusesIPAddress(t *testing.T) {
+	d := &Dialer{Notary: "127.0.0.1:1"}
+	if _, err := d.DialTLSContext(context.Background(), "tcp", "127.0.0.1:443"); err == nil || !strings.Contains(err.Error(), "DNS name") {
+		t.Fatalf("dial to an IP address: %v", err)
+	}
+	if _, err := d.DialTLSContext(context.Background(), "udp", "x.test:443"); err == nil {
+		t.Fatal("udp accepted")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -150,6 +151,11 @@ func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("prover: address %q: %w", addr, err)
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		// TLS sends no server name for an IP address, and a statement
+		// names the server by the name its certificate was checked for.
+		return nil, fmt.Errorf("prover: %q is an IP address; notarized sessions need a DNS name", host)
 	}
 	raw, err := d.dialNotary(ctx, "tcp", d.Notary)
 	if err != nil {
