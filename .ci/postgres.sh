@@ -42,20 +42,22 @@ acds_ci_postgres() {
 
   if ! command -v pg_ctlcluster >/dev/null 2>&1; then
     echo "postgres: installing PostgreSQL"
-    acds_as_root apt-get update -qq || return 1
-    acds_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null || return 1
+    acds_as_root apt-get update -qq &&
+      acds_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null ||
+      { echo "postgres: cannot install PostgreSQL (needs root or passwordless sudo, and apt)" >&2; return 1; }
   fi
   local ver
   ver="$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1 || true)"
   if [ -z "$ver" ]; then
     ver="$(ls /usr/lib/postgresql | sort -V | tail -n 1)"
-    acds_as_root pg_createcluster "$ver" main >/dev/null || return 1
+    acds_as_root pg_createcluster "$ver" main >/dev/null || { echo "postgres: cannot create a cluster" >&2; return 1; }
   elif [ ! -d "/etc/postgresql/$ver/main" ]; then
-    acds_as_root pg_createcluster "$ver" main >/dev/null || return 1
+    acds_as_root pg_createcluster "$ver" main >/dev/null || { echo "postgres: cannot create a cluster" >&2; return 1; }
   fi
   if ! pg_isready -q -h "$host" -p "$port"; then
     echo "postgres: starting cluster $ver/main"
-    acds_as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start || return 1
+    acds_as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start ||
+      { echo "postgres: cannot start cluster $ver/main" >&2; return 1; }
   fi
   local i
   for i in $(seq 1 30); do
@@ -77,7 +79,8 @@ acds_ci_postgres() {
   # random password, regenerated on every run.
   local pw
   pw="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
-  acds_as_postgres psql -XAtq -v ON_ERROR_STOP=1 -v pw="$pw" >/dev/null <<'SQL' || return 1
+  acds_as_postgres psql -XAtq -v ON_ERROR_STOP=1 -v pw="$pw" >/dev/null <<'SQL' ||
+    { echo "postgres: cannot create the acds_ci role and the test database" >&2; return 1; }
 SELECT 'CREATE ROLE acds_ci LOGIN' WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'acds_ci') \gexec
 ALTER ROLE acds_ci LOGIN PASSWORD :'pw';
 SELECT 'CREATE DATABASE test OWNER acds_ci' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'test') \gexec
