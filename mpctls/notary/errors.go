@@ -40,6 +40,7 @@ type SessionError struct {
 	Err error  // cause; wraps one of the classes above or an mpctls sentinel
 }
 
+// Error describes the failed session.
 func (e *SessionError) Error() string { return fmt.Sprintf("notary: session %s: %v", e.ID, e.Err) }
 
 // Unwrap returns ErrSession and the cause.

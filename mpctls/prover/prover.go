@@ -46,6 +46,7 @@ type NotaryError struct {
 	Detail string // problem detail, capped
 }
 
+// Error describes the notary's answer.
 func (e *NotaryError) Error() string {
 	return fmt.Sprintf("%v: status %d %s: %s", ErrNotary, e.Status, e.Type, e.Detail)
 }

@@ -44,6 +44,7 @@ const (
 	RSA                  // 2048-bit
 )
 
+// String names the key type.
 func (k KeyType) String() string {
 	if k == RSA {
 		return "rsa"
