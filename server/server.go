@@ -66,6 +66,7 @@ func New(cfg Config) (*Server, error) {
 	s.handler = s.routes()
 	s.claimCtx, s.stopClaim = context.WithCancel(context.Background())
 	s.workCtx, s.abortWork = context.WithCancel(context.Background())
+	s.sweep() // erase expired credentials before any worker can claim them
 	for i := 0; i < c.Workers; i++ {
 		s.wg.Add(1)
 		go s.worker(fmt.Sprintf("%s/%d", s.instance, i))
@@ -249,12 +250,12 @@ func (s *Server) janitor() {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
-		s.sweep()
 		select {
 		case <-s.claimCtx.Done():
 			return
 		case <-t.C:
 		}
+		s.sweep()
 	}
 }
 

@@ -406,6 +406,33 @@ func TestFetchAndAttest(t *testing.T) {
 	}
 }
 
+// Credentials queued longer than CredentialTTL are erased; the request then
+// fails with a problem that says so, and the fetcher never sees them.
+func TestExpiredCredentialsAreErased(t *testing.T) {
+	clock := servertest.NewClock(time.Now())
+	st := servertest.NewMemStore()
+	fetcher := &servertest.Fetcher{FHIR: []byte(sampleBundle)}
+	a := newHarness(t, func(c *server.Config) { c.Store, c.Now, c.Fetcher, c.Workers = st, clock.Now, fetcher, -1 })
+	s := a.anon()
+	_, b := a.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
+		SystemType: acds.SystemDemo, PortalURL: "https://portal.example/", RecordID: "1",
+		Credentials: acds.Credentials{Username: "u", Password: "p"}, OutputFormat: acds.OutputFHIRR4,
+	})
+	id := decode[acds.Accepted](t, b).RequestID
+	if rows := st.Snapshot(); len(rows) != 1 || len(rows[0].Sealed) == 0 {
+		t.Fatalf("credentials not sealed in the queue")
+	}
+	clock.Advance(server.DefaultCredentialTTL + time.Minute)
+	bsrv := newHarness(t, func(c *server.Config) { c.Store, c.Now, c.Fetcher = st, clock.Now, fetcher })
+	r := bsrv.wait(s.Token, id, 5*time.Second)
+	if r.Status != acds.StatusFailed || r.Error.Code() != acds.ProblemUnavailable || !strings.Contains(r.Error.Detail, "no longer available") {
+		t.Fatalf("request = %+v %+v", r, r.Error)
+	}
+	if got := fetcher.LastCredentials(); got != (acds.Credentials{}) {
+		t.Fatalf("the fetcher saw expired credentials")
+	}
+}
+
 func TestFetchWithoutFetcherFailsUnavailable(t *testing.T) {
 	h := newHarness(t, nil) // no Fetcher
 	s := h.anon()
