@@ -55,7 +55,9 @@
 //     prover never read the server's last records); signs it with
 //     Config.Key; and answers with the statement and the arrival order of
 //     the records (FinalizeResponse). A session can be finalized once;
-//     unclaimed sessions are discarded after Config.FinalizeTimeout.
+//     unclaimed sessions are discarded after Config.FinalizeTimeout. The
+//     session id (128 random bits, sent only to the CONNECT client) is the
+//     capability to finalize; a statement binds no identity of the prover.
 //
 // The notary never receives client-direction keys, credentials or
 // response plaintext: the disclosed secret decrypts the server's
