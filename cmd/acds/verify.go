@@ -306,11 +306,13 @@ func printResult(w io.Writer, r *verify.Result, notes []string) {
 	}
 	line("teeQuoteVerified", fmt.Sprint(resp.TEEQuoteVerified))
 	line("enclaveHashMatch", fmt.Sprint(resp.EnclaveHashMatch))
-	mpc := fmt.Sprint(resp.MPCTLSVerified)
-	if r.Claims != nil && r.Claims.Source.Kind == attestation.SourceRaw {
-		mpc += " (does not apply: raw submission)"
+	if r.Claims != nil { // boot evidence alone (--server) has no sessions
+		mpc := fmt.Sprint(resp.MPCTLSVerified)
+		if r.Claims.Source.Kind == attestation.SourceRaw {
+			mpc += " (does not apply: raw submission)"
+		}
+		line("mpcTlsVerified", mpc)
 	}
-	line("mpcTlsVerified", mpc)
 	line("certsValidNow", fmt.Sprint(r.CertificatesValidNow))
 	if r.OutputChecked {
 		line("outputChecked", "true")
