@@ -258,3 +258,23 @@ func TestNewAndResourceTypes(t *testing.T) {
 		t.Fatalf("data types: %v", r4.DataTypes())
 	}
 }
+
+func TestCompanionBeforeValueAndNestedResourceTypeLast(t *testing.T) {
+	const in = `{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"name":[{"_given":[{"id":"a"},null],"given":[null,"B"]}],"contained":[{"id":"c","name":"N","resourceType":"Organization"}],"resourceType":"Patient"}}]}`
+	b := mustDecode(t, in).(*r4.Bundle)
+	p := b.Entry[0].Resource.(*r4.Patient)
+	if g := p.Name[0].Given; len(g) != 2 || g[0].ID != "a" || g[0].Present || g[1].Value != "B" {
+		t.Fatalf("given: %+v", g)
+	}
+	want := `{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"c","name":"N"}],"name":[{"given":[null,"B"],"_given":[{"id":"a"},null]}]}}]}`
+	if got := mustEncode(t, b); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	// The depth limit still holds when resourceType comes last.
+	if _, err := (r4.Options{MaxDepth: 7}).Unmarshal([]byte(in)); !errors.Is(err, r4.ErrLimit) {
+		t.Fatalf("depth: %v", err)
+	}
+	if _, err := (r4.Options{MaxDepth: 8}).Unmarshal([]byte(in)); err != nil {
+		t.Fatalf("depth 8: %v", err)
+	}
+}
