@@ -178,25 +178,31 @@ func (v *Verifier) VerifyEvidence(ev *Evidence, c Check) (*Result, error) {
 	}
 	res.NotBefore, res.NotAfter, res.SimulatedRoot, res.ProductLine = entry.notBefore, entry.notAfter, entry.simRoot, entry.productLine
 
-	policy := abi.SnpPolicy{SMT: true, Debug: c.AllowDebug}
-	opts := &validate.Options{GuestPolicy: policy, MinimumTCB: c.MinimumTCB}
-	if err := validate.SnpAttestation(att, opts); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
-	}
-	if c.ReportData != nil && !bytes.Equal(report.GetReportData(), c.ReportData[:]) {
-		return nil, fmt.Errorf("%w: report data does not bind the expected keys and nonce", ErrReportData)
+	// Report data and measurement first, for a precise error class; then
+	// go-sev-guest's validate checks them again with the guest policy,
+	// TCB consistency and minimum, firmware versions and chip ID.
+	opts := &validate.Options{GuestPolicy: abi.SnpPolicy{SMT: true, Debug: c.AllowDebug}, MinimumTCB: c.MinimumTCB}
+	if c.ReportData != nil {
+		if !bytes.Equal(report.GetReportData(), c.ReportData[:]) {
+			return nil, fmt.Errorf("%w: report data does not bind the expected keys and nonce", ErrReportData)
+		}
+		opts.ReportData = c.ReportData[:]
 	}
 	if len(c.Measurements) > 0 {
-		ok := false
+		var match []byte
 		for _, m := range c.Measurements {
 			if bytes.Equal(m, report.GetMeasurement()) {
-				ok = true
+				match = m
 				break
 			}
 		}
-		if !ok {
+		if match == nil {
 			return nil, fmt.Errorf("%w: %x", ErrMeasurement, report.GetMeasurement())
 		}
+		opts.Measurement = match
+	}
+	if err := validate.SnpAttestation(att, opts); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
 	}
 	res.Measurement = report.GetMeasurement()
 	copy(res.ReportData[:], report.GetReportData())
