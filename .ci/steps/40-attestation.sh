@@ -36,3 +36,4 @@ fuzz FuzzVerify ./attestation/manifest/
 
 echo "-- benchmark (b/a ratio, per-output signing, bundle size)"
 go test -run '^$' -bench 'BenchmarkVerify$|BenchmarkAttest$' -benchtime 300x ./verify/
+go test -run '^$' -bench 'BenchmarkVerifyRealMilan$' -benchtime 100x ./attestation/sevsnp/
