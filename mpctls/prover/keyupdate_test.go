@@ -144,5 +144,5 @@ func TestInteropKeyUpdate(t *testing.T) {
 // (s_server treats a read starting with "k\n" as the command alone).
 func command(w io.Writer, c string) {
 	io.WriteString(w, c)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 }
