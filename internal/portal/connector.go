@@ -1,0 +1,991 @@
+package portal
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds/mpctls/prover"
+)
+
+// The systemType values (DESIGN §6).
+const (
+	SystemFHIRBasic     = "fhir-basic"     // FHIR server with HTTP Basic auth
+	SystemSMARTPassword = "smart-password" // SMART discovery + OAuth2 password grant
+	SystemSMARTForm     = "smart-form"     // SMART App Launch: authorization code + PKCE through the HTML login form
+	SystemDemo          = "demo"           // the bundled demo portal, driven with the smart-form flow
+)
+
+// SystemTypes returns the supported systemType values in a stable order.
+func SystemTypes() []string {
+	return []string{SystemFHIRBasic, SystemSMARTPassword, SystemSMARTForm, SystemDemo}
+}
+
+// Credentials are a portal login. Their String and GoString methods
+// print nothing of them, so %v and %#v of a Request are safe.
+type Credentials struct {
+	Username string
+	Password string
+}
+
+// String returns a placeholder, never the credentials.
+func (Credentials) String() string { return "[credentials redacted]" }
+
+// GoString returns a placeholder, never the credentials.
+func (Credentials) GoString() string { return "portal.Credentials{[redacted]}" }
+
+// Request is one record to fetch. It mirrors server.FetchRequest.
+type Request struct {
+	SystemType  string      // one of SystemTypes
+	PortalURL   string      // the FHIR base URL, e.g. https://portal.example/fhir
+	RecordID    string      // the Patient id; empty means the token's patient context (smart-*)
+	Credentials Credentials // the login
+}
+
+// Registration is the SMART client registration the operator configured
+// for a portal origin.
+type Registration struct {
+	ClientID    string // required
+	RedirectURI string // required; the connector intercepts the redirect and never dials it
+	Scope       string // empty means "openid launch/patient patient/*.read"
+}
+
+// Record is a fetched patient record.
+type Record struct {
+	// FHIR is a collection Bundle of every resource fetched, each once.
+	FHIR []byte
+	// Host is the portal host name (without port).
+	Host string
+	// RequestLines are the FHIR API requests made, in order, as HTTP/1.1
+	// request lines ("GET /fhir/Patient/7/$everything HTTP/1.1").
+	RequestLines []string
+	// Pages is the number of FHIR API responses read.
+	Pages int
+	// Resources is the number of resources in FHIR.
+	Resources int
+	// Everything is true when $everything answered, false when the record
+	// was assembled from per-type searches.
+	Everything bool
+}
+
+// Connector logs in to clinical portals and fetches patient records over
+// the *http.Client it is given, whose transport decides how the portal is
+// reached (the MPC-TLS prover in production). Every zero field has a
+// documented, usable default.
+type Connector struct {
+	// Guard checks the portal URL, every redirect, form action, SMART
+	// endpoint and paging link. The address check at connect time is the
+	// transport's job (Guard.Transport, or the notary's AllowAddr).
+	Guard Guard
+	// Registrations are the SMART clients by portal origin
+	// ("https://host" or "https://host:port"). An origin without one uses
+	// the demo portal's client (DemoClientID, DemoRedirectURI).
+	Registrations map[string]Registration
+	// MaxBytes bounds the bytes read from the portal for one record,
+	// login pages included. Zero means 64 MiB.
+	MaxBytes int64
+	// MaxPages bounds the FHIR API responses read for one record
+	// (pages, searches and reference reads). Zero means 2000.
+	MaxPages int
+	// MaxRetries is how often one exchange is retried after a 429, a 5xx
+	// or a network error. Zero means 3; negative means never.
+	MaxRetries int
+	// Backoff is the first retry delay, doubled on each retry, with up to
+	// 50% random jitter added. Zero means 200 ms.
+	Backoff time.Duration
+	// MaxRetryAfter is the longest Retry-After the connector waits for;
+	// a portal asking for longer fails with ErrUnavailable. Zero means 30 s.
+	MaxRetryAfter time.Duration
+	// RequestTimeout bounds each HTTP exchange, body included. Zero
+	// means 60 s.
+	RequestTimeout time.Duration
+	// Count is the _count asked of paged searches. Zero asks none (the
+	// portal's default page size).
+	Count int
+	// Rand is the source of PKCE verifiers, state and jitter. Nil means
+	// crypto/rand.
+	Rand io.Reader
+}
+
+func (c *Connector) maxBytes() int64 {
+	if c.MaxBytes > 0 {
+		return c.MaxBytes
+	}
+	return 64 << 20
+}
+
+func (c *Connector) maxPages() int {
+	if c.MaxPages > 0 {
+		return c.MaxPages
+	}
+	return 2000
+}
+
+func (c *Connector) maxRetries() int {
+	switch {
+	case c.MaxRetries < 0:
+		return 0
+	case c.MaxRetries == 0:
+		return 3
+	}
+	return c.MaxRetries
+}
+
+func (c *Connector) rand() io.Reader {
+	if c.Rand != nil {
+		return c.Rand
+	}
+	return rand.Reader
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// fhirID is the FHIR id syntax.
+var fhirID = regexp.MustCompile(`^[A-Za-z0-9\-.]{1,64}$`)
+
+// maxAuthPage caps one login page or token answer.
+const maxAuthPage = 1 << 20
+
+// session is the state of one Fetch.
+type session struct {
+	c     *Connector
+	hc    *http.Client
+	base  *url.URL // FHIR base, no trailing slash
+	red   redactor
+	creds Credentials
+	auth  func(*http.Request)
+
+	bytes int64
+	pages int
+	lines []string
+	// patientContext is the token's patient, for smart-* flows.
+	patientContext string
+	// redirectURI is intercepted by CheckRedirect in the form flow.
+	redirectURI string
+}
+
+// Fetch logs in to the portal of req and fetches the record, over hc
+// (whose Transport it uses; it does not modify hc). Errors wrap one of the
+// package's error classes and never contain the credentials.
+func (c *Connector) Fetch(ctx context.Context, hc *http.Client, req Request) (*Record, error) {
+	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+	rec, err := c.fetch(ctx, hc, req, red)
+	return rec, red.wrap(err)
+}
+
+func (c *Connector) fetch(ctx context.Context, hc *http.Client, req Request, red redactor) (*Record, error) {
+	if hc == nil {
+		return nil, &Error{Kind: ErrInvalidRequest, Detail: "no HTTP client"}
+	}
+	if !slices.Contains(SystemTypes(), req.SystemType) {
+		return nil, &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
+	}
+	if req.RecordID != "" && !fhirID.MatchString(req.RecordID) {
+		return nil, &Error{Kind: ErrInvalidRequest, Detail: "recordId is not a FHIR id"}
+	}
+	if req.Credentials.Username == "" || req.Credentials.Password == "" {
+		return nil, &Error{Kind: ErrInvalidRequest, Detail: "username and password are required"}
+	}
+	u, err := c.Guard.CheckURL(req.PortalURL)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	s := &session{c: c, base: u, red: red, creds: req.Credentials}
+	jar, _ := cookiejar.New(nil)
+	hcc := *hc
+	hcc.Jar = jar
+	hcc.CheckRedirect = s.checkRedirect
+	s.hc = &hcc
+
+	switch req.SystemType {
+	case SystemFHIRBasic:
+		s.auth = func(r *http.Request) { r.SetBasicAuth(s.creds.Username, s.creds.Password) }
+	case SystemSMARTPassword:
+		err = s.passwordGrant(ctx)
+	case SystemSMARTForm, SystemDemo:
+		err = s.formFlow(ctx, req.RecordID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	id := req.RecordID
+	if id == "" {
+		id = s.patientContext
+	}
+	if !fhirID.MatchString(id) {
+		return nil, &Error{Kind: ErrInvalidRequest, Detail: "no recordId, and the portal gave no patient context"}
+	}
+	return s.fetchRecord(ctx, id)
+}
+
+func (s *session) checkRedirect(req *http.Request, via []*http.Request) error {
+	if s.redirectURI != "" && strings.HasPrefix(req.URL.String(), s.redirectURI) {
+		return http.ErrUseLastResponse
+	}
+	return s.c.Guard.CheckRedirect(req, via)
+}
+
+// exchange is one HTTP exchange with its body read.
+type exchange struct {
+	status int
+	header http.Header
+	body   []byte
+	url    *url.URL // the final URL, after redirects
+}
+
+// retryable classes of failure.
+func retryStatus(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusInternalServerError ||
+		code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date).
+func retryAfter(h string, now time.Time) (time.Duration, bool) {
+	if h == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(0, t.Sub(now)), true
+	}
+	return 0, false
+}
+
+func (s *session) backoff(attempt int) time.Duration {
+	d := orDuration(s.c.Backoff, 200*time.Millisecond) << attempt
+	if j, err := rand.Int(s.c.rand(), big.NewInt(int64(d/2)+1)); err == nil {
+		d += time.Duration(j.Int64())
+	}
+	return d
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// classifyTransport turns a failed round trip into an error, and says
+// whether a retry may help.
+func (s *session) classifyTransport(op string, err error) (error, bool) {
+	var ne *prover.NotaryError
+	switch {
+	case errors.Is(err, ErrForbidden):
+		var fe *ForbiddenError
+		if errors.As(err, &fe) {
+			return fe, false
+		}
+		return &Error{Kind: ErrForbidden, Op: op, Err: err}, false
+	case errors.As(err, &ne) && ne.Status == http.StatusForbidden:
+		return &ForbiddenError{Target: s.base.Host, Reason: "the notary refused the address: " + s.red.detail(ne.Detail)}, false
+	case errors.Is(err, ErrResponseInvalid):
+		return err, false
+	}
+	return &Error{Kind: ErrUnavailable, Op: op, Err: err}, true
+}
+
+// do runs one exchange with bounded retries. build makes a fresh request
+// for each attempt. limit caps the body; data exchanges also count toward
+// the record's byte and page limits.
+func (s *session) do(ctx context.Context, op string, data bool, build func(ctx context.Context) (*http.Request, error)) (*exchange, error) {
+	retries := s.c.maxRetries()
+	for attempt := 0; ; attempt++ {
+		if data && s.pages >= s.c.maxPages() {
+			return nil, &Error{Kind: ErrResponseInvalid, Op: op, Err: ErrLimit, Detail: fmt.Sprintf("more than %d FHIR responses", s.c.maxPages())}
+		}
+		ex, err, wait := s.once(ctx, op, data, build)
+		if err == nil {
+			return ex, nil
+		}
+		if wait < 0 || attempt >= retries || ctx.Err() != nil {
+			if ctx.Err() != nil && !errors.Is(err, ErrForbidden) {
+				return nil, &Error{Kind: ErrUnavailable, Op: op, Err: ctx.Err()}
+			}
+			return nil, err
+		}
+		if b := s.backoff(attempt); b > wait {
+			wait = b
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, &Error{Kind: ErrUnavailable, Op: op, Err: err}
+		}
+	}
+}
+
+// once runs one attempt. wait < 0 means the error is final; otherwise it
+// is the least time to wait before retrying.
+func (s *session) once(ctx context.Context, op string, data bool, build func(ctx context.Context) (*http.Request, error)) (*exchange, error, time.Duration) {
+	actx, cancel := context.WithTimeout(ctx, orDuration(s.c.RequestTimeout, time.Minute))
+	defer cancel()
+	req, err := build(actx)
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalidRequest, Op: op, Err: err}, -1
+	}
+	req.Header.Set("Accept-Encoding", "identity")
+	if data {
+		s.pages++
+		s.lines = append(s.lines, requestLine(req))
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		e, retry := s.classifyTransport(op, err)
+		if !retry {
+			return nil, e, -1
+		}
+		return nil, e, 0
+	}
+	defer resp.Body.Close()
+	limit := s.c.maxBytes() - s.bytes
+	if !data {
+		limit = min(limit, maxAuthPage)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	s.bytes += int64(len(body))
+	if err != nil {
+		return nil, &Error{Kind: ErrUnavailable, Op: op, Status: resp.StatusCode, Err: err}, 0
+	}
+	if int64(len(body)) > limit {
+		return nil, &Error{Kind: ErrResponseInvalid, Op: op, Err: ErrLimit, Detail: fmt.Sprintf("more than %d bytes", s.c.maxBytes())}, -1
+	}
+	if retryStatus(resp.StatusCode) {
+		e := &Error{Kind: ErrUnavailable, Op: op, Status: resp.StatusCode, Detail: s.outcomeText(body)}
+		wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if ok && wait > orDuration(s.c.MaxRetryAfter, 30*time.Second) {
+			e.Detail = fmt.Sprintf("Retry-After %s is beyond the %s the service waits", wait, orDuration(s.c.MaxRetryAfter, 30*time.Second))
+			return nil, e, -1
+		}
+		return nil, e, wait
+	}
+	return &exchange{status: resp.StatusCode, header: resp.Header, body: body, url: resp.Request.URL}, nil, 0
+}
+
+// requestLine renders req as an HTTP/1.1 request line.
+func requestLine(req *http.Request) string {
+	return req.Method + " " + req.URL.RequestURI() + " HTTP/1.1"
+}
+
+// outcomeText extracts the diagnostics of an OperationOutcome body, or a
+// capped excerpt of any other body, redacted.
+func (s *session) outcomeText(body []byte) string {
+	var oo struct {
+		ResourceType string `json:"resourceType"`
+		Issue        []struct {
+			Code        string `json:"code"`
+			Diagnostics string `json:"diagnostics"`
+		} `json:"issue"`
+	}
+	if json.Unmarshal(body, &oo) == nil && oo.ResourceType == "OperationOutcome" {
+		var parts []string
+		for _, is := range oo.Issue {
+			parts = append(parts, strings.TrimSpace(is.Code+" "+is.Diagnostics))
+		}
+		return s.red.detail(strings.Join(parts, "; "))
+	}
+	return ""
+}
+
+// authError classifies a 401 or 403 answer of the FHIR API.
+func (s *session) authError(op string, ex *exchange) error {
+	var oo struct {
+		Issue []struct {
+			Code    string `json:"code"`
+			Details struct {
+				Coding []struct {
+					Code string `json:"code"`
+				} `json:"coding"`
+			} `json:"details"`
+		} `json:"issue"`
+	}
+	json.Unmarshal(ex.body, &oo)
+	mfa, locked := strings.Contains(strings.ToLower(ex.header.Get("WWW-Authenticate")), "mfa"), false
+	for _, is := range oo.Issue {
+		locked = locked || is.Code == "lock-error"
+		for _, c := range is.Details.Coding {
+			mfa = mfa || strings.Contains(c.Code, "mfa")
+			locked = locked || strings.Contains(c.Code, "locked")
+		}
+	}
+	e := &Error{Op: op, Status: ex.status, Detail: s.outcomeText(ex.body)}
+	switch {
+	case mfa:
+		e.Kind = ErrMFARequired
+	case locked:
+		e.Kind, e.Err = ErrAuthFailed, ErrAccountLocked
+	case ex.status == http.StatusForbidden:
+		e.Kind = ErrRecordNotFound
+	default:
+		e.Kind = ErrAuthFailed
+	}
+	return e
+}
+
+// smartConfig is the part of .well-known/smart-configuration used here.
+type smartConfig struct {
+	AuthorizationEndpoint string   `json:"authorization_endpoint"`
+	TokenEndpoint         string   `json:"token_endpoint"`
+	CodeChallengeMethods  []string `json:"code_challenge_methods_supported"`
+}
+
+func (s *session) discover(ctx context.Context) (*smartConfig, error) {
+	u := s.base.String() + "/.well-known/smart-configuration"
+	ex, err := s.do(ctx, "SMART discovery", false, getter(u, "application/json"))
+	if err != nil {
+		return nil, err
+	}
+	if ex.status != http.StatusOK {
+		return nil, &Error{Kind: ErrResponseInvalid, Op: "SMART discovery", Status: ex.status, Detail: "no SMART configuration"}
+	}
+	var sc smartConfig
+	if err := json.Unmarshal(ex.body, &sc); err != nil {
+		return nil, &Error{Kind: ErrResponseInvalid, Op: "SMART discovery", Err: err}
+	}
+	if _, err := s.c.Guard.CheckURL(sc.TokenEndpoint); err != nil {
+		return nil, err
+	}
+	return &sc, nil
+}
+
+func getter(u, accept string) func(ctx context.Context) (*http.Request, error) {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err == nil {
+			req.Header.Set("Accept", accept)
+		}
+		return req, err
+	}
+}
+
+func poster(u string, form url.Values, accept string) func(ctx context.Context) (*http.Request, error) {
+	body := form.Encode()
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(body))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Accept", accept)
+		}
+		return req, err
+	}
+}
+
+func (s *session) registration() Registration {
+	origin := s.base.Scheme + "://" + s.base.Host
+	r, ok := s.c.Registrations[origin]
+	if !ok {
+		r = Registration{ClientID: DemoClientID, RedirectURI: DemoRedirectURI}
+	}
+	if r.Scope == "" {
+		r.Scope = "openid launch/patient patient/*.read"
+	}
+	return r
+}
+
+// token posts a token request and installs the bearer token.
+func (s *session) token(ctx context.Context, op, endpoint string, form url.Values) error {
+	ex, err := s.do(ctx, op, false, poster(endpoint, form, "application/json"))
+	if err != nil {
+		return err
+	}
+	var tr struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		Patient     string `json:"patient"`
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	jsonErr := json.Unmarshal(ex.body, &tr)
+	if ex.status != http.StatusOK {
+		e := &Error{Op: op, Status: ex.status, Detail: s.red.detail(strings.TrimSpace(tr.Error + " " + tr.Description))}
+		switch {
+		case strings.Contains(tr.Error, "mfa") || strings.Contains(strings.ToLower(tr.Description), "multifactor") || strings.Contains(strings.ToLower(tr.Description), "multi-factor"):
+			e.Kind = ErrMFARequired
+		case tr.Error == "invalid_grant" && strings.Contains(strings.ToLower(tr.Description), "locked"):
+			e.Kind, e.Err = ErrAuthFailed, ErrAccountLocked
+		case tr.Error == "invalid_grant" || tr.Error == "invalid_client" || tr.Error == "unauthorized_client" || tr.Error == "access_denied" ||
+			ex.status == http.StatusUnauthorized || ex.status == http.StatusForbidden:
+			e.Kind = ErrAuthFailed
+		default:
+			e.Kind = ErrResponseInvalid
+		}
+		return e
+	}
+	if jsonErr != nil || tr.AccessToken == "" || !strings.EqualFold(tr.TokenType, "bearer") {
+		return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "no bearer token in the token response"}
+	}
+	tok := tr.AccessToken
+	s.red = append(s.red, tok)
+	s.patientContext = tr.Patient
+	s.auth = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	return nil
+}
+
+func (s *session) passwordGrant(ctx context.Context) error {
+	sc, err := s.discover(ctx)
+	if err != nil {
+		return err
+	}
+	reg := s.registration()
+	return s.token(ctx, "password grant", sc.TokenEndpoint, url.Values{
+		"grant_type": {"password"}, "username": {s.creds.Username}, "password": {s.creds.Password},
+		"client_id": {reg.ClientID}, "scope": {reg.Scope},
+	})
+}
+
+func (s *session) random(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(s.c.rand(), b); err != nil {
+		return "", &Error{Kind: ErrUnavailable, Op: "random", Err: err}
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// formFlow runs SMART App Launch: authorization request with PKCE, the
+// portal's login form (with its CSRF token and cookie), its consent page,
+// the intercepted redirect and the code exchange.
+func (s *session) formFlow(ctx context.Context, recordID string) error {
+	sc, err := s.discover(ctx)
+	if err != nil {
+		return err
+	}
+	if sc.AuthorizationEndpoint == "" {
+		return &Error{Kind: ErrResponseInvalid, Op: "SMART discovery", Detail: "no authorization endpoint"}
+	}
+	if len(sc.CodeChallengeMethods) > 0 && !slices.Contains(sc.CodeChallengeMethods, "S256") {
+		return &Error{Kind: ErrResponseInvalid, Op: "SMART discovery", Detail: "the portal does not support PKCE S256"}
+	}
+	authURL, err := s.c.Guard.CheckURL(sc.AuthorizationEndpoint)
+	if err != nil {
+		return err
+	}
+	reg := s.registration()
+	s.redirectURI = reg.RedirectURI
+	verifier, err := s.random(32)
+	if err != nil {
+		return err
+	}
+	state, err := s.random(16)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	q := authURL.Query()
+	for k, v := range map[string]string{
+		"response_type": "code", "client_id": reg.ClientID, "redirect_uri": reg.RedirectURI, "scope": reg.Scope,
+		"state": state, "aud": s.base.String(), "code_challenge": base64.RawURLEncoding.EncodeToString(sum[:]),
+		"code_challenge_method": "S256",
+	} {
+		q.Set(k, v)
+	}
+	authURL.RawQuery = q.Encode()
+	ex, err := s.do(ctx, "authorization request", false, getter(authURL.String(), "text/html"))
+	if err != nil {
+		return err
+	}
+	loggedIn := false
+	for step := 0; ; step++ {
+		if step > 6 {
+			return &Error{Kind: ErrResponseInvalid, Op: "login form", Detail: "too many login steps"}
+		}
+		if ex.status >= 300 && ex.status < 400 {
+			return s.finishForm(ctx, ex, sc.TokenEndpoint, reg, state, verifier)
+		}
+		if ex.status != http.StatusOK {
+			return &Error{Kind: ErrResponseInvalid, Op: "login form", Status: ex.status}
+		}
+		page := parseHTML(string(ex.body))
+		var next *htmlForm
+		form := url.Values{}
+	forms:
+		for _, f := range page.forms {
+			switch {
+			case f.has(func(c htmlControl) bool { return isOTP(c.name) }):
+				return &Error{Kind: ErrMFARequired, Op: "login form"}
+			case f.has(func(c htmlControl) bool { return c.typ == "password" }):
+				if loggedIn {
+					e := &Error{Kind: ErrAuthFailed, Op: "login form", Detail: s.red.detail(strings.Join(page.errors, ", "))}
+					for _, pe := range page.errors {
+						if strings.Contains(pe, "locked") {
+							e.Err = ErrAccountLocked
+						}
+					}
+					return e
+				}
+				next, loggedIn = f, true
+				fillLogin(f, form, s.creds)
+			case f.has(func(c htmlControl) bool {
+				return c.name == "decision" || strings.Contains(strings.ToLower(f.id), "consent")
+			}):
+				next = f
+				fillConsent(f, form, recordID)
+			default:
+				continue
+			}
+			break forms
+		}
+		if next == nil {
+			return &Error{Kind: ErrResponseInvalid, Op: "login form", Detail: "the portal page has no login or consent form"}
+		}
+		action, err := ex.url.Parse(next.action)
+		if err != nil {
+			return &Error{Kind: ErrResponseInvalid, Op: "login form", Detail: "bad form action"}
+		}
+		if _, err := s.c.Guard.CheckURL(action.String()); err != nil {
+			return err
+		}
+		if next.method != http.MethodPost {
+			return &Error{Kind: ErrResponseInvalid, Op: "login form", Detail: "the form does not use POST"}
+		}
+		ex, err = s.do(ctx, "login form", false, poster(action.String(), form, "text/html"))
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func isOTP(name string) bool {
+	n := strings.ToLower(name)
+	return n == "otp" || n == "totp" || strings.Contains(n, "mfa") || strings.Contains(n, "one_time") || n == "verification_code"
+}
+
+// fillLogin fills a login form: hidden fields kept, the password field
+// and the first text-like field get the credentials.
+func fillLogin(f *htmlForm, form url.Values, creds Credentials) {
+	userSet := false
+	for _, c := range f.controls {
+		switch {
+		case c.name == "":
+		case c.typ == "password":
+			form.Set(c.name, creds.Password)
+		case c.tag == "input" && (c.typ == "text" || c.typ == "email") && !userSet:
+			form.Set(c.name, creds.Username)
+			userSet = true
+		case c.typ == "hidden":
+			form.Set(c.name, c.value)
+		}
+	}
+}
+
+// fillConsent approves a consent form, choosing recordID where the form
+// offers a patient choice that includes it.
+func fillConsent(f *htmlForm, form url.Values, recordID string) {
+	for _, c := range f.controls {
+		switch {
+		case c.name == "":
+		case c.typ == "hidden":
+			form.Set(c.name, c.value)
+		case c.tag == "select":
+			v := ""
+			if len(c.options) > 0 {
+				v = c.options[0]
+			}
+			if slices.Contains(c.options, recordID) {
+				v = recordID
+			}
+			form.Set(c.name, v)
+		case c.name == "decision" && (c.value == "allow" || c.value == "approve" || c.value == "accept"):
+			form.Set(c.name, c.value)
+		}
+	}
+}
+
+func (s *session) finishForm(ctx context.Context, ex *exchange, tokenEndpoint string, reg Registration, state, verifier string) error {
+	loc, err := ex.url.Parse(ex.header.Get("Location"))
+	if err != nil || !strings.HasPrefix(loc.String(), reg.RedirectURI) {
+		return &Error{Kind: ErrResponseInvalid, Op: "authorization", Detail: "redirect to an unexpected location"}
+	}
+	q := loc.Query()
+	if q.Get("state") != state {
+		return &Error{Kind: ErrResponseInvalid, Op: "authorization", Detail: "state mismatch"}
+	}
+	if e := q.Get("error"); e != "" {
+		return &Error{Kind: ErrAuthFailed, Op: "authorization", Detail: s.red.detail(e)}
+	}
+	code := q.Get("code")
+	if code == "" {
+		return &Error{Kind: ErrResponseInvalid, Op: "authorization", Detail: "no code"}
+	}
+	s.red = append(s.red, code)
+	return s.token(ctx, "code exchange", tokenEndpoint, url.Values{
+		"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {reg.RedirectURI},
+		"client_id": {reg.ClientID}, "code_verifier": {verifier},
+	})
+}
+
+// searchTypes are searched by patient when $everything is missing (the
+// US Core patient-compartment types).
+var searchTypes = []string{
+	"AllergyIntolerance", "CarePlan", "CareTeam", "Condition", "Device", "DiagnosticReport", "DocumentReference",
+	"Encounter", "Goal", "Immunization", "MedicationRequest", "Observation", "Procedure", "ServiceRequest",
+}
+
+// collected accumulates resources, each once, in arrival order.
+type collected struct {
+	keys    map[string]bool
+	entries []string // "Type/id"
+	raw     []json.RawMessage
+}
+
+func (c *collected) add(key string, raw json.RawMessage) {
+	if c.keys[key] {
+		return
+	}
+	c.keys[key] = true
+	c.entries = append(c.entries, key)
+	c.raw = append(c.raw, raw)
+}
+
+func (s *session) data(ctx context.Context, u string) (*exchange, error) {
+	op := "GET " + strings.TrimPrefix(u, s.base.String()+"/")
+	if i := strings.IndexByte(op, '?'); i >= 0 {
+		op = op[:i]
+	}
+	return s.do(ctx, op, true, func(ctx context.Context) (*http.Request, error) {
+		req, err := getter(u, "application/fhir+json")(ctx)
+		if err == nil {
+			s.auth(req)
+		}
+		return req, err
+	})
+}
+
+func (s *session) withCount(u string) string {
+	if s.c.Count <= 0 {
+		return u
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "_count=" + strconv.Itoa(s.c.Count)
+}
+
+func (s *session) fetchRecord(ctx context.Context, id string) (*Record, error) {
+	got := &collected{keys: map[string]bool{}}
+	b := s.base.String()
+	everything := true
+	err := s.pagesOf(ctx, s.withCount(b+"/Patient/"+id+"/$everything"), got)
+	var nf *notFound
+	if errors.As(err, &nf) {
+		// No $everything, or no such patient: the Patient read tells which.
+		ex, err := s.data(ctx, b+"/Patient/"+id)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case ex.status == http.StatusNotFound || ex.status == http.StatusGone:
+			return nil, &Error{Kind: ErrRecordNotFound, Op: "GET Patient/" + id, Status: ex.status, Detail: s.outcomeText(ex.body)}
+		case ex.status == http.StatusUnauthorized || ex.status == http.StatusForbidden:
+			return nil, s.authError("GET Patient/"+id, ex)
+		case ex.status != http.StatusOK:
+			return nil, &Error{Kind: ErrResponseInvalid, Op: "GET Patient/" + id, Status: ex.status, Detail: s.outcomeText(ex.body)}
+		}
+		if err := s.addResource(got, ex.body, "Patient", id); err != nil {
+			return nil, err
+		}
+		everything = false
+		for _, t := range searchTypes {
+			err := s.pagesOf(ctx, s.withCount(b+"/"+t+"?patient="+url.QueryEscape(id)), got)
+			if errors.As(err, &nf) {
+				continue // the portal does not know this type
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := s.followReferences(ctx, got); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if !got.keys["Patient/"+id] {
+		return nil, &Error{Kind: ErrResponseInvalid, Op: "GET Patient/" + id + "/$everything", Detail: "the answer does not contain the patient"}
+	}
+	var out bytes.Buffer
+	out.Grow(int(s.bytes))
+	out.WriteString(`{"resourceType":"Bundle","type":"collection","entry":[`)
+	for i, e := range got.entries {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		fu, _ := json.Marshal(b + "/" + e)
+		out.WriteString(`{"fullUrl":`)
+		out.Write(fu)
+		out.WriteString(`,"resource":`)
+		out.Write(got.raw[i])
+		out.WriteByte('}')
+	}
+	out.WriteString(`]}`)
+	return &Record{FHIR: out.Bytes(), Host: s.base.Hostname(), RequestLines: s.lines, Pages: s.pages,
+		Resources: len(got.entries), Everything: everything}, nil
+}
+
+// notFound is a 404, 400, 405 or 501 answer to a search or operation: the
+// portal lacks it (or, for $everything, perhaps the patient).
+type notFound struct{ status int }
+
+func (e *notFound) Error() string { return "not found: HTTP " + strconv.Itoa(e.status) }
+
+type searchPage struct {
+	ResourceType string `json:"resourceType"`
+	Type         string `json:"type"`
+	Link         []struct {
+		Relation string `json:"relation"`
+		URL      string `json:"url"`
+	} `json:"link"`
+	Entry []struct {
+		Resource json.RawMessage `json:"resource"`
+		Search   *struct {
+			Mode string `json:"mode"`
+		} `json:"search"`
+	} `json:"entry"`
+}
+
+// pagesOf reads a searchset and its next pages into got.
+func (s *session) pagesOf(ctx context.Context, u string, got *collected) error {
+	seen := map[string]bool{}
+	for first := true; u != ""; first = false {
+		if seen[u] {
+			return &Error{Kind: ErrResponseInvalid, Op: "paging", Detail: "the next links loop"}
+		}
+		seen[u] = true
+		ex, err := s.data(ctx, u)
+		if err != nil {
+			return err
+		}
+		op := "GET " + strings.TrimPrefix(ex.url.Path, s.base.Path+"/")
+		switch ex.status {
+		case http.StatusOK:
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return s.authError(op, ex)
+		case http.StatusNotFound, http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusNotImplemented, http.StatusGone:
+			if first {
+				return &notFound{status: ex.status}
+			}
+			fallthrough
+		default:
+			return &Error{Kind: ErrResponseInvalid, Op: op, Status: ex.status, Detail: s.outcomeText(ex.body)}
+		}
+		var p searchPage
+		if err := json.Unmarshal(ex.body, &p); err != nil {
+			return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "the page is not JSON (truncated?)", Err: err}
+		}
+		if p.ResourceType != "Bundle" {
+			return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "the answer is not a Bundle"}
+		}
+		for _, e := range p.Entry {
+			if e.Search != nil && e.Search.Mode == "outcome" {
+				continue
+			}
+			if err := s.addResource(got, e.Resource, "", ""); err != nil {
+				return err
+			}
+		}
+		u = ""
+		for _, l := range p.Link {
+			if l.Relation == "next" {
+				u = l.URL
+			}
+		}
+		if u != "" {
+			nu, err := ex.url.Parse(u)
+			if err != nil || nu.Scheme != s.base.Scheme || nu.Host != s.base.Host {
+				return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "a next link leaves the portal"}
+			}
+			u = nu.String()
+		}
+	}
+	return nil
+}
+
+// addResource checks a resource's type and id and collects it.
+func (s *session) addResource(got *collected, raw json.RawMessage, wantType, wantID string) error {
+	var h struct {
+		ResourceType string `json:"resourceType"`
+		ID           string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil || h.ResourceType == "" || !fhirID.MatchString(h.ID) {
+		return &Error{Kind: ErrResponseInvalid, Op: "reading resources", Detail: "an entry is not a resource with a type and an id"}
+	}
+	if wantType != "" && (h.ResourceType != wantType || h.ID != wantID) {
+		return &Error{Kind: ErrResponseInvalid, Op: "GET " + wantType + "/" + wantID, Detail: "the portal answered another resource"}
+	}
+	got.add(h.ResourceType+"/"+h.ID, raw)
+	return nil
+}
+
+var referenceRE = regexp.MustCompile(`"reference"\s*:\s*"([^"]{1,512})"`)
+var relRefRE = regexp.MustCompile(`^([A-Z][A-Za-z]{1,63})/([A-Za-z0-9\-.]{1,64})$`)
+
+// followReferences reads the resources that collected resources refer to
+// and that searches did not return (practitioners, organizations,
+// medications, …), two levels deep.
+func (s *session) followReferences(ctx context.Context, got *collected) error {
+	b := s.base.String() + "/"
+	done := 0
+	for range 2 {
+		var missing []string
+		want := map[string]bool{}
+		for _, raw := range got.raw[done:] {
+			for _, m := range referenceRE.FindAllSubmatch(raw, -1) {
+				r := strings.TrimPrefix(string(m[1]), b)
+				if relRefRE.MatchString(r) && !got.keys[r] && !want[r] {
+					want[r] = true
+					missing = append(missing, r)
+				}
+			}
+		}
+		done = len(got.raw)
+		if len(missing) == 0 {
+			return nil
+		}
+		for _, r := range missing {
+			ex, err := s.data(ctx, b+r)
+			if err != nil {
+				return err
+			}
+			switch ex.status {
+			case http.StatusOK:
+			case http.StatusNotFound, http.StatusGone, http.StatusForbidden:
+				continue // dangling or not visible: the record is complete without it
+			case http.StatusUnauthorized:
+				return s.authError("GET "+r, ex)
+			default:
+				return &Error{Kind: ErrResponseInvalid, Op: "GET " + r, Status: ex.status, Detail: s.outcomeText(ex.body)}
+			}
+			typ, id, _ := strings.Cut(r, "/")
+			if err := s.addResource(got, ex.body, typ, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,789 @@
+package portal
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"html/template"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Demo credentials and client registration of the demo portal, used when
+// Options leave them empty.
+const (
+	DemoUsername    = "demo"
+	DemoPassword    = "demo-password"
+	DemoClientID    = "acds-demo"
+	DemoRedirectURI = "https://acds.invalid/smart/callback"
+)
+
+// Failures are the faults a Demo portal can be told to inject. The zero
+// value injects none.
+type Failures struct {
+	// RejectPassword refuses every login as a wrong password.
+	RejectPassword bool
+	// Locked refuses every login as a locked account.
+	Locked bool
+	// MFA asks every login for a second factor, which no client of the
+	// demo can give.
+	MFA bool
+	// RateLimited answers the first RateLimited FHIR API requests with
+	// 429 Too Many Requests and a Retry-After of RetryAfter.
+	RateLimited int
+	// RetryAfter is the Retry-After of RateLimited and ServerErrors
+	// answers. Zero means 1 second. It is sent in whole seconds.
+	RetryAfter time.Duration
+	// ServerErrors answers the first ServerErrors FHIR API requests with
+	// 503 Service Unavailable (without Retry-After). Negative means all.
+	ServerErrors int
+	// Slow delays every FHIR API answer by this long (or until the client
+	// goes away).
+	Slow time.Duration
+	// TruncatePages cuts the JSON of every search and $everything page in
+	// half (with a Content-Length that matches the cut body).
+	TruncatePages bool
+	// NoEverything makes Patient/{id}/$everything unknown (404 with an
+	// OperationOutcome, as servers without the operation answer), so that
+	// clients must fall back to per-type searches.
+	NoEverything bool
+}
+
+// Options configure a Demo portal. Every zero value is usable.
+type Options struct {
+	// Seed makes the synthetic patients; the same seed gives the same
+	// records, byte for byte.
+	Seed uint64
+	// Patients is the number of patients. Zero means 25. Patient i (from
+	// 0) has id PatientID(i); sizes cycle from ~13 KB through ~1 MB (i%6
+	// == 3) to ~6.5 MB (i%6 == 4).
+	Patients int
+	// Username and Password are the one account of the portal. Empty
+	// means DemoUsername and DemoPassword. The account reads every
+	// patient; SMART tokens carry the patient chosen at consent (form
+	// flow) or the first patient (password grant) as their patient
+	// context.
+	Username, Password string
+	// ClientID and RedirectURI are the registered SMART client. Empty
+	// means DemoClientID and DemoRedirectURI.
+	ClientID, RedirectURI string
+	// PageSize is the number of entries per searchset page, also the
+	// maximum _count a client may ask for. Zero means 250.
+	PageSize int
+	// Hosts are extra DNS names for the server certificate; "localhost",
+	// 127.0.0.1 and ::1 are always in it.
+	Hosts []string
+	// Failures are injected faults.
+	Failures Failures
+	// Now is the clock of certificates and tokens. Nil means time.Now.
+	Now func() time.Time
+}
+
+// PatientInfo describes one demo patient.
+type PatientInfo struct {
+	ID        string // the FHIR id, e.g. "pat-0004"
+	Name      string // display name
+	Resources int    // resources in $everything (compartment and referenced)
+	Bytes     int    // total JSON size of those resources
+}
+
+// Demo is a synthetic clinical portal: a FHIR R4 API with HTTP Basic
+// auth, SMART discovery, an OAuth2 password grant and a SMART App Launch
+// authorization-code flow with PKCE through an HTML login form, over
+// HTTPS with its own CA. It exists for tests, `acds portal` and `acds
+// demo`; it keeps everything in memory and is safe for concurrent use.
+type Demo struct {
+	opts    Options
+	now     func() time.Time
+	caCert  *x509.Certificate
+	caPEM   []byte
+	cert    tls.Certificate
+	records []*record
+	byRef   map[string]*resource // "Type/id" → resource
+	owner   map[string]string    // "Type/id" → patient id, compartment resources only
+
+	mu       sync.Mutex
+	apiCalls int
+	tokens   map[string]grant // access token → grant
+	txns     map[string]*txn  // login transaction id → state
+	codes    map[string]*authCode
+	servers  []*http.Server
+}
+
+type grant struct {
+	patient string // the token's patient context
+	only    bool   // the token reads only that patient (patient-level scopes)
+	expires time.Time
+}
+
+type txn struct {
+	cookie, csrf                     string
+	clientID, redirect, state, chall string
+	scope                            string
+	loggedIn                         bool
+	expires                          time.Time
+}
+
+type authCode struct {
+	clientID, redirect, chall, patient, scope string
+	expires                                   time.Time
+}
+
+// NewDemo generates the patients and the portal's CA and server
+// certificate.
+func NewDemo(opts Options) (*Demo, error) {
+	if opts.Patients == 0 {
+		opts.Patients = 25
+	}
+	if opts.Patients < 0 || opts.Patients > 10000 {
+		return nil, fmt.Errorf("portal: demo patients %d out of range 1..10000", opts.Patients)
+	}
+	if opts.Username == "" {
+		opts.Username = DemoUsername
+	}
+	if opts.Password == "" {
+		opts.Password = DemoPassword
+	}
+	if opts.ClientID == "" {
+		opts.ClientID = DemoClientID
+	}
+	if opts.RedirectURI == "" {
+		opts.RedirectURI = DemoRedirectURI
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 250
+	}
+	if opts.Failures.RetryAfter <= 0 {
+		opts.Failures.RetryAfter = time.Second
+	}
+	d := &Demo{opts: opts, now: opts.Now, byRef: map[string]*resource{}, owner: map[string]string{},
+		tokens: map[string]grant{}, txns: map[string]*txn{}, codes: map[string]*authCode{}}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if err := d.makeCerts(); err != nil {
+		return nil, err
+	}
+	for i := range opts.Patients {
+		rec := generate(opts.Seed, i)
+		d.records = append(d.records, rec)
+		for k := range rec.Resources {
+			r := &rec.Resources[k]
+			key := r.Type + "/" + r.ID
+			d.byRef[key] = r
+			if r.Compartment {
+				d.owner[key] = rec.ID
+			}
+		}
+	}
+	return d, nil
+}
+
+func (d *Demo) makeCerts() error {
+	now := d.now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("portal: demo CA key: %w", err)
+	}
+	serial := func() *big.Int {
+		n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+		return n
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "ACDS demo portal CA", Organization: []string{"ACDS demo"}},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign, BasicConstraintsValid: true, IsCA: true, MaxPathLenZero: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("portal: demo CA certificate: %w", err)
+	}
+	d.caCert, _ = x509.ParseCertificate(caDER)
+	d.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("portal: demo server key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(0, 3, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    append([]string{"localhost"}, d.opts.Hosts...),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, d.caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("portal: demo server certificate: %w", err)
+	}
+	d.cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return nil
+}
+
+// CACertPEM returns the PEM certificate of the portal's CA, which clients
+// (and notaries) must trust.
+func (d *Demo) CACertPEM() []byte { return slices.Clone(d.caPEM) }
+
+// CertPool returns a pool holding only the portal's CA.
+func (d *Demo) CertPool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(d.caCert)
+	return p
+}
+
+// TLSConfig returns the server TLS configuration (TLS 1.2 and 1.3,
+// HTTP/1.1), for callers that serve Handler themselves.
+func (d *Demo) TLSConfig() *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{d.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+}
+
+// Patients describes the demo patients in id order.
+func (d *Demo) Patients() []PatientInfo {
+	out := make([]PatientInfo, len(d.records))
+	for i, r := range d.records {
+		out[i] = PatientInfo{ID: r.ID, Name: r.Name, Resources: len(r.Resources), Bytes: r.Bytes}
+	}
+	return out
+}
+
+// Serve serves the portal over HTTPS on l until Close. It returns
+// http.ErrServerClosed after Close.
+func (d *Demo) Serve(l net.Listener) error {
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: d.TLSConfig(),
+		ErrorLog: nil, IdleTimeout: time.Minute}
+	d.mu.Lock()
+	d.servers = append(d.servers, srv)
+	d.mu.Unlock()
+	return srv.ServeTLS(l, "", "")
+}
+
+// Close stops every Serve.
+func (d *Demo) Close() error {
+	d.mu.Lock()
+	srvs := d.servers
+	d.servers = nil
+	d.mu.Unlock()
+	var errs []error
+	for _, s := range srvs {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Handler returns the portal's HTTP handler: the FHIR API under /fhir,
+// the OAuth2 endpoints under /auth.
+func (d *Demo) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /fhir/.well-known/smart-configuration", d.smartConfig)
+	mux.HandleFunc("GET /fhir/metadata", d.api(d.metadata, false))
+	mux.HandleFunc("GET /auth/authorize", d.authorize)
+	mux.HandleFunc("POST /auth/login", d.login)
+	mux.HandleFunc("POST /auth/mfa", d.mfa)
+	mux.HandleFunc("POST /auth/consent", d.consent)
+	mux.HandleFunc("POST /auth/token", d.token)
+	mux.HandleFunc("GET /fhir/Patient/{id}/{op}", d.api(d.everything, true))
+	mux.HandleFunc("GET /fhir/{type}/{id}", d.api(d.read, true))
+	mux.HandleFunc("GET /fhir/{type}", d.api(d.search, true))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeOutcome(w, http.StatusNotFound, "not-found", "no such endpoint")
+	})
+	return mux
+}
+
+// base is the FHIR base URL as the client addressed it.
+func base(r *http.Request) string { return "https://" + r.Host + "/fhir" }
+
+func (d *Demo) smartConfig(w http.ResponseWriter, r *http.Request) {
+	origin := "https://" + r.Host
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                origin + "/auth",
+		"authorization_endpoint":                origin + "/auth/authorize",
+		"token_endpoint":                        origin + "/auth/token",
+		"grant_types_supported":                 []string{"authorization_code", "password"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"token_endpoint_auth_methods_supported": []string{"none"},
+		"scopes_supported":                      []string{"openid", "launch/patient", "patient/*.read", "user/*.read", "offline_access"},
+		"response_types_supported":              []string{"code"},
+		"capabilities":                          []string{"launch-standalone", "client-public", "context-standalone-patient", "permission-patient", "permission-user"},
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// writeOutcome answers with an OperationOutcome of one error issue.
+func writeOutcome(w http.ResponseWriter, status int, issueCode, diag string, detailCodes ...string) {
+	issue := map[string]any{"severity": "error", "code": issueCode, "diagnostics": diag}
+	if len(detailCodes) > 0 {
+		issue["details"] = map[string]any{"coding": []any{map[string]any{"system": "urn:acds:demo-portal:error", "code": detailCodes[0]}}}
+	}
+	b, _ := json.Marshal(map[string]any{"resourceType": "OperationOutcome", "issue": []any{issue}})
+	w.Header().Set("Content-Type", "application/fhir+json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// apiHandler is a FHIR API handler with the patient restriction of the
+// caller's credentials ("" = none).
+type apiHandler func(w http.ResponseWriter, r *http.Request, patient string)
+
+// api wraps a FHIR API handler with the injected faults and, when auth,
+// authentication.
+func (d *Demo) api(h apiHandler, auth bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f := d.opts.Failures
+		d.mu.Lock()
+		d.apiCalls++
+		n := d.apiCalls
+		d.mu.Unlock()
+		if f.Slow > 0 {
+			t := time.NewTimer(f.Slow)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		if n <= f.RateLimited {
+			w.Header().Set("Retry-After", strconv.Itoa(int((f.RetryAfter+time.Second-1)/time.Second)))
+			writeOutcome(w, http.StatusTooManyRequests, "throttled", "too many requests")
+			return
+		}
+		if f.ServerErrors < 0 || n-f.RateLimited <= f.ServerErrors {
+			writeOutcome(w, http.StatusServiceUnavailable, "transient", "the portal is temporarily unavailable")
+			return
+		}
+		patient := ""
+		if auth {
+			var ok bool
+			if patient, ok = d.authenticate(w, r); !ok {
+				return
+			}
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		h(w, r, patient)
+	}
+}
+
+// authenticate checks Basic or Bearer credentials and answers 401 when
+// they fail.
+func (d *Demo) authenticate(w http.ResponseWriter, r *http.Request) (patient string, ok bool) {
+	h := r.Header.Get("Authorization")
+	switch {
+	case strings.HasPrefix(h, "Bearer "):
+		tok := strings.TrimPrefix(h, "Bearer ")
+		d.mu.Lock()
+		g, found := d.tokens[tok]
+		d.mu.Unlock()
+		if !found || d.now().After(g.expires) {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			writeOutcome(w, http.StatusUnauthorized, "login", "invalid or expired access token")
+			return "", false
+		}
+		if !g.only {
+			return "", true
+		}
+		return g.patient, true
+	case strings.HasPrefix(h, "Basic "):
+		user, pass, _ := r.BasicAuth()
+		w.Header().Set("WWW-Authenticate", `Basic realm="ACDS demo portal"`)
+		switch d.checkLogin(user, pass) {
+		case loginOK:
+			w.Header().Del("WWW-Authenticate")
+			return "", true
+		case loginLocked:
+			writeOutcome(w, http.StatusUnauthorized, "lock-error", "the account is locked", "account-locked")
+		case loginMFA:
+			writeOutcome(w, http.StatusUnauthorized, "login", "a second factor is required", "mfa-required")
+		default:
+			writeOutcome(w, http.StatusUnauthorized, "login", "invalid username or password")
+		}
+		return "", false
+	default:
+		w.Header().Set("WWW-Authenticate", `Basic realm="ACDS demo portal", Bearer`)
+		writeOutcome(w, http.StatusUnauthorized, "login", "authentication required")
+		return "", false
+	}
+}
+
+type loginResult int
+
+const (
+	loginBad loginResult = iota
+	loginOK
+	loginLocked
+	loginMFA
+)
+
+func (d *Demo) checkLogin(user, pass string) loginResult {
+	okUser := subtle.ConstantTimeCompare([]byte(user), []byte(d.opts.Username)) == 1
+	okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(d.opts.Password)) == 1
+	f := d.opts.Failures
+	switch {
+	case !okUser || !okPass || f.RejectPassword:
+		return loginBad
+	case f.Locked:
+		return loginLocked
+	case f.MFA:
+		return loginMFA
+	}
+	return loginOK
+}
+
+func (d *Demo) metadata(w http.ResponseWriter, r *http.Request, _ string) {
+	types := []string{"Patient", "Encounter", "Condition", "Observation", "MedicationRequest", "Medication", "Immunization", "AllergyIntolerance", "Procedure", "Practitioner", "Organization"}
+	var res []any
+	for _, t := range types {
+		entry := map[string]any{"type": t, "interaction": []any{map[string]any{"code": "read"}, map[string]any{"code": "search-type"}}}
+		if t == "Patient" && !d.opts.Failures.NoEverything {
+			entry["operation"] = []any{map[string]any{"name": "everything", "definition": "http://hl7.org/fhir/OperationDefinition/Patient-everything"}}
+		}
+		res = append(res, entry)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"resourceType": "CapabilityStatement", "status": "active", "date": "2026-01-15", "kind": "instance",
+		"fhirVersion": "4.0.1", "format": []string{"json"},
+		"rest": []any{map[string]any{"mode": "server", "resource": res}},
+	})
+}
+
+// page writes entries [offset, offset+count) of rs as a searchset Bundle
+// with self and next links built from self.
+func (d *Demo) page(w http.ResponseWriter, r *http.Request, rs []*resource, include func(*resource) bool) {
+	q := r.URL.Query()
+	count := d.opts.PageSize
+	if c, err := strconv.Atoi(q.Get("_count")); err == nil && c > 0 && c < count {
+		count = c
+	}
+	offset, _ := strconv.Atoi(q.Get("_offset"))
+	if offset < 0 || offset > len(rs) {
+		writeOutcome(w, http.StatusBadRequest, "invalid", "bad _offset")
+		return
+	}
+	end := min(len(rs), offset+count)
+	var b strings.Builder
+	selfURL := base(r) + strings.TrimPrefix(r.URL.Path, "/fhir")
+	link := func(off int) string {
+		q2 := url.Values{}
+		for k, v := range q {
+			q2[k] = v
+		}
+		q2.Set("_offset", strconv.Itoa(off))
+		q2.Set("_count", strconv.Itoa(count))
+		return selfURL + "?" + q2.Encode()
+	}
+	fmt.Fprintf(&b, `{"resourceType":"Bundle","type":"searchset","total":%d,"link":[{"relation":"self","url":%q}`, len(rs), link(offset))
+	if end < len(rs) {
+		fmt.Fprintf(&b, `,{"relation":"next","url":%q}`, link(end))
+	}
+	b.WriteString(`],"entry":[`)
+	for i, res := range rs[offset:end] {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		mode := "match"
+		if include != nil && include(res) {
+			mode = "include"
+		}
+		fmt.Fprintf(&b, `{"fullUrl":%q,"resource":%s,"search":{"mode":%q}}`, base(r)+"/"+res.Type+"/"+res.ID, res.JSON, mode)
+	}
+	b.WriteString(`]}`)
+	body := b.String()
+	if d.opts.Failures.TruncatePages {
+		body = body[:len(body)/2]
+	}
+	w.Header().Set("Content-Type", "application/fhir+json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write([]byte(body))
+}
+
+func (d *Demo) record(id string) *record {
+	for _, rec := range d.records {
+		if rec.ID == id {
+			return rec
+		}
+	}
+	return nil
+}
+
+func (d *Demo) everything(w http.ResponseWriter, r *http.Request, patient string) {
+	if r.PathValue("op") != "$everything" || d.opts.Failures.NoEverything {
+		writeOutcome(w, http.StatusNotFound, "not-supported", "unknown operation "+strconv.Quote(r.PathValue("op")))
+		return
+	}
+	id := r.PathValue("id")
+	rec := d.record(id)
+	if rec == nil || (patient != "" && patient != id) {
+		writeOutcome(w, http.StatusNotFound, "not-found", "Patient/"+id+" is not known")
+		return
+	}
+	rs := make([]*resource, len(rec.Resources))
+	for i := range rec.Resources {
+		rs[i] = &rec.Resources[i]
+	}
+	d.page(w, r, rs, func(res *resource) bool { return !res.Compartment })
+}
+
+func (d *Demo) read(w http.ResponseWriter, r *http.Request, patient string) {
+	key := r.PathValue("type") + "/" + r.PathValue("id")
+	res, ok := d.byRef[key]
+	if owner, inCompartment := d.owner[key]; !ok || (inCompartment && patient != "" && owner != patient) {
+		writeOutcome(w, http.StatusNotFound, "not-found", key+" is not known")
+		return
+	}
+	w.Header().Set("Content-Type", "application/fhir+json")
+	w.Write(res.JSON)
+}
+
+func (d *Demo) search(w http.ResponseWriter, r *http.Request, patient string) {
+	typ := r.PathValue("type")
+	q := r.URL.Query()
+	want := q.Get("patient")
+	if typ == "Patient" {
+		want = q.Get("_id")
+	}
+	want = strings.TrimPrefix(want, "Patient/")
+	if want == "" {
+		writeOutcome(w, http.StatusBadRequest, "required", "the demo portal only searches by patient")
+		return
+	}
+	var rs []*resource
+	if rec := d.record(want); rec != nil && (patient == "" || patient == want) {
+		for i := range rec.Resources {
+			if res := &rec.Resources[i]; res.Type == typ && res.Compartment {
+				rs = append(rs, res)
+			}
+		}
+	}
+	d.page(w, r, rs, nil)
+}
+
+// randToken returns n random bytes in base64url.
+func randToken(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+const sessionCookie = "demo_portal_session"
+
+var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ACDS demo portal</title></head>
+<body><h1>ACDS demo portal</h1>
+{{if .Error}}<p class="error" data-error="{{.ErrorCode}}">{{.Error}}</p>{{end}}
+{{if eq .Step "login"}}<form method="post" action="/auth/login" id="login">
+<input type="hidden" name="csrf_token" value="{{.CSRF}}"><input type="hidden" name="txn" value="{{.Txn}}">
+<label>Username <input type="text" name="username" autocomplete="username"></label>
+<label>Password <input type="password" name="password" autocomplete="current-password"></label>
+<button type="submit">Sign in</button></form>{{end}}
+{{if eq .Step "mfa"}}<form method="post" action="/auth/mfa" id="mfa">
+<input type="hidden" name="csrf_token" value="{{.CSRF}}"><input type="hidden" name="txn" value="{{.Txn}}">
+<label>One-time code <input type="text" name="otp" inputmode="numeric"></label>
+<button type="submit">Verify</button></form>{{end}}
+{{if eq .Step "consent"}}<form method="post" action="/auth/consent" id="consent">
+<input type="hidden" name="csrf_token" value="{{.CSRF}}"><input type="hidden" name="txn" value="{{.Txn}}">
+<p>{{.ClientID}} asks to read your health record ({{.Scope}}).</p>
+<label>Patient <select name="patient">{{range .Patients}}<option value="{{.ID}}">{{.Name}}</option>{{end}}</select></label>
+<button type="submit" name="decision" value="allow">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button></form>{{end}}
+</body></html>
+`))
+
+type pageData struct {
+	Step, Error, ErrorCode, CSRF, Txn, ClientID, Scope string
+	Patients                                           []PatientInfo
+}
+
+func (d *Demo) render(w http.ResponseWriter, status int, p pageData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.WriteHeader(status)
+	pageTmpl.Execute(w, p)
+}
+
+func (d *Demo) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("client_id") != d.opts.ClientID || q.Get("redirect_uri") != d.opts.RedirectURI {
+		// Never redirect to an unregistered URI.
+		d.render(w, http.StatusBadRequest, pageData{Step: "error", Error: "unknown client or redirect URI", ErrorCode: "invalid-client"})
+		return
+	}
+	if q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 || q.Get("state") == "" {
+		d.render(w, http.StatusBadRequest, pageData{Step: "error", Error: "the request needs response_type=code, state and a S256 PKCE challenge", ErrorCode: "invalid-request"})
+		return
+	}
+	t := &txn{cookie: randToken(24), csrf: randToken(24), clientID: q.Get("client_id"), redirect: q.Get("redirect_uri"),
+		state: q.Get("state"), chall: q.Get("code_challenge"), scope: q.Get("scope"), expires: d.now().Add(10 * time.Minute)}
+	id := randToken(16)
+	d.mu.Lock()
+	d.txns[id] = t
+	d.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: t.cookie, Path: "/auth", HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
+	d.render(w, http.StatusOK, pageData{Step: "login", CSRF: t.csrf, Txn: id})
+}
+
+// formTxn finds the transaction of a form post and checks its cookie and
+// CSRF token.
+func (d *Demo) formTxn(w http.ResponseWriter, r *http.Request) (string, *txn, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		d.render(w, http.StatusBadRequest, pageData{Step: "error", Error: "bad form", ErrorCode: "invalid-request"})
+		return "", nil, false
+	}
+	id := r.PostForm.Get("txn")
+	d.mu.Lock()
+	t := d.txns[id]
+	d.mu.Unlock()
+	c, err := r.Cookie(sessionCookie)
+	if t == nil || err != nil || d.now().After(t.expires) ||
+		subtle.ConstantTimeCompare([]byte(c.Value), []byte(t.cookie)) != 1 ||
+		subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf_token")), []byte(t.csrf)) != 1 {
+		d.render(w, http.StatusForbidden, pageData{Step: "error", Error: "the form expired or its CSRF token is wrong", ErrorCode: "csrf"})
+		return "", nil, false
+	}
+	return id, t, true
+}
+
+func (d *Demo) login(w http.ResponseWriter, r *http.Request) {
+	id, t, ok := d.formTxn(w, r)
+	if !ok {
+		return
+	}
+	switch d.checkLogin(r.PostForm.Get("username"), r.PostForm.Get("password")) {
+	case loginOK:
+		d.mu.Lock()
+		t.loggedIn = true
+		d.mu.Unlock()
+		d.render(w, http.StatusOK, pageData{Step: "consent", CSRF: t.csrf, Txn: id, ClientID: t.clientID, Scope: t.scope, Patients: d.Patients()})
+	case loginMFA:
+		d.render(w, http.StatusOK, pageData{Step: "mfa", CSRF: t.csrf, Txn: id})
+	case loginLocked:
+		d.render(w, http.StatusOK, pageData{Step: "login", CSRF: t.csrf, Txn: id, Error: "This account is locked.", ErrorCode: "account-locked"})
+	default:
+		d.render(w, http.StatusOK, pageData{Step: "login", CSRF: t.csrf, Txn: id, Error: "Invalid username or password.", ErrorCode: "invalid-credentials"})
+	}
+}
+
+// mfa refuses every one-time code: the demo account has no second factor
+// a client could know.
+func (d *Demo) mfa(w http.ResponseWriter, r *http.Request) {
+	id, t, ok := d.formTxn(w, r)
+	if !ok {
+		return
+	}
+	d.render(w, http.StatusOK, pageData{Step: "mfa", CSRF: t.csrf, Txn: id, Error: "Invalid code.", ErrorCode: "invalid-otp"})
+}
+
+func (d *Demo) consent(w http.ResponseWriter, r *http.Request) {
+	id, t, ok := d.formTxn(w, r)
+	if !ok {
+		return
+	}
+	d.mu.Lock()
+	delete(d.txns, id)
+	d.mu.Unlock()
+	if !t.loggedIn {
+		d.render(w, http.StatusForbidden, pageData{Step: "error", Error: "not signed in", ErrorCode: "not-signed-in"})
+		return
+	}
+	target, _ := url.Parse(t.redirect)
+	q := target.Query()
+	q.Set("state", t.state)
+	patient := r.PostForm.Get("patient")
+	if r.PostForm.Get("decision") != "allow" {
+		q.Set("error", "access_denied")
+	} else if d.record(patient) == nil {
+		q.Set("error", "invalid_request")
+	} else {
+		code := randToken(24)
+		d.mu.Lock()
+		d.codes[code] = &authCode{clientID: t.clientID, redirect: t.redirect, chall: t.chall, patient: patient, scope: t.scope, expires: d.now().Add(time.Minute)}
+		d.mu.Unlock()
+		q.Set("code", code)
+	}
+	target.RawQuery = q.Encode()
+	http.Redirect(w, r, target.String(), http.StatusFound)
+}
+
+func oauthError(w http.ResponseWriter, status int, code, desc string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+func (d *Demo) token(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "bad form")
+		return
+	}
+	f := r.PostForm
+	if f.Get("client_id") != d.opts.ClientID {
+		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown client")
+		return
+	}
+	var g grant
+	scope := f.Get("scope")
+	switch f.Get("grant_type") {
+	case "password":
+		switch d.checkLogin(f.Get("username"), f.Get("password")) {
+		case loginOK:
+			g.patient = d.records[0].ID
+		case loginLocked:
+			oauthError(w, http.StatusBadRequest, "invalid_grant", "account locked")
+			return
+		case loginMFA:
+			oauthError(w, http.StatusForbidden, "mfa_required", "multifactor authentication required")
+			return
+		default:
+			oauthError(w, http.StatusBadRequest, "invalid_grant", "invalid username or password")
+			return
+		}
+	case "authorization_code":
+		d.mu.Lock()
+		c := d.codes[f.Get("code")]
+		delete(d.codes, f.Get("code")) // one use, even when the exchange fails
+		d.mu.Unlock()
+		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+		if c == nil || d.now().After(c.expires) || c.clientID != f.Get("client_id") || c.redirect != f.Get("redirect_uri") ||
+			subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.chall)) != 1 {
+			oauthError(w, http.StatusBadRequest, "invalid_grant", "invalid, expired or used code, or wrong code_verifier")
+			return
+		}
+		g.patient, g.only, scope = c.patient, true, c.scope
+	default:
+		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be password or authorization_code")
+		return
+	}
+	g.expires = d.now().Add(time.Hour)
+	tok := randToken(32)
+	d.mu.Lock()
+	d.tokens[tok] = g
+	d.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600, "scope": scope, "patient": g.patient})
+}

@@ -1,0 +1,84 @@
+package portal
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds/fhir"
+)
+
+// testPortal is a demo portal serving on a loopback listener.
+type testPortal struct {
+	*Demo
+	Base   string // FHIR base URL, https://localhost:port/fhir
+	Port   string
+	client *http.Client
+}
+
+func startDemo(t testing.TB, opts Options) *testPortal {
+	t.Helper()
+	if opts.Patients == 0 {
+		opts.Patients = 6
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	d, err := NewDemo(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(l) }()
+	t.Cleanup(func() {
+		d.Close()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("demo serve: %v", err)
+		}
+	})
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	tr := Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: d.CertPool()})
+	t.Cleanup(tr.CloseIdleConnections)
+	return &testPortal{Demo: d, Base: "https://localhost:" + port + "/fhir", Port: port, client: &http.Client{Transport: tr}}
+}
+
+// testConnector is a connector for loopback portals with quick retries.
+func testConnector() *Connector {
+	return &Connector{Guard: Guard{AllowPrivate: true}, Backoff: 5 * time.Millisecond, Count: 40}
+}
+
+var demoCreds = Credentials{Username: DemoUsername, Password: DemoPassword}
+
+func TestEveryFlowFetchesTheRecord(t *testing.T) {
+	p := startDemo(t, Options{})
+	want := p.Patients()[1]
+	for _, st := range SystemTypes() {
+		t.Run(st, func(t *testing.T) {
+			rec, err := testConnector().Fetch(context.Background(), p.client, Request{SystemType: st, PortalURL: p.Base, RecordID: want.ID, Credentials: demoCreds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Resources != want.Resources || !rec.Everything {
+				t.Errorf("got %d resources (everything %v), want %d", rec.Resources, rec.Everything, want.Resources)
+			}
+			if rec.Pages < 2 {
+				t.Errorf("read %d pages; the test wants paging", rec.Pages)
+			}
+			if rec.Host != "localhost" || !strings.HasPrefix(rec.RequestLines[0], "GET /fhir/Patient/"+want.ID+"/$everything?") {
+				t.Errorf("host %q, first request %q", rec.Host, rec.RequestLines[0])
+			}
+			if out := fhir.Validate(rec.FHIR); out.HasErrors() {
+				t.Errorf("fetched bundle is invalid: %v", out.Issues[0])
+			}
+		})
+	}
+}

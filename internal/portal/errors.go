@@ -1,0 +1,198 @@
+package portal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Error classes. Every error of a connector or of Fetcher.Fetch wraps
+// exactly one of them; ProblemCode maps them to the service's problem
+// codes.
+var (
+	// ErrAuthFailed: the portal refused the credentials (wrong password,
+	// unknown user, locked account, refused consent).
+	ErrAuthFailed = errors.New("portal login failed")
+	// ErrAccountLocked is the locked-account case of ErrAuthFailed; an
+	// error wrapping it also wraps ErrAuthFailed.
+	ErrAccountLocked = errors.New("portal account locked")
+	// ErrMFARequired: the portal wants a second factor that the service
+	// cannot supply.
+	ErrMFARequired = errors.New("portal requires multi-factor authentication")
+	// ErrUnavailable: the portal could not be reached or kept failing
+	// (5xx, 429, timeouts) after the bounded retries.
+	ErrUnavailable = errors.New("portal unavailable")
+	// ErrRecordNotFound: the portal has no record with that id, or none
+	// the credentials can read.
+	ErrRecordNotFound = errors.New("record not found")
+	// ErrResponseInvalid: the portal answered something that is not the
+	// FHIR it should be (malformed JSON, wrong resource type, truncated
+	// page, broken paging) or exceeded the size and page limits.
+	ErrResponseInvalid = errors.New("portal response invalid")
+	// ErrLimit is the limit case of ErrResponseInvalid: the record is
+	// larger, or has more pages, than the configured limits.
+	ErrLimit = errors.New("portal record exceeds the fetch limits")
+	// ErrForbidden: the portal URL or the address it resolves to is
+	// refused by the Guard.
+	ErrForbidden = errors.New("forbidden portal")
+	// ErrUnsupportedSystemType: the systemType is not one of SystemTypes.
+	ErrUnsupportedSystemType = errors.New("unsupported system type")
+	// ErrInvalidRequest: the request lacks a field or has a malformed one.
+	ErrInvalidRequest = errors.New("invalid portal request")
+)
+
+// Problem codes of the portal errors, in the style of the wire contract
+// (DESIGN §3): the server puts "urn:acds:problem:" before them.
+const (
+	ProblemAuthFailed         = "portal-auth-failed"
+	ProblemMFARequired        = "portal-mfa-required"
+	ProblemUnavailable        = "portal-unavailable"
+	ProblemRecordNotFound     = "record-not-found"
+	ProblemResponseInvalid    = "portal-response-invalid"
+	ProblemForbiddenPortal    = "forbidden-portal"
+	ProblemUnsupportedType    = "unsupported-system-type"
+	ProblemInvalidRequest     = "invalid-request"
+	ProblemServiceUnavailable = "unavailable" // notarization failed: not the portal's fault
+	ProblemInternal           = "internal"
+)
+
+// ProblemCode returns the problem code for an error returned by this
+// package, and "internal" for any other error (including nil).
+func ProblemCode(err error) string {
+	switch {
+	case err == nil:
+		return ProblemInternal
+	case errors.Is(err, ErrForbidden):
+		return ProblemForbiddenPortal
+	case errors.Is(err, ErrMFARequired):
+		return ProblemMFARequired
+	case errors.Is(err, ErrAuthFailed):
+		return ProblemAuthFailed
+	case errors.Is(err, ErrRecordNotFound):
+		return ProblemRecordNotFound
+	case errors.Is(err, ErrResponseInvalid):
+		return ProblemResponseInvalid
+	case errors.Is(err, ErrUnavailable):
+		return ProblemUnavailable
+	case errors.Is(err, ErrUnsupportedSystemType):
+		return ProblemUnsupportedType
+	case errors.Is(err, ErrInvalidRequest):
+		return ProblemInvalidRequest
+	case errors.Is(err, ErrNotarization):
+		return ProblemServiceUnavailable
+	default:
+		return ProblemInternal
+	}
+}
+
+// Error is a failed exchange with a portal. It wraps one of the error
+// classes (Kind) and, when there is one, the underlying cause. Its text
+// never contains credentials: portal answers quoted in Detail are capped
+// and have the credentials of the request blanked out.
+type Error struct {
+	Kind   error  // one of the Err* classes of this package
+	Op     string // what was being done, e.g. "password grant", "GET Patient/7/$everything"
+	Status int    // HTTP status of the portal's answer; 0 when there was none
+	Detail string // a capped, redacted excerpt of the portal's explanation
+	Err    error  // the cause, when there is one
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("portal: ")
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Kind.Error())
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
+	}
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the class and the cause, for errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+// ForbiddenError says why the Guard refused a portal URL or address.
+type ForbiddenError struct {
+	Target string // the URL host or dialled address that was refused
+	Reason string // e.g. "loopback address", "scheme http is not allowed"
+}
+
+func (e *ForbiddenError) Error() string {
+	return fmt.Sprintf("forbidden portal %s: %s", e.Target, e.Reason)
+}
+
+// Unwrap returns ErrForbidden.
+func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
+// maxDetail caps the portal text quoted in an Error.
+const maxDetail = 200
+
+// redactor blanks out secrets in text that is about to become part of an
+// error.
+type redactor []string
+
+func newRedactor(secrets ...string) redactor {
+	var r redactor
+	for _, s := range secrets {
+		if len(s) >= 3 { // shorter strings would blank out ordinary text
+			r = append(r, s)
+		}
+	}
+	return r
+}
+
+func (r redactor) apply(s string) string {
+	for _, secret := range r {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	return s
+}
+
+// detail turns portal text into a capped, redacted one-line Detail.
+func (r redactor) detail(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = r.apply(s)
+	if len(s) > maxDetail {
+		s = s[:maxDetail] + "…"
+	}
+	return r.apply(s) // the cut cannot create a secret, but be certain
+}
+
+// redactedError keeps an error's classes for errors.Is while its text has
+// the secrets blanked out.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// wrap returns err with the secrets blanked out of its text; nil stays nil.
+func (r redactor) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := r.apply(msg)
+	if clean == msg {
+		return err
+	}
+	return &redactedError{msg: clean, err: err}
+}

@@ -1,0 +1,165 @@
+package portal
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/acds-project/acds/mpctls/prover"
+)
+
+// ErrNotarization: the record was fetched but a notarized session could
+// not be finalized (the notary refused or failed, or its statement did
+// not check out). The fetch can be retried.
+var ErrNotarization = errors.New("notarization failed")
+
+// Transport is the HTTP transport of one fetch. Finish is called once,
+// after the last exchange, whether the fetch succeeded or not: it closes
+// the connections and returns one proof per TLS connection.
+type Transport interface {
+	http.RoundTripper
+	Finish(ctx context.Context) ([]*prover.Result, error)
+}
+
+// TransportFactory makes the Transport of one fetch.
+type TransportFactory func(ctx context.Context) (Transport, error)
+
+// Notarized makes transports that send every exchange through the MPC-TLS
+// prover and a notary: each fetch gets a fresh prover.Dialer, so each TLS
+// connection is one notarized session and Finish returns all of them.
+type Notarized struct {
+	// Notary is the notary's host:port. Required.
+	Notary string
+	// NotaryKeys are the notary keys statements must be signed with.
+	// Required.
+	NotaryKeys []ed25519.PublicKey
+	// TLSConfig is the base TLS configuration for the portals (RootCAs).
+	// Nil means the system roots. See prover.Dialer.TLSConfig.
+	TLSConfig *tls.Config
+	// DialNotary connects to the notary. Nil means a plain TCP dial.
+	DialNotary func(ctx context.Context, network, address string) (net.Conn, error)
+	// Now is the clock statements are checked against. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Factory returns a TransportFactory for n.
+func (n Notarized) Factory() TransportFactory {
+	return func(ctx context.Context) (Transport, error) {
+		if n.Notary == "" || len(n.NotaryKeys) == 0 {
+			return nil, &Error{Kind: ErrNotarization, Detail: "no notary or no trusted notary key configured"}
+		}
+		d := &prover.Dialer{Notary: n.Notary, NotaryKeys: n.NotaryKeys, TLSConfig: n.TLSConfig, DialNotary: n.DialNotary, Now: n.Now}
+		tr := &http.Transport{
+			DialTLSContext: d.DialTLSContext,
+			// Plain http cannot be notarized: refuse it rather than
+			// letting it bypass the prover.
+			DialContext: func(context.Context, string, string) (net.Conn, error) {
+				return nil, &ForbiddenError{Target: "http", Reason: "plain http cannot be notarized"}
+			},
+			DisableCompression:    true,
+			MaxIdleConnsPerHost:   1,
+			ResponseHeaderTimeout: time.Minute,
+		}
+		return &notarizedTransport{Transport: tr, d: d}, nil
+	}
+}
+
+type notarizedTransport struct {
+	*http.Transport
+	d *prover.Dialer
+}
+
+func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, error) {
+	t.CloseIdleConnections()
+	return t.d.FinalizeAll(ctx)
+}
+
+// Result is a record fetched through notarized TLS sessions. It mirrors
+// server.Fetched.
+type Result struct {
+	FHIR []byte // the record: a collection Bundle
+	Host string // the portal host
+	// RequestLine is the first FHIR API request, the one the claims name
+	// ("GET /fhir/Patient/7/$everything HTTP/1.1").
+	RequestLine string
+	// RequestLines are all FHIR API requests in order.
+	RequestLines []string
+	// NotaryStatements are the signed statements, one per TLS session,
+	// in dial order.
+	NotaryStatements [][]byte
+	// Sessions are the prover's results, for presentations.
+	Sessions []*prover.Result
+	// Pages, Resources and Everything are as in Record.
+	Pages, Resources int
+	Everything       bool
+}
+
+// Fetcher fetches records through a fresh Transport per fetch and
+// collects the notary statements. Fetch has the shape of the server's
+// Fetcher seam, so a small adapter connects them.
+type Fetcher struct {
+	// Connector logs in and fetches; its zero value is the strict
+	// production configuration.
+	Connector Connector
+	// NewTransport makes each fetch's transport, typically
+	// Notarized{...}.Factory(). Required.
+	NewTransport TransportFactory
+	// FinishTimeout bounds the finalization of the notarized sessions
+	// after the fetch. Zero means 30 s.
+	FinishTimeout time.Duration
+}
+
+// Fetch fetches req's record. The URL is checked before any connection;
+// the Transport is finished (its sessions finalized or discarded) before
+// Fetch returns, also on failure. Errors wrap the package's error classes
+// and never contain the credentials.
+func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
+	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+	res, err := f.fetch(ctx, req)
+	return res, red.wrap(err)
+}
+
+func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
+	if f.NewTransport == nil {
+		return nil, &Error{Kind: ErrNotarization, Detail: "no transport factory"}
+	}
+	if _, err := f.Connector.Guard.CheckURL(req.PortalURL); err != nil {
+		return nil, err
+	}
+	tr, err := f.NewTransport(ctx)
+	if err != nil {
+		return nil, &Error{Kind: ErrNotarization, Op: "transport", Err: err}
+	}
+	rec, ferr := f.Connector.Fetch(ctx, &http.Client{Transport: tr}, req)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDuration(f.FinishTimeout, 30*time.Second))
+	defer cancel()
+	sessions, nerr := tr.Finish(fctx)
+	if ferr != nil {
+		return nil, ferr
+	}
+	if nerr != nil {
+		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Err: nerr}
+	}
+	if len(sessions) == 0 {
+		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Detail: "no notarized session"}
+	}
+	res := &Result{FHIR: rec.FHIR, Host: rec.Host, RequestLines: rec.RequestLines, Sessions: sessions,
+		Pages: rec.Pages, Resources: rec.Resources, Everything: rec.Everything}
+	if len(rec.RequestLines) > 0 {
+		res.RequestLine = rec.RequestLines[0]
+	}
+	for _, s := range sessions {
+		res.NotaryStatements = append(res.NotaryStatements, s.Statement)
+	}
+	return res, nil
+}
+
+// String describes the result without its data.
+func (r *Result) String() string {
+	return fmt.Sprintf("%d bytes of FHIR from %s in %d pages over %d notarized sessions", len(r.FHIR), r.Host, r.Pages, len(r.NotaryStatements))
+}
