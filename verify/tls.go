@@ -43,7 +43,8 @@ func (e *CertificateError) Unwrap() error { return e.Result.Err() }
 // be the TLS key the evidence binds. It does not check the certificate's
 // signature or names: the TLS handshake proves possession of the key, and
 // the evidence, not a CA, says whose key it is. Valid results are cached per
-// certificate, so later connections to the same enclave cost a hash.
+// certificate, so later connections to the same enclave cost a hash; the
+// returned Result may be shared and must not be modified.
 func (v *Verifier) VerifyCertificate(cert *x509.Certificate) *Result {
 	now := v.p.Now()
 	key := sha256.Sum256(cert.Raw)

@@ -293,6 +293,9 @@ func printResult(w io.Writer, r *verify.Result, notes []string) {
 	resp := r.Response()
 	d := resp.Details
 	line("profile", d.Profile)
+	if d.Measurement == "" {
+		d.Measurement = "(not established: the evidence did not verify)"
+	}
 	line("measurement", d.Measurement)
 	if r.Claims != nil {
 		line("requestId", d.RequestID)
