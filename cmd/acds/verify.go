@@ -294,7 +294,7 @@ func printResult(w io.Writer, r *verify.Result, notes []string) {
 	d := resp.Details
 	line("profile", d.Profile)
 	if d.Measurement == "" {
-		d.Measurement = "(not established: the evidence did not verify)"
+		d.Measurement = "(not established: see the reasons)"
 	}
 	line("measurement", d.Measurement)
 	if r.Claims != nil {
