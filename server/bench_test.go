@@ -29,7 +29,10 @@ import (
 // the p50/p99 accept latency, and the throughput ratio acds/bare.
 //
 // Workers are off (Workers: -1) so the figure is the accept path alone;
-// rate limiting is off as with `acds serve --rate-limit 0`. Run it with:
+// rate limiting is off as with `acds serve --rate-limit 0`. As a
+// diagnostic, nodisk-req/s is the same server on the in-memory store: the
+// gap to req/s is the price of durability (one fsync per group commit).
+// Run it with:
 //
 //	go test ./server -run '^$' -bench ProcessAccept -benchtime 2000x
 //
@@ -71,8 +74,27 @@ func BenchmarkProcessAccept(b *testing.B) {
 		tokens[i] = decode[acds.Session](b, mustRead(b, resp)).Token
 	}
 
+	// Diagnostic: the same server on the in-memory store, to split the
+	// cost of HTTP, auth and JSON from that of durability.
+	memSrv, err := server.New(server.Config{Store: servertest.NewMemStore(), Pipeline: &servertest.Pipeline{}, Enclave: servertest.NewEnclave(), Workers: -1, RateLimit: -1, AuthRateLimit: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer memSrv.Close(context.Background())
+	memTS := httptest.NewServer(memSrv.Handler())
+	defer memTS.Close()
+	memTokens := make([]string, clients)
+	for i := range memTokens {
+		resp, err := hc.Post(memTS.URL+"/v1/auth/anon", "application/json", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		memTokens[i] = decode[acds.Session](b, mustRead(b, resp)).Token
+	}
+
 	n := b.N
 	bareRate, bareP50, bareP99 := drive(b, hc, bare.URL+"/v1/process", nil, body, n, clients)
+	memRate, _, _ := drive(b, hc, memTS.URL+"/v1/process", memTokens, body, n, clients)
 	b.ResetTimer()
 	rate, p50, p99 := drive(b, hc, acdsTS.URL+"/v1/process", tokens, body, n, clients)
 	b.StopTimer()
@@ -84,6 +106,7 @@ func BenchmarkProcessAccept(b *testing.B) {
 	b.ReportMetric(float64(bareP50.Microseconds())/1000, "bare-p50-ms")
 	b.ReportMetric(float64(bareP99.Microseconds())/1000, "bare-p99-ms")
 	b.ReportMetric(rate/bareRate, "ratio")
+	b.ReportMetric(memRate, "nodisk-req/s")
 }
 
 // drive sends n POSTs from `clients` goroutines and returns the rate and

@@ -106,7 +106,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, opti
 	}
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// ReadFrom wants MinRead spare bytes: reserve them to read in place.
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
 		var mbe *http.MaxBytesError
