@@ -33,6 +33,7 @@ type checkReport struct {
 	appSeqs     []uint64 // server records carrying application data
 	appBytes    int      // application data plaintext bytes
 	epochStarts []uint64 // server records where application key epochs start
+	closeNotify bool     // the server sent close_notify
 }
 
 func checkErr(r mpctls.Record, reason string) error {
@@ -160,6 +161,7 @@ func (c *checker) add13(r mpctls.Record) error {
 		c.rep.appBytes += len(pt)
 		return nil
 	case mpctls.RecordAlert:
+		c.noteAlert(pt)
 		return nil
 	}
 	c.msgs.buf = append(c.msgs.buf, pt...)
@@ -232,8 +234,18 @@ func (c *checker) add12(r mpctls.Record) error {
 		c.rep.appSeqs = append(c.rep.appSeqs, r.Seq)
 		c.rep.appBytes += len(pt)
 	}
+	if ct == mpctls.RecordAlert {
+		c.noteAlert(pt)
+	}
 	c.seq++
 	return nil
+}
+
+// noteAlert records a close_notify (alert description 0).
+func (c *checker) noteAlert(pt []byte) {
+	if len(pt) == 2 && pt[1] == 0 {
+		c.rep.closeNotify = true
+	}
 }
 
 // checkAll runs a checker over a whole direction.

@@ -514,19 +514,20 @@ func (s *Session) finalize(ctx context.Context) (*Result, error) {
 		}
 	}
 	return &Result{
-		SessionID:  s.id,
-		Host:       s.host,
-		Statement:  resp.Statement,
-		Parsed:     stmt,
-		Records:    records,
-		KeyUpdates: rep.keyUpdates,
-		Tickets:    rep.tickets,
-		AppRecords: len(rep.appSeqs),
-		AppBytes:   rep.appBytes,
-		keys:       keys,
-		epochs:     rep.epochStarts,
-		appSeqs:    rep.appSeqs,
-		lastSeq:    uint64(len(server)) - 1,
+		SessionID:   s.id,
+		Host:        s.host,
+		Statement:   resp.Statement,
+		Parsed:      stmt,
+		Records:     records,
+		KeyUpdates:  rep.keyUpdates,
+		Tickets:     rep.tickets,
+		AppRecords:  len(rep.appSeqs),
+		AppBytes:    rep.appBytes,
+		CloseNotify: rep.closeNotify,
+		keys:        keys,
+		epochs:      rep.epochStarts,
+		appSeqs:     rep.appSeqs,
+		lastSeq:     uint64(len(server)) - 1,
 	}, nil
 }
 
@@ -637,6 +638,11 @@ type Result struct {
 	Tickets    int // NewSessionTicket messages the server sent
 	AppRecords int // server application_data records
 	AppBytes   int // server application data plaintext bytes
+	// CloseNotify reports that the server ended the session with a
+	// close_notify alert. Without one, the end of the server's stream is
+	// not authenticated: rely on HTTP framing (Content-Length, chunked
+	// terminator) to know a response is whole.
+	CloseNotify bool
 
 	keys    serverKeys
 	epochs  []uint64 // server sequence numbers where key epochs start
