@@ -157,3 +157,90 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkClaimComplete measures the worker side: 16 workers claiming and
+// completing requests (16 KiB inputs, 4 KiB results) until none is left,
+// against the same number of plain CreateRequest writes measured in the
+// same run as the baseline (a claim and a completion are two writes, so
+// x-create near 0.5 means claiming costs no more than writing).
+//
+//	go test -run '^$' -bench ClaimComplete -benchtime 2000x ./internal/store/
+func BenchmarkClaimComplete(b *testing.B) {
+	input, result := storetest.Bundle(benchInputSize), storetest.Bundle(4<<10)
+	b.Run("sqlite", func(b *testing.B) {
+		s, err := store.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "acds.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		benchClaim(b, s, input, result)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		s, err := store.OpenPostgres(b.Context(), postgresDSN(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		benchClaim(b, s, input, result)
+	})
+}
+
+func benchClaim(b *testing.B, s store.Store, input, result []byte) {
+	const workers = 16
+	now := time.Now()
+	create := func(n int) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range benchClients {
+			wg.Go(func() {
+				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+					r := store.Request{ID: uuid.NewString(), Owner: "anon-bench", Kind: store.KindProcess, Input: input, CreatedAt: now.Add(time.Duration(i))}
+					if err := s.CreateRequest(b.Context(), r); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	createTime := create(b.N) // the baseline, and the requests to claim
+
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range workers {
+		worker := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			for {
+				c, err := s.Claim(b.Context(), store.ClaimOptions{Worker: worker, Lease: time.Hour, MaxAttempts: 3, Now: now.Add(time.Hour)})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if c == nil {
+					return
+				}
+				if err := s.Complete(b.Context(), c.ID, worker, result, now.Add(time.Hour)); err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if int(done.Load()) != b.N {
+		b.Fatalf("completed %d of %d requests", done.Load(), b.N)
+	}
+	rate := float64(b.N) / elapsed.Seconds()
+	createRate := float64(b.N) / createTime.Seconds()
+	b.ReportMetric(rate, "req/s")
+	b.ReportMetric(createRate, "create-req/s")
+	b.ReportMetric(rate/createRate, "x-create")
+}
