@@ -257,6 +257,16 @@ func (v *validator) resourceRules(n *node, typ string, rc *resCtx) {
 	if t := spec.Lookup(typ); t != nil && !rc.isContained && t.Element("text") != nil && n.get("text") == nil {
 		v.add(SeverityWarning, "invariant", "dom-6: a resource should have narrative for robust management")
 	}
+	if typ == "Observation" {
+		v.obs6(n)
+		if cs := n.get("component"); cs != nil && cs.kind == kArray {
+			for i := range cs.kids {
+				v.push("component", i)
+				v.obs6(&cs.kids[i].val)
+				v.pop()
+			}
+		}
+	}
 	if typ == "RiskAssessment" {
 		if ps := n.get("prediction"); ps != nil && ps.kind == kArray {
 			for i := range ps.kids {
@@ -1089,4 +1099,17 @@ func entryTypes(bundle *node) map[string]string {
 		}
 	}
 	return m
+}
+
+// obs6 checks obs-6: dataAbsentReason only when there is no value[x].
+func (v *validator) obs6(n *node) {
+	if n.get("dataAbsentReason") == nil {
+		return
+	}
+	for i := range n.kids {
+		if k := n.kids[i].key; strings.HasPrefix(k, "value") && len(k) > 5 {
+			v.errorf("invariant", "obs-6: dataAbsentReason shall only be present if value[x] is not present")
+			return
+		}
+	}
 }

@@ -141,6 +141,7 @@ func TestValidateFindings(t *testing.T) {
 		{"pat-1", `{"resourceType":"Patient","contact":[{"gender":"male"}]}`, "Patient.contact[0]", "pat-1"},
 		{"ext-1", `{"resourceType":"Patient","extension":[{"url":"http://x.org/e","valueString":"a","extension":[{"url":"b","valueString":"c"}]}]}`, "Patient.extension[0]", "ext-1"},
 		{"uuid target", `{"resourceType":"Bundle","type":"transaction","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Medication"},"request":{"method":"POST","url":"Medication"}},{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b2","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"subject":{"reference":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1"}},"request":{"method":"POST","url":"Observation"}}]}`, "Bundle.entry[1].resource.subject.reference", "target type"},
+		{"obs-6", `{"resourceType":"Observation","status":"final","code":{"text":"x"},"component":[{"code":{"text":"y"},"valueString":"a","dataAbsentReason":{"text":"n/a"}}]}`, "Observation.component[0]", "obs-6"},
 		{"not R4", `{"resourceType":"Patient","animal":{"species":{"text":"dog"}}}`, "Patient.animal", "not FHIR R4"},
 	}
 	for _, c := range cases {

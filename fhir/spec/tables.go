@@ -176,7 +176,7 @@ var types = [...]Type{
 		{"modifierExtension", "AdverseEvent.suspectEntity.causality.modifierExtension", "Extension", 0, -1, NoBinding, "", nil},
 		{"productRelatedness", "AdverseEvent.suspectEntity.causality.productRelatedness", "string", 0, 1, NoBinding, "", nil},
 	}},
-	{Name: "Age", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Age", Kind: Complex, Abstract: false, Invariants: []string{"ele-1", "qty-3"}, Elements: []Element{
 		{"code", "Age.code", "code", 0, 1, NoBinding, "", nil},
 		{"comparator", "Age.comparator", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/quantity-comparator", nil},
 		{"extension", "Age.extension", "Extension", 0, -1, NoBinding, "", nil},
@@ -295,7 +295,7 @@ var types = [...]Type{
 		{"start", "AppointmentResponse.start", "instant", 0, 1, NoBinding, "", nil},
 		{"text", "AppointmentResponse.text", "Narrative", 0, 1, NoBinding, "", nil},
 	}},
-	{Name: "Attachment", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Attachment", Kind: Complex, Abstract: false, Invariants: []string{"att-1", "ele-1"}, Elements: []Element{
 		{"contentType", "Attachment.contentType", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/mimetypes", nil},
 		{"creation", "Attachment.creation", "dateTime", 0, 1, NoBinding, "", nil},
 		{"data", "Attachment.data", "base64Binary", 0, 1, NoBinding, "", nil},
@@ -1816,7 +1816,7 @@ var types = [...]Type{
 		{"name", "ContactDetail.name", "string", 0, 1, NoBinding, "", nil},
 		{"telecom", "ContactDetail.telecom", "ContactPoint", 0, -1, NoBinding, "", nil},
 	}},
-	{Name: "ContactPoint", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "ContactPoint", Kind: Complex, Abstract: false, Invariants: []string{"cpt-2", "ele-1"}, Elements: []Element{
 		{"extension", "ContactPoint.extension", "Extension", 0, -1, NoBinding, "", nil},
 		{"id", "ContactPoint.id", "string", 0, 1, NoBinding, "", nil},
 		{"period", "ContactPoint.period", "Period", 0, 1, NoBinding, "", nil},
@@ -2066,7 +2066,7 @@ var types = [...]Type{
 		{"name", "Contributor.name", "string", 1, 1, NoBinding, "", nil},
 		{"type", "Contributor.type", "code", 1, 1, Required, "http://hl7.org/fhir/ValueSet/contributor-type", nil},
 	}},
-	{Name: "Count", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Count", Kind: Complex, Abstract: false, Invariants: []string{"ele-1", "qty-3"}, Elements: []Element{
 		{"code", "Count.code", "code", 0, 1, NoBinding, "", nil},
 		{"comparator", "Count.comparator", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/quantity-comparator", nil},
 		{"extension", "Count.extension", "Extension", 0, -1, NoBinding, "", nil},
@@ -2626,7 +2626,7 @@ var types = [...]Type{
 		{"link", "DiagnosticReport.media.link", "Reference", 1, 1, NoBinding, "", []string{"Media"}},
 		{"modifierExtension", "DiagnosticReport.media.modifierExtension", "Extension", 0, -1, NoBinding, "", nil},
 	}},
-	{Name: "Distance", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Distance", Kind: Complex, Abstract: false, Invariants: []string{"ele-1", "qty-3"}, Elements: []Element{
 		{"code", "Distance.code", "code", 0, 1, NoBinding, "", nil},
 		{"comparator", "Distance.comparator", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/quantity-comparator", nil},
 		{"extension", "Distance.extension", "Extension", 0, -1, NoBinding, "", nil},
@@ -2755,7 +2755,7 @@ var types = [...]Type{
 		{"rateRatio", "Dosage.doseAndRate.rate[x]", "Ratio", 0, 1, NoBinding, "", nil},
 		{"type", "Dosage.doseAndRate.type", "CodeableConcept", 0, 1, Example, "http://hl7.org/fhir/ValueSet/dose-rate-type", nil},
 	}},
-	{Name: "Duration", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Duration", Kind: Complex, Abstract: false, Invariants: []string{"ele-1", "qty-3"}, Elements: []Element{
 		{"code", "Duration.code", "code", 0, 1, NoBinding, "", nil},
 		{"comparator", "Duration.comparator", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/quantity-comparator", nil},
 		{"extension", "Duration.extension", "Extension", 0, -1, NoBinding, "", nil},
@@ -6235,7 +6235,7 @@ var types = [...]Type{
 		{"schedule", "NutritionOrder.supplement.schedule", "Timing", 0, -1, NoBinding, "", nil},
 		{"type", "NutritionOrder.supplement.type", "CodeableConcept", 0, 1, Example, "http://hl7.org/fhir/ValueSet/supplement-type", nil},
 	}},
-	{Name: "Observation", Kind: Resource, Abstract: false, Invariants: []string{"dom-2", "dom-3", "dom-4", "dom-5", "dom-6"}, Elements: []Element{
+	{Name: "Observation", Kind: Resource, Abstract: false, Invariants: []string{"dom-2", "dom-3", "dom-4", "dom-5", "dom-6", "obs-6"}, Elements: []Element{
 		{"basedOn", "Observation.basedOn", "Reference", 0, -1, NoBinding, "", []string{"CarePlan", "DeviceRequest", "ImmunizationRecommendation", "MedicationRequest", "NutritionOrder", "ServiceRequest"}},
 		{"bodySite", "Observation.bodySite", "CodeableConcept", 0, 1, Example, "http://hl7.org/fhir/ValueSet/body-site", nil},
 		{"category", "Observation.category", "CodeableConcept", 0, -1, Preferred, "http://hl7.org/fhir/ValueSet/observation-category", nil},
@@ -6615,7 +6615,7 @@ var types = [...]Type{
 		{"modifierExtension", "Patient.communication.modifierExtension", "Extension", 0, -1, NoBinding, "", nil},
 		{"preferred", "Patient.communication.preferred", "boolean", 0, 1, NoBinding, "", nil},
 	}},
-	{Name: "Patient.contact", Kind: Backbone, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Patient.contact", Kind: Backbone, Abstract: false, Invariants: []string{"ele-1", "pat-1"}, Elements: []Element{
 		{"address", "Patient.contact.address", "Address", 0, 1, NoBinding, "", nil},
 		{"extension", "Patient.contact.extension", "Extension", 0, -1, NoBinding, "", nil},
 		{"gender", "Patient.contact.gender", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/administrative-gender", nil},
@@ -6703,7 +6703,7 @@ var types = [...]Type{
 		{"text", "PaymentReconciliation.processNote.text", "string", 0, 1, NoBinding, "", nil},
 		{"type", "PaymentReconciliation.processNote.type", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/note-type", nil},
 	}},
-	{Name: "Period", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Period", Kind: Complex, Abstract: false, Invariants: []string{"ele-1", "per-1"}, Elements: []Element{
 		{"end", "Period.end", "dateTime", 0, 1, NoBinding, "", nil},
 		{"extension", "Period.extension", "Extension", 0, -1, NoBinding, "", nil},
 		{"id", "Period.id", "string", 0, 1, NoBinding, "", nil},
@@ -7068,7 +7068,7 @@ var types = [...]Type{
 		{"role", "Provenance.entity.role", "code", 1, 1, Required, "http://hl7.org/fhir/ValueSet/provenance-entity-role", nil},
 		{"what", "Provenance.entity.what", "Reference", 1, 1, NoBinding, "", nil},
 	}},
-	{Name: "Quantity", Kind: Complex, Abstract: false, Invariants: []string{"ele-1"}, Elements: []Element{
+	{Name: "Quantity", Kind: Complex, Abstract: false, Invariants: []string{"ele-1", "qty-3"}, Elements: []Element{
 		{"code", "Quantity.code", "code", 0, 1, NoBinding, "", nil},
 		{"comparator", "Quantity.comparator", "code", 0, 1, Required, "http://hl7.org/fhir/ValueSet/quantity-comparator", nil},
 		{"extension", "Quantity.extension", "Extension", 0, -1, NoBinding, "", nil},

@@ -114,7 +114,7 @@ var implemented = map[string]bool{
 	"ele-1": true, "dom-2": true, "dom-3": true, "dom-4": true, "dom-5": true, "dom-6": true,
 	"bdl-1": true, "bdl-2": true, "bdl-3": true, "bdl-4": true, "bdl-5": true, "bdl-7": true,
 	"bdl-8": true, "bdl-9": true, "bdl-10": true, "bdl-11": true, "bdl-12": true, "ref-1": true,
-	"ext-1": true, "ras-2": true,
+	"ext-1": true, "ras-2": true, "obs-6": true, "qty-3": true, "cpt-2": true, "per-1": true, "att-1": true, "pat-1": true,
 }
 
 // grammarBased lists code systems whose codes follow a grammar, so any
