@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/client"
+)
+
+// TestServePostgres runs two `acds serve` replicas on one PostgreSQL
+// (--store postgres://…): a request accepted by one is readable and
+// completed through the other. Skipped without ACDS_TEST_POSTGRES.
+func TestServePostgres(t *testing.T) {
+	base := os.Getenv("ACDS_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("ACDS_TEST_POSTGRES is not set")
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Skip("ACDS_TEST_POSTGRES is not a postgres:// URL")
+	}
+	var rb [8]byte
+	_, _ = rand.Read(rb[:])
+	schema := "acds_serve_test_" + hex.EncodeToString(rb[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := pgx.Connect(ctx, base); err == nil {
+			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			conn.Close(ctx)
+		}
+	})
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	dsn := u.String()
+
+	dir := t.TempDir() // shared: both replicas are the same installation (same enclave chain)
+	baseA, logsA, stopA := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir, "--store", dsn)
+	baseB, _, stopB := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir, "--store", dsn)
+	a, _ := client.New(baseA, nil)
+	sess, err := a.Anon(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = a.WithToken(sess.Token)
+	b, _ := client.New(baseB, &client.Options{Token: sess.Token, PollInterval: 50 * time.Millisecond})
+	in := json.RawMessage(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:5a8e7f1c-4a4b-4d9e-9c1e-1b2a3c4d5e6f","resource":{"resourceType":"Patient","id":"p1"}}]}`)
+	acc, err := a.Process(ctx, acds.ProcessRequest{Bundle: in, OutputFormat: acds.OutputFHIRR4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := b.Wait(ctx, acc.RequestID)
+	if err != nil || rec.Status != acds.StatusCompleted {
+		t.Fatalf("through replica B: %+v %v", rec, err)
+	}
+	if strings.Contains(logsA.String(), dsn) {
+		t.Errorf("the logs contain the store DSN")
+	}
+	if stopA() != 0 || stopB() != 0 {
+		t.Fatal("a replica did not stop cleanly")
+	}
+}
