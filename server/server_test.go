@@ -548,3 +548,23 @@ func ExampleServer() {
 	fmt.Println(resp.StatusCode, h.Status, h.Version)
 	// Output: 200 healthy 0.1.0
 }
+
+type panickyVerifier struct{}
+
+func (panickyVerifier) Verify(context.Context, []byte, []byte) (*acds.VerifyResponse, error) {
+	panic("verifier bug")
+}
+
+// A panic in a handler's dependency is a 500 internal problem, not a
+// dropped connection, and does not take the server down.
+func TestHandlerPanicIsInternalProblem(t *testing.T) {
+	h := newHarness(t, func(c *server.Config) { c.Verifier = panickyVerifier{} })
+	resp, b := h.do("POST", "/v1/verify", "", `{"bundle":"aGVsbG8="}`)
+	p := wantProblem(t, resp, b, acds.ProblemInternal)
+	if strings.Contains(p.Detail, "verifier bug") {
+		t.Errorf("panic value leaked: %q", p.Detail)
+	}
+	if resp, _ := h.do("GET", "/v1/health", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("server down after a panic: %d", resp.StatusCode)
+	}
+}
