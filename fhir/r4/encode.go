@@ -28,6 +28,19 @@ func (e *encoder) key(k string) {
 
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
+// reserve makes room before each object is written, doubling the buffer
+// when less than 4 KiB is free. Doubling keeps the memory allocated on the
+// way to the final size below twice that size (append alone grows large
+// slices by a quarter, allocating about five times the final size).
+func (e *encoder) reserve() {
+	if cap(e.buf)-len(e.buf) >= 4096 {
+		return
+	}
+	nb := make([]byte, len(e.buf), 2*cap(e.buf)+4096)
+	copy(nb, e.buf)
+	e.buf = nb
+}
+
 func (e *encoder) plainString(k, v string) {
 	if v == "" {
 		return
@@ -122,6 +135,7 @@ func (e *encoder) resource(k string, r Resource) {
 	if r == nil {
 		return
 	}
+	e.reserve()
 	e.key(k)
 	e.buf = append(e.buf, '{')
 	r.encodeMembers(e)
@@ -134,6 +148,7 @@ func (e *encoder) resources(k string, rs []Resource) {
 		if r == nil {
 			continue
 		}
+		e.reserve()
 		if n == 0 {
 			e.key(k)
 			e.buf = append(e.buf, '[')
@@ -157,6 +172,7 @@ func encodeObject[T any, P interface {
 	if x == nil {
 		return
 	}
+	e.reserve()
 	mark := len(e.buf)
 	e.key(k)
 	e.buf = append(e.buf, '{')
@@ -179,6 +195,7 @@ func encodeObjects[T any, P interface {
 	e.key(k)
 	e.buf = append(e.buf, '[')
 	for i := range s {
+		e.reserve()
 		elem := len(e.buf)
 		if e.buf[elem-1] != '[' {
 			e.buf = append(e.buf, ',')
