@@ -42,8 +42,12 @@
 //     capped at 256 KiB. Memory per session is bounded: two record
 //     buffers, the handshake records and a queue of at most 32 records
 //     waiting to be hashed.
-//  3. When one side ends the stream, the notary half-closes the other
-//     side and gives it Config.DrainTimeout to finish. The whole tunnel
+//  3. When one side ends the stream (FIN, or a reset at a record
+//     boundary, which many servers send instead), the notary half-closes
+//     the other side and gives it Config.DrainTimeout to finish. A stream
+//     that ends inside a record is a truncation: the session is not
+//     notarized. Records that arrive after their receiver has gone are
+//     still recorded, as seen from their sender, but not forwarded. The whole tunnel
 //     is bounded by Config.SessionTimeout and Config.MaxSessionBytes.
 //  4. The prover then POSTs a FinalizeRequest to
 //     /v1/sessions/{id}/finalize (FinalizePath): for TLS 1.3 the server

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/acds-project/acds/mpctls"
@@ -132,10 +133,10 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 	}
 	res := make(chan result, 2)
 	go func() {
-		res <- result{mpctls.ClientToServer, s.pump(mpctls.ClientToServer, bufio.NewReaderSize(clientR, 32<<10), server, acc)}
+		res <- result{mpctls.ClientToServer, s.pump(mpctls.ClientToServer, bufio.NewReaderSize(resetAsEOF{clientR}, 32<<10), server, acc)}
 	}()
 	go func() {
-		res <- result{mpctls.ServerToClient, s.pump(mpctls.ServerToClient, bufio.NewReaderSize(server, 32<<10), client, acc)}
+		res <- result{mpctls.ServerToClient, s.pump(mpctls.ServerToClient, bufio.NewReaderSize(resetAsEOF{server}, 32<<10), client, acc)}
 	}()
 	first := <-res
 	if first.err != nil {
@@ -170,6 +171,7 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 // source ended cleanly at a record boundary.
 func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc chan<- mpctls.Record) error {
 	rr := mpctls.NewRecordReader(src, dir)
+	dstGone := false
 	for {
 		rec, err := rr.Next()
 		if err != nil {
@@ -189,14 +191,39 @@ func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc ch
 		if err := s.admit(rec); err != nil {
 			return err
 		}
-		if _, err := dst.Write(rec.Raw); err != nil {
-			if isTimeout(err) {
-				return fmt.Errorf("%w: %s direction timed out: %w", ErrLimit, dir, err)
+		if !dstGone {
+			if _, err := dst.Write(rec.Raw); err != nil {
+				switch {
+				case isTimeout(err):
+					return fmt.Errorf("%w: %s direction timed out: %w", ErrLimit, dir, err)
+				case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET):
+					// The receiver is gone (a server that reset after its
+					// last response, a prover that closed). The record was
+					// still seen coming from its sender, so it stays in the
+					// transcript; the rest of this direction is read and
+					// recorded but no longer forwarded.
+					dstGone = true
+				default:
+					return fmt.Errorf("notary: relaying %s record %d: %w", dir, rec.Seq, err)
+				}
 			}
-			return fmt.Errorf("notary: relaying %s record %d: %w", dir, rec.Seq, err)
 		}
 		acc <- rec
 	}
+}
+
+// resetAsEOF reports a connection reset as the end of the stream. Servers
+// (and load balancers) often reset instead of closing; what matters to the
+// transcript is whether the stream ended at a record boundary, which the
+// record reader decides: a reset inside a record is still a truncation.
+type resetAsEOF struct{ r io.Reader }
+
+func (r resetAsEOF) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && errors.Is(err, syscall.ECONNRESET) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 func isTimeout(err error) bool {
