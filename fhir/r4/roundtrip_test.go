@@ -187,3 +187,42 @@ func TestRoundTripSharedBundles(t *testing.T) {
 		})
 	}
 }
+
+// TestValidatorCasesDecode checks decoding against the HL7 reference
+// validator's verdicts (../shared/testdata/fhir-validator-cases): every case
+// it finds free of errors decodes and round-trips, and a decode failure only
+// happens on a case where it reports errors.
+func TestValidatorCasesDecode(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "..", "shared", "testdata", "fhir-validator-cases")
+	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Skipf("validator cases absent: %v", err)
+	}
+	var cases []struct {
+		File           string `json:"file"`
+		ExpectedErrors int    `json:"expectedErrors"`
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, c := range cases {
+		data, err := os.ReadFile(filepath.Join(dir, c.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r4.Unmarshal(data)
+		switch {
+		case err != nil && c.ExpectedErrors == 0:
+			t.Errorf("%s: the reference validator accepts it, decode fails: %v", c.File, err)
+		case err != nil:
+			failed++
+			t.Logf("%s: rejected (reference validator: %d errors): %v", c.File, c.ExpectedErrors, err)
+		case c.ExpectedErrors == 0:
+			if d := roundTrip(data); d != "" {
+				t.Errorf("%s: %s", c.File, d)
+			}
+		}
+	}
+	t.Logf("%d cases, %d rejected by decoding", len(cases), failed)
+}
