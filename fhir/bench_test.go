@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -43,12 +44,14 @@ func BenchmarkPipeline(b *testing.B) {
 	for range b.N {
 		for _, d := range data {
 			b.StopTimer()
+			runtime.GC() // each side starts from a clean heap and pays for its own garbage
 			start := time.Now()
 			var v any
 			if err := json.Unmarshal(d, &v); err != nil {
 				b.Fatal(err)
 			}
 			baseline += time.Since(start)
+			runtime.GC()
 			b.StartTimer()
 			if _, err := Process(d, opts); err != nil {
 				b.Fatal(err)

@@ -251,7 +251,7 @@ func (d *deidentifier) value(v *node, e *spec.Element, pt *spec.Type) bool {
 		// Identifier.assigner names an organisation: keep only a resolvable reference.
 		return d.complex(v, spec.Lookup("Reference"))
 	}
-	return d.complex(v, spec.Lookup(e.Type))
+	return d.complex(v, e.TypeDef())
 }
 
 func (d *deidentifier) address(v *node) bool {

@@ -313,6 +313,8 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 		return
 	}
 	var seenChoice []string
+	var presentBuf [8]string
+	present := presentBuf[:0] // paths of required elements found
 	var seen dupCheck
 	for i := range n.kids {
 		m := &n.kids[i]
@@ -327,6 +329,9 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 			continue // validating it again would only repeat findings
 		}
 		if len(k) > 1 && k[0] == '_' {
+			if be := t.Element(k[1:]); be != nil && be.Min > 0 {
+				present = append(present, be.Path)
+			}
 			v.primitiveExt(n, m, t)
 			continue
 		}
@@ -334,6 +339,9 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 		if e == nil {
 			v.unknown(k, t)
 			continue
+		}
+		if e.Min > 0 {
+			present = append(present, e.Path)
 		}
 		if strings.HasSuffix(e.Path, "[x]") {
 			for _, p := range seenChoice {
@@ -347,16 +355,16 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 		}
 		v.member(n, m, e)
 	}
-	// Required elements.
-	for i := range t.Elements {
-		e := &t.Elements[i]
-		if e.Min == 0 || (i > 0 && t.Elements[i-1].Path == e.Path) {
-			continue
+	// Required elements (in the base R4 definitions a minimum is at most 1).
+required:
+	for _, path := range t.Required {
+		for _, p := range present {
+			if p == path {
+				continue required
+			}
 		}
-		if !hasElement(n, t, e.Path) {
-			name := e.Path[strings.LastIndexByte(e.Path, '.')+1:]
-			v.errorf("required", "%s: minimum required = %d, but only found 0", t.Name+"."+name, e.Min)
-		}
+		name := path[strings.LastIndexByte(path, '.')+1:]
+		v.errorf("required", "%s: minimum required = 1, but only found 0", t.Name+"."+name)
 	}
 	switch t.Name {
 	case "Attachment":
@@ -397,21 +405,6 @@ func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
 			v.errorf("invariant", "ext-1: an extension must have either extensions or value[x], not both")
 		}
 	}
-}
-
-// hasElement reports whether n holds any property for the element path
-// (any choice variant, or only its primitive extension).
-func hasElement(n *node, t *spec.Type, path string) bool {
-	for i := range n.kids {
-		k := n.kids[i].key
-		if len(k) > 1 && k[0] == '_' {
-			k = k[1:]
-		}
-		if e := t.Element(k); e != nil && e.Path == path {
-			return true
-		}
-	}
-	return false
 }
 
 func (v *validator) unknown(k string, t *spec.Type) {
@@ -536,7 +529,7 @@ func (v *validator) value(n *node, e *spec.Element) {
 		v.resource(n, n.getStr("resourceType"), e.Path == "DomainResource.contained" || strings.HasSuffix(e.Path, ".contained"))
 		return
 	}
-	t := spec.Lookup(e.Type)
+	t := e.TypeDef()
 	if t == nil {
 		v.errorf("structure", "no definition for type %s", e.Type)
 		return

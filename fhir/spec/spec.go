@@ -45,6 +45,7 @@ type Type struct {
 	Kind       Kind      // what sort of type
 	Abstract   bool      // true for Resource, DomainResource, Element, BackboneElement…
 	Invariants []string  // keys of the invariants on this type that the fhir package checks
+	Required   []string  // paths of the elements with a minimum cardinality above 0, sorted
 	Elements   []Element // sorted by Name; nil for primitives
 }
 
@@ -59,6 +60,16 @@ type Element struct {
 	Strength Strength // binding strength; NoBinding when unbound
 	ValueSet string   // canonical URL of the bound value set, without version
 	Targets  []string // resource types a Reference may point to; nil means any
+	typeIdx  int      // index of Type in the tables, -1 when not defined there
+}
+
+// TypeDef returns the definition of the element's type (a resource, data
+// type or backbone type), or nil when the tables hold none.
+func (e *Element) TypeDef() *Type {
+	if e.typeIdx < 0 || e.typeIdx >= len(types) {
+		return nil
+	}
+	return &types[e.typeIdx]
 }
 
 // Code is one member of a value set.

@@ -15,7 +15,10 @@ func TestLookup(t *testing.T) {
 	if g == nil || g.Strength != Required || g.ValueSet != "http://hl7.org/fhir/ValueSet/administrative-gender" {
 		t.Fatalf("Patient.gender: %+v", g)
 	}
-	if c := p.Element("contact"); c == nil || c.Type != "Patient.contact" || c.Max != -1 || Lookup("Patient.contact") == nil {
+	if bd.TypeDef() != Lookup("date") || p.Element("name").TypeDef() != Lookup("HumanName") {
+		t.Fatal("TypeDef does not match Lookup")
+	}
+	if c := p.Element("contact"); c == nil || c.Type != "Patient.contact" || c.Max != -1 || c.TypeDef() != Lookup("Patient.contact") {
 		t.Fatalf("Patient.contact backbone: %+v", c)
 	}
 	if p.Element("value") != nil || p.Element("nonsense") != nil {

@@ -438,6 +438,10 @@ func run(defs, out string) error {
 	sort.Strings(names)
 	buf.WriteString("var types = [...]Type{\n")
 	nElems := 0
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
 	for _, n := range names {
 		t := types[n]
 		sort.SliceStable(t.Elements, func(i, j int) bool { return t.Elements[i].Name < t.Elements[j].Name })
@@ -445,6 +449,16 @@ func run(defs, out string) error {
 		if len(t.Invariants) > 0 {
 			sort.Strings(t.Invariants)
 			fmt.Fprintf(&buf, " Invariants: %#v,", t.Invariants)
+		}
+		var req []string
+		for _, e := range t.Elements {
+			if e.Min > 0 && (len(req) == 0 || req[len(req)-1] != e.Path) {
+				req = append(req, e.Path)
+			}
+		}
+		if len(req) > 0 {
+			sort.Strings(req)
+			fmt.Fprintf(&buf, " Required: %#v,", req)
 		}
 		if len(t.Elements) > 0 {
 			buf.WriteString(" Elements: []Element{\n")
@@ -456,7 +470,11 @@ func run(defs, out string) error {
 				} else {
 					buf.WriteString("nil")
 				}
-				buf.WriteString("},\n")
+				ti, ok := index[e.Type]
+				if !ok {
+					ti = -1
+				}
+				fmt.Fprintf(&buf, ", %d},\n", ti)
 			}
 			buf.WriteString("}")
 		}
