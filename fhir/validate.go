@@ -820,7 +820,7 @@ func looksLikeHTML(s string) bool {
 		return false
 	}
 	l := strings.ToLower(s[i:])
-	for _, t := range []string{"<script", "<iframe", "<img", "<object", "<embed", "<a ", "<form", "<style", "<svg", "<link", "<meta"} {
+	for _, t := range []string{"<script", "<iframe", "<img ", "<object", "<embed", "<a href", "<form", "<style", "<svg", "<link ", "<meta ", "javascript:"} {
 		if strings.Contains(l, t) {
 			return true
 		}

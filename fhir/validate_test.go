@@ -161,6 +161,10 @@ func TestValidateFindings(t *testing.T) {
 }
 
 func TestValidateAcceptsGoodResource(t *testing.T) {
+	// Text with a "<" that is not markup is fine.
+	if o := Validate([]byte(`{"resourceType":"Patient","name":[{"text":"pain <a few days, x<y"}]}`)); o.HasErrors() {
+		t.Fatalf("unexpected errors: %v", o.Issues)
+	}
 	o := Validate([]byte(`{"resourceType":"Patient","id":"p1","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"},
 		"name":[{"family":"Chalmers","given":["Peter",null],"_given":[null,{"extension":[{"url":"http://example.org/x","valueString":"y"}]}]}],
 		"gender":"male","birthDate":"1974-12-25","_birthDate":{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/patient-birthTime","valueDateTime":"1974-12-25T14:35:45-05:00"}]}}`))
