@@ -126,16 +126,74 @@ func (d *deidentifier) object(n *node, t *spec.Type) {
 			n.set(name, maskedExt())
 		}
 	}
-	// A masked primitive leaves its "_x" companion: keep only those whose
-	// value remains, or that mark it masked.
+	alignPrimitiveArrays(n)
 	if t.Name == "Reference" {
 		d.reference(n)
 	}
 }
 
+// alignPrimitiveArrays repairs primitive arrays and their "_x" companions
+// after items were removed: companions whose length no longer matches are
+// dropped, and nulls left without a companion entry are removed, so the
+// output keeps FHIR's alignment rule.
+func alignPrimitiveArrays(n *node) {
+	for i := range n.kids {
+		m := &n.kids[i]
+		if len(m.key) < 2 || m.key[0] != '_' || m.val.kind != kArray {
+			continue
+		}
+		if base := n.get(m.key[1:]); base == nil || base.kind != kArray || len(base.kids) != len(m.val.kids) {
+			m.val = node{} // marked for removal below
+		}
+	}
+	kids := n.kids[:0:0]
+	for _, m := range n.kids {
+		if len(m.key) > 1 && m.key[0] == '_' && m.val.kind == kNull {
+			continue
+		}
+		kids = append(kids, m)
+	}
+	n.kids = kids
+	drop := map[string]bool{}
+	for i := range n.kids {
+		m := &n.kids[i]
+		if m.val.kind != kArray || m.key == "" || m.key[0] == '_' {
+			continue
+		}
+		ext := n.get("_" + m.key)
+		items := m.val.kids[:0:0]
+		for j, it := range m.val.kids {
+			if it.val.kind == kNull && (ext == nil || ext.kids[j].val.kind == kNull) {
+				continue
+			}
+			items = append(items, it)
+		}
+		if len(items) != len(m.val.kids) && ext != nil {
+			// Removing items would misalign the companion: drop it, and
+			// with it the nulls that only held its place.
+			drop["_"+m.key] = true
+			items = items[:0]
+			for _, it := range m.val.kids {
+				if it.val.kind != kNull {
+					items = append(items, it)
+				}
+			}
+		}
+		m.val.kids = items
+	}
+	kids = n.kids[:0:0]
+	for _, m := range n.kids {
+		if drop[m.key] || (m.val.kind == kArray && len(m.val.kids) == 0) {
+			continue
+		}
+		kids = append(kids, m)
+	}
+	n.kids = kids
+}
+
 // values applies f to n, or to each item of array n dropping the items f
-// rejects (a null placeholder keeps primitive arrays aligned with their
-// "_x" companions). It reports whether anything is left.
+// rejects (alignPrimitiveArrays then repairs "_x" companions). It reports
+// whether anything is left.
 func (d *deidentifier) values(n *node, f func(*node) bool) bool {
 	if n.kind != kArray {
 		if n.kind == kNull {

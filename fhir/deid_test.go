@@ -321,3 +321,22 @@ func countRefs(t *testing.T, b []byte, internalOnly bool) int {
 	walk(v)
 	return n
 }
+
+// TestDeidentifyKeepsPrimitiveArraysAligned: removing one item of a
+// primitive array that has a "_x" companion leaves valid FHIR.
+func TestDeidentifyKeepsPrimitiveArraysAligned(t *testing.T) {
+	in := `{"resourceType":"CarePlan","status":"active","intent":"plan","subject":{"reference":"Patient/p"},
+	"instantiatesUri":["http://10.0.0.1/protocol","http://example.org/protocol"],
+	"_instantiatesUri":[null,{"extension":[{"url":"http://example.org/e","valueCode":"x"}]}]}`
+	out, err := Process([]byte(in), testOpts(FormatR4Deidentified))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := Validate(out.JSON); o.HasErrors() {
+		t.Fatalf("invalid output: %v\n%s", o.Issues, out.JSON)
+	}
+	s := string(out.JSON)
+	if strings.Contains(s, "10.0.0.1") || !strings.Contains(s, "http://example.org/protocol") {
+		t.Fatalf("unexpected output: %s", s)
+	}
+}
