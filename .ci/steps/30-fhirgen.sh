@@ -29,5 +29,11 @@ fi
 # Walk coverage test, and the fuzz seed corpus.
 go test -count=1 -run 'RoundTrip|Walk|FuzzUnmarshal' ./fhir/r4/ -args -r4.all
 
-# 4. A short fuzz run of the decoder.
+# 4. The race detector over concurrent decode/walk/encode (needs cgo; the
+# race step installs gcc on a fresh machine, so only run when it is there).
+if command -v gcc >/dev/null 2>&1; then
+  CGO_ENABLED=1 go test -race -count=1 -run 'Concurrent|DecodeErrors|Example' ./fhir/r4/
+fi
+
+# 5. A short fuzz run of the decoder.
 go test -run '^$' -fuzz '^FuzzUnmarshal$' -fuzztime 20s ./fhir/r4/

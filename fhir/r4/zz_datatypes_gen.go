@@ -4,29 +4,29 @@ package r4
 
 // Address is the FHIR R4 data type Address: Base StructureDefinition for Address Type: An address expressed using postal conventions (as opposed to GPS or other location definition formats).
 type Address struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Use is use (0..1). home | work | temp | old | billing - purpose of this address
+	// Use is "use" (0..1): home | work | temp | old | billing - purpose of this address.
 	Use *Code
-	// Type is type (0..1). postal | physical | both
+	// Type is "type" (0..1): postal | physical | both.
 	Type *Code
-	// Text is text (0..1). Text representation of the address
+	// Text is "text" (0..1): Text representation of the address.
 	Text *String
-	// Line is line (0..*). Street name, number, direction & P.O.
+	// Line is "line" (0..*): Street name, number, direction & P.O.
 	Line []String
-	// City is city (0..1). Name of city, town etc.
+	// City is "city" (0..1): Name of city, town etc.
 	City *String
-	// District is district (0..1). District name (aka county)
+	// District is "district" (0..1): District name (aka county).
 	District *String
-	// State is state (0..1). Sub-unit of country (abbreviations ok)
+	// State is "state" (0..1): Sub-unit of country (abbreviations ok).
 	State *String
-	// PostalCode is postalCode (0..1). Postal code for area
+	// PostalCode is "postalCode" (0..1): Postal code for area.
 	PostalCode *String
-	// Country is country (0..1). Country (e.g. can be ISO 3166 2 or 3 letter code)
+	// Country is "country" (0..1): Country (e.g. can be ISO 3166 2 or 3 letter code).
 	Country *String
-	// Period is period (0..1). Time period when address was/is in use
+	// Period is "period" (0..1): Time period when address was/is in use.
 	Period *Period
 }
 
@@ -128,19 +128,19 @@ func (x *Address) UnmarshalJSON(data []byte) error {
 
 // Age is the FHIR R4 data type Age: Base StructureDefinition for Age Type: A duration of time during which an organism (or a process) has existed.
 type Age struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Value is value (0..1). Numerical value (with implicit precision)
+	// Value is "value" (0..1): Numerical value (with implicit precision).
 	Value *Decimal
-	// Comparator is comparator (0..1). < | <= | >= | > - how to understand the value
+	// Comparator is "comparator" (0..1): < | <= | >= | > - how to understand the value.
 	Comparator *Code
-	// Unit is unit (0..1). Unit representation
+	// Unit is "unit" (0..1): Unit representation.
 	Unit *String
-	// System is system (0..1). System that defines coded unit form
+	// System is "system" (0..1): System that defines coded unit form.
 	System *URI
-	// Code is code (0..1). Coded form of the unit
+	// Code is "code" (0..1): Coded form of the unit.
 	Code *Code
 }
 
@@ -211,17 +211,17 @@ func (x *Age) UnmarshalJSON(data []byte) error { *x = Age{}; return unmarshalObj
 
 // Annotation is the FHIR R4 data type Annotation: Base StructureDefinition for Annotation Type: A text note which also contains information about who made the statement and when.
 type Annotation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// AuthorReference is authorReference (0..1). Individual responsible for the annotation
+	// AuthorReference is "authorReference" (author[x] as Reference, 0..1): Individual responsible for the annotation.
 	AuthorReference *Reference
-	// AuthorString is authorString (0..1). Individual responsible for the annotation
+	// AuthorString is "authorString" (author[x] as string, 0..1): Individual responsible for the annotation.
 	AuthorString *String
-	// Time is time (0..1). When the annotation was made
+	// Time is "time" (0..1): When the annotation was made.
 	Time *DateTime
-	// Text is text (1..1). The annotation - text content (as markdown)
+	// Text is "text" (1..1): The annotation - text content (as markdown).
 	Text *Markdown
 }
 
@@ -287,25 +287,25 @@ func (x *Annotation) UnmarshalJSON(data []byte) error {
 
 // Attachment is the FHIR R4 data type Attachment: Base StructureDefinition for Attachment Type: For referring to data content defined in other formats.
 type Attachment struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ContentType is contentType (0..1). Mime type of the content, with charset etc.
+	// ContentType is "contentType" (0..1): Mime type of the content, with charset etc.
 	ContentType *Code
-	// Language is language (0..1). Human language of the content (BCP-47)
+	// Language is "language" (0..1): Human language of the content (BCP-47).
 	Language *Code
-	// Data is data (0..1). Data inline, base64ed
+	// Data is "data" (0..1): Data inline, base64ed.
 	Data *Base64Binary
-	// URL is url (0..1). Uri where the data can be found
+	// URL is "url" (0..1): Uri where the data can be found.
 	URL *URL
-	// Size is size (0..1). Number of bytes of content (if url provided)
+	// Size is "size" (0..1): Number of bytes of content (if url provided).
 	Size *UnsignedInt
-	// Hash is hash (0..1). Hash of the data (sha-1, base64ed)
+	// Hash is "hash" (0..1): Hash of the data (sha-1, base64ed).
 	Hash *Base64Binary
-	// Title is title (0..1). Label to display in place of the data
+	// Title is "title" (0..1): Label to display in place of the data.
 	Title *String
-	// Creation is creation (0..1). Date attachment was first created
+	// Creation is "creation" (0..1): Date attachment was first created.
 	Creation *DateTime
 }
 
@@ -397,13 +397,13 @@ func (x *Attachment) UnmarshalJSON(data []byte) error {
 
 // CodeableConcept is the FHIR R4 data type CodeableConcept: Base StructureDefinition for CodeableConcept Type: A concept that may be defined by a formal reference to a terminology or ontology or may be provided by text.
 type CodeableConcept struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Coding is coding (0..*). Code defined by a terminology system
+	// Coding is "coding" (0..*): Code defined by a terminology system.
 	Coding []Coding
-	// Text is text (0..1). Plain text representation of the concept
+	// Text is "text" (0..1): Plain text representation of the concept.
 	Text *String
 }
 
@@ -457,19 +457,19 @@ func (x *CodeableConcept) UnmarshalJSON(data []byte) error {
 
 // Coding is the FHIR R4 data type Coding: Base StructureDefinition for Coding Type: A reference to a code defined by a terminology system.
 type Coding struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// System is system (0..1). Identity of the terminology system
+	// System is "system" (0..1): Identity of the terminology system.
 	System *URI
-	// Version is version (0..1). Version of the system - if relevant
+	// Version is "version" (0..1): Version of the system - if relevant.
 	Version *String
-	// Code is code (0..1). Symbol in syntax defined by the system
+	// Code is "code" (0..1): Symbol in syntax defined by the system.
 	Code *Code
-	// Display is display (0..1). Representation defined by the system
+	// Display is "display" (0..1): Representation defined by the system.
 	Display *String
-	// UserSelected is userSelected (0..1). If this coding was chosen directly by the user
+	// UserSelected is "userSelected" (0..1): If this coding was chosen directly by the user.
 	UserSelected *Boolean
 }
 
@@ -543,13 +543,13 @@ func (x *Coding) UnmarshalJSON(data []byte) error {
 
 // ContactDetail is the FHIR R4 data type ContactDetail: Base StructureDefinition for ContactDetail Type: Specifies contact information for a person or organization.
 type ContactDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Name is name (0..1). Name of an individual to contact
+	// Name is "name" (0..1): Name of an individual to contact.
 	Name *String
-	// Telecom is telecom (0..*). Contact details for individual or organization
+	// Telecom is "telecom" (0..*): Contact details for individual or organization.
 	Telecom []ContactPoint
 }
 
@@ -603,19 +603,19 @@ func (x *ContactDetail) UnmarshalJSON(data []byte) error {
 
 // ContactPoint is the FHIR R4 data type ContactPoint: Base StructureDefinition for ContactPoint Type: Details for all kinds of technology mediated contact points for a person or organization, including telephone, email, etc.
 type ContactPoint struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// System is system (0..1). phone | fax | email | pager | url | sms | other
+	// System is "system" (0..1): phone | fax | email | pager | url | sms | other.
 	System *Code
-	// Value is value (0..1). The actual contact point details
+	// Value is "value" (0..1): The actual contact point details.
 	Value *String
-	// Use is use (0..1). home | work | temp | old | mobile - purpose of this contact point
+	// Use is "use" (0..1): home | work | temp | old | mobile - purpose of this contact point.
 	Use *Code
-	// Rank is rank (0..1). Specify preferred order of use (1 = highest)
+	// Rank is "rank" (0..1): Specify preferred order of use (1 = highest).
 	Rank *PositiveInt
-	// Period is period (0..1). Time period when the contact point was/is in use
+	// Period is "period" (0..1): Time period when the contact point was/is in use.
 	Period *Period
 }
 
@@ -687,15 +687,15 @@ func (x *ContactPoint) UnmarshalJSON(data []byte) error {
 
 // Contributor is the FHIR R4 data type Contributor: Base StructureDefinition for Contributor Type: A contributor to the content of a knowledge asset, including authors, editors, reviewers, and endorsers.
 type Contributor struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Type is type (1..1). author | editor | reviewer | endorser
+	// Type is "type" (1..1): author | editor | reviewer | endorser.
 	Type *Code
-	// Name is name (1..1). Who contributed the content
+	// Name is "name" (1..1): Who contributed the content.
 	Name *String
-	// Contact is contact (0..*). Contact details of the contributor
+	// Contact is "contact" (0..*): Contact details of the contributor.
 	Contact []ContactDetail
 }
 
@@ -755,19 +755,19 @@ func (x *Contributor) UnmarshalJSON(data []byte) error {
 
 // Count is the FHIR R4 data type Count: Base StructureDefinition for Count Type: A measured amount (or an amount that can potentially be measured).
 type Count struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Value is value (0..1). Numerical value (with implicit precision)
+	// Value is "value" (0..1): Numerical value (with implicit precision).
 	Value *Decimal
-	// Comparator is comparator (0..1). < | <= | >= | > - how to understand the value
+	// Comparator is "comparator" (0..1): < | <= | >= | > - how to understand the value.
 	Comparator *Code
-	// Unit is unit (0..1). Unit representation
+	// Unit is "unit" (0..1): Unit representation.
 	Unit *String
-	// System is system (0..1). System that defines coded unit form
+	// System is "system" (0..1): System that defines coded unit form.
 	System *URI
-	// Code is code (0..1). Coded form of the unit
+	// Code is "code" (0..1): Coded form of the unit.
 	Code *Code
 }
 
@@ -841,27 +841,27 @@ func (x *Count) UnmarshalJSON(data []byte) error {
 
 // DataRequirement is the FHIR R4 data type DataRequirement: Base StructureDefinition for DataRequirement Type: Describes a required data item for evaluation in terms of the type of data, and optional code or date-based filters of the data.
 type DataRequirement struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Type is type (1..1). The type of the required data
+	// Type is "type" (1..1): The type of the required data.
 	Type *Code
-	// Profile is profile (0..*). The profile of the required data
+	// Profile is "profile" (0..*): The profile of the required data.
 	Profile []Canonical
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). E.g.
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): E.g.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). E.g.
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): E.g.
 	SubjectReference *Reference
-	// MustSupport is mustSupport (0..*). Indicates specific structure elements that are referenced by the knowledge module
+	// MustSupport is "mustSupport" (0..*): Indicates specific structure elements that are referenced by the knowledge module.
 	MustSupport []String
-	// CodeFilter is codeFilter (0..*). What codes are expected
+	// CodeFilter is "codeFilter" (0..*): What codes are expected.
 	CodeFilter []DataRequirementCodeFilter
-	// DateFilter is dateFilter (0..*). What dates/date ranges are expected
+	// DateFilter is "dateFilter" (0..*): What dates/date ranges are expected.
 	DateFilter []DataRequirementDateFilter
-	// Limit is limit (0..1). Number of results
+	// Limit is "limit" (0..1): Number of results.
 	Limit *PositiveInt
-	// Sort is sort (0..*). Order of the results
+	// Sort is "sort" (0..*): Order of the results.
 	Sort []DataRequirementSort
 }
 
@@ -949,17 +949,17 @@ func (x *DataRequirement) UnmarshalJSON(data []byte) error {
 
 // DataRequirementCodeFilter is the backbone element DataRequirement.codeFilter: What codes are expected
 type DataRequirementCodeFilter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Path is path (0..1). A code-valued attribute to filter on
+	// Path is "path" (0..1): A code-valued attribute to filter on.
 	Path *String
-	// SearchParam is searchParam (0..1). A coded (token) parameter to search on
+	// SearchParam is "searchParam" (0..1): A coded (token) parameter to search on.
 	SearchParam *String
-	// ValueSet is valueSet (0..1). Valueset for the filter
+	// ValueSet is "valueSet" (0..1): Valueset for the filter.
 	ValueSet *Canonical
-	// Code is code (0..*). What code is expected
+	// Code is "code" (0..*): What code is expected.
 	Code []Coding
 }
 
@@ -1025,19 +1025,19 @@ func (x *DataRequirementCodeFilter) UnmarshalJSON(data []byte) error {
 
 // DataRequirementDateFilter is the backbone element DataRequirement.dateFilter: What dates/date ranges are expected
 type DataRequirementDateFilter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Path is path (0..1). A date-valued attribute to filter on
+	// Path is "path" (0..1): A date-valued attribute to filter on.
 	Path *String
-	// SearchParam is searchParam (0..1). A date valued parameter to search on
+	// SearchParam is "searchParam" (0..1): A date valued parameter to search on.
 	SearchParam *String
-	// ValueDateTime is valueDateTime (0..1). The value of the filter, as a Period, DateTime, or Duration value
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 0..1): The value of the filter, as a Period, DateTime, or Duration value.
 	ValueDateTime *DateTime
-	// ValuePeriod is valuePeriod (0..1). The value of the filter, as a Period, DateTime, or Duration value
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 0..1): The value of the filter, as a Period, DateTime, or Duration value.
 	ValuePeriod *Period
-	// ValueDuration is valueDuration (0..1). The value of the filter, as a Period, DateTime, or Duration value
+	// ValueDuration is "valueDuration" (value[x] as Duration, 0..1): The value of the filter, as a Period, DateTime, or Duration value.
 	ValueDuration *Duration
 }
 
@@ -1107,13 +1107,13 @@ func (x *DataRequirementDateFilter) UnmarshalJSON(data []byte) error {
 
 // DataRequirementSort is the backbone element DataRequirement.sort: Order of the results
 type DataRequirementSort struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Path is path (1..1). The name of the attribute to perform the sort
+	// Path is "path" (1..1): The name of the attribute to perform the sort.
 	Path *String
-	// Direction is direction (1..1). ascending | descending
+	// Direction is "direction" (1..1): ascending | descending.
 	Direction *Code
 }
 
@@ -1169,19 +1169,19 @@ func (x *DataRequirementSort) UnmarshalJSON(data []byte) error {
 
 // Distance is the FHIR R4 data type Distance: Base StructureDefinition for Distance Type: A length - a value with a unit that is a physical distance.
 type Distance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Value is value (0..1). Numerical value (with implicit precision)
+	// Value is "value" (0..1): Numerical value (with implicit precision).
 	Value *Decimal
-	// Comparator is comparator (0..1). < | <= | >= | > - how to understand the value
+	// Comparator is "comparator" (0..1): < | <= | >= | > - how to understand the value.
 	Comparator *Code
-	// Unit is unit (0..1). Unit representation
+	// Unit is "unit" (0..1): Unit representation.
 	Unit *String
-	// System is system (0..1). System that defines coded unit form
+	// System is "system" (0..1): System that defines coded unit form.
 	System *URI
-	// Code is code (0..1). Coded form of the unit
+	// Code is "code" (0..1): Coded form of the unit.
 	Code *Code
 }
 
@@ -1255,39 +1255,39 @@ func (x *Distance) UnmarshalJSON(data []byte) error {
 
 // Dosage is the FHIR R4 data type Dosage: Base StructureDefinition for Dosage Type: Indicates how the medication is/was taken or should be taken by the patient.
 type Dosage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (0..1). The order of the dosage instructions
+	// Sequence is "sequence" (0..1): The order of the dosage instructions.
 	Sequence *Integer
-	// Text is text (0..1). Free text dosage instructions e.g. SIG
+	// Text is "text" (0..1): Free text dosage instructions e.g. SIG.
 	Text *String
-	// AdditionalInstruction is additionalInstruction (0..*). Supplemental instruction or warnings to the patient - e.g. "with meals", "may cause drowsiness"
+	// AdditionalInstruction is "additionalInstruction" (0..*): Supplemental instruction or warnings to the patient - e.g. "with meals", "may cause drowsiness".
 	AdditionalInstruction []CodeableConcept
-	// PatientInstruction is patientInstruction (0..1). Patient or consumer oriented instructions
+	// PatientInstruction is "patientInstruction" (0..1): Patient or consumer oriented instructions.
 	PatientInstruction *String
-	// Timing is timing (0..1). When medication should be administered
+	// Timing is "timing" (0..1): When medication should be administered.
 	Timing *Timing
-	// AsNeededBoolean is asNeededBoolean (0..1). Take "as needed" (for x)
+	// AsNeededBoolean is "asNeededBoolean" (asNeeded[x] as boolean, 0..1): Take "as needed" (for x).
 	AsNeededBoolean *Boolean
-	// AsNeededCodeableConcept is asNeededCodeableConcept (0..1). Take "as needed" (for x)
+	// AsNeededCodeableConcept is "asNeededCodeableConcept" (asNeeded[x] as CodeableConcept, 0..1): Take "as needed" (for x).
 	AsNeededCodeableConcept *CodeableConcept
-	// Site is site (0..1). Body site to administer to
+	// Site is "site" (0..1): Body site to administer to.
 	Site *CodeableConcept
-	// Route is route (0..1). How drug should enter body
+	// Route is "route" (0..1): How drug should enter body.
 	Route *CodeableConcept
-	// Method is method (0..1). Technique for administering medication
+	// Method is "method" (0..1): Technique for administering medication.
 	Method *CodeableConcept
-	// DoseAndRate is doseAndRate (0..*). Amount of medication administered
+	// DoseAndRate is "doseAndRate" (0..*): Amount of medication administered.
 	DoseAndRate []DosageDoseAndRate
-	// MaxDosePerPeriod is maxDosePerPeriod (0..1). Upper limit on medication per unit of time
+	// MaxDosePerPeriod is "maxDosePerPeriod" (0..1): Upper limit on medication per unit of time.
 	MaxDosePerPeriod *Ratio
-	// MaxDosePerAdministration is maxDosePerAdministration (0..1). Upper limit on medication per administration
+	// MaxDosePerAdministration is "maxDosePerAdministration" (0..1): Upper limit on medication per administration.
 	MaxDosePerAdministration *Quantity
-	// MaxDosePerLifetime is maxDosePerLifetime (0..1). Upper limit on medication per lifetime of the patient
+	// MaxDosePerLifetime is "maxDosePerLifetime" (0..1): Upper limit on medication per lifetime of the patient.
 	MaxDosePerLifetime *Quantity
 }
 
@@ -1399,21 +1399,21 @@ func (x *Dosage) UnmarshalJSON(data []byte) error {
 
 // DosageDoseAndRate is the backbone element Dosage.doseAndRate: Amount of medication administered
 type DosageDoseAndRate struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Type is type (0..1). The kind of dose or rate specified
+	// Type is "type" (0..1): The kind of dose or rate specified.
 	Type *CodeableConcept
-	// DoseRange is doseRange (0..1). Amount of medication per dose
+	// DoseRange is "doseRange" (dose[x] as Range, 0..1): Amount of medication per dose.
 	DoseRange *Range
-	// DoseQuantity is doseQuantity (0..1). Amount of medication per dose
+	// DoseQuantity is "doseQuantity" (dose[x] as Quantity, 0..1): Amount of medication per dose.
 	DoseQuantity *Quantity
-	// RateRatio is rateRatio (0..1). Amount of medication per unit of time
+	// RateRatio is "rateRatio" (rate[x] as Ratio, 0..1): Amount of medication per unit of time.
 	RateRatio *Ratio
-	// RateRange is rateRange (0..1). Amount of medication per unit of time
+	// RateRange is "rateRange" (rate[x] as Range, 0..1): Amount of medication per unit of time.
 	RateRange *Range
-	// RateQuantity is rateQuantity (0..1). Amount of medication per unit of time
+	// RateQuantity is "rateQuantity" (rate[x] as Quantity, 0..1): Amount of medication per unit of time.
 	RateQuantity *Quantity
 }
 
@@ -1481,19 +1481,19 @@ func (x *DosageDoseAndRate) UnmarshalJSON(data []byte) error {
 
 // Duration is the FHIR R4 data type Duration: Base StructureDefinition for Duration Type: A length of time.
 type Duration struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Value is value (0..1). Numerical value (with implicit precision)
+	// Value is "value" (0..1): Numerical value (with implicit precision).
 	Value *Decimal
-	// Comparator is comparator (0..1). < | <= | >= | > - how to understand the value
+	// Comparator is "comparator" (0..1): < | <= | >= | > - how to understand the value.
 	Comparator *Code
-	// Unit is unit (0..1). Unit representation
+	// Unit is "unit" (0..1): Unit representation.
 	Unit *String
-	// System is system (0..1). System that defines coded unit form
+	// System is "system" (0..1): System that defines coded unit form.
 	System *URI
-	// Code is code (0..1). Coded form of the unit
+	// Code is "code" (0..1): Coded form of the unit.
 	Code *Code
 }
 
@@ -1567,405 +1567,405 @@ func (x *Duration) UnmarshalJSON(data []byte) error {
 
 // ElementDefinition is the FHIR R4 data type ElementDefinition: Base StructureDefinition for ElementDefinition Type: Captures constraints on each element within the resource, profile, or extension.
 type ElementDefinition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Path is path (1..1). Path of the element in the hierarchy of elements
+	// Path is "path" (1..1): Path of the element in the hierarchy of elements.
 	Path *String
-	// Representation is representation (0..*). xmlAttr | xmlText | typeAttr | cdaText | xhtml
+	// Representation is "representation" (0..*): xmlAttr | xmlText | typeAttr | cdaText | xhtml.
 	Representation []Code
-	// SliceName is sliceName (0..1). Name for this particular element (in a set of slices)
+	// SliceName is "sliceName" (0..1): Name for this particular element (in a set of slices).
 	SliceName *String
-	// SliceIsConstraining is sliceIsConstraining (0..1). If this slice definition constrains an inherited slice definition (or not)
+	// SliceIsConstraining is "sliceIsConstraining" (0..1): If this slice definition constrains an inherited slice definition (or not).
 	SliceIsConstraining *Boolean
-	// Label is label (0..1). Name for element to display with or prompt for element
+	// Label is "label" (0..1): Name for element to display with or prompt for element.
 	Label *String
-	// Code is code (0..*). Corresponding codes in terminologies
+	// Code is "code" (0..*): Corresponding codes in terminologies.
 	Code []Coding
-	// Slicing is slicing (0..1). This element is sliced - slices follow
+	// Slicing is "slicing" (0..1): This element is sliced - slices follow.
 	Slicing *ElementDefinitionSlicing
-	// Short is short (0..1). Concise definition for space-constrained presentation
+	// Short is "short" (0..1): Concise definition for space-constrained presentation.
 	Short *String
-	// Definition is definition (0..1). Full formal definition as narrative text
+	// Definition is "definition" (0..1): Full formal definition as narrative text.
 	Definition *Markdown
-	// Comment is comment (0..1). Comments about the use of this element
+	// Comment is "comment" (0..1): Comments about the use of this element.
 	Comment *Markdown
-	// Requirements is requirements (0..1). Why this resource has been created
+	// Requirements is "requirements" (0..1): Why this resource has been created.
 	Requirements *Markdown
-	// Alias is alias (0..*). Other names
+	// Alias is "alias" (0..*): Other names.
 	Alias []String
-	// Min is min (0..1). Minimum Cardinality
+	// Min is "min" (0..1): Minimum Cardinality.
 	Min *UnsignedInt
-	// Max is max (0..1). Maximum Cardinality (a number or *)
+	// Max is "max" (0..1): Maximum Cardinality (a number or *).
 	Max *String
-	// Base is base (0..1). Base definition information for tools
+	// Base is "base" (0..1): Base definition information for tools.
 	Base *ElementDefinitionBase
-	// ContentReference is contentReference (0..1). Reference to definition of content for the element
+	// ContentReference is "contentReference" (0..1): Reference to definition of content for the element.
 	ContentReference *URI
-	// Type is type (0..*). Data type and Profile for this element
+	// Type is "type" (0..*): Data type and Profile for this element.
 	Type []ElementDefinitionType
-	// DefaultValueBase64Binary is defaultValueBase64Binary (0..1). Specified value if missing from instance
+	// DefaultValueBase64Binary is "defaultValueBase64Binary" (defaultValue[x] as base64Binary, 0..1): Specified value if missing from instance.
 	DefaultValueBase64Binary *Base64Binary
-	// DefaultValueBoolean is defaultValueBoolean (0..1). Specified value if missing from instance
+	// DefaultValueBoolean is "defaultValueBoolean" (defaultValue[x] as boolean, 0..1): Specified value if missing from instance.
 	DefaultValueBoolean *Boolean
-	// DefaultValueCanonical is defaultValueCanonical (0..1). Specified value if missing from instance
+	// DefaultValueCanonical is "defaultValueCanonical" (defaultValue[x] as canonical, 0..1): Specified value if missing from instance.
 	DefaultValueCanonical *Canonical
-	// DefaultValueCode is defaultValueCode (0..1). Specified value if missing from instance
+	// DefaultValueCode is "defaultValueCode" (defaultValue[x] as code, 0..1): Specified value if missing from instance.
 	DefaultValueCode *Code
-	// DefaultValueDate is defaultValueDate (0..1). Specified value if missing from instance
+	// DefaultValueDate is "defaultValueDate" (defaultValue[x] as date, 0..1): Specified value if missing from instance.
 	DefaultValueDate *Date
-	// DefaultValueDateTime is defaultValueDateTime (0..1). Specified value if missing from instance
+	// DefaultValueDateTime is "defaultValueDateTime" (defaultValue[x] as dateTime, 0..1): Specified value if missing from instance.
 	DefaultValueDateTime *DateTime
-	// DefaultValueDecimal is defaultValueDecimal (0..1). Specified value if missing from instance
+	// DefaultValueDecimal is "defaultValueDecimal" (defaultValue[x] as decimal, 0..1): Specified value if missing from instance.
 	DefaultValueDecimal *Decimal
-	// DefaultValueID is defaultValueId (0..1). Specified value if missing from instance
+	// DefaultValueID is "defaultValueId" (defaultValue[x] as id, 0..1): Specified value if missing from instance.
 	DefaultValueID *ID
-	// DefaultValueInstant is defaultValueInstant (0..1). Specified value if missing from instance
+	// DefaultValueInstant is "defaultValueInstant" (defaultValue[x] as instant, 0..1): Specified value if missing from instance.
 	DefaultValueInstant *Instant
-	// DefaultValueInteger is defaultValueInteger (0..1). Specified value if missing from instance
+	// DefaultValueInteger is "defaultValueInteger" (defaultValue[x] as integer, 0..1): Specified value if missing from instance.
 	DefaultValueInteger *Integer
-	// DefaultValueMarkdown is defaultValueMarkdown (0..1). Specified value if missing from instance
+	// DefaultValueMarkdown is "defaultValueMarkdown" (defaultValue[x] as markdown, 0..1): Specified value if missing from instance.
 	DefaultValueMarkdown *Markdown
-	// DefaultValueOID is defaultValueOid (0..1). Specified value if missing from instance
+	// DefaultValueOID is "defaultValueOid" (defaultValue[x] as oid, 0..1): Specified value if missing from instance.
 	DefaultValueOID *OID
-	// DefaultValuePositiveInt is defaultValuePositiveInt (0..1). Specified value if missing from instance
+	// DefaultValuePositiveInt is "defaultValuePositiveInt" (defaultValue[x] as positiveInt, 0..1): Specified value if missing from instance.
 	DefaultValuePositiveInt *PositiveInt
-	// DefaultValueString is defaultValueString (0..1). Specified value if missing from instance
+	// DefaultValueString is "defaultValueString" (defaultValue[x] as string, 0..1): Specified value if missing from instance.
 	DefaultValueString *String
-	// DefaultValueTime is defaultValueTime (0..1). Specified value if missing from instance
+	// DefaultValueTime is "defaultValueTime" (defaultValue[x] as time, 0..1): Specified value if missing from instance.
 	DefaultValueTime *Time
-	// DefaultValueUnsignedInt is defaultValueUnsignedInt (0..1). Specified value if missing from instance
+	// DefaultValueUnsignedInt is "defaultValueUnsignedInt" (defaultValue[x] as unsignedInt, 0..1): Specified value if missing from instance.
 	DefaultValueUnsignedInt *UnsignedInt
-	// DefaultValueURI is defaultValueUri (0..1). Specified value if missing from instance
+	// DefaultValueURI is "defaultValueUri" (defaultValue[x] as uri, 0..1): Specified value if missing from instance.
 	DefaultValueURI *URI
-	// DefaultValueURL is defaultValueUrl (0..1). Specified value if missing from instance
+	// DefaultValueURL is "defaultValueUrl" (defaultValue[x] as url, 0..1): Specified value if missing from instance.
 	DefaultValueURL *URL
-	// DefaultValueUUID is defaultValueUuid (0..1). Specified value if missing from instance
+	// DefaultValueUUID is "defaultValueUuid" (defaultValue[x] as uuid, 0..1): Specified value if missing from instance.
 	DefaultValueUUID *UUID
-	// DefaultValueAddress is defaultValueAddress (0..1). Specified value if missing from instance
+	// DefaultValueAddress is "defaultValueAddress" (defaultValue[x] as Address, 0..1): Specified value if missing from instance.
 	DefaultValueAddress *Address
-	// DefaultValueAge is defaultValueAge (0..1). Specified value if missing from instance
+	// DefaultValueAge is "defaultValueAge" (defaultValue[x] as Age, 0..1): Specified value if missing from instance.
 	DefaultValueAge *Age
-	// DefaultValueAnnotation is defaultValueAnnotation (0..1). Specified value if missing from instance
+	// DefaultValueAnnotation is "defaultValueAnnotation" (defaultValue[x] as Annotation, 0..1): Specified value if missing from instance.
 	DefaultValueAnnotation *Annotation
-	// DefaultValueAttachment is defaultValueAttachment (0..1). Specified value if missing from instance
+	// DefaultValueAttachment is "defaultValueAttachment" (defaultValue[x] as Attachment, 0..1): Specified value if missing from instance.
 	DefaultValueAttachment *Attachment
-	// DefaultValueCodeableConcept is defaultValueCodeableConcept (0..1). Specified value if missing from instance
+	// DefaultValueCodeableConcept is "defaultValueCodeableConcept" (defaultValue[x] as CodeableConcept, 0..1): Specified value if missing from instance.
 	DefaultValueCodeableConcept *CodeableConcept
-	// DefaultValueCoding is defaultValueCoding (0..1). Specified value if missing from instance
+	// DefaultValueCoding is "defaultValueCoding" (defaultValue[x] as Coding, 0..1): Specified value if missing from instance.
 	DefaultValueCoding *Coding
-	// DefaultValueContactPoint is defaultValueContactPoint (0..1). Specified value if missing from instance
+	// DefaultValueContactPoint is "defaultValueContactPoint" (defaultValue[x] as ContactPoint, 0..1): Specified value if missing from instance.
 	DefaultValueContactPoint *ContactPoint
-	// DefaultValueCount is defaultValueCount (0..1). Specified value if missing from instance
+	// DefaultValueCount is "defaultValueCount" (defaultValue[x] as Count, 0..1): Specified value if missing from instance.
 	DefaultValueCount *Count
-	// DefaultValueDistance is defaultValueDistance (0..1). Specified value if missing from instance
+	// DefaultValueDistance is "defaultValueDistance" (defaultValue[x] as Distance, 0..1): Specified value if missing from instance.
 	DefaultValueDistance *Distance
-	// DefaultValueDuration is defaultValueDuration (0..1). Specified value if missing from instance
+	// DefaultValueDuration is "defaultValueDuration" (defaultValue[x] as Duration, 0..1): Specified value if missing from instance.
 	DefaultValueDuration *Duration
-	// DefaultValueHumanName is defaultValueHumanName (0..1). Specified value if missing from instance
+	// DefaultValueHumanName is "defaultValueHumanName" (defaultValue[x] as HumanName, 0..1): Specified value if missing from instance.
 	DefaultValueHumanName *HumanName
-	// DefaultValueIdentifier is defaultValueIdentifier (0..1). Specified value if missing from instance
+	// DefaultValueIdentifier is "defaultValueIdentifier" (defaultValue[x] as Identifier, 0..1): Specified value if missing from instance.
 	DefaultValueIdentifier *Identifier
-	// DefaultValueMoney is defaultValueMoney (0..1). Specified value if missing from instance
+	// DefaultValueMoney is "defaultValueMoney" (defaultValue[x] as Money, 0..1): Specified value if missing from instance.
 	DefaultValueMoney *Money
-	// DefaultValuePeriod is defaultValuePeriod (0..1). Specified value if missing from instance
+	// DefaultValuePeriod is "defaultValuePeriod" (defaultValue[x] as Period, 0..1): Specified value if missing from instance.
 	DefaultValuePeriod *Period
-	// DefaultValueQuantity is defaultValueQuantity (0..1). Specified value if missing from instance
+	// DefaultValueQuantity is "defaultValueQuantity" (defaultValue[x] as Quantity, 0..1): Specified value if missing from instance.
 	DefaultValueQuantity *Quantity
-	// DefaultValueRange is defaultValueRange (0..1). Specified value if missing from instance
+	// DefaultValueRange is "defaultValueRange" (defaultValue[x] as Range, 0..1): Specified value if missing from instance.
 	DefaultValueRange *Range
-	// DefaultValueRatio is defaultValueRatio (0..1). Specified value if missing from instance
+	// DefaultValueRatio is "defaultValueRatio" (defaultValue[x] as Ratio, 0..1): Specified value if missing from instance.
 	DefaultValueRatio *Ratio
-	// DefaultValueReference is defaultValueReference (0..1). Specified value if missing from instance
+	// DefaultValueReference is "defaultValueReference" (defaultValue[x] as Reference, 0..1): Specified value if missing from instance.
 	DefaultValueReference *Reference
-	// DefaultValueSampledData is defaultValueSampledData (0..1). Specified value if missing from instance
+	// DefaultValueSampledData is "defaultValueSampledData" (defaultValue[x] as SampledData, 0..1): Specified value if missing from instance.
 	DefaultValueSampledData *SampledData
-	// DefaultValueSignature is defaultValueSignature (0..1). Specified value if missing from instance
+	// DefaultValueSignature is "defaultValueSignature" (defaultValue[x] as Signature, 0..1): Specified value if missing from instance.
 	DefaultValueSignature *Signature
-	// DefaultValueTiming is defaultValueTiming (0..1). Specified value if missing from instance
+	// DefaultValueTiming is "defaultValueTiming" (defaultValue[x] as Timing, 0..1): Specified value if missing from instance.
 	DefaultValueTiming *Timing
-	// DefaultValueContactDetail is defaultValueContactDetail (0..1). Specified value if missing from instance
+	// DefaultValueContactDetail is "defaultValueContactDetail" (defaultValue[x] as ContactDetail, 0..1): Specified value if missing from instance.
 	DefaultValueContactDetail *ContactDetail
-	// DefaultValueContributor is defaultValueContributor (0..1). Specified value if missing from instance
+	// DefaultValueContributor is "defaultValueContributor" (defaultValue[x] as Contributor, 0..1): Specified value if missing from instance.
 	DefaultValueContributor *Contributor
-	// DefaultValueDataRequirement is defaultValueDataRequirement (0..1). Specified value if missing from instance
+	// DefaultValueDataRequirement is "defaultValueDataRequirement" (defaultValue[x] as DataRequirement, 0..1): Specified value if missing from instance.
 	DefaultValueDataRequirement *DataRequirement
-	// DefaultValueExpression is defaultValueExpression (0..1). Specified value if missing from instance
+	// DefaultValueExpression is "defaultValueExpression" (defaultValue[x] as Expression, 0..1): Specified value if missing from instance.
 	DefaultValueExpression *Expression
-	// DefaultValueParameterDefinition is defaultValueParameterDefinition (0..1). Specified value if missing from instance
+	// DefaultValueParameterDefinition is "defaultValueParameterDefinition" (defaultValue[x] as ParameterDefinition, 0..1): Specified value if missing from instance.
 	DefaultValueParameterDefinition *ParameterDefinition
-	// DefaultValueRelatedArtifact is defaultValueRelatedArtifact (0..1). Specified value if missing from instance
+	// DefaultValueRelatedArtifact is "defaultValueRelatedArtifact" (defaultValue[x] as RelatedArtifact, 0..1): Specified value if missing from instance.
 	DefaultValueRelatedArtifact *RelatedArtifact
-	// DefaultValueTriggerDefinition is defaultValueTriggerDefinition (0..1). Specified value if missing from instance
+	// DefaultValueTriggerDefinition is "defaultValueTriggerDefinition" (defaultValue[x] as TriggerDefinition, 0..1): Specified value if missing from instance.
 	DefaultValueTriggerDefinition *TriggerDefinition
-	// DefaultValueUsageContext is defaultValueUsageContext (0..1). Specified value if missing from instance
+	// DefaultValueUsageContext is "defaultValueUsageContext" (defaultValue[x] as UsageContext, 0..1): Specified value if missing from instance.
 	DefaultValueUsageContext *UsageContext
-	// DefaultValueDosage is defaultValueDosage (0..1). Specified value if missing from instance
+	// DefaultValueDosage is "defaultValueDosage" (defaultValue[x] as Dosage, 0..1): Specified value if missing from instance.
 	DefaultValueDosage *Dosage
-	// DefaultValueMeta is defaultValueMeta (0..1). Specified value if missing from instance
+	// DefaultValueMeta is "defaultValueMeta" (defaultValue[x] as Meta, 0..1): Specified value if missing from instance.
 	DefaultValueMeta *Meta
-	// MeaningWhenMissing is meaningWhenMissing (0..1). Implicit meaning when this element is missing
+	// MeaningWhenMissing is "meaningWhenMissing" (0..1): Implicit meaning when this element is missing.
 	MeaningWhenMissing *Markdown
-	// OrderMeaning is orderMeaning (0..1). What the order of the elements means
+	// OrderMeaning is "orderMeaning" (0..1): What the order of the elements means.
 	OrderMeaning *String
-	// FixedBase64Binary is fixedBase64Binary (0..1). Value must be exactly this
+	// FixedBase64Binary is "fixedBase64Binary" (fixed[x] as base64Binary, 0..1): Value must be exactly this.
 	FixedBase64Binary *Base64Binary
-	// FixedBoolean is fixedBoolean (0..1). Value must be exactly this
+	// FixedBoolean is "fixedBoolean" (fixed[x] as boolean, 0..1): Value must be exactly this.
 	FixedBoolean *Boolean
-	// FixedCanonical is fixedCanonical (0..1). Value must be exactly this
+	// FixedCanonical is "fixedCanonical" (fixed[x] as canonical, 0..1): Value must be exactly this.
 	FixedCanonical *Canonical
-	// FixedCode is fixedCode (0..1). Value must be exactly this
+	// FixedCode is "fixedCode" (fixed[x] as code, 0..1): Value must be exactly this.
 	FixedCode *Code
-	// FixedDate is fixedDate (0..1). Value must be exactly this
+	// FixedDate is "fixedDate" (fixed[x] as date, 0..1): Value must be exactly this.
 	FixedDate *Date
-	// FixedDateTime is fixedDateTime (0..1). Value must be exactly this
+	// FixedDateTime is "fixedDateTime" (fixed[x] as dateTime, 0..1): Value must be exactly this.
 	FixedDateTime *DateTime
-	// FixedDecimal is fixedDecimal (0..1). Value must be exactly this
+	// FixedDecimal is "fixedDecimal" (fixed[x] as decimal, 0..1): Value must be exactly this.
 	FixedDecimal *Decimal
-	// FixedID is fixedId (0..1). Value must be exactly this
+	// FixedID is "fixedId" (fixed[x] as id, 0..1): Value must be exactly this.
 	FixedID *ID
-	// FixedInstant is fixedInstant (0..1). Value must be exactly this
+	// FixedInstant is "fixedInstant" (fixed[x] as instant, 0..1): Value must be exactly this.
 	FixedInstant *Instant
-	// FixedInteger is fixedInteger (0..1). Value must be exactly this
+	// FixedInteger is "fixedInteger" (fixed[x] as integer, 0..1): Value must be exactly this.
 	FixedInteger *Integer
-	// FixedMarkdown is fixedMarkdown (0..1). Value must be exactly this
+	// FixedMarkdown is "fixedMarkdown" (fixed[x] as markdown, 0..1): Value must be exactly this.
 	FixedMarkdown *Markdown
-	// FixedOID is fixedOid (0..1). Value must be exactly this
+	// FixedOID is "fixedOid" (fixed[x] as oid, 0..1): Value must be exactly this.
 	FixedOID *OID
-	// FixedPositiveInt is fixedPositiveInt (0..1). Value must be exactly this
+	// FixedPositiveInt is "fixedPositiveInt" (fixed[x] as positiveInt, 0..1): Value must be exactly this.
 	FixedPositiveInt *PositiveInt
-	// FixedString is fixedString (0..1). Value must be exactly this
+	// FixedString is "fixedString" (fixed[x] as string, 0..1): Value must be exactly this.
 	FixedString *String
-	// FixedTime is fixedTime (0..1). Value must be exactly this
+	// FixedTime is "fixedTime" (fixed[x] as time, 0..1): Value must be exactly this.
 	FixedTime *Time
-	// FixedUnsignedInt is fixedUnsignedInt (0..1). Value must be exactly this
+	// FixedUnsignedInt is "fixedUnsignedInt" (fixed[x] as unsignedInt, 0..1): Value must be exactly this.
 	FixedUnsignedInt *UnsignedInt
-	// FixedURI is fixedUri (0..1). Value must be exactly this
+	// FixedURI is "fixedUri" (fixed[x] as uri, 0..1): Value must be exactly this.
 	FixedURI *URI
-	// FixedURL is fixedUrl (0..1). Value must be exactly this
+	// FixedURL is "fixedUrl" (fixed[x] as url, 0..1): Value must be exactly this.
 	FixedURL *URL
-	// FixedUUID is fixedUuid (0..1). Value must be exactly this
+	// FixedUUID is "fixedUuid" (fixed[x] as uuid, 0..1): Value must be exactly this.
 	FixedUUID *UUID
-	// FixedAddress is fixedAddress (0..1). Value must be exactly this
+	// FixedAddress is "fixedAddress" (fixed[x] as Address, 0..1): Value must be exactly this.
 	FixedAddress *Address
-	// FixedAge is fixedAge (0..1). Value must be exactly this
+	// FixedAge is "fixedAge" (fixed[x] as Age, 0..1): Value must be exactly this.
 	FixedAge *Age
-	// FixedAnnotation is fixedAnnotation (0..1). Value must be exactly this
+	// FixedAnnotation is "fixedAnnotation" (fixed[x] as Annotation, 0..1): Value must be exactly this.
 	FixedAnnotation *Annotation
-	// FixedAttachment is fixedAttachment (0..1). Value must be exactly this
+	// FixedAttachment is "fixedAttachment" (fixed[x] as Attachment, 0..1): Value must be exactly this.
 	FixedAttachment *Attachment
-	// FixedCodeableConcept is fixedCodeableConcept (0..1). Value must be exactly this
+	// FixedCodeableConcept is "fixedCodeableConcept" (fixed[x] as CodeableConcept, 0..1): Value must be exactly this.
 	FixedCodeableConcept *CodeableConcept
-	// FixedCoding is fixedCoding (0..1). Value must be exactly this
+	// FixedCoding is "fixedCoding" (fixed[x] as Coding, 0..1): Value must be exactly this.
 	FixedCoding *Coding
-	// FixedContactPoint is fixedContactPoint (0..1). Value must be exactly this
+	// FixedContactPoint is "fixedContactPoint" (fixed[x] as ContactPoint, 0..1): Value must be exactly this.
 	FixedContactPoint *ContactPoint
-	// FixedCount is fixedCount (0..1). Value must be exactly this
+	// FixedCount is "fixedCount" (fixed[x] as Count, 0..1): Value must be exactly this.
 	FixedCount *Count
-	// FixedDistance is fixedDistance (0..1). Value must be exactly this
+	// FixedDistance is "fixedDistance" (fixed[x] as Distance, 0..1): Value must be exactly this.
 	FixedDistance *Distance
-	// FixedDuration is fixedDuration (0..1). Value must be exactly this
+	// FixedDuration is "fixedDuration" (fixed[x] as Duration, 0..1): Value must be exactly this.
 	FixedDuration *Duration
-	// FixedHumanName is fixedHumanName (0..1). Value must be exactly this
+	// FixedHumanName is "fixedHumanName" (fixed[x] as HumanName, 0..1): Value must be exactly this.
 	FixedHumanName *HumanName
-	// FixedIdentifier is fixedIdentifier (0..1). Value must be exactly this
+	// FixedIdentifier is "fixedIdentifier" (fixed[x] as Identifier, 0..1): Value must be exactly this.
 	FixedIdentifier *Identifier
-	// FixedMoney is fixedMoney (0..1). Value must be exactly this
+	// FixedMoney is "fixedMoney" (fixed[x] as Money, 0..1): Value must be exactly this.
 	FixedMoney *Money
-	// FixedPeriod is fixedPeriod (0..1). Value must be exactly this
+	// FixedPeriod is "fixedPeriod" (fixed[x] as Period, 0..1): Value must be exactly this.
 	FixedPeriod *Period
-	// FixedQuantity is fixedQuantity (0..1). Value must be exactly this
+	// FixedQuantity is "fixedQuantity" (fixed[x] as Quantity, 0..1): Value must be exactly this.
 	FixedQuantity *Quantity
-	// FixedRange is fixedRange (0..1). Value must be exactly this
+	// FixedRange is "fixedRange" (fixed[x] as Range, 0..1): Value must be exactly this.
 	FixedRange *Range
-	// FixedRatio is fixedRatio (0..1). Value must be exactly this
+	// FixedRatio is "fixedRatio" (fixed[x] as Ratio, 0..1): Value must be exactly this.
 	FixedRatio *Ratio
-	// FixedReference is fixedReference (0..1). Value must be exactly this
+	// FixedReference is "fixedReference" (fixed[x] as Reference, 0..1): Value must be exactly this.
 	FixedReference *Reference
-	// FixedSampledData is fixedSampledData (0..1). Value must be exactly this
+	// FixedSampledData is "fixedSampledData" (fixed[x] as SampledData, 0..1): Value must be exactly this.
 	FixedSampledData *SampledData
-	// FixedSignature is fixedSignature (0..1). Value must be exactly this
+	// FixedSignature is "fixedSignature" (fixed[x] as Signature, 0..1): Value must be exactly this.
 	FixedSignature *Signature
-	// FixedTiming is fixedTiming (0..1). Value must be exactly this
+	// FixedTiming is "fixedTiming" (fixed[x] as Timing, 0..1): Value must be exactly this.
 	FixedTiming *Timing
-	// FixedContactDetail is fixedContactDetail (0..1). Value must be exactly this
+	// FixedContactDetail is "fixedContactDetail" (fixed[x] as ContactDetail, 0..1): Value must be exactly this.
 	FixedContactDetail *ContactDetail
-	// FixedContributor is fixedContributor (0..1). Value must be exactly this
+	// FixedContributor is "fixedContributor" (fixed[x] as Contributor, 0..1): Value must be exactly this.
 	FixedContributor *Contributor
-	// FixedDataRequirement is fixedDataRequirement (0..1). Value must be exactly this
+	// FixedDataRequirement is "fixedDataRequirement" (fixed[x] as DataRequirement, 0..1): Value must be exactly this.
 	FixedDataRequirement *DataRequirement
-	// FixedExpression is fixedExpression (0..1). Value must be exactly this
+	// FixedExpression is "fixedExpression" (fixed[x] as Expression, 0..1): Value must be exactly this.
 	FixedExpression *Expression
-	// FixedParameterDefinition is fixedParameterDefinition (0..1). Value must be exactly this
+	// FixedParameterDefinition is "fixedParameterDefinition" (fixed[x] as ParameterDefinition, 0..1): Value must be exactly this.
 	FixedParameterDefinition *ParameterDefinition
-	// FixedRelatedArtifact is fixedRelatedArtifact (0..1). Value must be exactly this
+	// FixedRelatedArtifact is "fixedRelatedArtifact" (fixed[x] as RelatedArtifact, 0..1): Value must be exactly this.
 	FixedRelatedArtifact *RelatedArtifact
-	// FixedTriggerDefinition is fixedTriggerDefinition (0..1). Value must be exactly this
+	// FixedTriggerDefinition is "fixedTriggerDefinition" (fixed[x] as TriggerDefinition, 0..1): Value must be exactly this.
 	FixedTriggerDefinition *TriggerDefinition
-	// FixedUsageContext is fixedUsageContext (0..1). Value must be exactly this
+	// FixedUsageContext is "fixedUsageContext" (fixed[x] as UsageContext, 0..1): Value must be exactly this.
 	FixedUsageContext *UsageContext
-	// FixedDosage is fixedDosage (0..1). Value must be exactly this
+	// FixedDosage is "fixedDosage" (fixed[x] as Dosage, 0..1): Value must be exactly this.
 	FixedDosage *Dosage
-	// FixedMeta is fixedMeta (0..1). Value must be exactly this
+	// FixedMeta is "fixedMeta" (fixed[x] as Meta, 0..1): Value must be exactly this.
 	FixedMeta *Meta
-	// PatternBase64Binary is patternBase64Binary (0..1). Value must have at least these property values
+	// PatternBase64Binary is "patternBase64Binary" (pattern[x] as base64Binary, 0..1): Value must have at least these property values.
 	PatternBase64Binary *Base64Binary
-	// PatternBoolean is patternBoolean (0..1). Value must have at least these property values
+	// PatternBoolean is "patternBoolean" (pattern[x] as boolean, 0..1): Value must have at least these property values.
 	PatternBoolean *Boolean
-	// PatternCanonical is patternCanonical (0..1). Value must have at least these property values
+	// PatternCanonical is "patternCanonical" (pattern[x] as canonical, 0..1): Value must have at least these property values.
 	PatternCanonical *Canonical
-	// PatternCode is patternCode (0..1). Value must have at least these property values
+	// PatternCode is "patternCode" (pattern[x] as code, 0..1): Value must have at least these property values.
 	PatternCode *Code
-	// PatternDate is patternDate (0..1). Value must have at least these property values
+	// PatternDate is "patternDate" (pattern[x] as date, 0..1): Value must have at least these property values.
 	PatternDate *Date
-	// PatternDateTime is patternDateTime (0..1). Value must have at least these property values
+	// PatternDateTime is "patternDateTime" (pattern[x] as dateTime, 0..1): Value must have at least these property values.
 	PatternDateTime *DateTime
-	// PatternDecimal is patternDecimal (0..1). Value must have at least these property values
+	// PatternDecimal is "patternDecimal" (pattern[x] as decimal, 0..1): Value must have at least these property values.
 	PatternDecimal *Decimal
-	// PatternID is patternId (0..1). Value must have at least these property values
+	// PatternID is "patternId" (pattern[x] as id, 0..1): Value must have at least these property values.
 	PatternID *ID
-	// PatternInstant is patternInstant (0..1). Value must have at least these property values
+	// PatternInstant is "patternInstant" (pattern[x] as instant, 0..1): Value must have at least these property values.
 	PatternInstant *Instant
-	// PatternInteger is patternInteger (0..1). Value must have at least these property values
+	// PatternInteger is "patternInteger" (pattern[x] as integer, 0..1): Value must have at least these property values.
 	PatternInteger *Integer
-	// PatternMarkdown is patternMarkdown (0..1). Value must have at least these property values
+	// PatternMarkdown is "patternMarkdown" (pattern[x] as markdown, 0..1): Value must have at least these property values.
 	PatternMarkdown *Markdown
-	// PatternOID is patternOid (0..1). Value must have at least these property values
+	// PatternOID is "patternOid" (pattern[x] as oid, 0..1): Value must have at least these property values.
 	PatternOID *OID
-	// PatternPositiveInt is patternPositiveInt (0..1). Value must have at least these property values
+	// PatternPositiveInt is "patternPositiveInt" (pattern[x] as positiveInt, 0..1): Value must have at least these property values.
 	PatternPositiveInt *PositiveInt
-	// PatternString is patternString (0..1). Value must have at least these property values
+	// PatternString is "patternString" (pattern[x] as string, 0..1): Value must have at least these property values.
 	PatternString *String
-	// PatternTime is patternTime (0..1). Value must have at least these property values
+	// PatternTime is "patternTime" (pattern[x] as time, 0..1): Value must have at least these property values.
 	PatternTime *Time
-	// PatternUnsignedInt is patternUnsignedInt (0..1). Value must have at least these property values
+	// PatternUnsignedInt is "patternUnsignedInt" (pattern[x] as unsignedInt, 0..1): Value must have at least these property values.
 	PatternUnsignedInt *UnsignedInt
-	// PatternURI is patternUri (0..1). Value must have at least these property values
+	// PatternURI is "patternUri" (pattern[x] as uri, 0..1): Value must have at least these property values.
 	PatternURI *URI
-	// PatternURL is patternUrl (0..1). Value must have at least these property values
+	// PatternURL is "patternUrl" (pattern[x] as url, 0..1): Value must have at least these property values.
 	PatternURL *URL
-	// PatternUUID is patternUuid (0..1). Value must have at least these property values
+	// PatternUUID is "patternUuid" (pattern[x] as uuid, 0..1): Value must have at least these property values.
 	PatternUUID *UUID
-	// PatternAddress is patternAddress (0..1). Value must have at least these property values
+	// PatternAddress is "patternAddress" (pattern[x] as Address, 0..1): Value must have at least these property values.
 	PatternAddress *Address
-	// PatternAge is patternAge (0..1). Value must have at least these property values
+	// PatternAge is "patternAge" (pattern[x] as Age, 0..1): Value must have at least these property values.
 	PatternAge *Age
-	// PatternAnnotation is patternAnnotation (0..1). Value must have at least these property values
+	// PatternAnnotation is "patternAnnotation" (pattern[x] as Annotation, 0..1): Value must have at least these property values.
 	PatternAnnotation *Annotation
-	// PatternAttachment is patternAttachment (0..1). Value must have at least these property values
+	// PatternAttachment is "patternAttachment" (pattern[x] as Attachment, 0..1): Value must have at least these property values.
 	PatternAttachment *Attachment
-	// PatternCodeableConcept is patternCodeableConcept (0..1). Value must have at least these property values
+	// PatternCodeableConcept is "patternCodeableConcept" (pattern[x] as CodeableConcept, 0..1): Value must have at least these property values.
 	PatternCodeableConcept *CodeableConcept
-	// PatternCoding is patternCoding (0..1). Value must have at least these property values
+	// PatternCoding is "patternCoding" (pattern[x] as Coding, 0..1): Value must have at least these property values.
 	PatternCoding *Coding
-	// PatternContactPoint is patternContactPoint (0..1). Value must have at least these property values
+	// PatternContactPoint is "patternContactPoint" (pattern[x] as ContactPoint, 0..1): Value must have at least these property values.
 	PatternContactPoint *ContactPoint
-	// PatternCount is patternCount (0..1). Value must have at least these property values
+	// PatternCount is "patternCount" (pattern[x] as Count, 0..1): Value must have at least these property values.
 	PatternCount *Count
-	// PatternDistance is patternDistance (0..1). Value must have at least these property values
+	// PatternDistance is "patternDistance" (pattern[x] as Distance, 0..1): Value must have at least these property values.
 	PatternDistance *Distance
-	// PatternDuration is patternDuration (0..1). Value must have at least these property values
+	// PatternDuration is "patternDuration" (pattern[x] as Duration, 0..1): Value must have at least these property values.
 	PatternDuration *Duration
-	// PatternHumanName is patternHumanName (0..1). Value must have at least these property values
+	// PatternHumanName is "patternHumanName" (pattern[x] as HumanName, 0..1): Value must have at least these property values.
 	PatternHumanName *HumanName
-	// PatternIdentifier is patternIdentifier (0..1). Value must have at least these property values
+	// PatternIdentifier is "patternIdentifier" (pattern[x] as Identifier, 0..1): Value must have at least these property values.
 	PatternIdentifier *Identifier
-	// PatternMoney is patternMoney (0..1). Value must have at least these property values
+	// PatternMoney is "patternMoney" (pattern[x] as Money, 0..1): Value must have at least these property values.
 	PatternMoney *Money
-	// PatternPeriod is patternPeriod (0..1). Value must have at least these property values
+	// PatternPeriod is "patternPeriod" (pattern[x] as Period, 0..1): Value must have at least these property values.
 	PatternPeriod *Period
-	// PatternQuantity is patternQuantity (0..1). Value must have at least these property values
+	// PatternQuantity is "patternQuantity" (pattern[x] as Quantity, 0..1): Value must have at least these property values.
 	PatternQuantity *Quantity
-	// PatternRange is patternRange (0..1). Value must have at least these property values
+	// PatternRange is "patternRange" (pattern[x] as Range, 0..1): Value must have at least these property values.
 	PatternRange *Range
-	// PatternRatio is patternRatio (0..1). Value must have at least these property values
+	// PatternRatio is "patternRatio" (pattern[x] as Ratio, 0..1): Value must have at least these property values.
 	PatternRatio *Ratio
-	// PatternReference is patternReference (0..1). Value must have at least these property values
+	// PatternReference is "patternReference" (pattern[x] as Reference, 0..1): Value must have at least these property values.
 	PatternReference *Reference
-	// PatternSampledData is patternSampledData (0..1). Value must have at least these property values
+	// PatternSampledData is "patternSampledData" (pattern[x] as SampledData, 0..1): Value must have at least these property values.
 	PatternSampledData *SampledData
-	// PatternSignature is patternSignature (0..1). Value must have at least these property values
+	// PatternSignature is "patternSignature" (pattern[x] as Signature, 0..1): Value must have at least these property values.
 	PatternSignature *Signature
-	// PatternTiming is patternTiming (0..1). Value must have at least these property values
+	// PatternTiming is "patternTiming" (pattern[x] as Timing, 0..1): Value must have at least these property values.
 	PatternTiming *Timing
-	// PatternContactDetail is patternContactDetail (0..1). Value must have at least these property values
+	// PatternContactDetail is "patternContactDetail" (pattern[x] as ContactDetail, 0..1): Value must have at least these property values.
 	PatternContactDetail *ContactDetail
-	// PatternContributor is patternContributor (0..1). Value must have at least these property values
+	// PatternContributor is "patternContributor" (pattern[x] as Contributor, 0..1): Value must have at least these property values.
 	PatternContributor *Contributor
-	// PatternDataRequirement is patternDataRequirement (0..1). Value must have at least these property values
+	// PatternDataRequirement is "patternDataRequirement" (pattern[x] as DataRequirement, 0..1): Value must have at least these property values.
 	PatternDataRequirement *DataRequirement
-	// PatternExpression is patternExpression (0..1). Value must have at least these property values
+	// PatternExpression is "patternExpression" (pattern[x] as Expression, 0..1): Value must have at least these property values.
 	PatternExpression *Expression
-	// PatternParameterDefinition is patternParameterDefinition (0..1). Value must have at least these property values
+	// PatternParameterDefinition is "patternParameterDefinition" (pattern[x] as ParameterDefinition, 0..1): Value must have at least these property values.
 	PatternParameterDefinition *ParameterDefinition
-	// PatternRelatedArtifact is patternRelatedArtifact (0..1). Value must have at least these property values
+	// PatternRelatedArtifact is "patternRelatedArtifact" (pattern[x] as RelatedArtifact, 0..1): Value must have at least these property values.
 	PatternRelatedArtifact *RelatedArtifact
-	// PatternTriggerDefinition is patternTriggerDefinition (0..1). Value must have at least these property values
+	// PatternTriggerDefinition is "patternTriggerDefinition" (pattern[x] as TriggerDefinition, 0..1): Value must have at least these property values.
 	PatternTriggerDefinition *TriggerDefinition
-	// PatternUsageContext is patternUsageContext (0..1). Value must have at least these property values
+	// PatternUsageContext is "patternUsageContext" (pattern[x] as UsageContext, 0..1): Value must have at least these property values.
 	PatternUsageContext *UsageContext
-	// PatternDosage is patternDosage (0..1). Value must have at least these property values
+	// PatternDosage is "patternDosage" (pattern[x] as Dosage, 0..1): Value must have at least these property values.
 	PatternDosage *Dosage
-	// PatternMeta is patternMeta (0..1). Value must have at least these property values
+	// PatternMeta is "patternMeta" (pattern[x] as Meta, 0..1): Value must have at least these property values.
 	PatternMeta *Meta
-	// Example is example (0..*). Example value (as defined for type)
+	// Example is "example" (0..*): Example value (as defined for type).
 	Example []ElementDefinitionExample
-	// MinValueDate is minValueDate (0..1). Minimum Allowed Value (for some types)
+	// MinValueDate is "minValueDate" (minValue[x] as date, 0..1): Minimum Allowed Value (for some types).
 	MinValueDate *Date
-	// MinValueDateTime is minValueDateTime (0..1). Minimum Allowed Value (for some types)
+	// MinValueDateTime is "minValueDateTime" (minValue[x] as dateTime, 0..1): Minimum Allowed Value (for some types).
 	MinValueDateTime *DateTime
-	// MinValueInstant is minValueInstant (0..1). Minimum Allowed Value (for some types)
+	// MinValueInstant is "minValueInstant" (minValue[x] as instant, 0..1): Minimum Allowed Value (for some types).
 	MinValueInstant *Instant
-	// MinValueTime is minValueTime (0..1). Minimum Allowed Value (for some types)
+	// MinValueTime is "minValueTime" (minValue[x] as time, 0..1): Minimum Allowed Value (for some types).
 	MinValueTime *Time
-	// MinValueDecimal is minValueDecimal (0..1). Minimum Allowed Value (for some types)
+	// MinValueDecimal is "minValueDecimal" (minValue[x] as decimal, 0..1): Minimum Allowed Value (for some types).
 	MinValueDecimal *Decimal
-	// MinValueInteger is minValueInteger (0..1). Minimum Allowed Value (for some types)
+	// MinValueInteger is "minValueInteger" (minValue[x] as integer, 0..1): Minimum Allowed Value (for some types).
 	MinValueInteger *Integer
-	// MinValuePositiveInt is minValuePositiveInt (0..1). Minimum Allowed Value (for some types)
+	// MinValuePositiveInt is "minValuePositiveInt" (minValue[x] as positiveInt, 0..1): Minimum Allowed Value (for some types).
 	MinValuePositiveInt *PositiveInt
-	// MinValueUnsignedInt is minValueUnsignedInt (0..1). Minimum Allowed Value (for some types)
+	// MinValueUnsignedInt is "minValueUnsignedInt" (minValue[x] as unsignedInt, 0..1): Minimum Allowed Value (for some types).
 	MinValueUnsignedInt *UnsignedInt
-	// MinValueQuantity is minValueQuantity (0..1). Minimum Allowed Value (for some types)
+	// MinValueQuantity is "minValueQuantity" (minValue[x] as Quantity, 0..1): Minimum Allowed Value (for some types).
 	MinValueQuantity *Quantity
-	// MaxValueDate is maxValueDate (0..1). Maximum Allowed Value (for some types)
+	// MaxValueDate is "maxValueDate" (maxValue[x] as date, 0..1): Maximum Allowed Value (for some types).
 	MaxValueDate *Date
-	// MaxValueDateTime is maxValueDateTime (0..1). Maximum Allowed Value (for some types)
+	// MaxValueDateTime is "maxValueDateTime" (maxValue[x] as dateTime, 0..1): Maximum Allowed Value (for some types).
 	MaxValueDateTime *DateTime
-	// MaxValueInstant is maxValueInstant (0..1). Maximum Allowed Value (for some types)
+	// MaxValueInstant is "maxValueInstant" (maxValue[x] as instant, 0..1): Maximum Allowed Value (for some types).
 	MaxValueInstant *Instant
-	// MaxValueTime is maxValueTime (0..1). Maximum Allowed Value (for some types)
+	// MaxValueTime is "maxValueTime" (maxValue[x] as time, 0..1): Maximum Allowed Value (for some types).
 	MaxValueTime *Time
-	// MaxValueDecimal is maxValueDecimal (0..1). Maximum Allowed Value (for some types)
+	// MaxValueDecimal is "maxValueDecimal" (maxValue[x] as decimal, 0..1): Maximum Allowed Value (for some types).
 	MaxValueDecimal *Decimal
-	// MaxValueInteger is maxValueInteger (0..1). Maximum Allowed Value (for some types)
+	// MaxValueInteger is "maxValueInteger" (maxValue[x] as integer, 0..1): Maximum Allowed Value (for some types).
 	MaxValueInteger *Integer
-	// MaxValuePositiveInt is maxValuePositiveInt (0..1). Maximum Allowed Value (for some types)
+	// MaxValuePositiveInt is "maxValuePositiveInt" (maxValue[x] as positiveInt, 0..1): Maximum Allowed Value (for some types).
 	MaxValuePositiveInt *PositiveInt
-	// MaxValueUnsignedInt is maxValueUnsignedInt (0..1). Maximum Allowed Value (for some types)
+	// MaxValueUnsignedInt is "maxValueUnsignedInt" (maxValue[x] as unsignedInt, 0..1): Maximum Allowed Value (for some types).
 	MaxValueUnsignedInt *UnsignedInt
-	// MaxValueQuantity is maxValueQuantity (0..1). Maximum Allowed Value (for some types)
+	// MaxValueQuantity is "maxValueQuantity" (maxValue[x] as Quantity, 0..1): Maximum Allowed Value (for some types).
 	MaxValueQuantity *Quantity
-	// MaxLength is maxLength (0..1). Max length for strings
+	// MaxLength is "maxLength" (0..1): Max length for strings.
 	MaxLength *Integer
-	// Condition is condition (0..*). Reference to invariant about presence
+	// Condition is "condition" (0..*): Reference to invariant about presence.
 	Condition []ID
-	// Constraint is constraint (0..*). Condition that must evaluate to true
+	// Constraint is "constraint" (0..*): Condition that must evaluate to true.
 	Constraint []ElementDefinitionConstraint
-	// MustSupport is mustSupport (0..1). If the element must be supported
+	// MustSupport is "mustSupport" (0..1): If the element must be supported.
 	MustSupport *Boolean
-	// IsModifier is isModifier (0..1). If this modifies the meaning of other elements
+	// IsModifier is "isModifier" (0..1): If this modifies the meaning of other elements.
 	IsModifier *Boolean
-	// IsModifierReason is isModifierReason (0..1). Reason that this element is marked as a modifier
+	// IsModifierReason is "isModifierReason" (0..1): Reason that this element is marked as a modifier.
 	IsModifierReason *String
-	// IsSummary is isSummary (0..1). Include when _summary = true?
+	// IsSummary is "isSummary" (0..1): Include when _summary = true?.
 	IsSummary *Boolean
-	// Binding is binding (0..1). ValueSet details if this is coded
+	// Binding is "binding" (0..1): ValueSet details if this is coded.
 	Binding *ElementDefinitionBinding
-	// Mapping is mapping (0..*). Map element to another set of definitions
+	// Mapping is "mapping" (0..*): Map element to another set of definitions.
 	Mapping []ElementDefinitionMapping
 }
 
@@ -2989,17 +2989,17 @@ func (x *ElementDefinition) UnmarshalJSON(data []byte) error {
 
 // ElementDefinitionSlicing is the backbone element ElementDefinition.slicing: This element is sliced - slices follow
 type ElementDefinitionSlicing struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Discriminator is discriminator (0..*). Element values that are used to distinguish the slices
+	// Discriminator is "discriminator" (0..*): Element values that are used to distinguish the slices.
 	Discriminator []ElementDefinitionSlicingDiscriminator
-	// Description is description (0..1). Text description of how slicing works (or not)
+	// Description is "description" (0..1): Text description of how slicing works (or not).
 	Description *String
-	// Ordered is ordered (0..1). If elements must be in same order as slices
+	// Ordered is "ordered" (0..1): If elements must be in same order as slices.
 	Ordered *Boolean
-	// Rules is rules (1..1). closed | open | openAtEnd
+	// Rules is "rules" (1..1): closed | open | openAtEnd.
 	Rules *Code
 }
 
@@ -3065,13 +3065,13 @@ func (x *ElementDefinitionSlicing) UnmarshalJSON(data []byte) error {
 
 // ElementDefinitionSlicingDiscriminator is the backbone element ElementDefinition.slicing.discriminator: Element values that are used to distinguish the slices
 type ElementDefinitionSlicingDiscriminator struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Type is type (1..1). value | exists | pattern | type | profile
+	// Type is "type" (1..1): value | exists | pattern | type | profile.
 	Type *Code
-	// Path is path (1..1). Path to element value
+	// Path is "path" (1..1): Path to element value.
 	Path *String
 }
 
@@ -3129,15 +3129,15 @@ func (x *ElementDefinitionSlicingDiscriminator) UnmarshalJSON(data []byte) error
 
 // ElementDefinitionBase is the backbone element ElementDefinition.base: Base definition information for tools
 type ElementDefinitionBase struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Path is path (1..1). Path that identifies the base element
+	// Path is "path" (1..1): Path that identifies the base element.
 	Path *String
-	// Min is min (1..1). Min cardinality of the base element
+	// Min is "min" (1..1): Min cardinality of the base element.
 	Min *UnsignedInt
-	// Max is max (1..1). Max cardinality of the base element
+	// Max is "max" (1..1): Max cardinality of the base element.
 	Max *String
 }
 
@@ -3199,19 +3199,19 @@ func (x *ElementDefinitionBase) UnmarshalJSON(data []byte) error {
 
 // ElementDefinitionType is the backbone element ElementDefinition.type: Data type and Profile for this element
 type ElementDefinitionType struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Code is code (1..1). Data type or Resource (reference to definition)
+	// Code is "code" (1..1): Data type or Resource (reference to definition).
 	Code *URI
-	// Profile is profile (0..*). Profiles (StructureDefinition or IG) - one must apply
+	// Profile is "profile" (0..*): Profiles (StructureDefinition or IG) - one must apply.
 	Profile []Canonical
-	// TargetProfile is targetProfile (0..*). Profile (StructureDefinition or IG) on the Reference/canonical target - one must apply
+	// TargetProfile is "targetProfile" (0..*): Profile (StructureDefinition or IG) on the Reference/canonical target - one must apply.
 	TargetProfile []Canonical
-	// Aggregation is aggregation (0..*). contained | referenced | bundled - how aggregated
+	// Aggregation is "aggregation" (0..*): contained | referenced | bundled - how aggregated.
 	Aggregation []Code
-	// Versioning is versioning (0..1). either | independent | specific
+	// Versioning is "versioning" (0..1): either | independent | specific.
 	Versioning *Code
 }
 
@@ -3285,111 +3285,111 @@ func (x *ElementDefinitionType) UnmarshalJSON(data []byte) error {
 
 // ElementDefinitionExample is the backbone element ElementDefinition.example: Example value (as defined for type)
 type ElementDefinitionExample struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Label is label (1..1). Describes the purpose of this example
+	// Label is "label" (1..1): Describes the purpose of this example.
 	Label *String
-	// ValueBase64Binary is valueBase64Binary (1..1). Value of Example (one of allowed types)
+	// ValueBase64Binary is "valueBase64Binary" (value[x] as base64Binary, 1..1): Value of Example (one of allowed types).
 	ValueBase64Binary *Base64Binary
-	// ValueBoolean is valueBoolean (1..1). Value of Example (one of allowed types)
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): Value of Example (one of allowed types).
 	ValueBoolean *Boolean
-	// ValueCanonical is valueCanonical (1..1). Value of Example (one of allowed types)
+	// ValueCanonical is "valueCanonical" (value[x] as canonical, 1..1): Value of Example (one of allowed types).
 	ValueCanonical *Canonical
-	// ValueCode is valueCode (1..1). Value of Example (one of allowed types)
+	// ValueCode is "valueCode" (value[x] as code, 1..1): Value of Example (one of allowed types).
 	ValueCode *Code
-	// ValueDate is valueDate (1..1). Value of Example (one of allowed types)
+	// ValueDate is "valueDate" (value[x] as date, 1..1): Value of Example (one of allowed types).
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (1..1). Value of Example (one of allowed types)
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 1..1): Value of Example (one of allowed types).
 	ValueDateTime *DateTime
-	// ValueDecimal is valueDecimal (1..1). Value of Example (one of allowed types)
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 1..1): Value of Example (one of allowed types).
 	ValueDecimal *Decimal
-	// ValueID is valueId (1..1). Value of Example (one of allowed types)
+	// ValueID is "valueId" (value[x] as id, 1..1): Value of Example (one of allowed types).
 	ValueID *ID
-	// ValueInstant is valueInstant (1..1). Value of Example (one of allowed types)
+	// ValueInstant is "valueInstant" (value[x] as instant, 1..1): Value of Example (one of allowed types).
 	ValueInstant *Instant
-	// ValueInteger is valueInteger (1..1). Value of Example (one of allowed types)
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): Value of Example (one of allowed types).
 	ValueInteger *Integer
-	// ValueMarkdown is valueMarkdown (1..1). Value of Example (one of allowed types)
+	// ValueMarkdown is "valueMarkdown" (value[x] as markdown, 1..1): Value of Example (one of allowed types).
 	ValueMarkdown *Markdown
-	// ValueOID is valueOid (1..1). Value of Example (one of allowed types)
+	// ValueOID is "valueOid" (value[x] as oid, 1..1): Value of Example (one of allowed types).
 	ValueOID *OID
-	// ValuePositiveInt is valuePositiveInt (1..1). Value of Example (one of allowed types)
+	// ValuePositiveInt is "valuePositiveInt" (value[x] as positiveInt, 1..1): Value of Example (one of allowed types).
 	ValuePositiveInt *PositiveInt
-	// ValueString is valueString (1..1). Value of Example (one of allowed types)
+	// ValueString is "valueString" (value[x] as string, 1..1): Value of Example (one of allowed types).
 	ValueString *String
-	// ValueTime is valueTime (1..1). Value of Example (one of allowed types)
+	// ValueTime is "valueTime" (value[x] as time, 1..1): Value of Example (one of allowed types).
 	ValueTime *Time
-	// ValueUnsignedInt is valueUnsignedInt (1..1). Value of Example (one of allowed types)
+	// ValueUnsignedInt is "valueUnsignedInt" (value[x] as unsignedInt, 1..1): Value of Example (one of allowed types).
 	ValueUnsignedInt *UnsignedInt
-	// ValueURI is valueUri (1..1). Value of Example (one of allowed types)
+	// ValueURI is "valueUri" (value[x] as uri, 1..1): Value of Example (one of allowed types).
 	ValueURI *URI
-	// ValueURL is valueUrl (1..1). Value of Example (one of allowed types)
+	// ValueURL is "valueUrl" (value[x] as url, 1..1): Value of Example (one of allowed types).
 	ValueURL *URL
-	// ValueUUID is valueUuid (1..1). Value of Example (one of allowed types)
+	// ValueUUID is "valueUuid" (value[x] as uuid, 1..1): Value of Example (one of allowed types).
 	ValueUUID *UUID
-	// ValueAddress is valueAddress (1..1). Value of Example (one of allowed types)
+	// ValueAddress is "valueAddress" (value[x] as Address, 1..1): Value of Example (one of allowed types).
 	ValueAddress *Address
-	// ValueAge is valueAge (1..1). Value of Example (one of allowed types)
+	// ValueAge is "valueAge" (value[x] as Age, 1..1): Value of Example (one of allowed types).
 	ValueAge *Age
-	// ValueAnnotation is valueAnnotation (1..1). Value of Example (one of allowed types)
+	// ValueAnnotation is "valueAnnotation" (value[x] as Annotation, 1..1): Value of Example (one of allowed types).
 	ValueAnnotation *Annotation
-	// ValueAttachment is valueAttachment (1..1). Value of Example (one of allowed types)
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 1..1): Value of Example (one of allowed types).
 	ValueAttachment *Attachment
-	// ValueCodeableConcept is valueCodeableConcept (1..1). Value of Example (one of allowed types)
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 1..1): Value of Example (one of allowed types).
 	ValueCodeableConcept *CodeableConcept
-	// ValueCoding is valueCoding (1..1). Value of Example (one of allowed types)
+	// ValueCoding is "valueCoding" (value[x] as Coding, 1..1): Value of Example (one of allowed types).
 	ValueCoding *Coding
-	// ValueContactPoint is valueContactPoint (1..1). Value of Example (one of allowed types)
+	// ValueContactPoint is "valueContactPoint" (value[x] as ContactPoint, 1..1): Value of Example (one of allowed types).
 	ValueContactPoint *ContactPoint
-	// ValueCount is valueCount (1..1). Value of Example (one of allowed types)
+	// ValueCount is "valueCount" (value[x] as Count, 1..1): Value of Example (one of allowed types).
 	ValueCount *Count
-	// ValueDistance is valueDistance (1..1). Value of Example (one of allowed types)
+	// ValueDistance is "valueDistance" (value[x] as Distance, 1..1): Value of Example (one of allowed types).
 	ValueDistance *Distance
-	// ValueDuration is valueDuration (1..1). Value of Example (one of allowed types)
+	// ValueDuration is "valueDuration" (value[x] as Duration, 1..1): Value of Example (one of allowed types).
 	ValueDuration *Duration
-	// ValueHumanName is valueHumanName (1..1). Value of Example (one of allowed types)
+	// ValueHumanName is "valueHumanName" (value[x] as HumanName, 1..1): Value of Example (one of allowed types).
 	ValueHumanName *HumanName
-	// ValueIdentifier is valueIdentifier (1..1). Value of Example (one of allowed types)
+	// ValueIdentifier is "valueIdentifier" (value[x] as Identifier, 1..1): Value of Example (one of allowed types).
 	ValueIdentifier *Identifier
-	// ValueMoney is valueMoney (1..1). Value of Example (one of allowed types)
+	// ValueMoney is "valueMoney" (value[x] as Money, 1..1): Value of Example (one of allowed types).
 	ValueMoney *Money
-	// ValuePeriod is valuePeriod (1..1). Value of Example (one of allowed types)
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 1..1): Value of Example (one of allowed types).
 	ValuePeriod *Period
-	// ValueQuantity is valueQuantity (1..1). Value of Example (one of allowed types)
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): Value of Example (one of allowed types).
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (1..1). Value of Example (one of allowed types)
+	// ValueRange is "valueRange" (value[x] as Range, 1..1): Value of Example (one of allowed types).
 	ValueRange *Range
-	// ValueRatio is valueRatio (1..1). Value of Example (one of allowed types)
+	// ValueRatio is "valueRatio" (value[x] as Ratio, 1..1): Value of Example (one of allowed types).
 	ValueRatio *Ratio
-	// ValueReference is valueReference (1..1). Value of Example (one of allowed types)
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): Value of Example (one of allowed types).
 	ValueReference *Reference
-	// ValueSampledData is valueSampledData (1..1). Value of Example (one of allowed types)
+	// ValueSampledData is "valueSampledData" (value[x] as SampledData, 1..1): Value of Example (one of allowed types).
 	ValueSampledData *SampledData
-	// ValueSignature is valueSignature (1..1). Value of Example (one of allowed types)
+	// ValueSignature is "valueSignature" (value[x] as Signature, 1..1): Value of Example (one of allowed types).
 	ValueSignature *Signature
-	// ValueTiming is valueTiming (1..1). Value of Example (one of allowed types)
+	// ValueTiming is "valueTiming" (value[x] as Timing, 1..1): Value of Example (one of allowed types).
 	ValueTiming *Timing
-	// ValueContactDetail is valueContactDetail (1..1). Value of Example (one of allowed types)
+	// ValueContactDetail is "valueContactDetail" (value[x] as ContactDetail, 1..1): Value of Example (one of allowed types).
 	ValueContactDetail *ContactDetail
-	// ValueContributor is valueContributor (1..1). Value of Example (one of allowed types)
+	// ValueContributor is "valueContributor" (value[x] as Contributor, 1..1): Value of Example (one of allowed types).
 	ValueContributor *Contributor
-	// ValueDataRequirement is valueDataRequirement (1..1). Value of Example (one of allowed types)
+	// ValueDataRequirement is "valueDataRequirement" (value[x] as DataRequirement, 1..1): Value of Example (one of allowed types).
 	ValueDataRequirement *DataRequirement
-	// ValueExpression is valueExpression (1..1). Value of Example (one of allowed types)
+	// ValueExpression is "valueExpression" (value[x] as Expression, 1..1): Value of Example (one of allowed types).
 	ValueExpression *Expression
-	// ValueParameterDefinition is valueParameterDefinition (1..1). Value of Example (one of allowed types)
+	// ValueParameterDefinition is "valueParameterDefinition" (value[x] as ParameterDefinition, 1..1): Value of Example (one of allowed types).
 	ValueParameterDefinition *ParameterDefinition
-	// ValueRelatedArtifact is valueRelatedArtifact (1..1). Value of Example (one of allowed types)
+	// ValueRelatedArtifact is "valueRelatedArtifact" (value[x] as RelatedArtifact, 1..1): Value of Example (one of allowed types).
 	ValueRelatedArtifact *RelatedArtifact
-	// ValueTriggerDefinition is valueTriggerDefinition (1..1). Value of Example (one of allowed types)
+	// ValueTriggerDefinition is "valueTriggerDefinition" (value[x] as TriggerDefinition, 1..1): Value of Example (one of allowed types).
 	ValueTriggerDefinition *TriggerDefinition
-	// ValueUsageContext is valueUsageContext (1..1). Value of Example (one of allowed types)
+	// ValueUsageContext is "valueUsageContext" (value[x] as UsageContext, 1..1): Value of Example (one of allowed types).
 	ValueUsageContext *UsageContext
-	// ValueDosage is valueDosage (1..1). Value of Example (one of allowed types)
+	// ValueDosage is "valueDosage" (value[x] as Dosage, 1..1): Value of Example (one of allowed types).
 	ValueDosage *Dosage
-	// ValueMeta is valueMeta (1..1). Value of Example (one of allowed types)
+	// ValueMeta is "valueMeta" (value[x] as Meta, 1..1): Value of Example (one of allowed types).
 	ValueMeta *Meta
 }
 
@@ -3677,23 +3677,23 @@ func (x *ElementDefinitionExample) UnmarshalJSON(data []byte) error {
 
 // ElementDefinitionConstraint is the backbone element ElementDefinition.constraint: Condition that must evaluate to true
 type ElementDefinitionConstraint struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Key is key (1..1). Target of 'condition' reference above
+	// Key is "key" (1..1): Target of 'condition' reference above.
 	Key *ID
-	// Requirements is requirements (0..1). Why this constraint is necessary or appropriate
+	// Requirements is "requirements" (0..1): Why this constraint is necessary or appropriate.
 	Requirements *String
-	// Severity is severity (1..1). error | warning
+	// Severity is "severity" (1..1): error | warning.
 	Severity *Code
-	// Human is human (1..1). Human description of constraint
+	// Human is "human" (1..1): Human description of constraint.
 	Human *String
-	// Expression is expression (0..1). FHIRPath expression of constraint
+	// Expression is "expression" (0..1): FHIRPath expression of constraint.
 	Expression *String
-	// Xpath is xpath (0..1). XPath expression of constraint
+	// Xpath is "xpath" (0..1): XPath expression of constraint.
 	Xpath *String
-	// Source is source (0..1). Reference to original source of constraint
+	// Source is "source" (0..1): Reference to original source of constraint.
 	Source *Canonical
 }
 
@@ -3779,15 +3779,15 @@ func (x *ElementDefinitionConstraint) UnmarshalJSON(data []byte) error {
 
 // ElementDefinitionBinding is the backbone element ElementDefinition.binding: ValueSet details if this is coded
 type ElementDefinitionBinding struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Strength is strength (1..1). required | extensible | preferred | example
+	// Strength is "strength" (1..1): required | extensible | preferred | example.
 	Strength *Code
-	// Description is description (0..1). Human explanation of the value set
+	// Description is "description" (0..1): Human explanation of the value set.
 	Description *String
-	// ValueSet is valueSet (0..1). Source of value set
+	// ValueSet is "valueSet" (0..1): Source of value set.
 	ValueSet *Canonical
 }
 
@@ -3849,17 +3849,17 @@ func (x *ElementDefinitionBinding) UnmarshalJSON(data []byte) error {
 
 // ElementDefinitionMapping is the backbone element ElementDefinition.mapping: Map element to another set of definitions
 type ElementDefinitionMapping struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Identity is identity (1..1). Reference to mapping declaration
+	// Identity is "identity" (1..1): Reference to mapping declaration.
 	Identity *ID
-	// Language is language (0..1). Computable language of mapping
+	// Language is "language" (0..1): Computable language of mapping.
 	Language *Code
-	// Map is map (1..1). Details of the mapping
+	// Map is "map" (1..1): Details of the mapping.
 	Map *String
-	// Comment is comment (0..1). Comments about the mapping or its use
+	// Comment is "comment" (0..1): Comments about the mapping or its use.
 	Comment *String
 }
 
@@ -3927,19 +3927,19 @@ func (x *ElementDefinitionMapping) UnmarshalJSON(data []byte) error {
 
 // Expression is the FHIR R4 data type Expression: Base StructureDefinition for Expression Type: A expression that is evaluated in a specified context and returns a value.
 type Expression struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Description is description (0..1). Natural language description of the condition
+	// Description is "description" (0..1): Natural language description of the condition.
 	Description *String
-	// Name is name (0..1). Short name assigned to expression for reuse
+	// Name is "name" (0..1): Short name assigned to expression for reuse.
 	Name *ID
-	// Language is language (1..1). text/cql | text/fhirpath | application/x-fhir-query | etc.
+	// Language is "language" (1..1): text/cql | text/fhirpath | application/x-fhir-query | etc.
 	Language *Code
-	// Expression is expression (0..1). Expression in specified language
+	// Expression is "expression" (0..1): Expression in specified language.
 	Expression *String
-	// Reference is reference (0..1). Where the expression is found
+	// Reference is "reference" (0..1): Where the expression is found.
 	Reference *URI
 }
 
@@ -4013,111 +4013,111 @@ func (x *Expression) UnmarshalJSON(data []byte) error {
 
 // Extension is the FHIR R4 data type Extension: Base StructureDefinition for Extension Type: Optional Extension Element - found in all resources.
 type Extension struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// URL is url (1..1). identifies the meaning of the extension
+	// URL is "url" (1..1): identifies the meaning of the extension.
 	URL string
-	// ValueBase64Binary is valueBase64Binary (0..1). Value of extension
+	// ValueBase64Binary is "valueBase64Binary" (value[x] as base64Binary, 0..1): Value of extension.
 	ValueBase64Binary *Base64Binary
-	// ValueBoolean is valueBoolean (0..1). Value of extension
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Value of extension.
 	ValueBoolean *Boolean
-	// ValueCanonical is valueCanonical (0..1). Value of extension
+	// ValueCanonical is "valueCanonical" (value[x] as canonical, 0..1): Value of extension.
 	ValueCanonical *Canonical
-	// ValueCode is valueCode (0..1). Value of extension
+	// ValueCode is "valueCode" (value[x] as code, 0..1): Value of extension.
 	ValueCode *Code
-	// ValueDate is valueDate (0..1). Value of extension
+	// ValueDate is "valueDate" (value[x] as date, 0..1): Value of extension.
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (0..1). Value of extension
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 0..1): Value of extension.
 	ValueDateTime *DateTime
-	// ValueDecimal is valueDecimal (0..1). Value of extension
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 0..1): Value of extension.
 	ValueDecimal *Decimal
-	// ValueID is valueId (0..1). Value of extension
+	// ValueID is "valueId" (value[x] as id, 0..1): Value of extension.
 	ValueID *ID
-	// ValueInstant is valueInstant (0..1). Value of extension
+	// ValueInstant is "valueInstant" (value[x] as instant, 0..1): Value of extension.
 	ValueInstant *Instant
-	// ValueInteger is valueInteger (0..1). Value of extension
+	// ValueInteger is "valueInteger" (value[x] as integer, 0..1): Value of extension.
 	ValueInteger *Integer
-	// ValueMarkdown is valueMarkdown (0..1). Value of extension
+	// ValueMarkdown is "valueMarkdown" (value[x] as markdown, 0..1): Value of extension.
 	ValueMarkdown *Markdown
-	// ValueOID is valueOid (0..1). Value of extension
+	// ValueOID is "valueOid" (value[x] as oid, 0..1): Value of extension.
 	ValueOID *OID
-	// ValuePositiveInt is valuePositiveInt (0..1). Value of extension
+	// ValuePositiveInt is "valuePositiveInt" (value[x] as positiveInt, 0..1): Value of extension.
 	ValuePositiveInt *PositiveInt
-	// ValueString is valueString (0..1). Value of extension
+	// ValueString is "valueString" (value[x] as string, 0..1): Value of extension.
 	ValueString *String
-	// ValueTime is valueTime (0..1). Value of extension
+	// ValueTime is "valueTime" (value[x] as time, 0..1): Value of extension.
 	ValueTime *Time
-	// ValueUnsignedInt is valueUnsignedInt (0..1). Value of extension
+	// ValueUnsignedInt is "valueUnsignedInt" (value[x] as unsignedInt, 0..1): Value of extension.
 	ValueUnsignedInt *UnsignedInt
-	// ValueURI is valueUri (0..1). Value of extension
+	// ValueURI is "valueUri" (value[x] as uri, 0..1): Value of extension.
 	ValueURI *URI
-	// ValueURL is valueUrl (0..1). Value of extension
+	// ValueURL is "valueUrl" (value[x] as url, 0..1): Value of extension.
 	ValueURL *URL
-	// ValueUUID is valueUuid (0..1). Value of extension
+	// ValueUUID is "valueUuid" (value[x] as uuid, 0..1): Value of extension.
 	ValueUUID *UUID
-	// ValueAddress is valueAddress (0..1). Value of extension
+	// ValueAddress is "valueAddress" (value[x] as Address, 0..1): Value of extension.
 	ValueAddress *Address
-	// ValueAge is valueAge (0..1). Value of extension
+	// ValueAge is "valueAge" (value[x] as Age, 0..1): Value of extension.
 	ValueAge *Age
-	// ValueAnnotation is valueAnnotation (0..1). Value of extension
+	// ValueAnnotation is "valueAnnotation" (value[x] as Annotation, 0..1): Value of extension.
 	ValueAnnotation *Annotation
-	// ValueAttachment is valueAttachment (0..1). Value of extension
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 0..1): Value of extension.
 	ValueAttachment *Attachment
-	// ValueCodeableConcept is valueCodeableConcept (0..1). Value of extension
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 0..1): Value of extension.
 	ValueCodeableConcept *CodeableConcept
-	// ValueCoding is valueCoding (0..1). Value of extension
+	// ValueCoding is "valueCoding" (value[x] as Coding, 0..1): Value of extension.
 	ValueCoding *Coding
-	// ValueContactPoint is valueContactPoint (0..1). Value of extension
+	// ValueContactPoint is "valueContactPoint" (value[x] as ContactPoint, 0..1): Value of extension.
 	ValueContactPoint *ContactPoint
-	// ValueCount is valueCount (0..1). Value of extension
+	// ValueCount is "valueCount" (value[x] as Count, 0..1): Value of extension.
 	ValueCount *Count
-	// ValueDistance is valueDistance (0..1). Value of extension
+	// ValueDistance is "valueDistance" (value[x] as Distance, 0..1): Value of extension.
 	ValueDistance *Distance
-	// ValueDuration is valueDuration (0..1). Value of extension
+	// ValueDuration is "valueDuration" (value[x] as Duration, 0..1): Value of extension.
 	ValueDuration *Duration
-	// ValueHumanName is valueHumanName (0..1). Value of extension
+	// ValueHumanName is "valueHumanName" (value[x] as HumanName, 0..1): Value of extension.
 	ValueHumanName *HumanName
-	// ValueIdentifier is valueIdentifier (0..1). Value of extension
+	// ValueIdentifier is "valueIdentifier" (value[x] as Identifier, 0..1): Value of extension.
 	ValueIdentifier *Identifier
-	// ValueMoney is valueMoney (0..1). Value of extension
+	// ValueMoney is "valueMoney" (value[x] as Money, 0..1): Value of extension.
 	ValueMoney *Money
-	// ValuePeriod is valuePeriod (0..1). Value of extension
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 0..1): Value of extension.
 	ValuePeriod *Period
-	// ValueQuantity is valueQuantity (0..1). Value of extension
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Value of extension.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (0..1). Value of extension
+	// ValueRange is "valueRange" (value[x] as Range, 0..1): Value of extension.
 	ValueRange *Range
-	// ValueRatio is valueRatio (0..1). Value of extension
+	// ValueRatio is "valueRatio" (value[x] as Ratio, 0..1): Value of extension.
 	ValueRatio *Ratio
-	// ValueReference is valueReference (0..1). Value of extension
+	// ValueReference is "valueReference" (value[x] as Reference, 0..1): Value of extension.
 	ValueReference *Reference
-	// ValueSampledData is valueSampledData (0..1). Value of extension
+	// ValueSampledData is "valueSampledData" (value[x] as SampledData, 0..1): Value of extension.
 	ValueSampledData *SampledData
-	// ValueSignature is valueSignature (0..1). Value of extension
+	// ValueSignature is "valueSignature" (value[x] as Signature, 0..1): Value of extension.
 	ValueSignature *Signature
-	// ValueTiming is valueTiming (0..1). Value of extension
+	// ValueTiming is "valueTiming" (value[x] as Timing, 0..1): Value of extension.
 	ValueTiming *Timing
-	// ValueContactDetail is valueContactDetail (0..1). Value of extension
+	// ValueContactDetail is "valueContactDetail" (value[x] as ContactDetail, 0..1): Value of extension.
 	ValueContactDetail *ContactDetail
-	// ValueContributor is valueContributor (0..1). Value of extension
+	// ValueContributor is "valueContributor" (value[x] as Contributor, 0..1): Value of extension.
 	ValueContributor *Contributor
-	// ValueDataRequirement is valueDataRequirement (0..1). Value of extension
+	// ValueDataRequirement is "valueDataRequirement" (value[x] as DataRequirement, 0..1): Value of extension.
 	ValueDataRequirement *DataRequirement
-	// ValueExpression is valueExpression (0..1). Value of extension
+	// ValueExpression is "valueExpression" (value[x] as Expression, 0..1): Value of extension.
 	ValueExpression *Expression
-	// ValueParameterDefinition is valueParameterDefinition (0..1). Value of extension
+	// ValueParameterDefinition is "valueParameterDefinition" (value[x] as ParameterDefinition, 0..1): Value of extension.
 	ValueParameterDefinition *ParameterDefinition
-	// ValueRelatedArtifact is valueRelatedArtifact (0..1). Value of extension
+	// ValueRelatedArtifact is "valueRelatedArtifact" (value[x] as RelatedArtifact, 0..1): Value of extension.
 	ValueRelatedArtifact *RelatedArtifact
-	// ValueTriggerDefinition is valueTriggerDefinition (0..1). Value of extension
+	// ValueTriggerDefinition is "valueTriggerDefinition" (value[x] as TriggerDefinition, 0..1): Value of extension.
 	ValueTriggerDefinition *TriggerDefinition
-	// ValueUsageContext is valueUsageContext (0..1). Value of extension
+	// ValueUsageContext is "valueUsageContext" (value[x] as UsageContext, 0..1): Value of extension.
 	ValueUsageContext *UsageContext
-	// ValueDosage is valueDosage (0..1). Value of extension
+	// ValueDosage is "valueDosage" (value[x] as Dosage, 0..1): Value of extension.
 	ValueDosage *Dosage
-	// ValueMeta is valueMeta (0..1). Value of extension
+	// ValueMeta is "valueMeta" (value[x] as Meta, 0..1): Value of extension.
 	ValueMeta *Meta
 }
 
@@ -4402,23 +4402,23 @@ func (x *Extension) UnmarshalJSON(data []byte) error {
 
 // HumanName is the FHIR R4 data type HumanName: Base StructureDefinition for HumanName Type: A human's name with the ability to identify parts and usage.
 type HumanName struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Use is use (0..1). usual | official | temp | nickname | anonymous | old | maiden
+	// Use is "use" (0..1): usual | official | temp | nickname | anonymous | old | maiden.
 	Use *Code
-	// Text is text (0..1). Text representation of the full name
+	// Text is "text" (0..1): Text representation of the full name.
 	Text *String
-	// Family is family (0..1). Family name (often called 'Surname')
+	// Family is "family" (0..1): Family name (often called 'Surname').
 	Family *String
-	// Given is given (0..*). Given names (not always 'first').
+	// Given is "given" (0..*): Given names (not always 'first').
 	Given []String
-	// Prefix is prefix (0..*). Parts that come before the name
+	// Prefix is "prefix" (0..*): Parts that come before the name.
 	Prefix []String
-	// Suffix is suffix (0..*). Parts that come after the name
+	// Suffix is "suffix" (0..*): Parts that come after the name.
 	Suffix []String
-	// Period is period (0..1). Time period when name was/is in use
+	// Period is "period" (0..1): Time period when name was/is in use.
 	Period *Period
 }
 
@@ -4502,21 +4502,21 @@ func (x *HumanName) UnmarshalJSON(data []byte) error {
 
 // Identifier is the FHIR R4 data type Identifier: Base StructureDefinition for Identifier Type: An identifier - identifies some entity uniquely and unambiguously.
 type Identifier struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Use is use (0..1). usual | official | temp | secondary | old (If known)
+	// Use is "use" (0..1): usual | official | temp | secondary | old (If known).
 	Use *Code
-	// Type is type (0..1). Description of identifier
+	// Type is "type" (0..1): Description of identifier.
 	Type *CodeableConcept
-	// System is system (0..1). The namespace for the identifier value
+	// System is "system" (0..1): The namespace for the identifier value.
 	System *URI
-	// Value is value (0..1). The value that is unique
+	// Value is "value" (0..1): The value that is unique.
 	Value *String
-	// Period is period (0..1). Time period when id is/was valid for use
+	// Period is "period" (0..1): Time period when id is/was valid for use.
 	Period *Period
-	// Assigner is assigner (0..1). Organization that issued id (may be just text)
+	// Assigner is "assigner" (0..1): Organization that issued id (may be just text).
 	Assigner *Reference
 }
 
@@ -4590,21 +4590,21 @@ func (x *Identifier) UnmarshalJSON(data []byte) error {
 
 // MarketingStatus is the FHIR R4 data type MarketingStatus: Base StructureDefinition for MarketingStatus Type: The marketing status describes the date when a medicinal product is actually put on the market or the date as of which it is no longer available.
 type MarketingStatus struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Country is country (1..1). The country in which the marketing authorisation has been granted shall be specified It should be specified using the ISO 3166 ‑ 1 alpha-2 code elements
+	// Country is "country" (1..1): The country in which the marketing authorisation has been granted shall be specified It should be specified using the ISO 3166 ‑ 1 alpha-2 code elements.
 	Country *CodeableConcept
-	// Jurisdiction is jurisdiction (0..1). Where a Medicines Regulatory Agency has granted a marketing authorisation for which specific provisions within a jurisdiction apply, the jurisdiction can be specified using an appropriate controlled t…
+	// Jurisdiction is "jurisdiction" (0..1): Where a Medicines Regulatory Agency has granted a marketing authorisation for which specific provisions within a jurisdiction apply, the jurisdiction can be specified using an appropriate controlled t….
 	Jurisdiction *CodeableConcept
-	// Status is status (1..1). This attribute provides information on the status of the marketing of the medicinal product See ISO/TS 20443 for more information and examples
+	// Status is "status" (1..1): This attribute provides information on the status of the marketing of the medicinal product See ISO/TS 20443 for more information and examples.
 	Status *CodeableConcept
-	// DateRange is dateRange (1..1). The date when the Medicinal Product is placed on the market by the Marketing Authorisation Holder (or where applicable, the manufacturer/distributor) in a country and/or jurisdiction shall be provided…
+	// DateRange is "dateRange" (1..1): The date when the Medicinal Product is placed on the market by the Marketing Authorisation Holder (or where applicable, the manufacturer/distributor) in a country and/or jurisdiction shall be provided….
 	DateRange *Period
-	// RestoreDate is restoreDate (0..1). The date when the Medicinal Product is placed on the market by the Marketing Authorisation Holder (or where applicable, the manufacturer/distributor) in a country and/or jurisdiction shall be provided…
+	// RestoreDate is "restoreDate" (0..1): The date when the Medicinal Product is placed on the market by the Marketing Authorisation Holder (or where applicable, the manufacturer/distributor) in a country and/or jurisdiction shall be provided….
 	RestoreDate *DateTime
 }
 
@@ -4674,21 +4674,21 @@ func (x *MarketingStatus) UnmarshalJSON(data []byte) error {
 
 // Meta is the FHIR R4 data type Meta: Base StructureDefinition for Meta Type: The metadata about a resource.
 type Meta struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// VersionID is versionId (0..1). Version specific identifier
+	// VersionID is "versionId" (0..1): Version specific identifier.
 	VersionID *ID
-	// LastUpdated is lastUpdated (0..1). When the resource version last changed
+	// LastUpdated is "lastUpdated" (0..1): When the resource version last changed.
 	LastUpdated *Instant
-	// Source is source (0..1). Identifies where the resource comes from
+	// Source is "source" (0..1): Identifies where the resource comes from.
 	Source *URI
-	// Profile is profile (0..*). Profiles this resource claims to conform to
+	// Profile is "profile" (0..*): Profiles this resource claims to conform to.
 	Profile []Canonical
-	// Security is security (0..*). Security Labels applied to this resource
+	// Security is "security" (0..*): Security Labels applied to this resource.
 	Security []Coding
-	// Tag is tag (0..*). Tags applied to this resource
+	// Tag is "tag" (0..*): Tags applied to this resource.
 	Tag []Coding
 }
 
@@ -4761,13 +4761,13 @@ func (x *Meta) UnmarshalJSON(data []byte) error { *x = Meta{}; return unmarshalO
 
 // Money is the FHIR R4 data type Money: Base StructureDefinition for Money Type: An amount of economic utility in some recognized currency.
 type Money struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Value is value (0..1). Numerical value (with implicit precision)
+	// Value is "value" (0..1): Numerical value (with implicit precision).
 	Value *Decimal
-	// Currency is currency (0..1). ISO 4217 Currency Code
+	// Currency is "currency" (0..1): ISO 4217 Currency Code.
 	Currency *Code
 }
 
@@ -4823,13 +4823,13 @@ func (x *Money) UnmarshalJSON(data []byte) error {
 
 // Narrative is the FHIR R4 data type Narrative: Base StructureDefinition for Narrative Type: A human-readable summary of the resource conveying the essential clinical and business information for the resource.
 type Narrative struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Status is status (1..1). generated | extensions | additional | empty
+	// Status is "status" (1..1): generated | extensions | additional | empty.
 	Status *Code
-	// Div is div (1..1). Limited xhtml content
+	// Div is "div" (1..1): Limited xhtml content.
 	Div *XHTML
 }
 
@@ -4885,23 +4885,23 @@ func (x *Narrative) UnmarshalJSON(data []byte) error {
 
 // ParameterDefinition is the FHIR R4 data type ParameterDefinition: Base StructureDefinition for ParameterDefinition Type: The parameters to the module.
 type ParameterDefinition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Name is name (0..1). Name used to access the parameter value
+	// Name is "name" (0..1): Name used to access the parameter value.
 	Name *Code
-	// Use is use (1..1). in | out
+	// Use is "use" (1..1): in | out.
 	Use *Code
-	// Min is min (0..1). Minimum cardinality
+	// Min is "min" (0..1): Minimum cardinality.
 	Min *Integer
-	// Max is max (0..1). Maximum cardinality (a number of *)
+	// Max is "max" (0..1): Maximum cardinality (a number of *).
 	Max *String
-	// Documentation is documentation (0..1). A brief description of the parameter
+	// Documentation is "documentation" (0..1): A brief description of the parameter.
 	Documentation *String
-	// Type is type (1..1). What type of value
+	// Type is "type" (1..1): What type of value.
 	Type *Code
-	// Profile is profile (0..1). What profile the value is expected to be
+	// Profile is "profile" (0..1): What profile the value is expected to be.
 	Profile *Canonical
 }
 
@@ -4987,13 +4987,13 @@ func (x *ParameterDefinition) UnmarshalJSON(data []byte) error {
 
 // Period is the FHIR R4 data type Period: Base StructureDefinition for Period Type: A time period defined by a start and end date and optionally time.
 type Period struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Start is start (0..1). Starting time with inclusive boundary
+	// Start is "start" (0..1): Starting time with inclusive boundary.
 	Start *DateTime
-	// End is end (0..1). End time with inclusive boundary, if not ongoing
+	// End is "end" (0..1): End time with inclusive boundary, if not ongoing.
 	End *DateTime
 }
 
@@ -5049,21 +5049,21 @@ func (x *Period) UnmarshalJSON(data []byte) error {
 
 // Population is the FHIR R4 data type Population: Base StructureDefinition for Population Type: A populatioof people with some set of grouping criteria.
 type Population struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// AgeRange is ageRange (0..1). The age of the specific population
+	// AgeRange is "ageRange" (age[x] as Range, 0..1): The age of the specific population.
 	AgeRange *Range
-	// AgeCodeableConcept is ageCodeableConcept (0..1). The age of the specific population
+	// AgeCodeableConcept is "ageCodeableConcept" (age[x] as CodeableConcept, 0..1): The age of the specific population.
 	AgeCodeableConcept *CodeableConcept
-	// Gender is gender (0..1). The gender of the specific population
+	// Gender is "gender" (0..1): The gender of the specific population.
 	Gender *CodeableConcept
-	// Race is race (0..1). Race of the specific population
+	// Race is "race" (0..1): Race of the specific population.
 	Race *CodeableConcept
-	// PhysiologicalCondition is physiologicalCondition (0..1). The existing physiological conditions of the specific population to which this applies
+	// PhysiologicalCondition is "physiologicalCondition" (0..1): The existing physiological conditions of the specific population to which this applies.
 	PhysiologicalCondition *CodeableConcept
 }
 
@@ -5131,33 +5131,33 @@ func (x *Population) UnmarshalJSON(data []byte) error {
 
 // ProdCharacteristic is the FHIR R4 data type ProdCharacteristic: Base StructureDefinition for ProdCharacteristic Type: The marketing status describes the date when a medicinal product is actually put on the market or the date as of which it is no longer available.
 type ProdCharacteristic struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Height is height (0..1). Where applicable, the height can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology …
+	// Height is "height" (0..1): Where applicable, the height can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology ….
 	Height *Quantity
-	// Width is width (0..1). Where applicable, the width can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology T…
+	// Width is "width" (0..1): Where applicable, the width can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology T….
 	Width *Quantity
-	// Depth is depth (0..1). Where applicable, the depth can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology T…
+	// Depth is "depth" (0..1): Where applicable, the depth can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology T….
 	Depth *Quantity
-	// Weight is weight (0..1). Where applicable, the weight can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology …
+	// Weight is "weight" (0..1): Where applicable, the weight can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting terminology ….
 	Weight *Quantity
-	// NominalVolume is nominalVolume (0..1). Where applicable, the nominal volume can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting term…
+	// NominalVolume is "nominalVolume" (0..1): Where applicable, the nominal volume can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting term….
 	NominalVolume *Quantity
-	// ExternalDiameter is externalDiameter (0..1). Where applicable, the external diameter can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting t…
+	// ExternalDiameter is "externalDiameter" (0..1): Where applicable, the external diameter can be specified using a numerical value and its unit of measurement The unit of measurement shall be specified in accordance with ISO 11240 and the resulting t….
 	ExternalDiameter *Quantity
-	// Shape is shape (0..1). Where applicable, the shape can be specified An appropriate controlled vocabulary shall be used The term and the term identifier shall be used
+	// Shape is "shape" (0..1): Where applicable, the shape can be specified An appropriate controlled vocabulary shall be used The term and the term identifier shall be used.
 	Shape *String
-	// Color is color (0..*). Where applicable, the color can be specified An appropriate controlled vocabulary shall be used The term and the term identifier shall be used
+	// Color is "color" (0..*): Where applicable, the color can be specified An appropriate controlled vocabulary shall be used The term and the term identifier shall be used.
 	Color []String
-	// Imprint is imprint (0..*). Where applicable, the imprint can be specified as text
+	// Imprint is "imprint" (0..*): Where applicable, the imprint can be specified as text.
 	Imprint []String
-	// Image is image (0..*). Where applicable, the image can be provided The format of the image attachment shall be specified by regional implementations
+	// Image is "image" (0..*): Where applicable, the image can be provided The format of the image attachment shall be specified by regional implementations.
 	Image []Attachment
-	// Scoring is scoring (0..1). Where applicable, the scoring can be specified An appropriate controlled vocabulary shall be used The term and the term identifier shall be used
+	// Scoring is "scoring" (0..1): Where applicable, the scoring can be specified An appropriate controlled vocabulary shall be used The term and the term identifier shall be used.
 	Scoring *CodeableConcept
 }
 
@@ -5255,19 +5255,19 @@ func (x *ProdCharacteristic) UnmarshalJSON(data []byte) error {
 
 // ProductShelfLife is the FHIR R4 data type ProductShelfLife: Base StructureDefinition for ProductShelfLife Type: The shelf-life and storage information for a medicinal product item or container can be described using this class.
 type ProductShelfLife struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Unique identifier for the packaged Medicinal Product
+	// Identifier is "identifier" (0..1): Unique identifier for the packaged Medicinal Product.
 	Identifier *Identifier
-	// Type is type (1..1). This describes the shelf life, taking into account various scenarios such as shelf life of the packaged Medicinal Product itself, shelf life after transformation where necessary and shelf life after t…
+	// Type is "type" (1..1): This describes the shelf life, taking into account various scenarios such as shelf life of the packaged Medicinal Product itself, shelf life after transformation where necessary and shelf life after t….
 	Type *CodeableConcept
-	// Period is period (1..1). The shelf life time period can be specified using a numerical value for the period of time and its unit of time measurement The unit of measurement shall be specified in accordance with ISO 11240 and …
+	// Period is "period" (1..1): The shelf life time period can be specified using a numerical value for the period of time and its unit of time measurement The unit of measurement shall be specified in accordance with ISO 11240 and ….
 	Period *Quantity
-	// SpecialPrecautionsForStorage is specialPrecautionsForStorage (0..*). Special precautions for storage, if any, can be specified using an appropriate controlled vocabulary The controlled term and the controlled term identifier shall be specified
+	// SpecialPrecautionsForStorage is "specialPrecautionsForStorage" (0..*): Special precautions for storage, if any, can be specified using an appropriate controlled vocabulary The controlled term and the controlled term identifier shall be specified.
 	SpecialPrecautionsForStorage []CodeableConcept
 }
 
@@ -5331,19 +5331,19 @@ func (x *ProductShelfLife) UnmarshalJSON(data []byte) error {
 
 // Quantity is the FHIR R4 data type Quantity: Base StructureDefinition for Quantity Type: A measured amount (or an amount that can potentially be measured).
 type Quantity struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Value is value (0..1). Numerical value (with implicit precision)
+	// Value is "value" (0..1): Numerical value (with implicit precision).
 	Value *Decimal
-	// Comparator is comparator (0..1). < | <= | >= | > - how to understand the value
+	// Comparator is "comparator" (0..1): < | <= | >= | > - how to understand the value.
 	Comparator *Code
-	// Unit is unit (0..1). Unit representation
+	// Unit is "unit" (0..1): Unit representation.
 	Unit *String
-	// System is system (0..1). System that defines coded unit form
+	// System is "system" (0..1): System that defines coded unit form.
 	System *URI
-	// Code is code (0..1). Coded form of the unit
+	// Code is "code" (0..1): Coded form of the unit.
 	Code *Code
 }
 
@@ -5417,13 +5417,13 @@ func (x *Quantity) UnmarshalJSON(data []byte) error {
 
 // Range is the FHIR R4 data type Range: Base StructureDefinition for Range Type: A set of ordered Quantities defined by a low and high limit.
 type Range struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Low is low (0..1). Low limit
+	// Low is "low" (0..1): Low limit.
 	Low *Quantity
-	// High is high (0..1). High limit
+	// High is "high" (0..1): High limit.
 	High *Quantity
 }
 
@@ -5475,13 +5475,13 @@ func (x *Range) UnmarshalJSON(data []byte) error {
 
 // Ratio is the FHIR R4 data type Ratio: Base StructureDefinition for Ratio Type: A relationship of two Quantity values - expressed as a numerator and a denominator.
 type Ratio struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Numerator is numerator (0..1). Numerator value
+	// Numerator is "numerator" (0..1): Numerator value.
 	Numerator *Quantity
-	// Denominator is denominator (0..1). Denominator value
+	// Denominator is "denominator" (0..1): Denominator value.
 	Denominator *Quantity
 }
 
@@ -5533,17 +5533,17 @@ func (x *Ratio) UnmarshalJSON(data []byte) error {
 
 // Reference is the FHIR R4 data type Reference: Base StructureDefinition for Reference Type: A reference from one resource to another.
 type Reference struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Reference is reference (0..1). Literal reference, Relative, internal or absolute URL
+	// Reference is "reference" (0..1): Literal reference, Relative, internal or absolute URL.
 	Reference *String
-	// Type is type (0..1). Type the reference refers to (e.g. "Patient")
+	// Type is "type" (0..1): Type the reference refers to (e.g. "Patient").
 	Type *URI
-	// Identifier is identifier (0..1). Logical reference, when literal reference is not known
+	// Identifier is "identifier" (0..1): Logical reference, when literal reference is not known.
 	Identifier *Identifier
-	// Display is display (0..1). Text alternative for the resource
+	// Display is "display" (0..1): Text alternative for the resource.
 	Display *String
 }
 
@@ -5609,23 +5609,23 @@ func (x *Reference) UnmarshalJSON(data []byte) error {
 
 // RelatedArtifact is the FHIR R4 data type RelatedArtifact: Base StructureDefinition for RelatedArtifact Type: Related artifacts such as additional documentation, justification, or bibliographic references.
 type RelatedArtifact struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Type is type (1..1). documentation | justification | citation | predecessor | successor | derived-from | depends-on | composed-of
+	// Type is "type" (1..1): documentation | justification | citation | predecessor | successor | derived-from | depends-on | composed-of.
 	Type *Code
-	// Label is label (0..1). Short label
+	// Label is "label" (0..1): Short label.
 	Label *String
-	// Display is display (0..1). Brief description of the related artifact
+	// Display is "display" (0..1): Brief description of the related artifact.
 	Display *String
-	// Citation is citation (0..1). Bibliographic citation for the artifact
+	// Citation is "citation" (0..1): Bibliographic citation for the artifact.
 	Citation *Markdown
-	// URL is url (0..1). Where the artifact can be accessed
+	// URL is "url" (0..1): Where the artifact can be accessed.
 	URL *URL
-	// Document is document (0..1). What document is being referenced
+	// Document is "document" (0..1): What document is being referenced.
 	Document *Attachment
-	// Resource is resource (0..1). What resource is being referenced
+	// Resource is "resource" (0..1): What resource is being referenced.
 	Resource *Canonical
 }
 
@@ -5709,23 +5709,23 @@ func (x *RelatedArtifact) UnmarshalJSON(data []byte) error {
 
 // SampledData is the FHIR R4 data type SampledData: Base StructureDefinition for SampledData Type: A series of measurements taken by a device, with upper and lower limits.
 type SampledData struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Origin is origin (1..1). Zero value and units
+	// Origin is "origin" (1..1): Zero value and units.
 	Origin *Quantity
-	// Period is period (1..1). Number of milliseconds between samples
+	// Period is "period" (1..1): Number of milliseconds between samples.
 	Period *Decimal
-	// Factor is factor (0..1). Multiply data by this before adding to origin
+	// Factor is "factor" (0..1): Multiply data by this before adding to origin.
 	Factor *Decimal
-	// LowerLimit is lowerLimit (0..1). Lower limit of detection
+	// LowerLimit is "lowerLimit" (0..1): Lower limit of detection.
 	LowerLimit *Decimal
-	// UpperLimit is upperLimit (0..1). Upper limit of detection
+	// UpperLimit is "upperLimit" (0..1): Upper limit of detection.
 	UpperLimit *Decimal
-	// Dimensions is dimensions (1..1). Number of sample points at each time point
+	// Dimensions is "dimensions" (1..1): Number of sample points at each time point.
 	Dimensions *PositiveInt
-	// Data is data (0..1). Decimal values with spaces, or "E" | "U" | "L"
+	// Data is "data" (0..1): Decimal values with spaces, or "E" | "U" | "L".
 	Data *String
 }
 
@@ -5809,23 +5809,23 @@ func (x *SampledData) UnmarshalJSON(data []byte) error {
 
 // Signature is the FHIR R4 data type Signature: Base StructureDefinition for Signature Type: A signature along with supporting context.
 type Signature struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Type is type (1..*). Indication of the reason the entity signed the object(s)
+	// Type is "type" (1..*): Indication of the reason the entity signed the object(s).
 	Type []Coding
-	// When is when (1..1). When the signature was created
+	// When is "when" (1..1): When the signature was created.
 	When *Instant
-	// Who is who (1..1). Who signed
+	// Who is "who" (1..1): Who signed.
 	Who *Reference
-	// OnBehalfOf is onBehalfOf (0..1). The party represented
+	// OnBehalfOf is "onBehalfOf" (0..1): The party represented.
 	OnBehalfOf *Reference
-	// TargetFormat is targetFormat (0..1). The technical format of the signed resources
+	// TargetFormat is "targetFormat" (0..1): The technical format of the signed resources.
 	TargetFormat *Code
-	// SigFormat is sigFormat (0..1). The technical format of the signature
+	// SigFormat is "sigFormat" (0..1): The technical format of the signature.
 	SigFormat *Code
-	// Data is data (0..1). The actual signature content (XML DigSig.
+	// Data is "data" (0..1): The actual signature content (XML DigSig.
 	Data *Base64Binary
 }
 
@@ -5905,23 +5905,23 @@ func (x *Signature) UnmarshalJSON(data []byte) error {
 
 // SubstanceAmount is the FHIR R4 data type SubstanceAmount: Base StructureDefinition for SubstanceAmount Type: Chemical substances are a single substance type whose primary defining element is the molecular structure.
 type SubstanceAmount struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// AmountQuantity is amountQuantity (0..1). Used to capture quantitative values for a variety of elements.
+	// AmountQuantity is "amountQuantity" (amount[x] as Quantity, 0..1): Used to capture quantitative values for a variety of elements.
 	AmountQuantity *Quantity
-	// AmountRange is amountRange (0..1). Used to capture quantitative values for a variety of elements.
+	// AmountRange is "amountRange" (amount[x] as Range, 0..1): Used to capture quantitative values for a variety of elements.
 	AmountRange *Range
-	// AmountString is amountString (0..1). Used to capture quantitative values for a variety of elements.
+	// AmountString is "amountString" (amount[x] as string, 0..1): Used to capture quantitative values for a variety of elements.
 	AmountString *String
-	// AmountType is amountType (0..1). Most elements that require a quantitative value will also have a field called amount type.
+	// AmountType is "amountType" (0..1): Most elements that require a quantitative value will also have a field called amount type.
 	AmountType *CodeableConcept
-	// AmountText is amountText (0..1). A textual comment on a numeric value
+	// AmountText is "amountText" (0..1): A textual comment on a numeric value.
 	AmountText *String
-	// ReferenceRange is referenceRange (0..1). Reference range of possible or expected values
+	// ReferenceRange is "referenceRange" (0..1): Reference range of possible or expected values.
 	ReferenceRange *SubstanceAmountReferenceRange
 }
 
@@ -5997,13 +5997,13 @@ func (x *SubstanceAmount) UnmarshalJSON(data []byte) error {
 
 // SubstanceAmountReferenceRange is the backbone element SubstanceAmount.referenceRange: Reference range of possible or expected values
 type SubstanceAmountReferenceRange struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// LowLimit is lowLimit (0..1). Lower limit possible or expected
+	// LowLimit is "lowLimit" (0..1): Lower limit possible or expected.
 	LowLimit *Quantity
-	// HighLimit is highLimit (0..1). Upper limit possible or expected
+	// HighLimit is "highLimit" (0..1): Upper limit possible or expected.
 	HighLimit *Quantity
 }
 
@@ -6055,17 +6055,17 @@ func (x *SubstanceAmountReferenceRange) UnmarshalJSON(data []byte) error {
 
 // Timing is the FHIR R4 data type Timing: Base StructureDefinition for Timing Type: Specifies an event that may occur multiple times.
 type Timing struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Event is event (0..*). When the event occurs
+	// Event is "event" (0..*): When the event occurs.
 	Event []DateTime
-	// Repeat is repeat (0..1). When the event is to occur
+	// Repeat is "repeat" (0..1): When the event is to occur.
 	Repeat *TimingRepeat
-	// Code is code (0..1). BID | TID | QID | AM | PM | QD | QOD | +
+	// Code is "code" (0..1): BID | TID | QID | AM | PM | QD | QOD | +.
 	Code *CodeableConcept
 }
 
@@ -6127,43 +6127,43 @@ func (x *Timing) UnmarshalJSON(data []byte) error {
 
 // TimingRepeat is the backbone element Timing.repeat: When the event is to occur
 type TimingRepeat struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// BoundsDuration is boundsDuration (0..1). Length/Range of lengths, or (Start and/or end) limits
+	// BoundsDuration is "boundsDuration" (bounds[x] as Duration, 0..1): Length/Range of lengths, or (Start and/or end) limits.
 	BoundsDuration *Duration
-	// BoundsRange is boundsRange (0..1). Length/Range of lengths, or (Start and/or end) limits
+	// BoundsRange is "boundsRange" (bounds[x] as Range, 0..1): Length/Range of lengths, or (Start and/or end) limits.
 	BoundsRange *Range
-	// BoundsPeriod is boundsPeriod (0..1). Length/Range of lengths, or (Start and/or end) limits
+	// BoundsPeriod is "boundsPeriod" (bounds[x] as Period, 0..1): Length/Range of lengths, or (Start and/or end) limits.
 	BoundsPeriod *Period
-	// Count is count (0..1). Number of times to repeat
+	// Count is "count" (0..1): Number of times to repeat.
 	Count *PositiveInt
-	// CountMax is countMax (0..1). Maximum number of times to repeat
+	// CountMax is "countMax" (0..1): Maximum number of times to repeat.
 	CountMax *PositiveInt
-	// Duration is duration (0..1). How long when it happens
+	// Duration is "duration" (0..1): How long when it happens.
 	Duration *Decimal
-	// DurationMax is durationMax (0..1). How long when it happens (Max)
+	// DurationMax is "durationMax" (0..1): How long when it happens (Max).
 	DurationMax *Decimal
-	// DurationUnit is durationUnit (0..1). s | min | h | d | wk | mo | a - unit of time (UCUM)
+	// DurationUnit is "durationUnit" (0..1): s | min | h | d | wk | mo | a - unit of time (UCUM).
 	DurationUnit *Code
-	// Frequency is frequency (0..1). Event occurs frequency times per period
+	// Frequency is "frequency" (0..1): Event occurs frequency times per period.
 	Frequency *PositiveInt
-	// FrequencyMax is frequencyMax (0..1). Event occurs up to frequencyMax times per period
+	// FrequencyMax is "frequencyMax" (0..1): Event occurs up to frequencyMax times per period.
 	FrequencyMax *PositiveInt
-	// Period is period (0..1). Event occurs frequency times per period
+	// Period is "period" (0..1): Event occurs frequency times per period.
 	Period *Decimal
-	// PeriodMax is periodMax (0..1). Upper limit of period (3-4 hours)
+	// PeriodMax is "periodMax" (0..1): Upper limit of period (3-4 hours).
 	PeriodMax *Decimal
-	// PeriodUnit is periodUnit (0..1). s | min | h | d | wk | mo | a - unit of time (UCUM)
+	// PeriodUnit is "periodUnit" (0..1): s | min | h | d | wk | mo | a - unit of time (UCUM).
 	PeriodUnit *Code
-	// DayOfWeek is dayOfWeek (0..*). mon | tue | wed | thu | fri | sat | sun
+	// DayOfWeek is "dayOfWeek" (0..*): mon | tue | wed | thu | fri | sat | sun.
 	DayOfWeek []Code
-	// TimeOfDay is timeOfDay (0..*). Time of day for action
+	// TimeOfDay is "timeOfDay" (0..*): Time of day for action.
 	TimeOfDay []Time
-	// When is when (0..*). Code for time period of occurrence
+	// When is "when" (0..*): Code for time period of occurrence.
 	When []Code
-	// Offset is offset (0..1). Minutes from event (before or after)
+	// Offset is "offset" (0..1): Minutes from event (before or after).
 	Offset *UnsignedInt
 }
 
@@ -6303,25 +6303,25 @@ func (x *TimingRepeat) UnmarshalJSON(data []byte) error {
 
 // TriggerDefinition is the FHIR R4 data type TriggerDefinition: Base StructureDefinition for TriggerDefinition Type: A description of a triggering event.
 type TriggerDefinition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Type is type (1..1). named-event | periodic | data-changed | data-added | data-modified | data-removed | data-accessed | data-access-ended
+	// Type is "type" (1..1): named-event | periodic | data-changed | data-added | data-modified | data-removed | data-accessed | data-access-ended.
 	Type *Code
-	// Name is name (0..1). Name or URI that identifies the event
+	// Name is "name" (0..1): Name or URI that identifies the event.
 	Name *String
-	// TimingTiming is timingTiming (0..1). Timing of the event
+	// TimingTiming is "timingTiming" (timing[x] as Timing, 0..1): Timing of the event.
 	TimingTiming *Timing
-	// TimingReference is timingReference (0..1). Timing of the event
+	// TimingReference is "timingReference" (timing[x] as Reference, 0..1): Timing of the event.
 	TimingReference *Reference
-	// TimingDate is timingDate (0..1). Timing of the event
+	// TimingDate is "timingDate" (timing[x] as date, 0..1): Timing of the event.
 	TimingDate *Date
-	// TimingDateTime is timingDateTime (0..1). Timing of the event
+	// TimingDateTime is "timingDateTime" (timing[x] as dateTime, 0..1): Timing of the event.
 	TimingDateTime *DateTime
-	// Data is data (0..*). Triggering data of the event (multiple = 'and')
+	// Data is "data" (0..*): Triggering data of the event (multiple = 'and').
 	Data []DataRequirement
-	// Condition is condition (0..1). Whether the event triggers (boolean expression)
+	// Condition is "condition" (0..1): Whether the event triggers (boolean expression).
 	Condition *Expression
 }
 
@@ -6405,19 +6405,19 @@ func (x *TriggerDefinition) UnmarshalJSON(data []byte) error {
 
 // UsageContext is the FHIR R4 data type UsageContext: Base StructureDefinition for UsageContext Type: Specifies clinical/business/etc.
 type UsageContext struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// Code is code (1..1). Type of context being specified
+	// Code is "code" (1..1): Type of context being specified.
 	Code *Coding
-	// ValueCodeableConcept is valueCodeableConcept (1..1). Value that defines the context
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 1..1): Value that defines the context.
 	ValueCodeableConcept *CodeableConcept
-	// ValueQuantity is valueQuantity (1..1). Value that defines the context
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): Value that defines the context.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (1..1). Value that defines the context
+	// ValueRange is "valueRange" (value[x] as Range, 1..1): Value that defines the context.
 	ValueRange *Range
-	// ValueReference is valueReference (1..1). Value that defines the context
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): Value that defines the context.
 	ValueReference *Reference
 }
 

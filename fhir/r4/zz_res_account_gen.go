@@ -4,43 +4,43 @@ package r4
 
 // Account is the FHIR R4 resource Account: A financial tool for tracking value accrued for a particular purpose.
 type Account struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Account number
+	// Identifier is "identifier" (0..*): Account number.
 	Identifier []Identifier
-	// Status is status (1..1). active | inactive | entered-in-error | on-hold | unknown
+	// Status is "status" (1..1): active | inactive | entered-in-error | on-hold | unknown.
 	Status *Code
-	// Type is type (0..1). E.g.
+	// Type is "type" (0..1): E.g.
 	Type *CodeableConcept
-	// Name is name (0..1). Human-readable label
+	// Name is "name" (0..1): Human-readable label.
 	Name *String
-	// Subject is subject (0..*). The entity that caused the expenses
+	// Subject is "subject" (0..*): The entity that caused the expenses.
 	Subject []Reference
-	// ServicePeriod is servicePeriod (0..1). Transaction window
+	// ServicePeriod is "servicePeriod" (0..1): Transaction window.
 	ServicePeriod *Period
-	// Coverage is coverage (0..*). The party(s) that are responsible for covering the payment of this account, and what order should they be applied to the account
+	// Coverage is "coverage" (0..*): The party(s) that are responsible for covering the payment of this account, and what order should they be applied to the account.
 	Coverage []AccountCoverage
-	// Owner is owner (0..1). Entity managing the Account
+	// Owner is "owner" (0..1): Entity managing the Account.
 	Owner *Reference
-	// Description is description (0..1). Explanation of purpose/use
+	// Description is "description" (0..1): Explanation of purpose/use.
 	Description *String
-	// Guarantor is guarantor (0..*). The parties ultimately responsible for balancing the Account
+	// Guarantor is "guarantor" (0..*): The parties ultimately responsible for balancing the Account.
 	Guarantor []AccountGuarantor
-	// PartOf is partOf (0..1). Reference to a parent Account
+	// PartOf is "partOf" (0..1): Reference to a parent Account.
 	PartOf *Reference
 }
 
@@ -174,15 +174,15 @@ func (x *Account) UnmarshalJSON(data []byte) error {
 
 // AccountCoverage is the backbone element Account.coverage: The party(s) that are responsible for covering the payment of this account, and what order should they be applied to the account
 type AccountCoverage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Coverage is coverage (1..1). The party(s), such as insurances, that may contribute to the payment of this account
+	// Coverage is "coverage" (1..1): The party(s), such as insurances, that may contribute to the payment of this account.
 	Coverage *Reference
-	// Priority is priority (0..1). The priority of the coverage in the context of this account
+	// Priority is "priority" (0..1): The priority of the coverage in the context of this account.
 	Priority *PositiveInt
 }
 
@@ -240,17 +240,17 @@ func (x *AccountCoverage) UnmarshalJSON(data []byte) error {
 
 // AccountGuarantor is the backbone element Account.guarantor: The parties ultimately responsible for balancing the Account
 type AccountGuarantor struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Party is party (1..1). Responsible entity
+	// Party is "party" (1..1): Responsible entity.
 	Party *Reference
-	// OnHold is onHold (0..1). Credit or other hold applied
+	// OnHold is "onHold" (0..1): Credit or other hold applied.
 	OnHold *Boolean
-	// Period is period (0..1). Guarantee account during
+	// Period is "period" (0..1): Guarantee account during.
 	Period *Period
 }
 

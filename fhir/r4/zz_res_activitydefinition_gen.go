@@ -4,127 +4,127 @@ package r4
 
 // ActivityDefinition is the FHIR R4 resource ActivityDefinition: This resource allows for the definition of some activity to be performed, independent of a particular patient, practitioner, or other performance context.
 type ActivityDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this activity definition, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this activity definition, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the activity definition
+	// Identifier is "identifier" (0..*): Additional identifier for the activity definition.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the activity definition
+	// Version is "version" (0..1): Business version of the activity definition.
 	Version *String
-	// Name is name (0..1). Name for this activity definition (computer friendly)
+	// Name is "name" (0..1): Name for this activity definition (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this activity definition (human friendly)
+	// Title is "title" (0..1): Name for this activity definition (human friendly).
 	Title *String
-	// Subtitle is subtitle (0..1). Subordinate title of the activity definition
+	// Subtitle is "subtitle" (0..1): Subordinate title of the activity definition.
 	Subtitle *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). Type of individual the activity definition is intended for
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): Type of individual the activity definition is intended for.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). Type of individual the activity definition is intended for
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): Type of individual the activity definition is intended for.
 	SubjectReference *Reference
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the activity definition
+	// Description is "description" (0..1): Natural language description of the activity definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for activity definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for activity definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this activity definition is defined
+	// Purpose is "purpose" (0..1): Why this activity definition is defined.
 	Purpose *Markdown
-	// Usage is usage (0..1). Describes the clinical usage of the activity definition
+	// Usage is "usage" (0..1): Describes the clinical usage of the activity definition.
 	Usage *String
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the activity definition was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the activity definition was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the activity definition was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the activity definition was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the activity definition is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the activity definition is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). E.g.
+	// Topic is "topic" (0..*): E.g.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations, etc.
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations, etc.
 	RelatedArtifact []RelatedArtifact
-	// Library is library (0..*). Logic used by the activity definition
+	// Library is "library" (0..*): Logic used by the activity definition.
 	Library []Canonical
-	// Kind is kind (0..1). Kind of resource
+	// Kind is "kind" (0..1): Kind of resource.
 	Kind *Code
-	// Profile is profile (0..1). What profile the resource needs to conform to
+	// Profile is "profile" (0..1): What profile the resource needs to conform to.
 	Profile *Canonical
-	// Code is code (0..1). Detail type of activity
+	// Code is "code" (0..1): Detail type of activity.
 	Code *CodeableConcept
-	// Intent is intent (0..1). proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option
+	// Intent is "intent" (0..1): proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option.
 	Intent *Code
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// DoNotPerform is doNotPerform (0..1). True if the activity should not be performed
+	// DoNotPerform is "doNotPerform" (0..1): True if the activity should not be performed.
 	DoNotPerform *Boolean
-	// TimingTiming is timingTiming (0..1). When activity is to occur
+	// TimingTiming is "timingTiming" (timing[x] as Timing, 0..1): When activity is to occur.
 	TimingTiming *Timing
-	// TimingDateTime is timingDateTime (0..1). When activity is to occur
+	// TimingDateTime is "timingDateTime" (timing[x] as dateTime, 0..1): When activity is to occur.
 	TimingDateTime *DateTime
-	// TimingAge is timingAge (0..1). When activity is to occur
+	// TimingAge is "timingAge" (timing[x] as Age, 0..1): When activity is to occur.
 	TimingAge *Age
-	// TimingPeriod is timingPeriod (0..1). When activity is to occur
+	// TimingPeriod is "timingPeriod" (timing[x] as Period, 0..1): When activity is to occur.
 	TimingPeriod *Period
-	// TimingRange is timingRange (0..1). When activity is to occur
+	// TimingRange is "timingRange" (timing[x] as Range, 0..1): When activity is to occur.
 	TimingRange *Range
-	// TimingDuration is timingDuration (0..1). When activity is to occur
+	// TimingDuration is "timingDuration" (timing[x] as Duration, 0..1): When activity is to occur.
 	TimingDuration *Duration
-	// Location is location (0..1). Where it should happen
+	// Location is "location" (0..1): Where it should happen.
 	Location *Reference
-	// Participant is participant (0..*). Who should participate in the action
+	// Participant is "participant" (0..*): Who should participate in the action.
 	Participant []ActivityDefinitionParticipant
-	// ProductReference is productReference (0..1). What's administered/supplied
+	// ProductReference is "productReference" (product[x] as Reference, 0..1): What's administered/supplied.
 	ProductReference *Reference
-	// ProductCodeableConcept is productCodeableConcept (0..1). What's administered/supplied
+	// ProductCodeableConcept is "productCodeableConcept" (product[x] as CodeableConcept, 0..1): What's administered/supplied.
 	ProductCodeableConcept *CodeableConcept
-	// Quantity is quantity (0..1). How much is administered/consumed/supplied
+	// Quantity is "quantity" (0..1): How much is administered/consumed/supplied.
 	Quantity *Quantity
-	// Dosage is dosage (0..*). Detailed dosage instructions
+	// Dosage is "dosage" (0..*): Detailed dosage instructions.
 	Dosage []Dosage
-	// BodySite is bodySite (0..*). What part of body to perform on
+	// BodySite is "bodySite" (0..*): What part of body to perform on.
 	BodySite []CodeableConcept
-	// SpecimenRequirement is specimenRequirement (0..*). What specimens are required to perform this action
+	// SpecimenRequirement is "specimenRequirement" (0..*): What specimens are required to perform this action.
 	SpecimenRequirement []Reference
-	// ObservationRequirement is observationRequirement (0..*). What observations are required to perform this action
+	// ObservationRequirement is "observationRequirement" (0..*): What observations are required to perform this action.
 	ObservationRequirement []Reference
-	// ObservationResultRequirement is observationResultRequirement (0..*). What observations must be produced by this action
+	// ObservationResultRequirement is "observationResultRequirement" (0..*): What observations must be produced by this action.
 	ObservationResultRequirement []Reference
-	// Transform is transform (0..1). Transform to apply the template
+	// Transform is "transform" (0..1): Transform to apply the template.
 	Transform *Canonical
-	// DynamicValue is dynamicValue (0..*). Dynamic aspects of the definition
+	// DynamicValue is "dynamicValue" (0..*): Dynamic aspects of the definition.
 	DynamicValue []ActivityDefinitionDynamicValue
 }
 
@@ -466,15 +466,15 @@ func (x *ActivityDefinition) UnmarshalJSON(data []byte) error {
 
 // ActivityDefinitionParticipant is the backbone element ActivityDefinition.participant: Who should participate in the action
 type ActivityDefinitionParticipant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). patient | practitioner | related-person | device
+	// Type is "type" (1..1): patient | practitioner | related-person | device.
 	Type *Code
-	// Role is role (0..1). E.g.
+	// Role is "role" (0..1): E.g.
 	Role *CodeableConcept
 }
 
@@ -532,15 +532,15 @@ func (x *ActivityDefinitionParticipant) UnmarshalJSON(data []byte) error {
 
 // ActivityDefinitionDynamicValue is the backbone element ActivityDefinition.dynamicValue: Dynamic aspects of the definition
 type ActivityDefinitionDynamicValue struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Path is path (1..1). The path to the element to be set dynamically
+	// Path is "path" (1..1): The path to the element to be set dynamically.
 	Path *String
-	// Expression is expression (1..1). An expression that provides the dynamic value for the customization
+	// Expression is "expression" (1..1): An expression that provides the dynamic value for the customization.
 	Expression *Expression
 }
 

@@ -4,61 +4,61 @@ package r4
 
 // AdverseEvent is the FHIR R4 resource AdverseEvent: Actual or potential/avoided event causing unintended physical injury resulting from or contributed to by medical care, a research study or other healthcare setting factors that requires additional mon…
 type AdverseEvent struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Business identifier for the event
+	// Identifier is "identifier" (0..1): Business identifier for the event.
 	Identifier *Identifier
-	// Actuality is actuality (1..1). actual | potential
+	// Actuality is "actuality" (1..1): actual | potential.
 	Actuality *Code
-	// Category is category (0..*). product-problem | product-quality | product-use-error | wrong-dose | incorrect-prescribing-information | wrong-technique | wrong-route-of-administration | wrong-rate | wrong-duration | wrong-time | ex…
+	// Category is "category" (0..*): product-problem | product-quality | product-use-error | wrong-dose | incorrect-prescribing-information | wrong-technique | wrong-route-of-administration | wrong-rate | wrong-duration | wrong-time | ex….
 	Category []CodeableConcept
-	// Event is event (0..1). Type of the event itself in relation to the subject
+	// Event is "event" (0..1): Type of the event itself in relation to the subject.
 	Event *CodeableConcept
-	// Subject is subject (1..1). Subject impacted by event
+	// Subject is "subject" (1..1): Subject impacted by event.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// Date is date (0..1). When the event occurred
+	// Date is "date" (0..1): When the event occurred.
 	Date *DateTime
-	// Detected is detected (0..1). When the event was detected
+	// Detected is "detected" (0..1): When the event was detected.
 	Detected *DateTime
-	// RecordedDate is recordedDate (0..1). When the event was recorded
+	// RecordedDate is "recordedDate" (0..1): When the event was recorded.
 	RecordedDate *DateTime
-	// ResultingCondition is resultingCondition (0..*). Effect on the subject due to this event
+	// ResultingCondition is "resultingCondition" (0..*): Effect on the subject due to this event.
 	ResultingCondition []Reference
-	// Location is location (0..1). Location where adverse event occurred
+	// Location is "location" (0..1): Location where adverse event occurred.
 	Location *Reference
-	// Seriousness is seriousness (0..1). Seriousness of the event
+	// Seriousness is "seriousness" (0..1): Seriousness of the event.
 	Seriousness *CodeableConcept
-	// Severity is severity (0..1). mild | moderate | severe
+	// Severity is "severity" (0..1): mild | moderate | severe.
 	Severity *CodeableConcept
-	// Outcome is outcome (0..1). resolved | recovering | ongoing | resolvedWithSequelae | fatal | unknown
+	// Outcome is "outcome" (0..1): resolved | recovering | ongoing | resolvedWithSequelae | fatal | unknown.
 	Outcome *CodeableConcept
-	// Recorder is recorder (0..1). Who recorded the adverse event
+	// Recorder is "recorder" (0..1): Who recorded the adverse event.
 	Recorder *Reference
-	// Contributor is contributor (0..*). Who was involved in the adverse event or the potential adverse event
+	// Contributor is "contributor" (0..*): Who was involved in the adverse event or the potential adverse event.
 	Contributor []Reference
-	// SuspectEntity is suspectEntity (0..*). The suspected agent causing the adverse event
+	// SuspectEntity is "suspectEntity" (0..*): The suspected agent causing the adverse event.
 	SuspectEntity []AdverseEventSuspectEntity
-	// SubjectMedicalHistory is subjectMedicalHistory (0..*). AdverseEvent.subjectMedicalHistory
+	// SubjectMedicalHistory is "subjectMedicalHistory" (0..*): AdverseEvent.subjectMedicalHistory.
 	SubjectMedicalHistory []Reference
-	// ReferenceDocument is referenceDocument (0..*). AdverseEvent.referenceDocument
+	// ReferenceDocument is "referenceDocument" (0..*): AdverseEvent.referenceDocument.
 	ReferenceDocument []Reference
-	// Study is study (0..*). AdverseEvent.study
+	// Study is "study" (0..*): AdverseEvent.study.
 	Study []Reference
 }
 
@@ -230,15 +230,15 @@ func (x *AdverseEvent) UnmarshalJSON(data []byte) error {
 
 // AdverseEventSuspectEntity is the backbone element AdverseEvent.suspectEntity: The suspected agent causing the adverse event
 type AdverseEventSuspectEntity struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Instance is instance (1..1). Refers to the specific entity that caused the adverse event
+	// Instance is "instance" (1..1): Refers to the specific entity that caused the adverse event.
 	Instance *Reference
-	// Causality is causality (0..*). Information on the possible cause of the event
+	// Causality is "causality" (0..*): Information on the possible cause of the event.
 	Causality []AdverseEventSuspectEntityCausality
 }
 
@@ -294,19 +294,19 @@ func (x *AdverseEventSuspectEntity) UnmarshalJSON(data []byte) error {
 
 // AdverseEventSuspectEntityCausality is the backbone element AdverseEvent.suspectEntity.causality: Information on the possible cause of the event
 type AdverseEventSuspectEntityCausality struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Assessment is assessment (0..1). Assessment of if the entity caused the event
+	// Assessment is "assessment" (0..1): Assessment of if the entity caused the event.
 	Assessment *CodeableConcept
-	// ProductRelatedness is productRelatedness (0..1). AdverseEvent.suspectEntity.causalityProductRelatedness
+	// ProductRelatedness is "productRelatedness" (0..1): AdverseEvent.suspectEntity.causalityProductRelatedness.
 	ProductRelatedness *String
-	// Author is author (0..1). AdverseEvent.suspectEntity.causalityAuthor
+	// Author is "author" (0..1): AdverseEvent.suspectEntity.causalityAuthor.
 	Author *Reference
-	// Method is method (0..1). ProbabilityScale | Bayesian | Checklist
+	// Method is "method" (0..1): ProbabilityScale | Bayesian | Checklist.
 	Method *CodeableConcept
 }
 

@@ -4,61 +4,61 @@ package r4
 
 // AllergyIntolerance is the FHIR R4 resource AllergyIntolerance: Risk of harmful or undesirable, physiological response which is unique to an individual and associated with exposure to a substance.
 type AllergyIntolerance struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External ids for this item
+	// Identifier is "identifier" (0..*): External ids for this item.
 	Identifier []Identifier
-	// ClinicalStatus is clinicalStatus (0..1). active | inactive | resolved
+	// ClinicalStatus is "clinicalStatus" (0..1): active | inactive | resolved.
 	ClinicalStatus *CodeableConcept
-	// VerificationStatus is verificationStatus (0..1). unconfirmed | confirmed | refuted | entered-in-error
+	// VerificationStatus is "verificationStatus" (0..1): unconfirmed | confirmed | refuted | entered-in-error.
 	VerificationStatus *CodeableConcept
-	// Type is type (0..1). allergy | intolerance - Underlying mechanism (if known)
+	// Type is "type" (0..1): allergy | intolerance - Underlying mechanism (if known).
 	Type *Code
-	// Category is category (0..*). food | medication | environment | biologic
+	// Category is "category" (0..*): food | medication | environment | biologic.
 	Category []Code
-	// Criticality is criticality (0..1). low | high | unable-to-assess
+	// Criticality is "criticality" (0..1): low | high | unable-to-assess.
 	Criticality *Code
-	// Code is code (0..1). Code that identifies the allergy or intolerance
+	// Code is "code" (0..1): Code that identifies the allergy or intolerance.
 	Code *CodeableConcept
-	// Patient is patient (1..1). Who the sensitivity is for
+	// Patient is "patient" (1..1): Who the sensitivity is for.
 	Patient *Reference
-	// Encounter is encounter (0..1). Encounter when the allergy or intolerance was asserted
+	// Encounter is "encounter" (0..1): Encounter when the allergy or intolerance was asserted.
 	Encounter *Reference
-	// OnsetDateTime is onsetDateTime (0..1). When allergy or intolerance was identified
+	// OnsetDateTime is "onsetDateTime" (onset[x] as dateTime, 0..1): When allergy or intolerance was identified.
 	OnsetDateTime *DateTime
-	// OnsetAge is onsetAge (0..1). When allergy or intolerance was identified
+	// OnsetAge is "onsetAge" (onset[x] as Age, 0..1): When allergy or intolerance was identified.
 	OnsetAge *Age
-	// OnsetPeriod is onsetPeriod (0..1). When allergy or intolerance was identified
+	// OnsetPeriod is "onsetPeriod" (onset[x] as Period, 0..1): When allergy or intolerance was identified.
 	OnsetPeriod *Period
-	// OnsetRange is onsetRange (0..1). When allergy or intolerance was identified
+	// OnsetRange is "onsetRange" (onset[x] as Range, 0..1): When allergy or intolerance was identified.
 	OnsetRange *Range
-	// OnsetString is onsetString (0..1). When allergy or intolerance was identified
+	// OnsetString is "onsetString" (onset[x] as string, 0..1): When allergy or intolerance was identified.
 	OnsetString *String
-	// RecordedDate is recordedDate (0..1). Date first version of the resource instance was recorded
+	// RecordedDate is "recordedDate" (0..1): Date first version of the resource instance was recorded.
 	RecordedDate *DateTime
-	// Recorder is recorder (0..1). Who recorded the sensitivity
+	// Recorder is "recorder" (0..1): Who recorded the sensitivity.
 	Recorder *Reference
-	// Asserter is asserter (0..1). Source of the information about the allergy
+	// Asserter is "asserter" (0..1): Source of the information about the allergy.
 	Asserter *Reference
-	// LastOccurrence is lastOccurrence (0..1). Date(/time) of last known occurrence of a reaction
+	// LastOccurrence is "lastOccurrence" (0..1): Date(/time) of last known occurrence of a reaction.
 	LastOccurrence *DateTime
-	// Note is note (0..*). Additional text not captured in other fields
+	// Note is "note" (0..*): Additional text not captured in other fields.
 	Note []Annotation
-	// Reaction is reaction (0..*). Adverse Reaction Events linked to exposure to substance
+	// Reaction is "reaction" (0..*): Adverse Reaction Events linked to exposure to substance.
 	Reaction []AllergyIntoleranceReaction
 }
 
@@ -236,25 +236,25 @@ func (x *AllergyIntolerance) UnmarshalJSON(data []byte) error {
 
 // AllergyIntoleranceReaction is the backbone element AllergyIntolerance.reaction: Adverse Reaction Events linked to exposure to substance
 type AllergyIntoleranceReaction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Substance is substance (0..1). Specific substance or pharmaceutical product considered to be responsible for event
+	// Substance is "substance" (0..1): Specific substance or pharmaceutical product considered to be responsible for event.
 	Substance *CodeableConcept
-	// Manifestation is manifestation (1..*). Clinical symptoms/signs associated with the Event
+	// Manifestation is "manifestation" (1..*): Clinical symptoms/signs associated with the Event.
 	Manifestation []CodeableConcept
-	// Description is description (0..1). Description of the event as a whole
+	// Description is "description" (0..1): Description of the event as a whole.
 	Description *String
-	// Onset is onset (0..1). Date(/time) when manifestations showed
+	// Onset is "onset" (0..1): Date(/time) when manifestations showed.
 	Onset *DateTime
-	// Severity is severity (0..1). mild | moderate | severe (of event as a whole)
+	// Severity is "severity" (0..1): mild | moderate | severe (of event as a whole).
 	Severity *Code
-	// ExposureRoute is exposureRoute (0..1). How the subject was exposed to the substance
+	// ExposureRoute is "exposureRoute" (0..1): How the subject was exposed to the substance.
 	ExposureRoute *CodeableConcept
-	// Note is note (0..*). Text about event not captured in other fields
+	// Note is "note" (0..*): Text about event not captured in other fields.
 	Note []Annotation
 }
 

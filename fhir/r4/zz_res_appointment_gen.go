@@ -4,65 +4,65 @@ package r4
 
 // Appointment is the FHIR R4 resource Appointment: A booking of a healthcare event among patient(s), practitioner(s), related person(s) and/or device(s) for a specific date/time.
 type Appointment struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this item
+	// Identifier is "identifier" (0..*): External Ids for this item.
 	Identifier []Identifier
-	// Status is status (1..1). proposed | pending | booked | arrived | fulfilled | cancelled | noshow | entered-in-error | checked-in | waitlist
+	// Status is "status" (1..1): proposed | pending | booked | arrived | fulfilled | cancelled | noshow | entered-in-error | checked-in | waitlist.
 	Status *Code
-	// CancelationReason is cancelationReason (0..1). The coded reason for the appointment being cancelled
+	// CancelationReason is "cancelationReason" (0..1): The coded reason for the appointment being cancelled.
 	CancelationReason *CodeableConcept
-	// ServiceCategory is serviceCategory (0..*). A broad categorization of the service that is to be performed during this appointment
+	// ServiceCategory is "serviceCategory" (0..*): A broad categorization of the service that is to be performed during this appointment.
 	ServiceCategory []CodeableConcept
-	// ServiceType is serviceType (0..*). The specific service that is to be performed during this appointment
+	// ServiceType is "serviceType" (0..*): The specific service that is to be performed during this appointment.
 	ServiceType []CodeableConcept
-	// Specialty is specialty (0..*). The specialty of a practitioner that would be required to perform the service requested in this appointment
+	// Specialty is "specialty" (0..*): The specialty of a practitioner that would be required to perform the service requested in this appointment.
 	Specialty []CodeableConcept
-	// AppointmentType is appointmentType (0..1). The style of appointment or patient that has been booked in the slot (not service type)
+	// AppointmentType is "appointmentType" (0..1): The style of appointment or patient that has been booked in the slot (not service type).
 	AppointmentType *CodeableConcept
-	// ReasonCode is reasonCode (0..*). Coded reason this appointment is scheduled
+	// ReasonCode is "reasonCode" (0..*): Coded reason this appointment is scheduled.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Reason the appointment is to take place (resource)
+	// ReasonReference is "reasonReference" (0..*): Reason the appointment is to take place (resource).
 	ReasonReference []Reference
-	// Priority is priority (0..1). Used to make informed decisions if needing to re-prioritize
+	// Priority is "priority" (0..1): Used to make informed decisions if needing to re-prioritize.
 	Priority *UnsignedInt
-	// Description is description (0..1). Shown on a subject line in a meeting request, or appointment list
+	// Description is "description" (0..1): Shown on a subject line in a meeting request, or appointment list.
 	Description *String
-	// SupportingInformation is supportingInformation (0..*). Additional information to support the appointment
+	// SupportingInformation is "supportingInformation" (0..*): Additional information to support the appointment.
 	SupportingInformation []Reference
-	// Start is start (0..1). When appointment is to take place
+	// Start is "start" (0..1): When appointment is to take place.
 	Start *Instant
-	// End is end (0..1). When appointment is to conclude
+	// End is "end" (0..1): When appointment is to conclude.
 	End *Instant
-	// MinutesDuration is minutesDuration (0..1). Can be less than start/end (e.g. estimate)
+	// MinutesDuration is "minutesDuration" (0..1): Can be less than start/end (e.g. estimate).
 	MinutesDuration *PositiveInt
-	// Slot is slot (0..*). The slots that this appointment is filling
+	// Slot is "slot" (0..*): The slots that this appointment is filling.
 	Slot []Reference
-	// Created is created (0..1). The date that this appointment was initially created
+	// Created is "created" (0..1): The date that this appointment was initially created.
 	Created *DateTime
-	// Comment is comment (0..1). Additional comments
+	// Comment is "comment" (0..1): Additional comments.
 	Comment *String
-	// PatientInstruction is patientInstruction (0..1). Detailed information and instructions for the patient
+	// PatientInstruction is "patientInstruction" (0..1): Detailed information and instructions for the patient.
 	PatientInstruction *String
-	// BasedOn is basedOn (0..*). The service request this appointment is allocated to assess
+	// BasedOn is "basedOn" (0..*): The service request this appointment is allocated to assess.
 	BasedOn []Reference
-	// Participant is participant (1..*). Participants involved in appointment
+	// Participant is "participant" (1..*): Participants involved in appointment.
 	Participant []AppointmentParticipant
-	// RequestedPeriod is requestedPeriod (0..*). Potential date/time interval(s) requested to allocate the appointment within
+	// RequestedPeriod is "requestedPeriod" (0..*): Potential date/time interval(s) requested to allocate the appointment within.
 	RequestedPeriod []Period
 }
 
@@ -252,21 +252,21 @@ func (x *Appointment) UnmarshalJSON(data []byte) error {
 
 // AppointmentParticipant is the backbone element Appointment.participant: Participants involved in appointment
 type AppointmentParticipant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..*). Role of participant in the appointment
+	// Type is "type" (0..*): Role of participant in the appointment.
 	Type []CodeableConcept
-	// Actor is actor (0..1). Person, Location/HealthcareService or Device
+	// Actor is "actor" (0..1): Person, Location/HealthcareService or Device.
 	Actor *Reference
-	// Required is required (0..1). required | optional | information-only
+	// Required is "required" (0..1): required | optional | information-only.
 	Required *Code
-	// Status is status (1..1). accepted | declined | tentative | needs-action
+	// Status is "status" (1..1): accepted | declined | tentative | needs-action.
 	Status *Code
-	// Period is period (0..1). Participation period of the actor
+	// Period is "period" (0..1): Participation period of the actor.
 	Period *Period
 }
 

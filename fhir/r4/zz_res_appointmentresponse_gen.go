@@ -4,37 +4,37 @@ package r4
 
 // AppointmentResponse is the FHIR R4 resource AppointmentResponse: A reply to an appointment request for a patient and/or practitioner(s), such as a confirmation or rejection.
 type AppointmentResponse struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this item
+	// Identifier is "identifier" (0..*): External Ids for this item.
 	Identifier []Identifier
-	// Appointment is appointment (1..1). Appointment this response relates to
+	// Appointment is "appointment" (1..1): Appointment this response relates to.
 	Appointment *Reference
-	// Start is start (0..1). Time from appointment, or requested new start time
+	// Start is "start" (0..1): Time from appointment, or requested new start time.
 	Start *Instant
-	// End is end (0..1). Time from appointment, or requested new end time
+	// End is "end" (0..1): Time from appointment, or requested new end time.
 	End *Instant
-	// ParticipantType is participantType (0..*). Role of participant in the appointment
+	// ParticipantType is "participantType" (0..*): Role of participant in the appointment.
 	ParticipantType []CodeableConcept
-	// Actor is actor (0..1). Person, Location, HealthcareService, or Device
+	// Actor is "actor" (0..1): Person, Location, HealthcareService, or Device.
 	Actor *Reference
-	// ParticipantStatus is participantStatus (1..1). accepted | declined | tentative | needs-action
+	// ParticipantStatus is "participantStatus" (1..1): accepted | declined | tentative | needs-action.
 	ParticipantStatus *Code
-	// Comment is comment (0..1). Additional comments
+	// Comment is "comment" (0..1): Additional comments.
 	Comment *String
 }
 

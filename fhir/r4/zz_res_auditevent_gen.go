@@ -4,43 +4,43 @@ package r4
 
 // AuditEvent is the FHIR R4 resource AuditEvent: A record of an event made for purposes of maintaining a security log.
 type AuditEvent struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type/identifier of event
+	// Type is "type" (1..1): Type/identifier of event.
 	Type *Coding
-	// Subtype is subtype (0..*). More specific type/id for the event
+	// Subtype is "subtype" (0..*): More specific type/id for the event.
 	Subtype []Coding
-	// Action is action (0..1). Type of action performed during the event
+	// Action is "action" (0..1): Type of action performed during the event.
 	Action *Code
-	// Period is period (0..1). When the activity occurred
+	// Period is "period" (0..1): When the activity occurred.
 	Period *Period
-	// Recorded is recorded (1..1). Time when the event was recorded
+	// Recorded is "recorded" (1..1): Time when the event was recorded.
 	Recorded *Instant
-	// Outcome is outcome (0..1). Whether the event succeeded or failed
+	// Outcome is "outcome" (0..1): Whether the event succeeded or failed.
 	Outcome *Code
-	// OutcomeDesc is outcomeDesc (0..1). Description of the event outcome
+	// OutcomeDesc is "outcomeDesc" (0..1): Description of the event outcome.
 	OutcomeDesc *String
-	// PurposeOfEvent is purposeOfEvent (0..*). The purposeOfUse of the event
+	// PurposeOfEvent is "purposeOfEvent" (0..*): The purposeOfUse of the event.
 	PurposeOfEvent []CodeableConcept
-	// Agent is agent (1..*). Actor involved in the event
+	// Agent is "agent" (1..*): Actor involved in the event.
 	Agent []AuditEventAgent
-	// Source is source (1..1). Audit Event Reporter
+	// Source is "source" (1..1): Audit Event Reporter.
 	Source *AuditEventSource
-	// Entity is entity (0..*). Data or objects used
+	// Entity is "entity" (0..*): Data or objects used.
 	Entity []AuditEventEntity
 }
 
@@ -176,33 +176,33 @@ func (x *AuditEvent) UnmarshalJSON(data []byte) error {
 
 // AuditEventAgent is the backbone element AuditEvent.agent: Actor involved in the event
 type AuditEventAgent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). How agent participated
+	// Type is "type" (0..1): How agent participated.
 	Type *CodeableConcept
-	// Role is role (0..*). Agent role in the event
+	// Role is "role" (0..*): Agent role in the event.
 	Role []CodeableConcept
-	// Who is who (0..1). Identifier of who
+	// Who is "who" (0..1): Identifier of who.
 	Who *Reference
-	// AltID is altId (0..1). Alternative User identity
+	// AltID is "altId" (0..1): Alternative User identity.
 	AltID *String
-	// Name is name (0..1). Human friendly name for the agent
+	// Name is "name" (0..1): Human friendly name for the agent.
 	Name *String
-	// Requestor is requestor (1..1). Whether user is initiator
+	// Requestor is "requestor" (1..1): Whether user is initiator.
 	Requestor *Boolean
-	// Location is location (0..1). Where
+	// Location is "location" (0..1): Where.
 	Location *Reference
-	// Policy is policy (0..*). Policy that authorized event
+	// Policy is "policy" (0..*): Policy that authorized event.
 	Policy []URI
-	// Media is media (0..1). Type of media
+	// Media is "media" (0..1): Type of media.
 	Media *Coding
-	// Network is network (0..1). Logical network location for application activity
+	// Network is "network" (0..1): Logical network location for application activity.
 	Network *AuditEventAgentNetwork
-	// PurposeOfUse is purposeOfUse (0..*). Reason given for this user
+	// PurposeOfUse is "purposeOfUse" (0..*): Reason given for this user.
 	PurposeOfUse []CodeableConcept
 }
 
@@ -302,15 +302,15 @@ func (x *AuditEventAgent) UnmarshalJSON(data []byte) error {
 
 // AuditEventAgentNetwork is the backbone element AuditEvent.agent.network: Logical network location for application activity
 type AuditEventAgentNetwork struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Address is address (0..1). Identifier for the network access point of the user device
+	// Address is "address" (0..1): Identifier for the network access point of the user device.
 	Address *String
-	// Type is type (0..1). The type of network access point
+	// Type is "type" (0..1): The type of network access point.
 	Type *Code
 }
 
@@ -370,17 +370,17 @@ func (x *AuditEventAgentNetwork) UnmarshalJSON(data []byte) error {
 
 // AuditEventSource is the backbone element AuditEvent.source: Audit Event Reporter
 type AuditEventSource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Site is site (0..1). Logical source location within the enterprise
+	// Site is "site" (0..1): Logical source location within the enterprise.
 	Site *String
-	// Observer is observer (1..1). The identity of source detecting the event
+	// Observer is "observer" (1..1): The identity of source detecting the event.
 	Observer *Reference
-	// Type is type (0..*). The type of source where event originated
+	// Type is "type" (0..*): The type of source where event originated.
 	Type []Coding
 }
 
@@ -442,29 +442,29 @@ func (x *AuditEventSource) UnmarshalJSON(data []byte) error {
 
 // AuditEventEntity is the backbone element AuditEvent.entity: Data or objects used
 type AuditEventEntity struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// What is what (0..1). Specific instance of resource
+	// What is "what" (0..1): Specific instance of resource.
 	What *Reference
-	// Type is type (0..1). Type of entity involved
+	// Type is "type" (0..1): Type of entity involved.
 	Type *Coding
-	// Role is role (0..1). What role the entity played
+	// Role is "role" (0..1): What role the entity played.
 	Role *Coding
-	// Lifecycle is lifecycle (0..1). Life-cycle stage for the entity
+	// Lifecycle is "lifecycle" (0..1): Life-cycle stage for the entity.
 	Lifecycle *Coding
-	// SecurityLabel is securityLabel (0..*). Security labels on the entity
+	// SecurityLabel is "securityLabel" (0..*): Security labels on the entity.
 	SecurityLabel []Coding
-	// Name is name (0..1). Descriptor for entity
+	// Name is "name" (0..1): Descriptor for entity.
 	Name *String
-	// Description is description (0..1). Descriptive text
+	// Description is "description" (0..1): Descriptive text.
 	Description *String
-	// Query is query (0..1). Query parameters
+	// Query is "query" (0..1): Query parameters.
 	Query *Base64Binary
-	// Detail is detail (0..*). Additional Information about the entity
+	// Detail is "detail" (0..*): Additional Information about the entity.
 	Detail []AuditEventEntityDetail
 }
 
@@ -554,17 +554,17 @@ func (x *AuditEventEntity) UnmarshalJSON(data []byte) error {
 
 // AuditEventEntityDetail is the backbone element AuditEvent.entity.detail: Additional Information about the entity
 type AuditEventEntityDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Name of the property
+	// Type is "type" (1..1): Name of the property.
 	Type *String
-	// ValueString is valueString (1..1). Property value
+	// ValueString is "valueString" (value[x] as string, 1..1): Property value.
 	ValueString *String
-	// ValueBase64Binary is valueBase64Binary (1..1). Property value
+	// ValueBase64Binary is "valueBase64Binary" (value[x] as base64Binary, 1..1): Property value.
 	ValueBase64Binary *Base64Binary
 }
 

@@ -4,31 +4,31 @@ package r4
 
 // Basic is the FHIR R4 resource Basic: Basic is used for handling concepts not yet defined in FHIR, narrative-only resources that don't map to an existing resource, and custom resources not appropriate for inclusion in the FHIR specificati…
 type Basic struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// Code is code (1..1). Kind of Resource
+	// Code is "code" (1..1): Kind of Resource.
 	Code *CodeableConcept
-	// Subject is subject (0..1). Identifies the focus of this resource
+	// Subject is "subject" (0..1): Identifies the focus of this resource.
 	Subject *Reference
-	// Created is created (0..1). When created
+	// Created is "created" (0..1): When created.
 	Created *Date
-	// Author is author (0..1). Who created
+	// Author is "author" (0..1): Who created.
 	Author *Reference
 }
 

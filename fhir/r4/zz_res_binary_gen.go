@@ -4,19 +4,19 @@ package r4
 
 // Binary is the FHIR R4 resource Binary: A resource that represents the data of a single raw artifact as digital content accessible in its native format.
 type Binary struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// ContentType is contentType (1..1). MimeType of the binary content
+	// ContentType is "contentType" (1..1): MimeType of the binary content.
 	ContentType *Code
-	// SecurityContext is securityContext (0..1). Identifies another resource to use as proxy when enforcing access control
+	// SecurityContext is "securityContext" (0..1): Identifies another resource to use as proxy when enforcing access control.
 	SecurityContext *Reference
-	// Data is data (0..1). The actual content
+	// Data is "data" (0..1): The actual content.
 	Data *Base64Binary
 }
 

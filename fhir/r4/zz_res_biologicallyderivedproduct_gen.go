@@ -4,43 +4,43 @@ package r4
 
 // BiologicallyDerivedProduct is the FHIR R4 resource BiologicallyDerivedProduct: A material substance originating from a biological entity intended to be transplanted or infused into another (possibly the same) biological entity.
 type BiologicallyDerivedProduct struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External ids for this item
+	// Identifier is "identifier" (0..*): External ids for this item.
 	Identifier []Identifier
-	// ProductCategory is productCategory (0..1). organ | tissue | fluid | cells | biologicalAgent
+	// ProductCategory is "productCategory" (0..1): organ | tissue | fluid | cells | biologicalAgent.
 	ProductCategory *Code
-	// ProductCode is productCode (0..1). What this biologically derived product is
+	// ProductCode is "productCode" (0..1): What this biologically derived product is.
 	ProductCode *CodeableConcept
-	// Status is status (0..1). available | unavailable
+	// Status is "status" (0..1): available | unavailable.
 	Status *Code
-	// Request is request (0..*). Procedure request
+	// Request is "request" (0..*): Procedure request.
 	Request []Reference
-	// Quantity is quantity (0..1). The amount of this biologically derived product
+	// Quantity is "quantity" (0..1): The amount of this biologically derived product.
 	Quantity *Integer
-	// Parent is parent (0..*). BiologicallyDerivedProduct parent
+	// Parent is "parent" (0..*): BiologicallyDerivedProduct parent.
 	Parent []Reference
-	// Collection is collection (0..1). How this product was collected
+	// Collection is "collection" (0..1): How this product was collected.
 	Collection *BiologicallyDerivedProductCollection
-	// Processing is processing (0..*). Any processing of the product during collection
+	// Processing is "processing" (0..*): Any processing of the product during collection.
 	Processing []BiologicallyDerivedProductProcessing
-	// Manipulation is manipulation (0..1). Any manipulation of product post-collection
+	// Manipulation is "manipulation" (0..1): Any manipulation of product post-collection.
 	Manipulation *BiologicallyDerivedProductManipulation
-	// Storage is storage (0..*). Product storage
+	// Storage is "storage" (0..*): Product storage.
 	Storage []BiologicallyDerivedProductStorage
 }
 
@@ -174,19 +174,19 @@ func (x *BiologicallyDerivedProduct) UnmarshalJSON(data []byte) error {
 
 // BiologicallyDerivedProductCollection is the backbone element BiologicallyDerivedProduct.collection: How this product was collected
 type BiologicallyDerivedProductCollection struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Collector is collector (0..1). Individual performing collection
+	// Collector is "collector" (0..1): Individual performing collection.
 	Collector *Reference
-	// Source is source (0..1). Who is product from
+	// Source is "source" (0..1): Who is product from.
 	Source *Reference
-	// CollectedDateTime is collectedDateTime (0..1). Time of product collection
+	// CollectedDateTime is "collectedDateTime" (collected[x] as dateTime, 0..1): Time of product collection.
 	CollectedDateTime *DateTime
-	// CollectedPeriod is collectedPeriod (0..1). Time of product collection
+	// CollectedPeriod is "collectedPeriod" (collected[x] as Period, 0..1): Time of product collection.
 	CollectedPeriod *Period
 }
 
@@ -252,21 +252,21 @@ func (x *BiologicallyDerivedProductCollection) UnmarshalJSON(data []byte) error 
 
 // BiologicallyDerivedProductProcessing is the backbone element BiologicallyDerivedProduct.processing: Any processing of the product during collection
 type BiologicallyDerivedProductProcessing struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Description of of processing
+	// Description is "description" (0..1): Description of of processing.
 	Description *String
-	// Procedure is procedure (0..1). Procesing code
+	// Procedure is "procedure" (0..1): Procesing code.
 	Procedure *CodeableConcept
-	// Additive is additive (0..1). Substance added during processing
+	// Additive is "additive" (0..1): Substance added during processing.
 	Additive *Reference
-	// TimeDateTime is timeDateTime (0..1). Time of processing
+	// TimeDateTime is "timeDateTime" (time[x] as dateTime, 0..1): Time of processing.
 	TimeDateTime *DateTime
-	// TimePeriod is timePeriod (0..1). Time of processing
+	// TimePeriod is "timePeriod" (time[x] as Period, 0..1): Time of processing.
 	TimePeriod *Period
 }
 
@@ -338,17 +338,17 @@ func (x *BiologicallyDerivedProductProcessing) UnmarshalJSON(data []byte) error 
 
 // BiologicallyDerivedProductManipulation is the backbone element BiologicallyDerivedProduct.manipulation: Any manipulation of product post-collection
 type BiologicallyDerivedProductManipulation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Description of manipulation
+	// Description is "description" (0..1): Description of manipulation.
 	Description *String
-	// TimeDateTime is timeDateTime (0..1). Time of manipulation
+	// TimeDateTime is "timeDateTime" (time[x] as dateTime, 0..1): Time of manipulation.
 	TimeDateTime *DateTime
-	// TimePeriod is timePeriod (0..1). Time of manipulation
+	// TimePeriod is "timePeriod" (time[x] as Period, 0..1): Time of manipulation.
 	TimePeriod *Period
 }
 
@@ -414,19 +414,19 @@ func (x *BiologicallyDerivedProductManipulation) UnmarshalJSON(data []byte) erro
 
 // BiologicallyDerivedProductStorage is the backbone element BiologicallyDerivedProduct.storage: Product storage
 type BiologicallyDerivedProductStorage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Description of storage
+	// Description is "description" (0..1): Description of storage.
 	Description *String
-	// Temperature is temperature (0..1). Storage temperature
+	// Temperature is "temperature" (0..1): Storage temperature.
 	Temperature *Decimal
-	// Scale is scale (0..1). farenheit | celsius | kelvin
+	// Scale is "scale" (0..1): farenheit | celsius | kelvin.
 	Scale *Code
-	// Duration is duration (0..1). Storage timeperiod
+	// Duration is "duration" (0..1): Storage timeperiod.
 	Duration *Period
 }
 

@@ -4,37 +4,37 @@ package r4
 
 // BodyStructure is the FHIR R4 resource BodyStructure: Record details about an anatomical structure.
 type BodyStructure struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Bodystructure identifier
+	// Identifier is "identifier" (0..*): Bodystructure identifier.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this record is in active use
+	// Active is "active" (0..1): Whether this record is in active use.
 	Active *Boolean
-	// Morphology is morphology (0..1). Kind of Structure
+	// Morphology is "morphology" (0..1): Kind of Structure.
 	Morphology *CodeableConcept
-	// Location is location (0..1). Body site
+	// Location is "location" (0..1): Body site.
 	Location *CodeableConcept
-	// LocationQualifier is locationQualifier (0..*). Body site modifier
+	// LocationQualifier is "locationQualifier" (0..*): Body site modifier.
 	LocationQualifier []CodeableConcept
-	// Description is description (0..1). Text description
+	// Description is "description" (0..1): Text description.
 	Description *String
-	// Image is image (0..*). Attached images
+	// Image is "image" (0..*): Attached images.
 	Image []Attachment
-	// Patient is patient (1..1). Who this is about
+	// Patient is "patient" (1..1): Who this is about.
 	Patient *Reference
 }
 

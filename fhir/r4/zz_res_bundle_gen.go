@@ -4,27 +4,27 @@ package r4
 
 // Bundle is the FHIR R4 resource Bundle: A container for a collection of resources.
 type Bundle struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Identifier is identifier (0..1). Persistent identifier for the bundle
+	// Identifier is "identifier" (0..1): Persistent identifier for the bundle.
 	Identifier *Identifier
-	// Type is type (1..1). document | message | transaction | transaction-response | batch | batch-response | history | searchset | collection
+	// Type is "type" (1..1): document | message | transaction | transaction-response | batch | batch-response | history | searchset | collection.
 	Type *Code
-	// Timestamp is timestamp (0..1). When the bundle was assembled
+	// Timestamp is "timestamp" (0..1): When the bundle was assembled.
 	Timestamp *Instant
-	// Total is total (0..1). If search, the total number of matches
+	// Total is "total" (0..1): If search, the total number of matches.
 	Total *UnsignedInt
-	// Link is link (0..*). Links related to this Bundle
+	// Link is "link" (0..*): Links related to this Bundle.
 	Link []BundleLink
-	// Entry is entry (0..*). Entry in the bundle - will have a resource or information
+	// Entry is "entry" (0..*): Entry in the bundle - will have a resource or information.
 	Entry []BundleEntry
-	// Signature is signature (0..1). Digital Signature
+	// Signature is "signature" (0..1): Digital Signature.
 	Signature *Signature
 }
 
@@ -126,15 +126,15 @@ func (x *Bundle) UnmarshalJSON(data []byte) error {
 
 // BundleLink is the backbone element Bundle.link: Links related to this Bundle
 type BundleLink struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Relation is relation (1..1). See http://www.iana.org/assignments/link-relations/link-relations.xhtml#link-relations-1
+	// Relation is "relation" (1..1): See http://www.iana.org/assignments/link-relations/link-relations.xhtml#link-relations-1.
 	Relation *String
-	// URL is url (1..1). Reference details for the link
+	// URL is "url" (1..1): Reference details for the link.
 	URL *URI
 }
 
@@ -194,23 +194,23 @@ func (x *BundleLink) UnmarshalJSON(data []byte) error {
 
 // BundleEntry is the backbone element Bundle.entry: Entry in the bundle - will have a resource or information
 type BundleEntry struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Link is link (0..*). Links related to this entry
+	// Link is "link" (0..*): Links related to this entry.
 	Link []BundleLink
-	// FullURL is fullUrl (0..1). URI for resource (Absolute URL server address or URI for UUID/OID)
+	// FullURL is "fullUrl" (0..1): URI for resource (Absolute URL server address or URI for UUID/OID).
 	FullURL *URI
-	// Resource is resource (0..1). A resource in the bundle
+	// Resource is "resource" (0..1): A resource in the bundle.
 	Resource Resource
-	// Search is search (0..1). Search related information
+	// Search is "search" (0..1): Search related information.
 	Search *BundleEntrySearch
-	// Request is request (0..1). Additional execution information (transaction/batch/history)
+	// Request is "request" (0..1): Additional execution information (transaction/batch/history).
 	Request *BundleEntryRequest
-	// Response is response (0..1). Results of execution (transaction/batch/history)
+	// Response is "response" (0..1): Results of execution (transaction/batch/history).
 	Response *BundleEntryResponse
 }
 
@@ -284,15 +284,15 @@ func (x *BundleEntry) UnmarshalJSON(data []byte) error {
 
 // BundleEntrySearch is the backbone element Bundle.entry.search: Search related information
 type BundleEntrySearch struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Mode is mode (0..1). match | include | outcome - why this is in the result set
+	// Mode is "mode" (0..1): match | include | outcome - why this is in the result set.
 	Mode *Code
-	// Score is score (0..1). Search ranking (between 0 and 1)
+	// Score is "score" (0..1): Search ranking (between 0 and 1).
 	Score *Decimal
 }
 
@@ -352,23 +352,23 @@ func (x *BundleEntrySearch) UnmarshalJSON(data []byte) error {
 
 // BundleEntryRequest is the backbone element Bundle.entry.request: Additional execution information (transaction/batch/history)
 type BundleEntryRequest struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Method is method (1..1). GET | HEAD | POST | PUT | DELETE | PATCH
+	// Method is "method" (1..1): GET | HEAD | POST | PUT | DELETE | PATCH.
 	Method *Code
-	// URL is url (1..1). URL for HTTP equivalent of this entry
+	// URL is "url" (1..1): URL for HTTP equivalent of this entry.
 	URL *URI
-	// IfNoneMatch is ifNoneMatch (0..1). For managing cache currency
+	// IfNoneMatch is "ifNoneMatch" (0..1): For managing cache currency.
 	IfNoneMatch *String
-	// IfModifiedSince is ifModifiedSince (0..1). For managing cache currency
+	// IfModifiedSince is "ifModifiedSince" (0..1): For managing cache currency.
 	IfModifiedSince *Instant
-	// IfMatch is ifMatch (0..1). For managing update contention
+	// IfMatch is "ifMatch" (0..1): For managing update contention.
 	IfMatch *String
-	// IfNoneExist is ifNoneExist (0..1). For conditional creates
+	// IfNoneExist is "ifNoneExist" (0..1): For conditional creates.
 	IfNoneExist *String
 }
 
@@ -452,21 +452,21 @@ func (x *BundleEntryRequest) UnmarshalJSON(data []byte) error {
 
 // BundleEntryResponse is the backbone element Bundle.entry.response: Results of execution (transaction/batch/history)
 type BundleEntryResponse struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Status is status (1..1). Status response code (text optional)
+	// Status is "status" (1..1): Status response code (text optional).
 	Status *String
-	// Location is location (0..1). The location (if the operation returns a location)
+	// Location is "location" (0..1): The location (if the operation returns a location).
 	Location *URI
-	// Etag is etag (0..1). The Etag for the resource (if relevant)
+	// Etag is "etag" (0..1): The Etag for the resource (if relevant).
 	Etag *String
-	// LastModified is lastModified (0..1). Server's date time modified
+	// LastModified is "lastModified" (0..1): Server's date time modified.
 	LastModified *Instant
-	// Outcome is outcome (0..1). OperationOutcome with hints and warnings (for batch/transaction)
+	// Outcome is "outcome" (0..1): OperationOutcome with hints and warnings (for batch/transaction).
 	Outcome Resource
 }
 

@@ -4,73 +4,73 @@ package r4
 
 // CapabilityStatement is the FHIR R4 resource CapabilityStatement: A Capability Statement documents a set of capabilities (behaviors) of a FHIR Server for a particular version of FHIR that may be used as a statement of actual server functionality or a statement of re…
 type CapabilityStatement struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this capability statement, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this capability statement, represented as a URI (globally unique).
 	URL *URI
-	// Version is version (0..1). Business version of the capability statement
+	// Version is "version" (0..1): Business version of the capability statement.
 	Version *String
-	// Name is name (0..1). Name for this capability statement (computer friendly)
+	// Name is "name" (0..1): Name for this capability statement (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this capability statement (human friendly)
+	// Title is "title" (0..1): Name for this capability statement (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (1..1). Date last changed
+	// Date is "date" (1..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the capability statement
+	// Description is "description" (0..1): Natural language description of the capability statement.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for capability statement (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for capability statement (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this capability statement is defined
+	// Purpose is "purpose" (0..1): Why this capability statement is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Kind is kind (1..1). instance | capability | requirements
+	// Kind is "kind" (1..1): instance | capability | requirements.
 	Kind *Code
-	// Instantiates is instantiates (0..*). Canonical URL of another capability statement this implements
+	// Instantiates is "instantiates" (0..*): Canonical URL of another capability statement this implements.
 	Instantiates []Canonical
-	// Imports is imports (0..*). Canonical URL of another capability statement this adds to
+	// Imports is "imports" (0..*): Canonical URL of another capability statement this adds to.
 	Imports []Canonical
-	// Software is software (0..1). Software that is covered by this capability statement
+	// Software is "software" (0..1): Software that is covered by this capability statement.
 	Software *CapabilityStatementSoftware
-	// Implementation is implementation (0..1). If this describes a specific instance
+	// Implementation is "implementation" (0..1): If this describes a specific instance.
 	Implementation *CapabilityStatementImplementation
-	// FhirVersion is fhirVersion (1..1). FHIR Version the system supports
+	// FhirVersion is "fhirVersion" (1..1): FHIR Version the system supports.
 	FhirVersion *Code
-	// Format is format (1..*). formats supported (xml | json | ttl | mime type)
+	// Format is "format" (1..*): formats supported (xml | json | ttl | mime type).
 	Format []Code
-	// PatchFormat is patchFormat (0..*). Patch formats supported
+	// PatchFormat is "patchFormat" (0..*): Patch formats supported.
 	PatchFormat []Code
-	// ImplementationGuide is implementationGuide (0..*). Implementation guides supported
+	// ImplementationGuide is "implementationGuide" (0..*): Implementation guides supported.
 	ImplementationGuide []Canonical
-	// Rest is rest (0..*). If the endpoint is a RESTful one
+	// Rest is "rest" (0..*): If the endpoint is a RESTful one.
 	Rest []CapabilityStatementRest
-	// Messaging is messaging (0..*). If messaging is supported
+	// Messaging is "messaging" (0..*): If messaging is supported.
 	Messaging []CapabilityStatementMessaging
-	// Document is document (0..*). Document definition
+	// Document is "document" (0..*): Document definition.
 	Document []CapabilityStatementDocument
 }
 
@@ -294,17 +294,17 @@ func (x *CapabilityStatement) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementSoftware is the backbone element CapabilityStatement.software: Software that is covered by this capability statement
 type CapabilityStatementSoftware struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). A name the software is known by
+	// Name is "name" (1..1): A name the software is known by.
 	Name *String
-	// Version is version (0..1). Version covered by this statement
+	// Version is "version" (0..1): Version covered by this statement.
 	Version *String
-	// ReleaseDate is releaseDate (0..1). Date this version was released
+	// ReleaseDate is "releaseDate" (0..1): Date this version was released.
 	ReleaseDate *DateTime
 }
 
@@ -370,17 +370,17 @@ func (x *CapabilityStatementSoftware) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementImplementation is the backbone element CapabilityStatement.implementation: If this describes a specific instance
 type CapabilityStatementImplementation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (1..1). Describes this specific instance
+	// Description is "description" (1..1): Describes this specific instance.
 	Description *String
-	// URL is url (0..1). Base URL for the installation
+	// URL is "url" (0..1): Base URL for the installation.
 	URL *URL
-	// Custodian is custodian (0..1). Organization that manages the data
+	// Custodian is "custodian" (0..1): Organization that manages the data.
 	Custodian *Reference
 }
 
@@ -444,27 +444,27 @@ func (x *CapabilityStatementImplementation) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementRest is the backbone element CapabilityStatement.rest: If the endpoint is a RESTful one
 type CapabilityStatementRest struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Mode is mode (1..1). client | server
+	// Mode is "mode" (1..1): client | server.
 	Mode *Code
-	// Documentation is documentation (0..1). General description of implementation
+	// Documentation is "documentation" (0..1): General description of implementation.
 	Documentation *Markdown
-	// Security is security (0..1). Information about security of implementation
+	// Security is "security" (0..1): Information about security of implementation.
 	Security *CapabilityStatementRestSecurity
-	// Resource is resource (0..*). Resource served on the REST interface
+	// Resource is "resource" (0..*): Resource served on the REST interface.
 	Resource []CapabilityStatementRestResource
-	// Interaction is interaction (0..*). What operations are supported?
+	// Interaction is "interaction" (0..*): What operations are supported?.
 	Interaction []CapabilityStatementRestInteraction
-	// SearchParam is searchParam (0..*). Search parameters for searching all resources
+	// SearchParam is "searchParam" (0..*): Search parameters for searching all resources.
 	SearchParam []CapabilityStatementRestResourceSearchParam
-	// Operation is operation (0..*). Definition of a system level operation
+	// Operation is "operation" (0..*): Definition of a system level operation.
 	Operation []CapabilityStatementRestResourceOperation
-	// Compartment is compartment (0..*). Compartments served/used by system
+	// Compartment is "compartment" (0..*): Compartments served/used by system.
 	Compartment []Canonical
 }
 
@@ -550,17 +550,17 @@ func (x *CapabilityStatementRest) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementRestSecurity is the backbone element CapabilityStatement.rest.security: Information about security of implementation
 type CapabilityStatementRestSecurity struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Cors is cors (0..1). Adds CORS Headers (http://enable-cors.org/)
+	// Cors is "cors" (0..1): Adds CORS Headers (http://enable-cors.org/).
 	Cors *Boolean
-	// Service is service (0..*). OAuth | SMART-on-FHIR | NTLM | Basic | Kerberos | Certificates
+	// Service is "service" (0..*): OAuth | SMART-on-FHIR | NTLM | Basic | Kerberos | Certificates.
 	Service []CodeableConcept
-	// Description is description (0..1). General description of how security works
+	// Description is "description" (0..1): General description of how security works.
 	Description *Markdown
 }
 
@@ -624,45 +624,45 @@ func (x *CapabilityStatementRestSecurity) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementRestResource is the backbone element CapabilityStatement.rest.resource: Resource served on the REST interface
 type CapabilityStatementRestResource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). A resource type that is supported
+	// Type is "type" (1..1): A resource type that is supported.
 	Type *Code
-	// Profile is profile (0..1). Base System profile for all uses of resource
+	// Profile is "profile" (0..1): Base System profile for all uses of resource.
 	Profile *Canonical
-	// SupportedProfile is supportedProfile (0..*). Profiles for use cases supported
+	// SupportedProfile is "supportedProfile" (0..*): Profiles for use cases supported.
 	SupportedProfile []Canonical
-	// Documentation is documentation (0..1). Additional information about the use of the resource type
+	// Documentation is "documentation" (0..1): Additional information about the use of the resource type.
 	Documentation *Markdown
-	// Interaction is interaction (0..*). What operations are supported?
+	// Interaction is "interaction" (0..*): What operations are supported?.
 	Interaction []CapabilityStatementRestResourceInteraction
-	// Versioning is versioning (0..1). no-version | versioned | versioned-update
+	// Versioning is "versioning" (0..1): no-version | versioned | versioned-update.
 	Versioning *Code
-	// ReadHistory is readHistory (0..1). Whether vRead can return past versions
+	// ReadHistory is "readHistory" (0..1): Whether vRead can return past versions.
 	ReadHistory *Boolean
-	// UpdateCreate is updateCreate (0..1). If update can commit to a new identity
+	// UpdateCreate is "updateCreate" (0..1): If update can commit to a new identity.
 	UpdateCreate *Boolean
-	// ConditionalCreate is conditionalCreate (0..1). If allows/uses conditional create
+	// ConditionalCreate is "conditionalCreate" (0..1): If allows/uses conditional create.
 	ConditionalCreate *Boolean
-	// ConditionalRead is conditionalRead (0..1). not-supported | modified-since | not-match | full-support
+	// ConditionalRead is "conditionalRead" (0..1): not-supported | modified-since | not-match | full-support.
 	ConditionalRead *Code
-	// ConditionalUpdate is conditionalUpdate (0..1). If allows/uses conditional update
+	// ConditionalUpdate is "conditionalUpdate" (0..1): If allows/uses conditional update.
 	ConditionalUpdate *Boolean
-	// ConditionalDelete is conditionalDelete (0..1). not-supported | single | multiple - how conditional delete is supported
+	// ConditionalDelete is "conditionalDelete" (0..1): not-supported | single | multiple - how conditional delete is supported.
 	ConditionalDelete *Code
-	// ReferencePolicy is referencePolicy (0..*). literal | logical | resolves | enforced | local
+	// ReferencePolicy is "referencePolicy" (0..*): literal | logical | resolves | enforced | local.
 	ReferencePolicy []Code
-	// SearchInclude is searchInclude (0..*). _include values supported by the server
+	// SearchInclude is "searchInclude" (0..*): _include values supported by the server.
 	SearchInclude []String
-	// SearchRevInclude is searchRevInclude (0..*). _revinclude values supported by the server
+	// SearchRevInclude is "searchRevInclude" (0..*): _revinclude values supported by the server.
 	SearchRevInclude []String
-	// SearchParam is searchParam (0..*). Search parameters supported by implementation
+	// SearchParam is "searchParam" (0..*): Search parameters supported by implementation.
 	SearchParam []CapabilityStatementRestResourceSearchParam
-	// Operation is operation (0..*). Definition of a resource operation
+	// Operation is "operation" (0..*): Definition of a resource operation.
 	Operation []CapabilityStatementRestResourceOperation
 }
 
@@ -806,15 +806,15 @@ func (x *CapabilityStatementRestResource) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementRestResourceInteraction is the backbone element CapabilityStatement.rest.resource.interaction: What operations are supported?
 type CapabilityStatementRestResourceInteraction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). read | vread | update | patch | delete | history-instance | history-type | create | search-type
+	// Code is "code" (1..1): read | vread | update | patch | delete | history-instance | history-type | create | search-type.
 	Code *Code
-	// Documentation is documentation (0..1). Anything special about operation behavior
+	// Documentation is "documentation" (0..1): Anything special about operation behavior.
 	Documentation *Markdown
 }
 
@@ -876,19 +876,19 @@ func (x *CapabilityStatementRestResourceInteraction) UnmarshalJSON(data []byte) 
 
 // CapabilityStatementRestResourceSearchParam is the backbone element CapabilityStatement.rest.resource.searchParam: Search parameters supported by implementation
 type CapabilityStatementRestResourceSearchParam struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name of search parameter
+	// Name is "name" (1..1): Name of search parameter.
 	Name *String
-	// Definition is definition (0..1). Source of definition for parameter
+	// Definition is "definition" (0..1): Source of definition for parameter.
 	Definition *Canonical
-	// Type is type (1..1). number | date | string | token | reference | composite | quantity | uri | special
+	// Type is "type" (1..1): number | date | string | token | reference | composite | quantity | uri | special.
 	Type *Code
-	// Documentation is documentation (0..1). Server-specific usage
+	// Documentation is "documentation" (0..1): Server-specific usage.
 	Documentation *Markdown
 }
 
@@ -962,17 +962,17 @@ func (x *CapabilityStatementRestResourceSearchParam) UnmarshalJSON(data []byte) 
 
 // CapabilityStatementRestResourceOperation is the backbone element CapabilityStatement.rest.resource.operation: Definition of a resource operation
 type CapabilityStatementRestResourceOperation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name by which the operation/query is invoked
+	// Name is "name" (1..1): Name by which the operation/query is invoked.
 	Name *String
-	// Definition is definition (1..1). The defined operation/query
+	// Definition is "definition" (1..1): The defined operation/query.
 	Definition *Canonical
-	// Documentation is documentation (0..1). Specific details about operation behavior
+	// Documentation is "documentation" (0..1): Specific details about operation behavior.
 	Documentation *Markdown
 }
 
@@ -1040,15 +1040,15 @@ func (x *CapabilityStatementRestResourceOperation) UnmarshalJSON(data []byte) er
 
 // CapabilityStatementRestInteraction is the backbone element CapabilityStatement.rest.interaction: What operations are supported?
 type CapabilityStatementRestInteraction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). transaction | batch | search-system | history-system
+	// Code is "code" (1..1): transaction | batch | search-system | history-system.
 	Code *Code
-	// Documentation is documentation (0..1). Anything special about operation behavior
+	// Documentation is "documentation" (0..1): Anything special about operation behavior.
 	Documentation *Markdown
 }
 
@@ -1108,19 +1108,19 @@ func (x *CapabilityStatementRestInteraction) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementMessaging is the backbone element CapabilityStatement.messaging: If messaging is supported
 type CapabilityStatementMessaging struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Endpoint is endpoint (0..*). Where messages should be sent
+	// Endpoint is "endpoint" (0..*): Where messages should be sent.
 	Endpoint []CapabilityStatementMessagingEndpoint
-	// ReliableCache is reliableCache (0..1). Reliable Message Cache Length (min)
+	// ReliableCache is "reliableCache" (0..1): Reliable Message Cache Length (min).
 	ReliableCache *UnsignedInt
-	// Documentation is documentation (0..1). Messaging interface behavior details
+	// Documentation is "documentation" (0..1): Messaging interface behavior details.
 	Documentation *Markdown
-	// SupportedMessage is supportedMessage (0..*). Messages supported by this system
+	// SupportedMessage is "supportedMessage" (0..*): Messages supported by this system.
 	SupportedMessage []CapabilityStatementMessagingSupportedMessage
 }
 
@@ -1188,15 +1188,15 @@ func (x *CapabilityStatementMessaging) UnmarshalJSON(data []byte) error {
 
 // CapabilityStatementMessagingEndpoint is the backbone element CapabilityStatement.messaging.endpoint: Where messages should be sent
 type CapabilityStatementMessagingEndpoint struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Protocol is protocol (1..1). http | ftp | mllp +
+	// Protocol is "protocol" (1..1): http | ftp | mllp +.
 	Protocol *Coding
-	// Address is address (1..1). Network address or identifier of the end-point
+	// Address is "address" (1..1): Network address or identifier of the end-point.
 	Address *URL
 }
 
@@ -1254,15 +1254,15 @@ func (x *CapabilityStatementMessagingEndpoint) UnmarshalJSON(data []byte) error 
 
 // CapabilityStatementMessagingSupportedMessage is the backbone element CapabilityStatement.messaging.supportedMessage: Messages supported by this system
 type CapabilityStatementMessagingSupportedMessage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Mode is mode (1..1). sender | receiver
+	// Mode is "mode" (1..1): sender | receiver.
 	Mode *Code
-	// Definition is definition (1..1). Message supported by this system
+	// Definition is "definition" (1..1): Message supported by this system.
 	Definition *Canonical
 }
 
@@ -1324,17 +1324,17 @@ func (x *CapabilityStatementMessagingSupportedMessage) UnmarshalJSON(data []byte
 
 // CapabilityStatementDocument is the backbone element CapabilityStatement.document: Document definition
 type CapabilityStatementDocument struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Mode is mode (1..1). producer | consumer
+	// Mode is "mode" (1..1): producer | consumer.
 	Mode *Code
-	// Documentation is documentation (0..1). Description of document support
+	// Documentation is "documentation" (0..1): Description of document support.
 	Documentation *Markdown
-	// Profile is profile (1..1). Constraint on the resources used in the document
+	// Profile is "profile" (1..1): Constraint on the resources used in the document.
 	Profile *Canonical
 }
 

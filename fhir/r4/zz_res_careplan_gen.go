@@ -4,67 +4,67 @@ package r4
 
 // CarePlan is the FHIR R4 resource CarePlan: Describes the intention of how one or more practitioners intend to deliver care for a particular patient, group or community for a period of time, possibly limited to care for a specific condition or …
 type CarePlan struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this plan
+	// Identifier is "identifier" (0..*): External Ids for this plan.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// BasedOn is basedOn (0..*). Fulfills CarePlan
+	// BasedOn is "basedOn" (0..*): Fulfills CarePlan.
 	BasedOn []Reference
-	// Replaces is replaces (0..*). CarePlan replaced by this CarePlan
+	// Replaces is "replaces" (0..*): CarePlan replaced by this CarePlan.
 	Replaces []Reference
-	// PartOf is partOf (0..*). Part of referenced CarePlan
+	// PartOf is "partOf" (0..*): Part of referenced CarePlan.
 	PartOf []Reference
-	// Status is status (1..1). draft | active | on-hold | revoked | completed | entered-in-error | unknown
+	// Status is "status" (1..1): draft | active | on-hold | revoked | completed | entered-in-error | unknown.
 	Status *Code
-	// Intent is intent (1..1). proposal | plan | order | option
+	// Intent is "intent" (1..1): proposal | plan | order | option.
 	Intent *Code
-	// Category is category (0..*). Type of plan
+	// Category is "category" (0..*): Type of plan.
 	Category []CodeableConcept
-	// Title is title (0..1). Human-friendly name for the care plan
+	// Title is "title" (0..1): Human-friendly name for the care plan.
 	Title *String
-	// Description is description (0..1). Summary of nature of plan
+	// Description is "description" (0..1): Summary of nature of plan.
 	Description *String
-	// Subject is subject (1..1). Who the care plan is for
+	// Subject is "subject" (1..1): Who the care plan is for.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// Period is period (0..1). Time period plan covers
+	// Period is "period" (0..1): Time period plan covers.
 	Period *Period
-	// Created is created (0..1). Date record was first recorded
+	// Created is "created" (0..1): Date record was first recorded.
 	Created *DateTime
-	// Author is author (0..1). Who is the designated responsible party
+	// Author is "author" (0..1): Who is the designated responsible party.
 	Author *Reference
-	// Contributor is contributor (0..*). Who provided the content of the care plan
+	// Contributor is "contributor" (0..*): Who provided the content of the care plan.
 	Contributor []Reference
-	// CareTeam is careTeam (0..*). Who's involved in plan?
+	// CareTeam is "careTeam" (0..*): Who's involved in plan?.
 	CareTeam []Reference
-	// Addresses is addresses (0..*). Health issues this plan addresses
+	// Addresses is "addresses" (0..*): Health issues this plan addresses.
 	Addresses []Reference
-	// SupportingInfo is supportingInfo (0..*). Information considered as part of plan
+	// SupportingInfo is "supportingInfo" (0..*): Information considered as part of plan.
 	SupportingInfo []Reference
-	// Goal is goal (0..*). Desired outcome of plan
+	// Goal is "goal" (0..*): Desired outcome of plan.
 	Goal []Reference
-	// Activity is activity (0..*). Action to occur as part of plan
+	// Activity is "activity" (0..*): Action to occur as part of plan.
 	Activity []CarePlanActivity
-	// Note is note (0..*). Comments about the plan
+	// Note is "note" (0..*): Comments about the plan.
 	Note []Annotation
 }
 
@@ -254,21 +254,21 @@ func (x *CarePlan) UnmarshalJSON(data []byte) error {
 
 // CarePlanActivity is the backbone element CarePlan.activity: Action to occur as part of plan
 type CarePlanActivity struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// OutcomeCodeableConcept is outcomeCodeableConcept (0..*). Results of the activity
+	// OutcomeCodeableConcept is "outcomeCodeableConcept" (0..*): Results of the activity.
 	OutcomeCodeableConcept []CodeableConcept
-	// OutcomeReference is outcomeReference (0..*). Appointment, Encounter, Procedure, etc.
+	// OutcomeReference is "outcomeReference" (0..*): Appointment, Encounter, Procedure, etc.
 	OutcomeReference []Reference
-	// Progress is progress (0..*). Comments about the activity status/progress
+	// Progress is "progress" (0..*): Comments about the activity status/progress.
 	Progress []Annotation
-	// Reference is reference (0..1). Activity details defined in specific resource
+	// Reference is "reference" (0..1): Activity details defined in specific resource.
 	Reference *Reference
-	// Detail is detail (0..1). In-line definition of activity
+	// Detail is "detail" (0..1): In-line definition of activity.
 	Detail *CarePlanActivityDetail
 }
 
@@ -336,51 +336,51 @@ func (x *CarePlanActivity) UnmarshalJSON(data []byte) error {
 
 // CarePlanActivityDetail is the backbone element CarePlan.activity.detail: In-line definition of activity
 type CarePlanActivityDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Kind is kind (0..1). Appointment | CommunicationRequest | DeviceRequest | MedicationRequest | NutritionOrder | Task | ServiceRequest | VisionPrescription
+	// Kind is "kind" (0..1): Appointment | CommunicationRequest | DeviceRequest | MedicationRequest | NutritionOrder | Task | ServiceRequest | VisionPrescription.
 	Kind *Code
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// Code is code (0..1). Detail type of activity
+	// Code is "code" (0..1): Detail type of activity.
 	Code *CodeableConcept
-	// ReasonCode is reasonCode (0..*). Why activity should be done or why activity was prohibited
+	// ReasonCode is "reasonCode" (0..*): Why activity should be done or why activity was prohibited.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why activity is needed
+	// ReasonReference is "reasonReference" (0..*): Why activity is needed.
 	ReasonReference []Reference
-	// Goal is goal (0..*). Goals this activity relates to
+	// Goal is "goal" (0..*): Goals this activity relates to.
 	Goal []Reference
-	// Status is status (1..1). not-started | scheduled | in-progress | on-hold | completed | cancelled | stopped | unknown | entered-in-error
+	// Status is "status" (1..1): not-started | scheduled | in-progress | on-hold | completed | cancelled | stopped | unknown | entered-in-error.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *CodeableConcept
-	// DoNotPerform is doNotPerform (0..1). If true, activity is prohibiting action
+	// DoNotPerform is "doNotPerform" (0..1): If true, activity is prohibiting action.
 	DoNotPerform *Boolean
-	// ScheduledTiming is scheduledTiming (0..1). When activity is to occur
+	// ScheduledTiming is "scheduledTiming" (scheduled[x] as Timing, 0..1): When activity is to occur.
 	ScheduledTiming *Timing
-	// ScheduledPeriod is scheduledPeriod (0..1). When activity is to occur
+	// ScheduledPeriod is "scheduledPeriod" (scheduled[x] as Period, 0..1): When activity is to occur.
 	ScheduledPeriod *Period
-	// ScheduledString is scheduledString (0..1). When activity is to occur
+	// ScheduledString is "scheduledString" (scheduled[x] as string, 0..1): When activity is to occur.
 	ScheduledString *String
-	// Location is location (0..1). Where it should happen
+	// Location is "location" (0..1): Where it should happen.
 	Location *Reference
-	// Performer is performer (0..*). Who will be responsible?
+	// Performer is "performer" (0..*): Who will be responsible?.
 	Performer []Reference
-	// ProductCodeableConcept is productCodeableConcept (0..1). What is to be administered/supplied
+	// ProductCodeableConcept is "productCodeableConcept" (product[x] as CodeableConcept, 0..1): What is to be administered/supplied.
 	ProductCodeableConcept *CodeableConcept
-	// ProductReference is productReference (0..1). What is to be administered/supplied
+	// ProductReference is "productReference" (product[x] as Reference, 0..1): What is to be administered/supplied.
 	ProductReference *Reference
-	// DailyAmount is dailyAmount (0..1). How to consume/day?
+	// DailyAmount is "dailyAmount" (0..1): How to consume/day?.
 	DailyAmount *Quantity
-	// Quantity is quantity (0..1). How much to administer/supply/consume
+	// Quantity is "quantity" (0..1): How much to administer/supply/consume.
 	Quantity *Quantity
-	// Description is description (0..1). Extra info describing activity to perform
+	// Description is "description" (0..1): Extra info describing activity to perform.
 	Description *String
 }
 

@@ -4,47 +4,47 @@ package r4
 
 // CareTeam is the FHIR R4 resource CareTeam: The Care Team includes all the people and organizations who plan to participate in the coordination and delivery of care for a patient.
 type CareTeam struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this team
+	// Identifier is "identifier" (0..*): External Ids for this team.
 	Identifier []Identifier
-	// Status is status (0..1). proposed | active | suspended | inactive | entered-in-error
+	// Status is "status" (0..1): proposed | active | suspended | inactive | entered-in-error.
 	Status *Code
-	// Category is category (0..*). Type of team
+	// Category is "category" (0..*): Type of team.
 	Category []CodeableConcept
-	// Name is name (0..1). Name of the team, such as crisis assessment team
+	// Name is "name" (0..1): Name of the team, such as crisis assessment team.
 	Name *String
-	// Subject is subject (0..1). Who care team is for
+	// Subject is "subject" (0..1): Who care team is for.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// Period is period (0..1). Time period team covers
+	// Period is "period" (0..1): Time period team covers.
 	Period *Period
-	// Participant is participant (0..*). Members of the team
+	// Participant is "participant" (0..*): Members of the team.
 	Participant []CareTeamParticipant
-	// ReasonCode is reasonCode (0..*). Why the care team exists
+	// ReasonCode is "reasonCode" (0..*): Why the care team exists.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why the care team exists
+	// ReasonReference is "reasonReference" (0..*): Why the care team exists.
 	ReasonReference []Reference
-	// ManagingOrganization is managingOrganization (0..*). Organization responsible for the care team
+	// ManagingOrganization is "managingOrganization" (0..*): Organization responsible for the care team.
 	ManagingOrganization []Reference
-	// Telecom is telecom (0..*). A contact detail for the care team (that applies to all members)
+	// Telecom is "telecom" (0..*): A contact detail for the care team (that applies to all members).
 	Telecom []ContactPoint
-	// Note is note (0..*). Comments made about the CareTeam
+	// Note is "note" (0..*): Comments made about the CareTeam.
 	Note []Annotation
 }
 
@@ -184,19 +184,19 @@ func (x *CareTeam) UnmarshalJSON(data []byte) error {
 
 // CareTeamParticipant is the backbone element CareTeam.participant: Members of the team
 type CareTeamParticipant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Role is role (0..*). Type of involvement
+	// Role is "role" (0..*): Type of involvement.
 	Role []CodeableConcept
-	// Member is member (0..1). Who is involved
+	// Member is "member" (0..1): Who is involved.
 	Member *Reference
-	// OnBehalfOf is onBehalfOf (0..1). Organization of the practitioner
+	// OnBehalfOf is "onBehalfOf" (0..1): Organization of the practitioner.
 	OnBehalfOf *Reference
-	// Period is period (0..1). Time period of participant
+	// Period is "period" (0..1): Time period of participant.
 	Period *Period
 }
 

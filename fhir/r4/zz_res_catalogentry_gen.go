@@ -4,47 +4,47 @@ package r4
 
 // CatalogEntry is the FHIR R4 resource CatalogEntry: Catalog entries are wrappers that contextualize items included in a catalog.
 type CatalogEntry struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique identifier of the catalog item
+	// Identifier is "identifier" (0..*): Unique identifier of the catalog item.
 	Identifier []Identifier
-	// Type is type (0..1). The type of item - medication, device, service, protocol or other
+	// Type is "type" (0..1): The type of item - medication, device, service, protocol or other.
 	Type *CodeableConcept
-	// Orderable is orderable (1..1). Whether the entry represents an orderable item
+	// Orderable is "orderable" (1..1): Whether the entry represents an orderable item.
 	Orderable *Boolean
-	// ReferencedItem is referencedItem (1..1). The item that is being defined
+	// ReferencedItem is "referencedItem" (1..1): The item that is being defined.
 	ReferencedItem *Reference
-	// AdditionalIdentifier is additionalIdentifier (0..*). Any additional identifier(s) for the catalog item, in the same granularity or concept
+	// AdditionalIdentifier is "additionalIdentifier" (0..*): Any additional identifier(s) for the catalog item, in the same granularity or concept.
 	AdditionalIdentifier []Identifier
-	// Classification is classification (0..*). Classification (category or class) of the item entry
+	// Classification is "classification" (0..*): Classification (category or class) of the item entry.
 	Classification []CodeableConcept
-	// Status is status (0..1). draft | active | retired | unknown
+	// Status is "status" (0..1): draft | active | retired | unknown.
 	Status *Code
-	// ValidityPeriod is validityPeriod (0..1). The time period in which this catalog entry is expected to be active
+	// ValidityPeriod is "validityPeriod" (0..1): The time period in which this catalog entry is expected to be active.
 	ValidityPeriod *Period
-	// ValidTo is validTo (0..1). The date until which this catalog entry is expected to be active
+	// ValidTo is "validTo" (0..1): The date until which this catalog entry is expected to be active.
 	ValidTo *DateTime
-	// LastUpdated is lastUpdated (0..1). When was this catalog last updated
+	// LastUpdated is "lastUpdated" (0..1): When was this catalog last updated.
 	LastUpdated *DateTime
-	// AdditionalCharacteristic is additionalCharacteristic (0..*). Additional characteristics of the catalog entry
+	// AdditionalCharacteristic is "additionalCharacteristic" (0..*): Additional characteristics of the catalog entry.
 	AdditionalCharacteristic []CodeableConcept
-	// AdditionalClassification is additionalClassification (0..*). Additional classification of the catalog entry
+	// AdditionalClassification is "additionalClassification" (0..*): Additional classification of the catalog entry.
 	AdditionalClassification []CodeableConcept
-	// RelatedEntry is relatedEntry (0..*). An item that this catalog entry is related to
+	// RelatedEntry is "relatedEntry" (0..*): An item that this catalog entry is related to.
 	RelatedEntry []CatalogEntryRelatedEntry
 }
 
@@ -188,15 +188,15 @@ func (x *CatalogEntry) UnmarshalJSON(data []byte) error {
 
 // CatalogEntryRelatedEntry is the backbone element CatalogEntry.relatedEntry: An item that this catalog entry is related to
 type CatalogEntryRelatedEntry struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Relationtype is relationtype (1..1). triggers | is-replaced-by
+	// Relationtype is "relationtype" (1..1): triggers | is-replaced-by.
 	Relationtype *Code
-	// Item is item (1..1). The reference to the related item
+	// Item is "item" (1..1): The reference to the related item.
 	Item *Reference
 }
 

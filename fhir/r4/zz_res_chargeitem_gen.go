@@ -4,79 +4,79 @@ package r4
 
 // ChargeItem is the FHIR R4 resource ChargeItem: The resource ChargeItem describes the provision of healthcare provider products for a certain patient, therefore referring not only to the product, but containing in addition details of the provision,…
 type ChargeItem struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for item
+	// Identifier is "identifier" (0..*): Business Identifier for item.
 	Identifier []Identifier
-	// DefinitionURI is definitionUri (0..*). Defining information about the code of this charge item
+	// DefinitionURI is "definitionUri" (0..*): Defining information about the code of this charge item.
 	DefinitionURI []URI
-	// DefinitionCanonical is definitionCanonical (0..*). Resource defining the code of this ChargeItem
+	// DefinitionCanonical is "definitionCanonical" (0..*): Resource defining the code of this ChargeItem.
 	DefinitionCanonical []Canonical
-	// Status is status (1..1). planned | billable | not-billable | aborted | billed | entered-in-error | unknown
+	// Status is "status" (1..1): planned | billable | not-billable | aborted | billed | entered-in-error | unknown.
 	Status *Code
-	// PartOf is partOf (0..*). Part of referenced ChargeItem
+	// PartOf is "partOf" (0..*): Part of referenced ChargeItem.
 	PartOf []Reference
-	// Code is code (1..1). A code that identifies the charge, like a billing code
+	// Code is "code" (1..1): A code that identifies the charge, like a billing code.
 	Code *CodeableConcept
-	// Subject is subject (1..1). Individual service was done for/to
+	// Subject is "subject" (1..1): Individual service was done for/to.
 	Subject *Reference
-	// Context is context (0..1). Encounter / Episode associated with event
+	// Context is "context" (0..1): Encounter / Episode associated with event.
 	Context *Reference
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When the charged service was applied
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): When the charged service was applied.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). When the charged service was applied
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): When the charged service was applied.
 	OccurrencePeriod *Period
-	// OccurrenceTiming is occurrenceTiming (0..1). When the charged service was applied
+	// OccurrenceTiming is "occurrenceTiming" (occurrence[x] as Timing, 0..1): When the charged service was applied.
 	OccurrenceTiming *Timing
-	// Performer is performer (0..*). Who performed charged service
+	// Performer is "performer" (0..*): Who performed charged service.
 	Performer []ChargeItemPerformer
-	// PerformingOrganization is performingOrganization (0..1). Organization providing the charged service
+	// PerformingOrganization is "performingOrganization" (0..1): Organization providing the charged service.
 	PerformingOrganization *Reference
-	// RequestingOrganization is requestingOrganization (0..1). Organization requesting the charged service
+	// RequestingOrganization is "requestingOrganization" (0..1): Organization requesting the charged service.
 	RequestingOrganization *Reference
-	// CostCenter is costCenter (0..1). Organization that has ownership of the (potential, future) revenue
+	// CostCenter is "costCenter" (0..1): Organization that has ownership of the (potential, future) revenue.
 	CostCenter *Reference
-	// Quantity is quantity (0..1). Quantity of which the charge item has been serviced
+	// Quantity is "quantity" (0..1): Quantity of which the charge item has been serviced.
 	Quantity *Quantity
-	// Bodysite is bodysite (0..*). Anatomical location, if relevant
+	// Bodysite is "bodysite" (0..*): Anatomical location, if relevant.
 	Bodysite []CodeableConcept
-	// FactorOverride is factorOverride (0..1). Factor overriding the associated rules
+	// FactorOverride is "factorOverride" (0..1): Factor overriding the associated rules.
 	FactorOverride *Decimal
-	// PriceOverride is priceOverride (0..1). Price overriding the associated rules
+	// PriceOverride is "priceOverride" (0..1): Price overriding the associated rules.
 	PriceOverride *Money
-	// OverrideReason is overrideReason (0..1). Reason for overriding the list price/factor
+	// OverrideReason is "overrideReason" (0..1): Reason for overriding the list price/factor.
 	OverrideReason *String
-	// Enterer is enterer (0..1). Individual who was entering
+	// Enterer is "enterer" (0..1): Individual who was entering.
 	Enterer *Reference
-	// EnteredDate is enteredDate (0..1). Date the charge item was entered
+	// EnteredDate is "enteredDate" (0..1): Date the charge item was entered.
 	EnteredDate *DateTime
-	// Reason is reason (0..*). Why was the charged service rendered?
+	// Reason is "reason" (0..*): Why was the charged service rendered?.
 	Reason []CodeableConcept
-	// Service is service (0..*). Which rendered service is being charged?
+	// Service is "service" (0..*): Which rendered service is being charged?.
 	Service []Reference
-	// ProductReference is productReference (0..1). Product charged
+	// ProductReference is "productReference" (product[x] as Reference, 0..1): Product charged.
 	ProductReference *Reference
-	// ProductCodeableConcept is productCodeableConcept (0..1). Product charged
+	// ProductCodeableConcept is "productCodeableConcept" (product[x] as CodeableConcept, 0..1): Product charged.
 	ProductCodeableConcept *CodeableConcept
-	// Account is account (0..*). Account to place this charge
+	// Account is "account" (0..*): Account to place this charge.
 	Account []Reference
-	// Note is note (0..*). Comments made about the ChargeItem
+	// Note is "note" (0..*): Comments made about the ChargeItem.
 	Note []Annotation
-	// SupportingInformation is supportingInformation (0..*). Further information supporting this charge
+	// SupportingInformation is "supportingInformation" (0..*): Further information supporting this charge.
 	SupportingInformation []Reference
 }
 
@@ -290,15 +290,15 @@ func (x *ChargeItem) UnmarshalJSON(data []byte) error {
 
 // ChargeItemPerformer is the backbone element ChargeItem.performer: Who performed charged service
 type ChargeItemPerformer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Function is function (0..1). What type of performance was done
+	// Function is "function" (0..1): What type of performance was done.
 	Function *CodeableConcept
-	// Actor is actor (1..1). Individual who was performing
+	// Actor is "actor" (1..1): Individual who was performing.
 	Actor *Reference
 }
 

@@ -4,67 +4,67 @@ package r4
 
 // ChargeItemDefinition is the FHIR R4 resource ChargeItemDefinition: The ChargeItemDefinition resource provides the properties that apply to the (billing) codes necessary to calculate costs and prices.
 type ChargeItemDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical identifier for this charge item definition, represented as a URI (globally unique)
+	// URL is "url" (1..1): Canonical identifier for this charge item definition, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the charge item definition
+	// Identifier is "identifier" (0..*): Additional identifier for the charge item definition.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the charge item definition
+	// Version is "version" (0..1): Business version of the charge item definition.
 	Version *String
-	// Title is title (0..1). Name for this charge item definition (human friendly)
+	// Title is "title" (0..1): Name for this charge item definition (human friendly).
 	Title *String
-	// DerivedFromURI is derivedFromUri (0..*). Underlying externally-defined charge item definition
+	// DerivedFromURI is "derivedFromUri" (0..*): Underlying externally-defined charge item definition.
 	DerivedFromURI []URI
-	// PartOf is partOf (0..*). A larger definition of which this particular definition is a component or step
+	// PartOf is "partOf" (0..*): A larger definition of which this particular definition is a component or step.
 	PartOf []Canonical
-	// Replaces is replaces (0..*). Completed or terminated request(s) whose function is taken by this new request
+	// Replaces is "replaces" (0..*): Completed or terminated request(s) whose function is taken by this new request.
 	Replaces []Canonical
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the charge item definition
+	// Description is "description" (0..1): Natural language description of the charge item definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for charge item definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for charge item definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the charge item definition was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the charge item definition was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the charge item definition was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the charge item definition was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the charge item definition is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the charge item definition is expected to be used.
 	EffectivePeriod *Period
-	// Code is code (0..1). Billing codes or product types this definition applies to
+	// Code is "code" (0..1): Billing codes or product types this definition applies to.
 	Code *CodeableConcept
-	// Instance is instance (0..*). Instances this definition applies to
+	// Instance is "instance" (0..*): Instances this definition applies to.
 	Instance []Reference
-	// Applicability is applicability (0..*). Whether or not the billing code is applicable
+	// Applicability is "applicability" (0..*): Whether or not the billing code is applicable.
 	Applicability []ChargeItemDefinitionApplicability
-	// PropertyGroup is propertyGroup (0..*). Group of properties which are applicable under the same conditions
+	// PropertyGroup is "propertyGroup" (0..*): Group of properties which are applicable under the same conditions.
 	PropertyGroup []ChargeItemDefinitionPropertyGroup
 }
 
@@ -268,17 +268,17 @@ func (x *ChargeItemDefinition) UnmarshalJSON(data []byte) error {
 
 // ChargeItemDefinitionApplicability is the backbone element ChargeItemDefinition.applicability: Whether or not the billing code is applicable
 type ChargeItemDefinitionApplicability struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Natural language description of the condition
+	// Description is "description" (0..1): Natural language description of the condition.
 	Description *String
-	// Language is language (0..1). Language of the expression
+	// Language is "language" (0..1): Language of the expression.
 	Language *String
-	// Expression is expression (0..1). Boolean-valued expression
+	// Expression is "expression" (0..1): Boolean-valued expression.
 	Expression *String
 }
 
@@ -344,15 +344,15 @@ func (x *ChargeItemDefinitionApplicability) UnmarshalJSON(data []byte) error {
 
 // ChargeItemDefinitionPropertyGroup is the backbone element ChargeItemDefinition.propertyGroup: Group of properties which are applicable under the same conditions
 type ChargeItemDefinitionPropertyGroup struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Applicability is applicability (0..*). Conditions under which the priceComponent is applicable
+	// Applicability is "applicability" (0..*): Conditions under which the priceComponent is applicable.
 	Applicability []ChargeItemDefinitionApplicability
-	// PriceComponent is priceComponent (0..*). Components of total line item price
+	// PriceComponent is "priceComponent" (0..*): Components of total line item price.
 	PriceComponent []ChargeItemDefinitionPropertyGroupPriceComponent
 }
 
@@ -408,19 +408,19 @@ func (x *ChargeItemDefinitionPropertyGroup) UnmarshalJSON(data []byte) error {
 
 // ChargeItemDefinitionPropertyGroupPriceComponent is the backbone element ChargeItemDefinition.propertyGroup.priceComponent: Components of total line item price
 type ChargeItemDefinitionPropertyGroupPriceComponent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). base | surcharge | deduction | discount | tax | informational
+	// Type is "type" (1..1): base | surcharge | deduction | discount | tax | informational.
 	Type *Code
-	// Code is code (0..1). Code identifying the specific component
+	// Code is "code" (0..1): Code identifying the specific component.
 	Code *CodeableConcept
-	// Factor is factor (0..1). Factor used for calculating this component
+	// Factor is "factor" (0..1): Factor used for calculating this component.
 	Factor *Decimal
-	// Amount is amount (0..1). Monetary amount associated with this component
+	// Amount is "amount" (0..1): Monetary amount associated with this component.
 	Amount *Money
 }
 

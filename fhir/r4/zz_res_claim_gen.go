@@ -4,75 +4,75 @@ package r4
 
 // Claim is the FHIR R4 resource Claim: A provider issued list of professional services and products which have been provided, or are to be provided, to a patient which is sent to an insurer for reimbursement.
 type Claim struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for claim
+	// Identifier is "identifier" (0..*): Business Identifier for claim.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Type is type (1..1). Category or discipline
+	// Type is "type" (1..1): Category or discipline.
 	Type *CodeableConcept
-	// SubType is subType (0..1). More granular claim type
+	// SubType is "subType" (0..1): More granular claim type.
 	SubType *CodeableConcept
-	// Use is use (1..1). claim | preauthorization | predetermination
+	// Use is "use" (1..1): claim | preauthorization | predetermination.
 	Use *Code
-	// Patient is patient (1..1). The recipient of the products and services
+	// Patient is "patient" (1..1): The recipient of the products and services.
 	Patient *Reference
-	// BillablePeriod is billablePeriod (0..1). Relevant time frame for the claim
+	// BillablePeriod is "billablePeriod" (0..1): Relevant time frame for the claim.
 	BillablePeriod *Period
-	// Created is created (1..1). Resource creation date
+	// Created is "created" (1..1): Resource creation date.
 	Created *DateTime
-	// Enterer is enterer (0..1). Author of the claim
+	// Enterer is "enterer" (0..1): Author of the claim.
 	Enterer *Reference
-	// Insurer is insurer (0..1). Target
+	// Insurer is "insurer" (0..1): Target.
 	Insurer *Reference
-	// Provider is provider (1..1). Party responsible for the claim
+	// Provider is "provider" (1..1): Party responsible for the claim.
 	Provider *Reference
-	// Priority is priority (1..1). Desired processing ugency
+	// Priority is "priority" (1..1): Desired processing ugency.
 	Priority *CodeableConcept
-	// FundsReserve is fundsReserve (0..1). For whom to reserve funds
+	// FundsReserve is "fundsReserve" (0..1): For whom to reserve funds.
 	FundsReserve *CodeableConcept
-	// Related is related (0..*). Prior or corollary claims
+	// Related is "related" (0..*): Prior or corollary claims.
 	Related []ClaimRelated
-	// Prescription is prescription (0..1). Prescription authorizing services and products
+	// Prescription is "prescription" (0..1): Prescription authorizing services and products.
 	Prescription *Reference
-	// OriginalPrescription is originalPrescription (0..1). Original prescription if superseded by fulfiller
+	// OriginalPrescription is "originalPrescription" (0..1): Original prescription if superseded by fulfiller.
 	OriginalPrescription *Reference
-	// Payee is payee (0..1). Recipient of benefits payable
+	// Payee is "payee" (0..1): Recipient of benefits payable.
 	Payee *ClaimPayee
-	// Referral is referral (0..1). Treatment referral
+	// Referral is "referral" (0..1): Treatment referral.
 	Referral *Reference
-	// Facility is facility (0..1). Servicing facility
+	// Facility is "facility" (0..1): Servicing facility.
 	Facility *Reference
-	// CareTeam is careTeam (0..*). Members of the care team
+	// CareTeam is "careTeam" (0..*): Members of the care team.
 	CareTeam []ClaimCareTeam
-	// SupportingInfo is supportingInfo (0..*). Supporting information
+	// SupportingInfo is "supportingInfo" (0..*): Supporting information.
 	SupportingInfo []ClaimSupportingInfo
-	// Diagnosis is diagnosis (0..*). Pertinent diagnosis information
+	// Diagnosis is "diagnosis" (0..*): Pertinent diagnosis information.
 	Diagnosis []ClaimDiagnosis
-	// Procedure is procedure (0..*). Clinical procedures performed
+	// Procedure is "procedure" (0..*): Clinical procedures performed.
 	Procedure []ClaimProcedure
-	// Insurance is insurance (1..*). Patient insurance information
+	// Insurance is "insurance" (1..*): Patient insurance information.
 	Insurance []ClaimInsurance
-	// Accident is accident (0..1). Details of the event
+	// Accident is "accident" (0..1): Details of the event.
 	Accident *ClaimAccident
-	// Item is item (0..*). Product or service provided
+	// Item is "item" (0..*): Product or service provided.
 	Item []ClaimItem
-	// Total is total (0..1). Total claim cost
+	// Total is "total" (0..1): Total claim cost.
 	Total *Money
 }
 
@@ -267,17 +267,17 @@ func (x *Claim) UnmarshalJSON(data []byte) error { *x = Claim{}; return unmarsha
 
 // ClaimRelated is the backbone element Claim.related: Prior or corollary claims
 type ClaimRelated struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Claim is claim (0..1). Reference to the related claim
+	// Claim is "claim" (0..1): Reference to the related claim.
 	Claim *Reference
-	// Relationship is relationship (0..1). How the reference claim is related
+	// Relationship is "relationship" (0..1): How the reference claim is related.
 	Relationship *CodeableConcept
-	// Reference is reference (0..1). File or case reference
+	// Reference is "reference" (0..1): File or case reference.
 	Reference *Identifier
 }
 
@@ -337,15 +337,15 @@ func (x *ClaimRelated) UnmarshalJSON(data []byte) error {
 
 // ClaimPayee is the backbone element Claim.payee: Recipient of benefits payable
 type ClaimPayee struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Category of recipient
+	// Type is "type" (1..1): Category of recipient.
 	Type *CodeableConcept
-	// Party is party (0..1). Recipient reference
+	// Party is "party" (0..1): Recipient reference.
 	Party *Reference
 }
 
@@ -401,21 +401,21 @@ func (x *ClaimPayee) UnmarshalJSON(data []byte) error {
 
 // ClaimCareTeam is the backbone element Claim.careTeam: Members of the care team
 type ClaimCareTeam struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Order of care team
+	// Sequence is "sequence" (1..1): Order of care team.
 	Sequence *PositiveInt
-	// Provider is provider (1..1). Practitioner or organization
+	// Provider is "provider" (1..1): Practitioner or organization.
 	Provider *Reference
-	// Responsible is responsible (0..1). Indicator of the lead practitioner
+	// Responsible is "responsible" (0..1): Indicator of the lead practitioner.
 	Responsible *Boolean
-	// Role is role (0..1). Function within the team
+	// Role is "role" (0..1): Function within the team.
 	Role *CodeableConcept
-	// Qualification is qualification (0..1). Practitioner credential or specialization
+	// Qualification is "qualification" (0..1): Practitioner credential or specialization.
 	Qualification *CodeableConcept
 }
 
@@ -487,33 +487,33 @@ func (x *ClaimCareTeam) UnmarshalJSON(data []byte) error {
 
 // ClaimSupportingInfo is the backbone element Claim.supportingInfo: Supporting information
 type ClaimSupportingInfo struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Information instance identifier
+	// Sequence is "sequence" (1..1): Information instance identifier.
 	Sequence *PositiveInt
-	// Category is category (1..1). Classification of the supplied information
+	// Category is "category" (1..1): Classification of the supplied information.
 	Category *CodeableConcept
-	// Code is code (0..1). Type of information
+	// Code is "code" (0..1): Type of information.
 	Code *CodeableConcept
-	// TimingDate is timingDate (0..1). When it occurred
+	// TimingDate is "timingDate" (timing[x] as date, 0..1): When it occurred.
 	TimingDate *Date
-	// TimingPeriod is timingPeriod (0..1). When it occurred
+	// TimingPeriod is "timingPeriod" (timing[x] as Period, 0..1): When it occurred.
 	TimingPeriod *Period
-	// ValueBoolean is valueBoolean (0..1). Data to be provided
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Data to be provided.
 	ValueBoolean *Boolean
-	// ValueString is valueString (0..1). Data to be provided
+	// ValueString is "valueString" (value[x] as string, 0..1): Data to be provided.
 	ValueString *String
-	// ValueQuantity is valueQuantity (0..1). Data to be provided
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Data to be provided.
 	ValueQuantity *Quantity
-	// ValueAttachment is valueAttachment (0..1). Data to be provided
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 0..1): Data to be provided.
 	ValueAttachment *Attachment
-	// ValueReference is valueReference (0..1). Data to be provided
+	// ValueReference is "valueReference" (value[x] as Reference, 0..1): Data to be provided.
 	ValueReference *Reference
-	// Reason is reason (0..1). Explanation for the information
+	// Reason is "reason" (0..1): Explanation for the information.
 	Reason *CodeableConcept
 }
 
@@ -613,23 +613,23 @@ func (x *ClaimSupportingInfo) UnmarshalJSON(data []byte) error {
 
 // ClaimDiagnosis is the backbone element Claim.diagnosis: Pertinent diagnosis information
 type ClaimDiagnosis struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Diagnosis instance identifier
+	// Sequence is "sequence" (1..1): Diagnosis instance identifier.
 	Sequence *PositiveInt
-	// DiagnosisCodeableConcept is diagnosisCodeableConcept (1..1). Nature of illness or problem
+	// DiagnosisCodeableConcept is "diagnosisCodeableConcept" (diagnosis[x] as CodeableConcept, 1..1): Nature of illness or problem.
 	DiagnosisCodeableConcept *CodeableConcept
-	// DiagnosisReference is diagnosisReference (1..1). Nature of illness or problem
+	// DiagnosisReference is "diagnosisReference" (diagnosis[x] as Reference, 1..1): Nature of illness or problem.
 	DiagnosisReference *Reference
-	// Type is type (0..*). Timing or nature of the diagnosis
+	// Type is "type" (0..*): Timing or nature of the diagnosis.
 	Type []CodeableConcept
-	// OnAdmission is onAdmission (0..1). Present on admission
+	// OnAdmission is "onAdmission" (0..1): Present on admission.
 	OnAdmission *CodeableConcept
-	// PackageCode is packageCode (0..1). Package billing code
+	// PackageCode is "packageCode" (0..1): Package billing code.
 	PackageCode *CodeableConcept
 }
 
@@ -703,23 +703,23 @@ func (x *ClaimDiagnosis) UnmarshalJSON(data []byte) error {
 
 // ClaimProcedure is the backbone element Claim.procedure: Clinical procedures performed
 type ClaimProcedure struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Procedure instance identifier
+	// Sequence is "sequence" (1..1): Procedure instance identifier.
 	Sequence *PositiveInt
-	// Type is type (0..*). Category of Procedure
+	// Type is "type" (0..*): Category of Procedure.
 	Type []CodeableConcept
-	// Date is date (0..1). When the procedure was performed
+	// Date is "date" (0..1): When the procedure was performed.
 	Date *DateTime
-	// ProcedureCodeableConcept is procedureCodeableConcept (1..1). Specific clinical procedure
+	// ProcedureCodeableConcept is "procedureCodeableConcept" (procedure[x] as CodeableConcept, 1..1): Specific clinical procedure.
 	ProcedureCodeableConcept *CodeableConcept
-	// ProcedureReference is procedureReference (1..1). Specific clinical procedure
+	// ProcedureReference is "procedureReference" (procedure[x] as Reference, 1..1): Specific clinical procedure.
 	ProcedureReference *Reference
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
 }
 
@@ -795,25 +795,25 @@ func (x *ClaimProcedure) UnmarshalJSON(data []byte) error {
 
 // ClaimInsurance is the backbone element Claim.insurance: Patient insurance information
 type ClaimInsurance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Insurance instance identifier
+	// Sequence is "sequence" (1..1): Insurance instance identifier.
 	Sequence *PositiveInt
-	// Focal is focal (1..1). Coverage to be used for adjudication
+	// Focal is "focal" (1..1): Coverage to be used for adjudication.
 	Focal *Boolean
-	// Identifier is identifier (0..1). Pre-assigned Claim number
+	// Identifier is "identifier" (0..1): Pre-assigned Claim number.
 	Identifier *Identifier
-	// Coverage is coverage (1..1). Insurance information
+	// Coverage is "coverage" (1..1): Insurance information.
 	Coverage *Reference
-	// BusinessArrangement is businessArrangement (0..1). Additional provider contract number
+	// BusinessArrangement is "businessArrangement" (0..1): Additional provider contract number.
 	BusinessArrangement *String
-	// PreAuthRef is preAuthRef (0..*). Prior authorization reference number
+	// PreAuthRef is "preAuthRef" (0..*): Prior authorization reference number.
 	PreAuthRef []String
-	// ClaimResponse is claimResponse (0..1). Adjudication results
+	// ClaimResponse is "claimResponse" (0..1): Adjudication results.
 	ClaimResponse *Reference
 }
 
@@ -897,19 +897,19 @@ func (x *ClaimInsurance) UnmarshalJSON(data []byte) error {
 
 // ClaimAccident is the backbone element Claim.accident: Details of the event
 type ClaimAccident struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Date is date (1..1). When the incident occurred
+	// Date is "date" (1..1): When the incident occurred.
 	Date *Date
-	// Type is type (0..1). The nature of the accident
+	// Type is "type" (0..1): The nature of the accident.
 	Type *CodeableConcept
-	// LocationAddress is locationAddress (0..1). Where the event occurred
+	// LocationAddress is "locationAddress" (location[x] as Address, 0..1): Where the event occurred.
 	LocationAddress *Address
-	// LocationReference is locationReference (0..1). Where the event occurred
+	// LocationReference is "locationReference" (location[x] as Reference, 0..1): Where the event occurred.
 	LocationReference *Reference
 }
 
@@ -975,59 +975,59 @@ func (x *ClaimAccident) UnmarshalJSON(data []byte) error {
 
 // ClaimItem is the backbone element Claim.item: Product or service provided
 type ClaimItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Item instance identifier
+	// Sequence is "sequence" (1..1): Item instance identifier.
 	Sequence *PositiveInt
-	// CareTeamSequence is careTeamSequence (0..*). Applicable careTeam members
+	// CareTeamSequence is "careTeamSequence" (0..*): Applicable careTeam members.
 	CareTeamSequence []PositiveInt
-	// DiagnosisSequence is diagnosisSequence (0..*). Applicable diagnoses
+	// DiagnosisSequence is "diagnosisSequence" (0..*): Applicable diagnoses.
 	DiagnosisSequence []PositiveInt
-	// ProcedureSequence is procedureSequence (0..*). Applicable procedures
+	// ProcedureSequence is "procedureSequence" (0..*): Applicable procedures.
 	ProcedureSequence []PositiveInt
-	// InformationSequence is informationSequence (0..*). Applicable exception and supporting information
+	// InformationSequence is "informationSequence" (0..*): Applicable exception and supporting information.
 	InformationSequence []PositiveInt
-	// Revenue is revenue (0..1). Revenue or cost center code
+	// Revenue is "revenue" (0..1): Revenue or cost center code.
 	Revenue *CodeableConcept
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Product or service billing modifiers
+	// Modifier is "modifier" (0..*): Product or service billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// ServicedDate is servicedDate (0..1). Date or dates of service or product delivery
+	// ServicedDate is "servicedDate" (serviced[x] as date, 0..1): Date or dates of service or product delivery.
 	ServicedDate *Date
-	// ServicedPeriod is servicedPeriod (0..1). Date or dates of service or product delivery
+	// ServicedPeriod is "servicedPeriod" (serviced[x] as Period, 0..1): Date or dates of service or product delivery.
 	ServicedPeriod *Period
-	// LocationCodeableConcept is locationCodeableConcept (0..1). Place of service or where product was supplied
+	// LocationCodeableConcept is "locationCodeableConcept" (location[x] as CodeableConcept, 0..1): Place of service or where product was supplied.
 	LocationCodeableConcept *CodeableConcept
-	// LocationAddress is locationAddress (0..1). Place of service or where product was supplied
+	// LocationAddress is "locationAddress" (location[x] as Address, 0..1): Place of service or where product was supplied.
 	LocationAddress *Address
-	// LocationReference is locationReference (0..1). Place of service or where product was supplied
+	// LocationReference is "locationReference" (location[x] as Reference, 0..1): Place of service or where product was supplied.
 	LocationReference *Reference
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
-	// BodySite is bodySite (0..1). Anatomical location
+	// BodySite is "bodySite" (0..1): Anatomical location.
 	BodySite *CodeableConcept
-	// SubSite is subSite (0..*). Anatomical sub-location
+	// SubSite is "subSite" (0..*): Anatomical sub-location.
 	SubSite []CodeableConcept
-	// Encounter is encounter (0..*). Encounters related to this billed item
+	// Encounter is "encounter" (0..*): Encounters related to this billed item.
 	Encounter []Reference
-	// Detail is detail (0..*). Product or service provided
+	// Detail is "detail" (0..*): Product or service provided.
 	Detail []ClaimItemDetail
 }
 
@@ -1185,35 +1185,35 @@ func (x *ClaimItem) UnmarshalJSON(data []byte) error {
 
 // ClaimItemDetail is the backbone element Claim.item.detail: Product or service provided
 type ClaimItemDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Item instance identifier
+	// Sequence is "sequence" (1..1): Item instance identifier.
 	Sequence *PositiveInt
-	// Revenue is revenue (0..1). Revenue or cost center code
+	// Revenue is "revenue" (0..1): Revenue or cost center code.
 	Revenue *CodeableConcept
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
-	// SubDetail is subDetail (0..*). Product or service provided
+	// SubDetail is "subDetail" (0..*): Product or service provided.
 	SubDetail []ClaimItemDetailSubDetail
 }
 
@@ -1313,33 +1313,33 @@ func (x *ClaimItemDetail) UnmarshalJSON(data []byte) error {
 
 // ClaimItemDetailSubDetail is the backbone element Claim.item.detail.subDetail: Product or service provided
 type ClaimItemDetailSubDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Item instance identifier
+	// Sequence is "sequence" (1..1): Item instance identifier.
 	Sequence *PositiveInt
-	// Revenue is revenue (0..1). Revenue or cost center code
+	// Revenue is "revenue" (0..1): Revenue or cost center code.
 	Revenue *CodeableConcept
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
 }
 

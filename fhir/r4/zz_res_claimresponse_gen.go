@@ -4,75 +4,75 @@ package r4
 
 // ClaimResponse is the FHIR R4 resource ClaimResponse: This resource provides the adjudication details from the processing of a Claim resource.
 type ClaimResponse struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for a claim response
+	// Identifier is "identifier" (0..*): Business Identifier for a claim response.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Type is type (1..1). More granular claim type
+	// Type is "type" (1..1): More granular claim type.
 	Type *CodeableConcept
-	// SubType is subType (0..1). More granular claim type
+	// SubType is "subType" (0..1): More granular claim type.
 	SubType *CodeableConcept
-	// Use is use (1..1). claim | preauthorization | predetermination
+	// Use is "use" (1..1): claim | preauthorization | predetermination.
 	Use *Code
-	// Patient is patient (1..1). The recipient of the products and services
+	// Patient is "patient" (1..1): The recipient of the products and services.
 	Patient *Reference
-	// Created is created (1..1). Response creation date
+	// Created is "created" (1..1): Response creation date.
 	Created *DateTime
-	// Insurer is insurer (1..1). Party responsible for reimbursement
+	// Insurer is "insurer" (1..1): Party responsible for reimbursement.
 	Insurer *Reference
-	// Requestor is requestor (0..1). Party responsible for the claim
+	// Requestor is "requestor" (0..1): Party responsible for the claim.
 	Requestor *Reference
-	// Request is request (0..1). Id of resource triggering adjudication
+	// Request is "request" (0..1): Id of resource triggering adjudication.
 	Request *Reference
-	// Outcome is outcome (1..1). queued | complete | error | partial
+	// Outcome is "outcome" (1..1): queued | complete | error | partial.
 	Outcome *Code
-	// Disposition is disposition (0..1). Disposition Message
+	// Disposition is "disposition" (0..1): Disposition Message.
 	Disposition *String
-	// PreAuthRef is preAuthRef (0..1). Preauthorization reference
+	// PreAuthRef is "preAuthRef" (0..1): Preauthorization reference.
 	PreAuthRef *String
-	// PreAuthPeriod is preAuthPeriod (0..1). Preauthorization reference effective period
+	// PreAuthPeriod is "preAuthPeriod" (0..1): Preauthorization reference effective period.
 	PreAuthPeriod *Period
-	// PayeeType is payeeType (0..1). Party to be paid any benefits payable
+	// PayeeType is "payeeType" (0..1): Party to be paid any benefits payable.
 	PayeeType *CodeableConcept
-	// Item is item (0..*). Adjudication for claim line items
+	// Item is "item" (0..*): Adjudication for claim line items.
 	Item []ClaimResponseItem
-	// AddItem is addItem (0..*). Insurer added line items
+	// AddItem is "addItem" (0..*): Insurer added line items.
 	AddItem []ClaimResponseAddItem
-	// Adjudication is adjudication (0..*). Header-level adjudication
+	// Adjudication is "adjudication" (0..*): Header-level adjudication.
 	Adjudication []ClaimResponseItemAdjudication
-	// Total is total (0..*). Adjudication totals
+	// Total is "total" (0..*): Adjudication totals.
 	Total []ClaimResponseTotal
-	// Payment is payment (0..1). Payment Details
+	// Payment is "payment" (0..1): Payment Details.
 	Payment *ClaimResponsePayment
-	// FundsReserve is fundsReserve (0..1). Funds reserved status
+	// FundsReserve is "fundsReserve" (0..1): Funds reserved status.
 	FundsReserve *CodeableConcept
-	// FormCode is formCode (0..1). Printed form identifier
+	// FormCode is "formCode" (0..1): Printed form identifier.
 	FormCode *CodeableConcept
-	// Form is form (0..1). Printed reference or actual form
+	// Form is "form" (0..1): Printed reference or actual form.
 	Form *Attachment
-	// ProcessNote is processNote (0..*). Note concerning adjudication
+	// ProcessNote is "processNote" (0..*): Note concerning adjudication.
 	ProcessNote []ClaimResponseProcessNote
-	// CommunicationRequest is communicationRequest (0..*). Request for additional information
+	// CommunicationRequest is "communicationRequest" (0..*): Request for additional information.
 	CommunicationRequest []Reference
-	// Insurance is insurance (0..*). Patient insurance information
+	// Insurance is "insurance" (0..*): Patient insurance information.
 	Insurance []ClaimResponseInsurance
-	// Error is error (0..*). Processing errors
+	// Error is "error" (0..*): Processing errors.
 	Error []ClaimResponseError
 }
 
@@ -276,19 +276,19 @@ func (x *ClaimResponse) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseItem is the backbone element ClaimResponse.item: Adjudication for claim line items
 type ClaimResponseItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemSequence is itemSequence (1..1). Claim item instance identifier
+	// ItemSequence is "itemSequence" (1..1): Claim item instance identifier.
 	ItemSequence *PositiveInt
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (1..*). Adjudication details
+	// Adjudication is "adjudication" (1..*): Adjudication details.
 	Adjudication []ClaimResponseItemAdjudication
-	// Detail is detail (0..*). Adjudication for claim details
+	// Detail is "detail" (0..*): Adjudication for claim details.
 	Detail []ClaimResponseItemDetail
 }
 
@@ -356,19 +356,19 @@ func (x *ClaimResponseItem) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseItemAdjudication is the backbone element ClaimResponse.item.adjudication: Adjudication details
 type ClaimResponseItemAdjudication struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (1..1). Type of adjudication information
+	// Category is "category" (1..1): Type of adjudication information.
 	Category *CodeableConcept
-	// Reason is reason (0..1). Explanation of adjudication outcome
+	// Reason is "reason" (0..1): Explanation of adjudication outcome.
 	Reason *CodeableConcept
-	// Amount is amount (0..1). Monetary amount
+	// Amount is "amount" (0..1): Monetary amount.
 	Amount *Money
-	// Value is value (0..1). Non-monetary value
+	// Value is "value" (0..1): Non-monetary value.
 	Value *Decimal
 }
 
@@ -434,19 +434,19 @@ func (x *ClaimResponseItemAdjudication) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseItemDetail is the backbone element ClaimResponse.item.detail: Adjudication for claim details
 type ClaimResponseItemDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DetailSequence is detailSequence (1..1). Claim detail instance identifier
+	// DetailSequence is "detailSequence" (1..1): Claim detail instance identifier.
 	DetailSequence *PositiveInt
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (1..*). Detail level adjudication details
+	// Adjudication is "adjudication" (1..*): Detail level adjudication details.
 	Adjudication []ClaimResponseItemAdjudication
-	// SubDetail is subDetail (0..*). Adjudication for claim sub-details
+	// SubDetail is "subDetail" (0..*): Adjudication for claim sub-details.
 	SubDetail []ClaimResponseItemDetailSubDetail
 }
 
@@ -514,17 +514,17 @@ func (x *ClaimResponseItemDetail) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseItemDetailSubDetail is the backbone element ClaimResponse.item.detail.subDetail: Adjudication for claim sub-details
 type ClaimResponseItemDetailSubDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// SubDetailSequence is subDetailSequence (1..1). Claim sub-detail instance identifier
+	// SubDetailSequence is "subDetailSequence" (1..1): Claim sub-detail instance identifier.
 	SubDetailSequence *PositiveInt
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (0..*). Subdetail level adjudication details
+	// Adjudication is "adjudication" (0..*): Subdetail level adjudication details.
 	Adjudication []ClaimResponseItemAdjudication
 }
 
@@ -588,53 +588,53 @@ func (x *ClaimResponseItemDetailSubDetail) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseAddItem is the backbone element ClaimResponse.addItem: Insurer added line items
 type ClaimResponseAddItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemSequence is itemSequence (0..*). Item sequence number
+	// ItemSequence is "itemSequence" (0..*): Item sequence number.
 	ItemSequence []PositiveInt
-	// DetailSequence is detailSequence (0..*). Detail sequence number
+	// DetailSequence is "detailSequence" (0..*): Detail sequence number.
 	DetailSequence []PositiveInt
-	// SubdetailSequence is subdetailSequence (0..*). Subdetail sequence number
+	// SubdetailSequence is "subdetailSequence" (0..*): Subdetail sequence number.
 	SubdetailSequence []PositiveInt
-	// Provider is provider (0..*). Authorized providers
+	// Provider is "provider" (0..*): Authorized providers.
 	Provider []Reference
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// ServicedDate is servicedDate (0..1). Date or dates of service or product delivery
+	// ServicedDate is "servicedDate" (serviced[x] as date, 0..1): Date or dates of service or product delivery.
 	ServicedDate *Date
-	// ServicedPeriod is servicedPeriod (0..1). Date or dates of service or product delivery
+	// ServicedPeriod is "servicedPeriod" (serviced[x] as Period, 0..1): Date or dates of service or product delivery.
 	ServicedPeriod *Period
-	// LocationCodeableConcept is locationCodeableConcept (0..1). Place of service or where product was supplied
+	// LocationCodeableConcept is "locationCodeableConcept" (location[x] as CodeableConcept, 0..1): Place of service or where product was supplied.
 	LocationCodeableConcept *CodeableConcept
-	// LocationAddress is locationAddress (0..1). Place of service or where product was supplied
+	// LocationAddress is "locationAddress" (location[x] as Address, 0..1): Place of service or where product was supplied.
 	LocationAddress *Address
-	// LocationReference is locationReference (0..1). Place of service or where product was supplied
+	// LocationReference is "locationReference" (location[x] as Reference, 0..1): Place of service or where product was supplied.
 	LocationReference *Reference
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// BodySite is bodySite (0..1). Anatomical location
+	// BodySite is "bodySite" (0..1): Anatomical location.
 	BodySite *CodeableConcept
-	// SubSite is subSite (0..*). Anatomical sub-location
+	// SubSite is "subSite" (0..*): Anatomical sub-location.
 	SubSite []CodeableConcept
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (1..*). Added items adjudication
+	// Adjudication is "adjudication" (1..*): Added items adjudication.
 	Adjudication []ClaimResponseItemAdjudication
-	// Detail is detail (0..*). Insurer added line details
+	// Detail is "detail" (0..*): Insurer added line details.
 	Detail []ClaimResponseAddItemDetail
 }
 
@@ -778,29 +778,29 @@ func (x *ClaimResponseAddItem) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseAddItemDetail is the backbone element ClaimResponse.addItem.detail: Insurer added line details
 type ClaimResponseAddItemDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (1..*). Added items detail adjudication
+	// Adjudication is "adjudication" (1..*): Added items detail adjudication.
 	Adjudication []ClaimResponseItemAdjudication
-	// SubDetail is subDetail (0..*). Insurer added line items
+	// SubDetail is "subDetail" (0..*): Insurer added line items.
 	SubDetail []ClaimResponseAddItemDetailSubDetail
 }
 
@@ -888,27 +888,27 @@ func (x *ClaimResponseAddItemDetail) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseAddItemDetailSubDetail is the backbone element ClaimResponse.addItem.detail.subDetail: Insurer added line items
 type ClaimResponseAddItemDetailSubDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (1..*). Added items detail adjudication
+	// Adjudication is "adjudication" (1..*): Added items detail adjudication.
 	Adjudication []ClaimResponseItemAdjudication
 }
 
@@ -992,15 +992,15 @@ func (x *ClaimResponseAddItemDetailSubDetail) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseTotal is the backbone element ClaimResponse.total: Adjudication totals
 type ClaimResponseTotal struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (1..1). Type of adjudication information
+	// Category is "category" (1..1): Type of adjudication information.
 	Category *CodeableConcept
-	// Amount is amount (1..1). Financial total for the category
+	// Amount is "amount" (1..1): Financial total for the category.
 	Amount *Money
 }
 
@@ -1056,23 +1056,23 @@ func (x *ClaimResponseTotal) UnmarshalJSON(data []byte) error {
 
 // ClaimResponsePayment is the backbone element ClaimResponse.payment: Payment Details
 type ClaimResponsePayment struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Partial or complete payment
+	// Type is "type" (1..1): Partial or complete payment.
 	Type *CodeableConcept
-	// Adjustment is adjustment (0..1). Payment adjustment for non-claim issues
+	// Adjustment is "adjustment" (0..1): Payment adjustment for non-claim issues.
 	Adjustment *Money
-	// AdjustmentReason is adjustmentReason (0..1). Explanation for the adjustment
+	// AdjustmentReason is "adjustmentReason" (0..1): Explanation for the adjustment.
 	AdjustmentReason *CodeableConcept
-	// Date is date (0..1). Expected date of payment
+	// Date is "date" (0..1): Expected date of payment.
 	Date *Date
-	// Amount is amount (1..1). Payable amount after adjustment
+	// Amount is "amount" (1..1): Payable amount after adjustment.
 	Amount *Money
-	// Identifier is identifier (0..1). Business identifier for the payment
+	// Identifier is "identifier" (0..1): Business identifier for the payment.
 	Identifier *Identifier
 }
 
@@ -1146,19 +1146,19 @@ func (x *ClaimResponsePayment) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseProcessNote is the backbone element ClaimResponse.processNote: Note concerning adjudication
 type ClaimResponseProcessNote struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Number is number (0..1). Note instance identifier
+	// Number is "number" (0..1): Note instance identifier.
 	Number *PositiveInt
-	// Type is type (0..1). display | print | printoper
+	// Type is "type" (0..1): display | print | printoper.
 	Type *Code
-	// Text is text (1..1). Note explanatory text
+	// Text is "text" (1..1): Note explanatory text.
 	Text *String
-	// Language is language (0..1). Language of the text
+	// Language is "language" (0..1): Language of the text.
 	Language *CodeableConcept
 }
 
@@ -1228,21 +1228,21 @@ func (x *ClaimResponseProcessNote) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseInsurance is the backbone element ClaimResponse.insurance: Patient insurance information
 type ClaimResponseInsurance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Insurance instance identifier
+	// Sequence is "sequence" (1..1): Insurance instance identifier.
 	Sequence *PositiveInt
-	// Focal is focal (1..1). Coverage to be used for adjudication
+	// Focal is "focal" (1..1): Coverage to be used for adjudication.
 	Focal *Boolean
-	// Coverage is coverage (1..1). Insurance information
+	// Coverage is "coverage" (1..1): Insurance information.
 	Coverage *Reference
-	// BusinessArrangement is businessArrangement (0..1). Additional provider contract number
+	// BusinessArrangement is "businessArrangement" (0..1): Additional provider contract number.
 	BusinessArrangement *String
-	// ClaimResponse is claimResponse (0..1). Adjudication results
+	// ClaimResponse is "claimResponse" (0..1): Adjudication results.
 	ClaimResponse *Reference
 }
 
@@ -1316,19 +1316,19 @@ func (x *ClaimResponseInsurance) UnmarshalJSON(data []byte) error {
 
 // ClaimResponseError is the backbone element ClaimResponse.error: Processing errors
 type ClaimResponseError struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemSequence is itemSequence (0..1). Item sequence number
+	// ItemSequence is "itemSequence" (0..1): Item sequence number.
 	ItemSequence *PositiveInt
-	// DetailSequence is detailSequence (0..1). Detail sequence number
+	// DetailSequence is "detailSequence" (0..1): Detail sequence number.
 	DetailSequence *PositiveInt
-	// SubDetailSequence is subDetailSequence (0..1). Subdetail sequence number
+	// SubDetailSequence is "subDetailSequence" (0..1): Subdetail sequence number.
 	SubDetailSequence *PositiveInt
-	// Code is code (1..1). Error code detailing processing issues
+	// Code is "code" (1..1): Error code detailing processing issues.
 	Code *CodeableConcept
 }
 

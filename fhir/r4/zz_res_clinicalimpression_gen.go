@@ -4,63 +4,63 @@ package r4
 
 // ClinicalImpression is the FHIR R4 resource ClinicalImpression: A record of a clinical assessment performed to determine what problem(s) may affect the patient and before planning the treatments or management strategies that are best to manage a patient's conditio…
 type ClinicalImpression struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// Status is status (1..1). in-progress | completed | entered-in-error
+	// Status is "status" (1..1): in-progress | completed | entered-in-error.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *CodeableConcept
-	// Code is code (0..1). Kind of assessment performed
+	// Code is "code" (0..1): Kind of assessment performed.
 	Code *CodeableConcept
-	// Description is description (0..1). Why/how the assessment was performed
+	// Description is "description" (0..1): Why/how the assessment was performed.
 	Description *String
-	// Subject is subject (1..1). Patient or group assessed
+	// Subject is "subject" (1..1): Patient or group assessed.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// EffectiveDateTime is effectiveDateTime (0..1). Time of assessment
+	// EffectiveDateTime is "effectiveDateTime" (effective[x] as dateTime, 0..1): Time of assessment.
 	EffectiveDateTime *DateTime
-	// EffectivePeriod is effectivePeriod (0..1). Time of assessment
+	// EffectivePeriod is "effectivePeriod" (effective[x] as Period, 0..1): Time of assessment.
 	EffectivePeriod *Period
-	// Date is date (0..1). When the assessment was documented
+	// Date is "date" (0..1): When the assessment was documented.
 	Date *DateTime
-	// Assessor is assessor (0..1). The clinician performing the assessment
+	// Assessor is "assessor" (0..1): The clinician performing the assessment.
 	Assessor *Reference
-	// Previous is previous (0..1). Reference to last assessment
+	// Previous is "previous" (0..1): Reference to last assessment.
 	Previous *Reference
-	// Problem is problem (0..*). Relevant impressions of patient state
+	// Problem is "problem" (0..*): Relevant impressions of patient state.
 	Problem []Reference
-	// Investigation is investigation (0..*). One or more sets of investigations (signs, symptoms, etc.)
+	// Investigation is "investigation" (0..*): One or more sets of investigations (signs, symptoms, etc.).
 	Investigation []ClinicalImpressionInvestigation
-	// Protocol is protocol (0..*). Clinical Protocol followed
+	// Protocol is "protocol" (0..*): Clinical Protocol followed.
 	Protocol []URI
-	// Summary is summary (0..1). Summary of the assessment
+	// Summary is "summary" (0..1): Summary of the assessment.
 	Summary *String
-	// Finding is finding (0..*). Possible or likely findings and diagnoses
+	// Finding is "finding" (0..*): Possible or likely findings and diagnoses.
 	Finding []ClinicalImpressionFinding
-	// PrognosisCodeableConcept is prognosisCodeableConcept (0..*). Estimate of likely outcome
+	// PrognosisCodeableConcept is "prognosisCodeableConcept" (0..*): Estimate of likely outcome.
 	PrognosisCodeableConcept []CodeableConcept
-	// PrognosisReference is prognosisReference (0..*). RiskAssessment expressing likely outcome
+	// PrognosisReference is "prognosisReference" (0..*): RiskAssessment expressing likely outcome.
 	PrognosisReference []Reference
-	// SupportingInfo is supportingInfo (0..*). Information supporting the clinical impression
+	// SupportingInfo is "supportingInfo" (0..*): Information supporting the clinical impression.
 	SupportingInfo []Reference
-	// Note is note (0..*). Comments made about the ClinicalImpression
+	// Note is "note" (0..*): Comments made about the ClinicalImpression.
 	Note []Annotation
 }
 
@@ -240,15 +240,15 @@ func (x *ClinicalImpression) UnmarshalJSON(data []byte) error {
 
 // ClinicalImpressionInvestigation is the backbone element ClinicalImpression.investigation: One or more sets of investigations (signs, symptoms, etc.)
 type ClinicalImpressionInvestigation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). A name/code for the set
+	// Code is "code" (1..1): A name/code for the set.
 	Code *CodeableConcept
-	// Item is item (0..*). Record of a specific investigation
+	// Item is "item" (0..*): Record of a specific investigation.
 	Item []Reference
 }
 
@@ -304,17 +304,17 @@ func (x *ClinicalImpressionInvestigation) UnmarshalJSON(data []byte) error {
 
 // ClinicalImpressionFinding is the backbone element ClinicalImpression.finding: Possible or likely findings and diagnoses
 type ClinicalImpressionFinding struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemCodeableConcept is itemCodeableConcept (0..1). What was found
+	// ItemCodeableConcept is "itemCodeableConcept" (0..1): What was found.
 	ItemCodeableConcept *CodeableConcept
-	// ItemReference is itemReference (0..1). What was found
+	// ItemReference is "itemReference" (0..1): What was found.
 	ItemReference *Reference
-	// Basis is basis (0..1). Which investigations support finding
+	// Basis is "basis" (0..1): Which investigations support finding.
 	Basis *String
 }
 

@@ -4,73 +4,73 @@ package r4
 
 // CodeSystem is the FHIR R4 resource CodeSystem: The CodeSystem resource is used to declare the existence of and describe a code system or code system supplement and its key properties, and optionally define a part or all of its content.
 type CodeSystem struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this code system, represented as a URI (globally unique) (Coding.system)
+	// URL is "url" (0..1): Canonical identifier for this code system, represented as a URI (globally unique) (Coding.system).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the code system (business identifier)
+	// Identifier is "identifier" (0..*): Additional identifier for the code system (business identifier).
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the code system (Coding.version)
+	// Version is "version" (0..1): Business version of the code system (Coding.version).
 	Version *String
-	// Name is name (0..1). Name for this code system (computer friendly)
+	// Name is "name" (0..1): Name for this code system (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this code system (human friendly)
+	// Title is "title" (0..1): Name for this code system (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the code system
+	// Description is "description" (0..1): Natural language description of the code system.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for code system (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for code system (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this code system is defined
+	// Purpose is "purpose" (0..1): Why this code system is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// CaseSensitive is caseSensitive (0..1). If code comparison is case sensitive
+	// CaseSensitive is "caseSensitive" (0..1): If code comparison is case sensitive.
 	CaseSensitive *Boolean
-	// ValueSet is valueSet (0..1). Canonical reference to the value set with entire code system
+	// ValueSet is "valueSet" (0..1): Canonical reference to the value set with entire code system.
 	ValueSet *Canonical
-	// HierarchyMeaning is hierarchyMeaning (0..1). grouped-by | is-a | part-of | classified-with
+	// HierarchyMeaning is "hierarchyMeaning" (0..1): grouped-by | is-a | part-of | classified-with.
 	HierarchyMeaning *Code
-	// Compositional is compositional (0..1). If code system defines a compositional grammar
+	// Compositional is "compositional" (0..1): If code system defines a compositional grammar.
 	Compositional *Boolean
-	// VersionNeeded is versionNeeded (0..1). If definitions are not stable
+	// VersionNeeded is "versionNeeded" (0..1): If definitions are not stable.
 	VersionNeeded *Boolean
-	// Content is content (1..1). not-present | example | fragment | complete | supplement
+	// Content is "content" (1..1): not-present | example | fragment | complete | supplement.
 	Content *Code
-	// Supplements is supplements (0..1). Canonical URL of Code System this adds designations and properties to
+	// Supplements is "supplements" (0..1): Canonical URL of Code System this adds designations and properties to.
 	Supplements *Canonical
-	// Count is count (0..1). Total concepts in the code system
+	// Count is "count" (0..1): Total concepts in the code system.
 	Count *UnsignedInt
-	// Filter is filter (0..*). Filter that can be used in a value set
+	// Filter is "filter" (0..*): Filter that can be used in a value set.
 	Filter []CodeSystemFilter
-	// Property is property (0..*). Additional information supplied about each concept
+	// Property is "property" (0..*): Additional information supplied about each concept.
 	Property []CodeSystemProperty
-	// Concept is concept (0..*). Concepts in the code system
+	// Concept is "concept" (0..*): Concepts in the code system.
 	Concept []CodeSystemConcept
 }
 
@@ -296,19 +296,19 @@ func (x *CodeSystem) UnmarshalJSON(data []byte) error {
 
 // CodeSystemFilter is the backbone element CodeSystem.filter: Filter that can be used in a value set
 type CodeSystemFilter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Code that identifies the filter
+	// Code is "code" (1..1): Code that identifies the filter.
 	Code *Code
-	// Description is description (0..1). How or why the filter is used
+	// Description is "description" (0..1): How or why the filter is used.
 	Description *String
-	// Operator is operator (1..*). = | is-a | descendent-of | is-not-a | regex | in | not-in | generalizes | exists
+	// Operator is "operator" (1..*): = | is-a | descendent-of | is-not-a | regex | in | not-in | generalizes | exists.
 	Operator []Code
-	// Value is value (1..1). What to use for the value
+	// Value is "value" (1..1): What to use for the value.
 	Value *String
 }
 
@@ -380,19 +380,19 @@ func (x *CodeSystemFilter) UnmarshalJSON(data []byte) error {
 
 // CodeSystemProperty is the backbone element CodeSystem.property: Additional information supplied about each concept
 type CodeSystemProperty struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Identifies the property on the concepts, and when referred to in operations
+	// Code is "code" (1..1): Identifies the property on the concepts, and when referred to in operations.
 	Code *Code
-	// URI is uri (0..1). Formal identifier for the property
+	// URI is "uri" (0..1): Formal identifier for the property.
 	URI *URI
-	// Description is description (0..1). Why the property is defined, and/or what it conveys
+	// Description is "description" (0..1): Why the property is defined, and/or what it conveys.
 	Description *String
-	// Type is type (1..1). code | Coding | string | integer | boolean | dateTime | decimal
+	// Type is "type" (1..1): code | Coding | string | integer | boolean | dateTime | decimal.
 	Type *Code
 }
 
@@ -464,23 +464,23 @@ func (x *CodeSystemProperty) UnmarshalJSON(data []byte) error {
 
 // CodeSystemConcept is the backbone element CodeSystem.concept: Concepts in the code system
 type CodeSystemConcept struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Code that identifies concept
+	// Code is "code" (1..1): Code that identifies concept.
 	Code *Code
-	// Display is display (0..1). Text to display to the user
+	// Display is "display" (0..1): Text to display to the user.
 	Display *String
-	// Definition is definition (0..1). Formal definition
+	// Definition is "definition" (0..1): Formal definition.
 	Definition *String
-	// Designation is designation (0..*). Additional representations for the concept
+	// Designation is "designation" (0..*): Additional representations for the concept.
 	Designation []CodeSystemConceptDesignation
-	// Property is property (0..*). Property value for the concept
+	// Property is "property" (0..*): Property value for the concept.
 	Property []CodeSystemConceptProperty
-	// Concept is concept (0..*). Child Concepts (is-a/contains/categorizes)
+	// Concept is "concept" (0..*): Child Concepts (is-a/contains/categorizes).
 	Concept []CodeSystemConcept
 }
 
@@ -558,17 +558,17 @@ func (x *CodeSystemConcept) UnmarshalJSON(data []byte) error {
 
 // CodeSystemConceptDesignation is the backbone element CodeSystem.concept.designation: Additional representations for the concept
 type CodeSystemConceptDesignation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Language is language (0..1). Human language of the designation
+	// Language is "language" (0..1): Human language of the designation.
 	Language *Code
-	// Use is use (0..1). Details how this designation would be used
+	// Use is "use" (0..1): Details how this designation would be used.
 	Use *Coding
-	// Value is value (1..1). The text value for this designation
+	// Value is "value" (1..1): The text value for this designation.
 	Value *String
 }
 
@@ -632,27 +632,27 @@ func (x *CodeSystemConceptDesignation) UnmarshalJSON(data []byte) error {
 
 // CodeSystemConceptProperty is the backbone element CodeSystem.concept.property: Property value for the concept
 type CodeSystemConceptProperty struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Reference to CodeSystem.property.code
+	// Code is "code" (1..1): Reference to CodeSystem.property.code.
 	Code *Code
-	// ValueCode is valueCode (1..1). Value of the property for this concept
+	// ValueCode is "valueCode" (value[x] as code, 1..1): Value of the property for this concept.
 	ValueCode *Code
-	// ValueCoding is valueCoding (1..1). Value of the property for this concept
+	// ValueCoding is "valueCoding" (value[x] as Coding, 1..1): Value of the property for this concept.
 	ValueCoding *Coding
-	// ValueString is valueString (1..1). Value of the property for this concept
+	// ValueString is "valueString" (value[x] as string, 1..1): Value of the property for this concept.
 	ValueString *String
-	// ValueInteger is valueInteger (1..1). Value of the property for this concept
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): Value of the property for this concept.
 	ValueInteger *Integer
-	// ValueBoolean is valueBoolean (1..1). Value of the property for this concept
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): Value of the property for this concept.
 	ValueBoolean *Boolean
-	// ValueDateTime is valueDateTime (1..1). Value of the property for this concept
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 1..1): Value of the property for this concept.
 	ValueDateTime *DateTime
-	// ValueDecimal is valueDecimal (1..1). Value of the property for this concept
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 1..1): Value of the property for this concept.
 	ValueDecimal *Decimal
 }
 

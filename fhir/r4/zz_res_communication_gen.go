@@ -4,67 +4,67 @@ package r4
 
 // Communication is the FHIR R4 resource Communication: An occurrence of information being transmitted; e.g. an alert that was sent to a responsible provider, a public health agency that was notified about a reportable condition.
 type Communication struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique identifier
+	// Identifier is "identifier" (0..*): Unique identifier.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// BasedOn is basedOn (0..*). Request fulfilled by this communication
+	// BasedOn is "basedOn" (0..*): Request fulfilled by this communication.
 	BasedOn []Reference
-	// PartOf is partOf (0..*). Part of this action
+	// PartOf is "partOf" (0..*): Part of this action.
 	PartOf []Reference
-	// InResponseTo is inResponseTo (0..*). Reply to
+	// InResponseTo is "inResponseTo" (0..*): Reply to.
 	InResponseTo []Reference
-	// Status is status (1..1). preparation | in-progress | not-done | on-hold | stopped | completed | entered-in-error | unknown
+	// Status is "status" (1..1): preparation | in-progress | not-done | on-hold | stopped | completed | entered-in-error | unknown.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *CodeableConcept
-	// Category is category (0..*). Message category
+	// Category is "category" (0..*): Message category.
 	Category []CodeableConcept
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// Medium is medium (0..*). A channel of communication
+	// Medium is "medium" (0..*): A channel of communication.
 	Medium []CodeableConcept
-	// Subject is subject (0..1). Focus of message
+	// Subject is "subject" (0..1): Focus of message.
 	Subject *Reference
-	// Topic is topic (0..1). Description of the purpose/content
+	// Topic is "topic" (0..1): Description of the purpose/content.
 	Topic *CodeableConcept
-	// About is about (0..*). Resources that pertain to this communication
+	// About is "about" (0..*): Resources that pertain to this communication.
 	About []Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// Sent is sent (0..1). When sent
+	// Sent is "sent" (0..1): When sent.
 	Sent *DateTime
-	// Received is received (0..1). When received
+	// Received is "received" (0..1): When received.
 	Received *DateTime
-	// Recipient is recipient (0..*). Message recipient
+	// Recipient is "recipient" (0..*): Message recipient.
 	Recipient []Reference
-	// Sender is sender (0..1). Message sender
+	// Sender is "sender" (0..1): Message sender.
 	Sender *Reference
-	// ReasonCode is reasonCode (0..*). Indication for message
+	// ReasonCode is "reasonCode" (0..*): Indication for message.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why was communication done?
+	// ReasonReference is "reasonReference" (0..*): Why was communication done?.
 	ReasonReference []Reference
-	// Payload is payload (0..*). Message payload
+	// Payload is "payload" (0..*): Message payload.
 	Payload []CommunicationPayload
-	// Note is note (0..*). Comments made about the communication
+	// Note is "note" (0..*): Comments made about the communication.
 	Note []Annotation
 }
 
@@ -252,17 +252,17 @@ func (x *Communication) UnmarshalJSON(data []byte) error {
 
 // CommunicationPayload is the backbone element Communication.payload: Message payload
 type CommunicationPayload struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ContentString is contentString (1..1). Message part content
+	// ContentString is "contentString" (content[x] as string, 1..1): Message part content.
 	ContentString *String
-	// ContentAttachment is contentAttachment (1..1). Message part content
+	// ContentAttachment is "contentAttachment" (content[x] as Attachment, 1..1): Message part content.
 	ContentAttachment *Attachment
-	// ContentReference is contentReference (1..1). Message part content
+	// ContentReference is "contentReference" (content[x] as Reference, 1..1): Message part content.
 	ContentReference *Reference
 }
 

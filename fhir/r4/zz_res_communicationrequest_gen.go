@@ -4,67 +4,67 @@ package r4
 
 // CommunicationRequest is the FHIR R4 resource CommunicationRequest: A request to convey information; e.g. the CDS system proposes that an alert be sent to a responsible provider, the CDS system proposes that the public health agency be notified about a reportable cond…
 type CommunicationRequest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique identifier
+	// Identifier is "identifier" (0..*): Unique identifier.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..*). Fulfills plan or proposal
+	// BasedOn is "basedOn" (0..*): Fulfills plan or proposal.
 	BasedOn []Reference
-	// Replaces is replaces (0..*). Request(s) replaced by this request
+	// Replaces is "replaces" (0..*): Request(s) replaced by this request.
 	Replaces []Reference
-	// GroupIdentifier is groupIdentifier (0..1). Composite request this is part of
+	// GroupIdentifier is "groupIdentifier" (0..1): Composite request this is part of.
 	GroupIdentifier *Identifier
-	// Status is status (1..1). draft | active | on-hold | revoked | completed | entered-in-error | unknown
+	// Status is "status" (1..1): draft | active | on-hold | revoked | completed | entered-in-error | unknown.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *CodeableConcept
-	// Category is category (0..*). Message category
+	// Category is "category" (0..*): Message category.
 	Category []CodeableConcept
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// DoNotPerform is doNotPerform (0..1). True if request is prohibiting action
+	// DoNotPerform is "doNotPerform" (0..1): True if request is prohibiting action.
 	DoNotPerform *Boolean
-	// Medium is medium (0..*). A channel of communication
+	// Medium is "medium" (0..*): A channel of communication.
 	Medium []CodeableConcept
-	// Subject is subject (0..1). Focus of message
+	// Subject is "subject" (0..1): Focus of message.
 	Subject *Reference
-	// About is about (0..*). Resources that pertain to this communication request
+	// About is "about" (0..*): Resources that pertain to this communication request.
 	About []Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// Payload is payload (0..*). Message payload
+	// Payload is "payload" (0..*): Message payload.
 	Payload []CommunicationRequestPayload
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When scheduled
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): When scheduled.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). When scheduled
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): When scheduled.
 	OccurrencePeriod *Period
-	// AuthoredOn is authoredOn (0..1). When request transitioned to being actionable
+	// AuthoredOn is "authoredOn" (0..1): When request transitioned to being actionable.
 	AuthoredOn *DateTime
-	// Requester is requester (0..1). Who/what is requesting service
+	// Requester is "requester" (0..1): Who/what is requesting service.
 	Requester *Reference
-	// Recipient is recipient (0..*). Message recipient
+	// Recipient is "recipient" (0..*): Message recipient.
 	Recipient []Reference
-	// Sender is sender (0..1). Message sender
+	// Sender is "sender" (0..1): Message sender.
 	Sender *Reference
-	// ReasonCode is reasonCode (0..*). Why is communication needed?
+	// ReasonCode is "reasonCode" (0..*): Why is communication needed?.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why is communication needed?
+	// ReasonReference is "reasonReference" (0..*): Why is communication needed?.
 	ReasonReference []Reference
-	// Note is note (0..*). Comments made about communication request
+	// Note is "note" (0..*): Comments made about communication request.
 	Note []Annotation
 }
 
@@ -250,17 +250,17 @@ func (x *CommunicationRequest) UnmarshalJSON(data []byte) error {
 
 // CommunicationRequestPayload is the backbone element CommunicationRequest.payload: Message payload
 type CommunicationRequestPayload struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ContentString is contentString (1..1). Message part content
+	// ContentString is "contentString" (content[x] as string, 1..1): Message part content.
 	ContentString *String
-	// ContentAttachment is contentAttachment (1..1). Message part content
+	// ContentAttachment is "contentAttachment" (content[x] as Attachment, 1..1): Message part content.
 	ContentAttachment *Attachment
-	// ContentReference is contentReference (1..1). Message part content
+	// ContentReference is "contentReference" (content[x] as Reference, 1..1): Message part content.
 	ContentReference *Reference
 }
 

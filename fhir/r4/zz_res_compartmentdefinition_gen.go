@@ -4,49 +4,49 @@ package r4
 
 // CompartmentDefinition is the FHIR R4 resource CompartmentDefinition: A compartment definition that defines how resources are accessed on a server.
 type CompartmentDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical identifier for this compartment definition, represented as a URI (globally unique)
+	// URL is "url" (1..1): Canonical identifier for this compartment definition, represented as a URI (globally unique).
 	URL *URI
-	// Version is version (0..1). Business version of the compartment definition
+	// Version is "version" (0..1): Business version of the compartment definition.
 	Version *String
-	// Name is name (1..1). Name for this compartment definition (computer friendly)
+	// Name is "name" (1..1): Name for this compartment definition (computer friendly).
 	Name *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the compartment definition
+	// Description is "description" (0..1): Natural language description of the compartment definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Purpose is purpose (0..1). Why this compartment definition is defined
+	// Purpose is "purpose" (0..1): Why this compartment definition is defined.
 	Purpose *Markdown
-	// Code is code (1..1). Patient | Encounter | RelatedPerson | Practitioner | Device
+	// Code is "code" (1..1): Patient | Encounter | RelatedPerson | Practitioner | Device.
 	Code *Code
-	// Search is search (1..1). Whether the search syntax is supported
+	// Search is "search" (1..1): Whether the search syntax is supported.
 	Search *Boolean
-	// Resource is resource (0..*). How a resource is related to the compartment
+	// Resource is "resource" (0..*): How a resource is related to the compartment.
 	Resource []CompartmentDefinitionResource
 }
 
@@ -208,17 +208,17 @@ func (x *CompartmentDefinition) UnmarshalJSON(data []byte) error {
 
 // CompartmentDefinitionResource is the backbone element CompartmentDefinition.resource: How a resource is related to the compartment
 type CompartmentDefinitionResource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Name of resource type
+	// Code is "code" (1..1): Name of resource type.
 	Code *Code
-	// Param is param (0..*). Search Parameter Name, or chained parameters
+	// Param is "param" (0..*): Search Parameter Name, or chained parameters.
 	Param []String
-	// Documentation is documentation (0..1). Additional documentation about the resource and compartment
+	// Documentation is "documentation" (0..1): Additional documentation about the resource and compartment.
 	Documentation *String
 }
 

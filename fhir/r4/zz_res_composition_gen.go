@@ -4,51 +4,51 @@ package r4
 
 // Composition is the FHIR R4 resource Composition: A set of healthcare-related information that is assembled together into a single logical package that provides a single coherent statement of meaning, establishes its own context and that has clinical…
 type Composition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Version-independent identifier for the Composition
+	// Identifier is "identifier" (0..1): Version-independent identifier for the Composition.
 	Identifier *Identifier
-	// Status is status (1..1). preliminary | final | amended | entered-in-error
+	// Status is "status" (1..1): preliminary | final | amended | entered-in-error.
 	Status *Code
-	// Type is type (1..1). Kind of composition (LOINC if possible)
+	// Type is "type" (1..1): Kind of composition (LOINC if possible).
 	Type *CodeableConcept
-	// Category is category (0..*). Categorization of Composition
+	// Category is "category" (0..*): Categorization of Composition.
 	Category []CodeableConcept
-	// Subject is subject (0..1). Who and/or what the composition is about
+	// Subject is "subject" (0..1): Who and/or what the composition is about.
 	Subject *Reference
-	// Encounter is encounter (0..1). Context of the Composition
+	// Encounter is "encounter" (0..1): Context of the Composition.
 	Encounter *Reference
-	// Date is date (1..1). Composition editing time
+	// Date is "date" (1..1): Composition editing time.
 	Date *DateTime
-	// Author is author (1..*). Who and/or what authored the composition
+	// Author is "author" (1..*): Who and/or what authored the composition.
 	Author []Reference
-	// Title is title (1..1). Human Readable name/title
+	// Title is "title" (1..1): Human Readable name/title.
 	Title *String
-	// Confidentiality is confidentiality (0..1). As defined by affinity domain
+	// Confidentiality is "confidentiality" (0..1): As defined by affinity domain.
 	Confidentiality *Code
-	// Attester is attester (0..*). Attests to accuracy of composition
+	// Attester is "attester" (0..*): Attests to accuracy of composition.
 	Attester []CompositionAttester
-	// Custodian is custodian (0..1). Organization which maintains the composition
+	// Custodian is "custodian" (0..1): Organization which maintains the composition.
 	Custodian *Reference
-	// RelatesTo is relatesTo (0..*). Relationships to other compositions/documents
+	// RelatesTo is "relatesTo" (0..*): Relationships to other compositions/documents.
 	RelatesTo []CompositionRelatesTo
-	// Event is event (0..*). The clinical service(s) being documented
+	// Event is "event" (0..*): The clinical service(s) being documented.
 	Event []CompositionEvent
-	// Section is section (0..*). Composition is broken into sections
+	// Section is "section" (0..*): Composition is broken into sections.
 	Section []CompositionSection
 }
 
@@ -200,17 +200,17 @@ func (x *Composition) UnmarshalJSON(data []byte) error {
 
 // CompositionAttester is the backbone element Composition.attester: Attests to accuracy of composition
 type CompositionAttester struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Mode is mode (1..1). personal | professional | legal | official
+	// Mode is "mode" (1..1): personal | professional | legal | official.
 	Mode *Code
-	// Time is time (0..1). When the composition was attested
+	// Time is "time" (0..1): When the composition was attested.
 	Time *DateTime
-	// Party is party (0..1). Who attested the composition
+	// Party is "party" (0..1): Who attested the composition.
 	Party *Reference
 }
 
@@ -274,17 +274,17 @@ func (x *CompositionAttester) UnmarshalJSON(data []byte) error {
 
 // CompositionRelatesTo is the backbone element Composition.relatesTo: Relationships to other compositions/documents
 type CompositionRelatesTo struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). replaces | transforms | signs | appends
+	// Code is "code" (1..1): replaces | transforms | signs | appends.
 	Code *Code
-	// TargetIdentifier is targetIdentifier (1..1). Target of the relationship
+	// TargetIdentifier is "targetIdentifier" (target[x] as Identifier, 1..1): Target of the relationship.
 	TargetIdentifier *Identifier
-	// TargetReference is targetReference (1..1). Target of the relationship
+	// TargetReference is "targetReference" (target[x] as Reference, 1..1): Target of the relationship.
 	TargetReference *Reference
 }
 
@@ -346,17 +346,17 @@ func (x *CompositionRelatesTo) UnmarshalJSON(data []byte) error {
 
 // CompositionEvent is the backbone element Composition.event: The clinical service(s) being documented
 type CompositionEvent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..*). Code(s) that apply to the event being documented
+	// Code is "code" (0..*): Code(s) that apply to the event being documented.
 	Code []CodeableConcept
-	// Period is period (0..1). The period covered by the documentation
+	// Period is "period" (0..1): The period covered by the documentation.
 	Period *Period
-	// Detail is detail (0..*). The event(s) being documented
+	// Detail is "detail" (0..*): The event(s) being documented.
 	Detail []Reference
 }
 
@@ -416,31 +416,31 @@ func (x *CompositionEvent) UnmarshalJSON(data []byte) error {
 
 // CompositionSection is the backbone element Composition.section: Composition is broken into sections
 type CompositionSection struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Title is title (0..1). Label for section (e.g. for ToC)
+	// Title is "title" (0..1): Label for section (e.g. for ToC).
 	Title *String
-	// Code is code (0..1). Classification of section (recommended)
+	// Code is "code" (0..1): Classification of section (recommended).
 	Code *CodeableConcept
-	// Author is author (0..*). Who and/or what authored the section
+	// Author is "author" (0..*): Who and/or what authored the section.
 	Author []Reference
-	// Focus is focus (0..1). Who/what the section is about, when it is not about the subject of composition
+	// Focus is "focus" (0..1): Who/what the section is about, when it is not about the subject of composition.
 	Focus *Reference
-	// Text is text (0..1). Text summary of the section, for human interpretation
+	// Text is "text" (0..1): Text summary of the section, for human interpretation.
 	Text *Narrative
-	// Mode is mode (0..1). working | snapshot | changes
+	// Mode is "mode" (0..1): working | snapshot | changes.
 	Mode *Code
-	// OrderedBy is orderedBy (0..1). Order of section entries
+	// OrderedBy is "orderedBy" (0..1): Order of section entries.
 	OrderedBy *CodeableConcept
-	// Entry is entry (0..*). A reference to data that supports this section
+	// Entry is "entry" (0..*): A reference to data that supports this section.
 	Entry []Reference
-	// EmptyReason is emptyReason (0..1). Why the section is empty
+	// EmptyReason is "emptyReason" (0..1): Why the section is empty.
 	EmptyReason *CodeableConcept
-	// Section is section (0..*). Nested Section
+	// Section is "section" (0..*): Nested Section.
 	Section []CompositionSection
 }
 

@@ -4,61 +4,61 @@ package r4
 
 // ConceptMap is the FHIR R4 resource ConceptMap: A statement of relationships from one set of concepts to one or more other concepts - either concepts in code systems, or data element/data element concepts, or classes in class models.
 type ConceptMap struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this concept map, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this concept map, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..1). Additional identifier for the concept map
+	// Identifier is "identifier" (0..1): Additional identifier for the concept map.
 	Identifier *Identifier
-	// Version is version (0..1). Business version of the concept map
+	// Version is "version" (0..1): Business version of the concept map.
 	Version *String
-	// Name is name (0..1). Name for this concept map (computer friendly)
+	// Name is "name" (0..1): Name for this concept map (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this concept map (human friendly)
+	// Title is "title" (0..1): Name for this concept map (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the concept map
+	// Description is "description" (0..1): Natural language description of the concept map.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for concept map (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for concept map (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this concept map is defined
+	// Purpose is "purpose" (0..1): Why this concept map is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// SourceURI is sourceUri (0..1). The source value set that contains the concepts that are being mapped
+	// SourceURI is "sourceUri" (source[x] as uri, 0..1): The source value set that contains the concepts that are being mapped.
 	SourceURI *URI
-	// SourceCanonical is sourceCanonical (0..1). The source value set that contains the concepts that are being mapped
+	// SourceCanonical is "sourceCanonical" (source[x] as canonical, 0..1): The source value set that contains the concepts that are being mapped.
 	SourceCanonical *Canonical
-	// TargetURI is targetUri (0..1). The target value set which provides context for the mappings
+	// TargetURI is "targetUri" (target[x] as uri, 0..1): The target value set which provides context for the mappings.
 	TargetURI *URI
-	// TargetCanonical is targetCanonical (0..1). The target value set which provides context for the mappings
+	// TargetCanonical is "targetCanonical" (target[x] as canonical, 0..1): The target value set which provides context for the mappings.
 	TargetCanonical *Canonical
-	// Group is group (0..*). Same source and target systems
+	// Group is "group" (0..*): Same source and target systems.
 	Group []ConceptMapGroup
 }
 
@@ -252,23 +252,23 @@ func (x *ConceptMap) UnmarshalJSON(data []byte) error {
 
 // ConceptMapGroup is the backbone element ConceptMap.group: Same source and target systems
 type ConceptMapGroup struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Source is source (0..1). Source system where concepts to be mapped are defined
+	// Source is "source" (0..1): Source system where concepts to be mapped are defined.
 	Source *URI
-	// SourceVersion is sourceVersion (0..1). Specific version of the code system
+	// SourceVersion is "sourceVersion" (0..1): Specific version of the code system.
 	SourceVersion *String
-	// Target is target (0..1). Target system that the concepts are to be mapped to
+	// Target is "target" (0..1): Target system that the concepts are to be mapped to.
 	Target *URI
-	// TargetVersion is targetVersion (0..1). Specific version of the code system
+	// TargetVersion is "targetVersion" (0..1): Specific version of the code system.
 	TargetVersion *String
-	// Element is element (1..*). Mappings for a concept from the source set
+	// Element is "element" (1..*): Mappings for a concept from the source set.
 	Element []ConceptMapGroupElement
-	// Unmapped is unmapped (0..1). What to do when there is no mapping for the source concept
+	// Unmapped is "unmapped" (0..1): What to do when there is no mapping for the source concept.
 	Unmapped *ConceptMapGroupUnmapped
 }
 
@@ -348,17 +348,17 @@ func (x *ConceptMapGroup) UnmarshalJSON(data []byte) error {
 
 // ConceptMapGroupElement is the backbone element ConceptMap.group.element: Mappings for a concept from the source set
 type ConceptMapGroupElement struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Identifies element being mapped
+	// Code is "code" (0..1): Identifies element being mapped.
 	Code *Code
-	// Display is display (0..1). Display for the code
+	// Display is "display" (0..1): Display for the code.
 	Display *String
-	// Target is target (0..*). Concept in target system for element
+	// Target is "target" (0..*): Concept in target system for element.
 	Target []ConceptMapGroupElementTarget
 }
 
@@ -422,23 +422,23 @@ func (x *ConceptMapGroupElement) UnmarshalJSON(data []byte) error {
 
 // ConceptMapGroupElementTarget is the backbone element ConceptMap.group.element.target: Concept in target system for element
 type ConceptMapGroupElementTarget struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Code that identifies the target element
+	// Code is "code" (0..1): Code that identifies the target element.
 	Code *Code
-	// Display is display (0..1). Display for the code
+	// Display is "display" (0..1): Display for the code.
 	Display *String
-	// Equivalence is equivalence (1..1). relatedto | equivalent | equal | wider | subsumes | narrower | specializes | inexact | unmatched | disjoint
+	// Equivalence is "equivalence" (1..1): relatedto | equivalent | equal | wider | subsumes | narrower | specializes | inexact | unmatched | disjoint.
 	Equivalence *Code
-	// Comment is comment (0..1). Description of status/issues in mapping
+	// Comment is "comment" (0..1): Description of status/issues in mapping.
 	Comment *String
-	// DependsOn is dependsOn (0..*). Other elements required for this mapping (from context)
+	// DependsOn is "dependsOn" (0..*): Other elements required for this mapping (from context).
 	DependsOn []ConceptMapGroupElementTargetDependsOn
-	// Product is product (0..*). Other concepts that this mapping also produces
+	// Product is "product" (0..*): Other concepts that this mapping also produces.
 	Product []ConceptMapGroupElementTargetDependsOn
 }
 
@@ -518,19 +518,19 @@ func (x *ConceptMapGroupElementTarget) UnmarshalJSON(data []byte) error {
 
 // ConceptMapGroupElementTargetDependsOn is the backbone element ConceptMap.group.element.target.dependsOn: Other elements required for this mapping (from context)
 type ConceptMapGroupElementTargetDependsOn struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Property is property (1..1). Reference to property mapping depends on
+	// Property is "property" (1..1): Reference to property mapping depends on.
 	Property *URI
-	// System is system (0..1). Code System (if necessary)
+	// System is "system" (0..1): Code System (if necessary).
 	System *Canonical
-	// Value is value (1..1). Value of the referenced element
+	// Value is "value" (1..1): Value of the referenced element.
 	Value *String
-	// Display is display (0..1). Display for the code (if value is a code)
+	// Display is "display" (0..1): Display for the code (if value is a code).
 	Display *String
 }
 
@@ -604,19 +604,19 @@ func (x *ConceptMapGroupElementTargetDependsOn) UnmarshalJSON(data []byte) error
 
 // ConceptMapGroupUnmapped is the backbone element ConceptMap.group.unmapped: What to do when there is no mapping for the source concept
 type ConceptMapGroupUnmapped struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Mode is mode (1..1). provided | fixed | other-map
+	// Mode is "mode" (1..1): provided | fixed | other-map.
 	Mode *Code
-	// Code is code (0..1). Fixed code when mode = fixed
+	// Code is "code" (0..1): Fixed code when mode = fixed.
 	Code *Code
-	// Display is display (0..1). Display for the code
+	// Display is "display" (0..1): Display for the code.
 	Display *String
-	// URL is url (0..1). canonical reference to an additional ConceptMap to use for mapping if the source concept is unmapped
+	// URL is "url" (0..1): canonical reference to an additional ConceptMap to use for mapping if the source concept is unmapped.
 	URL *Canonical
 }
 

@@ -4,71 +4,71 @@ package r4
 
 // Condition is the FHIR R4 resource Condition: A clinical condition, problem, diagnosis, or other event, situation, issue, or clinical concept that has risen to a level of concern.
 type Condition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this condition
+	// Identifier is "identifier" (0..*): External Ids for this condition.
 	Identifier []Identifier
-	// ClinicalStatus is clinicalStatus (0..1). active | recurrence | relapse | inactive | remission | resolved
+	// ClinicalStatus is "clinicalStatus" (0..1): active | recurrence | relapse | inactive | remission | resolved.
 	ClinicalStatus *CodeableConcept
-	// VerificationStatus is verificationStatus (0..1). unconfirmed | provisional | differential | confirmed | refuted | entered-in-error
+	// VerificationStatus is "verificationStatus" (0..1): unconfirmed | provisional | differential | confirmed | refuted | entered-in-error.
 	VerificationStatus *CodeableConcept
-	// Category is category (0..*). problem-list-item | encounter-diagnosis
+	// Category is "category" (0..*): problem-list-item | encounter-diagnosis.
 	Category []CodeableConcept
-	// Severity is severity (0..1). Subjective severity of condition
+	// Severity is "severity" (0..1): Subjective severity of condition.
 	Severity *CodeableConcept
-	// Code is code (0..1). Identification of the condition, problem or diagnosis
+	// Code is "code" (0..1): Identification of the condition, problem or diagnosis.
 	Code *CodeableConcept
-	// BodySite is bodySite (0..*). Anatomical location, if relevant
+	// BodySite is "bodySite" (0..*): Anatomical location, if relevant.
 	BodySite []CodeableConcept
-	// Subject is subject (1..1). Who has the condition?
+	// Subject is "subject" (1..1): Who has the condition?.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// OnsetDateTime is onsetDateTime (0..1). Estimated or actual date, date-time, or age
+	// OnsetDateTime is "onsetDateTime" (onset[x] as dateTime, 0..1): Estimated or actual date, date-time, or age.
 	OnsetDateTime *DateTime
-	// OnsetAge is onsetAge (0..1). Estimated or actual date, date-time, or age
+	// OnsetAge is "onsetAge" (onset[x] as Age, 0..1): Estimated or actual date, date-time, or age.
 	OnsetAge *Age
-	// OnsetPeriod is onsetPeriod (0..1). Estimated or actual date, date-time, or age
+	// OnsetPeriod is "onsetPeriod" (onset[x] as Period, 0..1): Estimated or actual date, date-time, or age.
 	OnsetPeriod *Period
-	// OnsetRange is onsetRange (0..1). Estimated or actual date, date-time, or age
+	// OnsetRange is "onsetRange" (onset[x] as Range, 0..1): Estimated or actual date, date-time, or age.
 	OnsetRange *Range
-	// OnsetString is onsetString (0..1). Estimated or actual date, date-time, or age
+	// OnsetString is "onsetString" (onset[x] as string, 0..1): Estimated or actual date, date-time, or age.
 	OnsetString *String
-	// AbatementDateTime is abatementDateTime (0..1). When in resolution/remission
+	// AbatementDateTime is "abatementDateTime" (abatement[x] as dateTime, 0..1): When in resolution/remission.
 	AbatementDateTime *DateTime
-	// AbatementAge is abatementAge (0..1). When in resolution/remission
+	// AbatementAge is "abatementAge" (abatement[x] as Age, 0..1): When in resolution/remission.
 	AbatementAge *Age
-	// AbatementPeriod is abatementPeriod (0..1). When in resolution/remission
+	// AbatementPeriod is "abatementPeriod" (abatement[x] as Period, 0..1): When in resolution/remission.
 	AbatementPeriod *Period
-	// AbatementRange is abatementRange (0..1). When in resolution/remission
+	// AbatementRange is "abatementRange" (abatement[x] as Range, 0..1): When in resolution/remission.
 	AbatementRange *Range
-	// AbatementString is abatementString (0..1). When in resolution/remission
+	// AbatementString is "abatementString" (abatement[x] as string, 0..1): When in resolution/remission.
 	AbatementString *String
-	// RecordedDate is recordedDate (0..1). Date record was first recorded
+	// RecordedDate is "recordedDate" (0..1): Date record was first recorded.
 	RecordedDate *DateTime
-	// Recorder is recorder (0..1). Who recorded the condition
+	// Recorder is "recorder" (0..1): Who recorded the condition.
 	Recorder *Reference
-	// Asserter is asserter (0..1). Person who asserts this condition
+	// Asserter is "asserter" (0..1): Person who asserts this condition.
 	Asserter *Reference
-	// Stage is stage (0..*). Stage/grade, usually assessed formally
+	// Stage is "stage" (0..*): Stage/grade, usually assessed formally.
 	Stage []ConditionStage
-	// Evidence is evidence (0..*). Supporting evidence
+	// Evidence is "evidence" (0..*): Supporting evidence.
 	Evidence []ConditionEvidence
-	// Note is note (0..*). Additional information about the Condition
+	// Note is "note" (0..*): Additional information about the Condition.
 	Note []Annotation
 }
 
@@ -262,17 +262,17 @@ func (x *Condition) UnmarshalJSON(data []byte) error {
 
 // ConditionStage is the backbone element Condition.stage: Stage/grade, usually assessed formally
 type ConditionStage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Summary is summary (0..1). Simple summary (disease specific)
+	// Summary is "summary" (0..1): Simple summary (disease specific).
 	Summary *CodeableConcept
-	// Assessment is assessment (0..*). Formal record of assessment
+	// Assessment is "assessment" (0..*): Formal record of assessment.
 	Assessment []Reference
-	// Type is type (0..1). Kind of staging
+	// Type is "type" (0..1): Kind of staging.
 	Type *CodeableConcept
 }
 
@@ -332,15 +332,15 @@ func (x *ConditionStage) UnmarshalJSON(data []byte) error {
 
 // ConditionEvidence is the backbone element Condition.evidence: Supporting evidence
 type ConditionEvidence struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..*). Manifestation/symptom
+	// Code is "code" (0..*): Manifestation/symptom.
 	Code []CodeableConcept
-	// Detail is detail (0..*). Supporting information found elsewhere
+	// Detail is "detail" (0..*): Supporting information found elsewhere.
 	Detail []Reference
 }
 

@@ -4,49 +4,49 @@ package r4
 
 // Consent is the FHIR R4 resource Consent: A record of a healthcare consumer’s choices, which permits or denies identified recipient(s) or recipient role(s) to perform one or more actions within a given policy context, for specific purposes an…
 type Consent struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifier for this record (external references)
+	// Identifier is "identifier" (0..*): Identifier for this record (external references).
 	Identifier []Identifier
-	// Status is status (1..1). draft | proposed | active | rejected | inactive | entered-in-error
+	// Status is "status" (1..1): draft | proposed | active | rejected | inactive | entered-in-error.
 	Status *Code
-	// Scope is scope (1..1). Which of the four areas this resource covers (extensible)
+	// Scope is "scope" (1..1): Which of the four areas this resource covers (extensible).
 	Scope *CodeableConcept
-	// Category is category (1..*). Classification of the consent statement - for indexing/retrieval
+	// Category is "category" (1..*): Classification of the consent statement - for indexing/retrieval.
 	Category []CodeableConcept
-	// Patient is patient (0..1). Who the consent applies to
+	// Patient is "patient" (0..1): Who the consent applies to.
 	Patient *Reference
-	// DateTime is dateTime (0..1). When this Consent was created or indexed
+	// DateTime is "dateTime" (0..1): When this Consent was created or indexed.
 	DateTime *DateTime
-	// Performer is performer (0..*). Who is agreeing to the policy and rules
+	// Performer is "performer" (0..*): Who is agreeing to the policy and rules.
 	Performer []Reference
-	// Organization is organization (0..*). Custodian of the consent
+	// Organization is "organization" (0..*): Custodian of the consent.
 	Organization []Reference
-	// SourceAttachment is sourceAttachment (0..1). Source from which this consent is taken
+	// SourceAttachment is "sourceAttachment" (source[x] as Attachment, 0..1): Source from which this consent is taken.
 	SourceAttachment *Attachment
-	// SourceReference is sourceReference (0..1). Source from which this consent is taken
+	// SourceReference is "sourceReference" (source[x] as Reference, 0..1): Source from which this consent is taken.
 	SourceReference *Reference
-	// Policy is policy (0..*). Policies covered by this consent
+	// Policy is "policy" (0..*): Policies covered by this consent.
 	Policy []ConsentPolicy
-	// PolicyRule is policyRule (0..1). Regulation that this consents to
+	// PolicyRule is "policyRule" (0..1): Regulation that this consents to.
 	PolicyRule *CodeableConcept
-	// Verification is verification (0..*). Consent Verified by patient or family
+	// Verification is "verification" (0..*): Consent Verified by patient or family.
 	Verification []ConsentVerification
-	// Provision is provision (0..1). Constraints to the base Consent.policyRule
+	// Provision is "provision" (0..1): Constraints to the base Consent.policyRule.
 	Provision *ConsentProvision
 }
 
@@ -190,15 +190,15 @@ func (x *Consent) UnmarshalJSON(data []byte) error {
 
 // ConsentPolicy is the backbone element Consent.policy: Policies covered by this consent
 type ConsentPolicy struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Authority is authority (0..1). Enforcement source for policy
+	// Authority is "authority" (0..1): Enforcement source for policy.
 	Authority *URI
-	// URI is uri (0..1). Specific policy covered by this consent
+	// URI is "uri" (0..1): Specific policy covered by this consent.
 	URI *URI
 }
 
@@ -258,17 +258,17 @@ func (x *ConsentPolicy) UnmarshalJSON(data []byte) error {
 
 // ConsentVerification is the backbone element Consent.verification: Consent Verified by patient or family
 type ConsentVerification struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Verified is verified (1..1). Has been verified
+	// Verified is "verified" (1..1): Has been verified.
 	Verified *Boolean
-	// VerifiedWith is verifiedWith (0..1). Person who verified
+	// VerifiedWith is "verifiedWith" (0..1): Person who verified.
 	VerifiedWith *Reference
-	// VerificationDate is verificationDate (0..1). When consent verified
+	// VerificationDate is "verificationDate" (0..1): When consent verified.
 	VerificationDate *DateTime
 }
 
@@ -332,33 +332,33 @@ func (x *ConsentVerification) UnmarshalJSON(data []byte) error {
 
 // ConsentProvision is the backbone element Consent.provision: Constraints to the base Consent.policyRule
 type ConsentProvision struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). deny | permit
+	// Type is "type" (0..1): deny | permit.
 	Type *Code
-	// Period is period (0..1). Timeframe for this rule
+	// Period is "period" (0..1): Timeframe for this rule.
 	Period *Period
-	// Actor is actor (0..*). Who|what controlled by this rule (or group, by role)
+	// Actor is "actor" (0..*): Who|what controlled by this rule (or group, by role).
 	Actor []ConsentProvisionActor
-	// Action is action (0..*). Actions controlled by this rule
+	// Action is "action" (0..*): Actions controlled by this rule.
 	Action []CodeableConcept
-	// SecurityLabel is securityLabel (0..*). Security Labels that define affected resources
+	// SecurityLabel is "securityLabel" (0..*): Security Labels that define affected resources.
 	SecurityLabel []Coding
-	// Purpose is purpose (0..*). Context of activities covered by this rule
+	// Purpose is "purpose" (0..*): Context of activities covered by this rule.
 	Purpose []Coding
-	// Class is class (0..*). e.g. Resource Type, Profile, CDA, etc.
+	// Class is "class" (0..*): e.g. Resource Type, Profile, CDA, etc.
 	Class []Coding
-	// Code is code (0..*). e.g. LOINC or SNOMED CT code, etc.
+	// Code is "code" (0..*): e.g. LOINC or SNOMED CT code, etc.
 	Code []CodeableConcept
-	// DataPeriod is dataPeriod (0..1). Timeframe for data controlled by this rule
+	// DataPeriod is "dataPeriod" (0..1): Timeframe for data controlled by this rule.
 	DataPeriod *Period
-	// Data is data (0..*). Data controlled by this rule
+	// Data is "data" (0..*): Data controlled by this rule.
 	Data []ConsentProvisionData
-	// Provision is provision (0..*). Nested Exception Rules
+	// Provision is "provision" (0..*): Nested Exception Rules.
 	Provision []ConsentProvision
 }
 
@@ -452,15 +452,15 @@ func (x *ConsentProvision) UnmarshalJSON(data []byte) error {
 
 // ConsentProvisionActor is the backbone element Consent.provision.actor: Who|what controlled by this rule (or group, by role)
 type ConsentProvisionActor struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Role is role (1..1). How the actor is involved
+	// Role is "role" (1..1): How the actor is involved.
 	Role *CodeableConcept
-	// Reference is reference (1..1). Resource for the actor (or group, by role)
+	// Reference is "reference" (1..1): Resource for the actor (or group, by role).
 	Reference *Reference
 }
 
@@ -516,15 +516,15 @@ func (x *ConsentProvisionActor) UnmarshalJSON(data []byte) error {
 
 // ConsentProvisionData is the backbone element Consent.provision.data: Data controlled by this rule
 type ConsentProvisionData struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Meaning is meaning (1..1). instance | related | dependents | authoredby
+	// Meaning is "meaning" (1..1): instance | related | dependents | authoredby.
 	Meaning *Code
-	// Reference is reference (1..1). The actual data reference
+	// Reference is "reference" (1..1): The actual data reference.
 	Reference *Reference
 }
 

@@ -4,91 +4,91 @@ package r4
 
 // Contract is the FHIR R4 resource Contract: Legally enforceable, formally recorded unilateral or bilateral directive i.e., a policy or agreement.
 type Contract struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Contract number
+	// Identifier is "identifier" (0..*): Contract number.
 	Identifier []Identifier
-	// URL is url (0..1). Basal definition
+	// URL is "url" (0..1): Basal definition.
 	URL *URI
-	// Version is version (0..1). Business edition
+	// Version is "version" (0..1): Business edition.
 	Version *String
-	// Status is status (0..1). amended | appended | cancelled | disputed | entered-in-error | executable | executed | negotiable | offered | policy | rejected | renewed | revoked | resolved | terminated
+	// Status is "status" (0..1): amended | appended | cancelled | disputed | entered-in-error | executable | executed | negotiable | offered | policy | rejected | renewed | revoked | resolved | terminated.
 	Status *Code
-	// LegalState is legalState (0..1). Negotiation status
+	// LegalState is "legalState" (0..1): Negotiation status.
 	LegalState *CodeableConcept
-	// InstantiatesCanonical is instantiatesCanonical (0..1). Source Contract Definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..1): Source Contract Definition.
 	InstantiatesCanonical *Reference
-	// InstantiatesURI is instantiatesUri (0..1). External Contract Definition
+	// InstantiatesURI is "instantiatesUri" (0..1): External Contract Definition.
 	InstantiatesURI *URI
-	// ContentDerivative is contentDerivative (0..1). Content derived from the basal information
+	// ContentDerivative is "contentDerivative" (0..1): Content derived from the basal information.
 	ContentDerivative *CodeableConcept
-	// Issued is issued (0..1). When this Contract was issued
+	// Issued is "issued" (0..1): When this Contract was issued.
 	Issued *DateTime
-	// Applies is applies (0..1). Effective time
+	// Applies is "applies" (0..1): Effective time.
 	Applies *Period
-	// ExpirationType is expirationType (0..1). Contract cessation cause
+	// ExpirationType is "expirationType" (0..1): Contract cessation cause.
 	ExpirationType *CodeableConcept
-	// Subject is subject (0..*). Contract Target Entity
+	// Subject is "subject" (0..*): Contract Target Entity.
 	Subject []Reference
-	// Authority is authority (0..*). Authority under which this Contract has standing
+	// Authority is "authority" (0..*): Authority under which this Contract has standing.
 	Authority []Reference
-	// Domain is domain (0..*). A sphere of control governed by an authoritative jurisdiction, organization, or person
+	// Domain is "domain" (0..*): A sphere of control governed by an authoritative jurisdiction, organization, or person.
 	Domain []Reference
-	// Site is site (0..*). Specific Location
+	// Site is "site" (0..*): Specific Location.
 	Site []Reference
-	// Name is name (0..1). Computer friendly designation
+	// Name is "name" (0..1): Computer friendly designation.
 	Name *String
-	// Title is title (0..1). Human Friendly name
+	// Title is "title" (0..1): Human Friendly name.
 	Title *String
-	// Subtitle is subtitle (0..1). Subordinate Friendly name
+	// Subtitle is "subtitle" (0..1): Subordinate Friendly name.
 	Subtitle *String
-	// Alias is alias (0..*). Acronym or short name
+	// Alias is "alias" (0..*): Acronym or short name.
 	Alias []String
-	// Author is author (0..1). Source of Contract
+	// Author is "author" (0..1): Source of Contract.
 	Author *Reference
-	// Scope is scope (0..1). Range of Legal Concerns
+	// Scope is "scope" (0..1): Range of Legal Concerns.
 	Scope *CodeableConcept
-	// TopicCodeableConcept is topicCodeableConcept (0..1). Focus of contract interest
+	// TopicCodeableConcept is "topicCodeableConcept" (topic[x] as CodeableConcept, 0..1): Focus of contract interest.
 	TopicCodeableConcept *CodeableConcept
-	// TopicReference is topicReference (0..1). Focus of contract interest
+	// TopicReference is "topicReference" (topic[x] as Reference, 0..1): Focus of contract interest.
 	TopicReference *Reference
-	// Type is type (0..1). Legal instrument category
+	// Type is "type" (0..1): Legal instrument category.
 	Type *CodeableConcept
-	// SubType is subType (0..*). Subtype within the context of type
+	// SubType is "subType" (0..*): Subtype within the context of type.
 	SubType []CodeableConcept
-	// ContentDefinition is contentDefinition (0..1). Contract precursor content
+	// ContentDefinition is "contentDefinition" (0..1): Contract precursor content.
 	ContentDefinition *ContractContentDefinition
-	// Term is term (0..*). Contract Term List
+	// Term is "term" (0..*): Contract Term List.
 	Term []ContractTerm
-	// SupportingInfo is supportingInfo (0..*). Extra Information
+	// SupportingInfo is "supportingInfo" (0..*): Extra Information.
 	SupportingInfo []Reference
-	// RelevantHistory is relevantHistory (0..*). Key event in Contract History
+	// RelevantHistory is "relevantHistory" (0..*): Key event in Contract History.
 	RelevantHistory []Reference
-	// Signer is signer (0..*). Contract Signatory
+	// Signer is "signer" (0..*): Contract Signatory.
 	Signer []ContractSigner
-	// Friendly is friendly (0..*). Contract Friendly Language
+	// Friendly is "friendly" (0..*): Contract Friendly Language.
 	Friendly []ContractFriendly
-	// Legal is legal (0..*). Contract Legal Language
+	// Legal is "legal" (0..*): Contract Legal Language.
 	Legal []ContractLegal
-	// Rule is rule (0..*). Computable Contract Language
+	// Rule is "rule" (0..*): Computable Contract Language.
 	Rule []ContractRule
-	// LegallyBindingAttachment is legallyBindingAttachment (0..1). Binding Contract
+	// LegallyBindingAttachment is "legallyBindingAttachment" (legallyBinding[x] as Attachment, 0..1): Binding Contract.
 	LegallyBindingAttachment *Attachment
-	// LegallyBindingReference is legallyBindingReference (0..1). Binding Contract
+	// LegallyBindingReference is "legallyBindingReference" (legallyBinding[x] as Reference, 0..1): Binding Contract.
 	LegallyBindingReference *Reference
 }
 
@@ -330,23 +330,23 @@ func (x *Contract) UnmarshalJSON(data []byte) error {
 
 // ContractContentDefinition is the backbone element Contract.contentDefinition: Contract precursor content
 type ContractContentDefinition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Content structure and use
+	// Type is "type" (1..1): Content structure and use.
 	Type *CodeableConcept
-	// SubType is subType (0..1). Detailed Content Type Definition
+	// SubType is "subType" (0..1): Detailed Content Type Definition.
 	SubType *CodeableConcept
-	// Publisher is publisher (0..1). Publisher Entity
+	// Publisher is "publisher" (0..1): Publisher Entity.
 	Publisher *Reference
-	// PublicationDate is publicationDate (0..1). When published
+	// PublicationDate is "publicationDate" (0..1): When published.
 	PublicationDate *DateTime
-	// PublicationStatus is publicationStatus (1..1). amended | appended | cancelled | disputed | entered-in-error | executable | executed | negotiable | offered | policy | rejected | renewed | revoked | resolved | terminated
+	// PublicationStatus is "publicationStatus" (1..1): amended | appended | cancelled | disputed | entered-in-error | executable | executed | negotiable | offered | policy | rejected | renewed | revoked | resolved | terminated.
 	PublicationStatus *Code
-	// Copyright is copyright (0..1). Publication Ownership
+	// Copyright is "copyright" (0..1): Publication Ownership.
 	Copyright *Markdown
 }
 
@@ -424,37 +424,37 @@ func (x *ContractContentDefinition) UnmarshalJSON(data []byte) error {
 
 // ContractTerm is the backbone element Contract.term: Contract Term List
 type ContractTerm struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Contract Term Number
+	// Identifier is "identifier" (0..1): Contract Term Number.
 	Identifier *Identifier
-	// Issued is issued (0..1). Contract Term Issue Date Time
+	// Issued is "issued" (0..1): Contract Term Issue Date Time.
 	Issued *DateTime
-	// Applies is applies (0..1). Contract Term Effective Time
+	// Applies is "applies" (0..1): Contract Term Effective Time.
 	Applies *Period
-	// TopicCodeableConcept is topicCodeableConcept (0..1). Term Concern
+	// TopicCodeableConcept is "topicCodeableConcept" (topic[x] as CodeableConcept, 0..1): Term Concern.
 	TopicCodeableConcept *CodeableConcept
-	// TopicReference is topicReference (0..1). Term Concern
+	// TopicReference is "topicReference" (topic[x] as Reference, 0..1): Term Concern.
 	TopicReference *Reference
-	// Type is type (0..1). Contract Term Type or Form
+	// Type is "type" (0..1): Contract Term Type or Form.
 	Type *CodeableConcept
-	// SubType is subType (0..1). Contract Term Type specific classification
+	// SubType is "subType" (0..1): Contract Term Type specific classification.
 	SubType *CodeableConcept
-	// Text is text (0..1). Term Statement
+	// Text is "text" (0..1): Term Statement.
 	Text *String
-	// SecurityLabel is securityLabel (0..*). Protection for the Term
+	// SecurityLabel is "securityLabel" (0..*): Protection for the Term.
 	SecurityLabel []ContractTermSecurityLabel
-	// Offer is offer (1..1). Context of the Contract term
+	// Offer is "offer" (1..1): Context of the Contract term.
 	Offer *ContractTermOffer
-	// Asset is asset (0..*). Contract Term Asset List
+	// Asset is "asset" (0..*): Contract Term Asset List.
 	Asset []ContractTermAsset
-	// Action is action (0..*). Entity being ascribed responsibility
+	// Action is "action" (0..*): Entity being ascribed responsibility.
 	Action []ContractTermAction
-	// Group is group (0..*). Nested Contract Term Group
+	// Group is "group" (0..*): Nested Contract Term Group.
 	Group []ContractTerm
 }
 
@@ -558,19 +558,19 @@ func (x *ContractTerm) UnmarshalJSON(data []byte) error {
 
 // ContractTermSecurityLabel is the backbone element Contract.term.securityLabel: Protection for the Term
 type ContractTermSecurityLabel struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Number is number (0..*). Link to Security Labels
+	// Number is "number" (0..*): Link to Security Labels.
 	Number []UnsignedInt
-	// Classification is classification (1..1). Confidentiality Protection
+	// Classification is "classification" (1..1): Confidentiality Protection.
 	Classification *Coding
-	// Category is category (0..*). Applicable Policy
+	// Category is "category" (0..*): Applicable Policy.
 	Category []Coding
-	// Control is control (0..*). Handling Instructions
+	// Control is "control" (0..*): Handling Instructions.
 	Control []Coding
 }
 
@@ -636,31 +636,31 @@ func (x *ContractTermSecurityLabel) UnmarshalJSON(data []byte) error {
 
 // ContractTermOffer is the backbone element Contract.term.offer: Context of the Contract term
 type ContractTermOffer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Offer business ID
+	// Identifier is "identifier" (0..*): Offer business ID.
 	Identifier []Identifier
-	// Party is party (0..*). Offer Recipient
+	// Party is "party" (0..*): Offer Recipient.
 	Party []ContractTermOfferParty
-	// Topic is topic (0..1). Negotiable offer asset
+	// Topic is "topic" (0..1): Negotiable offer asset.
 	Topic *Reference
-	// Type is type (0..1). Contract Offer Type or Form
+	// Type is "type" (0..1): Contract Offer Type or Form.
 	Type *CodeableConcept
-	// Decision is decision (0..1). Accepting party choice
+	// Decision is "decision" (0..1): Accepting party choice.
 	Decision *CodeableConcept
-	// DecisionMode is decisionMode (0..*). How decision is conveyed
+	// DecisionMode is "decisionMode" (0..*): How decision is conveyed.
 	DecisionMode []CodeableConcept
-	// Answer is answer (0..*). Response to offer text
+	// Answer is "answer" (0..*): Response to offer text.
 	Answer []ContractTermOfferAnswer
-	// Text is text (0..1). Human readable offer text
+	// Text is "text" (0..1): Human readable offer text.
 	Text *String
-	// LinkID is linkId (0..*). Pointer to text
+	// LinkID is "linkId" (0..*): Pointer to text.
 	LinkID []String
-	// SecurityLabelNumber is securityLabelNumber (0..*). Offer restriction numbers
+	// SecurityLabelNumber is "securityLabelNumber" (0..*): Offer restriction numbers.
 	SecurityLabelNumber []UnsignedInt
 }
 
@@ -754,15 +754,15 @@ func (x *ContractTermOffer) UnmarshalJSON(data []byte) error {
 
 // ContractTermOfferParty is the backbone element Contract.term.offer.party: Offer Recipient
 type ContractTermOfferParty struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Reference is reference (1..*). Referenced entity
+	// Reference is "reference" (1..*): Referenced entity.
 	Reference []Reference
-	// Role is role (1..1). Participant engagement type
+	// Role is "role" (1..1): Participant engagement type.
 	Role *CodeableConcept
 }
 
@@ -818,35 +818,35 @@ func (x *ContractTermOfferParty) UnmarshalJSON(data []byte) error {
 
 // ContractTermOfferAnswer is the backbone element Contract.term.offer.answer: Response to offer text
 type ContractTermOfferAnswer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ValueBoolean is valueBoolean (1..1). The actual answer response
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): The actual answer response.
 	ValueBoolean *Boolean
-	// ValueDecimal is valueDecimal (1..1). The actual answer response
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 1..1): The actual answer response.
 	ValueDecimal *Decimal
-	// ValueInteger is valueInteger (1..1). The actual answer response
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): The actual answer response.
 	ValueInteger *Integer
-	// ValueDate is valueDate (1..1). The actual answer response
+	// ValueDate is "valueDate" (value[x] as date, 1..1): The actual answer response.
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (1..1). The actual answer response
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 1..1): The actual answer response.
 	ValueDateTime *DateTime
-	// ValueTime is valueTime (1..1). The actual answer response
+	// ValueTime is "valueTime" (value[x] as time, 1..1): The actual answer response.
 	ValueTime *Time
-	// ValueString is valueString (1..1). The actual answer response
+	// ValueString is "valueString" (value[x] as string, 1..1): The actual answer response.
 	ValueString *String
-	// ValueURI is valueUri (1..1). The actual answer response
+	// ValueURI is "valueUri" (value[x] as uri, 1..1): The actual answer response.
 	ValueURI *URI
-	// ValueAttachment is valueAttachment (1..1). The actual answer response
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 1..1): The actual answer response.
 	ValueAttachment *Attachment
-	// ValueCoding is valueCoding (1..1). The actual answer response
+	// ValueCoding is "valueCoding" (value[x] as Coding, 1..1): The actual answer response.
 	ValueCoding *Coding
-	// ValueQuantity is valueQuantity (1..1). The actual answer response
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): The actual answer response.
 	ValueQuantity *Quantity
-	// ValueReference is valueReference (1..1). The actual answer response
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): The actual answer response.
 	ValueReference *Reference
 }
 
@@ -958,41 +958,41 @@ func (x *ContractTermOfferAnswer) UnmarshalJSON(data []byte) error {
 
 // ContractTermAsset is the backbone element Contract.term.asset: Contract Term Asset List
 type ContractTermAsset struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Scope is scope (0..1). Range of asset
+	// Scope is "scope" (0..1): Range of asset.
 	Scope *CodeableConcept
-	// Type is type (0..*). Asset category
+	// Type is "type" (0..*): Asset category.
 	Type []CodeableConcept
-	// TypeReference is typeReference (0..*). Associated entities
+	// TypeReference is "typeReference" (0..*): Associated entities.
 	TypeReference []Reference
-	// Subtype is subtype (0..*). Asset sub-category
+	// Subtype is "subtype" (0..*): Asset sub-category.
 	Subtype []CodeableConcept
-	// Relationship is relationship (0..1). Kinship of the asset
+	// Relationship is "relationship" (0..1): Kinship of the asset.
 	Relationship *Coding
-	// Context is context (0..*). Circumstance of the asset
+	// Context is "context" (0..*): Circumstance of the asset.
 	Context []ContractTermAssetContext
-	// Condition is condition (0..1). Quality desctiption of asset
+	// Condition is "condition" (0..1): Quality desctiption of asset.
 	Condition *String
-	// PeriodType is periodType (0..*). Asset availability types
+	// PeriodType is "periodType" (0..*): Asset availability types.
 	PeriodType []CodeableConcept
-	// Period is period (0..*). Time period of the asset
+	// Period is "period" (0..*): Time period of the asset.
 	Period []Period
-	// UsePeriod is usePeriod (0..*). Time period
+	// UsePeriod is "usePeriod" (0..*): Time period.
 	UsePeriod []Period
-	// Text is text (0..1). Asset clause or question text
+	// Text is "text" (0..1): Asset clause or question text.
 	Text *String
-	// LinkID is linkId (0..*). Pointer to asset text
+	// LinkID is "linkId" (0..*): Pointer to asset text.
 	LinkID []String
-	// Answer is answer (0..*). Response to assets
+	// Answer is "answer" (0..*): Response to assets.
 	Answer []ContractTermOfferAnswer
-	// SecurityLabelNumber is securityLabelNumber (0..*). Asset restriction numbers
+	// SecurityLabelNumber is "securityLabelNumber" (0..*): Asset restriction numbers.
 	SecurityLabelNumber []UnsignedInt
-	// ValuedItem is valuedItem (0..*). Contract Valued Item List
+	// ValuedItem is "valuedItem" (0..*): Contract Valued Item List.
 	ValuedItem []ContractTermAssetValuedItem
 }
 
@@ -1108,17 +1108,17 @@ func (x *ContractTermAsset) UnmarshalJSON(data []byte) error {
 
 // ContractTermAssetContext is the backbone element Contract.term.asset.context: Circumstance of the asset
 type ContractTermAssetContext struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Reference is reference (0..1). Creator,custodian or owner
+	// Reference is "reference" (0..1): Creator,custodian or owner.
 	Reference *Reference
-	// Code is code (0..*). Codeable asset context
+	// Code is "code" (0..*): Codeable asset context.
 	Code []CodeableConcept
-	// Text is text (0..1). Context description
+	// Text is "text" (0..1): Context description.
 	Text *String
 }
 
@@ -1180,41 +1180,41 @@ func (x *ContractTermAssetContext) UnmarshalJSON(data []byte) error {
 
 // ContractTermAssetValuedItem is the backbone element Contract.term.asset.valuedItem: Contract Valued Item List
 type ContractTermAssetValuedItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// EntityCodeableConcept is entityCodeableConcept (0..1). Contract Valued Item Type
+	// EntityCodeableConcept is "entityCodeableConcept" (entity[x] as CodeableConcept, 0..1): Contract Valued Item Type.
 	EntityCodeableConcept *CodeableConcept
-	// EntityReference is entityReference (0..1). Contract Valued Item Type
+	// EntityReference is "entityReference" (entity[x] as Reference, 0..1): Contract Valued Item Type.
 	EntityReference *Reference
-	// Identifier is identifier (0..1). Contract Valued Item Number
+	// Identifier is "identifier" (0..1): Contract Valued Item Number.
 	Identifier *Identifier
-	// EffectiveTime is effectiveTime (0..1). Contract Valued Item Effective Tiem
+	// EffectiveTime is "effectiveTime" (0..1): Contract Valued Item Effective Tiem.
 	EffectiveTime *DateTime
-	// Quantity is quantity (0..1). Count of Contract Valued Items
+	// Quantity is "quantity" (0..1): Count of Contract Valued Items.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Contract Valued Item fee, charge, or cost
+	// UnitPrice is "unitPrice" (0..1): Contract Valued Item fee, charge, or cost.
 	UnitPrice *Money
-	// Factor is factor (0..1). Contract Valued Item Price Scaling Factor
+	// Factor is "factor" (0..1): Contract Valued Item Price Scaling Factor.
 	Factor *Decimal
-	// Points is points (0..1). Contract Valued Item Difficulty Scaling Factor
+	// Points is "points" (0..1): Contract Valued Item Difficulty Scaling Factor.
 	Points *Decimal
-	// Net is net (0..1). Total Contract Valued Item Value
+	// Net is "net" (0..1): Total Contract Valued Item Value.
 	Net *Money
-	// Payment is payment (0..1). Terms of valuation
+	// Payment is "payment" (0..1): Terms of valuation.
 	Payment *String
-	// PaymentDate is paymentDate (0..1). When payment is due
+	// PaymentDate is "paymentDate" (0..1): When payment is due.
 	PaymentDate *DateTime
-	// Responsible is responsible (0..1). Who will make payment
+	// Responsible is "responsible" (0..1): Who will make payment.
 	Responsible *Reference
-	// Recipient is recipient (0..1). Who will receive payment
+	// Recipient is "recipient" (0..1): Who will receive payment.
 	Recipient *Reference
-	// LinkID is linkId (0..*). Pointer to specific item
+	// LinkID is "linkId" (0..*): Pointer to specific item.
 	LinkID []String
-	// SecurityLabelNumber is securityLabelNumber (0..*). Security Labels that define affected terms
+	// SecurityLabelNumber is "securityLabelNumber" (0..*): Security Labels that define affected terms.
 	SecurityLabelNumber []UnsignedInt
 }
 
@@ -1336,57 +1336,57 @@ func (x *ContractTermAssetValuedItem) UnmarshalJSON(data []byte) error {
 
 // ContractTermAction is the backbone element Contract.term.action: Entity being ascribed responsibility
 type ContractTermAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DoNotPerform is doNotPerform (0..1). True if the term prohibits the action
+	// DoNotPerform is "doNotPerform" (0..1): True if the term prohibits the action.
 	DoNotPerform *Boolean
-	// Type is type (1..1). Type or form of the action
+	// Type is "type" (1..1): Type or form of the action.
 	Type *CodeableConcept
-	// Subject is subject (0..*). Entity of the action
+	// Subject is "subject" (0..*): Entity of the action.
 	Subject []ContractTermActionSubject
-	// Intent is intent (1..1). Purpose for the Contract Term Action
+	// Intent is "intent" (1..1): Purpose for the Contract Term Action.
 	Intent *CodeableConcept
-	// LinkID is linkId (0..*). Pointer to specific item
+	// LinkID is "linkId" (0..*): Pointer to specific item.
 	LinkID []String
-	// Status is status (1..1). State of the action
+	// Status is "status" (1..1): State of the action.
 	Status *CodeableConcept
-	// Context is context (0..1). Episode associated with action
+	// Context is "context" (0..1): Episode associated with action.
 	Context *Reference
-	// ContextLinkID is contextLinkId (0..*). Pointer to specific item
+	// ContextLinkID is "contextLinkId" (0..*): Pointer to specific item.
 	ContextLinkID []String
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When action happens
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): When action happens.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). When action happens
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): When action happens.
 	OccurrencePeriod *Period
-	// OccurrenceTiming is occurrenceTiming (0..1). When action happens
+	// OccurrenceTiming is "occurrenceTiming" (occurrence[x] as Timing, 0..1): When action happens.
 	OccurrenceTiming *Timing
-	// Requester is requester (0..*). Who asked for action
+	// Requester is "requester" (0..*): Who asked for action.
 	Requester []Reference
-	// RequesterLinkID is requesterLinkId (0..*). Pointer to specific item
+	// RequesterLinkID is "requesterLinkId" (0..*): Pointer to specific item.
 	RequesterLinkID []String
-	// PerformerType is performerType (0..*). Kind of service performer
+	// PerformerType is "performerType" (0..*): Kind of service performer.
 	PerformerType []CodeableConcept
-	// PerformerRole is performerRole (0..1). Competency of the performer
+	// PerformerRole is "performerRole" (0..1): Competency of the performer.
 	PerformerRole *CodeableConcept
-	// Performer is performer (0..1). Actor that wil execute (or not) the action
+	// Performer is "performer" (0..1): Actor that wil execute (or not) the action.
 	Performer *Reference
-	// PerformerLinkID is performerLinkId (0..*). Pointer to specific item
+	// PerformerLinkID is "performerLinkId" (0..*): Pointer to specific item.
 	PerformerLinkID []String
-	// ReasonCode is reasonCode (0..*). Why is action (not) needed?
+	// ReasonCode is "reasonCode" (0..*): Why is action (not) needed?.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why is action (not) needed?
+	// ReasonReference is "reasonReference" (0..*): Why is action (not) needed?.
 	ReasonReference []Reference
-	// Reason is reason (0..*). Why action is to be performed
+	// Reason is "reason" (0..*): Why action is to be performed.
 	Reason []String
-	// ReasonLinkID is reasonLinkId (0..*). Pointer to specific item
+	// ReasonLinkID is "reasonLinkId" (0..*): Pointer to specific item.
 	ReasonLinkID []String
-	// Note is note (0..*). Comments about the action
+	// Note is "note" (0..*): Comments about the action.
 	Note []Annotation
-	// SecurityLabelNumber is securityLabelNumber (0..*). Action restriction numbers
+	// SecurityLabelNumber is "securityLabelNumber" (0..*): Action restriction numbers.
 	SecurityLabelNumber []UnsignedInt
 }
 
@@ -1544,15 +1544,15 @@ func (x *ContractTermAction) UnmarshalJSON(data []byte) error {
 
 // ContractTermActionSubject is the backbone element Contract.term.action.subject: Entity of the action
 type ContractTermActionSubject struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Reference is reference (1..*). Entity of the action
+	// Reference is "reference" (1..*): Entity of the action.
 	Reference []Reference
-	// Role is role (0..1). Role type of the agent
+	// Role is "role" (0..1): Role type of the agent.
 	Role *CodeableConcept
 }
 
@@ -1608,17 +1608,17 @@ func (x *ContractTermActionSubject) UnmarshalJSON(data []byte) error {
 
 // ContractSigner is the backbone element Contract.signer: Contract Signatory
 type ContractSigner struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Contract Signatory Role
+	// Type is "type" (1..1): Contract Signatory Role.
 	Type *Coding
-	// Party is party (1..1). Contract Signatory Party
+	// Party is "party" (1..1): Contract Signatory Party.
 	Party *Reference
-	// Signature is signature (1..*). Contract Documentation Signature
+	// Signature is "signature" (1..*): Contract Documentation Signature.
 	Signature []Signature
 }
 
@@ -1678,15 +1678,15 @@ func (x *ContractSigner) UnmarshalJSON(data []byte) error {
 
 // ContractFriendly is the backbone element Contract.friendly: Contract Friendly Language
 type ContractFriendly struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ContentAttachment is contentAttachment (1..1). Easily comprehended representation of this Contract
+	// ContentAttachment is "contentAttachment" (content[x] as Attachment, 1..1): Easily comprehended representation of this Contract.
 	ContentAttachment *Attachment
-	// ContentReference is contentReference (1..1). Easily comprehended representation of this Contract
+	// ContentReference is "contentReference" (content[x] as Reference, 1..1): Easily comprehended representation of this Contract.
 	ContentReference *Reference
 }
 
@@ -1742,15 +1742,15 @@ func (x *ContractFriendly) UnmarshalJSON(data []byte) error {
 
 // ContractLegal is the backbone element Contract.legal: Contract Legal Language
 type ContractLegal struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ContentAttachment is contentAttachment (1..1). Contract Legal Text
+	// ContentAttachment is "contentAttachment" (content[x] as Attachment, 1..1): Contract Legal Text.
 	ContentAttachment *Attachment
-	// ContentReference is contentReference (1..1). Contract Legal Text
+	// ContentReference is "contentReference" (content[x] as Reference, 1..1): Contract Legal Text.
 	ContentReference *Reference
 }
 
@@ -1806,15 +1806,15 @@ func (x *ContractLegal) UnmarshalJSON(data []byte) error {
 
 // ContractRule is the backbone element Contract.rule: Computable Contract Language
 type ContractRule struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ContentAttachment is contentAttachment (1..1). Computable Contract Rules
+	// ContentAttachment is "contentAttachment" (content[x] as Attachment, 1..1): Computable Contract Rules.
 	ContentAttachment *Attachment
-	// ContentReference is contentReference (1..1). Computable Contract Rules
+	// ContentReference is "contentReference" (content[x] as Reference, 1..1): Computable Contract Rules.
 	ContentReference *Reference
 }
 

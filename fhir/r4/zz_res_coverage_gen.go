@@ -4,55 +4,55 @@ package r4
 
 // Coverage is the FHIR R4 resource Coverage: Financial instrument which may be used to reimburse or pay for health care products and services.
 type Coverage struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for the coverage
+	// Identifier is "identifier" (0..*): Business Identifier for the coverage.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Type is type (0..1). Coverage category such as medical or accident
+	// Type is "type" (0..1): Coverage category such as medical or accident.
 	Type *CodeableConcept
-	// PolicyHolder is policyHolder (0..1). Owner of the policy
+	// PolicyHolder is "policyHolder" (0..1): Owner of the policy.
 	PolicyHolder *Reference
-	// Subscriber is subscriber (0..1). Subscriber to the policy
+	// Subscriber is "subscriber" (0..1): Subscriber to the policy.
 	Subscriber *Reference
-	// SubscriberID is subscriberId (0..1). ID assigned to the subscriber
+	// SubscriberID is "subscriberId" (0..1): ID assigned to the subscriber.
 	SubscriberID *String
-	// Beneficiary is beneficiary (1..1). Plan beneficiary
+	// Beneficiary is "beneficiary" (1..1): Plan beneficiary.
 	Beneficiary *Reference
-	// Dependent is dependent (0..1). Dependent number
+	// Dependent is "dependent" (0..1): Dependent number.
 	Dependent *String
-	// Relationship is relationship (0..1). Beneficiary relationship to the subscriber
+	// Relationship is "relationship" (0..1): Beneficiary relationship to the subscriber.
 	Relationship *CodeableConcept
-	// Period is period (0..1). Coverage start and end dates
+	// Period is "period" (0..1): Coverage start and end dates.
 	Period *Period
-	// Payor is payor (1..*). Issuer of the policy
+	// Payor is "payor" (1..*): Issuer of the policy.
 	Payor []Reference
-	// Class is class (0..*). Additional coverage classifications
+	// Class is "class" (0..*): Additional coverage classifications.
 	Class []CoverageClass
-	// Order is order (0..1). Relative order of the coverage
+	// Order is "order" (0..1): Relative order of the coverage.
 	Order *PositiveInt
-	// Network is network (0..1). Insurer network
+	// Network is "network" (0..1): Insurer network.
 	Network *String
-	// CostToBeneficiary is costToBeneficiary (0..*). Patient payments for services/products
+	// CostToBeneficiary is "costToBeneficiary" (0..*): Patient payments for services/products.
 	CostToBeneficiary []CoverageCostToBeneficiary
-	// Subrogation is subrogation (0..1). Reimbursement to insurer
+	// Subrogation is "subrogation" (0..1): Reimbursement to insurer.
 	Subrogation *Boolean
-	// Contract is contract (0..*). Contract details
+	// Contract is "contract" (0..*): Contract details.
 	Contract []Reference
 }
 
@@ -216,17 +216,17 @@ func (x *Coverage) UnmarshalJSON(data []byte) error {
 
 // CoverageClass is the backbone element Coverage.class: Additional coverage classifications
 type CoverageClass struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of class such as 'group' or 'plan'
+	// Type is "type" (1..1): Type of class such as 'group' or 'plan'.
 	Type *CodeableConcept
-	// Value is value (1..1). Value associated with the type
+	// Value is "value" (1..1): Value associated with the type.
 	Value *String
-	// Name is name (0..1). Human readable description of the type and value
+	// Name is "name" (0..1): Human readable description of the type and value.
 	Name *String
 }
 
@@ -290,19 +290,19 @@ func (x *CoverageClass) UnmarshalJSON(data []byte) error {
 
 // CoverageCostToBeneficiary is the backbone element Coverage.costToBeneficiary: Patient payments for services/products
 type CoverageCostToBeneficiary struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Cost category
+	// Type is "type" (0..1): Cost category.
 	Type *CodeableConcept
-	// ValueQuantity is valueQuantity (1..1). The amount or percentage due from the beneficiary
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): The amount or percentage due from the beneficiary.
 	ValueQuantity *Quantity
-	// ValueMoney is valueMoney (1..1). The amount or percentage due from the beneficiary
+	// ValueMoney is "valueMoney" (value[x] as Money, 1..1): The amount or percentage due from the beneficiary.
 	ValueMoney *Money
-	// Exception is exception (0..*). Exceptions for patient payments
+	// Exception is "exception" (0..*): Exceptions for patient payments.
 	Exception []CoverageCostToBeneficiaryException
 }
 
@@ -366,15 +366,15 @@ func (x *CoverageCostToBeneficiary) UnmarshalJSON(data []byte) error {
 
 // CoverageCostToBeneficiaryException is the backbone element Coverage.costToBeneficiary.exception: Exceptions for patient payments
 type CoverageCostToBeneficiaryException struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Exception category
+	// Type is "type" (1..1): Exception category.
 	Type *CodeableConcept
-	// Period is period (0..1). The effective period of the exception
+	// Period is "period" (0..1): The effective period of the exception.
 	Period *Period
 }
 

@@ -4,51 +4,51 @@ package r4
 
 // CoverageEligibilityRequest is the FHIR R4 resource CoverageEligibilityRequest: The CoverageEligibilityRequest provides patient and insurance coverage information to an insurer for them to respond, in the form of an CoverageEligibilityResponse, with information regarding whether …
 type CoverageEligibilityRequest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for coverage eligiblity request
+	// Identifier is "identifier" (0..*): Business Identifier for coverage eligiblity request.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Priority is priority (0..1). Desired processing priority
+	// Priority is "priority" (0..1): Desired processing priority.
 	Priority *CodeableConcept
-	// Purpose is purpose (1..*). auth-requirements | benefits | discovery | validation
+	// Purpose is "purpose" (1..*): auth-requirements | benefits | discovery | validation.
 	Purpose []Code
-	// Patient is patient (1..1). Intended recipient of products and services
+	// Patient is "patient" (1..1): Intended recipient of products and services.
 	Patient *Reference
-	// ServicedDate is servicedDate (0..1). Estimated date or dates of service
+	// ServicedDate is "servicedDate" (serviced[x] as date, 0..1): Estimated date or dates of service.
 	ServicedDate *Date
-	// ServicedPeriod is servicedPeriod (0..1). Estimated date or dates of service
+	// ServicedPeriod is "servicedPeriod" (serviced[x] as Period, 0..1): Estimated date or dates of service.
 	ServicedPeriod *Period
-	// Created is created (1..1). Creation date
+	// Created is "created" (1..1): Creation date.
 	Created *DateTime
-	// Enterer is enterer (0..1). Author
+	// Enterer is "enterer" (0..1): Author.
 	Enterer *Reference
-	// Provider is provider (0..1). Party responsible for the request
+	// Provider is "provider" (0..1): Party responsible for the request.
 	Provider *Reference
-	// Insurer is insurer (1..1). Coverage issuer
+	// Insurer is "insurer" (1..1): Coverage issuer.
 	Insurer *Reference
-	// Facility is facility (0..1). Servicing facility
+	// Facility is "facility" (0..1): Servicing facility.
 	Facility *Reference
-	// SupportingInfo is supportingInfo (0..*). Supporting information
+	// SupportingInfo is "supportingInfo" (0..*): Supporting information.
 	SupportingInfo []CoverageEligibilityRequestSupportingInfo
-	// Insurance is insurance (0..*). Patient insurance information
+	// Insurance is "insurance" (0..*): Patient insurance information.
 	Insurance []CoverageEligibilityRequestInsurance
-	// Item is item (0..*). Item to be evaluated for eligibiity
+	// Item is "item" (0..*): Item to be evaluated for eligibiity.
 	Item []CoverageEligibilityRequestItem
 }
 
@@ -200,17 +200,17 @@ func (x *CoverageEligibilityRequest) UnmarshalJSON(data []byte) error {
 
 // CoverageEligibilityRequestSupportingInfo is the backbone element CoverageEligibilityRequest.supportingInfo: Supporting information
 type CoverageEligibilityRequestSupportingInfo struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Information instance identifier
+	// Sequence is "sequence" (1..1): Information instance identifier.
 	Sequence *PositiveInt
-	// Information is information (1..1). Data to be provided
+	// Information is "information" (1..1): Data to be provided.
 	Information *Reference
-	// AppliesToAll is appliesToAll (0..1). Applies to all items
+	// AppliesToAll is "appliesToAll" (0..1): Applies to all items.
 	AppliesToAll *Boolean
 }
 
@@ -276,17 +276,17 @@ func (x *CoverageEligibilityRequestSupportingInfo) UnmarshalJSON(data []byte) er
 
 // CoverageEligibilityRequestInsurance is the backbone element CoverageEligibilityRequest.insurance: Patient insurance information
 type CoverageEligibilityRequestInsurance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Focal is focal (0..1). Applicable coverage
+	// Focal is "focal" (0..1): Applicable coverage.
 	Focal *Boolean
-	// Coverage is coverage (1..1). Insurance information
+	// Coverage is "coverage" (1..1): Insurance information.
 	Coverage *Reference
-	// BusinessArrangement is businessArrangement (0..1). Additional provider contract number
+	// BusinessArrangement is "businessArrangement" (0..1): Additional provider contract number.
 	BusinessArrangement *String
 }
 
@@ -350,31 +350,31 @@ func (x *CoverageEligibilityRequestInsurance) UnmarshalJSON(data []byte) error {
 
 // CoverageEligibilityRequestItem is the backbone element CoverageEligibilityRequest.item: Item to be evaluated for eligibiity
 type CoverageEligibilityRequestItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// SupportingInfoSequence is supportingInfoSequence (0..*). Applicable exception or supporting information
+	// SupportingInfoSequence is "supportingInfoSequence" (0..*): Applicable exception or supporting information.
 	SupportingInfoSequence []PositiveInt
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (0..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (0..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Product or service billing modifiers
+	// Modifier is "modifier" (0..*): Product or service billing modifiers.
 	Modifier []CodeableConcept
-	// Provider is provider (0..1). Perfoming practitioner
+	// Provider is "provider" (0..1): Perfoming practitioner.
 	Provider *Reference
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Facility is facility (0..1). Servicing facility
+	// Facility is "facility" (0..1): Servicing facility.
 	Facility *Reference
-	// Diagnosis is diagnosis (0..*). Applicable diagnosis
+	// Diagnosis is "diagnosis" (0..*): Applicable diagnosis.
 	Diagnosis []CoverageEligibilityRequestItemDiagnosis
-	// Detail is detail (0..*). Product or service details
+	// Detail is "detail" (0..*): Product or service details.
 	Detail []Reference
 }
 
@@ -464,15 +464,15 @@ func (x *CoverageEligibilityRequestItem) UnmarshalJSON(data []byte) error {
 
 // CoverageEligibilityRequestItemDiagnosis is the backbone element CoverageEligibilityRequest.item.diagnosis: Applicable diagnosis
 type CoverageEligibilityRequestItemDiagnosis struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DiagnosisCodeableConcept is diagnosisCodeableConcept (0..1). Nature of illness or problem
+	// DiagnosisCodeableConcept is "diagnosisCodeableConcept" (diagnosis[x] as CodeableConcept, 0..1): Nature of illness or problem.
 	DiagnosisCodeableConcept *CodeableConcept
-	// DiagnosisReference is diagnosisReference (0..1). Nature of illness or problem
+	// DiagnosisReference is "diagnosisReference" (diagnosis[x] as Reference, 0..1): Nature of illness or problem.
 	DiagnosisReference *Reference
 }
 

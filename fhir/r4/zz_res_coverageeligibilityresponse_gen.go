@@ -4,53 +4,53 @@ package r4
 
 // CoverageEligibilityResponse is the FHIR R4 resource CoverageEligibilityResponse: This resource provides eligibility and plan details from the processing of an CoverageEligibilityRequest resource.
 type CoverageEligibilityResponse struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for coverage eligiblity request
+	// Identifier is "identifier" (0..*): Business Identifier for coverage eligiblity request.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Purpose is purpose (1..*). auth-requirements | benefits | discovery | validation
+	// Purpose is "purpose" (1..*): auth-requirements | benefits | discovery | validation.
 	Purpose []Code
-	// Patient is patient (1..1). Intended recipient of products and services
+	// Patient is "patient" (1..1): Intended recipient of products and services.
 	Patient *Reference
-	// ServicedDate is servicedDate (0..1). Estimated date or dates of service
+	// ServicedDate is "servicedDate" (serviced[x] as date, 0..1): Estimated date or dates of service.
 	ServicedDate *Date
-	// ServicedPeriod is servicedPeriod (0..1). Estimated date or dates of service
+	// ServicedPeriod is "servicedPeriod" (serviced[x] as Period, 0..1): Estimated date or dates of service.
 	ServicedPeriod *Period
-	// Created is created (1..1). Response creation date
+	// Created is "created" (1..1): Response creation date.
 	Created *DateTime
-	// Requestor is requestor (0..1). Party responsible for the request
+	// Requestor is "requestor" (0..1): Party responsible for the request.
 	Requestor *Reference
-	// Request is request (1..1). Eligibility request reference
+	// Request is "request" (1..1): Eligibility request reference.
 	Request *Reference
-	// Outcome is outcome (1..1). queued | complete | error | partial
+	// Outcome is "outcome" (1..1): queued | complete | error | partial.
 	Outcome *Code
-	// Disposition is disposition (0..1). Disposition Message
+	// Disposition is "disposition" (0..1): Disposition Message.
 	Disposition *String
-	// Insurer is insurer (1..1). Coverage issuer
+	// Insurer is "insurer" (1..1): Coverage issuer.
 	Insurer *Reference
-	// Insurance is insurance (0..*). Patient insurance information
+	// Insurance is "insurance" (0..*): Patient insurance information.
 	Insurance []CoverageEligibilityResponseInsurance
-	// PreAuthRef is preAuthRef (0..1). Preauthorization reference
+	// PreAuthRef is "preAuthRef" (0..1): Preauthorization reference.
 	PreAuthRef *String
-	// Form is form (0..1). Printed form identifier
+	// Form is "form" (0..1): Printed form identifier.
 	Form *CodeableConcept
-	// Error is error (0..*). Processing errors
+	// Error is "error" (0..*): Processing errors.
 	Error []CoverageEligibilityResponseError
 }
 
@@ -212,19 +212,19 @@ func (x *CoverageEligibilityResponse) UnmarshalJSON(data []byte) error {
 
 // CoverageEligibilityResponseInsurance is the backbone element CoverageEligibilityResponse.insurance: Patient insurance information
 type CoverageEligibilityResponseInsurance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Coverage is coverage (1..1). Insurance information
+	// Coverage is "coverage" (1..1): Insurance information.
 	Coverage *Reference
-	// Inforce is inforce (0..1). Coverage inforce indicator
+	// Inforce is "inforce" (0..1): Coverage inforce indicator.
 	Inforce *Boolean
-	// BenefitPeriod is benefitPeriod (0..1). When the benefits are applicable
+	// BenefitPeriod is "benefitPeriod" (0..1): When the benefits are applicable.
 	BenefitPeriod *Period
-	// Item is item (0..*). Benefits and authorization details
+	// Item is "item" (0..*): Benefits and authorization details.
 	Item []CoverageEligibilityResponseInsuranceItem
 }
 
@@ -290,39 +290,39 @@ func (x *CoverageEligibilityResponseInsurance) UnmarshalJSON(data []byte) error 
 
 // CoverageEligibilityResponseInsuranceItem is the backbone element CoverageEligibilityResponse.insurance.item: Benefits and authorization details
 type CoverageEligibilityResponseInsuranceItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (0..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (0..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Product or service billing modifiers
+	// Modifier is "modifier" (0..*): Product or service billing modifiers.
 	Modifier []CodeableConcept
-	// Provider is provider (0..1). Performing practitioner
+	// Provider is "provider" (0..1): Performing practitioner.
 	Provider *Reference
-	// Excluded is excluded (0..1). Excluded from the plan
+	// Excluded is "excluded" (0..1): Excluded from the plan.
 	Excluded *Boolean
-	// Name is name (0..1). Short name for the benefit
+	// Name is "name" (0..1): Short name for the benefit.
 	Name *String
-	// Description is description (0..1). Description of the benefit or services covered
+	// Description is "description" (0..1): Description of the benefit or services covered.
 	Description *String
-	// Network is network (0..1). In or out of network
+	// Network is "network" (0..1): In or out of network.
 	Network *CodeableConcept
-	// Unit is unit (0..1). Individual or family
+	// Unit is "unit" (0..1): Individual or family.
 	Unit *CodeableConcept
-	// Term is term (0..1). Annual or lifetime
+	// Term is "term" (0..1): Annual or lifetime.
 	Term *CodeableConcept
-	// Benefit is benefit (0..*). Benefit Summary
+	// Benefit is "benefit" (0..*): Benefit Summary.
 	Benefit []CoverageEligibilityResponseInsuranceItemBenefit
-	// AuthorizationRequired is authorizationRequired (0..1). Authorization required flag
+	// AuthorizationRequired is "authorizationRequired" (0..1): Authorization required flag.
 	AuthorizationRequired *Boolean
-	// AuthorizationSupporting is authorizationSupporting (0..*). Type of required supporting materials
+	// AuthorizationSupporting is "authorizationSupporting" (0..*): Type of required supporting materials.
 	AuthorizationSupporting []CodeableConcept
-	// AuthorizationURL is authorizationUrl (0..1). Preauthorization requirements endpoint
+	// AuthorizationURL is "authorizationUrl" (0..1): Preauthorization requirements endpoint.
 	AuthorizationURL *URI
 }
 
@@ -438,25 +438,25 @@ func (x *CoverageEligibilityResponseInsuranceItem) UnmarshalJSON(data []byte) er
 
 // CoverageEligibilityResponseInsuranceItemBenefit is the backbone element CoverageEligibilityResponse.insurance.item.benefit: Benefit Summary
 type CoverageEligibilityResponseInsuranceItemBenefit struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Benefit classification
+	// Type is "type" (1..1): Benefit classification.
 	Type *CodeableConcept
-	// AllowedUnsignedInt is allowedUnsignedInt (0..1). Benefits allowed
+	// AllowedUnsignedInt is "allowedUnsignedInt" (allowed[x] as unsignedInt, 0..1): Benefits allowed.
 	AllowedUnsignedInt *UnsignedInt
-	// AllowedString is allowedString (0..1). Benefits allowed
+	// AllowedString is "allowedString" (allowed[x] as string, 0..1): Benefits allowed.
 	AllowedString *String
-	// AllowedMoney is allowedMoney (0..1). Benefits allowed
+	// AllowedMoney is "allowedMoney" (allowed[x] as Money, 0..1): Benefits allowed.
 	AllowedMoney *Money
-	// UsedUnsignedInt is usedUnsignedInt (0..1). Benefits used
+	// UsedUnsignedInt is "usedUnsignedInt" (used[x] as unsignedInt, 0..1): Benefits used.
 	UsedUnsignedInt *UnsignedInt
-	// UsedString is usedString (0..1). Benefits used
+	// UsedString is "usedString" (used[x] as string, 0..1): Benefits used.
 	UsedString *String
-	// UsedMoney is usedMoney (0..1). Benefits used
+	// UsedMoney is "usedMoney" (used[x] as Money, 0..1): Benefits used.
 	UsedMoney *Money
 }
 
@@ -542,13 +542,13 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) UnmarshalJSON(data []b
 
 // CoverageEligibilityResponseError is the backbone element CoverageEligibilityResponse.error: Processing errors
 type CoverageEligibilityResponseError struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Error code detailing processing issues
+	// Code is "code" (1..1): Error code detailing processing issues.
 	Code *CodeableConcept
 }
 

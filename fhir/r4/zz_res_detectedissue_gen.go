@@ -4,47 +4,47 @@ package r4
 
 // DetectedIssue is the FHIR R4 resource DetectedIssue: Indicates an actual or potential clinical issue with or between one or more active or proposed clinical actions for a patient; e.g. Drug-drug interaction, Ineffective treatment frequency, Procedure-co…
 type DetectedIssue struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique id for the detected issue
+	// Identifier is "identifier" (0..*): Unique id for the detected issue.
 	Identifier []Identifier
-	// Status is status (1..1). registered | preliminary | final | amended +
+	// Status is "status" (1..1): registered | preliminary | final | amended +.
 	Status *Code
-	// Code is code (0..1). Issue Category, e.g. drug-drug, duplicate therapy, etc.
+	// Code is "code" (0..1): Issue Category, e.g. drug-drug, duplicate therapy, etc.
 	Code *CodeableConcept
-	// Severity is severity (0..1). high | moderate | low
+	// Severity is "severity" (0..1): high | moderate | low.
 	Severity *Code
-	// Patient is patient (0..1). Associated patient
+	// Patient is "patient" (0..1): Associated patient.
 	Patient *Reference
-	// IdentifiedDateTime is identifiedDateTime (0..1). When identified
+	// IdentifiedDateTime is "identifiedDateTime" (identified[x] as dateTime, 0..1): When identified.
 	IdentifiedDateTime *DateTime
-	// IdentifiedPeriod is identifiedPeriod (0..1). When identified
+	// IdentifiedPeriod is "identifiedPeriod" (identified[x] as Period, 0..1): When identified.
 	IdentifiedPeriod *Period
-	// Author is author (0..1). The provider or device that identified the issue
+	// Author is "author" (0..1): The provider or device that identified the issue.
 	Author *Reference
-	// Implicated is implicated (0..*). Problem resource
+	// Implicated is "implicated" (0..*): Problem resource.
 	Implicated []Reference
-	// Evidence is evidence (0..*). Supporting evidence
+	// Evidence is "evidence" (0..*): Supporting evidence.
 	Evidence []DetectedIssueEvidence
-	// Detail is detail (0..1). Description and context
+	// Detail is "detail" (0..1): Description and context.
 	Detail *String
-	// Reference is reference (0..1). Authority for issue
+	// Reference is "reference" (0..1): Authority for issue.
 	Reference *URI
-	// Mitigation is mitigation (0..*). Step taken to address
+	// Mitigation is "mitigation" (0..*): Step taken to address.
 	Mitigation []DetectedIssueMitigation
 }
 
@@ -190,15 +190,15 @@ func (x *DetectedIssue) UnmarshalJSON(data []byte) error {
 
 // DetectedIssueEvidence is the backbone element DetectedIssue.evidence: Supporting evidence
 type DetectedIssueEvidence struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..*). Manifestation
+	// Code is "code" (0..*): Manifestation.
 	Code []CodeableConcept
-	// Detail is detail (0..*). Supporting information
+	// Detail is "detail" (0..*): Supporting information.
 	Detail []Reference
 }
 
@@ -254,17 +254,17 @@ func (x *DetectedIssueEvidence) UnmarshalJSON(data []byte) error {
 
 // DetectedIssueMitigation is the backbone element DetectedIssue.mitigation: Step taken to address
 type DetectedIssueMitigation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Action is action (1..1). What mitigation?
+	// Action is "action" (1..1): What mitigation?.
 	Action *CodeableConcept
-	// Date is date (0..1). Date committed
+	// Date is "date" (0..1): Date committed.
 	Date *DateTime
-	// Author is author (0..1). Who is committing?
+	// Author is "author" (0..1): Who is committing?.
 	Author *Reference
 }
 

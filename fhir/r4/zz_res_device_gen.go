@@ -4,73 +4,73 @@ package r4
 
 // Device is the FHIR R4 resource Device: A type of a manufactured item that is used in the provision of healthcare without being substantially changed through that activity.
 type Device struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Instance identifier
+	// Identifier is "identifier" (0..*): Instance identifier.
 	Identifier []Identifier
-	// Definition is definition (0..1). The reference to the definition for the device
+	// Definition is "definition" (0..1): The reference to the definition for the device.
 	Definition *Reference
-	// UdiCarrier is udiCarrier (0..*). Unique Device Identifier (UDI) Barcode string
+	// UdiCarrier is "udiCarrier" (0..*): Unique Device Identifier (UDI) Barcode string.
 	UdiCarrier []DeviceUdiCarrier
-	// Status is status (0..1). active | inactive | entered-in-error | unknown
+	// Status is "status" (0..1): active | inactive | entered-in-error | unknown.
 	Status *Code
-	// StatusReason is statusReason (0..*). online | paused | standby | offline | not-ready | transduc-discon | hw-discon | off
+	// StatusReason is "statusReason" (0..*): online | paused | standby | offline | not-ready | transduc-discon | hw-discon | off.
 	StatusReason []CodeableConcept
-	// DistinctIdentifier is distinctIdentifier (0..1). The distinct identification string
+	// DistinctIdentifier is "distinctIdentifier" (0..1): The distinct identification string.
 	DistinctIdentifier *String
-	// Manufacturer is manufacturer (0..1). Name of device manufacturer
+	// Manufacturer is "manufacturer" (0..1): Name of device manufacturer.
 	Manufacturer *String
-	// ManufactureDate is manufactureDate (0..1). Date when the device was made
+	// ManufactureDate is "manufactureDate" (0..1): Date when the device was made.
 	ManufactureDate *DateTime
-	// ExpirationDate is expirationDate (0..1). Date and time of expiry of this device (if applicable)
+	// ExpirationDate is "expirationDate" (0..1): Date and time of expiry of this device (if applicable).
 	ExpirationDate *DateTime
-	// LotNumber is lotNumber (0..1). Lot number of manufacture
+	// LotNumber is "lotNumber" (0..1): Lot number of manufacture.
 	LotNumber *String
-	// SerialNumber is serialNumber (0..1). Serial number assigned by the manufacturer
+	// SerialNumber is "serialNumber" (0..1): Serial number assigned by the manufacturer.
 	SerialNumber *String
-	// DeviceName is deviceName (0..*). The name of the device as given by the manufacturer
+	// DeviceName is "deviceName" (0..*): The name of the device as given by the manufacturer.
 	DeviceName []DeviceDeviceName
-	// ModelNumber is modelNumber (0..1). The model number for the device
+	// ModelNumber is "modelNumber" (0..1): The model number for the device.
 	ModelNumber *String
-	// PartNumber is partNumber (0..1). The part number of the device
+	// PartNumber is "partNumber" (0..1): The part number of the device.
 	PartNumber *String
-	// Type is type (0..1). The kind or type of device
+	// Type is "type" (0..1): The kind or type of device.
 	Type *CodeableConcept
-	// Specialization is specialization (0..*). The capabilities supported on a device, the standards to which the device conforms for a particular purpose, and used for the communication
+	// Specialization is "specialization" (0..*): The capabilities supported on a device, the standards to which the device conforms for a particular purpose, and used for the communication.
 	Specialization []DeviceSpecialization
-	// Version is version (0..*). The actual design of the device or software version running on the device
+	// Version is "version" (0..*): The actual design of the device or software version running on the device.
 	Version []DeviceVersion
-	// Property is property (0..*). The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties
+	// Property is "property" (0..*): The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties.
 	Property []DeviceProperty
-	// Patient is patient (0..1). Patient to whom Device is affixed
+	// Patient is "patient" (0..1): Patient to whom Device is affixed.
 	Patient *Reference
-	// Owner is owner (0..1). Organization responsible for device
+	// Owner is "owner" (0..1): Organization responsible for device.
 	Owner *Reference
-	// Contact is contact (0..*). Details for human/organization for support
+	// Contact is "contact" (0..*): Details for human/organization for support.
 	Contact []ContactPoint
-	// Location is location (0..1). Where the device is found
+	// Location is "location" (0..1): Where the device is found.
 	Location *Reference
-	// URL is url (0..1). Network address to contact device
+	// URL is "url" (0..1): Network address to contact device.
 	URL *URI
-	// Note is note (0..*). Device notes and comments
+	// Note is "note" (0..*): Device notes and comments.
 	Note []Annotation
-	// Safety is safety (0..*). Safety Characteristics of Device
+	// Safety is "safety" (0..*): Safety Characteristics of Device.
 	Safety []CodeableConcept
-	// Parent is parent (0..1). The parent device
+	// Parent is "parent" (0..1): The parent device.
 	Parent *Reference
 }
 
@@ -278,23 +278,23 @@ func (x *Device) UnmarshalJSON(data []byte) error {
 
 // DeviceUdiCarrier is the backbone element Device.udiCarrier: Unique Device Identifier (UDI) Barcode string
 type DeviceUdiCarrier struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DeviceIdentifier is deviceIdentifier (0..1). Mandatory fixed portion of UDI
+	// DeviceIdentifier is "deviceIdentifier" (0..1): Mandatory fixed portion of UDI.
 	DeviceIdentifier *String
-	// Issuer is issuer (0..1). UDI Issuing Organization
+	// Issuer is "issuer" (0..1): UDI Issuing Organization.
 	Issuer *URI
-	// Jurisdiction is jurisdiction (0..1). Regional UDI authority
+	// Jurisdiction is "jurisdiction" (0..1): Regional UDI authority.
 	Jurisdiction *URI
-	// CarrierAIDC is carrierAIDC (0..1). UDI Machine Readable Barcode String
+	// CarrierAIDC is "carrierAIDC" (0..1): UDI Machine Readable Barcode String.
 	CarrierAIDC *Base64Binary
-	// CarrierHRF is carrierHRF (0..1). UDI Human Readable Barcode String
+	// CarrierHRF is "carrierHRF" (0..1): UDI Human Readable Barcode String.
 	CarrierHRF *String
-	// EntryType is entryType (0..1). barcode | rfid | manual +
+	// EntryType is "entryType" (0..1): barcode | rfid | manual +.
 	EntryType *Code
 }
 
@@ -378,15 +378,15 @@ func (x *DeviceUdiCarrier) UnmarshalJSON(data []byte) error {
 
 // DeviceDeviceName is the backbone element Device.deviceName: The name of the device as given by the manufacturer
 type DeviceDeviceName struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). The name of the device
+	// Name is "name" (1..1): The name of the device.
 	Name *String
-	// Type is type (1..1). udi-label-name | user-friendly-name | patient-reported-name | manufacturer-name | model-name | other
+	// Type is "type" (1..1): udi-label-name | user-friendly-name | patient-reported-name | manufacturer-name | model-name | other.
 	Type *Code
 }
 
@@ -446,15 +446,15 @@ func (x *DeviceDeviceName) UnmarshalJSON(data []byte) error {
 
 // DeviceSpecialization is the backbone element Device.specialization: The capabilities supported on a  device, the standards to which the device conforms for a particular purpose, and used for the communication
 type DeviceSpecialization struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// SystemType is systemType (1..1). The standard that is used to operate and communicate
+	// SystemType is "systemType" (1..1): The standard that is used to operate and communicate.
 	SystemType *CodeableConcept
-	// Version is version (0..1). The version of the standard that is used to operate and communicate
+	// Version is "version" (0..1): The version of the standard that is used to operate and communicate.
 	Version *String
 }
 
@@ -512,17 +512,17 @@ func (x *DeviceSpecialization) UnmarshalJSON(data []byte) error {
 
 // DeviceVersion is the backbone element Device.version: The actual design of the device or software version running on the device
 type DeviceVersion struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). The type of the device version
+	// Type is "type" (0..1): The type of the device version.
 	Type *CodeableConcept
-	// Component is component (0..1). A single component of the device version
+	// Component is "component" (0..1): A single component of the device version.
 	Component *Identifier
-	// Value is value (1..1). The version text
+	// Value is "value" (1..1): The version text.
 	Value *String
 }
 
@@ -584,17 +584,17 @@ func (x *DeviceVersion) UnmarshalJSON(data []byte) error {
 
 // DeviceProperty is the backbone element Device.property: The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties
 type DeviceProperty struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Code that specifies the property DeviceDefinitionPropetyCode (Extensible)
+	// Type is "type" (1..1): Code that specifies the property DeviceDefinitionPropetyCode (Extensible).
 	Type *CodeableConcept
-	// ValueQuantity is valueQuantity (0..*). Property value as a quantity
+	// ValueQuantity is "valueQuantity" (0..*): Property value as a quantity.
 	ValueQuantity []Quantity
-	// ValueCode is valueCode (0..*). Property value as a code, e.g., NTP4 (synced to NTP)
+	// ValueCode is "valueCode" (0..*): Property value as a code, e.g., NTP4 (synced to NTP).
 	ValueCode []CodeableConcept
 }
 

@@ -4,67 +4,67 @@ package r4
 
 // DeviceDefinition is the FHIR R4 resource DeviceDefinition: The characteristics, operational status and capabilities of a medical-related component of a medical device.
 type DeviceDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Instance identifier
+	// Identifier is "identifier" (0..*): Instance identifier.
 	Identifier []Identifier
-	// UdiDeviceIdentifier is udiDeviceIdentifier (0..*). Unique Device Identifier (UDI) Barcode string
+	// UdiDeviceIdentifier is "udiDeviceIdentifier" (0..*): Unique Device Identifier (UDI) Barcode string.
 	UdiDeviceIdentifier []DeviceDefinitionUdiDeviceIdentifier
-	// ManufacturerString is manufacturerString (0..1). Name of device manufacturer
+	// ManufacturerString is "manufacturerString" (manufacturer[x] as string, 0..1): Name of device manufacturer.
 	ManufacturerString *String
-	// ManufacturerReference is manufacturerReference (0..1). Name of device manufacturer
+	// ManufacturerReference is "manufacturerReference" (manufacturer[x] as Reference, 0..1): Name of device manufacturer.
 	ManufacturerReference *Reference
-	// DeviceName is deviceName (0..*). A name given to the device to identify it
+	// DeviceName is "deviceName" (0..*): A name given to the device to identify it.
 	DeviceName []DeviceDefinitionDeviceName
-	// ModelNumber is modelNumber (0..1). The model number for the device
+	// ModelNumber is "modelNumber" (0..1): The model number for the device.
 	ModelNumber *String
-	// Type is type (0..1). What kind of device or device system this is
+	// Type is "type" (0..1): What kind of device or device system this is.
 	Type *CodeableConcept
-	// Specialization is specialization (0..*). The capabilities supported on a device, the standards to which the device conforms for a particular purpose, and used for the communication
+	// Specialization is "specialization" (0..*): The capabilities supported on a device, the standards to which the device conforms for a particular purpose, and used for the communication.
 	Specialization []DeviceDefinitionSpecialization
-	// Version is version (0..*). Available versions
+	// Version is "version" (0..*): Available versions.
 	Version []String
-	// Safety is safety (0..*). Safety characteristics of the device
+	// Safety is "safety" (0..*): Safety characteristics of the device.
 	Safety []CodeableConcept
-	// ShelfLifeStorage is shelfLifeStorage (0..*). Shelf Life and storage information
+	// ShelfLifeStorage is "shelfLifeStorage" (0..*): Shelf Life and storage information.
 	ShelfLifeStorage []ProductShelfLife
-	// PhysicalCharacteristics is physicalCharacteristics (0..1). Dimensions, color etc.
+	// PhysicalCharacteristics is "physicalCharacteristics" (0..1): Dimensions, color etc.
 	PhysicalCharacteristics *ProdCharacteristic
-	// LanguageCode is languageCode (0..*). Language code for the human-readable text strings produced by the device (all supported)
+	// LanguageCode is "languageCode" (0..*): Language code for the human-readable text strings produced by the device (all supported).
 	LanguageCode []CodeableConcept
-	// Capability is capability (0..*). Device capabilities
+	// Capability is "capability" (0..*): Device capabilities.
 	Capability []DeviceDefinitionCapability
-	// Property is property (0..*). The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties
+	// Property is "property" (0..*): The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties.
 	Property []DeviceDefinitionProperty
-	// Owner is owner (0..1). Organization responsible for device
+	// Owner is "owner" (0..1): Organization responsible for device.
 	Owner *Reference
-	// Contact is contact (0..*). Details for human/organization for support
+	// Contact is "contact" (0..*): Details for human/organization for support.
 	Contact []ContactPoint
-	// URL is url (0..1). Network address to contact device
+	// URL is "url" (0..1): Network address to contact device.
 	URL *URI
-	// OnlineInformation is onlineInformation (0..1). Access to on-line information
+	// OnlineInformation is "onlineInformation" (0..1): Access to on-line information.
 	OnlineInformation *URI
-	// Note is note (0..*). Device notes and comments
+	// Note is "note" (0..*): Device notes and comments.
 	Note []Annotation
-	// Quantity is quantity (0..1). The quantity of the device present in the packaging (e.g. the number of devices present in a pack, or the number of devices in the same package of the medicinal product)
+	// Quantity is "quantity" (0..1): The quantity of the device present in the packaging (e.g. the number of devices present in a pack, or the number of devices in the same package of the medicinal product).
 	Quantity *Quantity
-	// ParentDevice is parentDevice (0..1). The parent device it can be part of
+	// ParentDevice is "parentDevice" (0..1): The parent device it can be part of.
 	ParentDevice *Reference
-	// Material is material (0..*). A substance used to create the material(s) of which the device is made
+	// Material is "material" (0..*): A substance used to create the material(s) of which the device is made.
 	Material []DeviceDefinitionMaterial
 }
 
@@ -250,17 +250,17 @@ func (x *DeviceDefinition) UnmarshalJSON(data []byte) error {
 
 // DeviceDefinitionUdiDeviceIdentifier is the backbone element DeviceDefinition.udiDeviceIdentifier: Unique Device Identifier (UDI) Barcode string
 type DeviceDefinitionUdiDeviceIdentifier struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DeviceIdentifier is deviceIdentifier (1..1). The identifier that is to be associated with every Device that references this DeviceDefintiion for the issuer and jurisdication porvided in the DeviceDefinition.udiDeviceIdentifier
+	// DeviceIdentifier is "deviceIdentifier" (1..1): The identifier that is to be associated with every Device that references this DeviceDefintiion for the issuer and jurisdication porvided in the DeviceDefinition.udiDeviceIdentifier.
 	DeviceIdentifier *String
-	// Issuer is issuer (1..1). The organization that assigns the identifier algorithm
+	// Issuer is "issuer" (1..1): The organization that assigns the identifier algorithm.
 	Issuer *URI
-	// Jurisdiction is jurisdiction (1..1). The jurisdiction to which the deviceIdentifier applies
+	// Jurisdiction is "jurisdiction" (1..1): The jurisdiction to which the deviceIdentifier applies.
 	Jurisdiction *URI
 }
 
@@ -326,15 +326,15 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) UnmarshalJSON(data []byte) error {
 
 // DeviceDefinitionDeviceName is the backbone element DeviceDefinition.deviceName: A name given to the device to identify it
 type DeviceDefinitionDeviceName struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). The name of the device
+	// Name is "name" (1..1): The name of the device.
 	Name *String
-	// Type is type (1..1). udi-label-name | user-friendly-name | patient-reported-name | manufacturer-name | model-name | other
+	// Type is "type" (1..1): udi-label-name | user-friendly-name | patient-reported-name | manufacturer-name | model-name | other.
 	Type *Code
 }
 
@@ -394,15 +394,15 @@ func (x *DeviceDefinitionDeviceName) UnmarshalJSON(data []byte) error {
 
 // DeviceDefinitionSpecialization is the backbone element DeviceDefinition.specialization: The capabilities supported on a  device, the standards to which the device conforms for a particular purpose, and used for the communication
 type DeviceDefinitionSpecialization struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// SystemType is systemType (1..1). The standard that is used to operate and communicate
+	// SystemType is "systemType" (1..1): The standard that is used to operate and communicate.
 	SystemType *String
-	// Version is version (0..1). The version of the standard that is used to operate and communicate
+	// Version is "version" (0..1): The version of the standard that is used to operate and communicate.
 	Version *String
 }
 
@@ -462,15 +462,15 @@ func (x *DeviceDefinitionSpecialization) UnmarshalJSON(data []byte) error {
 
 // DeviceDefinitionCapability is the backbone element DeviceDefinition.capability: Device capabilities
 type DeviceDefinitionCapability struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of capability
+	// Type is "type" (1..1): Type of capability.
 	Type *CodeableConcept
-	// Description is description (0..*). Description of capability
+	// Description is "description" (0..*): Description of capability.
 	Description []CodeableConcept
 }
 
@@ -526,17 +526,17 @@ func (x *DeviceDefinitionCapability) UnmarshalJSON(data []byte) error {
 
 // DeviceDefinitionProperty is the backbone element DeviceDefinition.property: The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties
 type DeviceDefinitionProperty struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Code that specifies the property DeviceDefinitionPropetyCode (Extensible)
+	// Type is "type" (1..1): Code that specifies the property DeviceDefinitionPropetyCode (Extensible).
 	Type *CodeableConcept
-	// ValueQuantity is valueQuantity (0..*). Property value as a quantity
+	// ValueQuantity is "valueQuantity" (0..*): Property value as a quantity.
 	ValueQuantity []Quantity
-	// ValueCode is valueCode (0..*). Property value as a code, e.g., NTP4 (synced to NTP)
+	// ValueCode is "valueCode" (0..*): Property value as a code, e.g., NTP4 (synced to NTP).
 	ValueCode []CodeableConcept
 }
 
@@ -596,17 +596,17 @@ func (x *DeviceDefinitionProperty) UnmarshalJSON(data []byte) error {
 
 // DeviceDefinitionMaterial is the backbone element DeviceDefinition.material: A substance used to create the material(s) of which the device is made
 type DeviceDefinitionMaterial struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Substance is substance (1..1). The substance
+	// Substance is "substance" (1..1): The substance.
 	Substance *CodeableConcept
-	// Alternate is alternate (0..1). Indicates an alternative material of the device
+	// Alternate is "alternate" (0..1): Indicates an alternative material of the device.
 	Alternate *Boolean
-	// AllergenicIndicator is allergenicIndicator (0..1). Whether the substance is a known or suspected allergen
+	// AllergenicIndicator is "allergenicIndicator" (0..1): Whether the substance is a known or suspected allergen.
 	AllergenicIndicator *Boolean
 }
 

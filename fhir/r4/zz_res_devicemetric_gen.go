@@ -4,41 +4,41 @@ package r4
 
 // DeviceMetric is the FHIR R4 resource DeviceMetric: Describes a measurement, calculation or setting capability of a medical device.
 type DeviceMetric struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Instance identifier
+	// Identifier is "identifier" (0..*): Instance identifier.
 	Identifier []Identifier
-	// Type is type (1..1). Identity of metric, for example Heart Rate or PEEP Setting
+	// Type is "type" (1..1): Identity of metric, for example Heart Rate or PEEP Setting.
 	Type *CodeableConcept
-	// Unit is unit (0..1). Unit of Measure for the Metric
+	// Unit is "unit" (0..1): Unit of Measure for the Metric.
 	Unit *CodeableConcept
-	// Source is source (0..1). Describes the link to the source Device
+	// Source is "source" (0..1): Describes the link to the source Device.
 	Source *Reference
-	// Parent is parent (0..1). Describes the link to the parent Device
+	// Parent is "parent" (0..1): Describes the link to the parent Device.
 	Parent *Reference
-	// OperationalStatus is operationalStatus (0..1). on | off | standby | entered-in-error
+	// OperationalStatus is "operationalStatus" (0..1): on | off | standby | entered-in-error.
 	OperationalStatus *Code
-	// Color is color (0..1). black | red | green | yellow | blue | magenta | cyan | white
+	// Color is "color" (0..1): black | red | green | yellow | blue | magenta | cyan | white.
 	Color *Code
-	// Category is category (1..1). measurement | setting | calculation | unspecified
+	// Category is "category" (1..1): measurement | setting | calculation | unspecified.
 	Category *Code
-	// MeasurementPeriod is measurementPeriod (0..1). Describes the measurement repetition time
+	// MeasurementPeriod is "measurementPeriod" (0..1): Describes the measurement repetition time.
 	MeasurementPeriod *Timing
-	// Calibration is calibration (0..*). Describes the calibrations that have been performed or that are required to be performed
+	// Calibration is "calibration" (0..*): Describes the calibrations that have been performed or that are required to be performed.
 	Calibration []DeviceMetricCalibration
 }
 
@@ -168,17 +168,17 @@ func (x *DeviceMetric) UnmarshalJSON(data []byte) error {
 
 // DeviceMetricCalibration is the backbone element DeviceMetric.calibration: Describes the calibrations that have been performed or that are required to be performed
 type DeviceMetricCalibration struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). unspecified | offset | gain | two-point
+	// Type is "type" (0..1): unspecified | offset | gain | two-point.
 	Type *Code
-	// State is state (0..1). not-calibrated | calibration-required | calibrated | unspecified
+	// State is "state" (0..1): not-calibrated | calibration-required | calibrated | unspecified.
 	State *Code
-	// Time is time (0..1). Describes the time last calibration has been performed
+	// Time is "time" (0..1): Describes the time last calibration has been performed.
 	Time *Instant
 }
 

@@ -4,75 +4,75 @@ package r4
 
 // DeviceRequest is the FHIR R4 resource DeviceRequest: Represents a request for a patient to employ a medical device.
 type DeviceRequest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Request identifier
+	// Identifier is "identifier" (0..*): External Request identifier.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// BasedOn is basedOn (0..*). What request fulfills
+	// BasedOn is "basedOn" (0..*): What request fulfills.
 	BasedOn []Reference
-	// PriorRequest is priorRequest (0..*). What request replaces
+	// PriorRequest is "priorRequest" (0..*): What request replaces.
 	PriorRequest []Reference
-	// GroupIdentifier is groupIdentifier (0..1). Identifier of composite request
+	// GroupIdentifier is "groupIdentifier" (0..1): Identifier of composite request.
 	GroupIdentifier *Identifier
-	// Status is status (0..1). draft | active | on-hold | revoked | completed | entered-in-error | unknown
+	// Status is "status" (0..1): draft | active | on-hold | revoked | completed | entered-in-error | unknown.
 	Status *Code
-	// Intent is intent (1..1). proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option
+	// Intent is "intent" (1..1): proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option.
 	Intent *Code
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// CodeReference is codeReference (1..1). Device requested
+	// CodeReference is "codeReference" (code[x] as Reference, 1..1): Device requested.
 	CodeReference *Reference
-	// CodeCodeableConcept is codeCodeableConcept (1..1). Device requested
+	// CodeCodeableConcept is "codeCodeableConcept" (code[x] as CodeableConcept, 1..1): Device requested.
 	CodeCodeableConcept *CodeableConcept
-	// Parameter is parameter (0..*). Device details
+	// Parameter is "parameter" (0..*): Device details.
 	Parameter []DeviceRequestParameter
-	// Subject is subject (1..1). Focus of request
+	// Subject is "subject" (1..1): Focus of request.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter motivating request
+	// Encounter is "encounter" (0..1): Encounter motivating request.
 	Encounter *Reference
-	// OccurrenceDateTime is occurrenceDateTime (0..1). Desired time or schedule for use
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): Desired time or schedule for use.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). Desired time or schedule for use
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): Desired time or schedule for use.
 	OccurrencePeriod *Period
-	// OccurrenceTiming is occurrenceTiming (0..1). Desired time or schedule for use
+	// OccurrenceTiming is "occurrenceTiming" (occurrence[x] as Timing, 0..1): Desired time or schedule for use.
 	OccurrenceTiming *Timing
-	// AuthoredOn is authoredOn (0..1). When recorded
+	// AuthoredOn is "authoredOn" (0..1): When recorded.
 	AuthoredOn *DateTime
-	// Requester is requester (0..1). Who/what is requesting diagnostics
+	// Requester is "requester" (0..1): Who/what is requesting diagnostics.
 	Requester *Reference
-	// PerformerType is performerType (0..1). Filler role
+	// PerformerType is "performerType" (0..1): Filler role.
 	PerformerType *CodeableConcept
-	// Performer is performer (0..1). Requested Filler
+	// Performer is "performer" (0..1): Requested Filler.
 	Performer *Reference
-	// ReasonCode is reasonCode (0..*). Coded Reason for request
+	// ReasonCode is "reasonCode" (0..*): Coded Reason for request.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Linked Reason for request
+	// ReasonReference is "reasonReference" (0..*): Linked Reason for request.
 	ReasonReference []Reference
-	// Insurance is insurance (0..*). Associated insurance coverage
+	// Insurance is "insurance" (0..*): Associated insurance coverage.
 	Insurance []Reference
-	// SupportingInfo is supportingInfo (0..*). Additional clinical information
+	// SupportingInfo is "supportingInfo" (0..*): Additional clinical information.
 	SupportingInfo []Reference
-	// Note is note (0..*). Notes or comments
+	// Note is "note" (0..*): Notes or comments.
 	Note []Annotation
-	// RelevantHistory is relevantHistory (0..*). Request provenance
+	// RelevantHistory is "relevantHistory" (0..*): Request provenance.
 	RelevantHistory []Reference
 }
 
@@ -278,21 +278,21 @@ func (x *DeviceRequest) UnmarshalJSON(data []byte) error {
 
 // DeviceRequestParameter is the backbone element DeviceRequest.parameter: Device details
 type DeviceRequestParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Device detail
+	// Code is "code" (0..1): Device detail.
 	Code *CodeableConcept
-	// ValueCodeableConcept is valueCodeableConcept (0..1). Value of detail
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 0..1): Value of detail.
 	ValueCodeableConcept *CodeableConcept
-	// ValueQuantity is valueQuantity (0..1). Value of detail
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Value of detail.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (0..1). Value of detail
+	// ValueRange is "valueRange" (value[x] as Range, 0..1): Value of detail.
 	ValueRange *Range
-	// ValueBoolean is valueBoolean (0..1). Value of detail
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Value of detail.
 	ValueBoolean *Boolean
 }
 

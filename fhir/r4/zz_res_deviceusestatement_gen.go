@@ -4,51 +4,51 @@ package r4
 
 // DeviceUseStatement is the FHIR R4 resource DeviceUseStatement: A record of a device being used by a patient where the record is the result of a report from the patient or another clinician.
 type DeviceUseStatement struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External identifier for this record
+	// Identifier is "identifier" (0..*): External identifier for this record.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..*). Fulfills plan, proposal or order
+	// BasedOn is "basedOn" (0..*): Fulfills plan, proposal or order.
 	BasedOn []Reference
-	// Status is status (1..1). active | completed | entered-in-error +
+	// Status is "status" (1..1): active | completed | entered-in-error +.
 	Status *Code
-	// Subject is subject (1..1). Patient using device
+	// Subject is "subject" (1..1): Patient using device.
 	Subject *Reference
-	// DerivedFrom is derivedFrom (0..*). Supporting information
+	// DerivedFrom is "derivedFrom" (0..*): Supporting information.
 	DerivedFrom []Reference
-	// TimingTiming is timingTiming (0..1). How often the device was used
+	// TimingTiming is "timingTiming" (timing[x] as Timing, 0..1): How often the device was used.
 	TimingTiming *Timing
-	// TimingPeriod is timingPeriod (0..1). How often the device was used
+	// TimingPeriod is "timingPeriod" (timing[x] as Period, 0..1): How often the device was used.
 	TimingPeriod *Period
-	// TimingDateTime is timingDateTime (0..1). How often the device was used
+	// TimingDateTime is "timingDateTime" (timing[x] as dateTime, 0..1): How often the device was used.
 	TimingDateTime *DateTime
-	// RecordedOn is recordedOn (0..1). When statement was recorded
+	// RecordedOn is "recordedOn" (0..1): When statement was recorded.
 	RecordedOn *DateTime
-	// Source is source (0..1). Who made the statement
+	// Source is "source" (0..1): Who made the statement.
 	Source *Reference
-	// Device is device (1..1). Reference to device used
+	// Device is "device" (1..1): Reference to device used.
 	Device *Reference
-	// ReasonCode is reasonCode (0..*). Why device was used
+	// ReasonCode is "reasonCode" (0..*): Why device was used.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why was DeviceUseStatement performed?
+	// ReasonReference is "reasonReference" (0..*): Why was DeviceUseStatement performed?.
 	ReasonReference []Reference
-	// BodySite is bodySite (0..1). Target body site
+	// BodySite is "bodySite" (0..1): Target body site.
 	BodySite *CodeableConcept
-	// Note is note (0..*). Addition details (comments, instructions)
+	// Note is "note" (0..*): Addition details (comments, instructions).
 	Note []Annotation
 }
 

@@ -4,59 +4,59 @@ package r4
 
 // DiagnosticReport is the FHIR R4 resource DiagnosticReport: The findings and interpretation of diagnostic tests performed on patients, groups of patients, devices, and locations, and/or specimens derived from these.
 type DiagnosticReport struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier for report
+	// Identifier is "identifier" (0..*): Business identifier for report.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..*). What was requested
+	// BasedOn is "basedOn" (0..*): What was requested.
 	BasedOn []Reference
-	// Status is status (1..1). registered | partial | preliminary | final +
+	// Status is "status" (1..1): registered | partial | preliminary | final +.
 	Status *Code
-	// Category is category (0..*). Service category
+	// Category is "category" (0..*): Service category.
 	Category []CodeableConcept
-	// Code is code (1..1). Name/Code for this diagnostic report
+	// Code is "code" (1..1): Name/Code for this diagnostic report.
 	Code *CodeableConcept
-	// Subject is subject (0..1). The subject of the report - usually, but not always, the patient
+	// Subject is "subject" (0..1): The subject of the report - usually, but not always, the patient.
 	Subject *Reference
-	// Encounter is encounter (0..1). Health care event when test ordered
+	// Encounter is "encounter" (0..1): Health care event when test ordered.
 	Encounter *Reference
-	// EffectiveDateTime is effectiveDateTime (0..1). Clinically relevant time/time-period for report
+	// EffectiveDateTime is "effectiveDateTime" (effective[x] as dateTime, 0..1): Clinically relevant time/time-period for report.
 	EffectiveDateTime *DateTime
-	// EffectivePeriod is effectivePeriod (0..1). Clinically relevant time/time-period for report
+	// EffectivePeriod is "effectivePeriod" (effective[x] as Period, 0..1): Clinically relevant time/time-period for report.
 	EffectivePeriod *Period
-	// Issued is issued (0..1). DateTime this version was made
+	// Issued is "issued" (0..1): DateTime this version was made.
 	Issued *Instant
-	// Performer is performer (0..*). Responsible Diagnostic Service
+	// Performer is "performer" (0..*): Responsible Diagnostic Service.
 	Performer []Reference
-	// ResultsInterpreter is resultsInterpreter (0..*). Primary result interpreter
+	// ResultsInterpreter is "resultsInterpreter" (0..*): Primary result interpreter.
 	ResultsInterpreter []Reference
-	// Specimen is specimen (0..*). Specimens this report is based on
+	// Specimen is "specimen" (0..*): Specimens this report is based on.
 	Specimen []Reference
-	// Result is result (0..*). Observations
+	// Result is "result" (0..*): Observations.
 	Result []Reference
-	// ImagingStudy is imagingStudy (0..*). Reference to full details of imaging associated with the diagnostic report
+	// ImagingStudy is "imagingStudy" (0..*): Reference to full details of imaging associated with the diagnostic report.
 	ImagingStudy []Reference
-	// Media is media (0..*). Key images associated with this report
+	// Media is "media" (0..*): Key images associated with this report.
 	Media []DiagnosticReportMedia
-	// Conclusion is conclusion (0..1). Clinical conclusion (interpretation) of test results
+	// Conclusion is "conclusion" (0..1): Clinical conclusion (interpretation) of test results.
 	Conclusion *String
-	// ConclusionCode is conclusionCode (0..*). Codes for the clinical conclusion of test results
+	// ConclusionCode is "conclusionCode" (0..*): Codes for the clinical conclusion of test results.
 	ConclusionCode []CodeableConcept
-	// PresentedForm is presentedForm (0..*). Entire report as issued
+	// PresentedForm is "presentedForm" (0..*): Entire report as issued.
 	PresentedForm []Attachment
 }
 
@@ -224,15 +224,15 @@ func (x *DiagnosticReport) UnmarshalJSON(data []byte) error {
 
 // DiagnosticReportMedia is the backbone element DiagnosticReport.media: Key images associated with this report
 type DiagnosticReportMedia struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Comment is comment (0..1). Comment about the image (e.g. explanation)
+	// Comment is "comment" (0..1): Comment about the image (e.g. explanation).
 	Comment *String
-	// Link is link (1..1). Reference to the image source
+	// Link is "link" (1..1): Reference to the image source.
 	Link *Reference
 }
 

@@ -4,45 +4,45 @@ package r4
 
 // DocumentManifest is the FHIR R4 resource DocumentManifest: A collection of documents compiled for a purpose together with metadata that applies to the collection.
 type DocumentManifest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// MasterIdentifier is masterIdentifier (0..1). Unique Identifier for the set of documents
+	// MasterIdentifier is "masterIdentifier" (0..1): Unique Identifier for the set of documents.
 	MasterIdentifier *Identifier
-	// Identifier is identifier (0..*). Other identifiers for the manifest
+	// Identifier is "identifier" (0..*): Other identifiers for the manifest.
 	Identifier []Identifier
-	// Status is status (1..1). current | superseded | entered-in-error
+	// Status is "status" (1..1): current | superseded | entered-in-error.
 	Status *Code
-	// Type is type (0..1). Kind of document set
+	// Type is "type" (0..1): Kind of document set.
 	Type *CodeableConcept
-	// Subject is subject (0..1). The subject of the set of documents
+	// Subject is "subject" (0..1): The subject of the set of documents.
 	Subject *Reference
-	// Created is created (0..1). When this document manifest created
+	// Created is "created" (0..1): When this document manifest created.
 	Created *DateTime
-	// Author is author (0..*). Who and/or what authored the DocumentManifest
+	// Author is "author" (0..*): Who and/or what authored the DocumentManifest.
 	Author []Reference
-	// Recipient is recipient (0..*). Intended to get notified about this set of documents
+	// Recipient is "recipient" (0..*): Intended to get notified about this set of documents.
 	Recipient []Reference
-	// Source is source (0..1). The source system/application/software
+	// Source is "source" (0..1): The source system/application/software.
 	Source *URI
-	// Description is description (0..1). Human-readable description (title)
+	// Description is "description" (0..1): Human-readable description (title).
 	Description *String
-	// Content is content (1..*). Items in manifest
+	// Content is "content" (1..*): Items in manifest.
 	Content []Reference
-	// Related is related (0..*). Related things
+	// Related is "related" (0..*): Related things.
 	Related []DocumentManifestRelated
 }
 
@@ -182,15 +182,15 @@ func (x *DocumentManifest) UnmarshalJSON(data []byte) error {
 
 // DocumentManifestRelated is the backbone element DocumentManifest.related: Related things
 type DocumentManifestRelated struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Identifiers of things that are related
+	// Identifier is "identifier" (0..1): Identifiers of things that are related.
 	Identifier *Identifier
-	// Ref is ref (0..1). Related Resource
+	// Ref is "ref" (0..1): Related Resource.
 	Ref *Reference
 }
 

@@ -4,53 +4,53 @@ package r4
 
 // DocumentReference is the FHIR R4 resource DocumentReference: A reference to a document of any kind for any purpose.
 type DocumentReference struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// MasterIdentifier is masterIdentifier (0..1). Master Version Specific Identifier
+	// MasterIdentifier is "masterIdentifier" (0..1): Master Version Specific Identifier.
 	MasterIdentifier *Identifier
-	// Identifier is identifier (0..*). Other identifiers for the document
+	// Identifier is "identifier" (0..*): Other identifiers for the document.
 	Identifier []Identifier
-	// Status is status (1..1). current | superseded | entered-in-error
+	// Status is "status" (1..1): current | superseded | entered-in-error.
 	Status *Code
-	// DocStatus is docStatus (0..1). preliminary | final | amended | entered-in-error
+	// DocStatus is "docStatus" (0..1): preliminary | final | amended | entered-in-error.
 	DocStatus *Code
-	// Type is type (0..1). Kind of document (LOINC if possible)
+	// Type is "type" (0..1): Kind of document (LOINC if possible).
 	Type *CodeableConcept
-	// Category is category (0..*). Categorization of document
+	// Category is "category" (0..*): Categorization of document.
 	Category []CodeableConcept
-	// Subject is subject (0..1). Who/what is the subject of the document
+	// Subject is "subject" (0..1): Who/what is the subject of the document.
 	Subject *Reference
-	// Date is date (0..1). When this document reference was created
+	// Date is "date" (0..1): When this document reference was created.
 	Date *Instant
-	// Author is author (0..*). Who and/or what authored the document
+	// Author is "author" (0..*): Who and/or what authored the document.
 	Author []Reference
-	// Authenticator is authenticator (0..1). Who/what authenticated the document
+	// Authenticator is "authenticator" (0..1): Who/what authenticated the document.
 	Authenticator *Reference
-	// Custodian is custodian (0..1). Organization which maintains the document
+	// Custodian is "custodian" (0..1): Organization which maintains the document.
 	Custodian *Reference
-	// RelatesTo is relatesTo (0..*). Relationships to other documents
+	// RelatesTo is "relatesTo" (0..*): Relationships to other documents.
 	RelatesTo []DocumentReferenceRelatesTo
-	// Description is description (0..1). Human-readable description
+	// Description is "description" (0..1): Human-readable description.
 	Description *String
-	// SecurityLabel is securityLabel (0..*). Document security-tags
+	// SecurityLabel is "securityLabel" (0..*): Document security-tags.
 	SecurityLabel []CodeableConcept
-	// Content is content (1..*). Document referenced
+	// Content is "content" (1..*): Document referenced.
 	Content []DocumentReferenceContent
-	// Context is context (0..1). Clinical context of document
+	// Context is "context" (0..1): Clinical context of document.
 	Context *DocumentReferenceContext
 }
 
@@ -206,15 +206,15 @@ func (x *DocumentReference) UnmarshalJSON(data []byte) error {
 
 // DocumentReferenceRelatesTo is the backbone element DocumentReference.relatesTo: Relationships to other documents
 type DocumentReferenceRelatesTo struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). replaces | transforms | signs | appends
+	// Code is "code" (1..1): replaces | transforms | signs | appends.
 	Code *Code
-	// Target is target (1..1). Target of the relationship
+	// Target is "target" (1..1): Target of the relationship.
 	Target *Reference
 }
 
@@ -272,15 +272,15 @@ func (x *DocumentReferenceRelatesTo) UnmarshalJSON(data []byte) error {
 
 // DocumentReferenceContent is the backbone element DocumentReference.content: Document referenced
 type DocumentReferenceContent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Attachment is attachment (1..1). Where to access the document
+	// Attachment is "attachment" (1..1): Where to access the document.
 	Attachment *Attachment
-	// Format is format (0..1). Format/content rules for the document
+	// Format is "format" (0..1): Format/content rules for the document.
 	Format *Coding
 }
 
@@ -336,25 +336,25 @@ func (x *DocumentReferenceContent) UnmarshalJSON(data []byte) error {
 
 // DocumentReferenceContext is the backbone element DocumentReference.context: Clinical context of document
 type DocumentReferenceContext struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Encounter is encounter (0..*). Context of the document content
+	// Encounter is "encounter" (0..*): Context of the document content.
 	Encounter []Reference
-	// Event is event (0..*). Main clinical acts documented
+	// Event is "event" (0..*): Main clinical acts documented.
 	Event []CodeableConcept
-	// Period is period (0..1). Time of service that is being documented
+	// Period is "period" (0..1): Time of service that is being documented.
 	Period *Period
-	// FacilityType is facilityType (0..1). Kind of facility where patient was seen
+	// FacilityType is "facilityType" (0..1): Kind of facility where patient was seen.
 	FacilityType *CodeableConcept
-	// PracticeSetting is practiceSetting (0..1). Additional details about where the content was created (e.g. clinical specialty)
+	// PracticeSetting is "practiceSetting" (0..1): Additional details about where the content was created (e.g. clinical specialty).
 	PracticeSetting *CodeableConcept
-	// SourcePatientInfo is sourcePatientInfo (0..1). Patient demographics from source
+	// SourcePatientInfo is "sourcePatientInfo" (0..1): Patient demographics from source.
 	SourcePatientInfo *Reference
-	// Related is related (0..*). Related identifiers or resources
+	// Related is "related" (0..*): Related identifiers or resources.
 	Related []Reference
 }
 

@@ -4,87 +4,87 @@ package r4
 
 // EffectEvidenceSynthesis is the FHIR R4 resource EffectEvidenceSynthesis: The EffectEvidenceSynthesis resource describes the difference in an outcome between exposures states in a population where the effect estimate is derived from a combination of research studies.
 type EffectEvidenceSynthesis struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this effect evidence synthesis, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this effect evidence synthesis, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the effect evidence synthesis
+	// Identifier is "identifier" (0..*): Additional identifier for the effect evidence synthesis.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the effect evidence synthesis
+	// Version is "version" (0..1): Business version of the effect evidence synthesis.
 	Version *String
-	// Name is name (0..1). Name for this effect evidence synthesis (computer friendly)
+	// Name is "name" (0..1): Name for this effect evidence synthesis (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this effect evidence synthesis (human friendly)
+	// Title is "title" (0..1): Name for this effect evidence synthesis (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the effect evidence synthesis
+	// Description is "description" (0..1): Natural language description of the effect evidence synthesis.
 	Description *Markdown
-	// Note is note (0..*). Used for footnotes or explanatory notes
+	// Note is "note" (0..*): Used for footnotes or explanatory notes.
 	Note []Annotation
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for effect evidence synthesis (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for effect evidence synthesis (if applicable).
 	Jurisdiction []CodeableConcept
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the effect evidence synthesis was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the effect evidence synthesis was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the effect evidence synthesis was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the effect evidence synthesis was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the effect evidence synthesis is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the effect evidence synthesis is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). The category of the EffectEvidenceSynthesis, such as Education, Treatment, Assessment, etc.
+	// Topic is "topic" (0..*): The category of the EffectEvidenceSynthesis, such as Education, Treatment, Assessment, etc.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations, etc.
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations, etc.
 	RelatedArtifact []RelatedArtifact
-	// SynthesisType is synthesisType (0..1). Type of synthesis
+	// SynthesisType is "synthesisType" (0..1): Type of synthesis.
 	SynthesisType *CodeableConcept
-	// StudyType is studyType (0..1). Type of study
+	// StudyType is "studyType" (0..1): Type of study.
 	StudyType *CodeableConcept
-	// Population is population (1..1). What population?
+	// Population is "population" (1..1): What population?.
 	Population *Reference
-	// Exposure is exposure (1..1). What exposure?
+	// Exposure is "exposure" (1..1): What exposure?.
 	Exposure *Reference
-	// ExposureAlternative is exposureAlternative (1..1). What comparison exposure?
+	// ExposureAlternative is "exposureAlternative" (1..1): What comparison exposure?.
 	ExposureAlternative *Reference
-	// Outcome is outcome (1..1). What outcome?
+	// Outcome is "outcome" (1..1): What outcome?.
 	Outcome *Reference
-	// SampleSize is sampleSize (0..1). What sample size was involved?
+	// SampleSize is "sampleSize" (0..1): What sample size was involved?.
 	SampleSize *EffectEvidenceSynthesisSampleSize
-	// ResultsByExposure is resultsByExposure (0..*). What was the result per exposure?
+	// ResultsByExposure is "resultsByExposure" (0..*): What was the result per exposure?.
 	ResultsByExposure []EffectEvidenceSynthesisResultsByExposure
-	// EffectEstimate is effectEstimate (0..*). What was the estimated effect
+	// EffectEstimate is "effectEstimate" (0..*): What was the estimated effect.
 	EffectEstimate []EffectEvidenceSynthesisEffectEstimate
-	// Certainty is certainty (0..*). How certain is the effect
+	// Certainty is "certainty" (0..*): How certain is the effect.
 	Certainty []EffectEvidenceSynthesisCertainty
 }
 
@@ -322,17 +322,17 @@ func (x *EffectEvidenceSynthesis) UnmarshalJSON(data []byte) error {
 
 // EffectEvidenceSynthesisSampleSize is the backbone element EffectEvidenceSynthesis.sampleSize: What sample size was involved?
 type EffectEvidenceSynthesisSampleSize struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Description of sample size
+	// Description is "description" (0..1): Description of sample size.
 	Description *String
-	// NumberOfStudies is numberOfStudies (0..1). How many studies?
+	// NumberOfStudies is "numberOfStudies" (0..1): How many studies?.
 	NumberOfStudies *Integer
-	// NumberOfParticipants is numberOfParticipants (0..1). How many participants?
+	// NumberOfParticipants is "numberOfParticipants" (0..1): How many participants?.
 	NumberOfParticipants *Integer
 }
 
@@ -398,19 +398,19 @@ func (x *EffectEvidenceSynthesisSampleSize) UnmarshalJSON(data []byte) error {
 
 // EffectEvidenceSynthesisResultsByExposure is the backbone element EffectEvidenceSynthesis.resultsByExposure: What was the result per exposure?
 type EffectEvidenceSynthesisResultsByExposure struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Description of results by exposure
+	// Description is "description" (0..1): Description of results by exposure.
 	Description *String
-	// ExposureState is exposureState (0..1). exposure | exposure-alternative
+	// ExposureState is "exposureState" (0..1): exposure | exposure-alternative.
 	ExposureState *Code
-	// VariantState is variantState (0..1). Variant exposure states
+	// VariantState is "variantState" (0..1): Variant exposure states.
 	VariantState *CodeableConcept
-	// RiskEvidenceSynthesis is riskEvidenceSynthesis (1..1). Risk evidence synthesis
+	// RiskEvidenceSynthesis is "riskEvidenceSynthesis" (1..1): Risk evidence synthesis.
 	RiskEvidenceSynthesis *Reference
 }
 
@@ -480,23 +480,23 @@ func (x *EffectEvidenceSynthesisResultsByExposure) UnmarshalJSON(data []byte) er
 
 // EffectEvidenceSynthesisEffectEstimate is the backbone element EffectEvidenceSynthesis.effectEstimate: What was the estimated effect
 type EffectEvidenceSynthesisEffectEstimate struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Description of effect estimate
+	// Description is "description" (0..1): Description of effect estimate.
 	Description *String
-	// Type is type (0..1). Type of efffect estimate
+	// Type is "type" (0..1): Type of efffect estimate.
 	Type *CodeableConcept
-	// VariantState is variantState (0..1). Variant exposure states
+	// VariantState is "variantState" (0..1): Variant exposure states.
 	VariantState *CodeableConcept
-	// Value is value (0..1). Point estimate
+	// Value is "value" (0..1): Point estimate.
 	Value *Decimal
-	// UnitOfMeasure is unitOfMeasure (0..1). What unit is the outcome described in?
+	// UnitOfMeasure is "unitOfMeasure" (0..1): What unit is the outcome described in?.
 	UnitOfMeasure *CodeableConcept
-	// PrecisionEstimate is precisionEstimate (0..*). How precise the estimate is
+	// PrecisionEstimate is "precisionEstimate" (0..*): How precise the estimate is.
 	PrecisionEstimate []EffectEvidenceSynthesisEffectEstimatePrecisionEstimate
 }
 
@@ -574,19 +574,19 @@ func (x *EffectEvidenceSynthesisEffectEstimate) UnmarshalJSON(data []byte) error
 
 // EffectEvidenceSynthesisEffectEstimatePrecisionEstimate is the backbone element EffectEvidenceSynthesis.effectEstimate.precisionEstimate: How precise the estimate is
 type EffectEvidenceSynthesisEffectEstimatePrecisionEstimate struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Type of precision estimate
+	// Type is "type" (0..1): Type of precision estimate.
 	Type *CodeableConcept
-	// Level is level (0..1). Level of confidence interval
+	// Level is "level" (0..1): Level of confidence interval.
 	Level *Decimal
-	// From is from (0..1). Lower bound
+	// From is "from" (0..1): Lower bound.
 	From *Decimal
-	// To is to (0..1). Upper bound
+	// To is "to" (0..1): Upper bound.
 	To *Decimal
 }
 
@@ -658,17 +658,17 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) UnmarshalJSON(d
 
 // EffectEvidenceSynthesisCertainty is the backbone element EffectEvidenceSynthesis.certainty: How certain is the effect
 type EffectEvidenceSynthesisCertainty struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Rating is rating (0..*). Certainty rating
+	// Rating is "rating" (0..*): Certainty rating.
 	Rating []CodeableConcept
-	// Note is note (0..*). Used for footnotes or explanatory notes
+	// Note is "note" (0..*): Used for footnotes or explanatory notes.
 	Note []Annotation
-	// CertaintySubcomponent is certaintySubcomponent (0..*). A component that contributes to the overall certainty
+	// CertaintySubcomponent is "certaintySubcomponent" (0..*): A component that contributes to the overall certainty.
 	CertaintySubcomponent []EffectEvidenceSynthesisCertaintyCertaintySubcomponent
 }
 
@@ -728,17 +728,17 @@ func (x *EffectEvidenceSynthesisCertainty) UnmarshalJSON(data []byte) error {
 
 // EffectEvidenceSynthesisCertaintyCertaintySubcomponent is the backbone element EffectEvidenceSynthesis.certainty.certaintySubcomponent: A component that contributes to the overall certainty
 type EffectEvidenceSynthesisCertaintyCertaintySubcomponent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Type of subcomponent of certainty rating
+	// Type is "type" (0..1): Type of subcomponent of certainty rating.
 	Type *CodeableConcept
-	// Rating is rating (0..*). Subcomponent certainty rating
+	// Rating is "rating" (0..*): Subcomponent certainty rating.
 	Rating []CodeableConcept
-	// Note is note (0..*). Used for footnotes or explanatory notes
+	// Note is "note" (0..*): Used for footnotes or explanatory notes.
 	Note []Annotation
 }
 

@@ -4,67 +4,67 @@ package r4
 
 // Encounter is the FHIR R4 resource Encounter: An interaction between a patient and healthcare provider(s) for the purpose of providing healthcare service(s) or assessing the health status of a patient.
 type Encounter struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifier(s) by which this encounter is known
+	// Identifier is "identifier" (0..*): Identifier(s) by which this encounter is known.
 	Identifier []Identifier
-	// Status is status (1..1). planned | arrived | triaged | in-progress | onleave | finished | cancelled +
+	// Status is "status" (1..1): planned | arrived | triaged | in-progress | onleave | finished | cancelled +.
 	Status *Code
-	// StatusHistory is statusHistory (0..*). List of past encounter statuses
+	// StatusHistory is "statusHistory" (0..*): List of past encounter statuses.
 	StatusHistory []EncounterStatusHistory
-	// Class is class (1..1). Classification of patient encounter
+	// Class is "class" (1..1): Classification of patient encounter.
 	Class *Coding
-	// ClassHistory is classHistory (0..*). List of past encounter classes
+	// ClassHistory is "classHistory" (0..*): List of past encounter classes.
 	ClassHistory []EncounterClassHistory
-	// Type is type (0..*). Specific type of encounter
+	// Type is "type" (0..*): Specific type of encounter.
 	Type []CodeableConcept
-	// ServiceType is serviceType (0..1). Specific type of service
+	// ServiceType is "serviceType" (0..1): Specific type of service.
 	ServiceType *CodeableConcept
-	// Priority is priority (0..1). Indicates the urgency of the encounter
+	// Priority is "priority" (0..1): Indicates the urgency of the encounter.
 	Priority *CodeableConcept
-	// Subject is subject (0..1). The patient or group present at the encounter
+	// Subject is "subject" (0..1): The patient or group present at the encounter.
 	Subject *Reference
-	// EpisodeOfCare is episodeOfCare (0..*). Episode(s) of care that this encounter should be recorded against
+	// EpisodeOfCare is "episodeOfCare" (0..*): Episode(s) of care that this encounter should be recorded against.
 	EpisodeOfCare []Reference
-	// BasedOn is basedOn (0..*). The ServiceRequest that initiated this encounter
+	// BasedOn is "basedOn" (0..*): The ServiceRequest that initiated this encounter.
 	BasedOn []Reference
-	// Participant is participant (0..*). List of participants involved in the encounter
+	// Participant is "participant" (0..*): List of participants involved in the encounter.
 	Participant []EncounterParticipant
-	// Appointment is appointment (0..*). The appointment that scheduled this encounter
+	// Appointment is "appointment" (0..*): The appointment that scheduled this encounter.
 	Appointment []Reference
-	// Period is period (0..1). The start and end time of the encounter
+	// Period is "period" (0..1): The start and end time of the encounter.
 	Period *Period
-	// Length is length (0..1). Quantity of time the encounter lasted (less time absent)
+	// Length is "length" (0..1): Quantity of time the encounter lasted (less time absent).
 	Length *Duration
-	// ReasonCode is reasonCode (0..*). Coded reason the encounter takes place
+	// ReasonCode is "reasonCode" (0..*): Coded reason the encounter takes place.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Reason the encounter takes place (reference)
+	// ReasonReference is "reasonReference" (0..*): Reason the encounter takes place (reference).
 	ReasonReference []Reference
-	// Diagnosis is diagnosis (0..*). The list of diagnosis relevant to this encounter
+	// Diagnosis is "diagnosis" (0..*): The list of diagnosis relevant to this encounter.
 	Diagnosis []EncounterDiagnosis
-	// Account is account (0..*). The set of accounts that may be used for billing for this Encounter
+	// Account is "account" (0..*): The set of accounts that may be used for billing for this Encounter.
 	Account []Reference
-	// Hospitalization is hospitalization (0..1). Details about the admission to a healthcare service
+	// Hospitalization is "hospitalization" (0..1): Details about the admission to a healthcare service.
 	Hospitalization *EncounterHospitalization
-	// Location is location (0..*). List of locations where the patient has been
+	// Location is "location" (0..*): List of locations where the patient has been.
 	Location []EncounterLocation
-	// ServiceProvider is serviceProvider (0..1). The organization (facility) responsible for this encounter
+	// ServiceProvider is "serviceProvider" (0..1): The organization (facility) responsible for this encounter.
 	ServiceProvider *Reference
-	// PartOf is partOf (0..1). Another Encounter this encounter is part of
+	// PartOf is "partOf" (0..1): Another Encounter this encounter is part of.
 	PartOf *Reference
 }
 
@@ -242,15 +242,15 @@ func (x *Encounter) UnmarshalJSON(data []byte) error {
 
 // EncounterStatusHistory is the backbone element Encounter.statusHistory: List of past encounter statuses
 type EncounterStatusHistory struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Status is status (1..1). planned | arrived | triaged | in-progress | onleave | finished | cancelled +
+	// Status is "status" (1..1): planned | arrived | triaged | in-progress | onleave | finished | cancelled +.
 	Status *Code
-	// Period is period (1..1). The time that the episode was in the specified status
+	// Period is "period" (1..1): The time that the episode was in the specified status.
 	Period *Period
 }
 
@@ -308,15 +308,15 @@ func (x *EncounterStatusHistory) UnmarshalJSON(data []byte) error {
 
 // EncounterClassHistory is the backbone element Encounter.classHistory: List of past encounter classes
 type EncounterClassHistory struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Class is class (1..1). inpatient | outpatient | ambulatory | emergency +
+	// Class is "class" (1..1): inpatient | outpatient | ambulatory | emergency +.
 	Class *Coding
-	// Period is period (1..1). The time that the episode was in the specified class
+	// Period is "period" (1..1): The time that the episode was in the specified class.
 	Period *Period
 }
 
@@ -372,17 +372,17 @@ func (x *EncounterClassHistory) UnmarshalJSON(data []byte) error {
 
 // EncounterParticipant is the backbone element Encounter.participant: List of participants involved in the encounter
 type EncounterParticipant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..*). Role of participant in encounter
+	// Type is "type" (0..*): Role of participant in encounter.
 	Type []CodeableConcept
-	// Period is period (0..1). Period of time during the encounter that the participant participated
+	// Period is "period" (0..1): Period of time during the encounter that the participant participated.
 	Period *Period
-	// Individual is individual (0..1). Persons involved in the encounter other than the patient
+	// Individual is "individual" (0..1): Persons involved in the encounter other than the patient.
 	Individual *Reference
 }
 
@@ -442,17 +442,17 @@ func (x *EncounterParticipant) UnmarshalJSON(data []byte) error {
 
 // EncounterDiagnosis is the backbone element Encounter.diagnosis: The list of diagnosis relevant to this encounter
 type EncounterDiagnosis struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Condition is condition (1..1). The diagnosis or procedure relevant to the encounter
+	// Condition is "condition" (1..1): The diagnosis or procedure relevant to the encounter.
 	Condition *Reference
-	// Use is use (0..1). Role that this diagnosis has within the encounter (e.g. admission, billing, discharge …)
+	// Use is "use" (0..1): Role that this diagnosis has within the encounter (e.g. admission, billing, discharge …).
 	Use *CodeableConcept
-	// Rank is rank (0..1). Ranking of the diagnosis (for each role type)
+	// Rank is "rank" (0..1): Ranking of the diagnosis (for each role type).
 	Rank *PositiveInt
 }
 
@@ -514,29 +514,29 @@ func (x *EncounterDiagnosis) UnmarshalJSON(data []byte) error {
 
 // EncounterHospitalization is the backbone element Encounter.hospitalization: Details about the admission to a healthcare service
 type EncounterHospitalization struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// PreAdmissionIdentifier is preAdmissionIdentifier (0..1). Pre-admission identifier
+	// PreAdmissionIdentifier is "preAdmissionIdentifier" (0..1): Pre-admission identifier.
 	PreAdmissionIdentifier *Identifier
-	// Origin is origin (0..1). The location/organization from which the patient came before admission
+	// Origin is "origin" (0..1): The location/organization from which the patient came before admission.
 	Origin *Reference
-	// AdmitSource is admitSource (0..1). From where patient was admitted (physician referral, transfer)
+	// AdmitSource is "admitSource" (0..1): From where patient was admitted (physician referral, transfer).
 	AdmitSource *CodeableConcept
-	// ReAdmission is reAdmission (0..1). The type of hospital re-admission that has occurred (if any).
+	// ReAdmission is "reAdmission" (0..1): The type of hospital re-admission that has occurred (if any).
 	ReAdmission *CodeableConcept
-	// DietPreference is dietPreference (0..*). Diet preferences reported by the patient
+	// DietPreference is "dietPreference" (0..*): Diet preferences reported by the patient.
 	DietPreference []CodeableConcept
-	// SpecialCourtesy is specialCourtesy (0..*). Special courtesies (VIP, board member)
+	// SpecialCourtesy is "specialCourtesy" (0..*): Special courtesies (VIP, board member).
 	SpecialCourtesy []CodeableConcept
-	// SpecialArrangement is specialArrangement (0..*). Wheelchair, translator, stretcher, etc.
+	// SpecialArrangement is "specialArrangement" (0..*): Wheelchair, translator, stretcher, etc.
 	SpecialArrangement []CodeableConcept
-	// Destination is destination (0..1). Location/organization to which the patient is discharged
+	// Destination is "destination" (0..1): Location/organization to which the patient is discharged.
 	Destination *Reference
-	// DischargeDisposition is dischargeDisposition (0..1). Category or kind of location after discharge
+	// DischargeDisposition is "dischargeDisposition" (0..1): Category or kind of location after discharge.
 	DischargeDisposition *CodeableConcept
 }
 
@@ -620,19 +620,19 @@ func (x *EncounterHospitalization) UnmarshalJSON(data []byte) error {
 
 // EncounterLocation is the backbone element Encounter.location: List of locations where the patient has been
 type EncounterLocation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Location is location (1..1). Location the encounter takes place
+	// Location is "location" (1..1): Location the encounter takes place.
 	Location *Reference
-	// Status is status (0..1). planned | active | reserved | completed
+	// Status is "status" (0..1): planned | active | reserved | completed.
 	Status *Code
-	// PhysicalType is physicalType (0..1). The physical type of the location (usually the level in the location hierachy - bed room ward etc.)
+	// PhysicalType is "physicalType" (0..1): The physical type of the location (usually the level in the location hierachy - bed room ward etc.).
 	PhysicalType *CodeableConcept
-	// Period is period (0..1). Time period during which the patient was present at the location
+	// Period is "period" (0..1): Time period during which the patient was present at the location.
 	Period *Period
 }
 

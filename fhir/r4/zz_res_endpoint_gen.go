@@ -4,43 +4,43 @@ package r4
 
 // Endpoint is the FHIR R4 resource Endpoint: The technical details of an endpoint that can be used for electronic services, such as for web services providing XDS.b or a REST endpoint for another FHIR server.
 type Endpoint struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifies this endpoint across multiple systems
+	// Identifier is "identifier" (0..*): Identifies this endpoint across multiple systems.
 	Identifier []Identifier
-	// Status is status (1..1). active | suspended | error | off | entered-in-error | test
+	// Status is "status" (1..1): active | suspended | error | off | entered-in-error | test.
 	Status *Code
-	// ConnectionType is connectionType (1..1). Protocol/Profile/Standard to be used with this endpoint connection
+	// ConnectionType is "connectionType" (1..1): Protocol/Profile/Standard to be used with this endpoint connection.
 	ConnectionType *Coding
-	// Name is name (0..1). A name that this endpoint can be identified by
+	// Name is "name" (0..1): A name that this endpoint can be identified by.
 	Name *String
-	// ManagingOrganization is managingOrganization (0..1). Organization that manages this endpoint (might not be the organization that exposes the endpoint)
+	// ManagingOrganization is "managingOrganization" (0..1): Organization that manages this endpoint (might not be the organization that exposes the endpoint).
 	ManagingOrganization *Reference
-	// Contact is contact (0..*). Contact details for source (e.g. troubleshooting)
+	// Contact is "contact" (0..*): Contact details for source (e.g. troubleshooting).
 	Contact []ContactPoint
-	// Period is period (0..1). Interval the endpoint is expected to be operational
+	// Period is "period" (0..1): Interval the endpoint is expected to be operational.
 	Period *Period
-	// PayloadType is payloadType (1..*). The type of content that may be used at this endpoint (e.g. XDS Discharge summaries)
+	// PayloadType is "payloadType" (1..*): The type of content that may be used at this endpoint (e.g. XDS Discharge summaries).
 	PayloadType []CodeableConcept
-	// PayloadMimeType is payloadMimeType (0..*). Mimetype to send.
+	// PayloadMimeType is "payloadMimeType" (0..*): Mimetype to send.
 	PayloadMimeType []Code
-	// Address is address (1..1). The technical base address for connecting to this endpoint
+	// Address is "address" (1..1): The technical base address for connecting to this endpoint.
 	Address *URL
-	// Header is header (0..*). Usage depends on the channel type
+	// Header is "header" (0..*): Usage depends on the channel type.
 	Header []String
 }
 

@@ -4,35 +4,35 @@ package r4
 
 // EnrollmentRequest is the FHIR R4 resource EnrollmentRequest: This resource provides the insurance enrollment details to the insurer regarding a specified coverage.
 type EnrollmentRequest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier
+	// Identifier is "identifier" (0..*): Business Identifier.
 	Identifier []Identifier
-	// Status is status (0..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (0..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Created is created (0..1). Creation date
+	// Created is "created" (0..1): Creation date.
 	Created *DateTime
-	// Insurer is insurer (0..1). Target
+	// Insurer is "insurer" (0..1): Target.
 	Insurer *Reference
-	// Provider is provider (0..1). Responsible practitioner
+	// Provider is "provider" (0..1): Responsible practitioner.
 	Provider *Reference
-	// Candidate is candidate (0..1). The subject to be enrolled
+	// Candidate is "candidate" (0..1): The subject to be enrolled.
 	Candidate *Reference
-	// Coverage is coverage (0..1). Insurance information
+	// Coverage is "coverage" (0..1): Insurance information.
 	Coverage *Reference
 }
 

@@ -4,37 +4,37 @@ package r4
 
 // EnrollmentResponse is the FHIR R4 resource EnrollmentResponse: This resource provides enrollment and plan details from the processing of an EnrollmentRequest resource.
 type EnrollmentResponse struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier
+	// Identifier is "identifier" (0..*): Business Identifier.
 	Identifier []Identifier
-	// Status is status (0..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (0..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Request is request (0..1). Claim reference
+	// Request is "request" (0..1): Claim reference.
 	Request *Reference
-	// Outcome is outcome (0..1). queued | complete | error | partial
+	// Outcome is "outcome" (0..1): queued | complete | error | partial.
 	Outcome *Code
-	// Disposition is disposition (0..1). Disposition Message
+	// Disposition is "disposition" (0..1): Disposition Message.
 	Disposition *String
-	// Created is created (0..1). Creation date
+	// Created is "created" (0..1): Creation date.
 	Created *DateTime
-	// Organization is organization (0..1). Insurer
+	// Organization is "organization" (0..1): Insurer.
 	Organization *Reference
-	// RequestProvider is requestProvider (0..1). Responsible practitioner
+	// RequestProvider is "requestProvider" (0..1): Responsible practitioner.
 	RequestProvider *Reference
 }
 

@@ -4,45 +4,45 @@ package r4
 
 // EpisodeOfCare is the FHIR R4 resource EpisodeOfCare: An association between a patient and an organization / healthcare provider(s) during which time encounters may occur.
 type EpisodeOfCare struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier(s) relevant for this EpisodeOfCare
+	// Identifier is "identifier" (0..*): Business Identifier(s) relevant for this EpisodeOfCare.
 	Identifier []Identifier
-	// Status is status (1..1). planned | waitlist | active | onhold | finished | cancelled | entered-in-error
+	// Status is "status" (1..1): planned | waitlist | active | onhold | finished | cancelled | entered-in-error.
 	Status *Code
-	// StatusHistory is statusHistory (0..*). Past list of status codes (the current status may be included to cover the start date of the status)
+	// StatusHistory is "statusHistory" (0..*): Past list of status codes (the current status may be included to cover the start date of the status).
 	StatusHistory []EpisodeOfCareStatusHistory
-	// Type is type (0..*). Type/class - e.g. specialist referral, disease management
+	// Type is "type" (0..*): Type/class - e.g. specialist referral, disease management.
 	Type []CodeableConcept
-	// Diagnosis is diagnosis (0..*). The list of diagnosis relevant to this episode of care
+	// Diagnosis is "diagnosis" (0..*): The list of diagnosis relevant to this episode of care.
 	Diagnosis []EpisodeOfCareDiagnosis
-	// Patient is patient (1..1). The patient who is the focus of this episode of care
+	// Patient is "patient" (1..1): The patient who is the focus of this episode of care.
 	Patient *Reference
-	// ManagingOrganization is managingOrganization (0..1). Organization that assumes care
+	// ManagingOrganization is "managingOrganization" (0..1): Organization that assumes care.
 	ManagingOrganization *Reference
-	// Period is period (0..1). Interval during responsibility is assumed
+	// Period is "period" (0..1): Interval during responsibility is assumed.
 	Period *Period
-	// ReferralRequest is referralRequest (0..*). Originating Referral Request(s)
+	// ReferralRequest is "referralRequest" (0..*): Originating Referral Request(s).
 	ReferralRequest []Reference
-	// CareManager is careManager (0..1). Care manager/care coordinator for the patient
+	// CareManager is "careManager" (0..1): Care manager/care coordinator for the patient.
 	CareManager *Reference
-	// Team is team (0..*). Other practitioners facilitating this episode of care
+	// Team is "team" (0..*): Other practitioners facilitating this episode of care.
 	Team []Reference
-	// Account is account (0..*). The set of accounts that may be used for billing for this EpisodeOfCare
+	// Account is "account" (0..*): The set of accounts that may be used for billing for this EpisodeOfCare.
 	Account []Reference
 }
 
@@ -176,15 +176,15 @@ func (x *EpisodeOfCare) UnmarshalJSON(data []byte) error {
 
 // EpisodeOfCareStatusHistory is the backbone element EpisodeOfCare.statusHistory: Past list of status codes (the current status may be included to cover the start date of the status)
 type EpisodeOfCareStatusHistory struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Status is status (1..1). planned | waitlist | active | onhold | finished | cancelled | entered-in-error
+	// Status is "status" (1..1): planned | waitlist | active | onhold | finished | cancelled | entered-in-error.
 	Status *Code
-	// Period is period (1..1). Duration the EpisodeOfCare was in the specified status
+	// Period is "period" (1..1): Duration the EpisodeOfCare was in the specified status.
 	Period *Period
 }
 
@@ -242,17 +242,17 @@ func (x *EpisodeOfCareStatusHistory) UnmarshalJSON(data []byte) error {
 
 // EpisodeOfCareDiagnosis is the backbone element EpisodeOfCare.diagnosis: The list of diagnosis relevant to this episode of care
 type EpisodeOfCareDiagnosis struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Condition is condition (1..1). Conditions/problems/diagnoses this episode of care is for
+	// Condition is "condition" (1..1): Conditions/problems/diagnoses this episode of care is for.
 	Condition *Reference
-	// Role is role (0..1). Role that this diagnosis has within the episode of care (e.g. admission, billing, discharge …)
+	// Role is "role" (0..1): Role that this diagnosis has within the episode of care (e.g. admission, billing, discharge …).
 	Role *CodeableConcept
-	// Rank is rank (0..1). Ranking of the diagnosis (for each role type)
+	// Rank is "rank" (0..1): Ranking of the diagnosis (for each role type).
 	Rank *PositiveInt
 }
 

@@ -4,75 +4,75 @@ package r4
 
 // EvidenceVariable is the FHIR R4 resource EvidenceVariable: The EvidenceVariable resource describes a "PICO" element that knowledge (evidence, assertion, recommendation) is about.
 type EvidenceVariable struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this evidence variable, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this evidence variable, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the evidence variable
+	// Identifier is "identifier" (0..*): Additional identifier for the evidence variable.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the evidence variable
+	// Version is "version" (0..1): Business version of the evidence variable.
 	Version *String
-	// Name is name (0..1). Name for this evidence variable (computer friendly)
+	// Name is "name" (0..1): Name for this evidence variable (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this evidence variable (human friendly)
+	// Title is "title" (0..1): Name for this evidence variable (human friendly).
 	Title *String
-	// ShortTitle is shortTitle (0..1). Title for use in informal contexts
+	// ShortTitle is "shortTitle" (0..1): Title for use in informal contexts.
 	ShortTitle *String
-	// Subtitle is subtitle (0..1). Subordinate title of the EvidenceVariable
+	// Subtitle is "subtitle" (0..1): Subordinate title of the EvidenceVariable.
 	Subtitle *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the evidence variable
+	// Description is "description" (0..1): Natural language description of the evidence variable.
 	Description *Markdown
-	// Note is note (0..*). Used for footnotes or explanatory notes
+	// Note is "note" (0..*): Used for footnotes or explanatory notes.
 	Note []Annotation
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for evidence variable (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for evidence variable (if applicable).
 	Jurisdiction []CodeableConcept
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the evidence variable was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the evidence variable was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the evidence variable was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the evidence variable was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the evidence variable is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the evidence variable is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). The category of the EvidenceVariable, such as Education, Treatment, Assessment, etc.
+	// Topic is "topic" (0..*): The category of the EvidenceVariable, such as Education, Treatment, Assessment, etc.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations, etc.
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations, etc.
 	RelatedArtifact []RelatedArtifact
-	// Type is type (0..1). dichotomous | continuous | descriptive
+	// Type is "type" (0..1): dichotomous | continuous | descriptive.
 	Type *Code
-	// Characteristic is characteristic (1..*). What defines the members of the evidence element
+	// Characteristic is "characteristic" (1..*): What defines the members of the evidence element.
 	Characteristic []EvidenceVariableCharacteristic
 }
 
@@ -292,41 +292,41 @@ func (x *EvidenceVariable) UnmarshalJSON(data []byte) error {
 
 // EvidenceVariableCharacteristic is the backbone element EvidenceVariable.characteristic: What defines the members of the evidence element
 type EvidenceVariableCharacteristic struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Natural language description of the characteristic
+	// Description is "description" (0..1): Natural language description of the characteristic.
 	Description *String
-	// DefinitionReference is definitionReference (1..1). What code or expression defines members?
+	// DefinitionReference is "definitionReference" (definition[x] as Reference, 1..1): What code or expression defines members?.
 	DefinitionReference *Reference
-	// DefinitionCanonical is definitionCanonical (1..1). What code or expression defines members?
+	// DefinitionCanonical is "definitionCanonical" (definition[x] as canonical, 1..1): What code or expression defines members?.
 	DefinitionCanonical *Canonical
-	// DefinitionCodeableConcept is definitionCodeableConcept (1..1). What code or expression defines members?
+	// DefinitionCodeableConcept is "definitionCodeableConcept" (definition[x] as CodeableConcept, 1..1): What code or expression defines members?.
 	DefinitionCodeableConcept *CodeableConcept
-	// DefinitionExpression is definitionExpression (1..1). What code or expression defines members?
+	// DefinitionExpression is "definitionExpression" (definition[x] as Expression, 1..1): What code or expression defines members?.
 	DefinitionExpression *Expression
-	// DefinitionDataRequirement is definitionDataRequirement (1..1). What code or expression defines members?
+	// DefinitionDataRequirement is "definitionDataRequirement" (definition[x] as DataRequirement, 1..1): What code or expression defines members?.
 	DefinitionDataRequirement *DataRequirement
-	// DefinitionTriggerDefinition is definitionTriggerDefinition (1..1). What code or expression defines members?
+	// DefinitionTriggerDefinition is "definitionTriggerDefinition" (definition[x] as TriggerDefinition, 1..1): What code or expression defines members?.
 	DefinitionTriggerDefinition *TriggerDefinition
-	// UsageContext is usageContext (0..*). What code/value pairs define members?
+	// UsageContext is "usageContext" (0..*): What code/value pairs define members?.
 	UsageContext []UsageContext
-	// Exclude is exclude (0..1). Whether the characteristic includes or excludes members
+	// Exclude is "exclude" (0..1): Whether the characteristic includes or excludes members.
 	Exclude *Boolean
-	// ParticipantEffectiveDateTime is participantEffectiveDateTime (0..1). What time period do participants cover
+	// ParticipantEffectiveDateTime is "participantEffectiveDateTime" (participantEffective[x] as dateTime, 0..1): What time period do participants cover.
 	ParticipantEffectiveDateTime *DateTime
-	// ParticipantEffectivePeriod is participantEffectivePeriod (0..1). What time period do participants cover
+	// ParticipantEffectivePeriod is "participantEffectivePeriod" (participantEffective[x] as Period, 0..1): What time period do participants cover.
 	ParticipantEffectivePeriod *Period
-	// ParticipantEffectiveDuration is participantEffectiveDuration (0..1). What time period do participants cover
+	// ParticipantEffectiveDuration is "participantEffectiveDuration" (participantEffective[x] as Duration, 0..1): What time period do participants cover.
 	ParticipantEffectiveDuration *Duration
-	// ParticipantEffectiveTiming is participantEffectiveTiming (0..1). What time period do participants cover
+	// ParticipantEffectiveTiming is "participantEffectiveTiming" (participantEffective[x] as Timing, 0..1): What time period do participants cover.
 	ParticipantEffectiveTiming *Timing
-	// TimeFromStart is timeFromStart (0..1). Observation time from study start
+	// TimeFromStart is "timeFromStart" (0..1): Observation time from study start.
 	TimeFromStart *Duration
-	// GroupMeasure is groupMeasure (0..1). mean | median | mean-of-mean | mean-of-median | median-of-mean | median-of-median
+	// GroupMeasure is "groupMeasure" (0..1): mean | median | mean-of-mean | mean-of-median | median-of-mean | median-of-median.
 	GroupMeasure *Code
 }
 

@@ -4,55 +4,55 @@ package r4
 
 // ExampleScenario is the FHIR R4 resource ExampleScenario: Example of workflow instance.
 type ExampleScenario struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this example scenario, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this example scenario, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the example scenario
+	// Identifier is "identifier" (0..*): Additional identifier for the example scenario.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the example scenario
+	// Version is "version" (0..1): Business version of the example scenario.
 	Version *String
-	// Name is name (0..1). Name for this example scenario (computer friendly)
+	// Name is "name" (0..1): Name for this example scenario (computer friendly).
 	Name *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for example scenario (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for example scenario (if applicable).
 	Jurisdiction []CodeableConcept
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Purpose is purpose (0..1). The purpose of the example, e.g. to illustrate a scenario
+	// Purpose is "purpose" (0..1): The purpose of the example, e.g. to illustrate a scenario.
 	Purpose *Markdown
-	// Actor is actor (0..*). Actor participating in the resource
+	// Actor is "actor" (0..*): Actor participating in the resource.
 	Actor []ExampleScenarioActor
-	// Instance is instance (0..*). Each resource and each version that is present in the workflow
+	// Instance is "instance" (0..*): Each resource and each version that is present in the workflow.
 	Instance []ExampleScenarioInstance
-	// Process is process (0..*). Each major process - a group of operations
+	// Process is "process" (0..*): Each major process - a group of operations.
 	Process []ExampleScenarioProcess
-	// Workflow is workflow (0..*). Another nested workflow
+	// Workflow is "workflow" (0..*): Another nested workflow.
 	Workflow []Canonical
 }
 
@@ -224,19 +224,19 @@ func (x *ExampleScenario) UnmarshalJSON(data []byte) error {
 
 // ExampleScenarioActor is the backbone element ExampleScenario.actor: Actor participating in the resource
 type ExampleScenarioActor struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ActorID is actorId (1..1). ID or acronym of the actor
+	// ActorID is "actorId" (1..1): ID or acronym of the actor.
 	ActorID *String
-	// Type is type (1..1). person | entity
+	// Type is "type" (1..1): person | entity.
 	Type *Code
-	// Name is name (0..1). The name of the actor as shown in the page
+	// Name is "name" (0..1): The name of the actor as shown in the page.
 	Name *String
-	// Description is description (0..1). The description of the actor
+	// Description is "description" (0..1): The description of the actor.
 	Description *Markdown
 }
 
@@ -308,23 +308,23 @@ func (x *ExampleScenarioActor) UnmarshalJSON(data []byte) error {
 
 // ExampleScenarioInstance is the backbone element ExampleScenario.instance: Each resource and each version that is present in the workflow
 type ExampleScenarioInstance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ResourceID is resourceId (1..1). The id of the resource for referencing
+	// ResourceID is "resourceId" (1..1): The id of the resource for referencing.
 	ResourceID *String
-	// ResourceType is resourceType (1..1). The type of the resource
+	// ResourceType is "resourceType" (1..1): The type of the resource.
 	ResourceType *Code
-	// Name is name (0..1). A short name for the resource instance
+	// Name is "name" (0..1): A short name for the resource instance.
 	Name *String
-	// Description is description (0..1). Human-friendly description of the resource instance
+	// Description is "description" (0..1): Human-friendly description of the resource instance.
 	Description *Markdown
-	// Version is version (0..*). A specific version of the resource
+	// Version is "version" (0..*): A specific version of the resource.
 	Version []ExampleScenarioInstanceVersion
-	// ContainedInstance is containedInstance (0..*). Resources contained in the instance
+	// ContainedInstance is "containedInstance" (0..*): Resources contained in the instance.
 	ContainedInstance []ExampleScenarioInstanceContainedInstance
 }
 
@@ -404,15 +404,15 @@ func (x *ExampleScenarioInstance) UnmarshalJSON(data []byte) error {
 
 // ExampleScenarioInstanceVersion is the backbone element ExampleScenario.instance.version: A specific version of the resource
 type ExampleScenarioInstanceVersion struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// VersionID is versionId (1..1). The identifier of a specific version of a resource
+	// VersionID is "versionId" (1..1): The identifier of a specific version of a resource.
 	VersionID *String
-	// Description is description (1..1). The description of the resource version
+	// Description is "description" (1..1): The description of the resource version.
 	Description *Markdown
 }
 
@@ -472,15 +472,15 @@ func (x *ExampleScenarioInstanceVersion) UnmarshalJSON(data []byte) error {
 
 // ExampleScenarioInstanceContainedInstance is the backbone element ExampleScenario.instance.containedInstance: Resources contained in the instance
 type ExampleScenarioInstanceContainedInstance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ResourceID is resourceId (1..1). Each resource contained in the instance
+	// ResourceID is "resourceId" (1..1): Each resource contained in the instance.
 	ResourceID *String
-	// VersionID is versionId (0..1). A specific version of a resource contained in the instance
+	// VersionID is "versionId" (0..1): A specific version of a resource contained in the instance.
 	VersionID *String
 }
 
@@ -542,21 +542,21 @@ func (x *ExampleScenarioInstanceContainedInstance) UnmarshalJSON(data []byte) er
 
 // ExampleScenarioProcess is the backbone element ExampleScenario.process: Each major process - a group of operations
 type ExampleScenarioProcess struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Title is title (1..1). The diagram title of the group of operations
+	// Title is "title" (1..1): The diagram title of the group of operations.
 	Title *String
-	// Description is description (0..1). A longer description of the group of operations
+	// Description is "description" (0..1): A longer description of the group of operations.
 	Description *Markdown
-	// PreConditions is preConditions (0..1). Description of initial status before the process starts
+	// PreConditions is "preConditions" (0..1): Description of initial status before the process starts.
 	PreConditions *Markdown
-	// PostConditions is postConditions (0..1). Description of final status after the process ends
+	// PostConditions is "postConditions" (0..1): Description of final status after the process ends.
 	PostConditions *Markdown
-	// Step is step (0..*). Each step of the process
+	// Step is "step" (0..*): Each step of the process.
 	Step []ExampleScenarioProcessStep
 }
 
@@ -632,19 +632,19 @@ func (x *ExampleScenarioProcess) UnmarshalJSON(data []byte) error {
 
 // ExampleScenarioProcessStep is the backbone element ExampleScenario.process.step: Each step of the process
 type ExampleScenarioProcessStep struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Process is process (0..*). Nested process
+	// Process is "process" (0..*): Nested process.
 	Process []ExampleScenarioProcess
-	// Pause is pause (0..1). If there is a pause in the flow
+	// Pause is "pause" (0..1): If there is a pause in the flow.
 	Pause *Boolean
-	// Operation is operation (0..1). Each interaction or action
+	// Operation is "operation" (0..1): Each interaction or action.
 	Operation *ExampleScenarioProcessStepOperation
-	// Alternative is alternative (0..*). Alternate non-typical step action
+	// Alternative is "alternative" (0..*): Alternate non-typical step action.
 	Alternative []ExampleScenarioProcessStepAlternative
 }
 
@@ -710,31 +710,31 @@ func (x *ExampleScenarioProcessStep) UnmarshalJSON(data []byte) error {
 
 // ExampleScenarioProcessStepOperation is the backbone element ExampleScenario.process.step.operation: Each interaction or action
 type ExampleScenarioProcessStepOperation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Number is number (1..1). The sequential number of the interaction
+	// Number is "number" (1..1): The sequential number of the interaction.
 	Number *String
-	// Type is type (0..1). The type of operation - CRUD
+	// Type is "type" (0..1): The type of operation - CRUD.
 	Type *String
-	// Name is name (0..1). The human-friendly name of the interaction
+	// Name is "name" (0..1): The human-friendly name of the interaction.
 	Name *String
-	// Initiator is initiator (0..1). Who starts the transaction
+	// Initiator is "initiator" (0..1): Who starts the transaction.
 	Initiator *String
-	// Receiver is receiver (0..1). Who receives the transaction
+	// Receiver is "receiver" (0..1): Who receives the transaction.
 	Receiver *String
-	// Description is description (0..1). A comment to be inserted in the diagram
+	// Description is "description" (0..1): A comment to be inserted in the diagram.
 	Description *Markdown
-	// InitiatorActive is initiatorActive (0..1). Whether the initiator is deactivated right after the transaction
+	// InitiatorActive is "initiatorActive" (0..1): Whether the initiator is deactivated right after the transaction.
 	InitiatorActive *Boolean
-	// ReceiverActive is receiverActive (0..1). Whether the receiver is deactivated right after the transaction
+	// ReceiverActive is "receiverActive" (0..1): Whether the receiver is deactivated right after the transaction.
 	ReceiverActive *Boolean
-	// Request is request (0..1). Each resource instance used by the initiator
+	// Request is "request" (0..1): Each resource instance used by the initiator.
 	Request *ExampleScenarioInstanceContainedInstance
-	// Response is response (0..1). Each resource instance used by the responder
+	// Response is "response" (0..1): Each resource instance used by the responder.
 	Response *ExampleScenarioInstanceContainedInstance
 }
 
@@ -838,17 +838,17 @@ func (x *ExampleScenarioProcessStepOperation) UnmarshalJSON(data []byte) error {
 
 // ExampleScenarioProcessStepAlternative is the backbone element ExampleScenario.process.step.alternative: Alternate non-typical step action
 type ExampleScenarioProcessStepAlternative struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Title is title (1..1). Label for alternative
+	// Title is "title" (1..1): Label for alternative.
 	Title *String
-	// Description is description (0..1). A human-readable description of each option
+	// Description is "description" (0..1): A human-readable description of each option.
 	Description *Markdown
-	// Step is step (0..*). What happens in each alternative option
+	// Step is "step" (0..*): What happens in each alternative option.
 	Step []ExampleScenarioProcessStep
 }
 

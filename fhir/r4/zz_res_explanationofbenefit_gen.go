@@ -4,107 +4,107 @@ package r4
 
 // ExplanationOfBenefit is the FHIR R4 resource ExplanationOfBenefit: This resource provides: the claim details; adjudication details from the processing of a Claim; and optionally account balance information, for informing the subscriber of the benefits provided.
 type ExplanationOfBenefit struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for the resource
+	// Identifier is "identifier" (0..*): Business Identifier for the resource.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Type is type (1..1). Category or discipline
+	// Type is "type" (1..1): Category or discipline.
 	Type *CodeableConcept
-	// SubType is subType (0..1). More granular claim type
+	// SubType is "subType" (0..1): More granular claim type.
 	SubType *CodeableConcept
-	// Use is use (1..1). claim | preauthorization | predetermination
+	// Use is "use" (1..1): claim | preauthorization | predetermination.
 	Use *Code
-	// Patient is patient (1..1). The recipient of the products and services
+	// Patient is "patient" (1..1): The recipient of the products and services.
 	Patient *Reference
-	// BillablePeriod is billablePeriod (0..1). Relevant time frame for the claim
+	// BillablePeriod is "billablePeriod" (0..1): Relevant time frame for the claim.
 	BillablePeriod *Period
-	// Created is created (1..1). Response creation date
+	// Created is "created" (1..1): Response creation date.
 	Created *DateTime
-	// Enterer is enterer (0..1). Author of the claim
+	// Enterer is "enterer" (0..1): Author of the claim.
 	Enterer *Reference
-	// Insurer is insurer (1..1). Party responsible for reimbursement
+	// Insurer is "insurer" (1..1): Party responsible for reimbursement.
 	Insurer *Reference
-	// Provider is provider (1..1). Party responsible for the claim
+	// Provider is "provider" (1..1): Party responsible for the claim.
 	Provider *Reference
-	// Priority is priority (0..1). Desired processing urgency
+	// Priority is "priority" (0..1): Desired processing urgency.
 	Priority *CodeableConcept
-	// FundsReserveRequested is fundsReserveRequested (0..1). For whom to reserve funds
+	// FundsReserveRequested is "fundsReserveRequested" (0..1): For whom to reserve funds.
 	FundsReserveRequested *CodeableConcept
-	// FundsReserve is fundsReserve (0..1). Funds reserved status
+	// FundsReserve is "fundsReserve" (0..1): Funds reserved status.
 	FundsReserve *CodeableConcept
-	// Related is related (0..*). Prior or corollary claims
+	// Related is "related" (0..*): Prior or corollary claims.
 	Related []ExplanationOfBenefitRelated
-	// Prescription is prescription (0..1). Prescription authorizing services or products
+	// Prescription is "prescription" (0..1): Prescription authorizing services or products.
 	Prescription *Reference
-	// OriginalPrescription is originalPrescription (0..1). Original prescription if superceded by fulfiller
+	// OriginalPrescription is "originalPrescription" (0..1): Original prescription if superceded by fulfiller.
 	OriginalPrescription *Reference
-	// Payee is payee (0..1). Recipient of benefits payable
+	// Payee is "payee" (0..1): Recipient of benefits payable.
 	Payee *ExplanationOfBenefitPayee
-	// Referral is referral (0..1). Treatment Referral
+	// Referral is "referral" (0..1): Treatment Referral.
 	Referral *Reference
-	// Facility is facility (0..1). Servicing Facility
+	// Facility is "facility" (0..1): Servicing Facility.
 	Facility *Reference
-	// Claim is claim (0..1). Claim reference
+	// Claim is "claim" (0..1): Claim reference.
 	Claim *Reference
-	// ClaimResponse is claimResponse (0..1). Claim response reference
+	// ClaimResponse is "claimResponse" (0..1): Claim response reference.
 	ClaimResponse *Reference
-	// Outcome is outcome (1..1). queued | complete | error | partial
+	// Outcome is "outcome" (1..1): queued | complete | error | partial.
 	Outcome *Code
-	// Disposition is disposition (0..1). Disposition Message
+	// Disposition is "disposition" (0..1): Disposition Message.
 	Disposition *String
-	// PreAuthRef is preAuthRef (0..*). Preauthorization reference
+	// PreAuthRef is "preAuthRef" (0..*): Preauthorization reference.
 	PreAuthRef []String
-	// PreAuthRefPeriod is preAuthRefPeriod (0..*). Preauthorization in-effect period
+	// PreAuthRefPeriod is "preAuthRefPeriod" (0..*): Preauthorization in-effect period.
 	PreAuthRefPeriod []Period
-	// CareTeam is careTeam (0..*). Care Team members
+	// CareTeam is "careTeam" (0..*): Care Team members.
 	CareTeam []ExplanationOfBenefitCareTeam
-	// SupportingInfo is supportingInfo (0..*). Supporting information
+	// SupportingInfo is "supportingInfo" (0..*): Supporting information.
 	SupportingInfo []ExplanationOfBenefitSupportingInfo
-	// Diagnosis is diagnosis (0..*). Pertinent diagnosis information
+	// Diagnosis is "diagnosis" (0..*): Pertinent diagnosis information.
 	Diagnosis []ExplanationOfBenefitDiagnosis
-	// Procedure is procedure (0..*). Clinical procedures performed
+	// Procedure is "procedure" (0..*): Clinical procedures performed.
 	Procedure []ExplanationOfBenefitProcedure
-	// Precedence is precedence (0..1). Precedence (primary, secondary, etc.)
+	// Precedence is "precedence" (0..1): Precedence (primary, secondary, etc.).
 	Precedence *PositiveInt
-	// Insurance is insurance (1..*). Patient insurance information
+	// Insurance is "insurance" (1..*): Patient insurance information.
 	Insurance []ExplanationOfBenefitInsurance
-	// Accident is accident (0..1). Details of the event
+	// Accident is "accident" (0..1): Details of the event.
 	Accident *ExplanationOfBenefitAccident
-	// Item is item (0..*). Product or service provided
+	// Item is "item" (0..*): Product or service provided.
 	Item []ExplanationOfBenefitItem
-	// AddItem is addItem (0..*). Insurer added line items
+	// AddItem is "addItem" (0..*): Insurer added line items.
 	AddItem []ExplanationOfBenefitAddItem
-	// Adjudication is adjudication (0..*). Header-level adjudication
+	// Adjudication is "adjudication" (0..*): Header-level adjudication.
 	Adjudication []ExplanationOfBenefitItemAdjudication
-	// Total is total (0..*). Adjudication totals
+	// Total is "total" (0..*): Adjudication totals.
 	Total []ExplanationOfBenefitTotal
-	// Payment is payment (0..1). Payment Details
+	// Payment is "payment" (0..1): Payment Details.
 	Payment *ExplanationOfBenefitPayment
-	// FormCode is formCode (0..1). Printed form identifier
+	// FormCode is "formCode" (0..1): Printed form identifier.
 	FormCode *CodeableConcept
-	// Form is form (0..1). Printed reference or actual form
+	// Form is "form" (0..1): Printed reference or actual form.
 	Form *Attachment
-	// ProcessNote is processNote (0..*). Note concerning adjudication
+	// ProcessNote is "processNote" (0..*): Note concerning adjudication.
 	ProcessNote []ExplanationOfBenefitProcessNote
-	// BenefitPeriod is benefitPeriod (0..1). When the benefits are applicable
+	// BenefitPeriod is "benefitPeriod" (0..1): When the benefits are applicable.
 	BenefitPeriod *Period
-	// BenefitBalance is benefitBalance (0..*). Balance by Benefit Category
+	// BenefitBalance is "benefitBalance" (0..*): Balance by Benefit Category.
 	BenefitBalance []ExplanationOfBenefitBenefitBalance
 }
 
@@ -374,17 +374,17 @@ func (x *ExplanationOfBenefit) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitRelated is the backbone element ExplanationOfBenefit.related: Prior or corollary claims
 type ExplanationOfBenefitRelated struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Claim is claim (0..1). Reference to the related claim
+	// Claim is "claim" (0..1): Reference to the related claim.
 	Claim *Reference
-	// Relationship is relationship (0..1). How the reference claim is related
+	// Relationship is "relationship" (0..1): How the reference claim is related.
 	Relationship *CodeableConcept
-	// Reference is reference (0..1). File or case reference
+	// Reference is "reference" (0..1): File or case reference.
 	Reference *Identifier
 }
 
@@ -444,15 +444,15 @@ func (x *ExplanationOfBenefitRelated) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitPayee is the backbone element ExplanationOfBenefit.payee: Recipient of benefits payable
 type ExplanationOfBenefitPayee struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Category of recipient
+	// Type is "type" (0..1): Category of recipient.
 	Type *CodeableConcept
-	// Party is party (0..1). Recipient reference
+	// Party is "party" (0..1): Recipient reference.
 	Party *Reference
 }
 
@@ -508,21 +508,21 @@ func (x *ExplanationOfBenefitPayee) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitCareTeam is the backbone element ExplanationOfBenefit.careTeam: Care Team members
 type ExplanationOfBenefitCareTeam struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Order of care team
+	// Sequence is "sequence" (1..1): Order of care team.
 	Sequence *PositiveInt
-	// Provider is provider (1..1). Practitioner or organization
+	// Provider is "provider" (1..1): Practitioner or organization.
 	Provider *Reference
-	// Responsible is responsible (0..1). Indicator of the lead practitioner
+	// Responsible is "responsible" (0..1): Indicator of the lead practitioner.
 	Responsible *Boolean
-	// Role is role (0..1). Function within the team
+	// Role is "role" (0..1): Function within the team.
 	Role *CodeableConcept
-	// Qualification is qualification (0..1). Practitioner credential or specialization
+	// Qualification is "qualification" (0..1): Practitioner credential or specialization.
 	Qualification *CodeableConcept
 }
 
@@ -594,33 +594,33 @@ func (x *ExplanationOfBenefitCareTeam) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitSupportingInfo is the backbone element ExplanationOfBenefit.supportingInfo: Supporting information
 type ExplanationOfBenefitSupportingInfo struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Information instance identifier
+	// Sequence is "sequence" (1..1): Information instance identifier.
 	Sequence *PositiveInt
-	// Category is category (1..1). Classification of the supplied information
+	// Category is "category" (1..1): Classification of the supplied information.
 	Category *CodeableConcept
-	// Code is code (0..1). Type of information
+	// Code is "code" (0..1): Type of information.
 	Code *CodeableConcept
-	// TimingDate is timingDate (0..1). When it occurred
+	// TimingDate is "timingDate" (timing[x] as date, 0..1): When it occurred.
 	TimingDate *Date
-	// TimingPeriod is timingPeriod (0..1). When it occurred
+	// TimingPeriod is "timingPeriod" (timing[x] as Period, 0..1): When it occurred.
 	TimingPeriod *Period
-	// ValueBoolean is valueBoolean (0..1). Data to be provided
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Data to be provided.
 	ValueBoolean *Boolean
-	// ValueString is valueString (0..1). Data to be provided
+	// ValueString is "valueString" (value[x] as string, 0..1): Data to be provided.
 	ValueString *String
-	// ValueQuantity is valueQuantity (0..1). Data to be provided
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Data to be provided.
 	ValueQuantity *Quantity
-	// ValueAttachment is valueAttachment (0..1). Data to be provided
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 0..1): Data to be provided.
 	ValueAttachment *Attachment
-	// ValueReference is valueReference (0..1). Data to be provided
+	// ValueReference is "valueReference" (value[x] as Reference, 0..1): Data to be provided.
 	ValueReference *Reference
-	// Reason is reason (0..1). Explanation for the information
+	// Reason is "reason" (0..1): Explanation for the information.
 	Reason *Coding
 }
 
@@ -720,23 +720,23 @@ func (x *ExplanationOfBenefitSupportingInfo) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitDiagnosis is the backbone element ExplanationOfBenefit.diagnosis: Pertinent diagnosis information
 type ExplanationOfBenefitDiagnosis struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Diagnosis instance identifier
+	// Sequence is "sequence" (1..1): Diagnosis instance identifier.
 	Sequence *PositiveInt
-	// DiagnosisCodeableConcept is diagnosisCodeableConcept (1..1). Nature of illness or problem
+	// DiagnosisCodeableConcept is "diagnosisCodeableConcept" (diagnosis[x] as CodeableConcept, 1..1): Nature of illness or problem.
 	DiagnosisCodeableConcept *CodeableConcept
-	// DiagnosisReference is diagnosisReference (1..1). Nature of illness or problem
+	// DiagnosisReference is "diagnosisReference" (diagnosis[x] as Reference, 1..1): Nature of illness or problem.
 	DiagnosisReference *Reference
-	// Type is type (0..*). Timing or nature of the diagnosis
+	// Type is "type" (0..*): Timing or nature of the diagnosis.
 	Type []CodeableConcept
-	// OnAdmission is onAdmission (0..1). Present on admission
+	// OnAdmission is "onAdmission" (0..1): Present on admission.
 	OnAdmission *CodeableConcept
-	// PackageCode is packageCode (0..1). Package billing code
+	// PackageCode is "packageCode" (0..1): Package billing code.
 	PackageCode *CodeableConcept
 }
 
@@ -810,23 +810,23 @@ func (x *ExplanationOfBenefitDiagnosis) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitProcedure is the backbone element ExplanationOfBenefit.procedure: Clinical procedures performed
 type ExplanationOfBenefitProcedure struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Procedure instance identifier
+	// Sequence is "sequence" (1..1): Procedure instance identifier.
 	Sequence *PositiveInt
-	// Type is type (0..*). Category of Procedure
+	// Type is "type" (0..*): Category of Procedure.
 	Type []CodeableConcept
-	// Date is date (0..1). When the procedure was performed
+	// Date is "date" (0..1): When the procedure was performed.
 	Date *DateTime
-	// ProcedureCodeableConcept is procedureCodeableConcept (1..1). Specific clinical procedure
+	// ProcedureCodeableConcept is "procedureCodeableConcept" (procedure[x] as CodeableConcept, 1..1): Specific clinical procedure.
 	ProcedureCodeableConcept *CodeableConcept
-	// ProcedureReference is procedureReference (1..1). Specific clinical procedure
+	// ProcedureReference is "procedureReference" (procedure[x] as Reference, 1..1): Specific clinical procedure.
 	ProcedureReference *Reference
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
 }
 
@@ -902,17 +902,17 @@ func (x *ExplanationOfBenefitProcedure) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitInsurance is the backbone element ExplanationOfBenefit.insurance: Patient insurance information
 type ExplanationOfBenefitInsurance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Focal is focal (1..1). Coverage to be used for adjudication
+	// Focal is "focal" (1..1): Coverage to be used for adjudication.
 	Focal *Boolean
-	// Coverage is coverage (1..1). Insurance information
+	// Coverage is "coverage" (1..1): Insurance information.
 	Coverage *Reference
-	// PreAuthRef is preAuthRef (0..*). Prior authorization reference number
+	// PreAuthRef is "preAuthRef" (0..*): Prior authorization reference number.
 	PreAuthRef []String
 }
 
@@ -976,19 +976,19 @@ func (x *ExplanationOfBenefitInsurance) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitAccident is the backbone element ExplanationOfBenefit.accident: Details of the event
 type ExplanationOfBenefitAccident struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Date is date (0..1). When the incident occurred
+	// Date is "date" (0..1): When the incident occurred.
 	Date *Date
-	// Type is type (0..1). The nature of the accident
+	// Type is "type" (0..1): The nature of the accident.
 	Type *CodeableConcept
-	// LocationAddress is locationAddress (0..1). Where the event occurred
+	// LocationAddress is "locationAddress" (location[x] as Address, 0..1): Where the event occurred.
 	LocationAddress *Address
-	// LocationReference is locationReference (0..1). Where the event occurred
+	// LocationReference is "locationReference" (location[x] as Reference, 0..1): Where the event occurred.
 	LocationReference *Reference
 }
 
@@ -1054,63 +1054,63 @@ func (x *ExplanationOfBenefitAccident) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitItem is the backbone element ExplanationOfBenefit.item: Product or service provided
 type ExplanationOfBenefitItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Item instance identifier
+	// Sequence is "sequence" (1..1): Item instance identifier.
 	Sequence *PositiveInt
-	// CareTeamSequence is careTeamSequence (0..*). Applicable care team members
+	// CareTeamSequence is "careTeamSequence" (0..*): Applicable care team members.
 	CareTeamSequence []PositiveInt
-	// DiagnosisSequence is diagnosisSequence (0..*). Applicable diagnoses
+	// DiagnosisSequence is "diagnosisSequence" (0..*): Applicable diagnoses.
 	DiagnosisSequence []PositiveInt
-	// ProcedureSequence is procedureSequence (0..*). Applicable procedures
+	// ProcedureSequence is "procedureSequence" (0..*): Applicable procedures.
 	ProcedureSequence []PositiveInt
-	// InformationSequence is informationSequence (0..*). Applicable exception and supporting information
+	// InformationSequence is "informationSequence" (0..*): Applicable exception and supporting information.
 	InformationSequence []PositiveInt
-	// Revenue is revenue (0..1). Revenue or cost center code
+	// Revenue is "revenue" (0..1): Revenue or cost center code.
 	Revenue *CodeableConcept
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Product or service billing modifiers
+	// Modifier is "modifier" (0..*): Product or service billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// ServicedDate is servicedDate (0..1). Date or dates of service or product delivery
+	// ServicedDate is "servicedDate" (serviced[x] as date, 0..1): Date or dates of service or product delivery.
 	ServicedDate *Date
-	// ServicedPeriod is servicedPeriod (0..1). Date or dates of service or product delivery
+	// ServicedPeriod is "servicedPeriod" (serviced[x] as Period, 0..1): Date or dates of service or product delivery.
 	ServicedPeriod *Period
-	// LocationCodeableConcept is locationCodeableConcept (0..1). Place of service or where product was supplied
+	// LocationCodeableConcept is "locationCodeableConcept" (location[x] as CodeableConcept, 0..1): Place of service or where product was supplied.
 	LocationCodeableConcept *CodeableConcept
-	// LocationAddress is locationAddress (0..1). Place of service or where product was supplied
+	// LocationAddress is "locationAddress" (location[x] as Address, 0..1): Place of service or where product was supplied.
 	LocationAddress *Address
-	// LocationReference is locationReference (0..1). Place of service or where product was supplied
+	// LocationReference is "locationReference" (location[x] as Reference, 0..1): Place of service or where product was supplied.
 	LocationReference *Reference
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
-	// BodySite is bodySite (0..1). Anatomical location
+	// BodySite is "bodySite" (0..1): Anatomical location.
 	BodySite *CodeableConcept
-	// SubSite is subSite (0..*). Anatomical sub-location
+	// SubSite is "subSite" (0..*): Anatomical sub-location.
 	SubSite []CodeableConcept
-	// Encounter is encounter (0..*). Encounters related to this billed item
+	// Encounter is "encounter" (0..*): Encounters related to this billed item.
 	Encounter []Reference
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (0..*). Adjudication details
+	// Adjudication is "adjudication" (0..*): Adjudication details.
 	Adjudication []ExplanationOfBenefitItemAdjudication
-	// Detail is detail (0..*). Additional items
+	// Detail is "detail" (0..*): Additional items.
 	Detail []ExplanationOfBenefitItemDetail
 }
 
@@ -1278,19 +1278,19 @@ func (x *ExplanationOfBenefitItem) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitItemAdjudication is the backbone element ExplanationOfBenefit.item.adjudication: Adjudication details
 type ExplanationOfBenefitItemAdjudication struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (1..1). Type of adjudication information
+	// Category is "category" (1..1): Type of adjudication information.
 	Category *CodeableConcept
-	// Reason is reason (0..1). Explanation of adjudication outcome
+	// Reason is "reason" (0..1): Explanation of adjudication outcome.
 	Reason *CodeableConcept
-	// Amount is amount (0..1). Monetary amount
+	// Amount is "amount" (0..1): Monetary amount.
 	Amount *Money
-	// Value is value (0..1). Non-monitary value
+	// Value is "value" (0..1): Non-monitary value.
 	Value *Decimal
 }
 
@@ -1356,39 +1356,39 @@ func (x *ExplanationOfBenefitItemAdjudication) UnmarshalJSON(data []byte) error 
 
 // ExplanationOfBenefitItemDetail is the backbone element ExplanationOfBenefit.item.detail: Additional items
 type ExplanationOfBenefitItemDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Product or service provided
+	// Sequence is "sequence" (1..1): Product or service provided.
 	Sequence *PositiveInt
-	// Revenue is revenue (0..1). Revenue or cost center code
+	// Revenue is "revenue" (0..1): Revenue or cost center code.
 	Revenue *CodeableConcept
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (0..*). Detail level adjudication details
+	// Adjudication is "adjudication" (0..*): Detail level adjudication details.
 	Adjudication []ExplanationOfBenefitItemAdjudication
-	// SubDetail is subDetail (0..*). Additional items
+	// SubDetail is "subDetail" (0..*): Additional items.
 	SubDetail []ExplanationOfBenefitItemDetailSubDetail
 }
 
@@ -1498,37 +1498,37 @@ func (x *ExplanationOfBenefitItemDetail) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitItemDetailSubDetail is the backbone element ExplanationOfBenefit.item.detail.subDetail: Additional items
 type ExplanationOfBenefitItemDetailSubDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (1..1). Product or service provided
+	// Sequence is "sequence" (1..1): Product or service provided.
 	Sequence *PositiveInt
-	// Revenue is revenue (0..1). Revenue or cost center code
+	// Revenue is "revenue" (0..1): Revenue or cost center code.
 	Revenue *CodeableConcept
-	// Category is category (0..1). Benefit classification
+	// Category is "category" (0..1): Benefit classification.
 	Category *CodeableConcept
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// Udi is udi (0..*). Unique device identifier
+	// Udi is "udi" (0..*): Unique device identifier.
 	Udi []Reference
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (0..*). Subdetail level adjudication details
+	// Adjudication is "adjudication" (0..*): Subdetail level adjudication details.
 	Adjudication []ExplanationOfBenefitItemAdjudication
 }
 
@@ -1636,53 +1636,53 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) UnmarshalJSON(data []byte) err
 
 // ExplanationOfBenefitAddItem is the backbone element ExplanationOfBenefit.addItem: Insurer added line items
 type ExplanationOfBenefitAddItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemSequence is itemSequence (0..*). Item sequence number
+	// ItemSequence is "itemSequence" (0..*): Item sequence number.
 	ItemSequence []PositiveInt
-	// DetailSequence is detailSequence (0..*). Detail sequence number
+	// DetailSequence is "detailSequence" (0..*): Detail sequence number.
 	DetailSequence []PositiveInt
-	// SubDetailSequence is subDetailSequence (0..*). Subdetail sequence number
+	// SubDetailSequence is "subDetailSequence" (0..*): Subdetail sequence number.
 	SubDetailSequence []PositiveInt
-	// Provider is provider (0..*). Authorized providers
+	// Provider is "provider" (0..*): Authorized providers.
 	Provider []Reference
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// ProgramCode is programCode (0..*). Program the product or service is provided under
+	// ProgramCode is "programCode" (0..*): Program the product or service is provided under.
 	ProgramCode []CodeableConcept
-	// ServicedDate is servicedDate (0..1). Date or dates of service or product delivery
+	// ServicedDate is "servicedDate" (serviced[x] as date, 0..1): Date or dates of service or product delivery.
 	ServicedDate *Date
-	// ServicedPeriod is servicedPeriod (0..1). Date or dates of service or product delivery
+	// ServicedPeriod is "servicedPeriod" (serviced[x] as Period, 0..1): Date or dates of service or product delivery.
 	ServicedPeriod *Period
-	// LocationCodeableConcept is locationCodeableConcept (0..1). Place of service or where product was supplied
+	// LocationCodeableConcept is "locationCodeableConcept" (location[x] as CodeableConcept, 0..1): Place of service or where product was supplied.
 	LocationCodeableConcept *CodeableConcept
-	// LocationAddress is locationAddress (0..1). Place of service or where product was supplied
+	// LocationAddress is "locationAddress" (location[x] as Address, 0..1): Place of service or where product was supplied.
 	LocationAddress *Address
-	// LocationReference is locationReference (0..1). Place of service or where product was supplied
+	// LocationReference is "locationReference" (location[x] as Reference, 0..1): Place of service or where product was supplied.
 	LocationReference *Reference
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// BodySite is bodySite (0..1). Anatomical location
+	// BodySite is "bodySite" (0..1): Anatomical location.
 	BodySite *CodeableConcept
-	// SubSite is subSite (0..*). Anatomical sub-location
+	// SubSite is "subSite" (0..*): Anatomical sub-location.
 	SubSite []CodeableConcept
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (0..*). Added items adjudication
+	// Adjudication is "adjudication" (0..*): Added items adjudication.
 	Adjudication []ExplanationOfBenefitItemAdjudication
-	// Detail is detail (0..*). Insurer added line items
+	// Detail is "detail" (0..*): Insurer added line items.
 	Detail []ExplanationOfBenefitAddItemDetail
 }
 
@@ -1826,29 +1826,29 @@ func (x *ExplanationOfBenefitAddItem) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitAddItemDetail is the backbone element ExplanationOfBenefit.addItem.detail: Insurer added line items
 type ExplanationOfBenefitAddItemDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (0..*). Added items adjudication
+	// Adjudication is "adjudication" (0..*): Added items adjudication.
 	Adjudication []ExplanationOfBenefitItemAdjudication
-	// SubDetail is subDetail (0..*). Insurer added line items
+	// SubDetail is "subDetail" (0..*): Insurer added line items.
 	SubDetail []ExplanationOfBenefitAddItemDetailSubDetail
 }
 
@@ -1936,27 +1936,27 @@ func (x *ExplanationOfBenefitAddItemDetail) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitAddItemDetailSubDetail is the backbone element ExplanationOfBenefit.addItem.detail.subDetail: Insurer added line items
 type ExplanationOfBenefitAddItemDetailSubDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ProductOrService is productOrService (1..1). Billing, service, product, or drug code
+	// ProductOrService is "productOrService" (1..1): Billing, service, product, or drug code.
 	ProductOrService *CodeableConcept
-	// Modifier is modifier (0..*). Service/Product billing modifiers
+	// Modifier is "modifier" (0..*): Service/Product billing modifiers.
 	Modifier []CodeableConcept
-	// Quantity is quantity (0..1). Count of products or services
+	// Quantity is "quantity" (0..1): Count of products or services.
 	Quantity *Quantity
-	// UnitPrice is unitPrice (0..1). Fee, charge or cost per item
+	// UnitPrice is "unitPrice" (0..1): Fee, charge or cost per item.
 	UnitPrice *Money
-	// Factor is factor (0..1). Price scaling factor
+	// Factor is "factor" (0..1): Price scaling factor.
 	Factor *Decimal
-	// Net is net (0..1). Total item cost
+	// Net is "net" (0..1): Total item cost.
 	Net *Money
-	// NoteNumber is noteNumber (0..*). Applicable note numbers
+	// NoteNumber is "noteNumber" (0..*): Applicable note numbers.
 	NoteNumber []PositiveInt
-	// Adjudication is adjudication (0..*). Added items adjudication
+	// Adjudication is "adjudication" (0..*): Added items adjudication.
 	Adjudication []ExplanationOfBenefitItemAdjudication
 }
 
@@ -2042,15 +2042,15 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) UnmarshalJSON(data []byte) 
 
 // ExplanationOfBenefitTotal is the backbone element ExplanationOfBenefit.total: Adjudication totals
 type ExplanationOfBenefitTotal struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (1..1). Type of adjudication information
+	// Category is "category" (1..1): Type of adjudication information.
 	Category *CodeableConcept
-	// Amount is amount (1..1). Financial total for the category
+	// Amount is "amount" (1..1): Financial total for the category.
 	Amount *Money
 }
 
@@ -2106,23 +2106,23 @@ func (x *ExplanationOfBenefitTotal) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitPayment is the backbone element ExplanationOfBenefit.payment: Payment Details
 type ExplanationOfBenefitPayment struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Partial or complete payment
+	// Type is "type" (0..1): Partial or complete payment.
 	Type *CodeableConcept
-	// Adjustment is adjustment (0..1). Payment adjustment for non-claim issues
+	// Adjustment is "adjustment" (0..1): Payment adjustment for non-claim issues.
 	Adjustment *Money
-	// AdjustmentReason is adjustmentReason (0..1). Explanation for the variance
+	// AdjustmentReason is "adjustmentReason" (0..1): Explanation for the variance.
 	AdjustmentReason *CodeableConcept
-	// Date is date (0..1). Expected date of payment
+	// Date is "date" (0..1): Expected date of payment.
 	Date *Date
-	// Amount is amount (0..1). Payable amount after adjustment
+	// Amount is "amount" (0..1): Payable amount after adjustment.
 	Amount *Money
-	// Identifier is identifier (0..1). Business identifier for the payment
+	// Identifier is "identifier" (0..1): Business identifier for the payment.
 	Identifier *Identifier
 }
 
@@ -2196,19 +2196,19 @@ func (x *ExplanationOfBenefitPayment) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitProcessNote is the backbone element ExplanationOfBenefit.processNote: Note concerning adjudication
 type ExplanationOfBenefitProcessNote struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Number is number (0..1). Note instance identifier
+	// Number is "number" (0..1): Note instance identifier.
 	Number *PositiveInt
-	// Type is type (0..1). display | print | printoper
+	// Type is "type" (0..1): display | print | printoper.
 	Type *Code
-	// Text is text (0..1). Note explanatory text
+	// Text is "text" (0..1): Note explanatory text.
 	Text *String
-	// Language is language (0..1). Language of the text
+	// Language is "language" (0..1): Language of the text.
 	Language *CodeableConcept
 }
 
@@ -2278,27 +2278,27 @@ func (x *ExplanationOfBenefitProcessNote) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitBenefitBalance is the backbone element ExplanationOfBenefit.benefitBalance: Balance by Benefit Category
 type ExplanationOfBenefitBenefitBalance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (1..1). Benefit classification
+	// Category is "category" (1..1): Benefit classification.
 	Category *CodeableConcept
-	// Excluded is excluded (0..1). Excluded from the plan
+	// Excluded is "excluded" (0..1): Excluded from the plan.
 	Excluded *Boolean
-	// Name is name (0..1). Short name for the benefit
+	// Name is "name" (0..1): Short name for the benefit.
 	Name *String
-	// Description is description (0..1). Description of the benefit or services covered
+	// Description is "description" (0..1): Description of the benefit or services covered.
 	Description *String
-	// Network is network (0..1). In or out of network
+	// Network is "network" (0..1): In or out of network.
 	Network *CodeableConcept
-	// Unit is unit (0..1). Individual or family
+	// Unit is "unit" (0..1): Individual or family.
 	Unit *CodeableConcept
-	// Term is term (0..1). Annual or lifetime
+	// Term is "term" (0..1): Annual or lifetime.
 	Term *CodeableConcept
-	// Financial is financial (0..*). Benefit Summary
+	// Financial is "financial" (0..*): Benefit Summary.
 	Financial []ExplanationOfBenefitBenefitBalanceFinancial
 }
 
@@ -2384,23 +2384,23 @@ func (x *ExplanationOfBenefitBenefitBalance) UnmarshalJSON(data []byte) error {
 
 // ExplanationOfBenefitBenefitBalanceFinancial is the backbone element ExplanationOfBenefit.benefitBalance.financial: Benefit Summary
 type ExplanationOfBenefitBenefitBalanceFinancial struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Benefit classification
+	// Type is "type" (1..1): Benefit classification.
 	Type *CodeableConcept
-	// AllowedUnsignedInt is allowedUnsignedInt (0..1). Benefits allowed
+	// AllowedUnsignedInt is "allowedUnsignedInt" (allowed[x] as unsignedInt, 0..1): Benefits allowed.
 	AllowedUnsignedInt *UnsignedInt
-	// AllowedString is allowedString (0..1). Benefits allowed
+	// AllowedString is "allowedString" (allowed[x] as string, 0..1): Benefits allowed.
 	AllowedString *String
-	// AllowedMoney is allowedMoney (0..1). Benefits allowed
+	// AllowedMoney is "allowedMoney" (allowed[x] as Money, 0..1): Benefits allowed.
 	AllowedMoney *Money
-	// UsedUnsignedInt is usedUnsignedInt (0..1). Benefits used
+	// UsedUnsignedInt is "usedUnsignedInt" (used[x] as unsignedInt, 0..1): Benefits used.
 	UsedUnsignedInt *UnsignedInt
-	// UsedMoney is usedMoney (0..1). Benefits used
+	// UsedMoney is "usedMoney" (used[x] as Money, 0..1): Benefits used.
 	UsedMoney *Money
 }
 

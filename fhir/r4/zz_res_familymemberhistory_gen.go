@@ -4,73 +4,73 @@ package r4
 
 // FamilyMemberHistory is the FHIR R4 resource FamilyMemberHistory: Significant health conditions for a person related to the patient relevant in the context of care for the patient.
 type FamilyMemberHistory struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Id(s) for this record
+	// Identifier is "identifier" (0..*): External Id(s) for this record.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// Status is status (1..1). partial | completed | entered-in-error | health-unknown
+	// Status is "status" (1..1): partial | completed | entered-in-error | health-unknown.
 	Status *Code
-	// DataAbsentReason is dataAbsentReason (0..1). subject-unknown | withheld | unable-to-obtain | deferred
+	// DataAbsentReason is "dataAbsentReason" (0..1): subject-unknown | withheld | unable-to-obtain | deferred.
 	DataAbsentReason *CodeableConcept
-	// Patient is patient (1..1). Patient history is about
+	// Patient is "patient" (1..1): Patient history is about.
 	Patient *Reference
-	// Date is date (0..1). When history was recorded or last updated
+	// Date is "date" (0..1): When history was recorded or last updated.
 	Date *DateTime
-	// Name is name (0..1). The family member described
+	// Name is "name" (0..1): The family member described.
 	Name *String
-	// Relationship is relationship (1..1). Relationship to the subject
+	// Relationship is "relationship" (1..1): Relationship to the subject.
 	Relationship *CodeableConcept
-	// Sex is sex (0..1). male | female | other | unknown
+	// Sex is "sex" (0..1): male | female | other | unknown.
 	Sex *CodeableConcept
-	// BornPeriod is bornPeriod (0..1). (approximate) date of birth
+	// BornPeriod is "bornPeriod" (born[x] as Period, 0..1): (approximate) date of birth.
 	BornPeriod *Period
-	// BornDate is bornDate (0..1). (approximate) date of birth
+	// BornDate is "bornDate" (born[x] as date, 0..1): (approximate) date of birth.
 	BornDate *Date
-	// BornString is bornString (0..1). (approximate) date of birth
+	// BornString is "bornString" (born[x] as string, 0..1): (approximate) date of birth.
 	BornString *String
-	// AgeAge is ageAge (0..1). (approximate) age
+	// AgeAge is "ageAge" (age[x] as Age, 0..1): (approximate) age.
 	AgeAge *Age
-	// AgeRange is ageRange (0..1). (approximate) age
+	// AgeRange is "ageRange" (age[x] as Range, 0..1): (approximate) age.
 	AgeRange *Range
-	// AgeString is ageString (0..1). (approximate) age
+	// AgeString is "ageString" (age[x] as string, 0..1): (approximate) age.
 	AgeString *String
-	// EstimatedAge is estimatedAge (0..1). Age is estimated?
+	// EstimatedAge is "estimatedAge" (0..1): Age is estimated?.
 	EstimatedAge *Boolean
-	// DeceasedBoolean is deceasedBoolean (0..1). Dead? How old/when?
+	// DeceasedBoolean is "deceasedBoolean" (deceased[x] as boolean, 0..1): Dead? How old/when?.
 	DeceasedBoolean *Boolean
-	// DeceasedAge is deceasedAge (0..1). Dead? How old/when?
+	// DeceasedAge is "deceasedAge" (deceased[x] as Age, 0..1): Dead? How old/when?.
 	DeceasedAge *Age
-	// DeceasedRange is deceasedRange (0..1). Dead? How old/when?
+	// DeceasedRange is "deceasedRange" (deceased[x] as Range, 0..1): Dead? How old/when?.
 	DeceasedRange *Range
-	// DeceasedDate is deceasedDate (0..1). Dead? How old/when?
+	// DeceasedDate is "deceasedDate" (deceased[x] as date, 0..1): Dead? How old/when?.
 	DeceasedDate *Date
-	// DeceasedString is deceasedString (0..1). Dead? How old/when?
+	// DeceasedString is "deceasedString" (deceased[x] as string, 0..1): Dead? How old/when?.
 	DeceasedString *String
-	// ReasonCode is reasonCode (0..*). Why was family member history performed?
+	// ReasonCode is "reasonCode" (0..*): Why was family member history performed?.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why was family member history performed?
+	// ReasonReference is "reasonReference" (0..*): Why was family member history performed?.
 	ReasonReference []Reference
-	// Note is note (0..*). General note about related person
+	// Note is "note" (0..*): General note about related person.
 	Note []Annotation
-	// Condition is condition (0..*). Condition that the related person had
+	// Condition is "condition" (0..*): Condition that the related person had.
 	Condition []FamilyMemberHistoryCondition
 }
 
@@ -282,27 +282,27 @@ func (x *FamilyMemberHistory) UnmarshalJSON(data []byte) error {
 
 // FamilyMemberHistoryCondition is the backbone element FamilyMemberHistory.condition: Condition that the related person had
 type FamilyMemberHistoryCondition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Condition suffered by relation
+	// Code is "code" (1..1): Condition suffered by relation.
 	Code *CodeableConcept
-	// Outcome is outcome (0..1). deceased | permanent disability | etc.
+	// Outcome is "outcome" (0..1): deceased | permanent disability | etc.
 	Outcome *CodeableConcept
-	// ContributedToDeath is contributedToDeath (0..1). Whether the condition contributed to the cause of death
+	// ContributedToDeath is "contributedToDeath" (0..1): Whether the condition contributed to the cause of death.
 	ContributedToDeath *Boolean
-	// OnsetAge is onsetAge (0..1). When condition first manifested
+	// OnsetAge is "onsetAge" (onset[x] as Age, 0..1): When condition first manifested.
 	OnsetAge *Age
-	// OnsetRange is onsetRange (0..1). When condition first manifested
+	// OnsetRange is "onsetRange" (onset[x] as Range, 0..1): When condition first manifested.
 	OnsetRange *Range
-	// OnsetPeriod is onsetPeriod (0..1). When condition first manifested
+	// OnsetPeriod is "onsetPeriod" (onset[x] as Period, 0..1): When condition first manifested.
 	OnsetPeriod *Period
-	// OnsetString is onsetString (0..1). When condition first manifested
+	// OnsetString is "onsetString" (onset[x] as string, 0..1): When condition first manifested.
 	OnsetString *String
-	// Note is note (0..*). Extra information about condition
+	// Note is "note" (0..*): Extra information about condition.
 	Note []Annotation
 }
 

@@ -4,37 +4,37 @@ package r4
 
 // Flag is the FHIR R4 resource Flag: Prospective warnings of potential issues when providing care to the patient.
 type Flag struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// Status is status (1..1). active | inactive | entered-in-error
+	// Status is "status" (1..1): active | inactive | entered-in-error.
 	Status *Code
-	// Category is category (0..*). Clinical, administrative, etc.
+	// Category is "category" (0..*): Clinical, administrative, etc.
 	Category []CodeableConcept
-	// Code is code (1..1). Coded or textual message to display to user
+	// Code is "code" (1..1): Coded or textual message to display to user.
 	Code *CodeableConcept
-	// Subject is subject (1..1). Who/What is flag about?
+	// Subject is "subject" (1..1): Who/What is flag about?.
 	Subject *Reference
-	// Period is period (0..1). Time period when flag is active
+	// Period is "period" (0..1): Time period when flag is active.
 	Period *Period
-	// Encounter is encounter (0..1). Alert relevant during encounter
+	// Encounter is "encounter" (0..1): Alert relevant during encounter.
 	Encounter *Reference
-	// Author is author (0..1). Flag creator
+	// Author is "author" (0..1): Flag creator.
 	Author *Reference
 }
 

@@ -4,55 +4,55 @@ package r4
 
 // Goal is the FHIR R4 resource Goal: Describes the intended objective(s) for a patient, group or organization care, for example, weight loss, restoring an activity of daily living, obtaining herd immunity via immunization, meeting a proc…
 type Goal struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this goal
+	// Identifier is "identifier" (0..*): External Ids for this goal.
 	Identifier []Identifier
-	// LifecycleStatus is lifecycleStatus (1..1). proposed | planned | accepted | active | on-hold | completed | cancelled | entered-in-error | rejected
+	// LifecycleStatus is "lifecycleStatus" (1..1): proposed | planned | accepted | active | on-hold | completed | cancelled | entered-in-error | rejected.
 	LifecycleStatus *Code
-	// AchievementStatus is achievementStatus (0..1). in-progress | improving | worsening | no-change | achieved | sustaining | not-achieved | no-progress | not-attainable
+	// AchievementStatus is "achievementStatus" (0..1): in-progress | improving | worsening | no-change | achieved | sustaining | not-achieved | no-progress | not-attainable.
 	AchievementStatus *CodeableConcept
-	// Category is category (0..*). E.g.
+	// Category is "category" (0..*): E.g.
 	Category []CodeableConcept
-	// Priority is priority (0..1). high-priority | medium-priority | low-priority
+	// Priority is "priority" (0..1): high-priority | medium-priority | low-priority.
 	Priority *CodeableConcept
-	// Description is description (1..1). Code or text describing goal
+	// Description is "description" (1..1): Code or text describing goal.
 	Description *CodeableConcept
-	// Subject is subject (1..1). Who this goal is intended for
+	// Subject is "subject" (1..1): Who this goal is intended for.
 	Subject *Reference
-	// StartDate is startDate (0..1). When goal pursuit begins
+	// StartDate is "startDate" (start[x] as date, 0..1): When goal pursuit begins.
 	StartDate *Date
-	// StartCodeableConcept is startCodeableConcept (0..1). When goal pursuit begins
+	// StartCodeableConcept is "startCodeableConcept" (start[x] as CodeableConcept, 0..1): When goal pursuit begins.
 	StartCodeableConcept *CodeableConcept
-	// Target is target (0..*). Target outcome for the goal
+	// Target is "target" (0..*): Target outcome for the goal.
 	Target []GoalTarget
-	// StatusDate is statusDate (0..1). When goal status took effect
+	// StatusDate is "statusDate" (0..1): When goal status took effect.
 	StatusDate *Date
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *String
-	// ExpressedBy is expressedBy (0..1). Who's responsible for creating Goal?
+	// ExpressedBy is "expressedBy" (0..1): Who's responsible for creating Goal?.
 	ExpressedBy *Reference
-	// Addresses is addresses (0..*). Issues addressed by this goal
+	// Addresses is "addresses" (0..*): Issues addressed by this goal.
 	Addresses []Reference
-	// Note is note (0..*). Comments about the goal
+	// Note is "note" (0..*): Comments about the goal.
 	Note []Annotation
-	// OutcomeCode is outcomeCode (0..*). What result was achieved regarding the goal?
+	// OutcomeCode is "outcomeCode" (0..*): What result was achieved regarding the goal?.
 	OutcomeCode []CodeableConcept
-	// OutcomeReference is outcomeReference (0..*). Observation that resulted from goal
+	// OutcomeReference is "outcomeReference" (0..*): Observation that resulted from goal.
 	OutcomeReference []Reference
 }
 
@@ -209,31 +209,31 @@ func (x *Goal) UnmarshalJSON(data []byte) error { *x = Goal{}; return unmarshalR
 
 // GoalTarget is the backbone element Goal.target: Target outcome for the goal
 type GoalTarget struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Measure is measure (0..1). The parameter whose value is being tracked
+	// Measure is "measure" (0..1): The parameter whose value is being tracked.
 	Measure *CodeableConcept
-	// DetailQuantity is detailQuantity (0..1). The target value to be achieved
+	// DetailQuantity is "detailQuantity" (detail[x] as Quantity, 0..1): The target value to be achieved.
 	DetailQuantity *Quantity
-	// DetailRange is detailRange (0..1). The target value to be achieved
+	// DetailRange is "detailRange" (detail[x] as Range, 0..1): The target value to be achieved.
 	DetailRange *Range
-	// DetailCodeableConcept is detailCodeableConcept (0..1). The target value to be achieved
+	// DetailCodeableConcept is "detailCodeableConcept" (detail[x] as CodeableConcept, 0..1): The target value to be achieved.
 	DetailCodeableConcept *CodeableConcept
-	// DetailString is detailString (0..1). The target value to be achieved
+	// DetailString is "detailString" (detail[x] as string, 0..1): The target value to be achieved.
 	DetailString *String
-	// DetailBoolean is detailBoolean (0..1). The target value to be achieved
+	// DetailBoolean is "detailBoolean" (detail[x] as boolean, 0..1): The target value to be achieved.
 	DetailBoolean *Boolean
-	// DetailInteger is detailInteger (0..1). The target value to be achieved
+	// DetailInteger is "detailInteger" (detail[x] as integer, 0..1): The target value to be achieved.
 	DetailInteger *Integer
-	// DetailRatio is detailRatio (0..1). The target value to be achieved
+	// DetailRatio is "detailRatio" (detail[x] as Ratio, 0..1): The target value to be achieved.
 	DetailRatio *Ratio
-	// DueDate is dueDate (0..1). Reach goal on or before
+	// DueDate is "dueDate" (due[x] as date, 0..1): Reach goal on or before.
 	DueDate *Date
-	// DueDuration is dueDuration (0..1). Reach goal on or before
+	// DueDuration is "dueDuration" (due[x] as Duration, 0..1): Reach goal on or before.
 	DueDuration *Duration
 }
 

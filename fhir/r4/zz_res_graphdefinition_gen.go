@@ -4,51 +4,51 @@ package r4
 
 // GraphDefinition is the FHIR R4 resource GraphDefinition: A formal computable definition of a graph of resources - that is, a coherent set of resources that form a graph by following references.
 type GraphDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this graph definition, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this graph definition, represented as a URI (globally unique).
 	URL *URI
-	// Version is version (0..1). Business version of the graph definition
+	// Version is "version" (0..1): Business version of the graph definition.
 	Version *String
-	// Name is name (1..1). Name for this graph definition (computer friendly)
+	// Name is "name" (1..1): Name for this graph definition (computer friendly).
 	Name *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the graph definition
+	// Description is "description" (0..1): Natural language description of the graph definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for graph definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for graph definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this graph definition is defined
+	// Purpose is "purpose" (0..1): Why this graph definition is defined.
 	Purpose *Markdown
-	// Start is start (1..1). Type of resource at which the graph starts
+	// Start is "start" (1..1): Type of resource at which the graph starts.
 	Start *Code
-	// Profile is profile (0..1). Profile on base resource
+	// Profile is "profile" (0..1): Profile on base resource.
 	Profile *Canonical
-	// Link is link (0..*). Links this graph makes rules about
+	// Link is "link" (0..*): Links this graph makes rules about.
 	Link []GraphDefinitionLink
 }
 
@@ -214,23 +214,23 @@ func (x *GraphDefinition) UnmarshalJSON(data []byte) error {
 
 // GraphDefinitionLink is the backbone element GraphDefinition.link: Links this graph makes rules about
 type GraphDefinitionLink struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Path is path (0..1). Path in the resource that contains the link
+	// Path is "path" (0..1): Path in the resource that contains the link.
 	Path *String
-	// SliceName is sliceName (0..1). Which slice (if profiled)
+	// SliceName is "sliceName" (0..1): Which slice (if profiled).
 	SliceName *String
-	// Min is min (0..1). Minimum occurrences for this link
+	// Min is "min" (0..1): Minimum occurrences for this link.
 	Min *Integer
-	// Max is max (0..1). Maximum occurrences for this link
+	// Max is "max" (0..1): Maximum occurrences for this link.
 	Max *String
-	// Description is description (0..1). Why this link is specified
+	// Description is "description" (0..1): Why this link is specified.
 	Description *String
-	// Target is target (0..*). Potential target for the link
+	// Target is "target" (0..*): Potential target for the link.
 	Target []GraphDefinitionLinkTarget
 }
 
@@ -312,21 +312,21 @@ func (x *GraphDefinitionLink) UnmarshalJSON(data []byte) error {
 
 // GraphDefinitionLinkTarget is the backbone element GraphDefinition.link.target: Potential target for the link
 type GraphDefinitionLinkTarget struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of resource this link refers to
+	// Type is "type" (1..1): Type of resource this link refers to.
 	Type *Code
-	// Params is params (0..1). Criteria for reverse lookup
+	// Params is "params" (0..1): Criteria for reverse lookup.
 	Params *String
-	// Profile is profile (0..1). Profile for the target resource
+	// Profile is "profile" (0..1): Profile for the target resource.
 	Profile *Canonical
-	// Compartment is compartment (0..*). Compartment Consistency Rules
+	// Compartment is "compartment" (0..*): Compartment Consistency Rules.
 	Compartment []GraphDefinitionLinkTargetCompartment
-	// Link is link (0..*). Additional links from target resource
+	// Link is "link" (0..*): Additional links from target resource.
 	Link []GraphDefinitionLink
 }
 
@@ -400,21 +400,21 @@ func (x *GraphDefinitionLinkTarget) UnmarshalJSON(data []byte) error {
 
 // GraphDefinitionLinkTargetCompartment is the backbone element GraphDefinition.link.target.compartment: Compartment Consistency Rules
 type GraphDefinitionLinkTargetCompartment struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Use is use (1..1). condition | requirement
+	// Use is "use" (1..1): condition | requirement.
 	Use *Code
-	// Code is code (1..1). Patient | Encounter | RelatedPerson | Practitioner | Device
+	// Code is "code" (1..1): Patient | Encounter | RelatedPerson | Practitioner | Device.
 	Code *Code
-	// Rule is rule (1..1). identical | matching | different | custom
+	// Rule is "rule" (1..1): identical | matching | different | custom.
 	Rule *Code
-	// Expression is expression (0..1). Custom rule, as a FHIRPath expression
+	// Expression is "expression" (0..1): Custom rule, as a FHIRPath expression.
 	Expression *String
-	// Description is description (0..1). Documentation for FHIRPath expression
+	// Description is "description" (0..1): Documentation for FHIRPath expression.
 	Description *String
 }
 

@@ -4,41 +4,41 @@ package r4
 
 // Group is the FHIR R4 resource Group: Represents a defined collection of entities that may be discussed or acted upon collectively but which are not expected to act collectively, and are not formally or legally recognized; i.e. a collecti…
 type Group struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique id
+	// Identifier is "identifier" (0..*): Unique id.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this group's record is in active use
+	// Active is "active" (0..1): Whether this group's record is in active use.
 	Active *Boolean
-	// Type is type (1..1). person | animal | practitioner | device | medication | substance
+	// Type is "type" (1..1): person | animal | practitioner | device | medication | substance.
 	Type *Code
-	// Actual is actual (1..1). Descriptive or actual
+	// Actual is "actual" (1..1): Descriptive or actual.
 	Actual *Boolean
-	// Code is code (0..1). Kind of Group members
+	// Code is "code" (0..1): Kind of Group members.
 	Code *CodeableConcept
-	// Name is name (0..1). Label for Group
+	// Name is "name" (0..1): Label for Group.
 	Name *String
-	// Quantity is quantity (0..1). Number of members
+	// Quantity is "quantity" (0..1): Number of members.
 	Quantity *UnsignedInt
-	// ManagingEntity is managingEntity (0..1). Entity that is the custodian of the Group's definition
+	// ManagingEntity is "managingEntity" (0..1): Entity that is the custodian of the Group's definition.
 	ManagingEntity *Reference
-	// Characteristic is characteristic (0..*). Include / Exclude group members by Trait
+	// Characteristic is "characteristic" (0..*): Include / Exclude group members by Trait.
 	Characteristic []GroupCharacteristic
-	// Member is member (0..*). Who or what is in group
+	// Member is "member" (0..*): Who or what is in group.
 	Member []GroupMember
 }
 
@@ -169,27 +169,27 @@ func (x *Group) UnmarshalJSON(data []byte) error { *x = Group{}; return unmarsha
 
 // GroupCharacteristic is the backbone element Group.characteristic: Include / Exclude group members by Trait
 type GroupCharacteristic struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Kind of characteristic
+	// Code is "code" (1..1): Kind of characteristic.
 	Code *CodeableConcept
-	// ValueCodeableConcept is valueCodeableConcept (1..1). Value held by characteristic
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 1..1): Value held by characteristic.
 	ValueCodeableConcept *CodeableConcept
-	// ValueBoolean is valueBoolean (1..1). Value held by characteristic
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): Value held by characteristic.
 	ValueBoolean *Boolean
-	// ValueQuantity is valueQuantity (1..1). Value held by characteristic
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): Value held by characteristic.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (1..1). Value held by characteristic
+	// ValueRange is "valueRange" (value[x] as Range, 1..1): Value held by characteristic.
 	ValueRange *Range
-	// ValueReference is valueReference (1..1). Value held by characteristic
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): Value held by characteristic.
 	ValueReference *Reference
-	// Exclude is exclude (1..1). Group includes or excludes
+	// Exclude is "exclude" (1..1): Group includes or excludes.
 	Exclude *Boolean
-	// Period is period (0..1). Period over which characteristic is tested
+	// Period is "period" (0..1): Period over which characteristic is tested.
 	Period *Period
 }
 
@@ -273,17 +273,17 @@ func (x *GroupCharacteristic) UnmarshalJSON(data []byte) error {
 
 // GroupMember is the backbone element Group.member: Who or what is in group
 type GroupMember struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Entity is entity (1..1). Reference to the group member
+	// Entity is "entity" (1..1): Reference to the group member.
 	Entity *Reference
-	// Period is period (0..1). Period member belonged to the group
+	// Period is "period" (0..1): Period member belonged to the group.
 	Period *Period
-	// Inactive is inactive (0..1). If member is no longer in group
+	// Inactive is "inactive" (0..1): If member is no longer in group.
 	Inactive *Boolean
 }
 

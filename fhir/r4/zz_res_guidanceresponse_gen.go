@@ -4,55 +4,55 @@ package r4
 
 // GuidanceResponse is the FHIR R4 resource GuidanceResponse: A guidance response is the formal response to a guidance request, including any output parameters returned by the evaluation, as well as the description of any proposed actions to be taken.
 type GuidanceResponse struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// RequestIdentifier is requestIdentifier (0..1). The identifier of the request associated with this response, if any
+	// RequestIdentifier is "requestIdentifier" (0..1): The identifier of the request associated with this response, if any.
 	RequestIdentifier *Identifier
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// ModuleURI is moduleUri (1..1). What guidance was requested
+	// ModuleURI is "moduleUri" (module[x] as uri, 1..1): What guidance was requested.
 	ModuleURI *URI
-	// ModuleCanonical is moduleCanonical (1..1). What guidance was requested
+	// ModuleCanonical is "moduleCanonical" (module[x] as canonical, 1..1): What guidance was requested.
 	ModuleCanonical *Canonical
-	// ModuleCodeableConcept is moduleCodeableConcept (1..1). What guidance was requested
+	// ModuleCodeableConcept is "moduleCodeableConcept" (module[x] as CodeableConcept, 1..1): What guidance was requested.
 	ModuleCodeableConcept *CodeableConcept
-	// Status is status (1..1). success | data-requested | data-required | in-progress | failure | entered-in-error
+	// Status is "status" (1..1): success | data-requested | data-required | in-progress | failure | entered-in-error.
 	Status *Code
-	// Subject is subject (0..1). Patient the request was performed for
+	// Subject is "subject" (0..1): Patient the request was performed for.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter during which the response was returned
+	// Encounter is "encounter" (0..1): Encounter during which the response was returned.
 	Encounter *Reference
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When the guidance response was processed
+	// OccurrenceDateTime is "occurrenceDateTime" (0..1): When the guidance response was processed.
 	OccurrenceDateTime *DateTime
-	// Performer is performer (0..1). Device returning the guidance
+	// Performer is "performer" (0..1): Device returning the guidance.
 	Performer *Reference
-	// ReasonCode is reasonCode (0..*). Why guidance is needed
+	// ReasonCode is "reasonCode" (0..*): Why guidance is needed.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why guidance is needed
+	// ReasonReference is "reasonReference" (0..*): Why guidance is needed.
 	ReasonReference []Reference
-	// Note is note (0..*). Additional notes about the response
+	// Note is "note" (0..*): Additional notes about the response.
 	Note []Annotation
-	// EvaluationMessage is evaluationMessage (0..*). Messages resulting from the evaluation of the artifact or artifacts
+	// EvaluationMessage is "evaluationMessage" (0..*): Messages resulting from the evaluation of the artifact or artifacts.
 	EvaluationMessage []Reference
-	// OutputParameters is outputParameters (0..1). The output parameters of the evaluation, if any
+	// OutputParameters is "outputParameters" (0..1): The output parameters of the evaluation, if any.
 	OutputParameters *Reference
-	// Result is result (0..1). Proposed actions, if any
+	// Result is "result" (0..1): Proposed actions, if any.
 	Result *Reference
-	// DataRequirement is dataRequirement (0..*). Additional required data
+	// DataRequirement is "dataRequirement" (0..*): Additional required data.
 	DataRequirement []DataRequirement
 }
 

@@ -4,69 +4,69 @@ package r4
 
 // HealthcareService is the FHIR R4 resource HealthcareService: The details of a healthcare service available at a location.
 type HealthcareService struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External identifiers for this item
+	// Identifier is "identifier" (0..*): External identifiers for this item.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this HealthcareService record is in active use
+	// Active is "active" (0..1): Whether this HealthcareService record is in active use.
 	Active *Boolean
-	// ProvidedBy is providedBy (0..1). Organization that provides this service
+	// ProvidedBy is "providedBy" (0..1): Organization that provides this service.
 	ProvidedBy *Reference
-	// Category is category (0..*). Broad category of service being performed or delivered
+	// Category is "category" (0..*): Broad category of service being performed or delivered.
 	Category []CodeableConcept
-	// Type is type (0..*). Type of service that may be delivered or performed
+	// Type is "type" (0..*): Type of service that may be delivered or performed.
 	Type []CodeableConcept
-	// Specialty is specialty (0..*). Specialties handled by the HealthcareService
+	// Specialty is "specialty" (0..*): Specialties handled by the HealthcareService.
 	Specialty []CodeableConcept
-	// Location is location (0..*). Location(s) where service may be provided
+	// Location is "location" (0..*): Location(s) where service may be provided.
 	Location []Reference
-	// Name is name (0..1). Description of service as presented to a consumer while searching
+	// Name is "name" (0..1): Description of service as presented to a consumer while searching.
 	Name *String
-	// Comment is comment (0..1). Additional description and/or any specific issues not covered elsewhere
+	// Comment is "comment" (0..1): Additional description and/or any specific issues not covered elsewhere.
 	Comment *String
-	// ExtraDetails is extraDetails (0..1). Extra details about the service that can't be placed in the other fields
+	// ExtraDetails is "extraDetails" (0..1): Extra details about the service that can't be placed in the other fields.
 	ExtraDetails *Markdown
-	// Photo is photo (0..1). Facilitates quick identification of the service
+	// Photo is "photo" (0..1): Facilitates quick identification of the service.
 	Photo *Attachment
-	// Telecom is telecom (0..*). Contacts related to the healthcare service
+	// Telecom is "telecom" (0..*): Contacts related to the healthcare service.
 	Telecom []ContactPoint
-	// CoverageArea is coverageArea (0..*). Location(s) service is intended for/available to
+	// CoverageArea is "coverageArea" (0..*): Location(s) service is intended for/available to.
 	CoverageArea []Reference
-	// ServiceProvisionCode is serviceProvisionCode (0..*). Conditions under which service is available/offered
+	// ServiceProvisionCode is "serviceProvisionCode" (0..*): Conditions under which service is available/offered.
 	ServiceProvisionCode []CodeableConcept
-	// Eligibility is eligibility (0..*). Specific eligibility requirements required to use the service
+	// Eligibility is "eligibility" (0..*): Specific eligibility requirements required to use the service.
 	Eligibility []HealthcareServiceEligibility
-	// Program is program (0..*). Programs that this service is applicable to
+	// Program is "program" (0..*): Programs that this service is applicable to.
 	Program []CodeableConcept
-	// Characteristic is characteristic (0..*). Collection of characteristics (attributes)
+	// Characteristic is "characteristic" (0..*): Collection of characteristics (attributes).
 	Characteristic []CodeableConcept
-	// Communication is communication (0..*). The language that this service is offered in
+	// Communication is "communication" (0..*): The language that this service is offered in.
 	Communication []CodeableConcept
-	// ReferralMethod is referralMethod (0..*). Ways that the service accepts referrals
+	// ReferralMethod is "referralMethod" (0..*): Ways that the service accepts referrals.
 	ReferralMethod []CodeableConcept
-	// AppointmentRequired is appointmentRequired (0..1). If an appointment is required for access to this service
+	// AppointmentRequired is "appointmentRequired" (0..1): If an appointment is required for access to this service.
 	AppointmentRequired *Boolean
-	// AvailableTime is availableTime (0..*). Times the Service Site is available
+	// AvailableTime is "availableTime" (0..*): Times the Service Site is available.
 	AvailableTime []HealthcareServiceAvailableTime
-	// NotAvailable is notAvailable (0..*). Not available during this time due to provided reason
+	// NotAvailable is "notAvailable" (0..*): Not available during this time due to provided reason.
 	NotAvailable []HealthcareServiceNotAvailable
-	// AvailabilityExceptions is availabilityExceptions (0..1). Description of availability exceptions
+	// AvailabilityExceptions is "availabilityExceptions" (0..1): Description of availability exceptions.
 	AvailabilityExceptions *String
-	// Endpoint is endpoint (0..*). Technical endpoints providing access to electronic services operated for the healthcare service
+	// Endpoint is "endpoint" (0..*): Technical endpoints providing access to electronic services operated for the healthcare service.
 	Endpoint []Reference
 }
 
@@ -258,15 +258,15 @@ func (x *HealthcareService) UnmarshalJSON(data []byte) error {
 
 // HealthcareServiceEligibility is the backbone element HealthcareService.eligibility: Specific eligibility requirements required to use the service
 type HealthcareServiceEligibility struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Coded value for the eligibility
+	// Code is "code" (0..1): Coded value for the eligibility.
 	Code *CodeableConcept
-	// Comment is comment (0..1). Describes the eligibility conditions for the service
+	// Comment is "comment" (0..1): Describes the eligibility conditions for the service.
 	Comment *Markdown
 }
 
@@ -324,19 +324,19 @@ func (x *HealthcareServiceEligibility) UnmarshalJSON(data []byte) error {
 
 // HealthcareServiceAvailableTime is the backbone element HealthcareService.availableTime: Times the Service Site is available
 type HealthcareServiceAvailableTime struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DaysOfWeek is daysOfWeek (0..*). mon | tue | wed | thu | fri | sat | sun
+	// DaysOfWeek is "daysOfWeek" (0..*): mon | tue | wed | thu | fri | sat | sun.
 	DaysOfWeek []Code
-	// AllDay is allDay (0..1). Always available? e.g. 24 hour service
+	// AllDay is "allDay" (0..1): Always available? e.g. 24 hour service.
 	AllDay *Boolean
-	// AvailableStartTime is availableStartTime (0..1). Opening time of day (ignored if allDay = true)
+	// AvailableStartTime is "availableStartTime" (0..1): Opening time of day (ignored if allDay = true).
 	AvailableStartTime *Time
-	// AvailableEndTime is availableEndTime (0..1). Closing time of day (ignored if allDay = true)
+	// AvailableEndTime is "availableEndTime" (0..1): Closing time of day (ignored if allDay = true).
 	AvailableEndTime *Time
 }
 
@@ -408,15 +408,15 @@ func (x *HealthcareServiceAvailableTime) UnmarshalJSON(data []byte) error {
 
 // HealthcareServiceNotAvailable is the backbone element HealthcareService.notAvailable: Not available during this time due to provided reason
 type HealthcareServiceNotAvailable struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (1..1). Reason presented to the user explaining why time not available
+	// Description is "description" (1..1): Reason presented to the user explaining why time not available.
 	Description *String
-	// During is during (0..1). Service not available from this date
+	// During is "during" (0..1): Service not available from this date.
 	During *Period
 }
 

@@ -4,61 +4,61 @@ package r4
 
 // ImagingStudy is the FHIR R4 resource ImagingStudy: Representation of the content produced in a DICOM imaging study.
 type ImagingStudy struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifiers for the whole study
+	// Identifier is "identifier" (0..*): Identifiers for the whole study.
 	Identifier []Identifier
-	// Status is status (1..1). registered | available | cancelled | entered-in-error | unknown
+	// Status is "status" (1..1): registered | available | cancelled | entered-in-error | unknown.
 	Status *Code
-	// Modality is modality (0..*). All series modality if actual acquisition modalities
+	// Modality is "modality" (0..*): All series modality if actual acquisition modalities.
 	Modality []Coding
-	// Subject is subject (1..1). Who or what is the subject of the study
+	// Subject is "subject" (1..1): Who or what is the subject of the study.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter with which this imaging study is associated
+	// Encounter is "encounter" (0..1): Encounter with which this imaging study is associated.
 	Encounter *Reference
-	// Started is started (0..1). When the study was started
+	// Started is "started" (0..1): When the study was started.
 	Started *DateTime
-	// BasedOn is basedOn (0..*). Request fulfilled
+	// BasedOn is "basedOn" (0..*): Request fulfilled.
 	BasedOn []Reference
-	// Referrer is referrer (0..1). Referring physician
+	// Referrer is "referrer" (0..1): Referring physician.
 	Referrer *Reference
-	// Interpreter is interpreter (0..*). Who interpreted images
+	// Interpreter is "interpreter" (0..*): Who interpreted images.
 	Interpreter []Reference
-	// Endpoint is endpoint (0..*). Study access endpoint
+	// Endpoint is "endpoint" (0..*): Study access endpoint.
 	Endpoint []Reference
-	// NumberOfSeries is numberOfSeries (0..1). Number of Study Related Series
+	// NumberOfSeries is "numberOfSeries" (0..1): Number of Study Related Series.
 	NumberOfSeries *UnsignedInt
-	// NumberOfInstances is numberOfInstances (0..1). Number of Study Related Instances
+	// NumberOfInstances is "numberOfInstances" (0..1): Number of Study Related Instances.
 	NumberOfInstances *UnsignedInt
-	// ProcedureReference is procedureReference (0..1). The performed Procedure reference
+	// ProcedureReference is "procedureReference" (0..1): The performed Procedure reference.
 	ProcedureReference *Reference
-	// ProcedureCode is procedureCode (0..*). The performed procedure code
+	// ProcedureCode is "procedureCode" (0..*): The performed procedure code.
 	ProcedureCode []CodeableConcept
-	// Location is location (0..1). Where ImagingStudy occurred
+	// Location is "location" (0..1): Where ImagingStudy occurred.
 	Location *Reference
-	// ReasonCode is reasonCode (0..*). Why the study was requested
+	// ReasonCode is "reasonCode" (0..*): Why the study was requested.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why was study performed
+	// ReasonReference is "reasonReference" (0..*): Why was study performed.
 	ReasonReference []Reference
-	// Note is note (0..*). User-defined comments
+	// Note is "note" (0..*): User-defined comments.
 	Note []Annotation
-	// Description is description (0..1). Institution-generated description
+	// Description is "description" (0..1): Institution-generated description.
 	Description *String
-	// Series is series (0..*). Each study has one or more series of instances
+	// Series is "series" (0..*): Each study has one or more series of instances.
 	Series []ImagingStudySeries
 }
 
@@ -232,35 +232,35 @@ func (x *ImagingStudy) UnmarshalJSON(data []byte) error {
 
 // ImagingStudySeries is the backbone element ImagingStudy.series: Each study has one or more series of instances
 type ImagingStudySeries struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Uid is uid (1..1). DICOM Series Instance UID for the series
+	// Uid is "uid" (1..1): DICOM Series Instance UID for the series.
 	Uid *ID
-	// Number is number (0..1). Numeric identifier of this series
+	// Number is "number" (0..1): Numeric identifier of this series.
 	Number *UnsignedInt
-	// Modality is modality (1..1). The modality of the instances in the series
+	// Modality is "modality" (1..1): The modality of the instances in the series.
 	Modality *Coding
-	// Description is description (0..1). A short human readable summary of the series
+	// Description is "description" (0..1): A short human readable summary of the series.
 	Description *String
-	// NumberOfInstances is numberOfInstances (0..1). Number of Series Related Instances
+	// NumberOfInstances is "numberOfInstances" (0..1): Number of Series Related Instances.
 	NumberOfInstances *UnsignedInt
-	// Endpoint is endpoint (0..*). Series access endpoint
+	// Endpoint is "endpoint" (0..*): Series access endpoint.
 	Endpoint []Reference
-	// BodySite is bodySite (0..1). Body part examined
+	// BodySite is "bodySite" (0..1): Body part examined.
 	BodySite *Coding
-	// Laterality is laterality (0..1). Body part laterality
+	// Laterality is "laterality" (0..1): Body part laterality.
 	Laterality *Coding
-	// Specimen is specimen (0..*). Specimen imaged
+	// Specimen is "specimen" (0..*): Specimen imaged.
 	Specimen []Reference
-	// Started is started (0..1). When the series started
+	// Started is "started" (0..1): When the series started.
 	Started *DateTime
-	// Performer is performer (0..*). Who performed the series
+	// Performer is "performer" (0..*): Who performed the series.
 	Performer []ImagingStudySeriesPerformer
-	// Instance is instance (0..*). A single SOP instance from the series
+	// Instance is "instance" (0..*): A single SOP instance from the series.
 	Instance []ImagingStudySeriesInstance
 }
 
@@ -366,15 +366,15 @@ func (x *ImagingStudySeries) UnmarshalJSON(data []byte) error {
 
 // ImagingStudySeriesPerformer is the backbone element ImagingStudy.series.performer: Who performed the series
 type ImagingStudySeriesPerformer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Function is function (0..1). Type of performance
+	// Function is "function" (0..1): Type of performance.
 	Function *CodeableConcept
-	// Actor is actor (1..1). Who performed the series
+	// Actor is "actor" (1..1): Who performed the series.
 	Actor *Reference
 }
 
@@ -430,19 +430,19 @@ func (x *ImagingStudySeriesPerformer) UnmarshalJSON(data []byte) error {
 
 // ImagingStudySeriesInstance is the backbone element ImagingStudy.series.instance: A single SOP instance from the series
 type ImagingStudySeriesInstance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Uid is uid (1..1). DICOM SOP Instance UID
+	// Uid is "uid" (1..1): DICOM SOP Instance UID.
 	Uid *ID
-	// SopClass is sopClass (1..1). DICOM class type
+	// SopClass is "sopClass" (1..1): DICOM class type.
 	SopClass *Coding
-	// Number is number (0..1). The number of this instance in the series
+	// Number is "number" (0..1): The number of this instance in the series.
 	Number *UnsignedInt
-	// Title is title (0..1). Description of instance
+	// Title is "title" (0..1): Description of instance.
 	Title *String
 }
 

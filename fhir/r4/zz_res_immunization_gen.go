@@ -4,79 +4,79 @@ package r4
 
 // Immunization is the FHIR R4 resource Immunization: Describes the event of a patient being administered a vaccine or a record of an immunization as reported by a patient, a clinician or another party.
 type Immunization struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// Status is status (1..1). completed | entered-in-error | not-done
+	// Status is "status" (1..1): completed | entered-in-error | not-done.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason not done
+	// StatusReason is "statusReason" (0..1): Reason not done.
 	StatusReason *CodeableConcept
-	// VaccineCode is vaccineCode (1..1). Vaccine product administered
+	// VaccineCode is "vaccineCode" (1..1): Vaccine product administered.
 	VaccineCode *CodeableConcept
-	// Patient is patient (1..1). Who was immunized
+	// Patient is "patient" (1..1): Who was immunized.
 	Patient *Reference
-	// Encounter is encounter (0..1). Encounter immunization was part of
+	// Encounter is "encounter" (0..1): Encounter immunization was part of.
 	Encounter *Reference
-	// OccurrenceDateTime is occurrenceDateTime (1..1). Vaccine administration date
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 1..1): Vaccine administration date.
 	OccurrenceDateTime *DateTime
-	// OccurrenceString is occurrenceString (1..1). Vaccine administration date
+	// OccurrenceString is "occurrenceString" (occurrence[x] as string, 1..1): Vaccine administration date.
 	OccurrenceString *String
-	// Recorded is recorded (0..1). When the immunization was first captured in the subject's record
+	// Recorded is "recorded" (0..1): When the immunization was first captured in the subject's record.
 	Recorded *DateTime
-	// PrimarySource is primarySource (0..1). Indicates context the data was recorded in
+	// PrimarySource is "primarySource" (0..1): Indicates context the data was recorded in.
 	PrimarySource *Boolean
-	// ReportOrigin is reportOrigin (0..1). Indicates the source of a secondarily reported record
+	// ReportOrigin is "reportOrigin" (0..1): Indicates the source of a secondarily reported record.
 	ReportOrigin *CodeableConcept
-	// Location is location (0..1). Where immunization occurred
+	// Location is "location" (0..1): Where immunization occurred.
 	Location *Reference
-	// Manufacturer is manufacturer (0..1). Vaccine manufacturer
+	// Manufacturer is "manufacturer" (0..1): Vaccine manufacturer.
 	Manufacturer *Reference
-	// LotNumber is lotNumber (0..1). Vaccine lot number
+	// LotNumber is "lotNumber" (0..1): Vaccine lot number.
 	LotNumber *String
-	// ExpirationDate is expirationDate (0..1). Vaccine expiration date
+	// ExpirationDate is "expirationDate" (0..1): Vaccine expiration date.
 	ExpirationDate *Date
-	// Site is site (0..1). Body site vaccine was administered
+	// Site is "site" (0..1): Body site vaccine was administered.
 	Site *CodeableConcept
-	// Route is route (0..1). How vaccine entered body
+	// Route is "route" (0..1): How vaccine entered body.
 	Route *CodeableConcept
-	// DoseQuantity is doseQuantity (0..1). Amount of vaccine administered
+	// DoseQuantity is "doseQuantity" (0..1): Amount of vaccine administered.
 	DoseQuantity *Quantity
-	// Performer is performer (0..*). Who performed event
+	// Performer is "performer" (0..*): Who performed event.
 	Performer []ImmunizationPerformer
-	// Note is note (0..*). Additional immunization notes
+	// Note is "note" (0..*): Additional immunization notes.
 	Note []Annotation
-	// ReasonCode is reasonCode (0..*). Why immunization occurred
+	// ReasonCode is "reasonCode" (0..*): Why immunization occurred.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why immunization occurred
+	// ReasonReference is "reasonReference" (0..*): Why immunization occurred.
 	ReasonReference []Reference
-	// IsSubpotent is isSubpotent (0..1). Dose potency
+	// IsSubpotent is "isSubpotent" (0..1): Dose potency.
 	IsSubpotent *Boolean
-	// SubpotentReason is subpotentReason (0..*). Reason for being subpotent
+	// SubpotentReason is "subpotentReason" (0..*): Reason for being subpotent.
 	SubpotentReason []CodeableConcept
-	// Education is education (0..*). Educational material presented to patient
+	// Education is "education" (0..*): Educational material presented to patient.
 	Education []ImmunizationEducation
-	// ProgramEligibility is programEligibility (0..*). Patient eligibility for a vaccination program
+	// ProgramEligibility is "programEligibility" (0..*): Patient eligibility for a vaccination program.
 	ProgramEligibility []CodeableConcept
-	// FundingSource is fundingSource (0..1). Funding source for the vaccine
+	// FundingSource is "fundingSource" (0..1): Funding source for the vaccine.
 	FundingSource *CodeableConcept
-	// Reaction is reaction (0..*). Details of a reaction that follows immunization
+	// Reaction is "reaction" (0..*): Details of a reaction that follows immunization.
 	Reaction []ImmunizationReaction
-	// ProtocolApplied is protocolApplied (0..*). Protocol followed by the provider
+	// ProtocolApplied is "protocolApplied" (0..*): Protocol followed by the provider.
 	ProtocolApplied []ImmunizationProtocolApplied
 }
 
@@ -292,15 +292,15 @@ func (x *Immunization) UnmarshalJSON(data []byte) error {
 
 // ImmunizationPerformer is the backbone element Immunization.performer: Who performed event
 type ImmunizationPerformer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Function is function (0..1). What type of performance was done
+	// Function is "function" (0..1): What type of performance was done.
 	Function *CodeableConcept
-	// Actor is actor (1..1). Individual or organization who was performing
+	// Actor is "actor" (1..1): Individual or organization who was performing.
 	Actor *Reference
 }
 
@@ -356,19 +356,19 @@ func (x *ImmunizationPerformer) UnmarshalJSON(data []byte) error {
 
 // ImmunizationEducation is the backbone element Immunization.education: Educational material presented to patient
 type ImmunizationEducation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DocumentType is documentType (0..1). Educational material document identifier
+	// DocumentType is "documentType" (0..1): Educational material document identifier.
 	DocumentType *String
-	// Reference is reference (0..1). Educational material reference pointer
+	// Reference is "reference" (0..1): Educational material reference pointer.
 	Reference *URI
-	// PublicationDate is publicationDate (0..1). Educational material publication date
+	// PublicationDate is "publicationDate" (0..1): Educational material publication date.
 	PublicationDate *DateTime
-	// PresentationDate is presentationDate (0..1). Educational material presentation date
+	// PresentationDate is "presentationDate" (0..1): Educational material presentation date.
 	PresentationDate *DateTime
 }
 
@@ -440,17 +440,17 @@ func (x *ImmunizationEducation) UnmarshalJSON(data []byte) error {
 
 // ImmunizationReaction is the backbone element Immunization.reaction: Details of a reaction that follows immunization
 type ImmunizationReaction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Date is date (0..1). When reaction started
+	// Date is "date" (0..1): When reaction started.
 	Date *DateTime
-	// Detail is detail (0..1). Additional information on reaction
+	// Detail is "detail" (0..1): Additional information on reaction.
 	Detail *Reference
-	// Reported is reported (0..1). Indicates self-reported reaction
+	// Reported is "reported" (0..1): Indicates self-reported reaction.
 	Reported *Boolean
 }
 
@@ -514,25 +514,25 @@ func (x *ImmunizationReaction) UnmarshalJSON(data []byte) error {
 
 // ImmunizationProtocolApplied is the backbone element Immunization.protocolApplied: Protocol followed by the provider
 type ImmunizationProtocolApplied struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Series is series (0..1). Name of vaccine series
+	// Series is "series" (0..1): Name of vaccine series.
 	Series *String
-	// Authority is authority (0..1). Who is responsible for publishing the recommendations
+	// Authority is "authority" (0..1): Who is responsible for publishing the recommendations.
 	Authority *Reference
-	// TargetDisease is targetDisease (0..*). Vaccine preventatable disease being targetted
+	// TargetDisease is "targetDisease" (0..*): Vaccine preventatable disease being targetted.
 	TargetDisease []CodeableConcept
-	// DoseNumberPositiveInt is doseNumberPositiveInt (1..1). Dose number within series
+	// DoseNumberPositiveInt is "doseNumberPositiveInt" (doseNumber[x] as positiveInt, 1..1): Dose number within series.
 	DoseNumberPositiveInt *PositiveInt
-	// DoseNumberString is doseNumberString (1..1). Dose number within series
+	// DoseNumberString is "doseNumberString" (doseNumber[x] as string, 1..1): Dose number within series.
 	DoseNumberString *String
-	// SeriesDosesPositiveInt is seriesDosesPositiveInt (0..1). Recommended number of doses for immunity
+	// SeriesDosesPositiveInt is "seriesDosesPositiveInt" (seriesDoses[x] as positiveInt, 0..1): Recommended number of doses for immunity.
 	SeriesDosesPositiveInt *PositiveInt
-	// SeriesDosesString is seriesDosesString (0..1). Recommended number of doses for immunity
+	// SeriesDosesString is "seriesDosesString" (seriesDoses[x] as string, 0..1): Recommended number of doses for immunity.
 	SeriesDosesString *String
 }
 

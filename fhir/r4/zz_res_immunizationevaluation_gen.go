@@ -4,51 +4,51 @@ package r4
 
 // ImmunizationEvaluation is the FHIR R4 resource ImmunizationEvaluation: Describes a comparison of an immunization event against published recommendations to determine if the administration is "valid" in relation to those recommendations.
 type ImmunizationEvaluation struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// Status is status (1..1). completed | entered-in-error
+	// Status is "status" (1..1): completed | entered-in-error.
 	Status *Code
-	// Patient is patient (1..1). Who this evaluation is for
+	// Patient is "patient" (1..1): Who this evaluation is for.
 	Patient *Reference
-	// Date is date (0..1). Date evaluation was performed
+	// Date is "date" (0..1): Date evaluation was performed.
 	Date *DateTime
-	// Authority is authority (0..1). Who is responsible for publishing the recommendations
+	// Authority is "authority" (0..1): Who is responsible for publishing the recommendations.
 	Authority *Reference
-	// TargetDisease is targetDisease (1..1). Evaluation target disease
+	// TargetDisease is "targetDisease" (1..1): Evaluation target disease.
 	TargetDisease *CodeableConcept
-	// ImmunizationEvent is immunizationEvent (1..1). Immunization being evaluated
+	// ImmunizationEvent is "immunizationEvent" (1..1): Immunization being evaluated.
 	ImmunizationEvent *Reference
-	// DoseStatus is doseStatus (1..1). Status of the dose relative to published recommendations
+	// DoseStatus is "doseStatus" (1..1): Status of the dose relative to published recommendations.
 	DoseStatus *CodeableConcept
-	// DoseStatusReason is doseStatusReason (0..*). Reason for the dose status
+	// DoseStatusReason is "doseStatusReason" (0..*): Reason for the dose status.
 	DoseStatusReason []CodeableConcept
-	// Description is description (0..1). Evaluation notes
+	// Description is "description" (0..1): Evaluation notes.
 	Description *String
-	// Series is series (0..1). Name of vaccine series
+	// Series is "series" (0..1): Name of vaccine series.
 	Series *String
-	// DoseNumberPositiveInt is doseNumberPositiveInt (0..1). Dose number within series
+	// DoseNumberPositiveInt is "doseNumberPositiveInt" (doseNumber[x] as positiveInt, 0..1): Dose number within series.
 	DoseNumberPositiveInt *PositiveInt
-	// DoseNumberString is doseNumberString (0..1). Dose number within series
+	// DoseNumberString is "doseNumberString" (doseNumber[x] as string, 0..1): Dose number within series.
 	DoseNumberString *String
-	// SeriesDosesPositiveInt is seriesDosesPositiveInt (0..1). Recommended number of doses for immunity
+	// SeriesDosesPositiveInt is "seriesDosesPositiveInt" (seriesDoses[x] as positiveInt, 0..1): Recommended number of doses for immunity.
 	SeriesDosesPositiveInt *PositiveInt
-	// SeriesDosesString is seriesDosesString (0..1). Recommended number of doses for immunity
+	// SeriesDosesString is "seriesDosesString" (seriesDoses[x] as string, 0..1): Recommended number of doses for immunity.
 	SeriesDosesString *String
 }
 

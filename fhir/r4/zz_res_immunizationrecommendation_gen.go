@@ -4,31 +4,31 @@ package r4
 
 // ImmunizationRecommendation is the FHIR R4 resource ImmunizationRecommendation: A patient's point-in-time set of recommendations (i.e. forecasting) according to a published schedule with optional supporting justification.
 type ImmunizationRecommendation struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// Patient is patient (1..1). Who this profile is for
+	// Patient is "patient" (1..1): Who this profile is for.
 	Patient *Reference
-	// Date is date (1..1). Date recommendation(s) created
+	// Date is "date" (1..1): Date recommendation(s) created.
 	Date *DateTime
-	// Authority is authority (0..1). Who is responsible for protocol
+	// Authority is "authority" (0..1): Who is responsible for protocol.
 	Authority *Reference
-	// Recommendation is recommendation (1..*). Vaccine administration recommendations
+	// Recommendation is "recommendation" (1..*): Vaccine administration recommendations.
 	Recommendation []ImmunizationRecommendationRecommendation
 }
 
@@ -134,39 +134,39 @@ func (x *ImmunizationRecommendation) UnmarshalJSON(data []byte) error {
 
 // ImmunizationRecommendationRecommendation is the backbone element ImmunizationRecommendation.recommendation: Vaccine administration recommendations
 type ImmunizationRecommendationRecommendation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// VaccineCode is vaccineCode (0..*). Vaccine or vaccine group recommendation applies to
+	// VaccineCode is "vaccineCode" (0..*): Vaccine or vaccine group recommendation applies to.
 	VaccineCode []CodeableConcept
-	// TargetDisease is targetDisease (0..1). Disease to be immunized against
+	// TargetDisease is "targetDisease" (0..1): Disease to be immunized against.
 	TargetDisease *CodeableConcept
-	// ContraindicatedVaccineCode is contraindicatedVaccineCode (0..*). Vaccine which is contraindicated to fulfill the recommendation
+	// ContraindicatedVaccineCode is "contraindicatedVaccineCode" (0..*): Vaccine which is contraindicated to fulfill the recommendation.
 	ContraindicatedVaccineCode []CodeableConcept
-	// ForecastStatus is forecastStatus (1..1). Vaccine recommendation status
+	// ForecastStatus is "forecastStatus" (1..1): Vaccine recommendation status.
 	ForecastStatus *CodeableConcept
-	// ForecastReason is forecastReason (0..*). Vaccine administration status reason
+	// ForecastReason is "forecastReason" (0..*): Vaccine administration status reason.
 	ForecastReason []CodeableConcept
-	// DateCriterion is dateCriterion (0..*). Dates governing proposed immunization
+	// DateCriterion is "dateCriterion" (0..*): Dates governing proposed immunization.
 	DateCriterion []ImmunizationRecommendationRecommendationDateCriterion
-	// Description is description (0..1). Protocol details
+	// Description is "description" (0..1): Protocol details.
 	Description *String
-	// Series is series (0..1). Name of vaccination series
+	// Series is "series" (0..1): Name of vaccination series.
 	Series *String
-	// DoseNumberPositiveInt is doseNumberPositiveInt (0..1). Recommended dose number within series
+	// DoseNumberPositiveInt is "doseNumberPositiveInt" (doseNumber[x] as positiveInt, 0..1): Recommended dose number within series.
 	DoseNumberPositiveInt *PositiveInt
-	// DoseNumberString is doseNumberString (0..1). Recommended dose number within series
+	// DoseNumberString is "doseNumberString" (doseNumber[x] as string, 0..1): Recommended dose number within series.
 	DoseNumberString *String
-	// SeriesDosesPositiveInt is seriesDosesPositiveInt (0..1). Recommended number of doses for immunity
+	// SeriesDosesPositiveInt is "seriesDosesPositiveInt" (seriesDoses[x] as positiveInt, 0..1): Recommended number of doses for immunity.
 	SeriesDosesPositiveInt *PositiveInt
-	// SeriesDosesString is seriesDosesString (0..1). Recommended number of doses for immunity
+	// SeriesDosesString is "seriesDosesString" (seriesDoses[x] as string, 0..1): Recommended number of doses for immunity.
 	SeriesDosesString *String
-	// SupportingImmunization is supportingImmunization (0..*). Past immunizations supporting recommendation
+	// SupportingImmunization is "supportingImmunization" (0..*): Past immunizations supporting recommendation.
 	SupportingImmunization []Reference
-	// SupportingPatientInformation is supportingPatientInformation (0..*). Patient observations supporting recommendation
+	// SupportingPatientInformation is "supportingPatientInformation" (0..*): Patient observations supporting recommendation.
 	SupportingPatientInformation []Reference
 }
 
@@ -284,15 +284,15 @@ func (x *ImmunizationRecommendationRecommendation) UnmarshalJSON(data []byte) er
 
 // ImmunizationRecommendationRecommendationDateCriterion is the backbone element ImmunizationRecommendation.recommendation.dateCriterion: Dates governing proposed immunization
 type ImmunizationRecommendationRecommendationDateCriterion struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Type of date
+	// Code is "code" (1..1): Type of date.
 	Code *CodeableConcept
-	// Value is value (1..1). Recommended date
+	// Value is "value" (1..1): Recommended date.
 	Value *DateTime
 }
 

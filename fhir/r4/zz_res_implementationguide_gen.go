@@ -4,61 +4,61 @@ package r4
 
 // ImplementationGuide is the FHIR R4 resource ImplementationGuide: A set of rules of how a particular interoperability or standards problem is solved - typically through the use of FHIR resources.
 type ImplementationGuide struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical identifier for this implementation guide, represented as a URI (globally unique)
+	// URL is "url" (1..1): Canonical identifier for this implementation guide, represented as a URI (globally unique).
 	URL *URI
-	// Version is version (0..1). Business version of the implementation guide
+	// Version is "version" (0..1): Business version of the implementation guide.
 	Version *String
-	// Name is name (1..1). Name for this implementation guide (computer friendly)
+	// Name is "name" (1..1): Name for this implementation guide (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this implementation guide (human friendly)
+	// Title is "title" (0..1): Name for this implementation guide (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the implementation guide
+	// Description is "description" (0..1): Natural language description of the implementation guide.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for implementation guide (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for implementation guide (if applicable).
 	Jurisdiction []CodeableConcept
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// PackageID is packageId (1..1). NPM Package name for IG
+	// PackageID is "packageId" (1..1): NPM Package name for IG.
 	PackageID *ID
-	// License is license (0..1). SPDX license code for this IG (or not-open-source)
+	// License is "license" (0..1): SPDX license code for this IG (or not-open-source).
 	License *Code
-	// FhirVersion is fhirVersion (1..*). FHIR Version(s) this Implementation Guide targets
+	// FhirVersion is "fhirVersion" (1..*): FHIR Version(s) this Implementation Guide targets.
 	FhirVersion []Code
-	// DependsOn is dependsOn (0..*). Another Implementation guide this depends on
+	// DependsOn is "dependsOn" (0..*): Another Implementation guide this depends on.
 	DependsOn []ImplementationGuideDependsOn
-	// Global is global (0..*). Profiles that apply globally
+	// Global is "global" (0..*): Profiles that apply globally.
 	Global []ImplementationGuideGlobal
-	// Definition is definition (0..1). Information needed to build the IG
+	// Definition is "definition" (0..1): Information needed to build the IG.
 	Definition *ImplementationGuideDefinition
-	// Manifest is manifest (0..1). Information about an assembled IG
+	// Manifest is "manifest" (0..1): Information about an assembled IG.
 	Manifest *ImplementationGuideManifest
 }
 
@@ -248,17 +248,17 @@ func (x *ImplementationGuide) UnmarshalJSON(data []byte) error {
 
 // ImplementationGuideDependsOn is the backbone element ImplementationGuide.dependsOn: Another Implementation guide this depends on
 type ImplementationGuideDependsOn struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// URI is uri (1..1). Identity of the IG that this depends on
+	// URI is "uri" (1..1): Identity of the IG that this depends on.
 	URI *Canonical
-	// PackageID is packageId (0..1). NPM Package name for IG this depends on
+	// PackageID is "packageId" (0..1): NPM Package name for IG this depends on.
 	PackageID *ID
-	// Version is version (0..1). Version of the IG
+	// Version is "version" (0..1): Version of the IG.
 	Version *String
 }
 
@@ -324,15 +324,15 @@ func (x *ImplementationGuideDependsOn) UnmarshalJSON(data []byte) error {
 
 // ImplementationGuideGlobal is the backbone element ImplementationGuide.global: Profiles that apply globally
 type ImplementationGuideGlobal struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type this profile applies to
+	// Type is "type" (1..1): Type this profile applies to.
 	Type *Code
-	// Profile is profile (1..1). Profile that all resources must conform to
+	// Profile is "profile" (1..1): Profile that all resources must conform to.
 	Profile *Canonical
 }
 
@@ -392,21 +392,21 @@ func (x *ImplementationGuideGlobal) UnmarshalJSON(data []byte) error {
 
 // ImplementationGuideDefinition is the backbone element ImplementationGuide.definition: Information needed to build the IG
 type ImplementationGuideDefinition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Grouping is grouping (0..*). Grouping used to present related resources in the IG
+	// Grouping is "grouping" (0..*): Grouping used to present related resources in the IG.
 	Grouping []ImplementationGuideDefinitionGrouping
-	// Resource is resource (1..*). Resource in the implementation guide
+	// Resource is "resource" (1..*): Resource in the implementation guide.
 	Resource []ImplementationGuideDefinitionResource
-	// Page is page (0..1). Page/Section in the Guide
+	// Page is "page" (0..1): Page/Section in the Guide.
 	Page *ImplementationGuideDefinitionPage
-	// Parameter is parameter (0..*). Defines how IG is built by tools
+	// Parameter is "parameter" (0..*): Defines how IG is built by tools.
 	Parameter []ImplementationGuideDefinitionParameter
-	// Template is template (0..*). A template for building resources
+	// Template is "template" (0..*): A template for building resources.
 	Template []ImplementationGuideDefinitionTemplate
 }
 
@@ -474,15 +474,15 @@ func (x *ImplementationGuideDefinition) UnmarshalJSON(data []byte) error {
 
 // ImplementationGuideDefinitionGrouping is the backbone element ImplementationGuide.definition.grouping: Grouping used to present related resources in the IG
 type ImplementationGuideDefinitionGrouping struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Descriptive name for the package
+	// Name is "name" (1..1): Descriptive name for the package.
 	Name *String
-	// Description is description (0..1). Human readable text describing the package
+	// Description is "description" (0..1): Human readable text describing the package.
 	Description *String
 }
 
@@ -544,25 +544,25 @@ func (x *ImplementationGuideDefinitionGrouping) UnmarshalJSON(data []byte) error
 
 // ImplementationGuideDefinitionResource is the backbone element ImplementationGuide.definition.resource: Resource in the implementation guide
 type ImplementationGuideDefinitionResource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Reference is reference (1..1). Location of the resource
+	// Reference is "reference" (1..1): Location of the resource.
 	Reference *Reference
-	// FhirVersion is fhirVersion (0..*). Versions this applies to (if different to IG)
+	// FhirVersion is "fhirVersion" (0..*): Versions this applies to (if different to IG).
 	FhirVersion []Code
-	// Name is name (0..1). Human Name for the resource
+	// Name is "name" (0..1): Human Name for the resource.
 	Name *String
-	// Description is description (0..1). Reason why included in guide
+	// Description is "description" (0..1): Reason why included in guide.
 	Description *String
-	// ExampleBoolean is exampleBoolean (0..1). Is an example/What is this an example of?
+	// ExampleBoolean is "exampleBoolean" (example[x] as boolean, 0..1): Is an example/What is this an example of?.
 	ExampleBoolean *Boolean
-	// ExampleCanonical is exampleCanonical (0..1). Is an example/What is this an example of?
+	// ExampleCanonical is "exampleCanonical" (example[x] as canonical, 0..1): Is an example/What is this an example of?.
 	ExampleCanonical *Canonical
-	// GroupingID is groupingId (0..1). Grouping this is part of
+	// GroupingID is "groupingId" (0..1): Grouping this is part of.
 	GroupingID *ID
 }
 
@@ -652,21 +652,21 @@ func (x *ImplementationGuideDefinitionResource) UnmarshalJSON(data []byte) error
 
 // ImplementationGuideDefinitionPage is the backbone element ImplementationGuide.definition.page: Page/Section in the Guide
 type ImplementationGuideDefinitionPage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// NameURL is nameUrl (1..1). Where to find that page
+	// NameURL is "nameUrl" (name[x] as url, 1..1): Where to find that page.
 	NameURL *URL
-	// NameReference is nameReference (1..1). Where to find that page
+	// NameReference is "nameReference" (name[x] as Reference, 1..1): Where to find that page.
 	NameReference *Reference
-	// Title is title (1..1). Short title shown for navigational assistance
+	// Title is "title" (1..1): Short title shown for navigational assistance.
 	Title *String
-	// Generation is generation (1..1). html | markdown | xml | generated
+	// Generation is "generation" (1..1): html | markdown | xml | generated.
 	Generation *Code
-	// Page is page (0..*). Nested Pages / Sections
+	// Page is "page" (0..*): Nested Pages / Sections.
 	Page []ImplementationGuideDefinitionPage
 }
 
@@ -740,15 +740,15 @@ func (x *ImplementationGuideDefinitionPage) UnmarshalJSON(data []byte) error {
 
 // ImplementationGuideDefinitionParameter is the backbone element ImplementationGuide.definition.parameter: Defines how IG is built by tools
 type ImplementationGuideDefinitionParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). apply | path-resource | path-pages | path-tx-cache | expansion-parameter | rule-broken-links | generate-xml | generate-json | generate-turtle | html-template
+	// Code is "code" (1..1): apply | path-resource | path-pages | path-tx-cache | expansion-parameter | rule-broken-links | generate-xml | generate-json | generate-turtle | html-template.
 	Code *Code
-	// Value is value (1..1). Value for named type
+	// Value is "value" (1..1): Value for named type.
 	Value *String
 }
 
@@ -810,17 +810,17 @@ func (x *ImplementationGuideDefinitionParameter) UnmarshalJSON(data []byte) erro
 
 // ImplementationGuideDefinitionTemplate is the backbone element ImplementationGuide.definition.template: A template for building resources
 type ImplementationGuideDefinitionTemplate struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Type of template specified
+	// Code is "code" (1..1): Type of template specified.
 	Code *Code
-	// Source is source (1..1). The source location for the template
+	// Source is "source" (1..1): The source location for the template.
 	Source *String
-	// Scope is scope (0..1). The scope in which the template applies
+	// Scope is "scope" (0..1): The scope in which the template applies.
 	Scope *String
 }
 
@@ -888,21 +888,21 @@ func (x *ImplementationGuideDefinitionTemplate) UnmarshalJSON(data []byte) error
 
 // ImplementationGuideManifest is the backbone element ImplementationGuide.manifest: Information about an assembled IG
 type ImplementationGuideManifest struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Rendering is rendering (0..1). Location of rendered implementation guide
+	// Rendering is "rendering" (0..1): Location of rendered implementation guide.
 	Rendering *URL
-	// Resource is resource (1..*). Resource in the implementation guide
+	// Resource is "resource" (1..*): Resource in the implementation guide.
 	Resource []ImplementationGuideManifestResource
-	// Page is page (0..*). HTML page within the parent IG
+	// Page is "page" (0..*): HTML page within the parent IG.
 	Page []ImplementationGuideManifestPage
-	// Image is image (0..*). Image within the IG
+	// Image is "image" (0..*): Image within the IG.
 	Image []String
-	// Other is other (0..*). Additional linkable file in IG
+	// Other is "other" (0..*): Additional linkable file in IG.
 	Other []String
 }
 
@@ -976,19 +976,19 @@ func (x *ImplementationGuideManifest) UnmarshalJSON(data []byte) error {
 
 // ImplementationGuideManifestResource is the backbone element ImplementationGuide.manifest.resource: Resource in the implementation guide
 type ImplementationGuideManifestResource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Reference is reference (1..1). Location of the resource
+	// Reference is "reference" (1..1): Location of the resource.
 	Reference *Reference
-	// ExampleBoolean is exampleBoolean (0..1). Is an example/What is this an example of?
+	// ExampleBoolean is "exampleBoolean" (example[x] as boolean, 0..1): Is an example/What is this an example of?.
 	ExampleBoolean *Boolean
-	// ExampleCanonical is exampleCanonical (0..1). Is an example/What is this an example of?
+	// ExampleCanonical is "exampleCanonical" (example[x] as canonical, 0..1): Is an example/What is this an example of?.
 	ExampleCanonical *Canonical
-	// RelativePath is relativePath (0..1). Relative path for page in IG
+	// RelativePath is "relativePath" (0..1): Relative path for page in IG.
 	RelativePath *URL
 }
 
@@ -1058,17 +1058,17 @@ func (x *ImplementationGuideManifestResource) UnmarshalJSON(data []byte) error {
 
 // ImplementationGuideManifestPage is the backbone element ImplementationGuide.manifest.page: HTML page within the parent IG
 type ImplementationGuideManifestPage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). HTML page name
+	// Name is "name" (1..1): HTML page name.
 	Name *String
-	// Title is title (0..1). Title of the page, for references
+	// Title is "title" (0..1): Title of the page, for references.
 	Title *String
-	// Anchor is anchor (0..*). Anchor available on the page
+	// Anchor is "anchor" (0..*): Anchor available on the page.
 	Anchor []String
 }
 

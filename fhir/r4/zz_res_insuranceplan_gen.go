@@ -4,49 +4,49 @@ package r4
 
 // InsurancePlan is the FHIR R4 resource InsurancePlan: Details of a Health Insurance product/plan provided by an organization.
 type InsurancePlan struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for Product
+	// Identifier is "identifier" (0..*): Business Identifier for Product.
 	Identifier []Identifier
-	// Status is status (0..1). draft | active | retired | unknown
+	// Status is "status" (0..1): draft | active | retired | unknown.
 	Status *Code
-	// Type is type (0..*). Kind of product
+	// Type is "type" (0..*): Kind of product.
 	Type []CodeableConcept
-	// Name is name (0..1). Official name
+	// Name is "name" (0..1): Official name.
 	Name *String
-	// Alias is alias (0..*). Alternate names
+	// Alias is "alias" (0..*): Alternate names.
 	Alias []String
-	// Period is period (0..1). When the product is available
+	// Period is "period" (0..1): When the product is available.
 	Period *Period
-	// OwnedBy is ownedBy (0..1). Plan issuer
+	// OwnedBy is "ownedBy" (0..1): Plan issuer.
 	OwnedBy *Reference
-	// AdministeredBy is administeredBy (0..1). Product administrator
+	// AdministeredBy is "administeredBy" (0..1): Product administrator.
 	AdministeredBy *Reference
-	// CoverageArea is coverageArea (0..*). Where product applies
+	// CoverageArea is "coverageArea" (0..*): Where product applies.
 	CoverageArea []Reference
-	// Contact is contact (0..*). Contact for the product
+	// Contact is "contact" (0..*): Contact for the product.
 	Contact []InsurancePlanContact
-	// Endpoint is endpoint (0..*). Technical endpoint
+	// Endpoint is "endpoint" (0..*): Technical endpoint.
 	Endpoint []Reference
-	// Network is network (0..*). What networks are Included
+	// Network is "network" (0..*): What networks are Included.
 	Network []Reference
-	// Coverage is coverage (0..*). Coverage details
+	// Coverage is "coverage" (0..*): Coverage details.
 	Coverage []InsurancePlanCoverage
-	// Plan is plan (0..*). Plan details
+	// Plan is "plan" (0..*): Plan details.
 	Plan []InsurancePlanPlan
 }
 
@@ -192,19 +192,19 @@ func (x *InsurancePlan) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanContact is the backbone element InsurancePlan.contact: Contact for the product
 type InsurancePlanContact struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Purpose is purpose (0..1). The type of contact
+	// Purpose is "purpose" (0..1): The type of contact.
 	Purpose *CodeableConcept
-	// Name is name (0..1). A name associated with the contact
+	// Name is "name" (0..1): A name associated with the contact.
 	Name *HumanName
-	// Telecom is telecom (0..*). Contact details (telephone, email, etc.) for a contact
+	// Telecom is "telecom" (0..*): Contact details (telephone, email, etc.) for a contact.
 	Telecom []ContactPoint
-	// Address is address (0..1). Visiting or postal addresses for the contact
+	// Address is "address" (0..1): Visiting or postal addresses for the contact.
 	Address *Address
 }
 
@@ -268,17 +268,17 @@ func (x *InsurancePlanContact) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanCoverage is the backbone element InsurancePlan.coverage: Coverage details
 type InsurancePlanCoverage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of coverage
+	// Type is "type" (1..1): Type of coverage.
 	Type *CodeableConcept
-	// Network is network (0..*). What networks provide coverage
+	// Network is "network" (0..*): What networks provide coverage.
 	Network []Reference
-	// Benefit is benefit (1..*). List of benefits
+	// Benefit is "benefit" (1..*): List of benefits.
 	Benefit []InsurancePlanCoverageBenefit
 }
 
@@ -338,17 +338,17 @@ func (x *InsurancePlanCoverage) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanCoverageBenefit is the backbone element InsurancePlan.coverage.benefit: List of benefits
 type InsurancePlanCoverageBenefit struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of benefit
+	// Type is "type" (1..1): Type of benefit.
 	Type *CodeableConcept
-	// Requirement is requirement (0..1). Referral requirements
+	// Requirement is "requirement" (0..1): Referral requirements.
 	Requirement *String
-	// Limit is limit (0..*). Benefit limits
+	// Limit is "limit" (0..*): Benefit limits.
 	Limit []InsurancePlanCoverageBenefitLimit
 }
 
@@ -410,15 +410,15 @@ func (x *InsurancePlanCoverageBenefit) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanCoverageBenefitLimit is the backbone element InsurancePlan.coverage.benefit.limit: Benefit limits
 type InsurancePlanCoverageBenefitLimit struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Value is value (0..1). Maximum value allowed
+	// Value is "value" (0..1): Maximum value allowed.
 	Value *Quantity
-	// Code is code (0..1). Benefit limit details
+	// Code is "code" (0..1): Benefit limit details.
 	Code *CodeableConcept
 }
 
@@ -474,23 +474,23 @@ func (x *InsurancePlanCoverageBenefitLimit) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanPlan is the backbone element InsurancePlan.plan: Plan details
 type InsurancePlanPlan struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for Product
+	// Identifier is "identifier" (0..*): Business Identifier for Product.
 	Identifier []Identifier
-	// Type is type (0..1). Type of plan
+	// Type is "type" (0..1): Type of plan.
 	Type *CodeableConcept
-	// CoverageArea is coverageArea (0..*). Where product applies
+	// CoverageArea is "coverageArea" (0..*): Where product applies.
 	CoverageArea []Reference
-	// Network is network (0..*). What networks provide coverage
+	// Network is "network" (0..*): What networks provide coverage.
 	Network []Reference
-	// GeneralCost is generalCost (0..*). Overall costs
+	// GeneralCost is "generalCost" (0..*): Overall costs.
 	GeneralCost []InsurancePlanPlanGeneralCost
-	// SpecificCost is specificCost (0..*). Specific costs
+	// SpecificCost is "specificCost" (0..*): Specific costs.
 	SpecificCost []InsurancePlanPlanSpecificCost
 }
 
@@ -562,19 +562,19 @@ func (x *InsurancePlanPlan) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanPlanGeneralCost is the backbone element InsurancePlan.plan.generalCost: Overall costs
 type InsurancePlanPlanGeneralCost struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Type of cost
+	// Type is "type" (0..1): Type of cost.
 	Type *CodeableConcept
-	// GroupSize is groupSize (0..1). Number of enrollees
+	// GroupSize is "groupSize" (0..1): Number of enrollees.
 	GroupSize *PositiveInt
-	// Cost is cost (0..1). Cost value
+	// Cost is "cost" (0..1): Cost value.
 	Cost *Money
-	// Comment is comment (0..1). Additional cost information
+	// Comment is "comment" (0..1): Additional cost information.
 	Comment *String
 }
 
@@ -642,15 +642,15 @@ func (x *InsurancePlanPlanGeneralCost) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanPlanSpecificCost is the backbone element InsurancePlan.plan.specificCost: Specific costs
 type InsurancePlanPlanSpecificCost struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (1..1). General category of benefit
+	// Category is "category" (1..1): General category of benefit.
 	Category *CodeableConcept
-	// Benefit is benefit (0..*). Benefits list
+	// Benefit is "benefit" (0..*): Benefits list.
 	Benefit []InsurancePlanPlanSpecificCostBenefit
 }
 
@@ -706,15 +706,15 @@ func (x *InsurancePlanPlanSpecificCost) UnmarshalJSON(data []byte) error {
 
 // InsurancePlanPlanSpecificCostBenefit is the backbone element InsurancePlan.plan.specificCost.benefit: Benefits list
 type InsurancePlanPlanSpecificCostBenefit struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of specific benefit
+	// Type is "type" (1..1): Type of specific benefit.
 	Type *CodeableConcept
-	// Cost is cost (0..*). List of the costs
+	// Cost is "cost" (0..*): List of the costs.
 	Cost []InsurancePlanPlanSpecificCostBenefitCost
 }
 
@@ -770,19 +770,19 @@ func (x *InsurancePlanPlanSpecificCostBenefit) UnmarshalJSON(data []byte) error 
 
 // InsurancePlanPlanSpecificCostBenefitCost is the backbone element InsurancePlan.plan.specificCost.benefit.cost: List of the costs
 type InsurancePlanPlanSpecificCostBenefitCost struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of cost
+	// Type is "type" (1..1): Type of cost.
 	Type *CodeableConcept
-	// Applicability is applicability (0..1). in-network | out-of-network | other
+	// Applicability is "applicability" (0..1): in-network | out-of-network | other.
 	Applicability *CodeableConcept
-	// Qualifiers is qualifiers (0..*). Additional information about the cost
+	// Qualifiers is "qualifiers" (0..*): Additional information about the cost.
 	Qualifiers []CodeableConcept
-	// Value is value (0..1). The actual cost value
+	// Value is "value" (0..1): The actual cost value.
 	Value *Quantity
 }
 

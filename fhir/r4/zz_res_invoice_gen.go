@@ -4,53 +4,53 @@ package r4
 
 // Invoice is the FHIR R4 resource Invoice: Invoice containing collected ChargeItems from an Account with calculated individual and total price for Billing purpose.
 type Invoice struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for item
+	// Identifier is "identifier" (0..*): Business Identifier for item.
 	Identifier []Identifier
-	// Status is status (1..1). draft | issued | balanced | cancelled | entered-in-error
+	// Status is "status" (1..1): draft | issued | balanced | cancelled | entered-in-error.
 	Status *Code
-	// CancelledReason is cancelledReason (0..1). Reason for cancellation of this Invoice
+	// CancelledReason is "cancelledReason" (0..1): Reason for cancellation of this Invoice.
 	CancelledReason *String
-	// Type is type (0..1). Type of Invoice
+	// Type is "type" (0..1): Type of Invoice.
 	Type *CodeableConcept
-	// Subject is subject (0..1). Recipient(s) of goods and services
+	// Subject is "subject" (0..1): Recipient(s) of goods and services.
 	Subject *Reference
-	// Recipient is recipient (0..1). Recipient of this invoice
+	// Recipient is "recipient" (0..1): Recipient of this invoice.
 	Recipient *Reference
-	// Date is date (0..1). Invoice date / posting date
+	// Date is "date" (0..1): Invoice date / posting date.
 	Date *DateTime
-	// Participant is participant (0..*). Participant in creation of this Invoice
+	// Participant is "participant" (0..*): Participant in creation of this Invoice.
 	Participant []InvoiceParticipant
-	// Issuer is issuer (0..1). Issuing Organization of Invoice
+	// Issuer is "issuer" (0..1): Issuing Organization of Invoice.
 	Issuer *Reference
-	// Account is account (0..1). Account that is being balanced
+	// Account is "account" (0..1): Account that is being balanced.
 	Account *Reference
-	// LineItem is lineItem (0..*). Line items of this Invoice
+	// LineItem is "lineItem" (0..*): Line items of this Invoice.
 	LineItem []InvoiceLineItem
-	// TotalPriceComponent is totalPriceComponent (0..*). Components of Invoice total
+	// TotalPriceComponent is "totalPriceComponent" (0..*): Components of Invoice total.
 	TotalPriceComponent []InvoiceLineItemPriceComponent
-	// TotalNet is totalNet (0..1). Net total of this Invoice
+	// TotalNet is "totalNet" (0..1): Net total of this Invoice.
 	TotalNet *Money
-	// TotalGross is totalGross (0..1). Gross total of this Invoice
+	// TotalGross is "totalGross" (0..1): Gross total of this Invoice.
 	TotalGross *Money
-	// PaymentTerms is paymentTerms (0..1). Payment details
+	// PaymentTerms is "paymentTerms" (0..1): Payment details.
 	PaymentTerms *Markdown
-	// Note is note (0..*). Comments made about the invoice
+	// Note is "note" (0..*): Comments made about the invoice.
 	Note []Annotation
 }
 
@@ -206,15 +206,15 @@ func (x *Invoice) UnmarshalJSON(data []byte) error {
 
 // InvoiceParticipant is the backbone element Invoice.participant: Participant in creation of this Invoice
 type InvoiceParticipant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Role is role (0..1). Type of involvement in creation of this Invoice
+	// Role is "role" (0..1): Type of involvement in creation of this Invoice.
 	Role *CodeableConcept
-	// Actor is actor (1..1). Individual who was involved
+	// Actor is "actor" (1..1): Individual who was involved.
 	Actor *Reference
 }
 
@@ -270,19 +270,19 @@ func (x *InvoiceParticipant) UnmarshalJSON(data []byte) error {
 
 // InvoiceLineItem is the backbone element Invoice.lineItem: Line items of this Invoice
 type InvoiceLineItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Sequence is sequence (0..1). Sequence number of line item
+	// Sequence is "sequence" (0..1): Sequence number of line item.
 	Sequence *PositiveInt
-	// ChargeItemReference is chargeItemReference (1..1). Reference to ChargeItem containing details of this line item or an inline billing code
+	// ChargeItemReference is "chargeItemReference" (chargeItem[x] as Reference, 1..1): Reference to ChargeItem containing details of this line item or an inline billing code.
 	ChargeItemReference *Reference
-	// ChargeItemCodeableConcept is chargeItemCodeableConcept (1..1). Reference to ChargeItem containing details of this line item or an inline billing code
+	// ChargeItemCodeableConcept is "chargeItemCodeableConcept" (chargeItem[x] as CodeableConcept, 1..1): Reference to ChargeItem containing details of this line item or an inline billing code.
 	ChargeItemCodeableConcept *CodeableConcept
-	// PriceComponent is priceComponent (0..*). Components of total line item price
+	// PriceComponent is "priceComponent" (0..*): Components of total line item price.
 	PriceComponent []InvoiceLineItemPriceComponent
 }
 
@@ -348,19 +348,19 @@ func (x *InvoiceLineItem) UnmarshalJSON(data []byte) error {
 
 // InvoiceLineItemPriceComponent is the backbone element Invoice.lineItem.priceComponent: Components of total line item price
 type InvoiceLineItemPriceComponent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). base | surcharge | deduction | discount | tax | informational
+	// Type is "type" (1..1): base | surcharge | deduction | discount | tax | informational.
 	Type *Code
-	// Code is code (0..1). Code identifying the specific component
+	// Code is "code" (0..1): Code identifying the specific component.
 	Code *CodeableConcept
-	// Factor is factor (0..1). Factor used for calculating this component
+	// Factor is "factor" (0..1): Factor used for calculating this component.
 	Factor *Decimal
-	// Amount is amount (0..1). Monetary amount associated with this component
+	// Amount is "amount" (0..1): Monetary amount associated with this component.
 	Amount *Money
 }
 

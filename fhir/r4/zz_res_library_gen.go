@@ -4,85 +4,85 @@ package r4
 
 // Library is the FHIR R4 resource Library: The Library resource is a general-purpose container for knowledge asset definitions.
 type Library struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this library, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this library, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the library
+	// Identifier is "identifier" (0..*): Additional identifier for the library.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the library
+	// Version is "version" (0..1): Business version of the library.
 	Version *String
-	// Name is name (0..1). Name for this library (computer friendly)
+	// Name is "name" (0..1): Name for this library (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this library (human friendly)
+	// Title is "title" (0..1): Name for this library (human friendly).
 	Title *String
-	// Subtitle is subtitle (0..1). Subordinate title of the library
+	// Subtitle is "subtitle" (0..1): Subordinate title of the library.
 	Subtitle *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Type is type (1..1). logic-library | model-definition | asset-collection | module-definition
+	// Type is "type" (1..1): logic-library | model-definition | asset-collection | module-definition.
 	Type *CodeableConcept
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). Type of individual the library content is focused on
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): Type of individual the library content is focused on.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). Type of individual the library content is focused on
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): Type of individual the library content is focused on.
 	SubjectReference *Reference
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the library
+	// Description is "description" (0..1): Natural language description of the library.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for library (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for library (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this library is defined
+	// Purpose is "purpose" (0..1): Why this library is defined.
 	Purpose *Markdown
-	// Usage is usage (0..1). Describes the clinical usage of the library
+	// Usage is "usage" (0..1): Describes the clinical usage of the library.
 	Usage *String
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the library was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the library was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the library was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the library was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the library is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the library is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). E.g.
+	// Topic is "topic" (0..*): E.g.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations, etc.
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations, etc.
 	RelatedArtifact []RelatedArtifact
-	// Parameter is parameter (0..*). Parameters defined by the library
+	// Parameter is "parameter" (0..*): Parameters defined by the library.
 	Parameter []ParameterDefinition
-	// DataRequirement is dataRequirement (0..*). What data is referenced by this library
+	// DataRequirement is "dataRequirement" (0..*): What data is referenced by this library.
 	DataRequirement []DataRequirement
-	// Content is content (0..*). Contents of the library, either embedded or referenced
+	// Content is "content" (0..*): Contents of the library, either embedded or referenced.
 	Content []Attachment
 }
 

@@ -4,27 +4,27 @@ package r4
 
 // Linkage is the FHIR R4 resource Linkage: Identifies two or more records (resource instances) that refer to the same real-world "occurrence".
 type Linkage struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Active is active (0..1). Whether this linkage assertion is active or not
+	// Active is "active" (0..1): Whether this linkage assertion is active or not.
 	Active *Boolean
-	// Author is author (0..1). Who is responsible for linkages
+	// Author is "author" (0..1): Who is responsible for linkages.
 	Author *Reference
-	// Item is item (1..*). Item to be linked
+	// Item is "item" (1..*): Item to be linked.
 	Item []LinkageItem
 }
 
@@ -122,15 +122,15 @@ func (x *Linkage) UnmarshalJSON(data []byte) error {
 
 // LinkageItem is the backbone element Linkage.item: Item to be linked
 type LinkageItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). source | alternate | historical
+	// Type is "type" (1..1): source | alternate | historical.
 	Type *Code
-	// Resource is resource (1..1). Resource being linked
+	// Resource is "resource" (1..1): Resource being linked.
 	Resource *Reference
 }
 

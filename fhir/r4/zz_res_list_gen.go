@@ -4,47 +4,47 @@ package r4
 
 // List is the FHIR R4 resource List: A list is a curated collection of resources.
 type List struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// Status is status (1..1). current | retired | entered-in-error
+	// Status is "status" (1..1): current | retired | entered-in-error.
 	Status *Code
-	// Mode is mode (1..1). working | snapshot | changes
+	// Mode is "mode" (1..1): working | snapshot | changes.
 	Mode *Code
-	// Title is title (0..1). Descriptive name for the list
+	// Title is "title" (0..1): Descriptive name for the list.
 	Title *String
-	// Code is code (0..1). What the purpose of this list is
+	// Code is "code" (0..1): What the purpose of this list is.
 	Code *CodeableConcept
-	// Subject is subject (0..1). If all resources have the same subject
+	// Subject is "subject" (0..1): If all resources have the same subject.
 	Subject *Reference
-	// Encounter is encounter (0..1). Context in which list created
+	// Encounter is "encounter" (0..1): Context in which list created.
 	Encounter *Reference
-	// Date is date (0..1). When the list was prepared
+	// Date is "date" (0..1): When the list was prepared.
 	Date *DateTime
-	// Source is source (0..1). Who and/or what defined the list contents (aka Author)
+	// Source is "source" (0..1): Who and/or what defined the list contents (aka Author).
 	Source *Reference
-	// OrderedBy is orderedBy (0..1). What order the list has
+	// OrderedBy is "orderedBy" (0..1): What order the list has.
 	OrderedBy *CodeableConcept
-	// Note is note (0..*). Comments about the list
+	// Note is "note" (0..*): Comments about the list.
 	Note []Annotation
-	// Entry is entry (0..*). Entries in the list
+	// Entry is "entry" (0..*): Entries in the list.
 	Entry []ListEntry
-	// EmptyReason is emptyReason (0..1). Why list is empty
+	// EmptyReason is "emptyReason" (0..1): Why list is empty.
 	EmptyReason *CodeableConcept
 }
 
@@ -185,19 +185,19 @@ func (x *List) UnmarshalJSON(data []byte) error { *x = List{}; return unmarshalR
 
 // ListEntry is the backbone element List.entry: Entries in the list
 type ListEntry struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Flag is flag (0..1). Status/Workflow information about this item
+	// Flag is "flag" (0..1): Status/Workflow information about this item.
 	Flag *CodeableConcept
-	// Deleted is deleted (0..1). If this item is actually marked as deleted
+	// Deleted is "deleted" (0..1): If this item is actually marked as deleted.
 	Deleted *Boolean
-	// Date is date (0..1). When item added to list
+	// Date is "date" (0..1): When item added to list.
 	Date *DateTime
-	// Item is item (1..1). Actual entry
+	// Item is "item" (1..1): Actual entry.
 	Item *Reference
 }
 

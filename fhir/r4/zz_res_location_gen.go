@@ -4,55 +4,55 @@ package r4
 
 // Location is the FHIR R4 resource Location: Details and position information for a physical place where services are provided and resources and participants may be stored, found, contained, or accommodated.
 type Location struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique code or number identifying the location to its users
+	// Identifier is "identifier" (0..*): Unique code or number identifying the location to its users.
 	Identifier []Identifier
-	// Status is status (0..1). active | suspended | inactive
+	// Status is "status" (0..1): active | suspended | inactive.
 	Status *Code
-	// OperationalStatus is operationalStatus (0..1). The operational status of the location (typically only for a bed/room)
+	// OperationalStatus is "operationalStatus" (0..1): The operational status of the location (typically only for a bed/room).
 	OperationalStatus *Coding
-	// Name is name (0..1). Name of the location as used by humans
+	// Name is "name" (0..1): Name of the location as used by humans.
 	Name *String
-	// Alias is alias (0..*). A list of alternate names that the location is known as, or was known as, in the past
+	// Alias is "alias" (0..*): A list of alternate names that the location is known as, or was known as, in the past.
 	Alias []String
-	// Description is description (0..1). Additional details about the location that could be displayed as further information to identify the location beyond its name
+	// Description is "description" (0..1): Additional details about the location that could be displayed as further information to identify the location beyond its name.
 	Description *String
-	// Mode is mode (0..1). instance | kind
+	// Mode is "mode" (0..1): instance | kind.
 	Mode *Code
-	// Type is type (0..*). Type of function performed
+	// Type is "type" (0..*): Type of function performed.
 	Type []CodeableConcept
-	// Telecom is telecom (0..*). Contact details of the location
+	// Telecom is "telecom" (0..*): Contact details of the location.
 	Telecom []ContactPoint
-	// Address is address (0..1). Physical location
+	// Address is "address" (0..1): Physical location.
 	Address *Address
-	// PhysicalType is physicalType (0..1). Physical form of the location
+	// PhysicalType is "physicalType" (0..1): Physical form of the location.
 	PhysicalType *CodeableConcept
-	// Position is position (0..1). The absolute geographic location
+	// Position is "position" (0..1): The absolute geographic location.
 	Position *LocationPosition
-	// ManagingOrganization is managingOrganization (0..1). Organization responsible for provisioning and upkeep
+	// ManagingOrganization is "managingOrganization" (0..1): Organization responsible for provisioning and upkeep.
 	ManagingOrganization *Reference
-	// PartOf is partOf (0..1). Another Location this one is physically a part of
+	// PartOf is "partOf" (0..1): Another Location this one is physically a part of.
 	PartOf *Reference
-	// HoursOfOperation is hoursOfOperation (0..*). What days/times during a week is this location usually open
+	// HoursOfOperation is "hoursOfOperation" (0..*): What days/times during a week is this location usually open.
 	HoursOfOperation []LocationHoursOfOperation
-	// AvailabilityExceptions is availabilityExceptions (0..1). Description of availability exceptions
+	// AvailabilityExceptions is "availabilityExceptions" (0..1): Description of availability exceptions.
 	AvailabilityExceptions *String
-	// Endpoint is endpoint (0..*). Technical endpoints providing access to services operated for the location
+	// Endpoint is "endpoint" (0..*): Technical endpoints providing access to services operated for the location.
 	Endpoint []Reference
 }
 
@@ -216,17 +216,17 @@ func (x *Location) UnmarshalJSON(data []byte) error {
 
 // LocationPosition is the backbone element Location.position: The absolute geographic location
 type LocationPosition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Longitude is longitude (1..1). Longitude with WGS84 datum
+	// Longitude is "longitude" (1..1): Longitude with WGS84 datum.
 	Longitude *Decimal
-	// Latitude is latitude (1..1). Latitude with WGS84 datum
+	// Latitude is "latitude" (1..1): Latitude with WGS84 datum.
 	Latitude *Decimal
-	// Altitude is altitude (0..1). Altitude with WGS84 datum
+	// Altitude is "altitude" (0..1): Altitude with WGS84 datum.
 	Altitude *Decimal
 }
 
@@ -292,19 +292,19 @@ func (x *LocationPosition) UnmarshalJSON(data []byte) error {
 
 // LocationHoursOfOperation is the backbone element Location.hoursOfOperation: What days/times during a week is this location usually open
 type LocationHoursOfOperation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DaysOfWeek is daysOfWeek (0..*). mon | tue | wed | thu | fri | sat | sun
+	// DaysOfWeek is "daysOfWeek" (0..*): mon | tue | wed | thu | fri | sat | sun.
 	DaysOfWeek []Code
-	// AllDay is allDay (0..1). The Location is open all day
+	// AllDay is "allDay" (0..1): The Location is open all day.
 	AllDay *Boolean
-	// OpeningTime is openingTime (0..1). Time that the Location opens
+	// OpeningTime is "openingTime" (0..1): Time that the Location opens.
 	OpeningTime *Time
-	// ClosingTime is closingTime (0..1). Time that the Location closes
+	// ClosingTime is "closingTime" (0..1): Time that the Location closes.
 	ClosingTime *Time
 }
 

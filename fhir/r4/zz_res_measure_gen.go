@@ -4,105 +4,105 @@ package r4
 
 // Measure is the FHIR R4 resource Measure: The Measure resource provides the definition of a quality measure.
 type Measure struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this measure, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this measure, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the measure
+	// Identifier is "identifier" (0..*): Additional identifier for the measure.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the measure
+	// Version is "version" (0..1): Business version of the measure.
 	Version *String
-	// Name is name (0..1). Name for this measure (computer friendly)
+	// Name is "name" (0..1): Name for this measure (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this measure (human friendly)
+	// Title is "title" (0..1): Name for this measure (human friendly).
 	Title *String
-	// Subtitle is subtitle (0..1). Subordinate title of the measure
+	// Subtitle is "subtitle" (0..1): Subordinate title of the measure.
 	Subtitle *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). E.g.
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): E.g.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). E.g.
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): E.g.
 	SubjectReference *Reference
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the measure
+	// Description is "description" (0..1): Natural language description of the measure.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for measure (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for measure (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this measure is defined
+	// Purpose is "purpose" (0..1): Why this measure is defined.
 	Purpose *Markdown
-	// Usage is usage (0..1). Describes the clinical usage of the measure
+	// Usage is "usage" (0..1): Describes the clinical usage of the measure.
 	Usage *String
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the measure was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the measure was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the measure was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the measure was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the measure is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the measure is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). The category of the measure, such as Education, Treatment, Assessment, etc.
+	// Topic is "topic" (0..*): The category of the measure, such as Education, Treatment, Assessment, etc.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations, etc.
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations, etc.
 	RelatedArtifact []RelatedArtifact
-	// Library is library (0..*). Logic used by the measure
+	// Library is "library" (0..*): Logic used by the measure.
 	Library []Canonical
-	// Disclaimer is disclaimer (0..1). Disclaimer for use of the measure or its referenced content
+	// Disclaimer is "disclaimer" (0..1): Disclaimer for use of the measure or its referenced content.
 	Disclaimer *Markdown
-	// Scoring is scoring (0..1). proportion | ratio | continuous-variable | cohort
+	// Scoring is "scoring" (0..1): proportion | ratio | continuous-variable | cohort.
 	Scoring *CodeableConcept
-	// CompositeScoring is compositeScoring (0..1). opportunity | all-or-nothing | linear | weighted
+	// CompositeScoring is "compositeScoring" (0..1): opportunity | all-or-nothing | linear | weighted.
 	CompositeScoring *CodeableConcept
-	// Type is type (0..*). process | outcome | structure | patient-reported-outcome | composite
+	// Type is "type" (0..*): process | outcome | structure | patient-reported-outcome | composite.
 	Type []CodeableConcept
-	// RiskAdjustment is riskAdjustment (0..1). How risk adjustment is applied for this measure
+	// RiskAdjustment is "riskAdjustment" (0..1): How risk adjustment is applied for this measure.
 	RiskAdjustment *String
-	// RateAggregation is rateAggregation (0..1). How is rate aggregation performed for this measure
+	// RateAggregation is "rateAggregation" (0..1): How is rate aggregation performed for this measure.
 	RateAggregation *String
-	// Rationale is rationale (0..1). Detailed description of why the measure exists
+	// Rationale is "rationale" (0..1): Detailed description of why the measure exists.
 	Rationale *Markdown
-	// ClinicalRecommendationStatement is clinicalRecommendationStatement (0..1). Summary of clinical guidelines
+	// ClinicalRecommendationStatement is "clinicalRecommendationStatement" (0..1): Summary of clinical guidelines.
 	ClinicalRecommendationStatement *Markdown
-	// ImprovementNotation is improvementNotation (0..1). increase | decrease
+	// ImprovementNotation is "improvementNotation" (0..1): increase | decrease.
 	ImprovementNotation *CodeableConcept
-	// Definition is definition (0..*). Defined terms used in the measure documentation
+	// Definition is "definition" (0..*): Defined terms used in the measure documentation.
 	Definition []Markdown
-	// Guidance is guidance (0..1). Additional guidance for implementers
+	// Guidance is "guidance" (0..1): Additional guidance for implementers.
 	Guidance *Markdown
-	// Group is group (0..*). Population criteria group
+	// Group is "group" (0..*): Population criteria group.
 	Group []MeasureGroup
-	// SupplementalData is supplementalData (0..*). What other data should be reported with the measure
+	// SupplementalData is "supplementalData" (0..*): What other data should be reported with the measure.
 	SupplementalData []MeasureSupplementalData
 }
 
@@ -400,19 +400,19 @@ func (x *Measure) UnmarshalJSON(data []byte) error {
 
 // MeasureGroup is the backbone element Measure.group: Population criteria group
 type MeasureGroup struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Meaning of the group
+	// Code is "code" (0..1): Meaning of the group.
 	Code *CodeableConcept
-	// Description is description (0..1). Summary description
+	// Description is "description" (0..1): Summary description.
 	Description *String
-	// Population is population (0..*). Population criteria
+	// Population is "population" (0..*): Population criteria.
 	Population []MeasureGroupPopulation
-	// Stratifier is stratifier (0..*). Stratifier criteria for the measure
+	// Stratifier is "stratifier" (0..*): Stratifier criteria for the measure.
 	Stratifier []MeasureGroupStratifier
 }
 
@@ -478,17 +478,17 @@ func (x *MeasureGroup) UnmarshalJSON(data []byte) error {
 
 // MeasureGroupPopulation is the backbone element Measure.group.population: Population criteria
 type MeasureGroupPopulation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). initial-population | numerator | numerator-exclusion | denominator | denominator-exclusion | denominator-exception | measure-population | measure-population-exclusion | measure-observation
+	// Code is "code" (0..1): initial-population | numerator | numerator-exclusion | denominator | denominator-exclusion | denominator-exception | measure-population | measure-population-exclusion | measure-observation.
 	Code *CodeableConcept
-	// Description is description (0..1). The human readable description of this population criteria
+	// Description is "description" (0..1): The human readable description of this population criteria.
 	Description *String
-	// Criteria is criteria (1..1). The criteria that defines this population
+	// Criteria is "criteria" (1..1): The criteria that defines this population.
 	Criteria *Expression
 }
 
@@ -550,19 +550,19 @@ func (x *MeasureGroupPopulation) UnmarshalJSON(data []byte) error {
 
 // MeasureGroupStratifier is the backbone element Measure.group.stratifier: Stratifier criteria for the measure
 type MeasureGroupStratifier struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Meaning of the stratifier
+	// Code is "code" (0..1): Meaning of the stratifier.
 	Code *CodeableConcept
-	// Description is description (0..1). The human readable description of this stratifier
+	// Description is "description" (0..1): The human readable description of this stratifier.
 	Description *String
-	// Criteria is criteria (0..1). How the measure should be stratified
+	// Criteria is "criteria" (0..1): How the measure should be stratified.
 	Criteria *Expression
-	// Component is component (0..*). Stratifier criteria component for the measure
+	// Component is "component" (0..*): Stratifier criteria component for the measure.
 	Component []MeasureGroupStratifierComponent
 }
 
@@ -628,17 +628,17 @@ func (x *MeasureGroupStratifier) UnmarshalJSON(data []byte) error {
 
 // MeasureGroupStratifierComponent is the backbone element Measure.group.stratifier.component: Stratifier criteria component for the measure
 type MeasureGroupStratifierComponent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Meaning of the stratifier component
+	// Code is "code" (0..1): Meaning of the stratifier component.
 	Code *CodeableConcept
-	// Description is description (0..1). The human readable description of this stratifier component
+	// Description is "description" (0..1): The human readable description of this stratifier component.
 	Description *String
-	// Criteria is criteria (1..1). Component of how the measure should be stratified
+	// Criteria is "criteria" (1..1): Component of how the measure should be stratified.
 	Criteria *Expression
 }
 
@@ -700,19 +700,19 @@ func (x *MeasureGroupStratifierComponent) UnmarshalJSON(data []byte) error {
 
 // MeasureSupplementalData is the backbone element Measure.supplementalData: What other data should be reported with the measure
 type MeasureSupplementalData struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Meaning of the supplemental data
+	// Code is "code" (0..1): Meaning of the supplemental data.
 	Code *CodeableConcept
-	// Usage is usage (0..*). supplemental-data | risk-adjustment-factor
+	// Usage is "usage" (0..*): supplemental-data | risk-adjustment-factor.
 	Usage []CodeableConcept
-	// Description is description (0..1). The human readable description of this supplemental data
+	// Description is "description" (0..1): The human readable description of this supplemental data.
 	Description *String
-	// Criteria is criteria (1..1). Expression describing additional data to be reported
+	// Criteria is "criteria" (1..1): Expression describing additional data to be reported.
 	Criteria *Expression
 }
 

@@ -4,43 +4,43 @@ package r4
 
 // MeasureReport is the FHIR R4 resource MeasureReport: The MeasureReport resource contains the results of the calculation of a measure; and optionally a reference to the resources involved in that calculation.
 type MeasureReport struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Additional identifier for the MeasureReport
+	// Identifier is "identifier" (0..*): Additional identifier for the MeasureReport.
 	Identifier []Identifier
-	// Status is status (1..1). complete | pending | error
+	// Status is "status" (1..1): complete | pending | error.
 	Status *Code
-	// Type is type (1..1). individual | subject-list | summary | data-collection
+	// Type is "type" (1..1): individual | subject-list | summary | data-collection.
 	Type *Code
-	// Measure is measure (1..1). What measure was calculated
+	// Measure is "measure" (1..1): What measure was calculated.
 	Measure *Canonical
-	// Subject is subject (0..1). What individual(s) the report is for
+	// Subject is "subject" (0..1): What individual(s) the report is for.
 	Subject *Reference
-	// Date is date (0..1). When the report was generated
+	// Date is "date" (0..1): When the report was generated.
 	Date *DateTime
-	// Reporter is reporter (0..1). Who is reporting the data
+	// Reporter is "reporter" (0..1): Who is reporting the data.
 	Reporter *Reference
-	// Period is period (1..1). What period the report covers
+	// Period is "period" (1..1): What period the report covers.
 	Period *Period
-	// ImprovementNotation is improvementNotation (0..1). increase | decrease
+	// ImprovementNotation is "improvementNotation" (0..1): increase | decrease.
 	ImprovementNotation *CodeableConcept
-	// Group is group (0..*). Measure results for each group
+	// Group is "group" (0..*): Measure results for each group.
 	Group []MeasureReportGroup
-	// EvaluatedResource is evaluatedResource (0..*). What data was used to calculate the measure score
+	// EvaluatedResource is "evaluatedResource" (0..*): What data was used to calculate the measure score.
 	EvaluatedResource []Reference
 }
 
@@ -176,19 +176,19 @@ func (x *MeasureReport) UnmarshalJSON(data []byte) error {
 
 // MeasureReportGroup is the backbone element MeasureReport.group: Measure results for each group
 type MeasureReportGroup struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Meaning of the group
+	// Code is "code" (0..1): Meaning of the group.
 	Code *CodeableConcept
-	// Population is population (0..*). The populations in the group
+	// Population is "population" (0..*): The populations in the group.
 	Population []MeasureReportGroupPopulation
-	// MeasureScore is measureScore (0..1). What score this group achieved
+	// MeasureScore is "measureScore" (0..1): What score this group achieved.
 	MeasureScore *Quantity
-	// Stratifier is stratifier (0..*). Stratification results
+	// Stratifier is "stratifier" (0..*): Stratification results.
 	Stratifier []MeasureReportGroupStratifier
 }
 
@@ -252,17 +252,17 @@ func (x *MeasureReportGroup) UnmarshalJSON(data []byte) error {
 
 // MeasureReportGroupPopulation is the backbone element MeasureReport.group.population: The populations in the group
 type MeasureReportGroupPopulation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). initial-population | numerator | numerator-exclusion | denominator | denominator-exclusion | denominator-exception | measure-population | measure-population-exclusion | measure-observation
+	// Code is "code" (0..1): initial-population | numerator | numerator-exclusion | denominator | denominator-exclusion | denominator-exception | measure-population | measure-population-exclusion | measure-observation.
 	Code *CodeableConcept
-	// Count is count (0..1). Size of the population
+	// Count is "count" (0..1): Size of the population.
 	Count *Integer
-	// SubjectResults is subjectResults (0..1). For subject-list reports, the subject results in this population
+	// SubjectResults is "subjectResults" (0..1): For subject-list reports, the subject results in this population.
 	SubjectResults *Reference
 }
 
@@ -324,15 +324,15 @@ func (x *MeasureReportGroupPopulation) UnmarshalJSON(data []byte) error {
 
 // MeasureReportGroupStratifier is the backbone element MeasureReport.group.stratifier: Stratification results
 type MeasureReportGroupStratifier struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..*). What stratifier of the group
+	// Code is "code" (0..*): What stratifier of the group.
 	Code []CodeableConcept
-	// Stratum is stratum (0..*). Stratum results, one for each unique value, or set of values, in the stratifier, or stratifier components
+	// Stratum is "stratum" (0..*): Stratum results, one for each unique value, or set of values, in the stratifier, or stratifier components.
 	Stratum []MeasureReportGroupStratifierStratum
 }
 
@@ -388,19 +388,19 @@ func (x *MeasureReportGroupStratifier) UnmarshalJSON(data []byte) error {
 
 // MeasureReportGroupStratifierStratum is the backbone element MeasureReport.group.stratifier.stratum: Stratum results, one for each unique value, or set of values, in the stratifier, or stratifier components
 type MeasureReportGroupStratifierStratum struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Value is value (0..1). The stratum value, e.g. male
+	// Value is "value" (0..1): The stratum value, e.g. male.
 	Value *CodeableConcept
-	// Component is component (0..*). Stratifier component values
+	// Component is "component" (0..*): Stratifier component values.
 	Component []MeasureReportGroupStratifierStratumComponent
-	// Population is population (0..*). Population results in this stratum
+	// Population is "population" (0..*): Population results in this stratum.
 	Population []MeasureReportGroupStratifierStratumPopulation
-	// MeasureScore is measureScore (0..1). What score this stratum achieved
+	// MeasureScore is "measureScore" (0..1): What score this stratum achieved.
 	MeasureScore *Quantity
 }
 
@@ -464,15 +464,15 @@ func (x *MeasureReportGroupStratifierStratum) UnmarshalJSON(data []byte) error {
 
 // MeasureReportGroupStratifierStratumComponent is the backbone element MeasureReport.group.stratifier.stratum.component: Stratifier component values
 type MeasureReportGroupStratifierStratumComponent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). What stratifier component of the group
+	// Code is "code" (1..1): What stratifier component of the group.
 	Code *CodeableConcept
-	// Value is value (1..1). The stratum component value, e.g. male
+	// Value is "value" (1..1): The stratum component value, e.g. male.
 	Value *CodeableConcept
 }
 
@@ -530,17 +530,17 @@ func (x *MeasureReportGroupStratifierStratumComponent) UnmarshalJSON(data []byte
 
 // MeasureReportGroupStratifierStratumPopulation is the backbone element MeasureReport.group.stratifier.stratum.population: Population results in this stratum
 type MeasureReportGroupStratifierStratumPopulation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). initial-population | numerator | numerator-exclusion | denominator | denominator-exclusion | denominator-exception | measure-population | measure-population-exclusion | measure-observation
+	// Code is "code" (0..1): initial-population | numerator | numerator-exclusion | denominator | denominator-exclusion | denominator-exception | measure-population | measure-population-exclusion | measure-observation.
 	Code *CodeableConcept
-	// Count is count (0..1). Size of the population
+	// Count is "count" (0..1): Size of the population.
 	Count *Integer
-	// SubjectResults is subjectResults (0..1). For subject-list reports, the subject results in this population
+	// SubjectResults is "subjectResults" (0..1): For subject-list reports, the subject results in this population.
 	SubjectResults *Reference
 }
 

@@ -4,67 +4,67 @@ package r4
 
 // Media is the FHIR R4 resource Media: A photo, video, or audio recording acquired or used in healthcare.
 type Media struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifier(s) for the image
+	// Identifier is "identifier" (0..*): Identifier(s) for the image.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..*). Procedure that caused this media to be created
+	// BasedOn is "basedOn" (0..*): Procedure that caused this media to be created.
 	BasedOn []Reference
-	// PartOf is partOf (0..*). Part of referenced event
+	// PartOf is "partOf" (0..*): Part of referenced event.
 	PartOf []Reference
-	// Status is status (1..1). preparation | in-progress | not-done | on-hold | stopped | completed | entered-in-error | unknown
+	// Status is "status" (1..1): preparation | in-progress | not-done | on-hold | stopped | completed | entered-in-error | unknown.
 	Status *Code
-	// Type is type (0..1). Classification of media as image, video, or audio
+	// Type is "type" (0..1): Classification of media as image, video, or audio.
 	Type *CodeableConcept
-	// Modality is modality (0..1). The type of acquisition equipment/process
+	// Modality is "modality" (0..1): The type of acquisition equipment/process.
 	Modality *CodeableConcept
-	// View is view (0..1). Imaging view, e.g. Lateral or Antero-posterior
+	// View is "view" (0..1): Imaging view, e.g. Lateral or Antero-posterior.
 	View *CodeableConcept
-	// Subject is subject (0..1). Who/What this Media is a record of
+	// Subject is "subject" (0..1): Who/What this Media is a record of.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter associated with media
+	// Encounter is "encounter" (0..1): Encounter associated with media.
 	Encounter *Reference
-	// CreatedDateTime is createdDateTime (0..1). When Media was collected
+	// CreatedDateTime is "createdDateTime" (created[x] as dateTime, 0..1): When Media was collected.
 	CreatedDateTime *DateTime
-	// CreatedPeriod is createdPeriod (0..1). When Media was collected
+	// CreatedPeriod is "createdPeriod" (created[x] as Period, 0..1): When Media was collected.
 	CreatedPeriod *Period
-	// Issued is issued (0..1). Date/Time this version was made available
+	// Issued is "issued" (0..1): Date/Time this version was made available.
 	Issued *Instant
-	// Operator is operator (0..1). The person who generated the image
+	// Operator is "operator" (0..1): The person who generated the image.
 	Operator *Reference
-	// ReasonCode is reasonCode (0..*). Why was event performed?
+	// ReasonCode is "reasonCode" (0..*): Why was event performed?.
 	ReasonCode []CodeableConcept
-	// BodySite is bodySite (0..1). Observed body part
+	// BodySite is "bodySite" (0..1): Observed body part.
 	BodySite *CodeableConcept
-	// DeviceName is deviceName (0..1). Name of the device/manufacturer
+	// DeviceName is "deviceName" (0..1): Name of the device/manufacturer.
 	DeviceName *String
-	// Device is device (0..1). Observing Device
+	// Device is "device" (0..1): Observing Device.
 	Device *Reference
-	// Height is height (0..1). Height of the image in pixels (photo/video)
+	// Height is "height" (0..1): Height of the image in pixels (photo/video).
 	Height *PositiveInt
-	// Width is width (0..1). Width of the image in pixels (photo/video)
+	// Width is "width" (0..1): Width of the image in pixels (photo/video).
 	Width *PositiveInt
-	// Frames is frames (0..1). Number of frames if > 1 (photo)
+	// Frames is "frames" (0..1): Number of frames if > 1 (photo).
 	Frames *PositiveInt
-	// Duration is duration (0..1). Length in seconds (audio / video)
+	// Duration is "duration" (0..1): Length in seconds (audio / video).
 	Duration *Decimal
-	// Content is content (1..1). Actual Media - reference or data
+	// Content is "content" (1..1): Actual Media - reference or data.
 	Content *Attachment
-	// Note is note (0..*). Comments made about the media
+	// Note is "note" (0..*): Comments made about the media.
 	Note []Annotation
 }
 

@@ -4,37 +4,37 @@ package r4
 
 // Medication is the FHIR R4 resource Medication: This resource is primarily used for the identification and definition of a medication for the purposes of prescribing, dispensing, and administering a medication as well as for making statements about…
 type Medication struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier for this medication
+	// Identifier is "identifier" (0..*): Business identifier for this medication.
 	Identifier []Identifier
-	// Code is code (0..1). Codes that identify this medication
+	// Code is "code" (0..1): Codes that identify this medication.
 	Code *CodeableConcept
-	// Status is status (0..1). active | inactive | entered-in-error
+	// Status is "status" (0..1): active | inactive | entered-in-error.
 	Status *Code
-	// Manufacturer is manufacturer (0..1). Manufacturer of the item
+	// Manufacturer is "manufacturer" (0..1): Manufacturer of the item.
 	Manufacturer *Reference
-	// Form is form (0..1). powder | tablets | capsule +
+	// Form is "form" (0..1): powder | tablets | capsule +.
 	Form *CodeableConcept
-	// Amount is amount (0..1). Amount of drug in package
+	// Amount is "amount" (0..1): Amount of drug in package.
 	Amount *Ratio
-	// Ingredient is ingredient (0..*). Active or inactive ingredient
+	// Ingredient is "ingredient" (0..*): Active or inactive ingredient.
 	Ingredient []MedicationIngredient
-	// Batch is batch (0..1). Details about packaged medications
+	// Batch is "batch" (0..1): Details about packaged medications.
 	Batch *MedicationBatch
 }
 
@@ -152,19 +152,19 @@ func (x *Medication) UnmarshalJSON(data []byte) error {
 
 // MedicationIngredient is the backbone element Medication.ingredient: Active or inactive ingredient
 type MedicationIngredient struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemCodeableConcept is itemCodeableConcept (1..1). The actual ingredient or content
+	// ItemCodeableConcept is "itemCodeableConcept" (item[x] as CodeableConcept, 1..1): The actual ingredient or content.
 	ItemCodeableConcept *CodeableConcept
-	// ItemReference is itemReference (1..1). The actual ingredient or content
+	// ItemReference is "itemReference" (item[x] as Reference, 1..1): The actual ingredient or content.
 	ItemReference *Reference
-	// IsActive is isActive (0..1). Active ingredient indicator
+	// IsActive is "isActive" (0..1): Active ingredient indicator.
 	IsActive *Boolean
-	// Strength is strength (0..1). Quantity of ingredient present
+	// Strength is "strength" (0..1): Quantity of ingredient present.
 	Strength *Ratio
 }
 
@@ -230,15 +230,15 @@ func (x *MedicationIngredient) UnmarshalJSON(data []byte) error {
 
 // MedicationBatch is the backbone element Medication.batch: Details about packaged medications
 type MedicationBatch struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// LotNumber is lotNumber (0..1). Identifier assigned to batch
+	// LotNumber is "lotNumber" (0..1): Identifier assigned to batch.
 	LotNumber *String
-	// ExpirationDate is expirationDate (0..1). When batch will expire
+	// ExpirationDate is "expirationDate" (0..1): When batch will expire.
 	ExpirationDate *DateTime
 }
 

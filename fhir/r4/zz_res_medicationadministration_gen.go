@@ -4,63 +4,63 @@ package r4
 
 // MedicationAdministration is the FHIR R4 resource MedicationAdministration: Describes the event of a patient consuming or otherwise being administered a medication.
 type MedicationAdministration struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External identifier
+	// Identifier is "identifier" (0..*): External identifier.
 	Identifier []Identifier
-	// Instantiates is instantiates (0..*). Instantiates protocol or definition
+	// Instantiates is "instantiates" (0..*): Instantiates protocol or definition.
 	Instantiates []URI
-	// PartOf is partOf (0..*). Part of referenced event
+	// PartOf is "partOf" (0..*): Part of referenced event.
 	PartOf []Reference
-	// Status is status (1..1). in-progress | not-done | on-hold | completed | entered-in-error | stopped | unknown
+	// Status is "status" (1..1): in-progress | not-done | on-hold | completed | entered-in-error | stopped | unknown.
 	Status *Code
-	// StatusReason is statusReason (0..*). Reason administration not performed
+	// StatusReason is "statusReason" (0..*): Reason administration not performed.
 	StatusReason []CodeableConcept
-	// Category is category (0..1). Type of medication usage
+	// Category is "category" (0..1): Type of medication usage.
 	Category *CodeableConcept
-	// MedicationCodeableConcept is medicationCodeableConcept (1..1). What was administered
+	// MedicationCodeableConcept is "medicationCodeableConcept" (medication[x] as CodeableConcept, 1..1): What was administered.
 	MedicationCodeableConcept *CodeableConcept
-	// MedicationReference is medicationReference (1..1). What was administered
+	// MedicationReference is "medicationReference" (medication[x] as Reference, 1..1): What was administered.
 	MedicationReference *Reference
-	// Subject is subject (1..1). Who received medication
+	// Subject is "subject" (1..1): Who received medication.
 	Subject *Reference
-	// Context is context (0..1). Encounter or Episode of Care administered as part of
+	// Context is "context" (0..1): Encounter or Episode of Care administered as part of.
 	Context *Reference
-	// SupportingInformation is supportingInformation (0..*). Additional information to support administration
+	// SupportingInformation is "supportingInformation" (0..*): Additional information to support administration.
 	SupportingInformation []Reference
-	// EffectiveDateTime is effectiveDateTime (1..1). Start and end time of administration
+	// EffectiveDateTime is "effectiveDateTime" (effective[x] as dateTime, 1..1): Start and end time of administration.
 	EffectiveDateTime *DateTime
-	// EffectivePeriod is effectivePeriod (1..1). Start and end time of administration
+	// EffectivePeriod is "effectivePeriod" (effective[x] as Period, 1..1): Start and end time of administration.
 	EffectivePeriod *Period
-	// Performer is performer (0..*). Who performed the medication administration and what they did
+	// Performer is "performer" (0..*): Who performed the medication administration and what they did.
 	Performer []MedicationAdministrationPerformer
-	// ReasonCode is reasonCode (0..*). Reason administration performed
+	// ReasonCode is "reasonCode" (0..*): Reason administration performed.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Condition or observation that supports why the medication was administered
+	// ReasonReference is "reasonReference" (0..*): Condition or observation that supports why the medication was administered.
 	ReasonReference []Reference
-	// Request is request (0..1). Request administration performed against
+	// Request is "request" (0..1): Request administration performed against.
 	Request *Reference
-	// Device is device (0..*). Device used to administer
+	// Device is "device" (0..*): Device used to administer.
 	Device []Reference
-	// Note is note (0..*). Information about the administration
+	// Note is "note" (0..*): Information about the administration.
 	Note []Annotation
-	// Dosage is dosage (0..1). Details of how medication was taken
+	// Dosage is "dosage" (0..1): Details of how medication was taken.
 	Dosage *MedicationAdministrationDosage
-	// EventHistory is eventHistory (0..*). A list of events of interest in the lifecycle
+	// EventHistory is "eventHistory" (0..*): A list of events of interest in the lifecycle.
 	EventHistory []Reference
 }
 
@@ -234,15 +234,15 @@ func (x *MedicationAdministration) UnmarshalJSON(data []byte) error {
 
 // MedicationAdministrationPerformer is the backbone element MedicationAdministration.performer: Who performed the medication administration and what they did
 type MedicationAdministrationPerformer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Function is function (0..1). Type of performance
+	// Function is "function" (0..1): Type of performance.
 	Function *CodeableConcept
-	// Actor is actor (1..1). Who performed the medication administration
+	// Actor is "actor" (1..1): Who performed the medication administration.
 	Actor *Reference
 }
 
@@ -298,25 +298,25 @@ func (x *MedicationAdministrationPerformer) UnmarshalJSON(data []byte) error {
 
 // MedicationAdministrationDosage is the backbone element MedicationAdministration.dosage: Details of how medication was taken
 type MedicationAdministrationDosage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Text is text (0..1). Free text dosage instructions e.g. SIG
+	// Text is "text" (0..1): Free text dosage instructions e.g. SIG.
 	Text *String
-	// Site is site (0..1). Body site administered to
+	// Site is "site" (0..1): Body site administered to.
 	Site *CodeableConcept
-	// Route is route (0..1). Path of substance into body
+	// Route is "route" (0..1): Path of substance into body.
 	Route *CodeableConcept
-	// Method is method (0..1). How drug was administered
+	// Method is "method" (0..1): How drug was administered.
 	Method *CodeableConcept
-	// Dose is dose (0..1). Amount of medication per dose
+	// Dose is "dose" (0..1): Amount of medication per dose.
 	Dose *Quantity
-	// RateRatio is rateRatio (0..1). Dose quantity per unit of time
+	// RateRatio is "rateRatio" (rate[x] as Ratio, 0..1): Dose quantity per unit of time.
 	RateRatio *Ratio
-	// RateQuantity is rateQuantity (0..1). Dose quantity per unit of time
+	// RateQuantity is "rateQuantity" (rate[x] as Quantity, 0..1): Dose quantity per unit of time.
 	RateQuantity *Quantity
 }
 

@@ -4,73 +4,73 @@ package r4
 
 // MedicationDispense is the FHIR R4 resource MedicationDispense: Indicates that a medication product is to be or has been dispensed for a named person/patient.
 type MedicationDispense struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External identifier
+	// Identifier is "identifier" (0..*): External identifier.
 	Identifier []Identifier
-	// PartOf is partOf (0..*). Event that dispense is part of
+	// PartOf is "partOf" (0..*): Event that dispense is part of.
 	PartOf []Reference
-	// Status is status (1..1). preparation | in-progress | cancelled | on-hold | completed | entered-in-error | stopped | declined | unknown
+	// Status is "status" (1..1): preparation | in-progress | cancelled | on-hold | completed | entered-in-error | stopped | declined | unknown.
 	Status *Code
-	// StatusReasonCodeableConcept is statusReasonCodeableConcept (0..1). Why a dispense was not performed
+	// StatusReasonCodeableConcept is "statusReasonCodeableConcept" (statusReason[x] as CodeableConcept, 0..1): Why a dispense was not performed.
 	StatusReasonCodeableConcept *CodeableConcept
-	// StatusReasonReference is statusReasonReference (0..1). Why a dispense was not performed
+	// StatusReasonReference is "statusReasonReference" (statusReason[x] as Reference, 0..1): Why a dispense was not performed.
 	StatusReasonReference *Reference
-	// Category is category (0..1). Type of medication dispense
+	// Category is "category" (0..1): Type of medication dispense.
 	Category *CodeableConcept
-	// MedicationCodeableConcept is medicationCodeableConcept (1..1). What medication was supplied
+	// MedicationCodeableConcept is "medicationCodeableConcept" (medication[x] as CodeableConcept, 1..1): What medication was supplied.
 	MedicationCodeableConcept *CodeableConcept
-	// MedicationReference is medicationReference (1..1). What medication was supplied
+	// MedicationReference is "medicationReference" (medication[x] as Reference, 1..1): What medication was supplied.
 	MedicationReference *Reference
-	// Subject is subject (0..1). Who the dispense is for
+	// Subject is "subject" (0..1): Who the dispense is for.
 	Subject *Reference
-	// Context is context (0..1). Encounter / Episode associated with event
+	// Context is "context" (0..1): Encounter / Episode associated with event.
 	Context *Reference
-	// SupportingInformation is supportingInformation (0..*). Information that supports the dispensing of the medication
+	// SupportingInformation is "supportingInformation" (0..*): Information that supports the dispensing of the medication.
 	SupportingInformation []Reference
-	// Performer is performer (0..*). Who performed event
+	// Performer is "performer" (0..*): Who performed event.
 	Performer []MedicationDispensePerformer
-	// Location is location (0..1). Where the dispense occurred
+	// Location is "location" (0..1): Where the dispense occurred.
 	Location *Reference
-	// AuthorizingPrescription is authorizingPrescription (0..*). Medication order that authorizes the dispense
+	// AuthorizingPrescription is "authorizingPrescription" (0..*): Medication order that authorizes the dispense.
 	AuthorizingPrescription []Reference
-	// Type is type (0..1). Trial fill, partial fill, emergency fill, etc.
+	// Type is "type" (0..1): Trial fill, partial fill, emergency fill, etc.
 	Type *CodeableConcept
-	// Quantity is quantity (0..1). Amount dispensed
+	// Quantity is "quantity" (0..1): Amount dispensed.
 	Quantity *Quantity
-	// DaysSupply is daysSupply (0..1). Amount of medication expressed as a timing amount
+	// DaysSupply is "daysSupply" (0..1): Amount of medication expressed as a timing amount.
 	DaysSupply *Quantity
-	// WhenPrepared is whenPrepared (0..1). When product was packaged and reviewed
+	// WhenPrepared is "whenPrepared" (0..1): When product was packaged and reviewed.
 	WhenPrepared *DateTime
-	// WhenHandedOver is whenHandedOver (0..1). When product was given out
+	// WhenHandedOver is "whenHandedOver" (0..1): When product was given out.
 	WhenHandedOver *DateTime
-	// Destination is destination (0..1). Where the medication was sent
+	// Destination is "destination" (0..1): Where the medication was sent.
 	Destination *Reference
-	// Receiver is receiver (0..*). Who collected the medication
+	// Receiver is "receiver" (0..*): Who collected the medication.
 	Receiver []Reference
-	// Note is note (0..*). Information about the dispense
+	// Note is "note" (0..*): Information about the dispense.
 	Note []Annotation
-	// DosageInstruction is dosageInstruction (0..*). How the medication is to be used by the patient or administered by the caregiver
+	// DosageInstruction is "dosageInstruction" (0..*): How the medication is to be used by the patient or administered by the caregiver.
 	DosageInstruction []Dosage
-	// Substitution is substitution (0..1). Whether a substitution was performed on the dispense
+	// Substitution is "substitution" (0..1): Whether a substitution was performed on the dispense.
 	Substitution *MedicationDispenseSubstitution
-	// DetectedIssue is detectedIssue (0..*). Clinical issue with action
+	// DetectedIssue is "detectedIssue" (0..*): Clinical issue with action.
 	DetectedIssue []Reference
-	// EventHistory is eventHistory (0..*). A list of relevant lifecycle events
+	// EventHistory is "eventHistory" (0..*): A list of relevant lifecycle events.
 	EventHistory []Reference
 }
 
@@ -264,15 +264,15 @@ func (x *MedicationDispense) UnmarshalJSON(data []byte) error {
 
 // MedicationDispensePerformer is the backbone element MedicationDispense.performer: Who performed event
 type MedicationDispensePerformer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Function is function (0..1). Who performed the dispense and what they did
+	// Function is "function" (0..1): Who performed the dispense and what they did.
 	Function *CodeableConcept
-	// Actor is actor (1..1). Individual who was performing
+	// Actor is "actor" (1..1): Individual who was performing.
 	Actor *Reference
 }
 
@@ -328,19 +328,19 @@ func (x *MedicationDispensePerformer) UnmarshalJSON(data []byte) error {
 
 // MedicationDispenseSubstitution is the backbone element MedicationDispense.substitution: Whether a substitution was performed on the dispense
 type MedicationDispenseSubstitution struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// WasSubstituted is wasSubstituted (1..1). Whether a substitution was or was not performed on the dispense
+	// WasSubstituted is "wasSubstituted" (1..1): Whether a substitution was or was not performed on the dispense.
 	WasSubstituted *Boolean
-	// Type is type (0..1). Code signifying whether a different drug was dispensed from what was prescribed
+	// Type is "type" (0..1): Code signifying whether a different drug was dispensed from what was prescribed.
 	Type *CodeableConcept
-	// Reason is reason (0..*). Why was substitution made
+	// Reason is "reason" (0..*): Why was substitution made.
 	Reason []CodeableConcept
-	// ResponsibleParty is responsibleParty (0..*). Who is responsible for the substitution
+	// ResponsibleParty is "responsibleParty" (0..*): Who is responsible for the substitution.
 	ResponsibleParty []Reference
 }
 

@@ -4,65 +4,65 @@ package r4
 
 // MedicationKnowledge is the FHIR R4 resource MedicationKnowledge: Information about a medication that is used to support knowledge.
 type MedicationKnowledge struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Code is code (0..1). Code that identifies this medication
+	// Code is "code" (0..1): Code that identifies this medication.
 	Code *CodeableConcept
-	// Status is status (0..1). active | inactive | entered-in-error
+	// Status is "status" (0..1): active | inactive | entered-in-error.
 	Status *Code
-	// Manufacturer is manufacturer (0..1). Manufacturer of the item
+	// Manufacturer is "manufacturer" (0..1): Manufacturer of the item.
 	Manufacturer *Reference
-	// DoseForm is doseForm (0..1). powder | tablets | capsule +
+	// DoseForm is "doseForm" (0..1): powder | tablets | capsule +.
 	DoseForm *CodeableConcept
-	// Amount is amount (0..1). Amount of drug in package
+	// Amount is "amount" (0..1): Amount of drug in package.
 	Amount *Quantity
-	// Synonym is synonym (0..*). Additional names for a medication
+	// Synonym is "synonym" (0..*): Additional names for a medication.
 	Synonym []String
-	// RelatedMedicationKnowledge is relatedMedicationKnowledge (0..*). Associated or related medication information
+	// RelatedMedicationKnowledge is "relatedMedicationKnowledge" (0..*): Associated or related medication information.
 	RelatedMedicationKnowledge []MedicationKnowledgeRelatedMedicationKnowledge
-	// AssociatedMedication is associatedMedication (0..*). A medication resource that is associated with this medication
+	// AssociatedMedication is "associatedMedication" (0..*): A medication resource that is associated with this medication.
 	AssociatedMedication []Reference
-	// ProductType is productType (0..*). Category of the medication or product
+	// ProductType is "productType" (0..*): Category of the medication or product.
 	ProductType []CodeableConcept
-	// Monograph is monograph (0..*). Associated documentation about the medication
+	// Monograph is "monograph" (0..*): Associated documentation about the medication.
 	Monograph []MedicationKnowledgeMonograph
-	// Ingredient is ingredient (0..*). Active or inactive ingredient
+	// Ingredient is "ingredient" (0..*): Active or inactive ingredient.
 	Ingredient []MedicationKnowledgeIngredient
-	// PreparationInstruction is preparationInstruction (0..1). The instructions for preparing the medication
+	// PreparationInstruction is "preparationInstruction" (0..1): The instructions for preparing the medication.
 	PreparationInstruction *Markdown
-	// IntendedRoute is intendedRoute (0..*). The intended or approved route of administration
+	// IntendedRoute is "intendedRoute" (0..*): The intended or approved route of administration.
 	IntendedRoute []CodeableConcept
-	// Cost is cost (0..*). The pricing of the medication
+	// Cost is "cost" (0..*): The pricing of the medication.
 	Cost []MedicationKnowledgeCost
-	// MonitoringProgram is monitoringProgram (0..*). Program under which a medication is reviewed
+	// MonitoringProgram is "monitoringProgram" (0..*): Program under which a medication is reviewed.
 	MonitoringProgram []MedicationKnowledgeMonitoringProgram
-	// AdministrationGuidelines is administrationGuidelines (0..*). Guidelines for administration of the medication
+	// AdministrationGuidelines is "administrationGuidelines" (0..*): Guidelines for administration of the medication.
 	AdministrationGuidelines []MedicationKnowledgeAdministrationGuidelines
-	// MedicineClassification is medicineClassification (0..*). Categorization of the medication within a formulary or classification system
+	// MedicineClassification is "medicineClassification" (0..*): Categorization of the medication within a formulary or classification system.
 	MedicineClassification []MedicationKnowledgeMedicineClassification
-	// Packaging is packaging (0..1). Details about packaged medications
+	// Packaging is "packaging" (0..1): Details about packaged medications.
 	Packaging *MedicationKnowledgePackaging
-	// DrugCharacteristic is drugCharacteristic (0..*). Specifies descriptive properties of the medicine
+	// DrugCharacteristic is "drugCharacteristic" (0..*): Specifies descriptive properties of the medicine.
 	DrugCharacteristic []MedicationKnowledgeDrugCharacteristic
-	// Contraindication is contraindication (0..*). Potential clinical issue with or between medication(s)
+	// Contraindication is "contraindication" (0..*): Potential clinical issue with or between medication(s).
 	Contraindication []Reference
-	// Regulatory is regulatory (0..*). Regulatory information about a medication
+	// Regulatory is "regulatory" (0..*): Regulatory information about a medication.
 	Regulatory []MedicationKnowledgeRegulatory
-	// Kinetics is kinetics (0..*). The time course of drug absorption, distribution, metabolism and excretion of a medication from the body
+	// Kinetics is "kinetics" (0..*): The time course of drug absorption, distribution, metabolism and excretion of a medication from the body.
 	Kinetics []MedicationKnowledgeKinetics
 }
 
@@ -240,15 +240,15 @@ func (x *MedicationKnowledge) UnmarshalJSON(data []byte) error {
 
 // MedicationKnowledgeRelatedMedicationKnowledge is the backbone element MedicationKnowledge.relatedMedicationKnowledge: Associated or related medication information
 type MedicationKnowledgeRelatedMedicationKnowledge struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Category of medicationKnowledge
+	// Type is "type" (1..1): Category of medicationKnowledge.
 	Type *CodeableConcept
-	// Reference is reference (1..*). Associated documentation about the associated medication knowledge
+	// Reference is "reference" (1..*): Associated documentation about the associated medication knowledge.
 	Reference []Reference
 }
 
@@ -306,15 +306,15 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) UnmarshalJSON(data []byt
 
 // MedicationKnowledgeMonograph is the backbone element MedicationKnowledge.monograph: Associated documentation about the medication
 type MedicationKnowledgeMonograph struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). The category of medication document
+	// Type is "type" (0..1): The category of medication document.
 	Type *CodeableConcept
-	// Source is source (0..1). Associated documentation about the medication
+	// Source is "source" (0..1): Associated documentation about the medication.
 	Source *Reference
 }
 
@@ -370,19 +370,19 @@ func (x *MedicationKnowledgeMonograph) UnmarshalJSON(data []byte) error {
 
 // MedicationKnowledgeIngredient is the backbone element MedicationKnowledge.ingredient: Active or inactive ingredient
 type MedicationKnowledgeIngredient struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemCodeableConcept is itemCodeableConcept (1..1). Medication(s) or substance(s) contained in the medication
+	// ItemCodeableConcept is "itemCodeableConcept" (item[x] as CodeableConcept, 1..1): Medication(s) or substance(s) contained in the medication.
 	ItemCodeableConcept *CodeableConcept
-	// ItemReference is itemReference (1..1). Medication(s) or substance(s) contained in the medication
+	// ItemReference is "itemReference" (item[x] as Reference, 1..1): Medication(s) or substance(s) contained in the medication.
 	ItemReference *Reference
-	// IsActive is isActive (0..1). Active ingredient indicator
+	// IsActive is "isActive" (0..1): Active ingredient indicator.
 	IsActive *Boolean
-	// Strength is strength (0..1). Quantity of ingredient present
+	// Strength is "strength" (0..1): Quantity of ingredient present.
 	Strength *Ratio
 }
 
@@ -448,17 +448,17 @@ func (x *MedicationKnowledgeIngredient) UnmarshalJSON(data []byte) error {
 
 // MedicationKnowledgeCost is the backbone element MedicationKnowledge.cost: The pricing of the medication
 type MedicationKnowledgeCost struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). The category of the cost information
+	// Type is "type" (1..1): The category of the cost information.
 	Type *CodeableConcept
-	// Source is source (0..1). The source or owner for the price information
+	// Source is "source" (0..1): The source or owner for the price information.
 	Source *String
-	// Cost is cost (1..1). The price of the medication
+	// Cost is "cost" (1..1): The price of the medication.
 	Cost *Money
 }
 
@@ -520,15 +520,15 @@ func (x *MedicationKnowledgeCost) UnmarshalJSON(data []byte) error {
 
 // MedicationKnowledgeMonitoringProgram is the backbone element MedicationKnowledge.monitoringProgram: Program under which a medication is reviewed
 type MedicationKnowledgeMonitoringProgram struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Type of program under which the medication is monitored
+	// Type is "type" (0..1): Type of program under which the medication is monitored.
 	Type *CodeableConcept
-	// Name is name (0..1). Name of the reviewing program
+	// Name is "name" (0..1): Name of the reviewing program.
 	Name *String
 }
 
@@ -586,19 +586,19 @@ func (x *MedicationKnowledgeMonitoringProgram) UnmarshalJSON(data []byte) error 
 
 // MedicationKnowledgeAdministrationGuidelines is the backbone element MedicationKnowledge.administrationGuidelines: Guidelines for administration of the medication
 type MedicationKnowledgeAdministrationGuidelines struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Dosage is dosage (0..*). Dosage for the medication for the specific guidelines
+	// Dosage is "dosage" (0..*): Dosage for the medication for the specific guidelines.
 	Dosage []MedicationKnowledgeAdministrationGuidelinesDosage
-	// IndicationCodeableConcept is indicationCodeableConcept (0..1). Indication for use that apply to the specific administration guidelines
+	// IndicationCodeableConcept is "indicationCodeableConcept" (indication[x] as CodeableConcept, 0..1): Indication for use that apply to the specific administration guidelines.
 	IndicationCodeableConcept *CodeableConcept
-	// IndicationReference is indicationReference (0..1). Indication for use that apply to the specific administration guidelines
+	// IndicationReference is "indicationReference" (indication[x] as Reference, 0..1): Indication for use that apply to the specific administration guidelines.
 	IndicationReference *Reference
-	// PatientCharacteristics is patientCharacteristics (0..*). Characteristics of the patient that are relevant to the administration guidelines
+	// PatientCharacteristics is "patientCharacteristics" (0..*): Characteristics of the patient that are relevant to the administration guidelines.
 	PatientCharacteristics []MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics
 }
 
@@ -664,15 +664,15 @@ func (x *MedicationKnowledgeAdministrationGuidelines) UnmarshalJSON(data []byte)
 
 // MedicationKnowledgeAdministrationGuidelinesDosage is the backbone element MedicationKnowledge.administrationGuidelines.dosage: Dosage for the medication for the specific guidelines
 type MedicationKnowledgeAdministrationGuidelinesDosage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Type of dosage
+	// Type is "type" (1..1): Type of dosage.
 	Type *CodeableConcept
-	// Dosage is dosage (1..*). Dosage for the medication for the specific guidelines
+	// Dosage is "dosage" (1..*): Dosage for the medication for the specific guidelines.
 	Dosage []Dosage
 }
 
@@ -730,17 +730,17 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) UnmarshalJSON(data [
 
 // MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics is the backbone element MedicationKnowledge.administrationGuidelines.patientCharacteristics: Characteristics of the patient that are relevant to the administration guidelines
 type MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// CharacteristicCodeableConcept is characteristicCodeableConcept (1..1). Specific characteristic that is relevant to the administration guideline
+	// CharacteristicCodeableConcept is "characteristicCodeableConcept" (characteristic[x] as CodeableConcept, 1..1): Specific characteristic that is relevant to the administration guideline.
 	CharacteristicCodeableConcept *CodeableConcept
-	// CharacteristicQuantity is characteristicQuantity (1..1). Specific characteristic that is relevant to the administration guideline
+	// CharacteristicQuantity is "characteristicQuantity" (characteristic[x] as Quantity, 1..1): Specific characteristic that is relevant to the administration guideline.
 	CharacteristicQuantity *Quantity
-	// Value is value (0..*). The specific characteristic
+	// Value is "value" (0..*): The specific characteristic.
 	Value []String
 }
 
@@ -804,15 +804,15 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) Unma
 
 // MedicationKnowledgeMedicineClassification is the backbone element MedicationKnowledge.medicineClassification: Categorization of the medication within a formulary or classification system
 type MedicationKnowledgeMedicineClassification struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). The type of category for the medication (for example, therapeutic classification, therapeutic sub-classification)
+	// Type is "type" (1..1): The type of category for the medication (for example, therapeutic classification, therapeutic sub-classification).
 	Type *CodeableConcept
-	// Classification is classification (0..*). Specific category assigned to the medication
+	// Classification is "classification" (0..*): Specific category assigned to the medication.
 	Classification []CodeableConcept
 }
 
@@ -870,15 +870,15 @@ func (x *MedicationKnowledgeMedicineClassification) UnmarshalJSON(data []byte) e
 
 // MedicationKnowledgePackaging is the backbone element MedicationKnowledge.packaging: Details about packaged medications
 type MedicationKnowledgePackaging struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). A code that defines the specific type of packaging that the medication can be found in
+	// Type is "type" (0..1): A code that defines the specific type of packaging that the medication can be found in.
 	Type *CodeableConcept
-	// Quantity is quantity (0..1). The number of product units the package would contain if fully loaded
+	// Quantity is "quantity" (0..1): The number of product units the package would contain if fully loaded.
 	Quantity *Quantity
 }
 
@@ -934,21 +934,21 @@ func (x *MedicationKnowledgePackaging) UnmarshalJSON(data []byte) error {
 
 // MedicationKnowledgeDrugCharacteristic is the backbone element MedicationKnowledge.drugCharacteristic: Specifies descriptive properties of the medicine
 type MedicationKnowledgeDrugCharacteristic struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Code specifying the type of characteristic of medication
+	// Type is "type" (0..1): Code specifying the type of characteristic of medication.
 	Type *CodeableConcept
-	// ValueCodeableConcept is valueCodeableConcept (0..1). Description of the characteristic
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 0..1): Description of the characteristic.
 	ValueCodeableConcept *CodeableConcept
-	// ValueString is valueString (0..1). Description of the characteristic
+	// ValueString is "valueString" (value[x] as string, 0..1): Description of the characteristic.
 	ValueString *String
-	// ValueQuantity is valueQuantity (0..1). Description of the characteristic
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Description of the characteristic.
 	ValueQuantity *Quantity
-	// ValueBase64Binary is valueBase64Binary (0..1). Description of the characteristic
+	// ValueBase64Binary is "valueBase64Binary" (value[x] as base64Binary, 0..1): Description of the characteristic.
 	ValueBase64Binary *Base64Binary
 }
 
@@ -1022,19 +1022,19 @@ func (x *MedicationKnowledgeDrugCharacteristic) UnmarshalJSON(data []byte) error
 
 // MedicationKnowledgeRegulatory is the backbone element MedicationKnowledge.regulatory: Regulatory information about a medication
 type MedicationKnowledgeRegulatory struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// RegulatoryAuthority is regulatoryAuthority (1..1). Specifies the authority of the regulation
+	// RegulatoryAuthority is "regulatoryAuthority" (1..1): Specifies the authority of the regulation.
 	RegulatoryAuthority *Reference
-	// Substitution is substitution (0..*). Specifies if changes are allowed when dispensing a medication from a regulatory perspective
+	// Substitution is "substitution" (0..*): Specifies if changes are allowed when dispensing a medication from a regulatory perspective.
 	Substitution []MedicationKnowledgeRegulatorySubstitution
-	// Schedule is schedule (0..*). Specifies the schedule of a medication in jurisdiction
+	// Schedule is "schedule" (0..*): Specifies the schedule of a medication in jurisdiction.
 	Schedule []MedicationKnowledgeRegulatorySchedule
-	// MaxDispense is maxDispense (0..1). The maximum number of units of the medication that can be dispensed in a period
+	// MaxDispense is "maxDispense" (0..1): The maximum number of units of the medication that can be dispensed in a period.
 	MaxDispense *MedicationKnowledgeRegulatoryMaxDispense
 }
 
@@ -1098,15 +1098,15 @@ func (x *MedicationKnowledgeRegulatory) UnmarshalJSON(data []byte) error {
 
 // MedicationKnowledgeRegulatorySubstitution is the backbone element MedicationKnowledge.regulatory.substitution: Specifies if changes are allowed when dispensing a medication from a regulatory perspective
 type MedicationKnowledgeRegulatorySubstitution struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Specifies the type of substitution allowed
+	// Type is "type" (1..1): Specifies the type of substitution allowed.
 	Type *CodeableConcept
-	// Allowed is allowed (1..1). Specifies if regulation allows for changes in the medication when dispensing
+	// Allowed is "allowed" (1..1): Specifies if regulation allows for changes in the medication when dispensing.
 	Allowed *Boolean
 }
 
@@ -1166,13 +1166,13 @@ func (x *MedicationKnowledgeRegulatorySubstitution) UnmarshalJSON(data []byte) e
 
 // MedicationKnowledgeRegulatorySchedule is the backbone element MedicationKnowledge.regulatory.schedule: Specifies the schedule of a medication in jurisdiction
 type MedicationKnowledgeRegulatorySchedule struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Schedule is schedule (1..1). Specifies the specific drug schedule
+	// Schedule is "schedule" (1..1): Specifies the specific drug schedule.
 	Schedule *CodeableConcept
 }
 
@@ -1226,15 +1226,15 @@ func (x *MedicationKnowledgeRegulatorySchedule) UnmarshalJSON(data []byte) error
 
 // MedicationKnowledgeRegulatoryMaxDispense is the backbone element MedicationKnowledge.regulatory.maxDispense: The maximum number of units of the medication that can be dispensed in a period
 type MedicationKnowledgeRegulatoryMaxDispense struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Quantity is quantity (1..1). The maximum number of units of the medication that can be dispensed
+	// Quantity is "quantity" (1..1): The maximum number of units of the medication that can be dispensed.
 	Quantity *Quantity
-	// Period is period (0..1). The period that applies to the maximum number of units
+	// Period is "period" (0..1): The period that applies to the maximum number of units.
 	Period *Duration
 }
 
@@ -1292,17 +1292,17 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) UnmarshalJSON(data []byte) er
 
 // MedicationKnowledgeKinetics is the backbone element MedicationKnowledge.kinetics: The time course of drug absorption, distribution, metabolism and excretion of a medication from the body
 type MedicationKnowledgeKinetics struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// AreaUnderCurve is areaUnderCurve (0..*). The drug concentration measured at certain discrete points in time
+	// AreaUnderCurve is "areaUnderCurve" (0..*): The drug concentration measured at certain discrete points in time.
 	AreaUnderCurve []Quantity
-	// LethalDose50 is lethalDose50 (0..*). The median lethal dose of a drug
+	// LethalDose50 is "lethalDose50" (0..*): The median lethal dose of a drug.
 	LethalDose50 []Quantity
-	// HalfLifePeriod is halfLifePeriod (0..1). Time required for concentration in the body to decrease by half
+	// HalfLifePeriod is "halfLifePeriod" (0..1): Time required for concentration in the body to decrease by half.
 	HalfLifePeriod *Duration
 }
 

@@ -4,89 +4,89 @@ package r4
 
 // MedicationRequest is the FHIR R4 resource MedicationRequest: An order or request for both supply of the medication and the instructions for administration of the medication to a patient.
 type MedicationRequest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External ids for this request
+	// Identifier is "identifier" (0..*): External ids for this request.
 	Identifier []Identifier
-	// Status is status (1..1). active | on-hold | cancelled | completed | entered-in-error | stopped | draft | unknown
+	// Status is "status" (1..1): active | on-hold | cancelled | completed | entered-in-error | stopped | draft | unknown.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *CodeableConcept
-	// Intent is intent (1..1). proposal | plan | order | original-order | reflex-order | filler-order | instance-order | option
+	// Intent is "intent" (1..1): proposal | plan | order | original-order | reflex-order | filler-order | instance-order | option.
 	Intent *Code
-	// Category is category (0..*). Type of medication usage
+	// Category is "category" (0..*): Type of medication usage.
 	Category []CodeableConcept
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// DoNotPerform is doNotPerform (0..1). True if request is prohibiting action
+	// DoNotPerform is "doNotPerform" (0..1): True if request is prohibiting action.
 	DoNotPerform *Boolean
-	// ReportedBoolean is reportedBoolean (0..1). Reported rather than primary record
+	// ReportedBoolean is "reportedBoolean" (reported[x] as boolean, 0..1): Reported rather than primary record.
 	ReportedBoolean *Boolean
-	// ReportedReference is reportedReference (0..1). Reported rather than primary record
+	// ReportedReference is "reportedReference" (reported[x] as Reference, 0..1): Reported rather than primary record.
 	ReportedReference *Reference
-	// MedicationCodeableConcept is medicationCodeableConcept (1..1). Medication to be taken
+	// MedicationCodeableConcept is "medicationCodeableConcept" (medication[x] as CodeableConcept, 1..1): Medication to be taken.
 	MedicationCodeableConcept *CodeableConcept
-	// MedicationReference is medicationReference (1..1). Medication to be taken
+	// MedicationReference is "medicationReference" (medication[x] as Reference, 1..1): Medication to be taken.
 	MedicationReference *Reference
-	// Subject is subject (1..1). Who or group medication request is for
+	// Subject is "subject" (1..1): Who or group medication request is for.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of encounter/admission/stay
+	// Encounter is "encounter" (0..1): Encounter created as part of encounter/admission/stay.
 	Encounter *Reference
-	// SupportingInformation is supportingInformation (0..*). Information to support ordering of the medication
+	// SupportingInformation is "supportingInformation" (0..*): Information to support ordering of the medication.
 	SupportingInformation []Reference
-	// AuthoredOn is authoredOn (0..1). When request was initially authored
+	// AuthoredOn is "authoredOn" (0..1): When request was initially authored.
 	AuthoredOn *DateTime
-	// Requester is requester (0..1). Who/What requested the Request
+	// Requester is "requester" (0..1): Who/What requested the Request.
 	Requester *Reference
-	// Performer is performer (0..1). Intended performer of administration
+	// Performer is "performer" (0..1): Intended performer of administration.
 	Performer *Reference
-	// PerformerType is performerType (0..1). Desired kind of performer of the medication administration
+	// PerformerType is "performerType" (0..1): Desired kind of performer of the medication administration.
 	PerformerType *CodeableConcept
-	// Recorder is recorder (0..1). Person who entered the request
+	// Recorder is "recorder" (0..1): Person who entered the request.
 	Recorder *Reference
-	// ReasonCode is reasonCode (0..*). Reason or indication for ordering or not ordering the medication
+	// ReasonCode is "reasonCode" (0..*): Reason or indication for ordering or not ordering the medication.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Condition or observation that supports why the prescription is being written
+	// ReasonReference is "reasonReference" (0..*): Condition or observation that supports why the prescription is being written.
 	ReasonReference []Reference
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// BasedOn is basedOn (0..*). What request fulfills
+	// BasedOn is "basedOn" (0..*): What request fulfills.
 	BasedOn []Reference
-	// GroupIdentifier is groupIdentifier (0..1). Composite request this is part of
+	// GroupIdentifier is "groupIdentifier" (0..1): Composite request this is part of.
 	GroupIdentifier *Identifier
-	// CourseOfTherapyType is courseOfTherapyType (0..1). Overall pattern of medication administration
+	// CourseOfTherapyType is "courseOfTherapyType" (0..1): Overall pattern of medication administration.
 	CourseOfTherapyType *CodeableConcept
-	// Insurance is insurance (0..*). Associated insurance coverage
+	// Insurance is "insurance" (0..*): Associated insurance coverage.
 	Insurance []Reference
-	// Note is note (0..*). Information about the prescription
+	// Note is "note" (0..*): Information about the prescription.
 	Note []Annotation
-	// DosageInstruction is dosageInstruction (0..*). How the medication should be taken
+	// DosageInstruction is "dosageInstruction" (0..*): How the medication should be taken.
 	DosageInstruction []Dosage
-	// DispenseRequest is dispenseRequest (0..1). Medication supply authorization
+	// DispenseRequest is "dispenseRequest" (0..1): Medication supply authorization.
 	DispenseRequest *MedicationRequestDispenseRequest
-	// Substitution is substitution (0..1). Any restrictions on medication substitution
+	// Substitution is "substitution" (0..1): Any restrictions on medication substitution.
 	Substitution *MedicationRequestSubstitution
-	// PriorPrescription is priorPrescription (0..1). An order/prescription that is being replaced
+	// PriorPrescription is "priorPrescription" (0..1): An order/prescription that is being replaced.
 	PriorPrescription *Reference
-	// DetectedIssue is detectedIssue (0..*). Clinical Issue with action
+	// DetectedIssue is "detectedIssue" (0..*): Clinical Issue with action.
 	DetectedIssue []Reference
-	// EventHistory is eventHistory (0..*). A list of events of interest in the lifecycle
+	// EventHistory is "eventHistory" (0..*): A list of events of interest in the lifecycle.
 	EventHistory []Reference
 }
 
@@ -322,25 +322,25 @@ func (x *MedicationRequest) UnmarshalJSON(data []byte) error {
 
 // MedicationRequestDispenseRequest is the backbone element MedicationRequest.dispenseRequest: Medication supply authorization
 type MedicationRequestDispenseRequest struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// InitialFill is initialFill (0..1). First fill details
+	// InitialFill is "initialFill" (0..1): First fill details.
 	InitialFill *MedicationRequestDispenseRequestInitialFill
-	// DispenseInterval is dispenseInterval (0..1). Minimum period of time between dispenses
+	// DispenseInterval is "dispenseInterval" (0..1): Minimum period of time between dispenses.
 	DispenseInterval *Duration
-	// ValidityPeriod is validityPeriod (0..1). Time period supply is authorized for
+	// ValidityPeriod is "validityPeriod" (0..1): Time period supply is authorized for.
 	ValidityPeriod *Period
-	// NumberOfRepeatsAllowed is numberOfRepeatsAllowed (0..1). Number of refills authorized
+	// NumberOfRepeatsAllowed is "numberOfRepeatsAllowed" (0..1): Number of refills authorized.
 	NumberOfRepeatsAllowed *UnsignedInt
-	// Quantity is quantity (0..1). Amount of medication to supply per dispense
+	// Quantity is "quantity" (0..1): Amount of medication to supply per dispense.
 	Quantity *Quantity
-	// ExpectedSupplyDuration is expectedSupplyDuration (0..1). Number of days supply per dispense
+	// ExpectedSupplyDuration is "expectedSupplyDuration" (0..1): Number of days supply per dispense.
 	ExpectedSupplyDuration *Duration
-	// Performer is performer (0..1). Intended dispenser
+	// Performer is "performer" (0..1): Intended dispenser.
 	Performer *Reference
 }
 
@@ -418,15 +418,15 @@ func (x *MedicationRequestDispenseRequest) UnmarshalJSON(data []byte) error {
 
 // MedicationRequestDispenseRequestInitialFill is the backbone element MedicationRequest.dispenseRequest.initialFill: First fill details
 type MedicationRequestDispenseRequestInitialFill struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Quantity is quantity (0..1). First fill quantity
+	// Quantity is "quantity" (0..1): First fill quantity.
 	Quantity *Quantity
-	// Duration is duration (0..1). First fill duration
+	// Duration is "duration" (0..1): First fill duration.
 	Duration *Duration
 }
 
@@ -484,17 +484,17 @@ func (x *MedicationRequestDispenseRequestInitialFill) UnmarshalJSON(data []byte)
 
 // MedicationRequestSubstitution is the backbone element MedicationRequest.substitution: Any restrictions on medication substitution
 type MedicationRequestSubstitution struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// AllowedBoolean is allowedBoolean (1..1). Whether substitution is allowed or not
+	// AllowedBoolean is "allowedBoolean" (allowed[x] as boolean, 1..1): Whether substitution is allowed or not.
 	AllowedBoolean *Boolean
-	// AllowedCodeableConcept is allowedCodeableConcept (1..1). Whether substitution is allowed or not
+	// AllowedCodeableConcept is "allowedCodeableConcept" (allowed[x] as CodeableConcept, 1..1): Whether substitution is allowed or not.
 	AllowedCodeableConcept *CodeableConcept
-	// Reason is reason (0..1). Why should (not) substitution be made
+	// Reason is "reason" (0..1): Why should (not) substitution be made.
 	Reason *CodeableConcept
 }
 

@@ -4,59 +4,59 @@ package r4
 
 // MedicationStatement is the FHIR R4 resource MedicationStatement: A record of a medication that is being consumed by a patient.
 type MedicationStatement struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External identifier
+	// Identifier is "identifier" (0..*): External identifier.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..*). Fulfils plan, proposal or order
+	// BasedOn is "basedOn" (0..*): Fulfils plan, proposal or order.
 	BasedOn []Reference
-	// PartOf is partOf (0..*). Part of referenced event
+	// PartOf is "partOf" (0..*): Part of referenced event.
 	PartOf []Reference
-	// Status is status (1..1). active | completed | entered-in-error | intended | stopped | on-hold | unknown | not-taken
+	// Status is "status" (1..1): active | completed | entered-in-error | intended | stopped | on-hold | unknown | not-taken.
 	Status *Code
-	// StatusReason is statusReason (0..*). Reason for current status
+	// StatusReason is "statusReason" (0..*): Reason for current status.
 	StatusReason []CodeableConcept
-	// Category is category (0..1). Type of medication usage
+	// Category is "category" (0..1): Type of medication usage.
 	Category *CodeableConcept
-	// MedicationCodeableConcept is medicationCodeableConcept (1..1). What medication was taken
+	// MedicationCodeableConcept is "medicationCodeableConcept" (medication[x] as CodeableConcept, 1..1): What medication was taken.
 	MedicationCodeableConcept *CodeableConcept
-	// MedicationReference is medicationReference (1..1). What medication was taken
+	// MedicationReference is "medicationReference" (medication[x] as Reference, 1..1): What medication was taken.
 	MedicationReference *Reference
-	// Subject is subject (1..1). Who is/was taking the medication
+	// Subject is "subject" (1..1): Who is/was taking the medication.
 	Subject *Reference
-	// Context is context (0..1). Encounter / Episode associated with MedicationStatement
+	// Context is "context" (0..1): Encounter / Episode associated with MedicationStatement.
 	Context *Reference
-	// EffectiveDateTime is effectiveDateTime (0..1). The date/time or interval when the medication is/was/will be taken
+	// EffectiveDateTime is "effectiveDateTime" (effective[x] as dateTime, 0..1): The date/time or interval when the medication is/was/will be taken.
 	EffectiveDateTime *DateTime
-	// EffectivePeriod is effectivePeriod (0..1). The date/time or interval when the medication is/was/will be taken
+	// EffectivePeriod is "effectivePeriod" (effective[x] as Period, 0..1): The date/time or interval when the medication is/was/will be taken.
 	EffectivePeriod *Period
-	// DateAsserted is dateAsserted (0..1). When the statement was asserted?
+	// DateAsserted is "dateAsserted" (0..1): When the statement was asserted?.
 	DateAsserted *DateTime
-	// InformationSource is informationSource (0..1). Person or organization that provided the information about the taking of this medication
+	// InformationSource is "informationSource" (0..1): Person or organization that provided the information about the taking of this medication.
 	InformationSource *Reference
-	// DerivedFrom is derivedFrom (0..*). Additional supporting information
+	// DerivedFrom is "derivedFrom" (0..*): Additional supporting information.
 	DerivedFrom []Reference
-	// ReasonCode is reasonCode (0..*). Reason for why the medication is being/was taken
+	// ReasonCode is "reasonCode" (0..*): Reason for why the medication is being/was taken.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Condition or observation that supports why the medication is being/was taken
+	// ReasonReference is "reasonReference" (0..*): Condition or observation that supports why the medication is being/was taken.
 	ReasonReference []Reference
-	// Note is note (0..*). Further information about the statement
+	// Note is "note" (0..*): Further information about the statement.
 	Note []Annotation
-	// Dosage is dosage (0..*). Details of how medication is/was taken or should be taken
+	// Dosage is "dosage" (0..*): Details of how medication is/was taken or should be taken.
 	Dosage []Dosage
 }
 

@@ -4,61 +4,61 @@ package r4
 
 // MedicinalProduct is the FHIR R4 resource MedicinalProduct: Detailed definition of a medicinal product, typically for uses other than direct patient care (e.g. regulatory use).
 type MedicinalProduct struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier for this product.
+	// Identifier is "identifier" (0..*): Business identifier for this product.
 	Identifier []Identifier
-	// Type is type (0..1). Regulatory type, e.g. Investigational or Authorized
+	// Type is "type" (0..1): Regulatory type, e.g. Investigational or Authorized.
 	Type *CodeableConcept
-	// Domain is domain (0..1). If this medicine applies to human or veterinary uses
+	// Domain is "domain" (0..1): If this medicine applies to human or veterinary uses.
 	Domain *Coding
-	// CombinedPharmaceuticalDoseForm is combinedPharmaceuticalDoseForm (0..1). The dose form for a single part product, or combined form of a multiple part product
+	// CombinedPharmaceuticalDoseForm is "combinedPharmaceuticalDoseForm" (0..1): The dose form for a single part product, or combined form of a multiple part product.
 	CombinedPharmaceuticalDoseForm *CodeableConcept
-	// LegalStatusOfSupply is legalStatusOfSupply (0..1). The legal status of supply of the medicinal product as classified by the regulator
+	// LegalStatusOfSupply is "legalStatusOfSupply" (0..1): The legal status of supply of the medicinal product as classified by the regulator.
 	LegalStatusOfSupply *CodeableConcept
-	// AdditionalMonitoringIndicator is additionalMonitoringIndicator (0..1). Whether the Medicinal Product is subject to additional monitoring for regulatory reasons
+	// AdditionalMonitoringIndicator is "additionalMonitoringIndicator" (0..1): Whether the Medicinal Product is subject to additional monitoring for regulatory reasons.
 	AdditionalMonitoringIndicator *CodeableConcept
-	// SpecialMeasures is specialMeasures (0..*). Whether the Medicinal Product is subject to special measures for regulatory reasons
+	// SpecialMeasures is "specialMeasures" (0..*): Whether the Medicinal Product is subject to special measures for regulatory reasons.
 	SpecialMeasures []String
-	// PaediatricUseIndicator is paediatricUseIndicator (0..1). If authorised for use in children
+	// PaediatricUseIndicator is "paediatricUseIndicator" (0..1): If authorised for use in children.
 	PaediatricUseIndicator *CodeableConcept
-	// ProductClassification is productClassification (0..*). Allows the product to be classified by various systems
+	// ProductClassification is "productClassification" (0..*): Allows the product to be classified by various systems.
 	ProductClassification []CodeableConcept
-	// MarketingStatus is marketingStatus (0..*). Marketing status of the medicinal product, in contrast to marketing authorizaton
+	// MarketingStatus is "marketingStatus" (0..*): Marketing status of the medicinal product, in contrast to marketing authorizaton.
 	MarketingStatus []MarketingStatus
-	// PharmaceuticalProduct is pharmaceuticalProduct (0..*). Pharmaceutical aspects of product
+	// PharmaceuticalProduct is "pharmaceuticalProduct" (0..*): Pharmaceutical aspects of product.
 	PharmaceuticalProduct []Reference
-	// PackagedMedicinalProduct is packagedMedicinalProduct (0..*). Package representation for the product
+	// PackagedMedicinalProduct is "packagedMedicinalProduct" (0..*): Package representation for the product.
 	PackagedMedicinalProduct []Reference
-	// AttachedDocument is attachedDocument (0..*). Supporting documentation, typically for regulatory submission
+	// AttachedDocument is "attachedDocument" (0..*): Supporting documentation, typically for regulatory submission.
 	AttachedDocument []Reference
-	// MasterFile is masterFile (0..*). A master file for to the medicinal product (e.g. Pharmacovigilance System Master File)
+	// MasterFile is "masterFile" (0..*): A master file for to the medicinal product (e.g. Pharmacovigilance System Master File).
 	MasterFile []Reference
-	// Contact is contact (0..*). A product specific contact, person (in a role), or an organization
+	// Contact is "contact" (0..*): A product specific contact, person (in a role), or an organization.
 	Contact []Reference
-	// ClinicalTrial is clinicalTrial (0..*). Clinical trials or studies that this product is involved in
+	// ClinicalTrial is "clinicalTrial" (0..*): Clinical trials or studies that this product is involved in.
 	ClinicalTrial []Reference
-	// Name is name (1..*). The product's name, including full name and possibly coded parts
+	// Name is "name" (1..*): The product's name, including full name and possibly coded parts.
 	Name []MedicinalProductName
-	// CrossReference is crossReference (0..*). Reference to another product, e.g. for linking authorised to investigational product
+	// CrossReference is "crossReference" (0..*): Reference to another product, e.g. for linking authorised to investigational product.
 	CrossReference []Identifier
-	// ManufacturingBusinessOperation is manufacturingBusinessOperation (0..*). An operation applied to the product, for manufacturing or adminsitrative purpose
+	// ManufacturingBusinessOperation is "manufacturingBusinessOperation" (0..*): An operation applied to the product, for manufacturing or adminsitrative purpose.
 	ManufacturingBusinessOperation []MedicinalProductManufacturingBusinessOperation
-	// SpecialDesignation is specialDesignation (0..*). Indicates if the medicinal product has an orphan designation for the treatment of a rare disease
+	// SpecialDesignation is "specialDesignation" (0..*): Indicates if the medicinal product has an orphan designation for the treatment of a rare disease.
 	SpecialDesignation []MedicinalProductSpecialDesignation
 }
 
@@ -224,17 +224,17 @@ func (x *MedicinalProduct) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductName is the backbone element MedicinalProduct.name: The product's name, including full name and possibly coded parts
 type MedicinalProductName struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ProductName is productName (1..1). The full product name
+	// ProductName is "productName" (1..1): The full product name.
 	ProductName *String
-	// NamePart is namePart (0..*). Coding words or phrases of the name
+	// NamePart is "namePart" (0..*): Coding words or phrases of the name.
 	NamePart []MedicinalProductNameNamePart
-	// CountryLanguage is countryLanguage (0..*). Country where the name applies
+	// CountryLanguage is "countryLanguage" (0..*): Country where the name applies.
 	CountryLanguage []MedicinalProductNameCountryLanguage
 }
 
@@ -296,15 +296,15 @@ func (x *MedicinalProductName) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductNameNamePart is the backbone element MedicinalProduct.name.namePart: Coding words or phrases of the name
 type MedicinalProductNameNamePart struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Part is part (1..1). A fragment of a product name
+	// Part is "part" (1..1): A fragment of a product name.
 	Part *String
-	// Type is type (1..1). Idenifying type for this part of the name (e.g. strength part)
+	// Type is "type" (1..1): Idenifying type for this part of the name (e.g. strength part).
 	Type *Coding
 }
 
@@ -362,17 +362,17 @@ func (x *MedicinalProductNameNamePart) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductNameCountryLanguage is the backbone element MedicinalProduct.name.countryLanguage: Country where the name applies
 type MedicinalProductNameCountryLanguage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Country is country (1..1). Country code for where this name applies
+	// Country is "country" (1..1): Country code for where this name applies.
 	Country *CodeableConcept
-	// Jurisdiction is jurisdiction (0..1). Jurisdiction code for where this name applies
+	// Jurisdiction is "jurisdiction" (0..1): Jurisdiction code for where this name applies.
 	Jurisdiction *CodeableConcept
-	// Language is language (1..1). Language code for this name
+	// Language is "language" (1..1): Language code for this name.
 	Language *CodeableConcept
 }
 
@@ -432,23 +432,23 @@ func (x *MedicinalProductNameCountryLanguage) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductManufacturingBusinessOperation is the backbone element MedicinalProduct.manufacturingBusinessOperation: An operation applied to the product, for manufacturing or adminsitrative purpose
 type MedicinalProductManufacturingBusinessOperation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// OperationType is operationType (0..1). The type of manufacturing operation
+	// OperationType is "operationType" (0..1): The type of manufacturing operation.
 	OperationType *CodeableConcept
-	// AuthorisationReferenceNumber is authorisationReferenceNumber (0..1). Regulatory authorization reference number
+	// AuthorisationReferenceNumber is "authorisationReferenceNumber" (0..1): Regulatory authorization reference number.
 	AuthorisationReferenceNumber *Identifier
-	// EffectiveDate is effectiveDate (0..1). Regulatory authorization date
+	// EffectiveDate is "effectiveDate" (0..1): Regulatory authorization date.
 	EffectiveDate *DateTime
-	// ConfidentialityIndicator is confidentialityIndicator (0..1). To indicate if this proces is commercially confidential
+	// ConfidentialityIndicator is "confidentialityIndicator" (0..1): To indicate if this proces is commercially confidential.
 	ConfidentialityIndicator *CodeableConcept
-	// Manufacturer is manufacturer (0..*). The manufacturer or establishment associated with the process
+	// Manufacturer is "manufacturer" (0..*): The manufacturer or establishment associated with the process.
 	Manufacturer []Reference
-	// Regulator is regulator (0..1). A regulator which oversees the operation
+	// Regulator is "regulator" (0..1): A regulator which oversees the operation.
 	Regulator *Reference
 }
 
@@ -524,27 +524,27 @@ func (x *MedicinalProductManufacturingBusinessOperation) UnmarshalJSON(data []by
 
 // MedicinalProductSpecialDesignation is the backbone element MedicinalProduct.specialDesignation: Indicates if the medicinal product has an orphan designation for the treatment of a rare disease
 type MedicinalProductSpecialDesignation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifier for the designation, or procedure number
+	// Identifier is "identifier" (0..*): Identifier for the designation, or procedure number.
 	Identifier []Identifier
-	// Type is type (0..1). The type of special designation, e.g. orphan drug, minor use
+	// Type is "type" (0..1): The type of special designation, e.g. orphan drug, minor use.
 	Type *CodeableConcept
-	// IntendedUse is intendedUse (0..1). The intended use of the product, e.g. prevention, treatment
+	// IntendedUse is "intendedUse" (0..1): The intended use of the product, e.g. prevention, treatment.
 	IntendedUse *CodeableConcept
-	// IndicationCodeableConcept is indicationCodeableConcept (0..1). Condition for which the medicinal use applies
+	// IndicationCodeableConcept is "indicationCodeableConcept" (indication[x] as CodeableConcept, 0..1): Condition for which the medicinal use applies.
 	IndicationCodeableConcept *CodeableConcept
-	// IndicationReference is indicationReference (0..1). Condition for which the medicinal use applies
+	// IndicationReference is "indicationReference" (indication[x] as Reference, 0..1): Condition for which the medicinal use applies.
 	IndicationReference *Reference
-	// Status is status (0..1). For example granted, pending, expired or withdrawn
+	// Status is "status" (0..1): For example granted, pending, expired or withdrawn.
 	Status *CodeableConcept
-	// Date is date (0..1). Date when the designation was granted
+	// Date is "date" (0..1): Date when the designation was granted.
 	Date *DateTime
-	// Species is species (0..1). Animal species for which this applies
+	// Species is "species" (0..1): Animal species for which this applies.
 	Species *CodeableConcept
 }
 

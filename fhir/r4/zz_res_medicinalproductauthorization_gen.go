@@ -4,53 +4,53 @@ package r4
 
 // MedicinalProductAuthorization is the FHIR R4 resource MedicinalProductAuthorization: The regulatory authorization of a medicinal product.
 type MedicinalProductAuthorization struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier for the marketing authorization, as assigned by a regulator
+	// Identifier is "identifier" (0..*): Business identifier for the marketing authorization, as assigned by a regulator.
 	Identifier []Identifier
-	// Subject is subject (0..1). The medicinal product that is being authorized
+	// Subject is "subject" (0..1): The medicinal product that is being authorized.
 	Subject *Reference
-	// Country is country (0..*). The country in which the marketing authorization has been granted
+	// Country is "country" (0..*): The country in which the marketing authorization has been granted.
 	Country []CodeableConcept
-	// Jurisdiction is jurisdiction (0..*). Jurisdiction within a country
+	// Jurisdiction is "jurisdiction" (0..*): Jurisdiction within a country.
 	Jurisdiction []CodeableConcept
-	// Status is status (0..1). The status of the marketing authorization
+	// Status is "status" (0..1): The status of the marketing authorization.
 	Status *CodeableConcept
-	// StatusDate is statusDate (0..1). The date at which the given status has become applicable
+	// StatusDate is "statusDate" (0..1): The date at which the given status has become applicable.
 	StatusDate *DateTime
-	// RestoreDate is restoreDate (0..1). The date when a suspended the marketing or the marketing authorization of the product is anticipated to be restored
+	// RestoreDate is "restoreDate" (0..1): The date when a suspended the marketing or the marketing authorization of the product is anticipated to be restored.
 	RestoreDate *DateTime
-	// ValidityPeriod is validityPeriod (0..1). The beginning of the time period in which the marketing authorization is in the specific status shall be specified A complete date consisting of day, month and year shall be specified using the ISO 86…
+	// ValidityPeriod is "validityPeriod" (0..1): The beginning of the time period in which the marketing authorization is in the specific status shall be specified A complete date consisting of day, month and year shall be specified using the ISO 86….
 	ValidityPeriod *Period
-	// DataExclusivityPeriod is dataExclusivityPeriod (0..1). A period of time after authorization before generic product applicatiosn can be submitted
+	// DataExclusivityPeriod is "dataExclusivityPeriod" (0..1): A period of time after authorization before generic product applicatiosn can be submitted.
 	DataExclusivityPeriod *Period
-	// DateOfFirstAuthorization is dateOfFirstAuthorization (0..1). The date when the first authorization was granted by a Medicines Regulatory Agency
+	// DateOfFirstAuthorization is "dateOfFirstAuthorization" (0..1): The date when the first authorization was granted by a Medicines Regulatory Agency.
 	DateOfFirstAuthorization *DateTime
-	// InternationalBirthDate is internationalBirthDate (0..1). Date of first marketing authorization for a company's new medicinal product in any country in the World
+	// InternationalBirthDate is "internationalBirthDate" (0..1): Date of first marketing authorization for a company's new medicinal product in any country in the World.
 	InternationalBirthDate *DateTime
-	// LegalBasis is legalBasis (0..1). The legal framework against which this authorization is granted
+	// LegalBasis is "legalBasis" (0..1): The legal framework against which this authorization is granted.
 	LegalBasis *CodeableConcept
-	// JurisdictionalAuthorization is jurisdictionalAuthorization (0..*). Authorization in areas within a country
+	// JurisdictionalAuthorization is "jurisdictionalAuthorization" (0..*): Authorization in areas within a country.
 	JurisdictionalAuthorization []MedicinalProductAuthorizationJurisdictionalAuthorization
-	// Holder is holder (0..1). Marketing Authorization Holder
+	// Holder is "holder" (0..1): Marketing Authorization Holder.
 	Holder *Reference
-	// Regulator is regulator (0..1). Medicines Regulatory Agency
+	// Regulator is "regulator" (0..1): Medicines Regulatory Agency.
 	Regulator *Reference
-	// Procedure is procedure (0..1). The regulatory procedure for granting or amending a marketing authorization
+	// Procedure is "procedure" (0..1): The regulatory procedure for granting or amending a marketing authorization.
 	Procedure *MedicinalProductAuthorizationProcedure
 }
 
@@ -206,21 +206,21 @@ func (x *MedicinalProductAuthorization) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductAuthorizationJurisdictionalAuthorization is the backbone element MedicinalProductAuthorization.jurisdictionalAuthorization: Authorization in areas within a country
 type MedicinalProductAuthorizationJurisdictionalAuthorization struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). The assigned number for the marketing authorization
+	// Identifier is "identifier" (0..*): The assigned number for the marketing authorization.
 	Identifier []Identifier
-	// Country is country (0..1). Country of authorization
+	// Country is "country" (0..1): Country of authorization.
 	Country *CodeableConcept
-	// Jurisdiction is jurisdiction (0..*). Jurisdiction within a country
+	// Jurisdiction is "jurisdiction" (0..*): Jurisdiction within a country.
 	Jurisdiction []CodeableConcept
-	// LegalStatusOfSupply is legalStatusOfSupply (0..1). The legal status of supply in a jurisdiction or region
+	// LegalStatusOfSupply is "legalStatusOfSupply" (0..1): The legal status of supply in a jurisdiction or region.
 	LegalStatusOfSupply *CodeableConcept
-	// ValidityPeriod is validityPeriod (0..1). The start and expected end date of the authorization
+	// ValidityPeriod is "validityPeriod" (0..1): The start and expected end date of the authorization.
 	ValidityPeriod *Period
 }
 
@@ -290,21 +290,21 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) UnmarshalJSON
 
 // MedicinalProductAuthorizationProcedure is the backbone element MedicinalProductAuthorization.procedure: The regulatory procedure for granting or amending a marketing authorization
 type MedicinalProductAuthorizationProcedure struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Identifier for this procedure
+	// Identifier is "identifier" (0..1): Identifier for this procedure.
 	Identifier *Identifier
-	// Type is type (1..1). Type of procedure
+	// Type is "type" (1..1): Type of procedure.
 	Type *CodeableConcept
-	// DatePeriod is datePeriod (0..1). Date of procedure
+	// DatePeriod is "datePeriod" (date[x] as Period, 0..1): Date of procedure.
 	DatePeriod *Period
-	// DateDateTime is dateDateTime (0..1). Date of procedure
+	// DateDateTime is "dateDateTime" (date[x] as dateTime, 0..1): Date of procedure.
 	DateDateTime *DateTime
-	// Application is application (0..*). Applcations submitted to obtain a marketing authorization
+	// Application is "application" (0..*): Applcations submitted to obtain a marketing authorization.
 	Application []MedicinalProductAuthorizationProcedure
 }
 

@@ -4,35 +4,35 @@ package r4
 
 // MedicinalProductContraindication is the FHIR R4 resource MedicinalProductContraindication: The clinical particulars - indications, contraindications etc.
 type MedicinalProductContraindication struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Subject is subject (0..*). The medication for which this is an indication
+	// Subject is "subject" (0..*): The medication for which this is an indication.
 	Subject []Reference
-	// Disease is disease (0..1). The disease, symptom or procedure for the contraindication
+	// Disease is "disease" (0..1): The disease, symptom or procedure for the contraindication.
 	Disease *CodeableConcept
-	// DiseaseStatus is diseaseStatus (0..1). The status of the disease or symptom for the contraindication
+	// DiseaseStatus is "diseaseStatus" (0..1): The status of the disease or symptom for the contraindication.
 	DiseaseStatus *CodeableConcept
-	// Comorbidity is comorbidity (0..*). A comorbidity (concurrent condition) or coinfection
+	// Comorbidity is "comorbidity" (0..*): A comorbidity (concurrent condition) or coinfection.
 	Comorbidity []CodeableConcept
-	// TherapeuticIndication is therapeuticIndication (0..*). Information about the use of the medicinal product in relation to other therapies as part of the indication
+	// TherapeuticIndication is "therapeuticIndication" (0..*): Information about the use of the medicinal product in relation to other therapies as part of the indication.
 	TherapeuticIndication []Reference
-	// OtherTherapy is otherTherapy (0..*). Information about the use of the medicinal product in relation to other therapies described as part of the indication
+	// OtherTherapy is "otherTherapy" (0..*): Information about the use of the medicinal product in relation to other therapies described as part of the indication.
 	OtherTherapy []MedicinalProductContraindicationOtherTherapy
-	// Population is population (0..*). The population group to which this applies
+	// Population is "population" (0..*): The population group to which this applies.
 	Population []Population
 }
 
@@ -146,17 +146,17 @@ func (x *MedicinalProductContraindication) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductContraindicationOtherTherapy is the backbone element MedicinalProductContraindication.otherTherapy: Information about the use of the medicinal product in relation to other therapies described as part of the indication
 type MedicinalProductContraindicationOtherTherapy struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// TherapyRelationshipType is therapyRelationshipType (1..1). The type of relationship between the medicinal product indication or contraindication and another therapy
+	// TherapyRelationshipType is "therapyRelationshipType" (1..1): The type of relationship between the medicinal product indication or contraindication and another therapy.
 	TherapyRelationshipType *CodeableConcept
-	// MedicationCodeableConcept is medicationCodeableConcept (1..1). Reference to a specific medication (active substance, medicinal product or class of products) as part of an indication or contraindication
+	// MedicationCodeableConcept is "medicationCodeableConcept" (medication[x] as CodeableConcept, 1..1): Reference to a specific medication (active substance, medicinal product or class of products) as part of an indication or contraindication.
 	MedicationCodeableConcept *CodeableConcept
-	// MedicationReference is medicationReference (1..1). Reference to a specific medication (active substance, medicinal product or class of products) as part of an indication or contraindication
+	// MedicationReference is "medicationReference" (medication[x] as Reference, 1..1): Reference to a specific medication (active substance, medicinal product or class of products) as part of an indication or contraindication.
 	MedicationReference *Reference
 }
 

@@ -4,33 +4,33 @@ package r4
 
 // MedicinalProductIngredient is the FHIR R4 resource MedicinalProductIngredient: An ingredient of a manufactured item or pharmaceutical product.
 type MedicinalProductIngredient struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Identifier for the ingredient
+	// Identifier is "identifier" (0..1): Identifier for the ingredient.
 	Identifier *Identifier
-	// Role is role (1..1). Ingredient role e.g. Active ingredient, excipient
+	// Role is "role" (1..1): Ingredient role e.g. Active ingredient, excipient.
 	Role *CodeableConcept
-	// AllergenicIndicator is allergenicIndicator (0..1). If the ingredient is a known or suspected allergen
+	// AllergenicIndicator is "allergenicIndicator" (0..1): If the ingredient is a known or suspected allergen.
 	AllergenicIndicator *Boolean
-	// Manufacturer is manufacturer (0..*). Manufacturer of this Ingredient
+	// Manufacturer is "manufacturer" (0..*): Manufacturer of this Ingredient.
 	Manufacturer []Reference
-	// SpecifiedSubstance is specifiedSubstance (0..*). A specified substance that comprises this ingredient
+	// SpecifiedSubstance is "specifiedSubstance" (0..*): A specified substance that comprises this ingredient.
 	SpecifiedSubstance []MedicinalProductIngredientSpecifiedSubstance
-	// Substance is substance (0..1). The ingredient substance
+	// Substance is "substance" (0..1): The ingredient substance.
 	Substance *MedicinalProductIngredientSubstance
 }
 
@@ -140,19 +140,19 @@ func (x *MedicinalProductIngredient) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductIngredientSpecifiedSubstance is the backbone element MedicinalProductIngredient.specifiedSubstance: A specified substance that comprises this ingredient
 type MedicinalProductIngredientSpecifiedSubstance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). The specified substance
+	// Code is "code" (1..1): The specified substance.
 	Code *CodeableConcept
-	// Group is group (1..1). The group of specified substance, e.g. group 1 to 4
+	// Group is "group" (1..1): The group of specified substance, e.g. group 1 to 4.
 	Group *CodeableConcept
-	// Confidentiality is confidentiality (0..1). Confidentiality level of the specified substance as the ingredient
+	// Confidentiality is "confidentiality" (0..1): Confidentiality level of the specified substance as the ingredient.
 	Confidentiality *CodeableConcept
-	// Strength is strength (0..*). Quantity of the substance or specified substance present in the manufactured item or pharmaceutical product
+	// Strength is "strength" (0..*): Quantity of the substance or specified substance present in the manufactured item or pharmaceutical product.
 	Strength []MedicinalProductIngredientSpecifiedSubstanceStrength
 }
 
@@ -218,25 +218,25 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) UnmarshalJSON(data []byte
 
 // MedicinalProductIngredientSpecifiedSubstanceStrength is the backbone element MedicinalProductIngredient.specifiedSubstance.strength: Quantity of the substance or specified substance present in the manufactured item or pharmaceutical product
 type MedicinalProductIngredientSpecifiedSubstanceStrength struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Presentation is presentation (1..1). The quantity of substance in the unit of presentation, or in the volume (or mass) of the single pharmaceutical product or manufactured item
+	// Presentation is "presentation" (1..1): The quantity of substance in the unit of presentation, or in the volume (or mass) of the single pharmaceutical product or manufactured item.
 	Presentation *Ratio
-	// PresentationLowLimit is presentationLowLimit (0..1). A lower limit for the quantity of substance in the unit of presentation.
+	// PresentationLowLimit is "presentationLowLimit" (0..1): A lower limit for the quantity of substance in the unit of presentation.
 	PresentationLowLimit *Ratio
-	// Concentration is concentration (0..1). The strength per unitary volume (or mass)
+	// Concentration is "concentration" (0..1): The strength per unitary volume (or mass).
 	Concentration *Ratio
-	// ConcentrationLowLimit is concentrationLowLimit (0..1). A lower limit for the strength per unitary volume (or mass), for when there is a range.
+	// ConcentrationLowLimit is "concentrationLowLimit" (0..1): A lower limit for the strength per unitary volume (or mass), for when there is a range.
 	ConcentrationLowLimit *Ratio
-	// MeasurementPoint is measurementPoint (0..1). For when strength is measured at a particular point or distance
+	// MeasurementPoint is "measurementPoint" (0..1): For when strength is measured at a particular point or distance.
 	MeasurementPoint *String
-	// Country is country (0..*). The country or countries for which the strength range applies
+	// Country is "country" (0..*): The country or countries for which the strength range applies.
 	Country []CodeableConcept
-	// ReferenceStrength is referenceStrength (0..*). Strength expressed in terms of a reference substance
+	// ReferenceStrength is "referenceStrength" (0..*): Strength expressed in terms of a reference substance.
 	ReferenceStrength []MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength
 }
 
@@ -316,21 +316,21 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) UnmarshalJSON(dat
 
 // MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength is the backbone element MedicinalProductIngredient.specifiedSubstance.strength.referenceStrength: Strength expressed in terms of a reference substance
 type MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Substance is substance (0..1). Relevant reference substance
+	// Substance is "substance" (0..1): Relevant reference substance.
 	Substance *CodeableConcept
-	// Strength is strength (1..1). Strength expressed in terms of a reference substance
+	// Strength is "strength" (1..1): Strength expressed in terms of a reference substance.
 	Strength *Ratio
-	// StrengthLowLimit is strengthLowLimit (0..1). Strength expressed in terms of a reference substance
+	// StrengthLowLimit is "strengthLowLimit" (0..1): Strength expressed in terms of a reference substance.
 	StrengthLowLimit *Ratio
-	// MeasurementPoint is measurementPoint (0..1). For when strength is measured at a particular point or distance
+	// MeasurementPoint is "measurementPoint" (0..1): For when strength is measured at a particular point or distance.
 	MeasurementPoint *String
-	// Country is country (0..*). The country or countries for which the strength range applies
+	// Country is "country" (0..*): The country or countries for which the strength range applies.
 	Country []CodeableConcept
 }
 
@@ -402,15 +402,15 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 
 // MedicinalProductIngredientSubstance is the backbone element MedicinalProductIngredient.substance: The ingredient substance
 type MedicinalProductIngredientSubstance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). The ingredient substance
+	// Code is "code" (1..1): The ingredient substance.
 	Code *CodeableConcept
-	// Strength is strength (0..*). Quantity of the substance or specified substance present in the manufactured item or pharmaceutical product
+	// Strength is "strength" (0..*): Quantity of the substance or specified substance present in the manufactured item or pharmaceutical product.
 	Strength []MedicinalProductIngredientSpecifiedSubstanceStrength
 }
 

@@ -4,35 +4,35 @@ package r4
 
 // MedicinalProductInteraction is the FHIR R4 resource MedicinalProductInteraction: The interactions of the medicinal product with other medicinal products, or other forms of interactions.
 type MedicinalProductInteraction struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Subject is subject (0..*). The medication for which this is a described interaction
+	// Subject is "subject" (0..*): The medication for which this is a described interaction.
 	Subject []Reference
-	// Description is description (0..1). The interaction described
+	// Description is "description" (0..1): The interaction described.
 	Description *String
-	// Interactant is interactant (0..*). The specific medication, food or laboratory test that interacts
+	// Interactant is "interactant" (0..*): The specific medication, food or laboratory test that interacts.
 	Interactant []MedicinalProductInteractionInteractant
-	// Type is type (0..1). The type of the interaction e.g. drug-drug interaction, drug-food interaction, drug-lab test interaction
+	// Type is "type" (0..1): The type of the interaction e.g. drug-drug interaction, drug-food interaction, drug-lab test interaction.
 	Type *CodeableConcept
-	// Effect is effect (0..1). The effect of the interaction, for example "reduced gastric absorption of primary medication"
+	// Effect is "effect" (0..1): The effect of the interaction, for example "reduced gastric absorption of primary medication".
 	Effect *CodeableConcept
-	// Incidence is incidence (0..1). The incidence of the interaction, e.g. theoretical, observed
+	// Incidence is "incidence" (0..1): The incidence of the interaction, e.g. theoretical, observed.
 	Incidence *CodeableConcept
-	// Management is management (0..1). Actions for managing the interaction
+	// Management is "management" (0..1): Actions for managing the interaction.
 	Management *CodeableConcept
 }
 
@@ -146,15 +146,15 @@ func (x *MedicinalProductInteraction) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductInteractionInteractant is the backbone element MedicinalProductInteraction.interactant: The specific medication, food or laboratory test that interacts
 type MedicinalProductInteractionInteractant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ItemReference is itemReference (1..1). The specific medication, food or laboratory test that interacts
+	// ItemReference is "itemReference" (item[x] as Reference, 1..1): The specific medication, food or laboratory test that interacts.
 	ItemReference *Reference
-	// ItemCodeableConcept is itemCodeableConcept (1..1). The specific medication, food or laboratory test that interacts
+	// ItemCodeableConcept is "itemCodeableConcept" (item[x] as CodeableConcept, 1..1): The specific medication, food or laboratory test that interacts.
 	ItemCodeableConcept *CodeableConcept
 }
 

@@ -4,35 +4,35 @@ package r4
 
 // MedicinalProductManufactured is the FHIR R4 resource MedicinalProductManufactured: The manufactured item as contained in the packaged medicinal product.
 type MedicinalProductManufactured struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// ManufacturedDoseForm is manufacturedDoseForm (1..1). Dose form as manufactured and before any transformation into the pharmaceutical product
+	// ManufacturedDoseForm is "manufacturedDoseForm" (1..1): Dose form as manufactured and before any transformation into the pharmaceutical product.
 	ManufacturedDoseForm *CodeableConcept
-	// UnitOfPresentation is unitOfPresentation (0..1). The “real world” units in which the quantity of the manufactured item is described
+	// UnitOfPresentation is "unitOfPresentation" (0..1): The “real world” units in which the quantity of the manufactured item is described.
 	UnitOfPresentation *CodeableConcept
-	// Quantity is quantity (1..1). The quantity or "count number" of the manufactured item
+	// Quantity is "quantity" (1..1): The quantity or "count number" of the manufactured item.
 	Quantity *Quantity
-	// Manufacturer is manufacturer (0..*). Manufacturer of the item (Note that this should be named "manufacturer" but it currently causes technical issues)
+	// Manufacturer is "manufacturer" (0..*): Manufacturer of the item (Note that this should be named "manufacturer" but it currently causes technical issues).
 	Manufacturer []Reference
-	// Ingredient is ingredient (0..*). Ingredient
+	// Ingredient is "ingredient" (0..*): Ingredient.
 	Ingredient []Reference
-	// PhysicalCharacteristics is physicalCharacteristics (0..1). Dimensions, color etc.
+	// PhysicalCharacteristics is "physicalCharacteristics" (0..1): Dimensions, color etc.
 	PhysicalCharacteristics *ProdCharacteristic
-	// OtherCharacteristics is otherCharacteristics (0..*). Other codeable characteristics
+	// OtherCharacteristics is "otherCharacteristics" (0..*): Other codeable characteristics.
 	OtherCharacteristics []CodeableConcept
 }
 

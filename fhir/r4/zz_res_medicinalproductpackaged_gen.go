@@ -4,39 +4,39 @@ package r4
 
 // MedicinalProductPackaged is the FHIR R4 resource MedicinalProductPackaged: A medicinal product in a container or package.
 type MedicinalProductPackaged struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique identifier
+	// Identifier is "identifier" (0..*): Unique identifier.
 	Identifier []Identifier
-	// Subject is subject (0..*). The product with this is a pack for
+	// Subject is "subject" (0..*): The product with this is a pack for.
 	Subject []Reference
-	// Description is description (0..1). Textual description
+	// Description is "description" (0..1): Textual description.
 	Description *String
-	// LegalStatusOfSupply is legalStatusOfSupply (0..1). The legal status of supply of the medicinal product as classified by the regulator
+	// LegalStatusOfSupply is "legalStatusOfSupply" (0..1): The legal status of supply of the medicinal product as classified by the regulator.
 	LegalStatusOfSupply *CodeableConcept
-	// MarketingStatus is marketingStatus (0..*). Marketing information
+	// MarketingStatus is "marketingStatus" (0..*): Marketing information.
 	MarketingStatus []MarketingStatus
-	// MarketingAuthorization is marketingAuthorization (0..1). Manufacturer of this Package Item
+	// MarketingAuthorization is "marketingAuthorization" (0..1): Manufacturer of this Package Item.
 	MarketingAuthorization *Reference
-	// Manufacturer is manufacturer (0..*). Manufacturer of this Package Item
+	// Manufacturer is "manufacturer" (0..*): Manufacturer of this Package Item.
 	Manufacturer []Reference
-	// BatchIdentifier is batchIdentifier (0..*). Batch numbering
+	// BatchIdentifier is "batchIdentifier" (0..*): Batch numbering.
 	BatchIdentifier []MedicinalProductPackagedBatchIdentifier
-	// PackageItem is packageItem (1..*). A packaging item, as a contained for medicine, possibly with other packaging items within
+	// PackageItem is "packageItem" (1..*): A packaging item, as a contained for medicine, possibly with other packaging items within.
 	PackageItem []MedicinalProductPackagedPackageItem
 }
 
@@ -158,15 +158,15 @@ func (x *MedicinalProductPackaged) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductPackagedBatchIdentifier is the backbone element MedicinalProductPackaged.batchIdentifier: Batch numbering
 type MedicinalProductPackagedBatchIdentifier struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// OuterPackaging is outerPackaging (1..1). A number appearing on the outer packaging of a specific batch
+	// OuterPackaging is "outerPackaging" (1..1): A number appearing on the outer packaging of a specific batch.
 	OuterPackaging *Identifier
-	// ImmediatePackaging is immediatePackaging (0..1). A number appearing on the immediate packaging (and not the outer packaging)
+	// ImmediatePackaging is "immediatePackaging" (0..1): A number appearing on the immediate packaging (and not the outer packaging).
 	ImmediatePackaging *Identifier
 }
 
@@ -224,35 +224,35 @@ func (x *MedicinalProductPackagedBatchIdentifier) UnmarshalJSON(data []byte) err
 
 // MedicinalProductPackagedPackageItem is the backbone element MedicinalProductPackaged.packageItem: A packaging item, as a contained for medicine, possibly with other packaging items within
 type MedicinalProductPackagedPackageItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Including possibly Data Carrier Identifier
+	// Identifier is "identifier" (0..*): Including possibly Data Carrier Identifier.
 	Identifier []Identifier
-	// Type is type (1..1). The physical type of the container of the medicine
+	// Type is "type" (1..1): The physical type of the container of the medicine.
 	Type *CodeableConcept
-	// Quantity is quantity (1..1). The quantity of this package in the medicinal product, at the current level of packaging.
+	// Quantity is "quantity" (1..1): The quantity of this package in the medicinal product, at the current level of packaging.
 	Quantity *Quantity
-	// Material is material (0..*). Material type of the package item
+	// Material is "material" (0..*): Material type of the package item.
 	Material []CodeableConcept
-	// AlternateMaterial is alternateMaterial (0..*). A possible alternate material for the packaging
+	// AlternateMaterial is "alternateMaterial" (0..*): A possible alternate material for the packaging.
 	AlternateMaterial []CodeableConcept
-	// Device is device (0..*). A device accompanying a medicinal product
+	// Device is "device" (0..*): A device accompanying a medicinal product.
 	Device []Reference
-	// ManufacturedItem is manufacturedItem (0..*). The manufactured item as contained in the packaged medicinal product
+	// ManufacturedItem is "manufacturedItem" (0..*): The manufactured item as contained in the packaged medicinal product.
 	ManufacturedItem []Reference
-	// PackageItem is packageItem (0..*). Allows containers within containers
+	// PackageItem is "packageItem" (0..*): Allows containers within containers.
 	PackageItem []MedicinalProductPackagedPackageItem
-	// PhysicalCharacteristics is physicalCharacteristics (0..1). Dimensions, color etc.
+	// PhysicalCharacteristics is "physicalCharacteristics" (0..1): Dimensions, color etc.
 	PhysicalCharacteristics *ProdCharacteristic
-	// OtherCharacteristics is otherCharacteristics (0..*). Other codeable characteristics
+	// OtherCharacteristics is "otherCharacteristics" (0..*): Other codeable characteristics.
 	OtherCharacteristics []CodeableConcept
-	// ShelfLifeStorage is shelfLifeStorage (0..*). Shelf Life and storage information
+	// ShelfLifeStorage is "shelfLifeStorage" (0..*): Shelf Life and storage information.
 	ShelfLifeStorage []ProductShelfLife
-	// Manufacturer is manufacturer (0..*). Manufacturer of this Package Item
+	// Manufacturer is "manufacturer" (0..*): Manufacturer of this Package Item.
 	Manufacturer []Reference
 }
 

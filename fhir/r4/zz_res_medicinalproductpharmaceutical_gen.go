@@ -4,35 +4,35 @@ package r4
 
 // MedicinalProductPharmaceutical is the FHIR R4 resource MedicinalProductPharmaceutical: A pharmaceutical product described in terms of its composition and dose form.
 type MedicinalProductPharmaceutical struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). An identifier for the pharmaceutical medicinal product
+	// Identifier is "identifier" (0..*): An identifier for the pharmaceutical medicinal product.
 	Identifier []Identifier
-	// AdministrableDoseForm is administrableDoseForm (1..1). The administrable dose form, after necessary reconstitution
+	// AdministrableDoseForm is "administrableDoseForm" (1..1): The administrable dose form, after necessary reconstitution.
 	AdministrableDoseForm *CodeableConcept
-	// UnitOfPresentation is unitOfPresentation (0..1). Todo
+	// UnitOfPresentation is "unitOfPresentation" (0..1): Todo.
 	UnitOfPresentation *CodeableConcept
-	// Ingredient is ingredient (0..*). Ingredient
+	// Ingredient is "ingredient" (0..*): Ingredient.
 	Ingredient []Reference
-	// Device is device (0..*). Accompanying device
+	// Device is "device" (0..*): Accompanying device.
 	Device []Reference
-	// Characteristics is characteristics (0..*). Characteristics e.g. a products onset of action
+	// Characteristics is "characteristics" (0..*): Characteristics e.g. a products onset of action.
 	Characteristics []MedicinalProductPharmaceuticalCharacteristics
-	// RouteOfAdministration is routeOfAdministration (1..*). The path by which the pharmaceutical product is taken into or makes contact with the body
+	// RouteOfAdministration is "routeOfAdministration" (1..*): The path by which the pharmaceutical product is taken into or makes contact with the body.
 	RouteOfAdministration []MedicinalProductPharmaceuticalRouteOfAdministration
 }
 
@@ -146,15 +146,15 @@ func (x *MedicinalProductPharmaceutical) UnmarshalJSON(data []byte) error {
 
 // MedicinalProductPharmaceuticalCharacteristics is the backbone element MedicinalProductPharmaceutical.characteristics: Characteristics e.g. a products onset of action
 type MedicinalProductPharmaceuticalCharacteristics struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). A coded characteristic
+	// Code is "code" (1..1): A coded characteristic.
 	Code *CodeableConcept
-	// Status is status (0..1). The status of characteristic e.g. assigned or pending
+	// Status is "status" (0..1): The status of characteristic e.g. assigned or pending.
 	Status *CodeableConcept
 }
 
@@ -212,25 +212,25 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) UnmarshalJSON(data []byt
 
 // MedicinalProductPharmaceuticalRouteOfAdministration is the backbone element MedicinalProductPharmaceutical.routeOfAdministration: The path by which the pharmaceutical product is taken into or makes contact with the body
 type MedicinalProductPharmaceuticalRouteOfAdministration struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Coded expression for the route
+	// Code is "code" (1..1): Coded expression for the route.
 	Code *CodeableConcept
-	// FirstDose is firstDose (0..1). The first dose (dose quantity) administered in humans can be specified, for a product under investigation, using a numerical value and its unit of measurement
+	// FirstDose is "firstDose" (0..1): The first dose (dose quantity) administered in humans can be specified, for a product under investigation, using a numerical value and its unit of measurement.
 	FirstDose *Quantity
-	// MaxSingleDose is maxSingleDose (0..1). The maximum single dose that can be administered as per the protocol of a clinical trial can be specified using a numerical value and its unit of measurement
+	// MaxSingleDose is "maxSingleDose" (0..1): The maximum single dose that can be administered as per the protocol of a clinical trial can be specified using a numerical value and its unit of measurement.
 	MaxSingleDose *Quantity
-	// MaxDosePerDay is maxDosePerDay (0..1). The maximum dose per day (maximum dose quantity to be administered in any one 24-h period) that can be administered as per the protocol referenced in the clinical trial authorisation
+	// MaxDosePerDay is "maxDosePerDay" (0..1): The maximum dose per day (maximum dose quantity to be administered in any one 24-h period) that can be administered as per the protocol referenced in the clinical trial authorisation.
 	MaxDosePerDay *Quantity
-	// MaxDosePerTreatmentPeriod is maxDosePerTreatmentPeriod (0..1). The maximum dose per treatment period that can be administered as per the protocol referenced in the clinical trial authorisation
+	// MaxDosePerTreatmentPeriod is "maxDosePerTreatmentPeriod" (0..1): The maximum dose per treatment period that can be administered as per the protocol referenced in the clinical trial authorisation.
 	MaxDosePerTreatmentPeriod *Ratio
-	// MaxTreatmentPeriod is maxTreatmentPeriod (0..1). The maximum treatment period during which an Investigational Medicinal Product can be administered as per the protocol referenced in the clinical trial authorisation
+	// MaxTreatmentPeriod is "maxTreatmentPeriod" (0..1): The maximum treatment period during which an Investigational Medicinal Product can be administered as per the protocol referenced in the clinical trial authorisation.
 	MaxTreatmentPeriod *Duration
-	// TargetSpecies is targetSpecies (0..*). A species for which this route applies
+	// TargetSpecies is "targetSpecies" (0..*): A species for which this route applies.
 	TargetSpecies []MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies
 }
 
@@ -308,15 +308,15 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) UnmarshalJSON(data
 
 // MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies is the backbone element MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies: A species for which this route applies
 type MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Coded expression for the species
+	// Code is "code" (1..1): Coded expression for the species.
 	Code *CodeableConcept
-	// WithdrawalPeriod is withdrawalPeriod (0..*). A species specific time during which consumption of animal product is not appropriate
+	// WithdrawalPeriod is "withdrawalPeriod" (0..*): A species specific time during which consumption of animal product is not appropriate.
 	WithdrawalPeriod []MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod
 }
 
@@ -374,17 +374,17 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) Unmar
 
 // MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod is the backbone element MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies.withdrawalPeriod: A species specific time during which consumption of animal product is not appropriate
 type MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Tissue is tissue (1..1). Coded expression for the type of tissue for which the withdrawal period applues, e.g. meat, milk
+	// Tissue is "tissue" (1..1): Coded expression for the type of tissue for which the withdrawal period applues, e.g. meat, milk.
 	Tissue *CodeableConcept
-	// Value is value (1..1). A value for the time
+	// Value is "value" (1..1): A value for the time.
 	Value *Quantity
-	// SupportingInformation is supportingInformation (0..1). Extra information about the withdrawal period
+	// SupportingInformation is "supportingInformation" (0..1): Extra information about the withdrawal period.
 	SupportingInformation *String
 }
 

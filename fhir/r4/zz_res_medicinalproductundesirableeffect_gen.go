@@ -4,31 +4,31 @@ package r4
 
 // MedicinalProductUndesirableEffect is the FHIR R4 resource MedicinalProductUndesirableEffect: Describe the undesirable effects of the medicinal product.
 type MedicinalProductUndesirableEffect struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Subject is subject (0..*). The medication for which this is an indication
+	// Subject is "subject" (0..*): The medication for which this is an indication.
 	Subject []Reference
-	// SymptomConditionEffect is symptomConditionEffect (0..1). The symptom, condition or undesirable effect
+	// SymptomConditionEffect is "symptomConditionEffect" (0..1): The symptom, condition or undesirable effect.
 	SymptomConditionEffect *CodeableConcept
-	// Classification is classification (0..1). Classification of the effect
+	// Classification is "classification" (0..1): Classification of the effect.
 	Classification *CodeableConcept
-	// FrequencyOfOccurrence is frequencyOfOccurrence (0..1). The frequency of occurrence of the effect
+	// FrequencyOfOccurrence is "frequencyOfOccurrence" (0..1): The frequency of occurrence of the effect.
 	FrequencyOfOccurrence *CodeableConcept
-	// Population is population (0..*). The population group to which this applies
+	// Population is "population" (0..*): The population group to which this applies.
 	Population []Population
 }
 

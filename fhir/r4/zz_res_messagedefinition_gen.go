@@ -4,71 +4,71 @@ package r4
 
 // MessageDefinition is the FHIR R4 resource MessageDefinition: Defines the characteristics of a message that can be shared between systems, including the type of event that initiates the message, the content to be transmitted and what response(s), if any, are per…
 type MessageDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Business Identifier for a given MessageDefinition
+	// URL is "url" (0..1): Business Identifier for a given MessageDefinition.
 	URL *URI
-	// Identifier is identifier (0..*). Primary key for the message definition on a given server
+	// Identifier is "identifier" (0..*): Primary key for the message definition on a given server.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the message definition
+	// Version is "version" (0..1): Business version of the message definition.
 	Version *String
-	// Name is name (0..1). Name for this message definition (computer friendly)
+	// Name is "name" (0..1): Name for this message definition (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this message definition (human friendly)
+	// Title is "title" (0..1): Name for this message definition (human friendly).
 	Title *String
-	// Replaces is replaces (0..*). Takes the place of
+	// Replaces is "replaces" (0..*): Takes the place of.
 	Replaces []Canonical
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (1..1). Date last changed
+	// Date is "date" (1..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the message definition
+	// Description is "description" (0..1): Natural language description of the message definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for message definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for message definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this message definition is defined
+	// Purpose is "purpose" (0..1): Why this message definition is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Base is base (0..1). Definition this one is based on
+	// Base is "base" (0..1): Definition this one is based on.
 	Base *Canonical
-	// Parent is parent (0..*). Protocol/workflow this is part of
+	// Parent is "parent" (0..*): Protocol/workflow this is part of.
 	Parent []Canonical
-	// EventCoding is eventCoding (1..1). Event code or link to the EventDefinition
+	// EventCoding is "eventCoding" (event[x] as Coding, 1..1): Event code or link to the EventDefinition.
 	EventCoding *Coding
-	// EventURI is eventUri (1..1). Event code or link to the EventDefinition
+	// EventURI is "eventUri" (event[x] as uri, 1..1): Event code or link to the EventDefinition.
 	EventURI *URI
-	// Category is category (0..1). consequence | currency | notification
+	// Category is "category" (0..1): consequence | currency | notification.
 	Category *Code
-	// Focus is focus (0..*). Resource(s) that are the subject of the event
+	// Focus is "focus" (0..*): Resource(s) that are the subject of the event.
 	Focus []MessageDefinitionFocus
-	// ResponseRequired is responseRequired (0..1). always | on-error | never | on-success
+	// ResponseRequired is "responseRequired" (0..1): always | on-error | never | on-success.
 	ResponseRequired *Code
-	// AllowedResponse is allowedResponse (0..*). Responses to this message
+	// AllowedResponse is "allowedResponse" (0..*): Responses to this message.
 	AllowedResponse []MessageDefinitionAllowedResponse
-	// Graph is graph (0..*). Canonical reference to a GraphDefinition
+	// Graph is "graph" (0..*): Canonical reference to a GraphDefinition.
 	Graph []Canonical
 }
 
@@ -288,19 +288,19 @@ func (x *MessageDefinition) UnmarshalJSON(data []byte) error {
 
 // MessageDefinitionFocus is the backbone element MessageDefinition.focus: Resource(s) that are the subject of the event
 type MessageDefinitionFocus struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Type of resource
+	// Code is "code" (1..1): Type of resource.
 	Code *Code
-	// Profile is profile (0..1). Profile that must be adhered to by focus
+	// Profile is "profile" (0..1): Profile that must be adhered to by focus.
 	Profile *Canonical
-	// Min is min (1..1). Minimum number of focuses of this type
+	// Min is "min" (1..1): Minimum number of focuses of this type.
 	Min *UnsignedInt
-	// Max is max (0..1). Maximum number of focuses of this type
+	// Max is "max" (0..1): Maximum number of focuses of this type.
 	Max *String
 }
 
@@ -372,15 +372,15 @@ func (x *MessageDefinitionFocus) UnmarshalJSON(data []byte) error {
 
 // MessageDefinitionAllowedResponse is the backbone element MessageDefinition.allowedResponse: Responses to this message
 type MessageDefinitionAllowedResponse struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Message is message (1..1). Reference to allowed message definition response
+	// Message is "message" (1..1): Reference to allowed message definition response.
 	Message *Canonical
-	// Situation is situation (0..1). When should this response be used
+	// Situation is "situation" (0..1): When should this response be used.
 	Situation *Markdown
 }
 

@@ -4,45 +4,45 @@ package r4
 
 // MessageHeader is the FHIR R4 resource MessageHeader: The header for a message exchange that is either requesting or responding to an action.
 type MessageHeader struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// EventCoding is eventCoding (1..1). Code for the event this message represents or link to event definition
+	// EventCoding is "eventCoding" (event[x] as Coding, 1..1): Code for the event this message represents or link to event definition.
 	EventCoding *Coding
-	// EventURI is eventUri (1..1). Code for the event this message represents or link to event definition
+	// EventURI is "eventUri" (event[x] as uri, 1..1): Code for the event this message represents or link to event definition.
 	EventURI *URI
-	// Destination is destination (0..*). Message destination application(s)
+	// Destination is "destination" (0..*): Message destination application(s).
 	Destination []MessageHeaderDestination
-	// Sender is sender (0..1). Real world sender of the message
+	// Sender is "sender" (0..1): Real world sender of the message.
 	Sender *Reference
-	// Enterer is enterer (0..1). The source of the data entry
+	// Enterer is "enterer" (0..1): The source of the data entry.
 	Enterer *Reference
-	// Author is author (0..1). The source of the decision
+	// Author is "author" (0..1): The source of the decision.
 	Author *Reference
-	// Source is source (1..1). Message source application
+	// Source is "source" (1..1): Message source application.
 	Source *MessageHeaderSource
-	// Responsible is responsible (0..1). Final responsibility for event
+	// Responsible is "responsible" (0..1): Final responsibility for event.
 	Responsible *Reference
-	// Reason is reason (0..1). Cause of event
+	// Reason is "reason" (0..1): Cause of event.
 	Reason *CodeableConcept
-	// Response is response (0..1). If this is a reply to prior message
+	// Response is "response" (0..1): If this is a reply to prior message.
 	Response *MessageHeaderResponse
-	// Focus is focus (0..*). The actual content of the message
+	// Focus is "focus" (0..*): The actual content of the message.
 	Focus []Reference
-	// Definition is definition (0..1). Link to the definition for this message
+	// Definition is "definition" (0..1): Link to the definition for this message.
 	Definition *Canonical
 }
 
@@ -178,19 +178,19 @@ func (x *MessageHeader) UnmarshalJSON(data []byte) error {
 
 // MessageHeaderDestination is the backbone element MessageHeader.destination: Message destination application(s)
 type MessageHeaderDestination struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (0..1). Name of system
+	// Name is "name" (0..1): Name of system.
 	Name *String
-	// Target is target (0..1). Particular delivery destination within the destination
+	// Target is "target" (0..1): Particular delivery destination within the destination.
 	Target *Reference
-	// Endpoint is endpoint (1..1). Actual destination address or id
+	// Endpoint is "endpoint" (1..1): Actual destination address or id.
 	Endpoint *URL
-	// Receiver is receiver (0..1). Intended "real-world" recipient for the data
+	// Receiver is "receiver" (0..1): Intended "real-world" recipient for the data.
 	Receiver *Reference
 }
 
@@ -258,21 +258,21 @@ func (x *MessageHeaderDestination) UnmarshalJSON(data []byte) error {
 
 // MessageHeaderSource is the backbone element MessageHeader.source: Message source application
 type MessageHeaderSource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (0..1). Name of system
+	// Name is "name" (0..1): Name of system.
 	Name *String
-	// Software is software (0..1). Name of software running the system
+	// Software is "software" (0..1): Name of software running the system.
 	Software *String
-	// Version is version (0..1). Version of software running
+	// Version is "version" (0..1): Version of software running.
 	Version *String
-	// Contact is contact (0..1). Human contact for problems
+	// Contact is "contact" (0..1): Human contact for problems.
 	Contact *ContactPoint
-	// Endpoint is endpoint (1..1). Actual message source address or id
+	// Endpoint is "endpoint" (1..1): Actual message source address or id.
 	Endpoint *URL
 }
 
@@ -348,17 +348,17 @@ func (x *MessageHeaderSource) UnmarshalJSON(data []byte) error {
 
 // MessageHeaderResponse is the backbone element MessageHeader.response: If this is a reply to prior message
 type MessageHeaderResponse struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (1..1). Id of original message
+	// Identifier is "identifier" (1..1): Id of original message.
 	Identifier *ID
-	// Code is code (1..1). ok | transient-error | fatal-error
+	// Code is "code" (1..1): ok | transient-error | fatal-error.
 	Code *Code
-	// Details is details (0..1). Specific list of hints/warnings/errors
+	// Details is "details" (0..1): Specific list of hints/warnings/errors.
 	Details *Reference
 }
 

@@ -4,53 +4,53 @@ package r4
 
 // MolecularSequence is the FHIR R4 resource MolecularSequence: Raw data describing a biological sequence.
 type MolecularSequence struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique ID for this particular sequence.
+	// Identifier is "identifier" (0..*): Unique ID for this particular sequence.
 	Identifier []Identifier
-	// Type is type (0..1). aa | dna | rna
+	// Type is "type" (0..1): aa | dna | rna.
 	Type *Code
-	// CoordinateSystem is coordinateSystem (1..1). Base number of coordinate system (0 for 0-based numbering or coordinates, inclusive start, exclusive end, 1 for 1-based numbering, inclusive start, inclusive end)
+	// CoordinateSystem is "coordinateSystem" (1..1): Base number of coordinate system (0 for 0-based numbering or coordinates, inclusive start, exclusive end, 1 for 1-based numbering, inclusive start, inclusive end).
 	CoordinateSystem *Integer
-	// Patient is patient (0..1). Who and/or what this is about
+	// Patient is "patient" (0..1): Who and/or what this is about.
 	Patient *Reference
-	// Specimen is specimen (0..1). Specimen used for sequencing
+	// Specimen is "specimen" (0..1): Specimen used for sequencing.
 	Specimen *Reference
-	// Device is device (0..1). The method for sequencing
+	// Device is "device" (0..1): The method for sequencing.
 	Device *Reference
-	// Performer is performer (0..1). Who should be responsible for test result
+	// Performer is "performer" (0..1): Who should be responsible for test result.
 	Performer *Reference
-	// Quantity is quantity (0..1). The number of copies of the sequence of interest.
+	// Quantity is "quantity" (0..1): The number of copies of the sequence of interest.
 	Quantity *Quantity
-	// ReferenceSeq is referenceSeq (0..1). A sequence used as reference
+	// ReferenceSeq is "referenceSeq" (0..1): A sequence used as reference.
 	ReferenceSeq *MolecularSequenceReferenceSeq
-	// Variant is variant (0..*). Variant in sequence
+	// Variant is "variant" (0..*): Variant in sequence.
 	Variant []MolecularSequenceVariant
-	// ObservedSeq is observedSeq (0..1). Sequence that was observed
+	// ObservedSeq is "observedSeq" (0..1): Sequence that was observed.
 	ObservedSeq *String
-	// Quality is quality (0..*). An set of value as quality of sequence
+	// Quality is "quality" (0..*): An set of value as quality of sequence.
 	Quality []MolecularSequenceQuality
-	// ReadCoverage is readCoverage (0..1). Average number of reads representing a given nucleotide in the reconstructed sequence
+	// ReadCoverage is "readCoverage" (0..1): Average number of reads representing a given nucleotide in the reconstructed sequence.
 	ReadCoverage *Integer
-	// Repository is repository (0..*). External repository which contains detailed report related with observedSeq in this resource
+	// Repository is "repository" (0..*): External repository which contains detailed report related with observedSeq in this resource.
 	Repository []MolecularSequenceRepository
-	// Pointer is pointer (0..*). Pointer to next atomic sequence
+	// Pointer is "pointer" (0..*): Pointer to next atomic sequence.
 	Pointer []Reference
-	// StructureVariant is structureVariant (0..*). Structural variant
+	// StructureVariant is "structureVariant" (0..*): Structural variant.
 	StructureVariant []MolecularSequenceStructureVariant
 }
 
@@ -206,29 +206,29 @@ func (x *MolecularSequence) UnmarshalJSON(data []byte) error {
 
 // MolecularSequenceReferenceSeq is the backbone element MolecularSequence.referenceSeq: A sequence used as reference
 type MolecularSequenceReferenceSeq struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Chromosome is chromosome (0..1). Chromosome containing genetic finding
+	// Chromosome is "chromosome" (0..1): Chromosome containing genetic finding.
 	Chromosome *CodeableConcept
-	// GenomeBuild is genomeBuild (0..1). The Genome Build used for reference, following GRCh build versions e.g. 'GRCh 37'
+	// GenomeBuild is "genomeBuild" (0..1): The Genome Build used for reference, following GRCh build versions e.g. 'GRCh 37'.
 	GenomeBuild *String
-	// Orientation is orientation (0..1). sense | antisense
+	// Orientation is "orientation" (0..1): sense | antisense.
 	Orientation *Code
-	// ReferenceSeqID is referenceSeqId (0..1). Reference identifier
+	// ReferenceSeqID is "referenceSeqId" (0..1): Reference identifier.
 	ReferenceSeqID *CodeableConcept
-	// ReferenceSeqPointer is referenceSeqPointer (0..1). A pointer to another MolecularSequence entity as reference sequence
+	// ReferenceSeqPointer is "referenceSeqPointer" (0..1): A pointer to another MolecularSequence entity as reference sequence.
 	ReferenceSeqPointer *Reference
-	// ReferenceSeqString is referenceSeqString (0..1). A string to represent reference sequence
+	// ReferenceSeqString is "referenceSeqString" (0..1): A string to represent reference sequence.
 	ReferenceSeqString *String
-	// Strand is strand (0..1). watson | crick
+	// Strand is "strand" (0..1): watson | crick.
 	Strand *Code
-	// WindowStart is windowStart (0..1). Start position of the window on the reference sequence
+	// WindowStart is "windowStart" (0..1): Start position of the window on the reference sequence.
 	WindowStart *Integer
-	// WindowEnd is windowEnd (0..1). End position of the window on the reference sequence
+	// WindowEnd is "windowEnd" (0..1): End position of the window on the reference sequence.
 	WindowEnd *Integer
 }
 
@@ -324,23 +324,23 @@ func (x *MolecularSequenceReferenceSeq) UnmarshalJSON(data []byte) error {
 
 // MolecularSequenceVariant is the backbone element MolecularSequence.variant: Variant in sequence
 type MolecularSequenceVariant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Start is start (0..1). Start position of the variant on the reference sequence
+	// Start is "start" (0..1): Start position of the variant on the reference sequence.
 	Start *Integer
-	// End is end (0..1). End position of the variant on the reference sequence
+	// End is "end" (0..1): End position of the variant on the reference sequence.
 	End *Integer
-	// ObservedAllele is observedAllele (0..1). Allele that was observed
+	// ObservedAllele is "observedAllele" (0..1): Allele that was observed.
 	ObservedAllele *String
-	// ReferenceAllele is referenceAllele (0..1). Allele in the reference sequence
+	// ReferenceAllele is "referenceAllele" (0..1): Allele in the reference sequence.
 	ReferenceAllele *String
-	// Cigar is cigar (0..1). Extended CIGAR string for aligning the sequence with reference bases
+	// Cigar is "cigar" (0..1): Extended CIGAR string for aligning the sequence with reference bases.
 	Cigar *String
-	// VariantPointer is variantPointer (0..1). Pointer to observed variant information
+	// VariantPointer is "variantPointer" (0..1): Pointer to observed variant information.
 	VariantPointer *Reference
 }
 
@@ -422,41 +422,41 @@ func (x *MolecularSequenceVariant) UnmarshalJSON(data []byte) error {
 
 // MolecularSequenceQuality is the backbone element MolecularSequence.quality: An set of value as quality of sequence
 type MolecularSequenceQuality struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). indel | snp | unknown
+	// Type is "type" (1..1): indel | snp | unknown.
 	Type *Code
-	// StandardSequence is standardSequence (0..1). Standard sequence for comparison
+	// StandardSequence is "standardSequence" (0..1): Standard sequence for comparison.
 	StandardSequence *CodeableConcept
-	// Start is start (0..1). Start position of the sequence
+	// Start is "start" (0..1): Start position of the sequence.
 	Start *Integer
-	// End is end (0..1). End position of the sequence
+	// End is "end" (0..1): End position of the sequence.
 	End *Integer
-	// Score is score (0..1). Quality score for the comparison
+	// Score is "score" (0..1): Quality score for the comparison.
 	Score *Quantity
-	// Method is method (0..1). Method to get quality
+	// Method is "method" (0..1): Method to get quality.
 	Method *CodeableConcept
-	// TruthTP is truthTP (0..1). True positives from the perspective of the truth data
+	// TruthTP is "truthTP" (0..1): True positives from the perspective of the truth data.
 	TruthTP *Decimal
-	// QueryTP is queryTP (0..1). True positives from the perspective of the query data
+	// QueryTP is "queryTP" (0..1): True positives from the perspective of the query data.
 	QueryTP *Decimal
-	// TruthFN is truthFN (0..1). False negatives
+	// TruthFN is "truthFN" (0..1): False negatives.
 	TruthFN *Decimal
-	// QueryFP is queryFP (0..1). False positives
+	// QueryFP is "queryFP" (0..1): False positives.
 	QueryFP *Decimal
-	// GtFP is gtFP (0..1). False positives where the non-REF alleles in the Truth and Query Call Sets match
+	// GtFP is "gtFP" (0..1): False positives where the non-REF alleles in the Truth and Query Call Sets match.
 	GtFP *Decimal
-	// Precision is precision (0..1). Precision of comparison
+	// Precision is "precision" (0..1): Precision of comparison.
 	Precision *Decimal
-	// Recall is recall (0..1). Recall of comparison
+	// Recall is "recall" (0..1): Recall of comparison.
 	Recall *Decimal
-	// FScore is fScore (0..1). F-score
+	// FScore is "fScore" (0..1): F-score.
 	FScore *Decimal
-	// Roc is roc (0..1). Receiver Operator Characteristic (ROC) Curve
+	// Roc is "roc" (0..1): Receiver Operator Characteristic (ROC) Curve.
 	Roc *MolecularSequenceQualityRoc
 }
 
@@ -586,25 +586,25 @@ func (x *MolecularSequenceQuality) UnmarshalJSON(data []byte) error {
 
 // MolecularSequenceQualityRoc is the backbone element MolecularSequence.quality.roc: Receiver Operator Characteristic (ROC) Curve
 type MolecularSequenceQualityRoc struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Score is score (0..*). Genotype quality score
+	// Score is "score" (0..*): Genotype quality score.
 	Score []Integer
-	// NumTP is numTP (0..*). Roc score true positive numbers
+	// NumTP is "numTP" (0..*): Roc score true positive numbers.
 	NumTP []Integer
-	// NumFP is numFP (0..*). Roc score false positive numbers
+	// NumFP is "numFP" (0..*): Roc score false positive numbers.
 	NumFP []Integer
-	// NumFN is numFN (0..*). Roc score false negative numbers
+	// NumFN is "numFN" (0..*): Roc score false negative numbers.
 	NumFN []Integer
-	// Precision is precision (0..*). Precision of the GQ score
+	// Precision is "precision" (0..*): Precision of the GQ score.
 	Precision []Decimal
-	// Sensitivity is sensitivity (0..*). Sensitivity of the GQ score
+	// Sensitivity is "sensitivity" (0..*): Sensitivity of the GQ score.
 	Sensitivity []Decimal
-	// FMeasure is fMeasure (0..*). FScore of the GQ score
+	// FMeasure is "fMeasure" (0..*): FScore of the GQ score.
 	FMeasure []Decimal
 }
 
@@ -694,23 +694,23 @@ func (x *MolecularSequenceQualityRoc) UnmarshalJSON(data []byte) error {
 
 // MolecularSequenceRepository is the backbone element MolecularSequence.repository: External repository which contains detailed report related with observedSeq in this resource
 type MolecularSequenceRepository struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). directlink | openapi | login | oauth | other
+	// Type is "type" (1..1): directlink | openapi | login | oauth | other.
 	Type *Code
-	// URL is url (0..1). URI of the repository
+	// URL is "url" (0..1): URI of the repository.
 	URL *URI
-	// Name is name (0..1). Repository's name
+	// Name is "name" (0..1): Repository's name.
 	Name *String
-	// DatasetID is datasetId (0..1). Id of the dataset that used to call for dataset in repository
+	// DatasetID is "datasetId" (0..1): Id of the dataset that used to call for dataset in repository.
 	DatasetID *String
-	// VariantsetID is variantsetId (0..1). Id of the variantset that used to call for variantset in repository
+	// VariantsetID is "variantsetId" (0..1): Id of the variantset that used to call for variantset in repository.
 	VariantsetID *String
-	// ReadsetID is readsetId (0..1). Id of the read
+	// ReadsetID is "readsetId" (0..1): Id of the read.
 	ReadsetID *String
 }
 
@@ -794,21 +794,21 @@ func (x *MolecularSequenceRepository) UnmarshalJSON(data []byte) error {
 
 // MolecularSequenceStructureVariant is the backbone element MolecularSequence.structureVariant: Structural variant
 type MolecularSequenceStructureVariant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// VariantType is variantType (0..1). Structural variant change type
+	// VariantType is "variantType" (0..1): Structural variant change type.
 	VariantType *CodeableConcept
-	// Exact is exact (0..1). Does the structural variant have base pair resolution breakpoints?
+	// Exact is "exact" (0..1): Does the structural variant have base pair resolution breakpoints?.
 	Exact *Boolean
-	// Length is length (0..1). Structural variant length
+	// Length is "length" (0..1): Structural variant length.
 	Length *Integer
-	// Outer is outer (0..1). Structural variant outer
+	// Outer is "outer" (0..1): Structural variant outer.
 	Outer *MolecularSequenceStructureVariantOuter
-	// Inner is inner (0..1). Structural variant inner
+	// Inner is "inner" (0..1): Structural variant inner.
 	Inner *MolecularSequenceStructureVariantInner
 }
 
@@ -880,15 +880,15 @@ func (x *MolecularSequenceStructureVariant) UnmarshalJSON(data []byte) error {
 
 // MolecularSequenceStructureVariantOuter is the backbone element MolecularSequence.structureVariant.outer: Structural variant outer
 type MolecularSequenceStructureVariantOuter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Start is start (0..1). Structural variant outer start
+	// Start is "start" (0..1): Structural variant outer start.
 	Start *Integer
-	// End is end (0..1). Structural variant outer end
+	// End is "end" (0..1): Structural variant outer end.
 	End *Integer
 }
 
@@ -950,15 +950,15 @@ func (x *MolecularSequenceStructureVariantOuter) UnmarshalJSON(data []byte) erro
 
 // MolecularSequenceStructureVariantInner is the backbone element MolecularSequence.structureVariant.inner: Structural variant inner
 type MolecularSequenceStructureVariantInner struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Start is start (0..1). Structural variant inner start
+	// Start is "start" (0..1): Structural variant inner start.
 	Start *Integer
-	// End is end (0..1). Structural variant inner end
+	// End is "end" (0..1): Structural variant inner end.
 	End *Integer
 }
 

@@ -4,47 +4,47 @@ package r4
 
 // NamingSystem is the FHIR R4 resource NamingSystem: A curated namespace that issues unique symbols within that namespace for the identification of concepts, people, devices, etc.
 type NamingSystem struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name for this naming system (computer friendly)
+	// Name is "name" (1..1): Name for this naming system (computer friendly).
 	Name *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Kind is kind (1..1). codesystem | identifier | root
+	// Kind is "kind" (1..1): codesystem | identifier | root.
 	Kind *Code
-	// Date is date (1..1). Date last changed
+	// Date is "date" (1..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Responsible is responsible (0..1). Who maintains system namespace?
+	// Responsible is "responsible" (0..1): Who maintains system namespace?.
 	Responsible *String
-	// Type is type (0..1). e.g. driver, provider, patient, bank etc.
+	// Type is "type" (0..1): e.g. driver, provider, patient, bank etc.
 	Type *CodeableConcept
-	// Description is description (0..1). Natural language description of the naming system
+	// Description is "description" (0..1): Natural language description of the naming system.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for naming system (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for naming system (if applicable).
 	Jurisdiction []CodeableConcept
-	// Usage is usage (0..1). How/where is it used
+	// Usage is "usage" (0..1): How/where is it used.
 	Usage *String
-	// UniqueID is uniqueId (1..*). Unique identifiers used for system
+	// UniqueID is "uniqueId" (1..*): Unique identifiers used for system.
 	UniqueID []NamingSystemUniqueId
 }
 
@@ -196,21 +196,21 @@ func (x *NamingSystem) UnmarshalJSON(data []byte) error {
 
 // NamingSystemUniqueId is the backbone element NamingSystem.uniqueId: Unique identifiers used for system
 type NamingSystemUniqueId struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). oid | uuid | uri | other
+	// Type is "type" (1..1): oid | uuid | uri | other.
 	Type *Code
-	// Value is value (1..1). The unique identifier
+	// Value is "value" (1..1): The unique identifier.
 	Value *String
-	// Preferred is preferred (0..1). Is this the id that should be used for this type
+	// Preferred is "preferred" (0..1): Is this the id that should be used for this type.
 	Preferred *Boolean
-	// Comment is comment (0..1). Notes about identifier usage
+	// Comment is "comment" (0..1): Notes about identifier usage.
 	Comment *String
-	// Period is period (0..1). When is identifier valid?
+	// Period is "period" (0..1): When is identifier valid?.
 	Period *Period
 }
 

@@ -4,55 +4,55 @@ package r4
 
 // NutritionOrder is the FHIR R4 resource NutritionOrder: A request to supply a diet, formula feeding (enteral) or oral nutritional supplement to a patient/resident.
 type NutritionOrder struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifiers assigned to this order
+	// Identifier is "identifier" (0..*): Identifiers assigned to this order.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// Instantiates is instantiates (0..*). Instantiates protocol or definition
+	// Instantiates is "instantiates" (0..*): Instantiates protocol or definition.
 	Instantiates []URI
-	// Status is status (1..1). draft | active | on-hold | revoked | completed | entered-in-error | unknown
+	// Status is "status" (1..1): draft | active | on-hold | revoked | completed | entered-in-error | unknown.
 	Status *Code
-	// Intent is intent (1..1). proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option
+	// Intent is "intent" (1..1): proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option.
 	Intent *Code
-	// Patient is patient (1..1). The person who requires the diet, formula or nutritional supplement
+	// Patient is "patient" (1..1): The person who requires the diet, formula or nutritional supplement.
 	Patient *Reference
-	// Encounter is encounter (0..1). The encounter associated with this nutrition order
+	// Encounter is "encounter" (0..1): The encounter associated with this nutrition order.
 	Encounter *Reference
-	// DateTime is dateTime (1..1). Date and time the nutrition order was requested
+	// DateTime is "dateTime" (1..1): Date and time the nutrition order was requested.
 	DateTime *DateTime
-	// Orderer is orderer (0..1). Who ordered the diet, formula or nutritional supplement
+	// Orderer is "orderer" (0..1): Who ordered the diet, formula or nutritional supplement.
 	Orderer *Reference
-	// AllergyIntolerance is allergyIntolerance (0..*). List of the patient's food and nutrition-related allergies and intolerances
+	// AllergyIntolerance is "allergyIntolerance" (0..*): List of the patient's food and nutrition-related allergies and intolerances.
 	AllergyIntolerance []Reference
-	// FoodPreferenceModifier is foodPreferenceModifier (0..*). Order-specific modifier about the type of food that should be given
+	// FoodPreferenceModifier is "foodPreferenceModifier" (0..*): Order-specific modifier about the type of food that should be given.
 	FoodPreferenceModifier []CodeableConcept
-	// ExcludeFoodModifier is excludeFoodModifier (0..*). Order-specific modifier about the type of food that should not be given
+	// ExcludeFoodModifier is "excludeFoodModifier" (0..*): Order-specific modifier about the type of food that should not be given.
 	ExcludeFoodModifier []CodeableConcept
-	// OralDiet is oralDiet (0..1). Oral diet components
+	// OralDiet is "oralDiet" (0..1): Oral diet components.
 	OralDiet *NutritionOrderOralDiet
-	// Supplement is supplement (0..*). Supplement components
+	// Supplement is "supplement" (0..*): Supplement components.
 	Supplement []NutritionOrderSupplement
-	// EnteralFormula is enteralFormula (0..1). Enteral formula components
+	// EnteralFormula is "enteralFormula" (0..1): Enteral formula components.
 	EnteralFormula *NutritionOrderEnteralFormula
-	// Note is note (0..*). Comments
+	// Note is "note" (0..*): Comments.
 	Note []Annotation
 }
 
@@ -216,23 +216,23 @@ func (x *NutritionOrder) UnmarshalJSON(data []byte) error {
 
 // NutritionOrderOralDiet is the backbone element NutritionOrder.oralDiet: Oral diet components
 type NutritionOrderOralDiet struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..*). Type of oral diet or diet restrictions that describe what can be consumed orally
+	// Type is "type" (0..*): Type of oral diet or diet restrictions that describe what can be consumed orally.
 	Type []CodeableConcept
-	// Schedule is schedule (0..*). Scheduled frequency of diet
+	// Schedule is "schedule" (0..*): Scheduled frequency of diet.
 	Schedule []Timing
-	// Nutrient is nutrient (0..*). Required nutrient modifications
+	// Nutrient is "nutrient" (0..*): Required nutrient modifications.
 	Nutrient []NutritionOrderOralDietNutrient
-	// Texture is texture (0..*). Required texture modifications
+	// Texture is "texture" (0..*): Required texture modifications.
 	Texture []NutritionOrderOralDietTexture
-	// FluidConsistencyType is fluidConsistencyType (0..*). The required consistency of fluids and liquids provided to the patient
+	// FluidConsistencyType is "fluidConsistencyType" (0..*): The required consistency of fluids and liquids provided to the patient.
 	FluidConsistencyType []CodeableConcept
-	// Instruction is instruction (0..1). Instructions or additional information about the oral diet
+	// Instruction is "instruction" (0..1): Instructions or additional information about the oral diet.
 	Instruction *String
 }
 
@@ -306,15 +306,15 @@ func (x *NutritionOrderOralDiet) UnmarshalJSON(data []byte) error {
 
 // NutritionOrderOralDietNutrient is the backbone element NutritionOrder.oralDiet.nutrient: Required  nutrient modifications
 type NutritionOrderOralDietNutrient struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Modifier is modifier (0..1). Type of nutrient that is being modified
+	// Modifier is "modifier" (0..1): Type of nutrient that is being modified.
 	Modifier *CodeableConcept
-	// Amount is amount (0..1). Quantity of the specified nutrient
+	// Amount is "amount" (0..1): Quantity of the specified nutrient.
 	Amount *Quantity
 }
 
@@ -370,15 +370,15 @@ func (x *NutritionOrderOralDietNutrient) UnmarshalJSON(data []byte) error {
 
 // NutritionOrderOralDietTexture is the backbone element NutritionOrder.oralDiet.texture: Required  texture modifications
 type NutritionOrderOralDietTexture struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Modifier is modifier (0..1). Code to indicate how to alter the texture of the foods, e.g. pureed
+	// Modifier is "modifier" (0..1): Code to indicate how to alter the texture of the foods, e.g. pureed.
 	Modifier *CodeableConcept
-	// FoodType is foodType (0..1). Concepts that are used to identify an entity that is ingested for nutritional purposes
+	// FoodType is "foodType" (0..1): Concepts that are used to identify an entity that is ingested for nutritional purposes.
 	FoodType *CodeableConcept
 }
 
@@ -434,21 +434,21 @@ func (x *NutritionOrderOralDietTexture) UnmarshalJSON(data []byte) error {
 
 // NutritionOrderSupplement is the backbone element NutritionOrder.supplement: Supplement components
 type NutritionOrderSupplement struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Type of supplement product requested
+	// Type is "type" (0..1): Type of supplement product requested.
 	Type *CodeableConcept
-	// ProductName is productName (0..1). Product or brand name of the nutritional supplement
+	// ProductName is "productName" (0..1): Product or brand name of the nutritional supplement.
 	ProductName *String
-	// Schedule is schedule (0..*). Scheduled frequency of supplement
+	// Schedule is "schedule" (0..*): Scheduled frequency of supplement.
 	Schedule []Timing
-	// Quantity is quantity (0..1). Amount of the nutritional supplement
+	// Quantity is "quantity" (0..1): Amount of the nutritional supplement.
 	Quantity *Quantity
-	// Instruction is instruction (0..1). Instructions or additional information about the oral supplement
+	// Instruction is "instruction" (0..1): Instructions or additional information about the oral supplement.
 	Instruction *String
 }
 
@@ -520,29 +520,29 @@ func (x *NutritionOrderSupplement) UnmarshalJSON(data []byte) error {
 
 // NutritionOrderEnteralFormula is the backbone element NutritionOrder.enteralFormula: Enteral formula components
 type NutritionOrderEnteralFormula struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// BaseFormulaType is baseFormulaType (0..1). Type of enteral or infant formula
+	// BaseFormulaType is "baseFormulaType" (0..1): Type of enteral or infant formula.
 	BaseFormulaType *CodeableConcept
-	// BaseFormulaProductName is baseFormulaProductName (0..1). Product or brand name of the enteral or infant formula
+	// BaseFormulaProductName is "baseFormulaProductName" (0..1): Product or brand name of the enteral or infant formula.
 	BaseFormulaProductName *String
-	// AdditiveType is additiveType (0..1). Type of modular component to add to the feeding
+	// AdditiveType is "additiveType" (0..1): Type of modular component to add to the feeding.
 	AdditiveType *CodeableConcept
-	// AdditiveProductName is additiveProductName (0..1). Product or brand name of the modular additive
+	// AdditiveProductName is "additiveProductName" (0..1): Product or brand name of the modular additive.
 	AdditiveProductName *String
-	// CaloricDensity is caloricDensity (0..1). Amount of energy per specified volume that is required
+	// CaloricDensity is "caloricDensity" (0..1): Amount of energy per specified volume that is required.
 	CaloricDensity *Quantity
-	// RouteofAdministration is routeofAdministration (0..1). How the formula should enter the patient's gastrointestinal tract
+	// RouteofAdministration is "routeofAdministration" (0..1): How the formula should enter the patient's gastrointestinal tract.
 	RouteofAdministration *CodeableConcept
-	// Administration is administration (0..*). Formula feeding instruction as structured data
+	// Administration is "administration" (0..*): Formula feeding instruction as structured data.
 	Administration []NutritionOrderEnteralFormulaAdministration
-	// MaxVolumeToDeliver is maxVolumeToDeliver (0..1). Upper limit on formula volume per unit of time
+	// MaxVolumeToDeliver is "maxVolumeToDeliver" (0..1): Upper limit on formula volume per unit of time.
 	MaxVolumeToDeliver *Quantity
-	// AdministrationInstruction is administrationInstruction (0..1). Formula feeding instructions expressed as text
+	// AdministrationInstruction is "administrationInstruction" (0..1): Formula feeding instructions expressed as text.
 	AdministrationInstruction *String
 }
 
@@ -632,19 +632,19 @@ func (x *NutritionOrderEnteralFormula) UnmarshalJSON(data []byte) error {
 
 // NutritionOrderEnteralFormulaAdministration is the backbone element NutritionOrder.enteralFormula.administration: Formula feeding instruction as structured data
 type NutritionOrderEnteralFormulaAdministration struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Schedule is schedule (0..1). Scheduled frequency of enteral feeding
+	// Schedule is "schedule" (0..1): Scheduled frequency of enteral feeding.
 	Schedule *Timing
-	// Quantity is quantity (0..1). The volume of formula to provide
+	// Quantity is "quantity" (0..1): The volume of formula to provide.
 	Quantity *Quantity
-	// RateQuantity is rateQuantity (0..1). Speed with which the formula is provided per period of time
+	// RateQuantity is "rateQuantity" (rate[x] as Quantity, 0..1): Speed with which the formula is provided per period of time.
 	RateQuantity *Quantity
-	// RateRatio is rateRatio (0..1). Speed with which the formula is provided per period of time
+	// RateRatio is "rateRatio" (rate[x] as Ratio, 0..1): Speed with which the formula is provided per period of time.
 	RateRatio *Ratio
 }
 

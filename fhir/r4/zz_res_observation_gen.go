@@ -4,95 +4,95 @@ package r4
 
 // Observation is the FHIR R4 resource Observation: Measurements and simple assertions made about a patient, device or other subject.
 type Observation struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for observation
+	// Identifier is "identifier" (0..*): Business Identifier for observation.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..*). Fulfills plan, proposal or order
+	// BasedOn is "basedOn" (0..*): Fulfills plan, proposal or order.
 	BasedOn []Reference
-	// PartOf is partOf (0..*). Part of referenced event
+	// PartOf is "partOf" (0..*): Part of referenced event.
 	PartOf []Reference
-	// Status is status (1..1). registered | preliminary | final | amended +
+	// Status is "status" (1..1): registered | preliminary | final | amended +.
 	Status *Code
-	// Category is category (0..*). Classification of type of observation
+	// Category is "category" (0..*): Classification of type of observation.
 	Category []CodeableConcept
-	// Code is code (1..1). Type of observation (code / type)
+	// Code is "code" (1..1): Type of observation (code / type).
 	Code *CodeableConcept
-	// Subject is subject (0..1). Who and/or what the observation is about
+	// Subject is "subject" (0..1): Who and/or what the observation is about.
 	Subject *Reference
-	// Focus is focus (0..*). What the observation is about, when it is not about the subject of record
+	// Focus is "focus" (0..*): What the observation is about, when it is not about the subject of record.
 	Focus []Reference
-	// Encounter is encounter (0..1). Healthcare event during which this observation is made
+	// Encounter is "encounter" (0..1): Healthcare event during which this observation is made.
 	Encounter *Reference
-	// EffectiveDateTime is effectiveDateTime (0..1). Clinically relevant time/time-period for observation
+	// EffectiveDateTime is "effectiveDateTime" (effective[x] as dateTime, 0..1): Clinically relevant time/time-period for observation.
 	EffectiveDateTime *DateTime
-	// EffectivePeriod is effectivePeriod (0..1). Clinically relevant time/time-period for observation
+	// EffectivePeriod is "effectivePeriod" (effective[x] as Period, 0..1): Clinically relevant time/time-period for observation.
 	EffectivePeriod *Period
-	// EffectiveTiming is effectiveTiming (0..1). Clinically relevant time/time-period for observation
+	// EffectiveTiming is "effectiveTiming" (effective[x] as Timing, 0..1): Clinically relevant time/time-period for observation.
 	EffectiveTiming *Timing
-	// EffectiveInstant is effectiveInstant (0..1). Clinically relevant time/time-period for observation
+	// EffectiveInstant is "effectiveInstant" (effective[x] as instant, 0..1): Clinically relevant time/time-period for observation.
 	EffectiveInstant *Instant
-	// Issued is issued (0..1). Date/Time this version was made available
+	// Issued is "issued" (0..1): Date/Time this version was made available.
 	Issued *Instant
-	// Performer is performer (0..*). Who is responsible for the observation
+	// Performer is "performer" (0..*): Who is responsible for the observation.
 	Performer []Reference
-	// ValueQuantity is valueQuantity (0..1). Actual result
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Actual result.
 	ValueQuantity *Quantity
-	// ValueCodeableConcept is valueCodeableConcept (0..1). Actual result
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 0..1): Actual result.
 	ValueCodeableConcept *CodeableConcept
-	// ValueString is valueString (0..1). Actual result
+	// ValueString is "valueString" (value[x] as string, 0..1): Actual result.
 	ValueString *String
-	// ValueBoolean is valueBoolean (0..1). Actual result
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Actual result.
 	ValueBoolean *Boolean
-	// ValueInteger is valueInteger (0..1). Actual result
+	// ValueInteger is "valueInteger" (value[x] as integer, 0..1): Actual result.
 	ValueInteger *Integer
-	// ValueRange is valueRange (0..1). Actual result
+	// ValueRange is "valueRange" (value[x] as Range, 0..1): Actual result.
 	ValueRange *Range
-	// ValueRatio is valueRatio (0..1). Actual result
+	// ValueRatio is "valueRatio" (value[x] as Ratio, 0..1): Actual result.
 	ValueRatio *Ratio
-	// ValueSampledData is valueSampledData (0..1). Actual result
+	// ValueSampledData is "valueSampledData" (value[x] as SampledData, 0..1): Actual result.
 	ValueSampledData *SampledData
-	// ValueTime is valueTime (0..1). Actual result
+	// ValueTime is "valueTime" (value[x] as time, 0..1): Actual result.
 	ValueTime *Time
-	// ValueDateTime is valueDateTime (0..1). Actual result
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 0..1): Actual result.
 	ValueDateTime *DateTime
-	// ValuePeriod is valuePeriod (0..1). Actual result
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 0..1): Actual result.
 	ValuePeriod *Period
-	// DataAbsentReason is dataAbsentReason (0..1). Why the result is missing
+	// DataAbsentReason is "dataAbsentReason" (0..1): Why the result is missing.
 	DataAbsentReason *CodeableConcept
-	// Interpretation is interpretation (0..*). High, low, normal, etc.
+	// Interpretation is "interpretation" (0..*): High, low, normal, etc.
 	Interpretation []CodeableConcept
-	// Note is note (0..*). Comments about the observation
+	// Note is "note" (0..*): Comments about the observation.
 	Note []Annotation
-	// BodySite is bodySite (0..1). Observed body part
+	// BodySite is "bodySite" (0..1): Observed body part.
 	BodySite *CodeableConcept
-	// Method is method (0..1). How it was done
+	// Method is "method" (0..1): How it was done.
 	Method *CodeableConcept
-	// Specimen is specimen (0..1). Specimen used for this observation
+	// Specimen is "specimen" (0..1): Specimen used for this observation.
 	Specimen *Reference
-	// Device is device (0..1). (Measurement) Device
+	// Device is "device" (0..1): (Measurement) Device.
 	Device *Reference
-	// ReferenceRange is referenceRange (0..*). Provides guide for interpretation
+	// ReferenceRange is "referenceRange" (0..*): Provides guide for interpretation.
 	ReferenceRange []ObservationReferenceRange
-	// HasMember is hasMember (0..*). Related resource that belongs to the Observation group
+	// HasMember is "hasMember" (0..*): Related resource that belongs to the Observation group.
 	HasMember []Reference
-	// DerivedFrom is derivedFrom (0..*). Related measurements the observation is made from
+	// DerivedFrom is "derivedFrom" (0..*): Related measurements the observation is made from.
 	DerivedFrom []Reference
-	// Component is component (0..*). Component results
+	// Component is "component" (0..*): Component results.
 	Component []ObservationComponent
 }
 
@@ -342,23 +342,23 @@ func (x *Observation) UnmarshalJSON(data []byte) error {
 
 // ObservationReferenceRange is the backbone element Observation.referenceRange: Provides guide for interpretation
 type ObservationReferenceRange struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Low is low (0..1). Low Range, if relevant
+	// Low is "low" (0..1): Low Range, if relevant.
 	Low *Quantity
-	// High is high (0..1). High Range, if relevant
+	// High is "high" (0..1): High Range, if relevant.
 	High *Quantity
-	// Type is type (0..1). Reference range qualifier
+	// Type is "type" (0..1): Reference range qualifier.
 	Type *CodeableConcept
-	// AppliesTo is appliesTo (0..*). Reference range population
+	// AppliesTo is "appliesTo" (0..*): Reference range population.
 	AppliesTo []CodeableConcept
-	// Age is age (0..1). Applicable age range, if relevant
+	// Age is "age" (0..1): Applicable age range, if relevant.
 	Age *Range
-	// Text is text (0..1). Text based reference range in an observation
+	// Text is "text" (0..1): Text based reference range in an observation.
 	Text *String
 }
 
@@ -432,41 +432,41 @@ func (x *ObservationReferenceRange) UnmarshalJSON(data []byte) error {
 
 // ObservationComponent is the backbone element Observation.component: Component results
 type ObservationComponent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Type of component observation (code / type)
+	// Code is "code" (1..1): Type of component observation (code / type).
 	Code *CodeableConcept
-	// ValueQuantity is valueQuantity (0..1). Actual component result
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Actual component result.
 	ValueQuantity *Quantity
-	// ValueCodeableConcept is valueCodeableConcept (0..1). Actual component result
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 0..1): Actual component result.
 	ValueCodeableConcept *CodeableConcept
-	// ValueString is valueString (0..1). Actual component result
+	// ValueString is "valueString" (value[x] as string, 0..1): Actual component result.
 	ValueString *String
-	// ValueBoolean is valueBoolean (0..1). Actual component result
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Actual component result.
 	ValueBoolean *Boolean
-	// ValueInteger is valueInteger (0..1). Actual component result
+	// ValueInteger is "valueInteger" (value[x] as integer, 0..1): Actual component result.
 	ValueInteger *Integer
-	// ValueRange is valueRange (0..1). Actual component result
+	// ValueRange is "valueRange" (value[x] as Range, 0..1): Actual component result.
 	ValueRange *Range
-	// ValueRatio is valueRatio (0..1). Actual component result
+	// ValueRatio is "valueRatio" (value[x] as Ratio, 0..1): Actual component result.
 	ValueRatio *Ratio
-	// ValueSampledData is valueSampledData (0..1). Actual component result
+	// ValueSampledData is "valueSampledData" (value[x] as SampledData, 0..1): Actual component result.
 	ValueSampledData *SampledData
-	// ValueTime is valueTime (0..1). Actual component result
+	// ValueTime is "valueTime" (value[x] as time, 0..1): Actual component result.
 	ValueTime *Time
-	// ValueDateTime is valueDateTime (0..1). Actual component result
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 0..1): Actual component result.
 	ValueDateTime *DateTime
-	// ValuePeriod is valuePeriod (0..1). Actual component result
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 0..1): Actual component result.
 	ValuePeriod *Period
-	// DataAbsentReason is dataAbsentReason (0..1). Why the component result is missing
+	// DataAbsentReason is "dataAbsentReason" (0..1): Why the component result is missing.
 	DataAbsentReason *CodeableConcept
-	// Interpretation is interpretation (0..*). High, low, normal, etc.
+	// Interpretation is "interpretation" (0..*): High, low, normal, etc.
 	Interpretation []CodeableConcept
-	// ReferenceRange is referenceRange (0..*). Provides guide for interpretation of component result
+	// ReferenceRange is "referenceRange" (0..*): Provides guide for interpretation of component result.
 	ReferenceRange []ObservationReferenceRange
 }
 

@@ -4,47 +4,47 @@ package r4
 
 // ObservationDefinition is the FHIR R4 resource ObservationDefinition: Set of definitional characteristics for a kind of observation or measurement produced or consumed by an orderable health care service.
 type ObservationDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Category is category (0..*). Category of observation
+	// Category is "category" (0..*): Category of observation.
 	Category []CodeableConcept
-	// Code is code (1..1). Type of observation (code / type)
+	// Code is "code" (1..1): Type of observation (code / type).
 	Code *CodeableConcept
-	// Identifier is identifier (0..*). Business identifier for this ObservationDefinition instance
+	// Identifier is "identifier" (0..*): Business identifier for this ObservationDefinition instance.
 	Identifier []Identifier
-	// PermittedDataType is permittedDataType (0..*). Quantity | CodeableConcept | string | boolean | integer | Range | Ratio | SampledData | time | dateTime | Period
+	// PermittedDataType is "permittedDataType" (0..*): Quantity | CodeableConcept | string | boolean | integer | Range | Ratio | SampledData | time | dateTime | Period.
 	PermittedDataType []Code
-	// MultipleResultsAllowed is multipleResultsAllowed (0..1). Multiple results allowed
+	// MultipleResultsAllowed is "multipleResultsAllowed" (0..1): Multiple results allowed.
 	MultipleResultsAllowed *Boolean
-	// Method is method (0..1). Method used to produce the observation
+	// Method is "method" (0..1): Method used to produce the observation.
 	Method *CodeableConcept
-	// PreferredReportName is preferredReportName (0..1). Preferred report name
+	// PreferredReportName is "preferredReportName" (0..1): Preferred report name.
 	PreferredReportName *String
-	// QuantitativeDetails is quantitativeDetails (0..1). Characteristics of quantitative results
+	// QuantitativeDetails is "quantitativeDetails" (0..1): Characteristics of quantitative results.
 	QuantitativeDetails *ObservationDefinitionQuantitativeDetails
-	// QualifiedInterval is qualifiedInterval (0..*). Qualified range for continuous and ordinal observation results
+	// QualifiedInterval is "qualifiedInterval" (0..*): Qualified range for continuous and ordinal observation results.
 	QualifiedInterval []ObservationDefinitionQualifiedInterval
-	// ValidCodedValueSet is validCodedValueSet (0..1). Value set of valid coded values for the observations conforming to this ObservationDefinition
+	// ValidCodedValueSet is "validCodedValueSet" (0..1): Value set of valid coded values for the observations conforming to this ObservationDefinition.
 	ValidCodedValueSet *Reference
-	// NormalCodedValueSet is normalCodedValueSet (0..1). Value set of normal coded values for the observations conforming to this ObservationDefinition
+	// NormalCodedValueSet is "normalCodedValueSet" (0..1): Value set of normal coded values for the observations conforming to this ObservationDefinition.
 	NormalCodedValueSet *Reference
-	// AbnormalCodedValueSet is abnormalCodedValueSet (0..1). Value set of abnormal coded values for the observations conforming to this ObservationDefinition
+	// AbnormalCodedValueSet is "abnormalCodedValueSet" (0..1): Value set of abnormal coded values for the observations conforming to this ObservationDefinition.
 	AbnormalCodedValueSet *Reference
-	// CriticalCodedValueSet is criticalCodedValueSet (0..1). Value set of critical coded values for the observations conforming to this ObservationDefinition
+	// CriticalCodedValueSet is "criticalCodedValueSet" (0..1): Value set of critical coded values for the observations conforming to this ObservationDefinition.
 	CriticalCodedValueSet *Reference
 }
 
@@ -186,19 +186,19 @@ func (x *ObservationDefinition) UnmarshalJSON(data []byte) error {
 
 // ObservationDefinitionQuantitativeDetails is the backbone element ObservationDefinition.quantitativeDetails: Characteristics of quantitative results
 type ObservationDefinitionQuantitativeDetails struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// CustomaryUnit is customaryUnit (0..1). Customary unit for quantitative results
+	// CustomaryUnit is "customaryUnit" (0..1): Customary unit for quantitative results.
 	CustomaryUnit *CodeableConcept
-	// Unit is unit (0..1). SI unit for quantitative results
+	// Unit is "unit" (0..1): SI unit for quantitative results.
 	Unit *CodeableConcept
-	// ConversionFactor is conversionFactor (0..1). SI to Customary unit conversion factor
+	// ConversionFactor is "conversionFactor" (0..1): SI to Customary unit conversion factor.
 	ConversionFactor *Decimal
-	// DecimalPrecision is decimalPrecision (0..1). Decimal precision of observation quantitative results
+	// DecimalPrecision is "decimalPrecision" (0..1): Decimal precision of observation quantitative results.
 	DecimalPrecision *Integer
 }
 
@@ -268,27 +268,27 @@ func (x *ObservationDefinitionQuantitativeDetails) UnmarshalJSON(data []byte) er
 
 // ObservationDefinitionQualifiedInterval is the backbone element ObservationDefinition.qualifiedInterval: Qualified range for continuous and ordinal observation results
 type ObservationDefinitionQualifiedInterval struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (0..1). reference | critical | absolute
+	// Category is "category" (0..1): reference | critical | absolute.
 	Category *Code
-	// Range is range (0..1). The interval itself, for continuous or ordinal observations
+	// Range is "range" (0..1): The interval itself, for continuous or ordinal observations.
 	Range *Range
-	// Context is context (0..1). Range context qualifier
+	// Context is "context" (0..1): Range context qualifier.
 	Context *CodeableConcept
-	// AppliesTo is appliesTo (0..*). Targetted population of the range
+	// AppliesTo is "appliesTo" (0..*): Targetted population of the range.
 	AppliesTo []CodeableConcept
-	// Gender is gender (0..1). male | female | other | unknown
+	// Gender is "gender" (0..1): male | female | other | unknown.
 	Gender *Code
-	// Age is age (0..1). Applicable age range, if relevant
+	// Age is "age" (0..1): Applicable age range, if relevant.
 	Age *Range
-	// GestationalAge is gestationalAge (0..1). Applicable gestational age range, if relevant
+	// GestationalAge is "gestationalAge" (0..1): Applicable gestational age range, if relevant.
 	GestationalAge *Range
-	// Condition is condition (0..1). Condition associated with the reference range
+	// Condition is "condition" (0..1): Condition associated with the reference range.
 	Condition *String
 }
 

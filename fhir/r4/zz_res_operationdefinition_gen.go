@@ -4,73 +4,73 @@ package r4
 
 // OperationDefinition is the FHIR R4 resource OperationDefinition: A formal computable definition of an operation (on the RESTful interface) or a named query (using the search interaction).
 type OperationDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this operation definition, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this operation definition, represented as a URI (globally unique).
 	URL *URI
-	// Version is version (0..1). Business version of the operation definition
+	// Version is "version" (0..1): Business version of the operation definition.
 	Version *String
-	// Name is name (1..1). Name for this operation definition (computer friendly)
+	// Name is "name" (1..1): Name for this operation definition (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this operation definition (human friendly)
+	// Title is "title" (0..1): Name for this operation definition (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Kind is kind (1..1). operation | query
+	// Kind is "kind" (1..1): operation | query.
 	Kind *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the operation definition
+	// Description is "description" (0..1): Natural language description of the operation definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for operation definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for operation definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this operation definition is defined
+	// Purpose is "purpose" (0..1): Why this operation definition is defined.
 	Purpose *Markdown
-	// AffectsState is affectsState (0..1). Whether content is changed by the operation
+	// AffectsState is "affectsState" (0..1): Whether content is changed by the operation.
 	AffectsState *Boolean
-	// Code is code (1..1). Name used to invoke the operation
+	// Code is "code" (1..1): Name used to invoke the operation.
 	Code *Code
-	// Comment is comment (0..1). Additional information about use
+	// Comment is "comment" (0..1): Additional information about use.
 	Comment *Markdown
-	// Base is base (0..1). Marks this as a profile of the base
+	// Base is "base" (0..1): Marks this as a profile of the base.
 	Base *Canonical
-	// Resource is resource (0..*). Types this operation applies to
+	// Resource is "resource" (0..*): Types this operation applies to.
 	Resource []Code
-	// System is system (1..1). Invoke at the system level?
+	// System is "system" (1..1): Invoke at the system level?.
 	System *Boolean
-	// Type is type (1..1). Invoke at the type level?
+	// Type is "type" (1..1): Invoke at the type level?.
 	Type *Boolean
-	// Instance is instance (1..1). Invoke on an instance?
+	// Instance is "instance" (1..1): Invoke on an instance?.
 	Instance *Boolean
-	// InputProfile is inputProfile (0..1). Validation information for in parameters
+	// InputProfile is "inputProfile" (0..1): Validation information for in parameters.
 	InputProfile *Canonical
-	// OutputProfile is outputProfile (0..1). Validation information for out parameters
+	// OutputProfile is "outputProfile" (0..1): Validation information for out parameters.
 	OutputProfile *Canonical
-	// Parameter is parameter (0..*). Parameters for the operation/query
+	// Parameter is "parameter" (0..*): Parameters for the operation/query.
 	Parameter []OperationDefinitionParameter
-	// Overload is overload (0..*). Define overloaded variants for when generating code
+	// Overload is "overload" (0..*): Define overloaded variants for when generating code.
 	Overload []OperationDefinitionOverload
 }
 
@@ -300,33 +300,33 @@ func (x *OperationDefinition) UnmarshalJSON(data []byte) error {
 
 // OperationDefinitionParameter is the backbone element OperationDefinition.parameter: Parameters for the operation/query
 type OperationDefinitionParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name in Parameters.parameter.name or in URL
+	// Name is "name" (1..1): Name in Parameters.parameter.name or in URL.
 	Name *Code
-	// Use is use (1..1). in | out
+	// Use is "use" (1..1): in | out.
 	Use *Code
-	// Min is min (1..1). Minimum Cardinality
+	// Min is "min" (1..1): Minimum Cardinality.
 	Min *Integer
-	// Max is max (1..1). Maximum Cardinality (a number or *)
+	// Max is "max" (1..1): Maximum Cardinality (a number or *).
 	Max *String
-	// Documentation is documentation (0..1). Description of meaning/use
+	// Documentation is "documentation" (0..1): Description of meaning/use.
 	Documentation *String
-	// Type is type (0..1). What type this parameter has
+	// Type is "type" (0..1): What type this parameter has.
 	Type *Code
-	// TargetProfile is targetProfile (0..*). If type is Reference | canonical, allowed targets
+	// TargetProfile is "targetProfile" (0..*): If type is Reference | canonical, allowed targets.
 	TargetProfile []Canonical
-	// SearchType is searchType (0..1). number | date | string | token | reference | composite | quantity | uri | special
+	// SearchType is "searchType" (0..1): number | date | string | token | reference | composite | quantity | uri | special.
 	SearchType *Code
-	// Binding is binding (0..1). ValueSet details if this is coded
+	// Binding is "binding" (0..1): ValueSet details if this is coded.
 	Binding *OperationDefinitionParameterBinding
-	// ReferencedFrom is referencedFrom (0..*). References to this parameter
+	// ReferencedFrom is "referencedFrom" (0..*): References to this parameter.
 	ReferencedFrom []OperationDefinitionParameterReferencedFrom
-	// Part is part (0..*). Parts of a nested Parameter
+	// Part is "part" (0..*): Parts of a nested Parameter.
 	Part []OperationDefinitionParameter
 }
 
@@ -434,15 +434,15 @@ func (x *OperationDefinitionParameter) UnmarshalJSON(data []byte) error {
 
 // OperationDefinitionParameterBinding is the backbone element OperationDefinition.parameter.binding: ValueSet details if this is coded
 type OperationDefinitionParameterBinding struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Strength is strength (1..1). required | extensible | preferred | example
+	// Strength is "strength" (1..1): required | extensible | preferred | example.
 	Strength *Code
-	// ValueSet is valueSet (1..1). Source of value set
+	// ValueSet is "valueSet" (1..1): Source of value set.
 	ValueSet *Canonical
 }
 
@@ -502,15 +502,15 @@ func (x *OperationDefinitionParameterBinding) UnmarshalJSON(data []byte) error {
 
 // OperationDefinitionParameterReferencedFrom is the backbone element OperationDefinition.parameter.referencedFrom: References to this parameter
 type OperationDefinitionParameterReferencedFrom struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Source is source (1..1). Referencing parameter
+	// Source is "source" (1..1): Referencing parameter.
 	Source *String
-	// SourceID is sourceId (0..1). Element id of reference
+	// SourceID is "sourceId" (0..1): Element id of reference.
 	SourceID *String
 }
 
@@ -572,15 +572,15 @@ func (x *OperationDefinitionParameterReferencedFrom) UnmarshalJSON(data []byte) 
 
 // OperationDefinitionOverload is the backbone element OperationDefinition.overload: Define overloaded variants for when  generating code
 type OperationDefinitionOverload struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ParameterName is parameterName (0..*). Name of parameter to include in overload
+	// ParameterName is "parameterName" (0..*): Name of parameter to include in overload.
 	ParameterName []String
-	// Comment is comment (0..1). Comments to go on overload
+	// Comment is "comment" (0..1): Comments to go on overload.
 	Comment *String
 }
 

@@ -4,23 +4,23 @@ package r4
 
 // OperationOutcome is the FHIR R4 resource OperationOutcome: A collection of error, warning, or information messages that result from a system action.
 type OperationOutcome struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Issue is issue (1..*). A single issue associated with the action
+	// Issue is "issue" (1..*): A single issue associated with the action.
 	Issue []OperationOutcomeIssue
 }
 
@@ -108,23 +108,23 @@ func (x *OperationOutcome) UnmarshalJSON(data []byte) error {
 
 // OperationOutcomeIssue is the backbone element OperationOutcome.issue: A single issue associated with the action
 type OperationOutcomeIssue struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Severity is severity (1..1). fatal | error | warning | information
+	// Severity is "severity" (1..1): fatal | error | warning | information.
 	Severity *Code
-	// Code is code (1..1). Error or warning code
+	// Code is "code" (1..1): Error or warning code.
 	Code *Code
-	// Details is details (0..1). Additional details about the error
+	// Details is "details" (0..1): Additional details about the error.
 	Details *CodeableConcept
-	// Diagnostics is diagnostics (0..1). Additional diagnostic information about the issue
+	// Diagnostics is "diagnostics" (0..1): Additional diagnostic information about the issue.
 	Diagnostics *String
-	// Location is location (0..*). Deprecated: Path of element(s) related to issue
+	// Location is "location" (0..*): Deprecated: Path of element(s) related to issue.
 	Location []String
-	// Expression is expression (0..*). FHIRPath of element(s) related to issue
+	// Expression is "expression" (0..*): FHIRPath of element(s) related to issue.
 	Expression []String
 }
 

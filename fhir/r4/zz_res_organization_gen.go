@@ -4,41 +4,41 @@ package r4
 
 // Organization is the FHIR R4 resource Organization: A formally or informally recognized grouping of people or organizations formed for the purpose of achieving some form of collective action.
 type Organization struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifies this organization across multiple systems
+	// Identifier is "identifier" (0..*): Identifies this organization across multiple systems.
 	Identifier []Identifier
-	// Active is active (0..1). Whether the organization's record is still in active use
+	// Active is "active" (0..1): Whether the organization's record is still in active use.
 	Active *Boolean
-	// Type is type (0..*). Kind of organization
+	// Type is "type" (0..*): Kind of organization.
 	Type []CodeableConcept
-	// Name is name (0..1). Name used for the organization
+	// Name is "name" (0..1): Name used for the organization.
 	Name *String
-	// Alias is alias (0..*). A list of alternate names that the organization is known as, or was known as in the past
+	// Alias is "alias" (0..*): A list of alternate names that the organization is known as, or was known as in the past.
 	Alias []String
-	// Telecom is telecom (0..*). A contact detail for the organization
+	// Telecom is "telecom" (0..*): A contact detail for the organization.
 	Telecom []ContactPoint
-	// Address is address (0..*). An address for the organization
+	// Address is "address" (0..*): An address for the organization.
 	Address []Address
-	// PartOf is partOf (0..1). The organization of which this organization forms a part
+	// PartOf is "partOf" (0..1): The organization of which this organization forms a part.
 	PartOf *Reference
-	// Contact is contact (0..*). Contact for the organization for a certain purpose
+	// Contact is "contact" (0..*): Contact for the organization for a certain purpose.
 	Contact []OrganizationContact
-	// Endpoint is endpoint (0..*). Technical endpoints providing access to services operated for the organization
+	// Endpoint is "endpoint" (0..*): Technical endpoints providing access to services operated for the organization.
 	Endpoint []Reference
 }
 
@@ -168,19 +168,19 @@ func (x *Organization) UnmarshalJSON(data []byte) error {
 
 // OrganizationContact is the backbone element Organization.contact: Contact for the organization for a certain purpose
 type OrganizationContact struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Purpose is purpose (0..1). The type of contact
+	// Purpose is "purpose" (0..1): The type of contact.
 	Purpose *CodeableConcept
-	// Name is name (0..1). A name associated with the contact
+	// Name is "name" (0..1): A name associated with the contact.
 	Name *HumanName
-	// Telecom is telecom (0..*). Contact details (telephone, email, etc.) for a contact
+	// Telecom is "telecom" (0..*): Contact details (telephone, email, etc.) for a contact.
 	Telecom []ContactPoint
-	// Address is address (0..1). Visiting or postal addresses for the contact
+	// Address is "address" (0..1): Visiting or postal addresses for the contact.
 	Address *Address
 }
 

@@ -4,45 +4,45 @@ package r4
 
 // OrganizationAffiliation is the FHIR R4 resource OrganizationAffiliation: Defines an affiliation/assotiation/relationship between 2 distinct oganizations, that is not a part-of relationship/sub-division relationship.
 type OrganizationAffiliation struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifiers that are specific to this role
+	// Identifier is "identifier" (0..*): Business identifiers that are specific to this role.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this organization affiliation record is in active use
+	// Active is "active" (0..1): Whether this organization affiliation record is in active use.
 	Active *Boolean
-	// Period is period (0..1). The period during which the participatingOrganization is affiliated with the primary organization
+	// Period is "period" (0..1): The period during which the participatingOrganization is affiliated with the primary organization.
 	Period *Period
-	// Organization is organization (0..1). Organization where the role is available
+	// Organization is "organization" (0..1): Organization where the role is available.
 	Organization *Reference
-	// ParticipatingOrganization is participatingOrganization (0..1). Organization that provides/performs the role (e.g. providing services or is a member of)
+	// ParticipatingOrganization is "participatingOrganization" (0..1): Organization that provides/performs the role (e.g. providing services or is a member of).
 	ParticipatingOrganization *Reference
-	// Network is network (0..*). Health insurance provider network in which the participatingOrganization provides the role's services (if defined) at the indicated locations (if defined)
+	// Network is "network" (0..*): Health insurance provider network in which the participatingOrganization provides the role's services (if defined) at the indicated locations (if defined).
 	Network []Reference
-	// Code is code (0..*). Definition of the role the participatingOrganization plays
+	// Code is "code" (0..*): Definition of the role the participatingOrganization plays.
 	Code []CodeableConcept
-	// Specialty is specialty (0..*). Specific specialty of the participatingOrganization in the context of the role
+	// Specialty is "specialty" (0..*): Specific specialty of the participatingOrganization in the context of the role.
 	Specialty []CodeableConcept
-	// Location is location (0..*). The location(s) at which the role occurs
+	// Location is "location" (0..*): The location(s) at which the role occurs.
 	Location []Reference
-	// HealthcareService is healthcareService (0..*). Healthcare services provided through the role
+	// HealthcareService is "healthcareService" (0..*): Healthcare services provided through the role.
 	HealthcareService []Reference
-	// Telecom is telecom (0..*). Contact details at the participatingOrganization relevant to this Affiliation
+	// Telecom is "telecom" (0..*): Contact details at the participatingOrganization relevant to this Affiliation.
 	Telecom []ContactPoint
-	// Endpoint is endpoint (0..*). Technical endpoints providing access to services operated for this role
+	// Endpoint is "endpoint" (0..*): Technical endpoints providing access to services operated for this role.
 	Endpoint []Reference
 }
 

@@ -4,15 +4,15 @@ package r4
 
 // Parameters is the FHIR R4 resource Parameters: This resource is a non-persisted resource used to pass information into and back from an [operation](operations.html).
 type Parameters struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Parameter is parameter (0..*). Operation Parameter
+	// Parameter is "parameter" (0..*): Operation Parameter.
 	Parameter []ParametersParameter
 }
 
@@ -84,117 +84,117 @@ func (x *Parameters) UnmarshalJSON(data []byte) error {
 
 // ParametersParameter is the backbone element Parameters.parameter: Operation Parameter
 type ParametersParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name from the definition
+	// Name is "name" (1..1): Name from the definition.
 	Name *String
-	// ValueBase64Binary is valueBase64Binary (0..1). If parameter is a data type
+	// ValueBase64Binary is "valueBase64Binary" (value[x] as base64Binary, 0..1): If parameter is a data type.
 	ValueBase64Binary *Base64Binary
-	// ValueBoolean is valueBoolean (0..1). If parameter is a data type
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): If parameter is a data type.
 	ValueBoolean *Boolean
-	// ValueCanonical is valueCanonical (0..1). If parameter is a data type
+	// ValueCanonical is "valueCanonical" (value[x] as canonical, 0..1): If parameter is a data type.
 	ValueCanonical *Canonical
-	// ValueCode is valueCode (0..1). If parameter is a data type
+	// ValueCode is "valueCode" (value[x] as code, 0..1): If parameter is a data type.
 	ValueCode *Code
-	// ValueDate is valueDate (0..1). If parameter is a data type
+	// ValueDate is "valueDate" (value[x] as date, 0..1): If parameter is a data type.
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (0..1). If parameter is a data type
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 0..1): If parameter is a data type.
 	ValueDateTime *DateTime
-	// ValueDecimal is valueDecimal (0..1). If parameter is a data type
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 0..1): If parameter is a data type.
 	ValueDecimal *Decimal
-	// ValueID is valueId (0..1). If parameter is a data type
+	// ValueID is "valueId" (value[x] as id, 0..1): If parameter is a data type.
 	ValueID *ID
-	// ValueInstant is valueInstant (0..1). If parameter is a data type
+	// ValueInstant is "valueInstant" (value[x] as instant, 0..1): If parameter is a data type.
 	ValueInstant *Instant
-	// ValueInteger is valueInteger (0..1). If parameter is a data type
+	// ValueInteger is "valueInteger" (value[x] as integer, 0..1): If parameter is a data type.
 	ValueInteger *Integer
-	// ValueMarkdown is valueMarkdown (0..1). If parameter is a data type
+	// ValueMarkdown is "valueMarkdown" (value[x] as markdown, 0..1): If parameter is a data type.
 	ValueMarkdown *Markdown
-	// ValueOID is valueOid (0..1). If parameter is a data type
+	// ValueOID is "valueOid" (value[x] as oid, 0..1): If parameter is a data type.
 	ValueOID *OID
-	// ValuePositiveInt is valuePositiveInt (0..1). If parameter is a data type
+	// ValuePositiveInt is "valuePositiveInt" (value[x] as positiveInt, 0..1): If parameter is a data type.
 	ValuePositiveInt *PositiveInt
-	// ValueString is valueString (0..1). If parameter is a data type
+	// ValueString is "valueString" (value[x] as string, 0..1): If parameter is a data type.
 	ValueString *String
-	// ValueTime is valueTime (0..1). If parameter is a data type
+	// ValueTime is "valueTime" (value[x] as time, 0..1): If parameter is a data type.
 	ValueTime *Time
-	// ValueUnsignedInt is valueUnsignedInt (0..1). If parameter is a data type
+	// ValueUnsignedInt is "valueUnsignedInt" (value[x] as unsignedInt, 0..1): If parameter is a data type.
 	ValueUnsignedInt *UnsignedInt
-	// ValueURI is valueUri (0..1). If parameter is a data type
+	// ValueURI is "valueUri" (value[x] as uri, 0..1): If parameter is a data type.
 	ValueURI *URI
-	// ValueURL is valueUrl (0..1). If parameter is a data type
+	// ValueURL is "valueUrl" (value[x] as url, 0..1): If parameter is a data type.
 	ValueURL *URL
-	// ValueUUID is valueUuid (0..1). If parameter is a data type
+	// ValueUUID is "valueUuid" (value[x] as uuid, 0..1): If parameter is a data type.
 	ValueUUID *UUID
-	// ValueAddress is valueAddress (0..1). If parameter is a data type
+	// ValueAddress is "valueAddress" (value[x] as Address, 0..1): If parameter is a data type.
 	ValueAddress *Address
-	// ValueAge is valueAge (0..1). If parameter is a data type
+	// ValueAge is "valueAge" (value[x] as Age, 0..1): If parameter is a data type.
 	ValueAge *Age
-	// ValueAnnotation is valueAnnotation (0..1). If parameter is a data type
+	// ValueAnnotation is "valueAnnotation" (value[x] as Annotation, 0..1): If parameter is a data type.
 	ValueAnnotation *Annotation
-	// ValueAttachment is valueAttachment (0..1). If parameter is a data type
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 0..1): If parameter is a data type.
 	ValueAttachment *Attachment
-	// ValueCodeableConcept is valueCodeableConcept (0..1). If parameter is a data type
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 0..1): If parameter is a data type.
 	ValueCodeableConcept *CodeableConcept
-	// ValueCoding is valueCoding (0..1). If parameter is a data type
+	// ValueCoding is "valueCoding" (value[x] as Coding, 0..1): If parameter is a data type.
 	ValueCoding *Coding
-	// ValueContactPoint is valueContactPoint (0..1). If parameter is a data type
+	// ValueContactPoint is "valueContactPoint" (value[x] as ContactPoint, 0..1): If parameter is a data type.
 	ValueContactPoint *ContactPoint
-	// ValueCount is valueCount (0..1). If parameter is a data type
+	// ValueCount is "valueCount" (value[x] as Count, 0..1): If parameter is a data type.
 	ValueCount *Count
-	// ValueDistance is valueDistance (0..1). If parameter is a data type
+	// ValueDistance is "valueDistance" (value[x] as Distance, 0..1): If parameter is a data type.
 	ValueDistance *Distance
-	// ValueDuration is valueDuration (0..1). If parameter is a data type
+	// ValueDuration is "valueDuration" (value[x] as Duration, 0..1): If parameter is a data type.
 	ValueDuration *Duration
-	// ValueHumanName is valueHumanName (0..1). If parameter is a data type
+	// ValueHumanName is "valueHumanName" (value[x] as HumanName, 0..1): If parameter is a data type.
 	ValueHumanName *HumanName
-	// ValueIdentifier is valueIdentifier (0..1). If parameter is a data type
+	// ValueIdentifier is "valueIdentifier" (value[x] as Identifier, 0..1): If parameter is a data type.
 	ValueIdentifier *Identifier
-	// ValueMoney is valueMoney (0..1). If parameter is a data type
+	// ValueMoney is "valueMoney" (value[x] as Money, 0..1): If parameter is a data type.
 	ValueMoney *Money
-	// ValuePeriod is valuePeriod (0..1). If parameter is a data type
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 0..1): If parameter is a data type.
 	ValuePeriod *Period
-	// ValueQuantity is valueQuantity (0..1). If parameter is a data type
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): If parameter is a data type.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (0..1). If parameter is a data type
+	// ValueRange is "valueRange" (value[x] as Range, 0..1): If parameter is a data type.
 	ValueRange *Range
-	// ValueRatio is valueRatio (0..1). If parameter is a data type
+	// ValueRatio is "valueRatio" (value[x] as Ratio, 0..1): If parameter is a data type.
 	ValueRatio *Ratio
-	// ValueReference is valueReference (0..1). If parameter is a data type
+	// ValueReference is "valueReference" (value[x] as Reference, 0..1): If parameter is a data type.
 	ValueReference *Reference
-	// ValueSampledData is valueSampledData (0..1). If parameter is a data type
+	// ValueSampledData is "valueSampledData" (value[x] as SampledData, 0..1): If parameter is a data type.
 	ValueSampledData *SampledData
-	// ValueSignature is valueSignature (0..1). If parameter is a data type
+	// ValueSignature is "valueSignature" (value[x] as Signature, 0..1): If parameter is a data type.
 	ValueSignature *Signature
-	// ValueTiming is valueTiming (0..1). If parameter is a data type
+	// ValueTiming is "valueTiming" (value[x] as Timing, 0..1): If parameter is a data type.
 	ValueTiming *Timing
-	// ValueContactDetail is valueContactDetail (0..1). If parameter is a data type
+	// ValueContactDetail is "valueContactDetail" (value[x] as ContactDetail, 0..1): If parameter is a data type.
 	ValueContactDetail *ContactDetail
-	// ValueContributor is valueContributor (0..1). If parameter is a data type
+	// ValueContributor is "valueContributor" (value[x] as Contributor, 0..1): If parameter is a data type.
 	ValueContributor *Contributor
-	// ValueDataRequirement is valueDataRequirement (0..1). If parameter is a data type
+	// ValueDataRequirement is "valueDataRequirement" (value[x] as DataRequirement, 0..1): If parameter is a data type.
 	ValueDataRequirement *DataRequirement
-	// ValueExpression is valueExpression (0..1). If parameter is a data type
+	// ValueExpression is "valueExpression" (value[x] as Expression, 0..1): If parameter is a data type.
 	ValueExpression *Expression
-	// ValueParameterDefinition is valueParameterDefinition (0..1). If parameter is a data type
+	// ValueParameterDefinition is "valueParameterDefinition" (value[x] as ParameterDefinition, 0..1): If parameter is a data type.
 	ValueParameterDefinition *ParameterDefinition
-	// ValueRelatedArtifact is valueRelatedArtifact (0..1). If parameter is a data type
+	// ValueRelatedArtifact is "valueRelatedArtifact" (value[x] as RelatedArtifact, 0..1): If parameter is a data type.
 	ValueRelatedArtifact *RelatedArtifact
-	// ValueTriggerDefinition is valueTriggerDefinition (0..1). If parameter is a data type
+	// ValueTriggerDefinition is "valueTriggerDefinition" (value[x] as TriggerDefinition, 0..1): If parameter is a data type.
 	ValueTriggerDefinition *TriggerDefinition
-	// ValueUsageContext is valueUsageContext (0..1). If parameter is a data type
+	// ValueUsageContext is "valueUsageContext" (value[x] as UsageContext, 0..1): If parameter is a data type.
 	ValueUsageContext *UsageContext
-	// ValueDosage is valueDosage (0..1). If parameter is a data type
+	// ValueDosage is "valueDosage" (value[x] as Dosage, 0..1): If parameter is a data type.
 	ValueDosage *Dosage
-	// ValueMeta is valueMeta (0..1). If parameter is a data type
+	// ValueMeta is "valueMeta" (value[x] as Meta, 0..1): If parameter is a data type.
 	ValueMeta *Meta
-	// Resource is resource (0..1). If parameter is a whole resource
+	// Resource is "resource" (0..1): If parameter is a whole resource.
 	Resource Resource
-	// Part is part (0..*). Named part of a multi-part parameter
+	// Part is "part" (0..*): Named part of a multi-part parameter.
 	Part []ParametersParameter
 }
 

@@ -4,57 +4,57 @@ package r4
 
 // Patient is the FHIR R4 resource Patient: Demographics and other administrative information about an individual or animal receiving care or other health-related services.
 type Patient struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). An identifier for this patient
+	// Identifier is "identifier" (0..*): An identifier for this patient.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this patient's record is in active use
+	// Active is "active" (0..1): Whether this patient's record is in active use.
 	Active *Boolean
-	// Name is name (0..*). A name associated with the patient
+	// Name is "name" (0..*): A name associated with the patient.
 	Name []HumanName
-	// Telecom is telecom (0..*). A contact detail for the individual
+	// Telecom is "telecom" (0..*): A contact detail for the individual.
 	Telecom []ContactPoint
-	// Gender is gender (0..1). male | female | other | unknown
+	// Gender is "gender" (0..1): male | female | other | unknown.
 	Gender *Code
-	// BirthDate is birthDate (0..1). The date of birth for the individual
+	// BirthDate is "birthDate" (0..1): The date of birth for the individual.
 	BirthDate *Date
-	// DeceasedBoolean is deceasedBoolean (0..1). Indicates if the individual is deceased or not
+	// DeceasedBoolean is "deceasedBoolean" (deceased[x] as boolean, 0..1): Indicates if the individual is deceased or not.
 	DeceasedBoolean *Boolean
-	// DeceasedDateTime is deceasedDateTime (0..1). Indicates if the individual is deceased or not
+	// DeceasedDateTime is "deceasedDateTime" (deceased[x] as dateTime, 0..1): Indicates if the individual is deceased or not.
 	DeceasedDateTime *DateTime
-	// Address is address (0..*). An address for the individual
+	// Address is "address" (0..*): An address for the individual.
 	Address []Address
-	// MaritalStatus is maritalStatus (0..1). Marital (civil) status of a patient
+	// MaritalStatus is "maritalStatus" (0..1): Marital (civil) status of a patient.
 	MaritalStatus *CodeableConcept
-	// MultipleBirthBoolean is multipleBirthBoolean (0..1). Whether patient is part of a multiple birth
+	// MultipleBirthBoolean is "multipleBirthBoolean" (multipleBirth[x] as boolean, 0..1): Whether patient is part of a multiple birth.
 	MultipleBirthBoolean *Boolean
-	// MultipleBirthInteger is multipleBirthInteger (0..1). Whether patient is part of a multiple birth
+	// MultipleBirthInteger is "multipleBirthInteger" (multipleBirth[x] as integer, 0..1): Whether patient is part of a multiple birth.
 	MultipleBirthInteger *Integer
-	// Photo is photo (0..*). Image of the patient
+	// Photo is "photo" (0..*): Image of the patient.
 	Photo []Attachment
-	// Contact is contact (0..*). A contact party (e.g. guardian, partner, friend) for the patient
+	// Contact is "contact" (0..*): A contact party (e.g. guardian, partner, friend) for the patient.
 	Contact []PatientContact
-	// Communication is communication (0..*). A language which may be used to communicate with the patient about his or her health
+	// Communication is "communication" (0..*): A language which may be used to communicate with the patient about his or her health.
 	Communication []PatientCommunication
-	// GeneralPractitioner is generalPractitioner (0..*). Patient's nominated primary care provider
+	// GeneralPractitioner is "generalPractitioner" (0..*): Patient's nominated primary care provider.
 	GeneralPractitioner []Reference
-	// ManagingOrganization is managingOrganization (0..1). Organization that is the custodian of the patient record
+	// ManagingOrganization is "managingOrganization" (0..1): Organization that is the custodian of the patient record.
 	ManagingOrganization *Reference
-	// Link is link (0..*). Link to another patient resource that concerns the same actual person
+	// Link is "link" (0..*): Link to another patient resource that concerns the same actual person.
 	Link []PatientLink
 }
 
@@ -224,25 +224,25 @@ func (x *Patient) UnmarshalJSON(data []byte) error {
 
 // PatientContact is the backbone element Patient.contact: A contact party (e.g. guardian, partner, friend) for the patient
 type PatientContact struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Relationship is relationship (0..*). The kind of relationship
+	// Relationship is "relationship" (0..*): The kind of relationship.
 	Relationship []CodeableConcept
-	// Name is name (0..1). A name associated with the contact person
+	// Name is "name" (0..1): A name associated with the contact person.
 	Name *HumanName
-	// Telecom is telecom (0..*). A contact detail for the person
+	// Telecom is "telecom" (0..*): A contact detail for the person.
 	Telecom []ContactPoint
-	// Address is address (0..1). Address for the contact person
+	// Address is "address" (0..1): Address for the contact person.
 	Address *Address
-	// Gender is gender (0..1). male | female | other | unknown
+	// Gender is "gender" (0..1): male | female | other | unknown.
 	Gender *Code
-	// Organization is organization (0..1). Organization that is associated with the contact
+	// Organization is "organization" (0..1): Organization that is associated with the contact.
 	Organization *Reference
-	// Period is period (0..1). The period during which this contact person or organization is valid to be contacted relating to this patient
+	// Period is "period" (0..1): The period during which this contact person or organization is valid to be contacted relating to this patient.
 	Period *Period
 }
 
@@ -320,15 +320,15 @@ func (x *PatientContact) UnmarshalJSON(data []byte) error {
 
 // PatientCommunication is the backbone element Patient.communication: A language which may be used to communicate with the patient about his or her health
 type PatientCommunication struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Language is language (1..1). The language which can be used to communicate with the patient about his or her health
+	// Language is "language" (1..1): The language which can be used to communicate with the patient about his or her health.
 	Language *CodeableConcept
-	// Preferred is preferred (0..1). Language preference indicator
+	// Preferred is "preferred" (0..1): Language preference indicator.
 	Preferred *Boolean
 }
 
@@ -386,15 +386,15 @@ func (x *PatientCommunication) UnmarshalJSON(data []byte) error {
 
 // PatientLink is the backbone element Patient.link: Link to another patient resource that concerns the same actual person
 type PatientLink struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Other is other (1..1). The other patient or related person resource that the link refers to
+	// Other is "other" (1..1): The other patient or related person resource that the link refers to.
 	Other *Reference
-	// Type is type (1..1). replaced-by | replaces | refer | seealso
+	// Type is "type" (1..1): replaced-by | replaces | refer | seealso.
 	Type *Code
 }
 

@@ -4,45 +4,45 @@ package r4
 
 // PaymentNotice is the FHIR R4 resource PaymentNotice: This resource provides the status of the payment for goods and services rendered, and the request and response resource references.
 type PaymentNotice struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for the payment noctice
+	// Identifier is "identifier" (0..*): Business Identifier for the payment noctice.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Request is request (0..1). Request reference
+	// Request is "request" (0..1): Request reference.
 	Request *Reference
-	// Response is response (0..1). Response reference
+	// Response is "response" (0..1): Response reference.
 	Response *Reference
-	// Created is created (1..1). Creation date
+	// Created is "created" (1..1): Creation date.
 	Created *DateTime
-	// Provider is provider (0..1). Responsible practitioner
+	// Provider is "provider" (0..1): Responsible practitioner.
 	Provider *Reference
-	// Payment is payment (1..1). Payment reference
+	// Payment is "payment" (1..1): Payment reference.
 	Payment *Reference
-	// PaymentDate is paymentDate (0..1). Payment or clearing date
+	// PaymentDate is "paymentDate" (0..1): Payment or clearing date.
 	PaymentDate *Date
-	// Payee is payee (0..1). Party being paid
+	// Payee is "payee" (0..1): Party being paid.
 	Payee *Reference
-	// Recipient is recipient (1..1). Party being notified
+	// Recipient is "recipient" (1..1): Party being notified.
 	Recipient *Reference
-	// Amount is amount (1..1). Monetary amount of the payment
+	// Amount is "amount" (1..1): Monetary amount of the payment.
 	Amount *Money
-	// PaymentStatus is paymentStatus (0..1). Issued or cleared Status of the payment
+	// PaymentStatus is "paymentStatus" (0..1): Issued or cleared Status of the payment.
 	PaymentStatus *CodeableConcept
 }
 

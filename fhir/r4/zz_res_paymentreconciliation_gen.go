@@ -4,51 +4,51 @@ package r4
 
 // PaymentReconciliation is the FHIR R4 resource PaymentReconciliation: This resource provides the details including amount of a payment and allocates the payment items being paid.
 type PaymentReconciliation struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for a payment reconciliation
+	// Identifier is "identifier" (0..*): Business Identifier for a payment reconciliation.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Period is period (0..1). Period covered
+	// Period is "period" (0..1): Period covered.
 	Period *Period
-	// Created is created (1..1). Creation date
+	// Created is "created" (1..1): Creation date.
 	Created *DateTime
-	// PaymentIssuer is paymentIssuer (0..1). Party generating payment
+	// PaymentIssuer is "paymentIssuer" (0..1): Party generating payment.
 	PaymentIssuer *Reference
-	// Request is request (0..1). Reference to requesting resource
+	// Request is "request" (0..1): Reference to requesting resource.
 	Request *Reference
-	// Requestor is requestor (0..1). Responsible practitioner
+	// Requestor is "requestor" (0..1): Responsible practitioner.
 	Requestor *Reference
-	// Outcome is outcome (0..1). queued | complete | error | partial
+	// Outcome is "outcome" (0..1): queued | complete | error | partial.
 	Outcome *Code
-	// Disposition is disposition (0..1). Disposition message
+	// Disposition is "disposition" (0..1): Disposition message.
 	Disposition *String
-	// PaymentDate is paymentDate (1..1). When payment issued
+	// PaymentDate is "paymentDate" (1..1): When payment issued.
 	PaymentDate *Date
-	// PaymentAmount is paymentAmount (1..1). Total amount of Payment
+	// PaymentAmount is "paymentAmount" (1..1): Total amount of Payment.
 	PaymentAmount *Money
-	// PaymentIdentifier is paymentIdentifier (0..1). Business identifier for the payment
+	// PaymentIdentifier is "paymentIdentifier" (0..1): Business identifier for the payment.
 	PaymentIdentifier *Identifier
-	// Detail is detail (0..*). Settlement particulars
+	// Detail is "detail" (0..*): Settlement particulars.
 	Detail []PaymentReconciliationDetail
-	// FormCode is formCode (0..1). Printed form identifier
+	// FormCode is "formCode" (0..1): Printed form identifier.
 	FormCode *CodeableConcept
-	// ProcessNote is processNote (0..*). Note concerning processing
+	// ProcessNote is "processNote" (0..*): Note concerning processing.
 	ProcessNote []PaymentReconciliationProcessNote
 }
 
@@ -202,31 +202,31 @@ func (x *PaymentReconciliation) UnmarshalJSON(data []byte) error {
 
 // PaymentReconciliationDetail is the backbone element PaymentReconciliation.detail: Settlement particulars
 type PaymentReconciliationDetail struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Business identifier of the payment detail
+	// Identifier is "identifier" (0..1): Business identifier of the payment detail.
 	Identifier *Identifier
-	// Predecessor is predecessor (0..1). Business identifier of the prior payment detail
+	// Predecessor is "predecessor" (0..1): Business identifier of the prior payment detail.
 	Predecessor *Identifier
-	// Type is type (1..1). Category of payment
+	// Type is "type" (1..1): Category of payment.
 	Type *CodeableConcept
-	// Request is request (0..1). Request giving rise to the payment
+	// Request is "request" (0..1): Request giving rise to the payment.
 	Request *Reference
-	// Submitter is submitter (0..1). Submitter of the request
+	// Submitter is "submitter" (0..1): Submitter of the request.
 	Submitter *Reference
-	// Response is response (0..1). Response committing to a payment
+	// Response is "response" (0..1): Response committing to a payment.
 	Response *Reference
-	// Date is date (0..1). Date of commitment to pay
+	// Date is "date" (0..1): Date of commitment to pay.
 	Date *Date
-	// Responsible is responsible (0..1). Contact for the response
+	// Responsible is "responsible" (0..1): Contact for the response.
 	Responsible *Reference
-	// Payee is payee (0..1). Recipient of the payment
+	// Payee is "payee" (0..1): Recipient of the payment.
 	Payee *Reference
-	// Amount is amount (0..1). Amount allocated to this payable
+	// Amount is "amount" (0..1): Amount allocated to this payable.
 	Amount *Money
 }
 
@@ -316,15 +316,15 @@ func (x *PaymentReconciliationDetail) UnmarshalJSON(data []byte) error {
 
 // PaymentReconciliationProcessNote is the backbone element PaymentReconciliation.processNote: Note concerning processing
 type PaymentReconciliationProcessNote struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). display | print | printoper
+	// Type is "type" (0..1): display | print | printoper.
 	Type *Code
-	// Text is text (0..1). Note explanatory text
+	// Text is "text" (0..1): Note explanatory text.
 	Text *String
 }
 

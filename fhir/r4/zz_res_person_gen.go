@@ -4,41 +4,41 @@ package r4
 
 // Person is the FHIR R4 resource Person: Demographics and administrative information about a person independent of a specific health-related context.
 type Person struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). A human identifier for this person
+	// Identifier is "identifier" (0..*): A human identifier for this person.
 	Identifier []Identifier
-	// Name is name (0..*). A name associated with the person
+	// Name is "name" (0..*): A name associated with the person.
 	Name []HumanName
-	// Telecom is telecom (0..*). A contact detail for the person
+	// Telecom is "telecom" (0..*): A contact detail for the person.
 	Telecom []ContactPoint
-	// Gender is gender (0..1). male | female | other | unknown
+	// Gender is "gender" (0..1): male | female | other | unknown.
 	Gender *Code
-	// BirthDate is birthDate (0..1). The date on which the person was born
+	// BirthDate is "birthDate" (0..1): The date on which the person was born.
 	BirthDate *Date
-	// Address is address (0..*). One or more addresses for the person
+	// Address is "address" (0..*): One or more addresses for the person.
 	Address []Address
-	// Photo is photo (0..1). Image of the person
+	// Photo is "photo" (0..1): Image of the person.
 	Photo *Attachment
-	// ManagingOrganization is managingOrganization (0..1). The organization that is the custodian of the person record
+	// ManagingOrganization is "managingOrganization" (0..1): The organization that is the custodian of the person record.
 	ManagingOrganization *Reference
-	// Active is active (0..1). This person's record is in active use
+	// Active is "active" (0..1): This person's record is in active use.
 	Active *Boolean
-	// Link is link (0..*). Link to a resource that concerns the same actual person
+	// Link is "link" (0..*): Link to a resource that concerns the same actual person.
 	Link []PersonLink
 }
 
@@ -168,15 +168,15 @@ func (x *Person) UnmarshalJSON(data []byte) error {
 
 // PersonLink is the backbone element Person.link: Link to a resource that concerns the same actual person
 type PersonLink struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Target is target (1..1). The resource to which this actual person is associated
+	// Target is "target" (1..1): The resource to which this actual person is associated.
 	Target *Reference
-	// Assurance is assurance (0..1). level1 | level2 | level3 | level4
+	// Assurance is "assurance" (0..1): level1 | level2 | level3 | level4.
 	Assurance *Code
 }
 

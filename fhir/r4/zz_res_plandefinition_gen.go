@@ -4,85 +4,85 @@ package r4
 
 // PlanDefinition is the FHIR R4 resource PlanDefinition: This resource allows for the definition of various types of plans as a sharable, consumable, and executable artifact.
 type PlanDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this plan definition, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this plan definition, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the plan definition
+	// Identifier is "identifier" (0..*): Additional identifier for the plan definition.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the plan definition
+	// Version is "version" (0..1): Business version of the plan definition.
 	Version *String
-	// Name is name (0..1). Name for this plan definition (computer friendly)
+	// Name is "name" (0..1): Name for this plan definition (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this plan definition (human friendly)
+	// Title is "title" (0..1): Name for this plan definition (human friendly).
 	Title *String
-	// Subtitle is subtitle (0..1). Subordinate title of the plan definition
+	// Subtitle is "subtitle" (0..1): Subordinate title of the plan definition.
 	Subtitle *String
-	// Type is type (0..1). order-set | clinical-protocol | eca-rule | workflow-definition
+	// Type is "type" (0..1): order-set | clinical-protocol | eca-rule | workflow-definition.
 	Type *CodeableConcept
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). Type of individual the plan definition is focused on
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): Type of individual the plan definition is focused on.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). Type of individual the plan definition is focused on
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): Type of individual the plan definition is focused on.
 	SubjectReference *Reference
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the plan definition
+	// Description is "description" (0..1): Natural language description of the plan definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for plan definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for plan definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this plan definition is defined
+	// Purpose is "purpose" (0..1): Why this plan definition is defined.
 	Purpose *Markdown
-	// Usage is usage (0..1). Describes the clinical usage of the plan
+	// Usage is "usage" (0..1): Describes the clinical usage of the plan.
 	Usage *String
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the plan definition was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the plan definition was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the plan definition was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the plan definition was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the plan definition is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the plan definition is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). E.g.
+	// Topic is "topic" (0..*): E.g.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations.
 	RelatedArtifact []RelatedArtifact
-	// Library is library (0..*). Logic used by the plan definition
+	// Library is "library" (0..*): Logic used by the plan definition.
 	Library []Canonical
-	// Goal is goal (0..*). What the plan is trying to accomplish
+	// Goal is "goal" (0..*): What the plan is trying to accomplish.
 	Goal []PlanDefinitionGoal
-	// Action is action (0..*). Action defined by the plan
+	// Action is "action" (0..*): Action defined by the plan.
 	Action []PlanDefinitionAction
 }
 
@@ -326,25 +326,25 @@ func (x *PlanDefinition) UnmarshalJSON(data []byte) error {
 
 // PlanDefinitionGoal is the backbone element PlanDefinition.goal: What the plan is trying to accomplish
 type PlanDefinitionGoal struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (0..1). E.g.
+	// Category is "category" (0..1): E.g.
 	Category *CodeableConcept
-	// Description is description (1..1). Code or text describing the goal
+	// Description is "description" (1..1): Code or text describing the goal.
 	Description *CodeableConcept
-	// Priority is priority (0..1). high-priority | medium-priority | low-priority
+	// Priority is "priority" (0..1): high-priority | medium-priority | low-priority.
 	Priority *CodeableConcept
-	// Start is start (0..1). When goal pursuit begins
+	// Start is "start" (0..1): When goal pursuit begins.
 	Start *CodeableConcept
-	// Addresses is addresses (0..*). What does the goal address
+	// Addresses is "addresses" (0..*): What does the goal address.
 	Addresses []CodeableConcept
-	// Documentation is documentation (0..*). Supporting documentation for the goal
+	// Documentation is "documentation" (0..*): Supporting documentation for the goal.
 	Documentation []RelatedArtifact
-	// Target is target (0..*). Target outcome for the goal
+	// Target is "target" (0..*): Target outcome for the goal.
 	Target []PlanDefinitionGoalTarget
 }
 
@@ -420,21 +420,21 @@ func (x *PlanDefinitionGoal) UnmarshalJSON(data []byte) error {
 
 // PlanDefinitionGoalTarget is the backbone element PlanDefinition.goal.target: Target outcome for the goal
 type PlanDefinitionGoalTarget struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Measure is measure (0..1). The parameter whose value is to be tracked
+	// Measure is "measure" (0..1): The parameter whose value is to be tracked.
 	Measure *CodeableConcept
-	// DetailQuantity is detailQuantity (0..1). The target value to be achieved
+	// DetailQuantity is "detailQuantity" (detail[x] as Quantity, 0..1): The target value to be achieved.
 	DetailQuantity *Quantity
-	// DetailRange is detailRange (0..1). The target value to be achieved
+	// DetailRange is "detailRange" (detail[x] as Range, 0..1): The target value to be achieved.
 	DetailRange *Range
-	// DetailCodeableConcept is detailCodeableConcept (0..1). The target value to be achieved
+	// DetailCodeableConcept is "detailCodeableConcept" (detail[x] as CodeableConcept, 0..1): The target value to be achieved.
 	DetailCodeableConcept *CodeableConcept
-	// Due is due (0..1). Reach goal within
+	// Due is "due" (0..1): Reach goal within.
 	Due *Duration
 }
 
@@ -502,79 +502,79 @@ func (x *PlanDefinitionGoalTarget) UnmarshalJSON(data []byte) error {
 
 // PlanDefinitionAction is the backbone element PlanDefinition.action: Action defined by the plan
 type PlanDefinitionAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Prefix is prefix (0..1). User-visible prefix for the action (e.g. 1.
+	// Prefix is "prefix" (0..1): User-visible prefix for the action (e.g. 1.
 	Prefix *String
-	// Title is title (0..1). User-visible title
+	// Title is "title" (0..1): User-visible title.
 	Title *String
-	// Description is description (0..1). Brief description of the action
+	// Description is "description" (0..1): Brief description of the action.
 	Description *String
-	// TextEquivalent is textEquivalent (0..1). Static text equivalent of the action, used if the dynamic aspects cannot be interpreted by the receiving system
+	// TextEquivalent is "textEquivalent" (0..1): Static text equivalent of the action, used if the dynamic aspects cannot be interpreted by the receiving system.
 	TextEquivalent *String
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// Code is code (0..*). Code representing the meaning of the action or sub-actions
+	// Code is "code" (0..*): Code representing the meaning of the action or sub-actions.
 	Code []CodeableConcept
-	// Reason is reason (0..*). Why the action should be performed
+	// Reason is "reason" (0..*): Why the action should be performed.
 	Reason []CodeableConcept
-	// Documentation is documentation (0..*). Supporting documentation for the intended performer of the action
+	// Documentation is "documentation" (0..*): Supporting documentation for the intended performer of the action.
 	Documentation []RelatedArtifact
-	// GoalID is goalId (0..*). What goals this action supports
+	// GoalID is "goalId" (0..*): What goals this action supports.
 	GoalID []ID
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). Type of individual the action is focused on
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): Type of individual the action is focused on.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). Type of individual the action is focused on
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): Type of individual the action is focused on.
 	SubjectReference *Reference
-	// Trigger is trigger (0..*). When the action should be triggered
+	// Trigger is "trigger" (0..*): When the action should be triggered.
 	Trigger []TriggerDefinition
-	// Condition is condition (0..*). Whether or not the action is applicable
+	// Condition is "condition" (0..*): Whether or not the action is applicable.
 	Condition []PlanDefinitionActionCondition
-	// Input is input (0..*). Input data requirements
+	// Input is "input" (0..*): Input data requirements.
 	Input []DataRequirement
-	// Output is output (0..*). Output data definition
+	// Output is "output" (0..*): Output data definition.
 	Output []DataRequirement
-	// RelatedAction is relatedAction (0..*). Relationship to another action
+	// RelatedAction is "relatedAction" (0..*): Relationship to another action.
 	RelatedAction []PlanDefinitionActionRelatedAction
-	// TimingDateTime is timingDateTime (0..1). When the action should take place
+	// TimingDateTime is "timingDateTime" (timing[x] as dateTime, 0..1): When the action should take place.
 	TimingDateTime *DateTime
-	// TimingAge is timingAge (0..1). When the action should take place
+	// TimingAge is "timingAge" (timing[x] as Age, 0..1): When the action should take place.
 	TimingAge *Age
-	// TimingPeriod is timingPeriod (0..1). When the action should take place
+	// TimingPeriod is "timingPeriod" (timing[x] as Period, 0..1): When the action should take place.
 	TimingPeriod *Period
-	// TimingDuration is timingDuration (0..1). When the action should take place
+	// TimingDuration is "timingDuration" (timing[x] as Duration, 0..1): When the action should take place.
 	TimingDuration *Duration
-	// TimingRange is timingRange (0..1). When the action should take place
+	// TimingRange is "timingRange" (timing[x] as Range, 0..1): When the action should take place.
 	TimingRange *Range
-	// TimingTiming is timingTiming (0..1). When the action should take place
+	// TimingTiming is "timingTiming" (timing[x] as Timing, 0..1): When the action should take place.
 	TimingTiming *Timing
-	// Participant is participant (0..*). Who should participate in the action
+	// Participant is "participant" (0..*): Who should participate in the action.
 	Participant []PlanDefinitionActionParticipant
-	// Type is type (0..1). create | update | remove | fire-event
+	// Type is "type" (0..1): create | update | remove | fire-event.
 	Type *CodeableConcept
-	// GroupingBehavior is groupingBehavior (0..1). visual-group | logical-group | sentence-group
+	// GroupingBehavior is "groupingBehavior" (0..1): visual-group | logical-group | sentence-group.
 	GroupingBehavior *Code
-	// SelectionBehavior is selectionBehavior (0..1). any | all | all-or-none | exactly-one | at-most-one | one-or-more
+	// SelectionBehavior is "selectionBehavior" (0..1): any | all | all-or-none | exactly-one | at-most-one | one-or-more.
 	SelectionBehavior *Code
-	// RequiredBehavior is requiredBehavior (0..1). must | could | must-unless-documented
+	// RequiredBehavior is "requiredBehavior" (0..1): must | could | must-unless-documented.
 	RequiredBehavior *Code
-	// PrecheckBehavior is precheckBehavior (0..1). yes | no
+	// PrecheckBehavior is "precheckBehavior" (0..1): yes | no.
 	PrecheckBehavior *Code
-	// CardinalityBehavior is cardinalityBehavior (0..1). single | multiple
+	// CardinalityBehavior is "cardinalityBehavior" (0..1): single | multiple.
 	CardinalityBehavior *Code
-	// DefinitionCanonical is definitionCanonical (0..1). Description of the activity to be performed
+	// DefinitionCanonical is "definitionCanonical" (definition[x] as canonical, 0..1): Description of the activity to be performed.
 	DefinitionCanonical *Canonical
-	// DefinitionURI is definitionUri (0..1). Description of the activity to be performed
+	// DefinitionURI is "definitionUri" (definition[x] as uri, 0..1): Description of the activity to be performed.
 	DefinitionURI *URI
-	// Transform is transform (0..1). Transform to apply the template
+	// Transform is "transform" (0..1): Transform to apply the template.
 	Transform *Canonical
-	// DynamicValue is dynamicValue (0..*). Dynamic aspects of the definition
+	// DynamicValue is "dynamicValue" (0..*): Dynamic aspects of the definition.
 	DynamicValue []PlanDefinitionActionDynamicValue
-	// Action is action (0..*). A sub-action
+	// Action is "action" (0..*): A sub-action.
 	Action []PlanDefinitionAction
 }
 
@@ -788,15 +788,15 @@ func (x *PlanDefinitionAction) UnmarshalJSON(data []byte) error {
 
 // PlanDefinitionActionCondition is the backbone element PlanDefinition.action.condition: Whether or not the action is applicable
 type PlanDefinitionActionCondition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Kind is kind (1..1). applicability | start | stop
+	// Kind is "kind" (1..1): applicability | start | stop.
 	Kind *Code
-	// Expression is expression (0..1). Boolean-valued expression
+	// Expression is "expression" (0..1): Boolean-valued expression.
 	Expression *Expression
 }
 
@@ -854,19 +854,19 @@ func (x *PlanDefinitionActionCondition) UnmarshalJSON(data []byte) error {
 
 // PlanDefinitionActionRelatedAction is the backbone element PlanDefinition.action.relatedAction: Relationship to another action
 type PlanDefinitionActionRelatedAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ActionID is actionId (1..1). What action is this related to
+	// ActionID is "actionId" (1..1): What action is this related to.
 	ActionID *ID
-	// Relationship is relationship (1..1). before-start | before | before-end | concurrent-with-start | concurrent | concurrent-with-end | after-start | after | after-end
+	// Relationship is "relationship" (1..1): before-start | before | before-end | concurrent-with-start | concurrent | concurrent-with-end | after-start | after | after-end.
 	Relationship *Code
-	// OffsetDuration is offsetDuration (0..1). Time offset for the relationship
+	// OffsetDuration is "offsetDuration" (offset[x] as Duration, 0..1): Time offset for the relationship.
 	OffsetDuration *Duration
-	// OffsetRange is offsetRange (0..1). Time offset for the relationship
+	// OffsetRange is "offsetRange" (offset[x] as Range, 0..1): Time offset for the relationship.
 	OffsetRange *Range
 }
 
@@ -934,15 +934,15 @@ func (x *PlanDefinitionActionRelatedAction) UnmarshalJSON(data []byte) error {
 
 // PlanDefinitionActionParticipant is the backbone element PlanDefinition.action.participant: Who should participate in the action
 type PlanDefinitionActionParticipant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). patient | practitioner | related-person | device
+	// Type is "type" (1..1): patient | practitioner | related-person | device.
 	Type *Code
-	// Role is role (0..1). E.g.
+	// Role is "role" (0..1): E.g.
 	Role *CodeableConcept
 }
 
@@ -1000,15 +1000,15 @@ func (x *PlanDefinitionActionParticipant) UnmarshalJSON(data []byte) error {
 
 // PlanDefinitionActionDynamicValue is the backbone element PlanDefinition.action.dynamicValue: Dynamic aspects of the definition
 type PlanDefinitionActionDynamicValue struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Path is path (0..1). The path to the element to be set dynamically
+	// Path is "path" (0..1): The path to the element to be set dynamically.
 	Path *String
-	// Expression is expression (0..1). An expression that provides the dynamic value for the customization
+	// Expression is "expression" (0..1): An expression that provides the dynamic value for the customization.
 	Expression *Expression
 }
 

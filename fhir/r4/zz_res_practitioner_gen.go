@@ -4,41 +4,41 @@ package r4
 
 // Practitioner is the FHIR R4 resource Practitioner: A person who is directly or indirectly involved in the provisioning of healthcare.
 type Practitioner struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). An identifier for the person as this agent
+	// Identifier is "identifier" (0..*): An identifier for the person as this agent.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this practitioner's record is in active use
+	// Active is "active" (0..1): Whether this practitioner's record is in active use.
 	Active *Boolean
-	// Name is name (0..*). The name(s) associated with the practitioner
+	// Name is "name" (0..*): The name(s) associated with the practitioner.
 	Name []HumanName
-	// Telecom is telecom (0..*). A contact detail for the practitioner (that apply to all roles)
+	// Telecom is "telecom" (0..*): A contact detail for the practitioner (that apply to all roles).
 	Telecom []ContactPoint
-	// Address is address (0..*). Address(es) of the practitioner that are not role specific (typically home address)
+	// Address is "address" (0..*): Address(es) of the practitioner that are not role specific (typically home address).
 	Address []Address
-	// Gender is gender (0..1). male | female | other | unknown
+	// Gender is "gender" (0..1): male | female | other | unknown.
 	Gender *Code
-	// BirthDate is birthDate (0..1). The date on which the practitioner was born
+	// BirthDate is "birthDate" (0..1): The date on which the practitioner was born.
 	BirthDate *Date
-	// Photo is photo (0..*). Image of the person
+	// Photo is "photo" (0..*): Image of the person.
 	Photo []Attachment
-	// Qualification is qualification (0..*). Certification, licenses, or training pertaining to the provision of care
+	// Qualification is "qualification" (0..*): Certification, licenses, or training pertaining to the provision of care.
 	Qualification []PractitionerQualification
-	// Communication is communication (0..*). A language the practitioner can use in patient communication
+	// Communication is "communication" (0..*): A language the practitioner can use in patient communication.
 	Communication []CodeableConcept
 }
 
@@ -168,19 +168,19 @@ func (x *Practitioner) UnmarshalJSON(data []byte) error {
 
 // PractitionerQualification is the backbone element Practitioner.qualification: Certification, licenses, or training pertaining to the provision of care
 type PractitionerQualification struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). An identifier for this qualification for the practitioner
+	// Identifier is "identifier" (0..*): An identifier for this qualification for the practitioner.
 	Identifier []Identifier
-	// Code is code (1..1). Coded representation of the qualification
+	// Code is "code" (1..1): Coded representation of the qualification.
 	Code *CodeableConcept
-	// Period is period (0..1). Period during which the qualification is valid
+	// Period is "period" (0..1): Period during which the qualification is valid.
 	Period *Period
-	// Issuer is issuer (0..1). Organization that regulates and issues the qualification
+	// Issuer is "issuer" (0..1): Organization that regulates and issues the qualification.
 	Issuer *Reference
 }
 

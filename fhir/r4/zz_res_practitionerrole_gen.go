@@ -4,49 +4,49 @@ package r4
 
 // PractitionerRole is the FHIR R4 resource PractitionerRole: A specific set of Roles/Locations/specialties/services that a practitioner may perform at an organization for a period of time.
 type PractitionerRole struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifiers that are specific to a role/location
+	// Identifier is "identifier" (0..*): Business Identifiers that are specific to a role/location.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this practitioner role record is in active use
+	// Active is "active" (0..1): Whether this practitioner role record is in active use.
 	Active *Boolean
-	// Period is period (0..1). The period during which the practitioner is authorized to perform in these role(s)
+	// Period is "period" (0..1): The period during which the practitioner is authorized to perform in these role(s).
 	Period *Period
-	// Practitioner is practitioner (0..1). Practitioner that is able to provide the defined services for the organization
+	// Practitioner is "practitioner" (0..1): Practitioner that is able to provide the defined services for the organization.
 	Practitioner *Reference
-	// Organization is organization (0..1). Organization where the roles are available
+	// Organization is "organization" (0..1): Organization where the roles are available.
 	Organization *Reference
-	// Code is code (0..*). Roles which this practitioner may perform
+	// Code is "code" (0..*): Roles which this practitioner may perform.
 	Code []CodeableConcept
-	// Specialty is specialty (0..*). Specific specialty of the practitioner
+	// Specialty is "specialty" (0..*): Specific specialty of the practitioner.
 	Specialty []CodeableConcept
-	// Location is location (0..*). The location(s) at which this practitioner provides care
+	// Location is "location" (0..*): The location(s) at which this practitioner provides care.
 	Location []Reference
-	// HealthcareService is healthcareService (0..*). The list of healthcare services that this worker provides for this role's Organization/Location(s)
+	// HealthcareService is "healthcareService" (0..*): The list of healthcare services that this worker provides for this role's Organization/Location(s).
 	HealthcareService []Reference
-	// Telecom is telecom (0..*). Contact details that are specific to the role/location/service
+	// Telecom is "telecom" (0..*): Contact details that are specific to the role/location/service.
 	Telecom []ContactPoint
-	// AvailableTime is availableTime (0..*). Times the Service Site is available
+	// AvailableTime is "availableTime" (0..*): Times the Service Site is available.
 	AvailableTime []PractitionerRoleAvailableTime
-	// NotAvailable is notAvailable (0..*). Not available during this time due to provided reason
+	// NotAvailable is "notAvailable" (0..*): Not available during this time due to provided reason.
 	NotAvailable []PractitionerRoleNotAvailable
-	// AvailabilityExceptions is availabilityExceptions (0..1). Description of availability exceptions
+	// AvailabilityExceptions is "availabilityExceptions" (0..1): Description of availability exceptions.
 	AvailabilityExceptions *String
-	// Endpoint is endpoint (0..*). Technical endpoints providing access to services operated for the practitioner with this role
+	// Endpoint is "endpoint" (0..*): Technical endpoints providing access to services operated for the practitioner with this role.
 	Endpoint []Reference
 }
 
@@ -190,19 +190,19 @@ func (x *PractitionerRole) UnmarshalJSON(data []byte) error {
 
 // PractitionerRoleAvailableTime is the backbone element PractitionerRole.availableTime: Times the Service Site is available
 type PractitionerRoleAvailableTime struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DaysOfWeek is daysOfWeek (0..*). mon | tue | wed | thu | fri | sat | sun
+	// DaysOfWeek is "daysOfWeek" (0..*): mon | tue | wed | thu | fri | sat | sun.
 	DaysOfWeek []Code
-	// AllDay is allDay (0..1). Always available? e.g. 24 hour service
+	// AllDay is "allDay" (0..1): Always available? e.g. 24 hour service.
 	AllDay *Boolean
-	// AvailableStartTime is availableStartTime (0..1). Opening time of day (ignored if allDay = true)
+	// AvailableStartTime is "availableStartTime" (0..1): Opening time of day (ignored if allDay = true).
 	AvailableStartTime *Time
-	// AvailableEndTime is availableEndTime (0..1). Closing time of day (ignored if allDay = true)
+	// AvailableEndTime is "availableEndTime" (0..1): Closing time of day (ignored if allDay = true).
 	AvailableEndTime *Time
 }
 
@@ -274,15 +274,15 @@ func (x *PractitionerRoleAvailableTime) UnmarshalJSON(data []byte) error {
 
 // PractitionerRoleNotAvailable is the backbone element PractitionerRole.notAvailable: Not available during this time due to provided reason
 type PractitionerRoleNotAvailable struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (1..1). Reason presented to the user explaining why time not available
+	// Description is "description" (1..1): Reason presented to the user explaining why time not available.
 	Description *String
-	// During is during (0..1). Service not available from this date
+	// During is "during" (0..1): Service not available from this date.
 	During *Period
 }
 

@@ -4,85 +4,85 @@ package r4
 
 // Procedure is the FHIR R4 resource Procedure: An action that is or was performed on or for a patient.
 type Procedure struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Identifiers for this procedure
+	// Identifier is "identifier" (0..*): External Identifiers for this procedure.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// BasedOn is basedOn (0..*). A request for this procedure
+	// BasedOn is "basedOn" (0..*): A request for this procedure.
 	BasedOn []Reference
-	// PartOf is partOf (0..*). Part of referenced event
+	// PartOf is "partOf" (0..*): Part of referenced event.
 	PartOf []Reference
-	// Status is status (1..1). preparation | in-progress | not-done | on-hold | stopped | completed | entered-in-error | unknown
+	// Status is "status" (1..1): preparation | in-progress | not-done | on-hold | stopped | completed | entered-in-error | unknown.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *CodeableConcept
-	// Category is category (0..1). Classification of the procedure
+	// Category is "category" (0..1): Classification of the procedure.
 	Category *CodeableConcept
-	// Code is code (0..1). Identification of the procedure
+	// Code is "code" (0..1): Identification of the procedure.
 	Code *CodeableConcept
-	// Subject is subject (1..1). Who the procedure was performed on
+	// Subject is "subject" (1..1): Who the procedure was performed on.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// PerformedDateTime is performedDateTime (0..1). When the procedure was performed
+	// PerformedDateTime is "performedDateTime" (performed[x] as dateTime, 0..1): When the procedure was performed.
 	PerformedDateTime *DateTime
-	// PerformedPeriod is performedPeriod (0..1). When the procedure was performed
+	// PerformedPeriod is "performedPeriod" (performed[x] as Period, 0..1): When the procedure was performed.
 	PerformedPeriod *Period
-	// PerformedString is performedString (0..1). When the procedure was performed
+	// PerformedString is "performedString" (performed[x] as string, 0..1): When the procedure was performed.
 	PerformedString *String
-	// PerformedAge is performedAge (0..1). When the procedure was performed
+	// PerformedAge is "performedAge" (performed[x] as Age, 0..1): When the procedure was performed.
 	PerformedAge *Age
-	// PerformedRange is performedRange (0..1). When the procedure was performed
+	// PerformedRange is "performedRange" (performed[x] as Range, 0..1): When the procedure was performed.
 	PerformedRange *Range
-	// Recorder is recorder (0..1). Who recorded the procedure
+	// Recorder is "recorder" (0..1): Who recorded the procedure.
 	Recorder *Reference
-	// Asserter is asserter (0..1). Person who asserts this procedure
+	// Asserter is "asserter" (0..1): Person who asserts this procedure.
 	Asserter *Reference
-	// Performer is performer (0..*). The people who performed the procedure
+	// Performer is "performer" (0..*): The people who performed the procedure.
 	Performer []ProcedurePerformer
-	// Location is location (0..1). Where the procedure happened
+	// Location is "location" (0..1): Where the procedure happened.
 	Location *Reference
-	// ReasonCode is reasonCode (0..*). Coded reason procedure performed
+	// ReasonCode is "reasonCode" (0..*): Coded reason procedure performed.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). The justification that the procedure was performed
+	// ReasonReference is "reasonReference" (0..*): The justification that the procedure was performed.
 	ReasonReference []Reference
-	// BodySite is bodySite (0..*). Target body sites
+	// BodySite is "bodySite" (0..*): Target body sites.
 	BodySite []CodeableConcept
-	// Outcome is outcome (0..1). The result of procedure
+	// Outcome is "outcome" (0..1): The result of procedure.
 	Outcome *CodeableConcept
-	// Report is report (0..*). Any report resulting from the procedure
+	// Report is "report" (0..*): Any report resulting from the procedure.
 	Report []Reference
-	// Complication is complication (0..*). Complication following the procedure
+	// Complication is "complication" (0..*): Complication following the procedure.
 	Complication []CodeableConcept
-	// ComplicationDetail is complicationDetail (0..*). A condition that is a result of the procedure
+	// ComplicationDetail is "complicationDetail" (0..*): A condition that is a result of the procedure.
 	ComplicationDetail []Reference
-	// FollowUp is followUp (0..*). Instructions for follow up
+	// FollowUp is "followUp" (0..*): Instructions for follow up.
 	FollowUp []CodeableConcept
-	// Note is note (0..*). Additional information about the procedure
+	// Note is "note" (0..*): Additional information about the procedure.
 	Note []Annotation
-	// FocalDevice is focalDevice (0..*). Manipulated, implanted, or removed device
+	// FocalDevice is "focalDevice" (0..*): Manipulated, implanted, or removed device.
 	FocalDevice []ProcedureFocalDevice
-	// UsedReference is usedReference (0..*). Items used during procedure
+	// UsedReference is "usedReference" (0..*): Items used during procedure.
 	UsedReference []Reference
-	// UsedCode is usedCode (0..*). Coded items used during the procedure
+	// UsedCode is "usedCode" (0..*): Coded items used during the procedure.
 	UsedCode []CodeableConcept
 }
 
@@ -304,17 +304,17 @@ func (x *Procedure) UnmarshalJSON(data []byte) error {
 
 // ProcedurePerformer is the backbone element Procedure.performer: The people who performed the procedure
 type ProcedurePerformer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Function is function (0..1). Type of performance
+	// Function is "function" (0..1): Type of performance.
 	Function *CodeableConcept
-	// Actor is actor (1..1). The reference to the practitioner
+	// Actor is "actor" (1..1): The reference to the practitioner.
 	Actor *Reference
-	// OnBehalfOf is onBehalfOf (0..1). Organization the device or practitioner was acting for
+	// OnBehalfOf is "onBehalfOf" (0..1): Organization the device or practitioner was acting for.
 	OnBehalfOf *Reference
 }
 
@@ -374,15 +374,15 @@ func (x *ProcedurePerformer) UnmarshalJSON(data []byte) error {
 
 // ProcedureFocalDevice is the backbone element Procedure.focalDevice: Manipulated, implanted, or removed device
 type ProcedureFocalDevice struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Action is action (0..1). Kind of change to device
+	// Action is "action" (0..1): Kind of change to device.
 	Action *CodeableConcept
-	// Manipulated is manipulated (1..1). Device that was changed
+	// Manipulated is "manipulated" (1..1): Device that was changed.
 	Manipulated *Reference
 }
 

@@ -4,43 +4,43 @@ package r4
 
 // Provenance is the FHIR R4 resource Provenance: Provenance of a resource is a record that describes entities and processes involved in producing and delivering or otherwise influencing that resource.
 type Provenance struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Target is target (1..*). Target Reference(s) (usually version specific)
+	// Target is "target" (1..*): Target Reference(s) (usually version specific).
 	Target []Reference
-	// OccurredPeriod is occurredPeriod (0..1). When the activity occurred
+	// OccurredPeriod is "occurredPeriod" (occurred[x] as Period, 0..1): When the activity occurred.
 	OccurredPeriod *Period
-	// OccurredDateTime is occurredDateTime (0..1). When the activity occurred
+	// OccurredDateTime is "occurredDateTime" (occurred[x] as dateTime, 0..1): When the activity occurred.
 	OccurredDateTime *DateTime
-	// Recorded is recorded (1..1). When the activity was recorded / updated
+	// Recorded is "recorded" (1..1): When the activity was recorded / updated.
 	Recorded *Instant
-	// Policy is policy (0..*). Policy or plan the activity was defined by
+	// Policy is "policy" (0..*): Policy or plan the activity was defined by.
 	Policy []URI
-	// Location is location (0..1). Where the activity occurred, if relevant
+	// Location is "location" (0..1): Where the activity occurred, if relevant.
 	Location *Reference
-	// Reason is reason (0..*). Reason the activity is occurring
+	// Reason is "reason" (0..*): Reason the activity is occurring.
 	Reason []CodeableConcept
-	// Activity is activity (0..1). Activity that occurred
+	// Activity is "activity" (0..1): Activity that occurred.
 	Activity *CodeableConcept
-	// Agent is agent (1..*). Actor involved
+	// Agent is "agent" (1..*): Actor involved.
 	Agent []ProvenanceAgent
-	// Entity is entity (0..*). An entity used in this activity
+	// Entity is "entity" (0..*): An entity used in this activity.
 	Entity []ProvenanceEntity
-	// Signature is signature (0..*). Signature on target
+	// Signature is "signature" (0..*): Signature on target.
 	Signature []Signature
 }
 
@@ -174,19 +174,19 @@ func (x *Provenance) UnmarshalJSON(data []byte) error {
 
 // ProvenanceAgent is the backbone element Provenance.agent: Actor involved
 type ProvenanceAgent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). How the agent participated
+	// Type is "type" (0..1): How the agent participated.
 	Type *CodeableConcept
-	// Role is role (0..*). What the agents role was
+	// Role is "role" (0..*): What the agents role was.
 	Role []CodeableConcept
-	// Who is who (1..1). Who participated
+	// Who is "who" (1..1): Who participated.
 	Who *Reference
-	// OnBehalfOf is onBehalfOf (0..1). Who the agent is representing
+	// OnBehalfOf is "onBehalfOf" (0..1): Who the agent is representing.
 	OnBehalfOf *Reference
 }
 
@@ -250,17 +250,17 @@ func (x *ProvenanceAgent) UnmarshalJSON(data []byte) error {
 
 // ProvenanceEntity is the backbone element Provenance.entity: An entity used in this activity
 type ProvenanceEntity struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Role is role (1..1). derivation | revision | quotation | source | removal
+	// Role is "role" (1..1): derivation | revision | quotation | source | removal.
 	Role *Code
-	// What is what (1..1). Identity of entity
+	// What is "what" (1..1): Identity of entity.
 	What *Reference
-	// Agent is agent (0..*). Entity is attributed to this agent
+	// Agent is "agent" (0..*): Entity is attributed to this agent.
 	Agent []ProvenanceAgent
 }
 

@@ -4,65 +4,65 @@ package r4
 
 // Questionnaire is the FHIR R4 resource Questionnaire: A structured set of questions intended to guide the collection of answers from end-users.
 type Questionnaire struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this questionnaire, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this questionnaire, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the questionnaire
+	// Identifier is "identifier" (0..*): Additional identifier for the questionnaire.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the questionnaire
+	// Version is "version" (0..1): Business version of the questionnaire.
 	Version *String
-	// Name is name (0..1). Name for this questionnaire (computer friendly)
+	// Name is "name" (0..1): Name for this questionnaire (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this questionnaire (human friendly)
+	// Title is "title" (0..1): Name for this questionnaire (human friendly).
 	Title *String
-	// DerivedFrom is derivedFrom (0..*). Instantiates protocol or definition
+	// DerivedFrom is "derivedFrom" (0..*): Instantiates protocol or definition.
 	DerivedFrom []Canonical
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// SubjectType is subjectType (0..*). Resource that can be subject of QuestionnaireResponse
+	// SubjectType is "subjectType" (0..*): Resource that can be subject of QuestionnaireResponse.
 	SubjectType []Code
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the questionnaire
+	// Description is "description" (0..1): Natural language description of the questionnaire.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for questionnaire (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for questionnaire (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this questionnaire is defined
+	// Purpose is "purpose" (0..1): Why this questionnaire is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the questionnaire was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the questionnaire was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the questionnaire was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the questionnaire was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the questionnaire is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the questionnaire is expected to be used.
 	EffectivePeriod *Period
-	// Code is code (0..*). Concept that represents the overall questionnaire
+	// Code is "code" (0..*): Concept that represents the overall questionnaire.
 	Code []Coding
-	// Item is item (0..*). Questions and sections within the Questionnaire
+	// Item is "item" (0..*): Questions and sections within the Questionnaire.
 	Item []QuestionnaireItem
 }
 
@@ -264,43 +264,43 @@ func (x *Questionnaire) UnmarshalJSON(data []byte) error {
 
 // QuestionnaireItem is the backbone element Questionnaire.item: Questions and sections within the Questionnaire
 type QuestionnaireItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// LinkID is linkId (1..1). Unique id for item in questionnaire
+	// LinkID is "linkId" (1..1): Unique id for item in questionnaire.
 	LinkID *String
-	// Definition is definition (0..1). ElementDefinition - details for the item
+	// Definition is "definition" (0..1): ElementDefinition - details for the item.
 	Definition *URI
-	// Code is code (0..*). Corresponding concept for this item in a terminology
+	// Code is "code" (0..*): Corresponding concept for this item in a terminology.
 	Code []Coding
-	// Prefix is prefix (0..1). E.g.
+	// Prefix is "prefix" (0..1): E.g.
 	Prefix *String
-	// Text is text (0..1). Primary text for the item
+	// Text is "text" (0..1): Primary text for the item.
 	Text *String
-	// Type is type (1..1). group | display | boolean | decimal | integer | date | dateTime +
+	// Type is "type" (1..1): group | display | boolean | decimal | integer | date | dateTime +.
 	Type *Code
-	// EnableWhen is enableWhen (0..*). Only allow data when
+	// EnableWhen is "enableWhen" (0..*): Only allow data when.
 	EnableWhen []QuestionnaireItemEnableWhen
-	// EnableBehavior is enableBehavior (0..1). all | any
+	// EnableBehavior is "enableBehavior" (0..1): all | any.
 	EnableBehavior *Code
-	// Required is required (0..1). Whether the item must be included in data results
+	// Required is "required" (0..1): Whether the item must be included in data results.
 	Required *Boolean
-	// Repeats is repeats (0..1). Whether the item may repeat
+	// Repeats is "repeats" (0..1): Whether the item may repeat.
 	Repeats *Boolean
-	// ReadOnly is readOnly (0..1). Don't allow human editing
+	// ReadOnly is "readOnly" (0..1): Don't allow human editing.
 	ReadOnly *Boolean
-	// MaxLength is maxLength (0..1). No more than this many characters
+	// MaxLength is "maxLength" (0..1): No more than this many characters.
 	MaxLength *Integer
-	// AnswerValueSet is answerValueSet (0..1). Valueset containing permitted answers
+	// AnswerValueSet is "answerValueSet" (0..1): Valueset containing permitted answers.
 	AnswerValueSet *Canonical
-	// AnswerOption is answerOption (0..*). Permitted answer
+	// AnswerOption is "answerOption" (0..*): Permitted answer.
 	AnswerOption []QuestionnaireItemAnswerOption
-	// Initial is initial (0..*). Initial value(s) when item is first rendered
+	// Initial is "initial" (0..*): Initial value(s) when item is first rendered.
 	Initial []QuestionnaireItemInitial
-	// Item is item (0..*). Nested questionnaire items
+	// Item is "item" (0..*): Nested questionnaire items.
 	Item []QuestionnaireItem
 }
 
@@ -434,35 +434,35 @@ func (x *QuestionnaireItem) UnmarshalJSON(data []byte) error {
 
 // QuestionnaireItemEnableWhen is the backbone element Questionnaire.item.enableWhen: Only allow data when
 type QuestionnaireItemEnableWhen struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Question is question (1..1). Question that determines whether item is enabled
+	// Question is "question" (1..1): Question that determines whether item is enabled.
 	Question *String
-	// Operator is operator (1..1). exists | = | != | > | < | >= | <=
+	// Operator is "operator" (1..1): exists | = | != | > | < | >= | <=.
 	Operator *Code
-	// AnswerBoolean is answerBoolean (1..1). Value for question comparison based on operator
+	// AnswerBoolean is "answerBoolean" (answer[x] as boolean, 1..1): Value for question comparison based on operator.
 	AnswerBoolean *Boolean
-	// AnswerDecimal is answerDecimal (1..1). Value for question comparison based on operator
+	// AnswerDecimal is "answerDecimal" (answer[x] as decimal, 1..1): Value for question comparison based on operator.
 	AnswerDecimal *Decimal
-	// AnswerInteger is answerInteger (1..1). Value for question comparison based on operator
+	// AnswerInteger is "answerInteger" (answer[x] as integer, 1..1): Value for question comparison based on operator.
 	AnswerInteger *Integer
-	// AnswerDate is answerDate (1..1). Value for question comparison based on operator
+	// AnswerDate is "answerDate" (answer[x] as date, 1..1): Value for question comparison based on operator.
 	AnswerDate *Date
-	// AnswerDateTime is answerDateTime (1..1). Value for question comparison based on operator
+	// AnswerDateTime is "answerDateTime" (answer[x] as dateTime, 1..1): Value for question comparison based on operator.
 	AnswerDateTime *DateTime
-	// AnswerTime is answerTime (1..1). Value for question comparison based on operator
+	// AnswerTime is "answerTime" (answer[x] as time, 1..1): Value for question comparison based on operator.
 	AnswerTime *Time
-	// AnswerString is answerString (1..1). Value for question comparison based on operator
+	// AnswerString is "answerString" (answer[x] as string, 1..1): Value for question comparison based on operator.
 	AnswerString *String
-	// AnswerCoding is answerCoding (1..1). Value for question comparison based on operator
+	// AnswerCoding is "answerCoding" (answer[x] as Coding, 1..1): Value for question comparison based on operator.
 	AnswerCoding *Coding
-	// AnswerQuantity is answerQuantity (1..1). Value for question comparison based on operator
+	// AnswerQuantity is "answerQuantity" (answer[x] as Quantity, 1..1): Value for question comparison based on operator.
 	AnswerQuantity *Quantity
-	// AnswerReference is answerReference (1..1). Value for question comparison based on operator
+	// AnswerReference is "answerReference" (answer[x] as Reference, 1..1): Value for question comparison based on operator.
 	AnswerReference *Reference
 }
 
@@ -576,25 +576,25 @@ func (x *QuestionnaireItemEnableWhen) UnmarshalJSON(data []byte) error {
 
 // QuestionnaireItemAnswerOption is the backbone element Questionnaire.item.answerOption: Permitted answer
 type QuestionnaireItemAnswerOption struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ValueInteger is valueInteger (1..1). Answer value
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): Answer value.
 	ValueInteger *Integer
-	// ValueDate is valueDate (1..1). Answer value
+	// ValueDate is "valueDate" (value[x] as date, 1..1): Answer value.
 	ValueDate *Date
-	// ValueTime is valueTime (1..1). Answer value
+	// ValueTime is "valueTime" (value[x] as time, 1..1): Answer value.
 	ValueTime *Time
-	// ValueString is valueString (1..1). Answer value
+	// ValueString is "valueString" (value[x] as string, 1..1): Answer value.
 	ValueString *String
-	// ValueCoding is valueCoding (1..1). Answer value
+	// ValueCoding is "valueCoding" (value[x] as Coding, 1..1): Answer value.
 	ValueCoding *Coding
-	// ValueReference is valueReference (1..1). Answer value
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): Answer value.
 	ValueReference *Reference
-	// InitialSelected is initialSelected (0..1). Whether option is selected by default
+	// InitialSelected is "initialSelected" (0..1): Whether option is selected by default.
 	InitialSelected *Boolean
 }
 
@@ -680,35 +680,35 @@ func (x *QuestionnaireItemAnswerOption) UnmarshalJSON(data []byte) error {
 
 // QuestionnaireItemInitial is the backbone element Questionnaire.item.initial: Initial value(s) when item is first rendered
 type QuestionnaireItemInitial struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ValueBoolean is valueBoolean (1..1). Actual value for initializing the question
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): Actual value for initializing the question.
 	ValueBoolean *Boolean
-	// ValueDecimal is valueDecimal (1..1). Actual value for initializing the question
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 1..1): Actual value for initializing the question.
 	ValueDecimal *Decimal
-	// ValueInteger is valueInteger (1..1). Actual value for initializing the question
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): Actual value for initializing the question.
 	ValueInteger *Integer
-	// ValueDate is valueDate (1..1). Actual value for initializing the question
+	// ValueDate is "valueDate" (value[x] as date, 1..1): Actual value for initializing the question.
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (1..1). Actual value for initializing the question
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 1..1): Actual value for initializing the question.
 	ValueDateTime *DateTime
-	// ValueTime is valueTime (1..1). Actual value for initializing the question
+	// ValueTime is "valueTime" (value[x] as time, 1..1): Actual value for initializing the question.
 	ValueTime *Time
-	// ValueString is valueString (1..1). Actual value for initializing the question
+	// ValueString is "valueString" (value[x] as string, 1..1): Actual value for initializing the question.
 	ValueString *String
-	// ValueURI is valueUri (1..1). Actual value for initializing the question
+	// ValueURI is "valueUri" (value[x] as uri, 1..1): Actual value for initializing the question.
 	ValueURI *URI
-	// ValueAttachment is valueAttachment (1..1). Actual value for initializing the question
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 1..1): Actual value for initializing the question.
 	ValueAttachment *Attachment
-	// ValueCoding is valueCoding (1..1). Actual value for initializing the question
+	// ValueCoding is "valueCoding" (value[x] as Coding, 1..1): Actual value for initializing the question.
 	ValueCoding *Coding
-	// ValueQuantity is valueQuantity (1..1). Actual value for initializing the question
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): Actual value for initializing the question.
 	ValueQuantity *Quantity
-	// ValueReference is valueReference (1..1). Actual value for initializing the question
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): Actual value for initializing the question.
 	ValueReference *Reference
 }
 

@@ -4,43 +4,43 @@ package r4
 
 // QuestionnaireResponse is the FHIR R4 resource QuestionnaireResponse: A structured set of questions and their answers.
 type QuestionnaireResponse struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Unique id for this set of answers
+	// Identifier is "identifier" (0..1): Unique id for this set of answers.
 	Identifier *Identifier
-	// BasedOn is basedOn (0..*). Request fulfilled by this QuestionnaireResponse
+	// BasedOn is "basedOn" (0..*): Request fulfilled by this QuestionnaireResponse.
 	BasedOn []Reference
-	// PartOf is partOf (0..*). Part of this action
+	// PartOf is "partOf" (0..*): Part of this action.
 	PartOf []Reference
-	// Questionnaire is questionnaire (0..1). Form being answered
+	// Questionnaire is "questionnaire" (0..1): Form being answered.
 	Questionnaire *Canonical
-	// Status is status (1..1). in-progress | completed | amended | entered-in-error | stopped
+	// Status is "status" (1..1): in-progress | completed | amended | entered-in-error | stopped.
 	Status *Code
-	// Subject is subject (0..1). The subject of the questions
+	// Subject is "subject" (0..1): The subject of the questions.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter created as part of
+	// Encounter is "encounter" (0..1): Encounter created as part of.
 	Encounter *Reference
-	// Authored is authored (0..1). Date the answers were gathered
+	// Authored is "authored" (0..1): Date the answers were gathered.
 	Authored *DateTime
-	// Author is author (0..1). Person who received and recorded the answers
+	// Author is "author" (0..1): Person who received and recorded the answers.
 	Author *Reference
-	// Source is source (0..1). The person who answered the questions
+	// Source is "source" (0..1): The person who answered the questions.
 	Source *Reference
-	// Item is item (0..*). Groups and questions
+	// Item is "item" (0..*): Groups and questions.
 	Item []QuestionnaireResponseItem
 }
 
@@ -174,21 +174,21 @@ func (x *QuestionnaireResponse) UnmarshalJSON(data []byte) error {
 
 // QuestionnaireResponseItem is the backbone element QuestionnaireResponse.item: Groups and questions
 type QuestionnaireResponseItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// LinkID is linkId (1..1). Pointer to specific item from Questionnaire
+	// LinkID is "linkId" (1..1): Pointer to specific item from Questionnaire.
 	LinkID *String
-	// Definition is definition (0..1). ElementDefinition - details for the item
+	// Definition is "definition" (0..1): ElementDefinition - details for the item.
 	Definition *URI
-	// Text is text (0..1). Name for group or question text
+	// Text is "text" (0..1): Name for group or question text.
 	Text *String
-	// Answer is answer (0..*). The response(s) to the question
+	// Answer is "answer" (0..*): The response(s) to the question.
 	Answer []QuestionnaireResponseItemAnswer
-	// Item is item (0..*). Nested questionnaire response items
+	// Item is "item" (0..*): Nested questionnaire response items.
 	Item []QuestionnaireResponseItem
 }
 
@@ -262,37 +262,37 @@ func (x *QuestionnaireResponseItem) UnmarshalJSON(data []byte) error {
 
 // QuestionnaireResponseItemAnswer is the backbone element QuestionnaireResponse.item.answer: The response(s) to the question
 type QuestionnaireResponseItemAnswer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ValueBoolean is valueBoolean (0..1). Single-valued answer to the question
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Single-valued answer to the question.
 	ValueBoolean *Boolean
-	// ValueDecimal is valueDecimal (0..1). Single-valued answer to the question
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 0..1): Single-valued answer to the question.
 	ValueDecimal *Decimal
-	// ValueInteger is valueInteger (0..1). Single-valued answer to the question
+	// ValueInteger is "valueInteger" (value[x] as integer, 0..1): Single-valued answer to the question.
 	ValueInteger *Integer
-	// ValueDate is valueDate (0..1). Single-valued answer to the question
+	// ValueDate is "valueDate" (value[x] as date, 0..1): Single-valued answer to the question.
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (0..1). Single-valued answer to the question
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 0..1): Single-valued answer to the question.
 	ValueDateTime *DateTime
-	// ValueTime is valueTime (0..1). Single-valued answer to the question
+	// ValueTime is "valueTime" (value[x] as time, 0..1): Single-valued answer to the question.
 	ValueTime *Time
-	// ValueString is valueString (0..1). Single-valued answer to the question
+	// ValueString is "valueString" (value[x] as string, 0..1): Single-valued answer to the question.
 	ValueString *String
-	// ValueURI is valueUri (0..1). Single-valued answer to the question
+	// ValueURI is "valueUri" (value[x] as uri, 0..1): Single-valued answer to the question.
 	ValueURI *URI
-	// ValueAttachment is valueAttachment (0..1). Single-valued answer to the question
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 0..1): Single-valued answer to the question.
 	ValueAttachment *Attachment
-	// ValueCoding is valueCoding (0..1). Single-valued answer to the question
+	// ValueCoding is "valueCoding" (value[x] as Coding, 0..1): Single-valued answer to the question.
 	ValueCoding *Coding
-	// ValueQuantity is valueQuantity (0..1). Single-valued answer to the question
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Single-valued answer to the question.
 	ValueQuantity *Quantity
-	// ValueReference is valueReference (0..1). Single-valued answer to the question
+	// ValueReference is "valueReference" (value[x] as Reference, 0..1): Single-valued answer to the question.
 	ValueReference *Reference
-	// Item is item (0..*). Nested groups and questions
+	// Item is "item" (0..*): Nested groups and questions.
 	Item []QuestionnaireResponseItem
 }
 

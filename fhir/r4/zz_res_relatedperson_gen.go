@@ -4,45 +4,45 @@ package r4
 
 // RelatedPerson is the FHIR R4 resource RelatedPerson: Information about a person that is involved in the care for a patient, but who is not the target of healthcare, nor has a formal responsibility in the care process.
 type RelatedPerson struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). A human identifier for this person
+	// Identifier is "identifier" (0..*): A human identifier for this person.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this related person's record is in active use
+	// Active is "active" (0..1): Whether this related person's record is in active use.
 	Active *Boolean
-	// Patient is patient (1..1). The patient this person is related to
+	// Patient is "patient" (1..1): The patient this person is related to.
 	Patient *Reference
-	// Relationship is relationship (0..*). The nature of the relationship
+	// Relationship is "relationship" (0..*): The nature of the relationship.
 	Relationship []CodeableConcept
-	// Name is name (0..*). A name associated with the person
+	// Name is "name" (0..*): A name associated with the person.
 	Name []HumanName
-	// Telecom is telecom (0..*). A contact detail for the person
+	// Telecom is "telecom" (0..*): A contact detail for the person.
 	Telecom []ContactPoint
-	// Gender is gender (0..1). male | female | other | unknown
+	// Gender is "gender" (0..1): male | female | other | unknown.
 	Gender *Code
-	// BirthDate is birthDate (0..1). The date on which the related person was born
+	// BirthDate is "birthDate" (0..1): The date on which the related person was born.
 	BirthDate *Date
-	// Address is address (0..*). Address where the related person can be contacted or visited
+	// Address is "address" (0..*): Address where the related person can be contacted or visited.
 	Address []Address
-	// Photo is photo (0..*). Image of the person
+	// Photo is "photo" (0..*): Image of the person.
 	Photo []Attachment
-	// Period is period (0..1). Period of time that this relationship is considered valid
+	// Period is "period" (0..1): Period of time that this relationship is considered valid.
 	Period *Period
-	// Communication is communication (0..*). A language which may be used to communicate with about the patient's health
+	// Communication is "communication" (0..*): A language which may be used to communicate with about the patient's health.
 	Communication []RelatedPersonCommunication
 }
 
@@ -180,15 +180,15 @@ func (x *RelatedPerson) UnmarshalJSON(data []byte) error {
 
 // RelatedPersonCommunication is the backbone element RelatedPerson.communication: A language which may be used to communicate with about the patient's health
 type RelatedPersonCommunication struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Language is language (1..1). The language which can be used to communicate with the patient about his or her health
+	// Language is "language" (1..1): The language which can be used to communicate with the patient about his or her health.
 	Language *CodeableConcept
-	// Preferred is preferred (0..1). Language preference indicator
+	// Preferred is "preferred" (0..1): Language preference indicator.
 	Preferred *Boolean
 }
 

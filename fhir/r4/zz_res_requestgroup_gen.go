@@ -4,57 +4,57 @@ package r4
 
 // RequestGroup is the FHIR R4 resource RequestGroup: A group of related requests that can be used to capture intended activities that have inter-dependencies such as "give this medication after that one".
 type RequestGroup struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business identifier
+	// Identifier is "identifier" (0..*): Business identifier.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// BasedOn is basedOn (0..*). Fulfills plan, proposal, or order
+	// BasedOn is "basedOn" (0..*): Fulfills plan, proposal, or order.
 	BasedOn []Reference
-	// Replaces is replaces (0..*). Request(s) replaced by this request
+	// Replaces is "replaces" (0..*): Request(s) replaced by this request.
 	Replaces []Reference
-	// GroupIdentifier is groupIdentifier (0..1). Composite request this is part of
+	// GroupIdentifier is "groupIdentifier" (0..1): Composite request this is part of.
 	GroupIdentifier *Identifier
-	// Status is status (1..1). draft | active | on-hold | revoked | completed | entered-in-error | unknown
+	// Status is "status" (1..1): draft | active | on-hold | revoked | completed | entered-in-error | unknown.
 	Status *Code
-	// Intent is intent (1..1). proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option
+	// Intent is "intent" (1..1): proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option.
 	Intent *Code
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// Code is code (0..1). What's being requested/ordered
+	// Code is "code" (0..1): What's being requested/ordered.
 	Code *CodeableConcept
-	// Subject is subject (0..1). Who the request group is about
+	// Subject is "subject" (0..1): Who the request group is about.
 	Subject *Reference
-	// Encounter is encounter (0..1). Created as part of
+	// Encounter is "encounter" (0..1): Created as part of.
 	Encounter *Reference
-	// AuthoredOn is authoredOn (0..1). When the request group was authored
+	// AuthoredOn is "authoredOn" (0..1): When the request group was authored.
 	AuthoredOn *DateTime
-	// Author is author (0..1). Device or practitioner that authored the request group
+	// Author is "author" (0..1): Device or practitioner that authored the request group.
 	Author *Reference
-	// ReasonCode is reasonCode (0..*). Why the request group is needed
+	// ReasonCode is "reasonCode" (0..*): Why the request group is needed.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why the request group is needed
+	// ReasonReference is "reasonReference" (0..*): Why the request group is needed.
 	ReasonReference []Reference
-	// Note is note (0..*). Additional notes about the response
+	// Note is "note" (0..*): Additional notes about the response.
 	Note []Annotation
-	// Action is action (0..*). Proposed actions, if any
+	// Action is "action" (0..*): Proposed actions, if any.
 	Action []RequestGroupAction
 }
 
@@ -222,59 +222,59 @@ func (x *RequestGroup) UnmarshalJSON(data []byte) error {
 
 // RequestGroupAction is the backbone element RequestGroup.action: Proposed actions, if any
 type RequestGroupAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Prefix is prefix (0..1). User-visible prefix for the action (e.g. 1.
+	// Prefix is "prefix" (0..1): User-visible prefix for the action (e.g. 1.
 	Prefix *String
-	// Title is title (0..1). User-visible title
+	// Title is "title" (0..1): User-visible title.
 	Title *String
-	// Description is description (0..1). Short description of the action
+	// Description is "description" (0..1): Short description of the action.
 	Description *String
-	// TextEquivalent is textEquivalent (0..1). Static text equivalent of the action, used if the dynamic aspects cannot be interpreted by the receiving system
+	// TextEquivalent is "textEquivalent" (0..1): Static text equivalent of the action, used if the dynamic aspects cannot be interpreted by the receiving system.
 	TextEquivalent *String
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// Code is code (0..*). Code representing the meaning of the action or sub-actions
+	// Code is "code" (0..*): Code representing the meaning of the action or sub-actions.
 	Code []CodeableConcept
-	// Documentation is documentation (0..*). Supporting documentation for the intended performer of the action
+	// Documentation is "documentation" (0..*): Supporting documentation for the intended performer of the action.
 	Documentation []RelatedArtifact
-	// Condition is condition (0..*). Whether or not the action is applicable
+	// Condition is "condition" (0..*): Whether or not the action is applicable.
 	Condition []RequestGroupActionCondition
-	// RelatedAction is relatedAction (0..*). Relationship to another action
+	// RelatedAction is "relatedAction" (0..*): Relationship to another action.
 	RelatedAction []RequestGroupActionRelatedAction
-	// TimingDateTime is timingDateTime (0..1). When the action should take place
+	// TimingDateTime is "timingDateTime" (timing[x] as dateTime, 0..1): When the action should take place.
 	TimingDateTime *DateTime
-	// TimingAge is timingAge (0..1). When the action should take place
+	// TimingAge is "timingAge" (timing[x] as Age, 0..1): When the action should take place.
 	TimingAge *Age
-	// TimingPeriod is timingPeriod (0..1). When the action should take place
+	// TimingPeriod is "timingPeriod" (timing[x] as Period, 0..1): When the action should take place.
 	TimingPeriod *Period
-	// TimingDuration is timingDuration (0..1). When the action should take place
+	// TimingDuration is "timingDuration" (timing[x] as Duration, 0..1): When the action should take place.
 	TimingDuration *Duration
-	// TimingRange is timingRange (0..1). When the action should take place
+	// TimingRange is "timingRange" (timing[x] as Range, 0..1): When the action should take place.
 	TimingRange *Range
-	// TimingTiming is timingTiming (0..1). When the action should take place
+	// TimingTiming is "timingTiming" (timing[x] as Timing, 0..1): When the action should take place.
 	TimingTiming *Timing
-	// Participant is participant (0..*). Who should perform the action
+	// Participant is "participant" (0..*): Who should perform the action.
 	Participant []Reference
-	// Type is type (0..1). create | update | remove | fire-event
+	// Type is "type" (0..1): create | update | remove | fire-event.
 	Type *CodeableConcept
-	// GroupingBehavior is groupingBehavior (0..1). visual-group | logical-group | sentence-group
+	// GroupingBehavior is "groupingBehavior" (0..1): visual-group | logical-group | sentence-group.
 	GroupingBehavior *Code
-	// SelectionBehavior is selectionBehavior (0..1). any | all | all-or-none | exactly-one | at-most-one | one-or-more
+	// SelectionBehavior is "selectionBehavior" (0..1): any | all | all-or-none | exactly-one | at-most-one | one-or-more.
 	SelectionBehavior *Code
-	// RequiredBehavior is requiredBehavior (0..1). must | could | must-unless-documented
+	// RequiredBehavior is "requiredBehavior" (0..1): must | could | must-unless-documented.
 	RequiredBehavior *Code
-	// PrecheckBehavior is precheckBehavior (0..1). yes | no
+	// PrecheckBehavior is "precheckBehavior" (0..1): yes | no.
 	PrecheckBehavior *Code
-	// CardinalityBehavior is cardinalityBehavior (0..1). single | multiple
+	// CardinalityBehavior is "cardinalityBehavior" (0..1): single | multiple.
 	CardinalityBehavior *Code
-	// Resource is resource (0..1). The target of the action
+	// Resource is "resource" (0..1): The target of the action.
 	Resource *Reference
-	// Action is action (0..*). Sub action
+	// Action is "action" (0..*): Sub action.
 	Action []RequestGroupAction
 }
 
@@ -440,15 +440,15 @@ func (x *RequestGroupAction) UnmarshalJSON(data []byte) error {
 
 // RequestGroupActionCondition is the backbone element RequestGroup.action.condition: Whether or not the action is applicable
 type RequestGroupActionCondition struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Kind is kind (1..1). applicability | start | stop
+	// Kind is "kind" (1..1): applicability | start | stop.
 	Kind *Code
-	// Expression is expression (0..1). Boolean-valued expression
+	// Expression is "expression" (0..1): Boolean-valued expression.
 	Expression *Expression
 }
 
@@ -506,19 +506,19 @@ func (x *RequestGroupActionCondition) UnmarshalJSON(data []byte) error {
 
 // RequestGroupActionRelatedAction is the backbone element RequestGroup.action.relatedAction: Relationship to another action
 type RequestGroupActionRelatedAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ActionID is actionId (1..1). What action this is related to
+	// ActionID is "actionId" (1..1): What action this is related to.
 	ActionID *ID
-	// Relationship is relationship (1..1). before-start | before | before-end | concurrent-with-start | concurrent | concurrent-with-end | after-start | after | after-end
+	// Relationship is "relationship" (1..1): before-start | before | before-end | concurrent-with-start | concurrent | concurrent-with-end | after-start | after | after-end.
 	Relationship *Code
-	// OffsetDuration is offsetDuration (0..1). Time offset for the relationship
+	// OffsetDuration is "offsetDuration" (offset[x] as Duration, 0..1): Time offset for the relationship.
 	OffsetDuration *Duration
-	// OffsetRange is offsetRange (0..1). Time offset for the relationship
+	// OffsetRange is "offsetRange" (offset[x] as Range, 0..1): Time offset for the relationship.
 	OffsetRange *Range
 }
 

@@ -4,91 +4,91 @@ package r4
 
 // ResearchDefinition is the FHIR R4 resource ResearchDefinition: The ResearchDefinition resource describes the conditional state (population and any exposures being compared within the population) and outcome (if specified) that the knowledge (evidence, assertion, …
 type ResearchDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this research definition, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this research definition, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the research definition
+	// Identifier is "identifier" (0..*): Additional identifier for the research definition.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the research definition
+	// Version is "version" (0..1): Business version of the research definition.
 	Version *String
-	// Name is name (0..1). Name for this research definition (computer friendly)
+	// Name is "name" (0..1): Name for this research definition (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this research definition (human friendly)
+	// Title is "title" (0..1): Name for this research definition (human friendly).
 	Title *String
-	// ShortTitle is shortTitle (0..1). Title for use in informal contexts
+	// ShortTitle is "shortTitle" (0..1): Title for use in informal contexts.
 	ShortTitle *String
-	// Subtitle is subtitle (0..1). Subordinate title of the ResearchDefinition
+	// Subtitle is "subtitle" (0..1): Subordinate title of the ResearchDefinition.
 	Subtitle *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). E.g.
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): E.g.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). E.g.
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): E.g.
 	SubjectReference *Reference
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the research definition
+	// Description is "description" (0..1): Natural language description of the research definition.
 	Description *Markdown
-	// Comment is comment (0..*). Used for footnotes or explanatory notes
+	// Comment is "comment" (0..*): Used for footnotes or explanatory notes.
 	Comment []String
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for research definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for research definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this research definition is defined
+	// Purpose is "purpose" (0..1): Why this research definition is defined.
 	Purpose *Markdown
-	// Usage is usage (0..1). Describes the clinical usage of the ResearchDefinition
+	// Usage is "usage" (0..1): Describes the clinical usage of the ResearchDefinition.
 	Usage *String
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the research definition was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the research definition was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the research definition was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the research definition was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the research definition is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the research definition is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). The category of the ResearchDefinition, such as Education, Treatment, Assessment, etc.
+	// Topic is "topic" (0..*): The category of the ResearchDefinition, such as Education, Treatment, Assessment, etc.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations, etc.
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations, etc.
 	RelatedArtifact []RelatedArtifact
-	// Library is library (0..*). Logic used by the ResearchDefinition
+	// Library is "library" (0..*): Logic used by the ResearchDefinition.
 	Library []Canonical
-	// Population is population (1..1). What population?
+	// Population is "population" (1..1): What population?.
 	Population *Reference
-	// Exposure is exposure (0..1). What exposure?
+	// Exposure is "exposure" (0..1): What exposure?.
 	Exposure *Reference
-	// ExposureAlternative is exposureAlternative (0..1). What alternative exposure state?
+	// ExposureAlternative is "exposureAlternative" (0..1): What alternative exposure state?.
 	ExposureAlternative *Reference
-	// Outcome is outcome (0..1). What outcome?
+	// Outcome is "outcome" (0..1): What outcome?.
 	Outcome *Reference
 }
 

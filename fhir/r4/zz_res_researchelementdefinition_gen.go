@@ -4,89 +4,89 @@ package r4
 
 // ResearchElementDefinition is the FHIR R4 resource ResearchElementDefinition: The ResearchElementDefinition resource describes a "PICO" element that knowledge (evidence, assertion, recommendation) is about.
 type ResearchElementDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this research element definition, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this research element definition, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the research element definition
+	// Identifier is "identifier" (0..*): Additional identifier for the research element definition.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the research element definition
+	// Version is "version" (0..1): Business version of the research element definition.
 	Version *String
-	// Name is name (0..1). Name for this research element definition (computer friendly)
+	// Name is "name" (0..1): Name for this research element definition (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this research element definition (human friendly)
+	// Title is "title" (0..1): Name for this research element definition (human friendly).
 	Title *String
-	// ShortTitle is shortTitle (0..1). Title for use in informal contexts
+	// ShortTitle is "shortTitle" (0..1): Title for use in informal contexts.
 	ShortTitle *String
-	// Subtitle is subtitle (0..1). Subordinate title of the ResearchElementDefinition
+	// Subtitle is "subtitle" (0..1): Subordinate title of the ResearchElementDefinition.
 	Subtitle *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// SubjectCodeableConcept is subjectCodeableConcept (0..1). E.g.
+	// SubjectCodeableConcept is "subjectCodeableConcept" (subject[x] as CodeableConcept, 0..1): E.g.
 	SubjectCodeableConcept *CodeableConcept
-	// SubjectReference is subjectReference (0..1). E.g.
+	// SubjectReference is "subjectReference" (subject[x] as Reference, 0..1): E.g.
 	SubjectReference *Reference
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the research element definition
+	// Description is "description" (0..1): Natural language description of the research element definition.
 	Description *Markdown
-	// Comment is comment (0..*). Used for footnotes or explanatory notes
+	// Comment is "comment" (0..*): Used for footnotes or explanatory notes.
 	Comment []String
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for research element definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for research element definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this research element definition is defined
+	// Purpose is "purpose" (0..1): Why this research element definition is defined.
 	Purpose *Markdown
-	// Usage is usage (0..1). Describes the clinical usage of the ResearchElementDefinition
+	// Usage is "usage" (0..1): Describes the clinical usage of the ResearchElementDefinition.
 	Usage *String
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// ApprovalDate is approvalDate (0..1). When the research element definition was approved by publisher
+	// ApprovalDate is "approvalDate" (0..1): When the research element definition was approved by publisher.
 	ApprovalDate *Date
-	// LastReviewDate is lastReviewDate (0..1). When the research element definition was last reviewed
+	// LastReviewDate is "lastReviewDate" (0..1): When the research element definition was last reviewed.
 	LastReviewDate *Date
-	// EffectivePeriod is effectivePeriod (0..1). When the research element definition is expected to be used
+	// EffectivePeriod is "effectivePeriod" (0..1): When the research element definition is expected to be used.
 	EffectivePeriod *Period
-	// Topic is topic (0..*). The category of the ResearchElementDefinition, such as Education, Treatment, Assessment, etc.
+	// Topic is "topic" (0..*): The category of the ResearchElementDefinition, such as Education, Treatment, Assessment, etc.
 	Topic []CodeableConcept
-	// Author is author (0..*). Who authored the content
+	// Author is "author" (0..*): Who authored the content.
 	Author []ContactDetail
-	// Editor is editor (0..*). Who edited the content
+	// Editor is "editor" (0..*): Who edited the content.
 	Editor []ContactDetail
-	// Reviewer is reviewer (0..*). Who reviewed the content
+	// Reviewer is "reviewer" (0..*): Who reviewed the content.
 	Reviewer []ContactDetail
-	// Endorser is endorser (0..*). Who endorsed the content
+	// Endorser is "endorser" (0..*): Who endorsed the content.
 	Endorser []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). Additional documentation, citations, etc.
+	// RelatedArtifact is "relatedArtifact" (0..*): Additional documentation, citations, etc.
 	RelatedArtifact []RelatedArtifact
-	// Library is library (0..*). Logic used by the ResearchElementDefinition
+	// Library is "library" (0..*): Logic used by the ResearchElementDefinition.
 	Library []Canonical
-	// Type is type (1..1). population | exposure | outcome
+	// Type is "type" (1..1): population | exposure | outcome.
 	Type *Code
-	// VariableType is variableType (0..1). dichotomous | continuous | descriptive
+	// VariableType is "variableType" (0..1): dichotomous | continuous | descriptive.
 	VariableType *Code
-	// Characteristic is characteristic (1..*). What defines the members of the research element
+	// Characteristic is "characteristic" (1..*): What defines the members of the research element.
 	Characteristic []ResearchElementDefinitionCharacteristic
 }
 
@@ -346,53 +346,53 @@ func (x *ResearchElementDefinition) UnmarshalJSON(data []byte) error {
 
 // ResearchElementDefinitionCharacteristic is the backbone element ResearchElementDefinition.characteristic: What defines the members of the research element
 type ResearchElementDefinitionCharacteristic struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// DefinitionCodeableConcept is definitionCodeableConcept (1..1). What code or expression defines members?
+	// DefinitionCodeableConcept is "definitionCodeableConcept" (definition[x] as CodeableConcept, 1..1): What code or expression defines members?.
 	DefinitionCodeableConcept *CodeableConcept
-	// DefinitionCanonical is definitionCanonical (1..1). What code or expression defines members?
+	// DefinitionCanonical is "definitionCanonical" (definition[x] as canonical, 1..1): What code or expression defines members?.
 	DefinitionCanonical *Canonical
-	// DefinitionExpression is definitionExpression (1..1). What code or expression defines members?
+	// DefinitionExpression is "definitionExpression" (definition[x] as Expression, 1..1): What code or expression defines members?.
 	DefinitionExpression *Expression
-	// DefinitionDataRequirement is definitionDataRequirement (1..1). What code or expression defines members?
+	// DefinitionDataRequirement is "definitionDataRequirement" (definition[x] as DataRequirement, 1..1): What code or expression defines members?.
 	DefinitionDataRequirement *DataRequirement
-	// UsageContext is usageContext (0..*). What code/value pairs define members?
+	// UsageContext is "usageContext" (0..*): What code/value pairs define members?.
 	UsageContext []UsageContext
-	// Exclude is exclude (0..1). Whether the characteristic includes or excludes members
+	// Exclude is "exclude" (0..1): Whether the characteristic includes or excludes members.
 	Exclude *Boolean
-	// UnitOfMeasure is unitOfMeasure (0..1). What unit is the outcome described in?
+	// UnitOfMeasure is "unitOfMeasure" (0..1): What unit is the outcome described in?.
 	UnitOfMeasure *CodeableConcept
-	// StudyEffectiveDescription is studyEffectiveDescription (0..1). What time period does the study cover
+	// StudyEffectiveDescription is "studyEffectiveDescription" (0..1): What time period does the study cover.
 	StudyEffectiveDescription *String
-	// StudyEffectiveDateTime is studyEffectiveDateTime (0..1). What time period does the study cover
+	// StudyEffectiveDateTime is "studyEffectiveDateTime" (studyEffective[x] as dateTime, 0..1): What time period does the study cover.
 	StudyEffectiveDateTime *DateTime
-	// StudyEffectivePeriod is studyEffectivePeriod (0..1). What time period does the study cover
+	// StudyEffectivePeriod is "studyEffectivePeriod" (studyEffective[x] as Period, 0..1): What time period does the study cover.
 	StudyEffectivePeriod *Period
-	// StudyEffectiveDuration is studyEffectiveDuration (0..1). What time period does the study cover
+	// StudyEffectiveDuration is "studyEffectiveDuration" (studyEffective[x] as Duration, 0..1): What time period does the study cover.
 	StudyEffectiveDuration *Duration
-	// StudyEffectiveTiming is studyEffectiveTiming (0..1). What time period does the study cover
+	// StudyEffectiveTiming is "studyEffectiveTiming" (studyEffective[x] as Timing, 0..1): What time period does the study cover.
 	StudyEffectiveTiming *Timing
-	// StudyEffectiveTimeFromStart is studyEffectiveTimeFromStart (0..1). Observation time from study start
+	// StudyEffectiveTimeFromStart is "studyEffectiveTimeFromStart" (0..1): Observation time from study start.
 	StudyEffectiveTimeFromStart *Duration
-	// StudyEffectiveGroupMeasure is studyEffectiveGroupMeasure (0..1). mean | median | mean-of-mean | mean-of-median | median-of-mean | median-of-median
+	// StudyEffectiveGroupMeasure is "studyEffectiveGroupMeasure" (0..1): mean | median | mean-of-mean | mean-of-median | median-of-mean | median-of-median.
 	StudyEffectiveGroupMeasure *Code
-	// ParticipantEffectiveDescription is participantEffectiveDescription (0..1). What time period do participants cover
+	// ParticipantEffectiveDescription is "participantEffectiveDescription" (0..1): What time period do participants cover.
 	ParticipantEffectiveDescription *String
-	// ParticipantEffectiveDateTime is participantEffectiveDateTime (0..1). What time period do participants cover
+	// ParticipantEffectiveDateTime is "participantEffectiveDateTime" (participantEffective[x] as dateTime, 0..1): What time period do participants cover.
 	ParticipantEffectiveDateTime *DateTime
-	// ParticipantEffectivePeriod is participantEffectivePeriod (0..1). What time period do participants cover
+	// ParticipantEffectivePeriod is "participantEffectivePeriod" (participantEffective[x] as Period, 0..1): What time period do participants cover.
 	ParticipantEffectivePeriod *Period
-	// ParticipantEffectiveDuration is participantEffectiveDuration (0..1). What time period do participants cover
+	// ParticipantEffectiveDuration is "participantEffectiveDuration" (participantEffective[x] as Duration, 0..1): What time period do participants cover.
 	ParticipantEffectiveDuration *Duration
-	// ParticipantEffectiveTiming is participantEffectiveTiming (0..1). What time period do participants cover
+	// ParticipantEffectiveTiming is "participantEffectiveTiming" (participantEffective[x] as Timing, 0..1): What time period do participants cover.
 	ParticipantEffectiveTiming *Timing
-	// ParticipantEffectiveTimeFromStart is participantEffectiveTimeFromStart (0..1). Observation time from study start
+	// ParticipantEffectiveTimeFromStart is "participantEffectiveTimeFromStart" (0..1): Observation time from study start.
 	ParticipantEffectiveTimeFromStart *Duration
-	// ParticipantEffectiveGroupMeasure is participantEffectiveGroupMeasure (0..1). mean | median | mean-of-mean | mean-of-median | median-of-mean | median-of-median
+	// ParticipantEffectiveGroupMeasure is "participantEffectiveGroupMeasure" (0..1): mean | median | mean-of-mean | mean-of-median | median-of-mean | median-of-median.
 	ParticipantEffectiveGroupMeasure *Code
 }
 

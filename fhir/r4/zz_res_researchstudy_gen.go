@@ -4,69 +4,69 @@ package r4
 
 // ResearchStudy is the FHIR R4 resource ResearchStudy: A process where a researcher or organization plans and then executes a series of steps intended to increase the field of healthcare-related knowledge.
 type ResearchStudy struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for study
+	// Identifier is "identifier" (0..*): Business Identifier for study.
 	Identifier []Identifier
-	// Title is title (0..1). Name for this study
+	// Title is "title" (0..1): Name for this study.
 	Title *String
-	// Protocol is protocol (0..*). Steps followed in executing study
+	// Protocol is "protocol" (0..*): Steps followed in executing study.
 	Protocol []Reference
-	// PartOf is partOf (0..*). Part of larger study
+	// PartOf is "partOf" (0..*): Part of larger study.
 	PartOf []Reference
-	// Status is status (1..1). active | administratively-completed | approved | closed-to-accrual | closed-to-accrual-and-intervention | completed | disapproved | in-review | temporarily-closed-to-accrual | temporarily-closed-to-ac…
+	// Status is "status" (1..1): active | administratively-completed | approved | closed-to-accrual | closed-to-accrual-and-intervention | completed | disapproved | in-review | temporarily-closed-to-accrual | temporarily-closed-to-ac….
 	Status *Code
-	// PrimaryPurposeType is primaryPurposeType (0..1). treatment | prevention | diagnostic | supportive-care | screening | health-services-research | basic-science | device-feasibility
+	// PrimaryPurposeType is "primaryPurposeType" (0..1): treatment | prevention | diagnostic | supportive-care | screening | health-services-research | basic-science | device-feasibility.
 	PrimaryPurposeType *CodeableConcept
-	// Phase is phase (0..1). n-a | early-phase-1 | phase-1 | phase-1-phase-2 | phase-2 | phase-2-phase-3 | phase-3 | phase-4
+	// Phase is "phase" (0..1): n-a | early-phase-1 | phase-1 | phase-1-phase-2 | phase-2 | phase-2-phase-3 | phase-3 | phase-4.
 	Phase *CodeableConcept
-	// Category is category (0..*). Classifications for the study
+	// Category is "category" (0..*): Classifications for the study.
 	Category []CodeableConcept
-	// Focus is focus (0..*). Drugs, devices, etc.
+	// Focus is "focus" (0..*): Drugs, devices, etc.
 	Focus []CodeableConcept
-	// Condition is condition (0..*). Condition being studied
+	// Condition is "condition" (0..*): Condition being studied.
 	Condition []CodeableConcept
-	// Contact is contact (0..*). Contact details for the study
+	// Contact is "contact" (0..*): Contact details for the study.
 	Contact []ContactDetail
-	// RelatedArtifact is relatedArtifact (0..*). References and dependencies
+	// RelatedArtifact is "relatedArtifact" (0..*): References and dependencies.
 	RelatedArtifact []RelatedArtifact
-	// Keyword is keyword (0..*). Used to search for the study
+	// Keyword is "keyword" (0..*): Used to search for the study.
 	Keyword []CodeableConcept
-	// Location is location (0..*). Geographic region(s) for study
+	// Location is "location" (0..*): Geographic region(s) for study.
 	Location []CodeableConcept
-	// Description is description (0..1). What this is study doing
+	// Description is "description" (0..1): What this is study doing.
 	Description *Markdown
-	// Enrollment is enrollment (0..*). Inclusion & exclusion criteria
+	// Enrollment is "enrollment" (0..*): Inclusion & exclusion criteria.
 	Enrollment []Reference
-	// Period is period (0..1). When the study began and ended
+	// Period is "period" (0..1): When the study began and ended.
 	Period *Period
-	// Sponsor is sponsor (0..1). Organization that initiates and is legally responsible for the study
+	// Sponsor is "sponsor" (0..1): Organization that initiates and is legally responsible for the study.
 	Sponsor *Reference
-	// PrincipalInvestigator is principalInvestigator (0..1). Researcher who oversees multiple aspects of the study
+	// PrincipalInvestigator is "principalInvestigator" (0..1): Researcher who oversees multiple aspects of the study.
 	PrincipalInvestigator *Reference
-	// Site is site (0..*). Facility where study activities are conducted
+	// Site is "site" (0..*): Facility where study activities are conducted.
 	Site []Reference
-	// ReasonStopped is reasonStopped (0..1). accrual-goal-met | closed-due-to-toxicity | closed-due-to-lack-of-study-progress | temporarily-closed-per-study-design
+	// ReasonStopped is "reasonStopped" (0..1): accrual-goal-met | closed-due-to-toxicity | closed-due-to-lack-of-study-progress | temporarily-closed-per-study-design.
 	ReasonStopped *CodeableConcept
-	// Note is note (0..*). Comments made about the study
+	// Note is "note" (0..*): Comments made about the study.
 	Note []Annotation
-	// Arm is arm (0..*). Defined path through the study for a subject
+	// Arm is "arm" (0..*): Defined path through the study for a subject.
 	Arm []ResearchStudyArm
-	// Objective is objective (0..*). A goal for the study
+	// Objective is "objective" (0..*): A goal for the study.
 	Objective []ResearchStudyObjective
 }
 
@@ -252,17 +252,17 @@ func (x *ResearchStudy) UnmarshalJSON(data []byte) error {
 
 // ResearchStudyArm is the backbone element ResearchStudy.arm: Defined path through the study for a subject
 type ResearchStudyArm struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Label for study arm
+	// Name is "name" (1..1): Label for study arm.
 	Name *String
-	// Type is type (0..1). Categorization of study arm
+	// Type is "type" (0..1): Categorization of study arm.
 	Type *CodeableConcept
-	// Description is description (0..1). Short explanation of study path
+	// Description is "description" (0..1): Short explanation of study path.
 	Description *String
 }
 
@@ -326,15 +326,15 @@ func (x *ResearchStudyArm) UnmarshalJSON(data []byte) error {
 
 // ResearchStudyObjective is the backbone element ResearchStudy.objective: A goal for the study
 type ResearchStudyObjective struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (0..1). Label for the objective
+	// Name is "name" (0..1): Label for the objective.
 	Name *String
-	// Type is type (0..1). primary | secondary | exploratory
+	// Type is "type" (0..1): primary | secondary | exploratory.
 	Type *CodeableConcept
 }
 

@@ -4,37 +4,37 @@ package r4
 
 // ResearchSubject is the FHIR R4 resource ResearchSubject: A physical entity which is the primary unit of operational and/or administrative interest in a study.
 type ResearchSubject struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for research subject in a study
+	// Identifier is "identifier" (0..*): Business Identifier for research subject in a study.
 	Identifier []Identifier
-	// Status is status (1..1). candidate | eligible | follow-up | ineligible | not-registered | off-study | on-study | on-study-intervention | on-study-observation | pending-on-study | potential-candidate | screening | withdrawn
+	// Status is "status" (1..1): candidate | eligible | follow-up | ineligible | not-registered | off-study | on-study | on-study-intervention | on-study-observation | pending-on-study | potential-candidate | screening | withdrawn.
 	Status *Code
-	// Period is period (0..1). Start and end of participation
+	// Period is "period" (0..1): Start and end of participation.
 	Period *Period
-	// Study is study (1..1). Study subject is part of
+	// Study is "study" (1..1): Study subject is part of.
 	Study *Reference
-	// Individual is individual (1..1). Who is part of study
+	// Individual is "individual" (1..1): Who is part of study.
 	Individual *Reference
-	// AssignedArm is assignedArm (0..1). What path should be followed
+	// AssignedArm is "assignedArm" (0..1): What path should be followed.
 	AssignedArm *String
-	// ActualArm is actualArm (0..1). What path was followed
+	// ActualArm is "actualArm" (0..1): What path was followed.
 	ActualArm *String
-	// Consent is consent (0..1). Agreement to participate in study
+	// Consent is "consent" (0..1): Agreement to participate in study.
 	Consent *Reference
 }
 

@@ -4,57 +4,57 @@ package r4
 
 // RiskAssessment is the FHIR R4 resource RiskAssessment: An assessment of the likely outcome(s) for a patient or other subject as well as the likelihood of each outcome.
 type RiskAssessment struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique identifier for the assessment
+	// Identifier is "identifier" (0..*): Unique identifier for the assessment.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..1). Request fulfilled by this assessment
+	// BasedOn is "basedOn" (0..1): Request fulfilled by this assessment.
 	BasedOn *Reference
-	// Parent is parent (0..1). Part of this occurrence
+	// Parent is "parent" (0..1): Part of this occurrence.
 	Parent *Reference
-	// Status is status (1..1). registered | preliminary | final | amended +
+	// Status is "status" (1..1): registered | preliminary | final | amended +.
 	Status *Code
-	// Method is method (0..1). Evaluation mechanism
+	// Method is "method" (0..1): Evaluation mechanism.
 	Method *CodeableConcept
-	// Code is code (0..1). Type of assessment
+	// Code is "code" (0..1): Type of assessment.
 	Code *CodeableConcept
-	// Subject is subject (1..1). Who/what does assessment apply to?
+	// Subject is "subject" (1..1): Who/what does assessment apply to?.
 	Subject *Reference
-	// Encounter is encounter (0..1). Where was assessment performed?
+	// Encounter is "encounter" (0..1): Where was assessment performed?.
 	Encounter *Reference
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When was assessment made?
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): When was assessment made?.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). When was assessment made?
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): When was assessment made?.
 	OccurrencePeriod *Period
-	// Condition is condition (0..1). Condition assessed
+	// Condition is "condition" (0..1): Condition assessed.
 	Condition *Reference
-	// Performer is performer (0..1). Who did assessment?
+	// Performer is "performer" (0..1): Who did assessment?.
 	Performer *Reference
-	// ReasonCode is reasonCode (0..*). Why the assessment was necessary?
+	// ReasonCode is "reasonCode" (0..*): Why the assessment was necessary?.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Why the assessment was necessary?
+	// ReasonReference is "reasonReference" (0..*): Why the assessment was necessary?.
 	ReasonReference []Reference
-	// Basis is basis (0..*). Information used in assessment
+	// Basis is "basis" (0..*): Information used in assessment.
 	Basis []Reference
-	// Prediction is prediction (0..*). Outcome predicted
+	// Prediction is "prediction" (0..*): Outcome predicted.
 	Prediction []RiskAssessmentPrediction
-	// Mitigation is mitigation (0..1). How to reduce risk
+	// Mitigation is "mitigation" (0..1): How to reduce risk.
 	Mitigation *String
-	// Note is note (0..*). Comments on the risk assessment
+	// Note is "note" (0..*): Comments on the risk assessment.
 	Note []Annotation
 }
 
@@ -216,27 +216,27 @@ func (x *RiskAssessment) UnmarshalJSON(data []byte) error {
 
 // RiskAssessmentPrediction is the backbone element RiskAssessment.prediction: Outcome predicted
 type RiskAssessmentPrediction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Outcome is outcome (0..1). Possible outcome for the subject
+	// Outcome is "outcome" (0..1): Possible outcome for the subject.
 	Outcome *CodeableConcept
-	// ProbabilityDecimal is probabilityDecimal (0..1). Likelihood of specified outcome
+	// ProbabilityDecimal is "probabilityDecimal" (probability[x] as decimal, 0..1): Likelihood of specified outcome.
 	ProbabilityDecimal *Decimal
-	// ProbabilityRange is probabilityRange (0..1). Likelihood of specified outcome
+	// ProbabilityRange is "probabilityRange" (probability[x] as Range, 0..1): Likelihood of specified outcome.
 	ProbabilityRange *Range
-	// QualitativeRisk is qualitativeRisk (0..1). Likelihood of specified outcome as a qualitative value
+	// QualitativeRisk is "qualitativeRisk" (0..1): Likelihood of specified outcome as a qualitative value.
 	QualitativeRisk *CodeableConcept
-	// RelativeRisk is relativeRisk (0..1). Relative likelihood
+	// RelativeRisk is "relativeRisk" (0..1): Relative likelihood.
 	RelativeRisk *Decimal
-	// WhenPeriod is whenPeriod (0..1). Timeframe or age range
+	// WhenPeriod is "whenPeriod" (when[x] as Period, 0..1): Timeframe or age range.
 	WhenPeriod *Period
-	// WhenRange is whenRange (0..1). Timeframe or age range
+	// WhenRange is "whenRange" (when[x] as Range, 0..1): Timeframe or age range.
 	WhenRange *Range
-	// Rationale is rationale (0..1). Explanation of prediction
+	// Rationale is "rationale" (0..1): Explanation of prediction.
 	Rationale *String
 }
 

@@ -4,37 +4,37 @@ package r4
 
 // Schedule is the FHIR R4 resource Schedule: A container for slots of time that may be available for booking appointments.
 type Schedule struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this item
+	// Identifier is "identifier" (0..*): External Ids for this item.
 	Identifier []Identifier
-	// Active is active (0..1). Whether this schedule is in active use
+	// Active is "active" (0..1): Whether this schedule is in active use.
 	Active *Boolean
-	// ServiceCategory is serviceCategory (0..*). High-level category
+	// ServiceCategory is "serviceCategory" (0..*): High-level category.
 	ServiceCategory []CodeableConcept
-	// ServiceType is serviceType (0..*). Specific service
+	// ServiceType is "serviceType" (0..*): Specific service.
 	ServiceType []CodeableConcept
-	// Specialty is specialty (0..*). Type of specialty needed
+	// Specialty is "specialty" (0..*): Type of specialty needed.
 	Specialty []CodeableConcept
-	// Actor is actor (1..*). Resource(s) that availability information is being provided for
+	// Actor is "actor" (1..*): Resource(s) that availability information is being provided for.
 	Actor []Reference
-	// PlanningHorizon is planningHorizon (0..1). Period of time covered by schedule
+	// PlanningHorizon is "planningHorizon" (0..1): Period of time covered by schedule.
 	PlanningHorizon *Period
-	// Comment is comment (0..1). Comments on availability
+	// Comment is "comment" (0..1): Comments on availability.
 	Comment *String
 }
 

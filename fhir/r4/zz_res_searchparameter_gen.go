@@ -4,73 +4,73 @@ package r4
 
 // SearchParameter is the FHIR R4 resource SearchParameter: A search parameter that defines a named search item that can be used to search/filter on a resource.
 type SearchParameter struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical identifier for this search parameter, represented as a URI (globally unique)
+	// URL is "url" (1..1): Canonical identifier for this search parameter, represented as a URI (globally unique).
 	URL *URI
-	// Version is version (0..1). Business version of the search parameter
+	// Version is "version" (0..1): Business version of the search parameter.
 	Version *String
-	// Name is name (1..1). Name for this search parameter (computer friendly)
+	// Name is "name" (1..1): Name for this search parameter (computer friendly).
 	Name *String
-	// DerivedFrom is derivedFrom (0..1). Original definition for the search parameter
+	// DerivedFrom is "derivedFrom" (0..1): Original definition for the search parameter.
 	DerivedFrom *Canonical
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (1..1). Natural language description of the search parameter
+	// Description is "description" (1..1): Natural language description of the search parameter.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for search parameter (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for search parameter (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this search parameter is defined
+	// Purpose is "purpose" (0..1): Why this search parameter is defined.
 	Purpose *Markdown
-	// Code is code (1..1). Code used in URL
+	// Code is "code" (1..1): Code used in URL.
 	Code *Code
-	// Base is base (1..*). The resource type(s) this search parameter applies to
+	// Base is "base" (1..*): The resource type(s) this search parameter applies to.
 	Base []Code
-	// Type is type (1..1). number | date | string | token | reference | composite | quantity | uri | special
+	// Type is "type" (1..1): number | date | string | token | reference | composite | quantity | uri | special.
 	Type *Code
-	// Expression is expression (0..1). FHIRPath expression that extracts the values
+	// Expression is "expression" (0..1): FHIRPath expression that extracts the values.
 	Expression *String
-	// Xpath is xpath (0..1). XPath that extracts the values
+	// Xpath is "xpath" (0..1): XPath that extracts the values.
 	Xpath *String
-	// XpathUsage is xpathUsage (0..1). normal | phonetic | nearby | distance | other
+	// XpathUsage is "xpathUsage" (0..1): normal | phonetic | nearby | distance | other.
 	XpathUsage *Code
-	// Target is target (0..*). Types of resource (if a resource reference)
+	// Target is "target" (0..*): Types of resource (if a resource reference).
 	Target []Code
-	// MultipleOr is multipleOr (0..1). Allow multiple values per parameter (or)
+	// MultipleOr is "multipleOr" (0..1): Allow multiple values per parameter (or).
 	MultipleOr *Boolean
-	// MultipleAnd is multipleAnd (0..1). Allow multiple parameters (and)
+	// MultipleAnd is "multipleAnd" (0..1): Allow multiple parameters (and).
 	MultipleAnd *Boolean
-	// Comparator is comparator (0..*). eq | ne | gt | lt | ge | le | sa | eb | ap
+	// Comparator is "comparator" (0..*): eq | ne | gt | lt | ge | le | sa | eb | ap.
 	Comparator []Code
-	// Modifier is modifier (0..*). missing | exact | contains | not | text | in | not-in | below | above | type | identifier | ofType
+	// Modifier is "modifier" (0..*): missing | exact | contains | not | text | in | not-in | below | above | type | identifier | ofType.
 	Modifier []Code
-	// Chain is chain (0..*). Chained names supported
+	// Chain is "chain" (0..*): Chained names supported.
 	Chain []String
-	// Component is component (0..*). For Composite resources to define the parts
+	// Component is "component" (0..*): For Composite resources to define the parts.
 	Component []SearchParameterComponent
 }
 
@@ -302,15 +302,15 @@ func (x *SearchParameter) UnmarshalJSON(data []byte) error {
 
 // SearchParameterComponent is the backbone element SearchParameter.component: For Composite resources to define the parts
 type SearchParameterComponent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Definition is definition (1..1). Defines how the part works
+	// Definition is "definition" (1..1): Defines how the part works.
 	Definition *Canonical
-	// Expression is expression (1..1). Subexpression relative to main expression
+	// Expression is "expression" (1..1): Subexpression relative to main expression.
 	Expression *String
 }
 

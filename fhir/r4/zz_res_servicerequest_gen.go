@@ -4,97 +4,97 @@ package r4
 
 // ServiceRequest is the FHIR R4 resource ServiceRequest: A record of a request for service such as diagnostic investigations, treatments, or operations to be performed.
 type ServiceRequest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Identifiers assigned to this order
+	// Identifier is "identifier" (0..*): Identifiers assigned to this order.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..*). Instantiates FHIR protocol or definition
+	// InstantiatesCanonical is "instantiatesCanonical" (0..*): Instantiates FHIR protocol or definition.
 	InstantiatesCanonical []Canonical
-	// InstantiatesURI is instantiatesUri (0..*). Instantiates external protocol or definition
+	// InstantiatesURI is "instantiatesUri" (0..*): Instantiates external protocol or definition.
 	InstantiatesURI []URI
-	// BasedOn is basedOn (0..*). What request fulfills
+	// BasedOn is "basedOn" (0..*): What request fulfills.
 	BasedOn []Reference
-	// Replaces is replaces (0..*). What request replaces
+	// Replaces is "replaces" (0..*): What request replaces.
 	Replaces []Reference
-	// Requisition is requisition (0..1). Composite Request ID
+	// Requisition is "requisition" (0..1): Composite Request ID.
 	Requisition *Identifier
-	// Status is status (1..1). draft | active | on-hold | revoked | completed | entered-in-error | unknown
+	// Status is "status" (1..1): draft | active | on-hold | revoked | completed | entered-in-error | unknown.
 	Status *Code
-	// Intent is intent (1..1). proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option
+	// Intent is "intent" (1..1): proposal | plan | directive | order | original-order | reflex-order | filler-order | instance-order | option.
 	Intent *Code
-	// Category is category (0..*). Classification of service
+	// Category is "category" (0..*): Classification of service.
 	Category []CodeableConcept
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// DoNotPerform is doNotPerform (0..1). True if service/procedure should not be performed
+	// DoNotPerform is "doNotPerform" (0..1): True if service/procedure should not be performed.
 	DoNotPerform *Boolean
-	// Code is code (0..1). What is being requested/ordered
+	// Code is "code" (0..1): What is being requested/ordered.
 	Code *CodeableConcept
-	// OrderDetail is orderDetail (0..*). Additional order information
+	// OrderDetail is "orderDetail" (0..*): Additional order information.
 	OrderDetail []CodeableConcept
-	// QuantityQuantity is quantityQuantity (0..1). Service amount
+	// QuantityQuantity is "quantityQuantity" (quantity[x] as Quantity, 0..1): Service amount.
 	QuantityQuantity *Quantity
-	// QuantityRatio is quantityRatio (0..1). Service amount
+	// QuantityRatio is "quantityRatio" (quantity[x] as Ratio, 0..1): Service amount.
 	QuantityRatio *Ratio
-	// QuantityRange is quantityRange (0..1). Service amount
+	// QuantityRange is "quantityRange" (quantity[x] as Range, 0..1): Service amount.
 	QuantityRange *Range
-	// Subject is subject (1..1). Individual or Entity the service is ordered for
+	// Subject is "subject" (1..1): Individual or Entity the service is ordered for.
 	Subject *Reference
-	// Encounter is encounter (0..1). Encounter in which the request was created
+	// Encounter is "encounter" (0..1): Encounter in which the request was created.
 	Encounter *Reference
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When service should occur
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): When service should occur.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). When service should occur
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): When service should occur.
 	OccurrencePeriod *Period
-	// OccurrenceTiming is occurrenceTiming (0..1). When service should occur
+	// OccurrenceTiming is "occurrenceTiming" (occurrence[x] as Timing, 0..1): When service should occur.
 	OccurrenceTiming *Timing
-	// AsNeededBoolean is asNeededBoolean (0..1). Preconditions for service
+	// AsNeededBoolean is "asNeededBoolean" (asNeeded[x] as boolean, 0..1): Preconditions for service.
 	AsNeededBoolean *Boolean
-	// AsNeededCodeableConcept is asNeededCodeableConcept (0..1). Preconditions for service
+	// AsNeededCodeableConcept is "asNeededCodeableConcept" (asNeeded[x] as CodeableConcept, 0..1): Preconditions for service.
 	AsNeededCodeableConcept *CodeableConcept
-	// AuthoredOn is authoredOn (0..1). Date request signed
+	// AuthoredOn is "authoredOn" (0..1): Date request signed.
 	AuthoredOn *DateTime
-	// Requester is requester (0..1). Who/what is requesting service
+	// Requester is "requester" (0..1): Who/what is requesting service.
 	Requester *Reference
-	// PerformerType is performerType (0..1). Performer role
+	// PerformerType is "performerType" (0..1): Performer role.
 	PerformerType *CodeableConcept
-	// Performer is performer (0..*). Requested performer
+	// Performer is "performer" (0..*): Requested performer.
 	Performer []Reference
-	// LocationCode is locationCode (0..*). Requested location
+	// LocationCode is "locationCode" (0..*): Requested location.
 	LocationCode []CodeableConcept
-	// LocationReference is locationReference (0..*). Requested location
+	// LocationReference is "locationReference" (0..*): Requested location.
 	LocationReference []Reference
-	// ReasonCode is reasonCode (0..*). Explanation/Justification for procedure or service
+	// ReasonCode is "reasonCode" (0..*): Explanation/Justification for procedure or service.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). Explanation/Justification for service or service
+	// ReasonReference is "reasonReference" (0..*): Explanation/Justification for service or service.
 	ReasonReference []Reference
-	// Insurance is insurance (0..*). Associated insurance coverage
+	// Insurance is "insurance" (0..*): Associated insurance coverage.
 	Insurance []Reference
-	// SupportingInfo is supportingInfo (0..*). Additional clinical information
+	// SupportingInfo is "supportingInfo" (0..*): Additional clinical information.
 	SupportingInfo []Reference
-	// Specimen is specimen (0..*). Procedure Samples
+	// Specimen is "specimen" (0..*): Procedure Samples.
 	Specimen []Reference
-	// BodySite is bodySite (0..*). Location on Body
+	// BodySite is "bodySite" (0..*): Location on Body.
 	BodySite []CodeableConcept
-	// Note is note (0..*). Comments
+	// Note is "note" (0..*): Comments.
 	Note []Annotation
-	// PatientInstruction is patientInstruction (0..1). Patient or consumer-oriented instructions
+	// PatientInstruction is "patientInstruction" (0..1): Patient or consumer-oriented instructions.
 	PatientInstruction *String
-	// RelevantHistory is relevantHistory (0..*). Request provenance
+	// RelevantHistory is "relevantHistory" (0..*): Request provenance.
 	RelevantHistory []Reference
 }
 

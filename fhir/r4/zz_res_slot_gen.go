@@ -4,43 +4,43 @@ package r4
 
 // Slot is the FHIR R4 resource Slot: A slot of time on a schedule that may be available for booking appointments.
 type Slot struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Ids for this item
+	// Identifier is "identifier" (0..*): External Ids for this item.
 	Identifier []Identifier
-	// ServiceCategory is serviceCategory (0..*). A broad categorization of the service that is to be performed during this appointment
+	// ServiceCategory is "serviceCategory" (0..*): A broad categorization of the service that is to be performed during this appointment.
 	ServiceCategory []CodeableConcept
-	// ServiceType is serviceType (0..*). The type of appointments that can be booked into this slot (ideally this would be an identifiable service - which is at a location, rather than the location itself).
+	// ServiceType is "serviceType" (0..*): The type of appointments that can be booked into this slot (ideally this would be an identifiable service - which is at a location, rather than the location itself).
 	ServiceType []CodeableConcept
-	// Specialty is specialty (0..*). The specialty of a practitioner that would be required to perform the service requested in this appointment
+	// Specialty is "specialty" (0..*): The specialty of a practitioner that would be required to perform the service requested in this appointment.
 	Specialty []CodeableConcept
-	// AppointmentType is appointmentType (0..1). The style of appointment or patient that may be booked in the slot (not service type)
+	// AppointmentType is "appointmentType" (0..1): The style of appointment or patient that may be booked in the slot (not service type).
 	AppointmentType *CodeableConcept
-	// Schedule is schedule (1..1). The schedule resource that this slot defines an interval of status information
+	// Schedule is "schedule" (1..1): The schedule resource that this slot defines an interval of status information.
 	Schedule *Reference
-	// Status is status (1..1). busy | free | busy-unavailable | busy-tentative | entered-in-error
+	// Status is "status" (1..1): busy | free | busy-unavailable | busy-tentative | entered-in-error.
 	Status *Code
-	// Start is start (1..1). Date/Time that the slot is to begin
+	// Start is "start" (1..1): Date/Time that the slot is to begin.
 	Start *Instant
-	// End is end (1..1). Date/Time that the slot is to conclude
+	// End is "end" (1..1): Date/Time that the slot is to conclude.
 	End *Instant
-	// Overbooked is overbooked (0..1). This slot has already been overbooked, appointments are unlikely to be accepted for this time
+	// Overbooked is "overbooked" (0..1): This slot has already been overbooked, appointments are unlikely to be accepted for this time.
 	Overbooked *Boolean
-	// Comment is comment (0..1). Comments on the slot to describe any extended information.
+	// Comment is "comment" (0..1): Comments on the slot to describe any extended information.
 	Comment *String
 }
 

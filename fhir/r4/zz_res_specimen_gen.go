@@ -4,47 +4,47 @@ package r4
 
 // Specimen is the FHIR R4 resource Specimen: A sample to be used for analysis.
 type Specimen struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External Identifier
+	// Identifier is "identifier" (0..*): External Identifier.
 	Identifier []Identifier
-	// AccessionIdentifier is accessionIdentifier (0..1). Identifier assigned by the lab
+	// AccessionIdentifier is "accessionIdentifier" (0..1): Identifier assigned by the lab.
 	AccessionIdentifier *Identifier
-	// Status is status (0..1). available | unavailable | unsatisfactory | entered-in-error
+	// Status is "status" (0..1): available | unavailable | unsatisfactory | entered-in-error.
 	Status *Code
-	// Type is type (0..1). Kind of material that forms the specimen
+	// Type is "type" (0..1): Kind of material that forms the specimen.
 	Type *CodeableConcept
-	// Subject is subject (0..1). Where the specimen came from.
+	// Subject is "subject" (0..1): Where the specimen came from.
 	Subject *Reference
-	// ReceivedTime is receivedTime (0..1). The time when specimen was received for processing
+	// ReceivedTime is "receivedTime" (0..1): The time when specimen was received for processing.
 	ReceivedTime *DateTime
-	// Parent is parent (0..*). Specimen from which this specimen originated
+	// Parent is "parent" (0..*): Specimen from which this specimen originated.
 	Parent []Reference
-	// Request is request (0..*). Why the specimen was collected
+	// Request is "request" (0..*): Why the specimen was collected.
 	Request []Reference
-	// Collection is collection (0..1). Collection details
+	// Collection is "collection" (0..1): Collection details.
 	Collection *SpecimenCollection
-	// Processing is processing (0..*). Processing and processing step details
+	// Processing is "processing" (0..*): Processing and processing step details.
 	Processing []SpecimenProcessing
-	// Container is container (0..*). Direct container of specimen (tube/slide, etc.)
+	// Container is "container" (0..*): Direct container of specimen (tube/slide, etc.).
 	Container []SpecimenContainer
-	// Condition is condition (0..*). State of the specimen
+	// Condition is "condition" (0..*): State of the specimen.
 	Condition []CodeableConcept
-	// Note is note (0..*). Comments
+	// Note is "note" (0..*): Comments.
 	Note []Annotation
 }
 
@@ -184,29 +184,29 @@ func (x *Specimen) UnmarshalJSON(data []byte) error {
 
 // SpecimenCollection is the backbone element Specimen.collection: Collection details
 type SpecimenCollection struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Collector is collector (0..1). Who collected the specimen
+	// Collector is "collector" (0..1): Who collected the specimen.
 	Collector *Reference
-	// CollectedDateTime is collectedDateTime (0..1). Collection time
+	// CollectedDateTime is "collectedDateTime" (collected[x] as dateTime, 0..1): Collection time.
 	CollectedDateTime *DateTime
-	// CollectedPeriod is collectedPeriod (0..1). Collection time
+	// CollectedPeriod is "collectedPeriod" (collected[x] as Period, 0..1): Collection time.
 	CollectedPeriod *Period
-	// Duration is duration (0..1). How long it took to collect specimen
+	// Duration is "duration" (0..1): How long it took to collect specimen.
 	Duration *Duration
-	// Quantity is quantity (0..1). The quantity of specimen collected
+	// Quantity is "quantity" (0..1): The quantity of specimen collected.
 	Quantity *Quantity
-	// Method is method (0..1). Technique used to perform collection
+	// Method is "method" (0..1): Technique used to perform collection.
 	Method *CodeableConcept
-	// BodySite is bodySite (0..1). Anatomical collection site
+	// BodySite is "bodySite" (0..1): Anatomical collection site.
 	BodySite *CodeableConcept
-	// FastingStatusCodeableConcept is fastingStatusCodeableConcept (0..1). Whether or how long patient abstained from food and/or drink
+	// FastingStatusCodeableConcept is "fastingStatusCodeableConcept" (fastingStatus[x] as CodeableConcept, 0..1): Whether or how long patient abstained from food and/or drink.
 	FastingStatusCodeableConcept *CodeableConcept
-	// FastingStatusDuration is fastingStatusDuration (0..1). Whether or how long patient abstained from food and/or drink
+	// FastingStatusDuration is "fastingStatusDuration" (fastingStatus[x] as Duration, 0..1): Whether or how long patient abstained from food and/or drink.
 	FastingStatusDuration *Duration
 }
 
@@ -292,21 +292,21 @@ func (x *SpecimenCollection) UnmarshalJSON(data []byte) error {
 
 // SpecimenProcessing is the backbone element Specimen.processing: Processing and processing step details
 type SpecimenProcessing struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (0..1). Textual description of procedure
+	// Description is "description" (0..1): Textual description of procedure.
 	Description *String
-	// Procedure is procedure (0..1). Indicates the treatment step applied to the specimen
+	// Procedure is "procedure" (0..1): Indicates the treatment step applied to the specimen.
 	Procedure *CodeableConcept
-	// Additive is additive (0..*). Material used in the processing step
+	// Additive is "additive" (0..*): Material used in the processing step.
 	Additive []Reference
-	// TimeDateTime is timeDateTime (0..1). Date and time of specimen processing
+	// TimeDateTime is "timeDateTime" (time[x] as dateTime, 0..1): Date and time of specimen processing.
 	TimeDateTime *DateTime
-	// TimePeriod is timePeriod (0..1). Date and time of specimen processing
+	// TimePeriod is "timePeriod" (time[x] as Period, 0..1): Date and time of specimen processing.
 	TimePeriod *Period
 }
 
@@ -378,25 +378,25 @@ func (x *SpecimenProcessing) UnmarshalJSON(data []byte) error {
 
 // SpecimenContainer is the backbone element Specimen.container: Direct container of specimen (tube/slide, etc.)
 type SpecimenContainer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Id for the container
+	// Identifier is "identifier" (0..*): Id for the container.
 	Identifier []Identifier
-	// Description is description (0..1). Textual description of the container
+	// Description is "description" (0..1): Textual description of the container.
 	Description *String
-	// Type is type (0..1). Kind of container directly associated with specimen
+	// Type is "type" (0..1): Kind of container directly associated with specimen.
 	Type *CodeableConcept
-	// Capacity is capacity (0..1). Container volume or size
+	// Capacity is "capacity" (0..1): Container volume or size.
 	Capacity *Quantity
-	// SpecimenQuantity is specimenQuantity (0..1). Quantity of specimen within container
+	// SpecimenQuantity is "specimenQuantity" (0..1): Quantity of specimen within container.
 	SpecimenQuantity *Quantity
-	// AdditiveCodeableConcept is additiveCodeableConcept (0..1). Additive associated with container
+	// AdditiveCodeableConcept is "additiveCodeableConcept" (additive[x] as CodeableConcept, 0..1): Additive associated with container.
 	AdditiveCodeableConcept *CodeableConcept
-	// AdditiveReference is additiveReference (0..1). Additive associated with container
+	// AdditiveReference is "additiveReference" (additive[x] as Reference, 0..1): Additive associated with container.
 	AdditiveReference *Reference
 }
 

@@ -4,33 +4,33 @@ package r4
 
 // SpecimenDefinition is the FHIR R4 resource SpecimenDefinition: A kind of specimen with associated set of requirements.
 type SpecimenDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Business identifier of a kind of specimen
+	// Identifier is "identifier" (0..1): Business identifier of a kind of specimen.
 	Identifier *Identifier
-	// TypeCollected is typeCollected (0..1). Kind of material to collect
+	// TypeCollected is "typeCollected" (0..1): Kind of material to collect.
 	TypeCollected *CodeableConcept
-	// PatientPreparation is patientPreparation (0..*). Patient preparation for collection
+	// PatientPreparation is "patientPreparation" (0..*): Patient preparation for collection.
 	PatientPreparation []CodeableConcept
-	// TimeAspect is timeAspect (0..1). Time aspect for collection
+	// TimeAspect is "timeAspect" (0..1): Time aspect for collection.
 	TimeAspect *String
-	// Collection is collection (0..*). Specimen collection procedure
+	// Collection is "collection" (0..*): Specimen collection procedure.
 	Collection []CodeableConcept
-	// TypeTested is typeTested (0..*). Specimen in container intended for testing by lab
+	// TypeTested is "typeTested" (0..*): Specimen in container intended for testing by lab.
 	TypeTested []SpecimenDefinitionTypeTested
 }
 
@@ -140,27 +140,27 @@ func (x *SpecimenDefinition) UnmarshalJSON(data []byte) error {
 
 // SpecimenDefinitionTypeTested is the backbone element SpecimenDefinition.typeTested: Specimen in container intended for testing by lab
 type SpecimenDefinitionTypeTested struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// IsDerived is isDerived (0..1). Primary or secondary specimen
+	// IsDerived is "isDerived" (0..1): Primary or secondary specimen.
 	IsDerived *Boolean
-	// Type is type (0..1). Type of intended specimen
+	// Type is "type" (0..1): Type of intended specimen.
 	Type *CodeableConcept
-	// Preference is preference (1..1). preferred | alternate
+	// Preference is "preference" (1..1): preferred | alternate.
 	Preference *Code
-	// Container is container (0..1). The specimen's container
+	// Container is "container" (0..1): The specimen's container.
 	Container *SpecimenDefinitionTypeTestedContainer
-	// Requirement is requirement (0..1). Specimen requirements
+	// Requirement is "requirement" (0..1): Specimen requirements.
 	Requirement *String
-	// RetentionTime is retentionTime (0..1). Specimen retention time
+	// RetentionTime is "retentionTime" (0..1): Specimen retention time.
 	RetentionTime *Duration
-	// RejectionCriterion is rejectionCriterion (0..*). Rejection criterion
+	// RejectionCriterion is "rejectionCriterion" (0..*): Rejection criterion.
 	RejectionCriterion []CodeableConcept
-	// Handling is handling (0..*). Specimen handling before testing
+	// Handling is "handling" (0..*): Specimen handling before testing.
 	Handling []SpecimenDefinitionTypeTestedHandling
 }
 
@@ -246,29 +246,29 @@ func (x *SpecimenDefinitionTypeTested) UnmarshalJSON(data []byte) error {
 
 // SpecimenDefinitionTypeTestedContainer is the backbone element SpecimenDefinition.typeTested.container: The specimen's container
 type SpecimenDefinitionTypeTestedContainer struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Material is material (0..1). Container material
+	// Material is "material" (0..1): Container material.
 	Material *CodeableConcept
-	// Type is type (0..1). Kind of container associated with the kind of specimen
+	// Type is "type" (0..1): Kind of container associated with the kind of specimen.
 	Type *CodeableConcept
-	// Cap is cap (0..1). Color of container cap
+	// Cap is "cap" (0..1): Color of container cap.
 	Cap *CodeableConcept
-	// Description is description (0..1). Container description
+	// Description is "description" (0..1): Container description.
 	Description *String
-	// Capacity is capacity (0..1). Container capacity
+	// Capacity is "capacity" (0..1): Container capacity.
 	Capacity *Quantity
-	// MinimumVolumeQuantity is minimumVolumeQuantity (0..1). Minimum volume
+	// MinimumVolumeQuantity is "minimumVolumeQuantity" (minimumVolume[x] as Quantity, 0..1): Minimum volume.
 	MinimumVolumeQuantity *Quantity
-	// MinimumVolumeString is minimumVolumeString (0..1). Minimum volume
+	// MinimumVolumeString is "minimumVolumeString" (minimumVolume[x] as string, 0..1): Minimum volume.
 	MinimumVolumeString *String
-	// Additive is additive (0..*). Additive associated with container
+	// Additive is "additive" (0..*): Additive associated with container.
 	Additive []SpecimenDefinitionTypeTestedContainerAdditive
-	// Preparation is preparation (0..1). Specimen container preparation
+	// Preparation is "preparation" (0..1): Specimen container preparation.
 	Preparation *String
 }
 
@@ -360,15 +360,15 @@ func (x *SpecimenDefinitionTypeTestedContainer) UnmarshalJSON(data []byte) error
 
 // SpecimenDefinitionTypeTestedContainerAdditive is the backbone element SpecimenDefinition.typeTested.container.additive: Additive associated with container
 type SpecimenDefinitionTypeTestedContainerAdditive struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// AdditiveCodeableConcept is additiveCodeableConcept (1..1). Additive associated with container
+	// AdditiveCodeableConcept is "additiveCodeableConcept" (additive[x] as CodeableConcept, 1..1): Additive associated with container.
 	AdditiveCodeableConcept *CodeableConcept
-	// AdditiveReference is additiveReference (1..1). Additive associated with container
+	// AdditiveReference is "additiveReference" (additive[x] as Reference, 1..1): Additive associated with container.
 	AdditiveReference *Reference
 }
 
@@ -426,19 +426,19 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) UnmarshalJSON(data []byt
 
 // SpecimenDefinitionTypeTestedHandling is the backbone element SpecimenDefinition.typeTested.handling: Specimen handling before testing
 type SpecimenDefinitionTypeTestedHandling struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// TemperatureQualifier is temperatureQualifier (0..1). Temperature qualifier
+	// TemperatureQualifier is "temperatureQualifier" (0..1): Temperature qualifier.
 	TemperatureQualifier *CodeableConcept
-	// TemperatureRange is temperatureRange (0..1). Temperature range
+	// TemperatureRange is "temperatureRange" (0..1): Temperature range.
 	TemperatureRange *Range
-	// MaxDuration is maxDuration (0..1). Maximum preservation time
+	// MaxDuration is "maxDuration" (0..1): Maximum preservation time.
 	MaxDuration *Duration
-	// Instruction is instruction (0..1). Preservation instruction
+	// Instruction is "instruction" (0..1): Preservation instruction.
 	Instruction *String
 }
 

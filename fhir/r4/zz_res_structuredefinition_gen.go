@@ -4,75 +4,75 @@ package r4
 
 // StructureDefinition is the FHIR R4 resource StructureDefinition: A definition of a FHIR structure.
 type StructureDefinition struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical identifier for this structure definition, represented as a URI (globally unique)
+	// URL is "url" (1..1): Canonical identifier for this structure definition, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the structure definition
+	// Identifier is "identifier" (0..*): Additional identifier for the structure definition.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the structure definition
+	// Version is "version" (0..1): Business version of the structure definition.
 	Version *String
-	// Name is name (1..1). Name for this structure definition (computer friendly)
+	// Name is "name" (1..1): Name for this structure definition (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this structure definition (human friendly)
+	// Title is "title" (0..1): Name for this structure definition (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the structure definition
+	// Description is "description" (0..1): Natural language description of the structure definition.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for structure definition (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for structure definition (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this structure definition is defined
+	// Purpose is "purpose" (0..1): Why this structure definition is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Keyword is keyword (0..*). Assist with indexing and finding
+	// Keyword is "keyword" (0..*): Assist with indexing and finding.
 	Keyword []Coding
-	// FhirVersion is fhirVersion (0..1). FHIR Version this StructureDefinition targets
+	// FhirVersion is "fhirVersion" (0..1): FHIR Version this StructureDefinition targets.
 	FhirVersion *Code
-	// Mapping is mapping (0..*). External specification that the content is mapped to
+	// Mapping is "mapping" (0..*): External specification that the content is mapped to.
 	Mapping []StructureDefinitionMapping
-	// Kind is kind (1..1). primitive-type | complex-type | resource | logical
+	// Kind is "kind" (1..1): primitive-type | complex-type | resource | logical.
 	Kind *Code
-	// Abstract is abstract (1..1). Whether the structure is abstract
+	// Abstract is "abstract" (1..1): Whether the structure is abstract.
 	Abstract *Boolean
-	// Context is context (0..*). If an extension, where it can be used in instances
+	// Context is "context" (0..*): If an extension, where it can be used in instances.
 	Context []StructureDefinitionContext
-	// ContextInvariant is contextInvariant (0..*). FHIRPath invariants - when the extension can be used
+	// ContextInvariant is "contextInvariant" (0..*): FHIRPath invariants - when the extension can be used.
 	ContextInvariant []String
-	// Type is type (1..1). Type defined or constrained by this structure
+	// Type is "type" (1..1): Type defined or constrained by this structure.
 	Type *URI
-	// BaseDefinition is baseDefinition (0..1). Definition that this type is constrained/specialized from
+	// BaseDefinition is "baseDefinition" (0..1): Definition that this type is constrained/specialized from.
 	BaseDefinition *Canonical
-	// Derivation is derivation (0..1). specialization | constraint - How relates to base definition
+	// Derivation is "derivation" (0..1): specialization | constraint - How relates to base definition.
 	Derivation *Code
-	// Snapshot is snapshot (0..1). Snapshot view of the structure
+	// Snapshot is "snapshot" (0..1): Snapshot view of the structure.
 	Snapshot *StructureDefinitionSnapshot
-	// Differential is differential (0..1). Differential view of the structure
+	// Differential is "differential" (0..1): Differential view of the structure.
 	Differential *StructureDefinitionDifferential
 }
 
@@ -300,19 +300,19 @@ func (x *StructureDefinition) UnmarshalJSON(data []byte) error {
 
 // StructureDefinitionMapping is the backbone element StructureDefinition.mapping: External specification that the content is mapped to
 type StructureDefinitionMapping struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identity is identity (1..1). Internal id when this mapping is used
+	// Identity is "identity" (1..1): Internal id when this mapping is used.
 	Identity *ID
-	// URI is uri (0..1). Identifies what this mapping refers to
+	// URI is "uri" (0..1): Identifies what this mapping refers to.
 	URI *URI
-	// Name is name (0..1). Names what this mapping refers to
+	// Name is "name" (0..1): Names what this mapping refers to.
 	Name *String
-	// Comment is comment (0..1). Versions, Issues, Scope limitations etc.
+	// Comment is "comment" (0..1): Versions, Issues, Scope limitations etc.
 	Comment *String
 }
 
@@ -384,15 +384,15 @@ func (x *StructureDefinitionMapping) UnmarshalJSON(data []byte) error {
 
 // StructureDefinitionContext is the backbone element StructureDefinition.context: If an extension, where it can be used in instances
 type StructureDefinitionContext struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). fhirpath | element | extension
+	// Type is "type" (1..1): fhirpath | element | extension.
 	Type *Code
-	// Expression is expression (1..1). Where the extension can be used in instances
+	// Expression is "expression" (1..1): Where the extension can be used in instances.
 	Expression *String
 }
 
@@ -452,13 +452,13 @@ func (x *StructureDefinitionContext) UnmarshalJSON(data []byte) error {
 
 // StructureDefinitionSnapshot is the backbone element StructureDefinition.snapshot: Snapshot view of the structure
 type StructureDefinitionSnapshot struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Element is element (1..*). Definition of elements in the resource (if no StructureDefinition)
+	// Element is "element" (1..*): Definition of elements in the resource (if no StructureDefinition).
 	Element []ElementDefinition
 }
 
@@ -510,13 +510,13 @@ func (x *StructureDefinitionSnapshot) UnmarshalJSON(data []byte) error {
 
 // StructureDefinitionDifferential is the backbone element StructureDefinition.differential: Differential view of the structure
 type StructureDefinitionDifferential struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Element is element (1..*). Definition of elements in the resource (if no StructureDefinition)
+	// Element is "element" (1..*): Definition of elements in the resource (if no StructureDefinition).
 	Element []ElementDefinition
 }
 

@@ -4,57 +4,57 @@ package r4
 
 // StructureMap is the FHIR R4 resource StructureMap: A Map of relationships between 2 structures that can be used to transform data.
 type StructureMap struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical identifier for this structure map, represented as a URI (globally unique)
+	// URL is "url" (1..1): Canonical identifier for this structure map, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the structure map
+	// Identifier is "identifier" (0..*): Additional identifier for the structure map.
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the structure map
+	// Version is "version" (0..1): Business version of the structure map.
 	Version *String
-	// Name is name (1..1). Name for this structure map (computer friendly)
+	// Name is "name" (1..1): Name for this structure map (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this structure map (human friendly)
+	// Title is "title" (0..1): Name for this structure map (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the structure map
+	// Description is "description" (0..1): Natural language description of the structure map.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for structure map (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for structure map (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this structure map is defined
+	// Purpose is "purpose" (0..1): Why this structure map is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Structure is structure (0..*). Structure Definition used by this map
+	// Structure is "structure" (0..*): Structure Definition used by this map.
 	Structure []StructureMapStructure
-	// Import is import (0..*). Other maps used by this map (canonical URLs)
+	// Import is "import" (0..*): Other maps used by this map (canonical URLs).
 	Import []Canonical
-	// Group is group (1..*). Named sections for reader convenience
+	// Group is "group" (1..*): Named sections for reader convenience.
 	Group []StructureMapGroup
 }
 
@@ -234,19 +234,19 @@ func (x *StructureMap) UnmarshalJSON(data []byte) error {
 
 // StructureMapStructure is the backbone element StructureMap.structure: Structure Definition used by this map
 type StructureMapStructure struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical reference to structure definition
+	// URL is "url" (1..1): Canonical reference to structure definition.
 	URL *Canonical
-	// Mode is mode (1..1). source | queried | target | produced
+	// Mode is "mode" (1..1): source | queried | target | produced.
 	Mode *Code
-	// Alias is alias (0..1). Name for type in this map
+	// Alias is "alias" (0..1): Name for type in this map.
 	Alias *String
-	// Documentation is documentation (0..1). Documentation on use of structure
+	// Documentation is "documentation" (0..1): Documentation on use of structure.
 	Documentation *String
 }
 
@@ -318,23 +318,23 @@ func (x *StructureMapStructure) UnmarshalJSON(data []byte) error {
 
 // StructureMapGroup is the backbone element StructureMap.group: Named sections for reader convenience
 type StructureMapGroup struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Human-readable label
+	// Name is "name" (1..1): Human-readable label.
 	Name *ID
-	// Extends is extends (0..1). Another group that this group adds rules to
+	// Extends is "extends" (0..1): Another group that this group adds rules to.
 	Extends *ID
-	// TypeMode is typeMode (1..1). none | types | type-and-types
+	// TypeMode is "typeMode" (1..1): none | types | type-and-types.
 	TypeMode *Code
-	// Documentation is documentation (0..1). Additional description/explanation for group
+	// Documentation is "documentation" (0..1): Additional description/explanation for group.
 	Documentation *String
-	// Input is input (1..*). Named instance provided when invoking the map
+	// Input is "input" (1..*): Named instance provided when invoking the map.
 	Input []StructureMapGroupInput
-	// Rule is rule (1..*). Transform Rule from source to target
+	// Rule is "rule" (1..*): Transform Rule from source to target.
 	Rule []StructureMapGroupRule
 }
 
@@ -414,19 +414,19 @@ func (x *StructureMapGroup) UnmarshalJSON(data []byte) error {
 
 // StructureMapGroupInput is the backbone element StructureMap.group.input: Named instance provided when invoking the map
 type StructureMapGroupInput struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name for this instance of data
+	// Name is "name" (1..1): Name for this instance of data.
 	Name *ID
-	// Type is type (0..1). Type for this instance of data
+	// Type is "type" (0..1): Type for this instance of data.
 	Type *String
-	// Mode is mode (1..1). source | target
+	// Mode is "mode" (1..1): source | target.
 	Mode *Code
-	// Documentation is documentation (0..1). Documentation for this instance of data
+	// Documentation is "documentation" (0..1): Documentation for this instance of data.
 	Documentation *String
 }
 
@@ -498,23 +498,23 @@ func (x *StructureMapGroupInput) UnmarshalJSON(data []byte) error {
 
 // StructureMapGroupRule is the backbone element StructureMap.group.rule: Transform Rule from source to target
 type StructureMapGroupRule struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name of the rule for internal references
+	// Name is "name" (1..1): Name of the rule for internal references.
 	Name *ID
-	// Source is source (1..*). Source inputs to the mapping
+	// Source is "source" (1..*): Source inputs to the mapping.
 	Source []StructureMapGroupRuleSource
-	// Target is target (0..*). Content to create because of this mapping rule
+	// Target is "target" (0..*): Content to create because of this mapping rule.
 	Target []StructureMapGroupRuleTarget
-	// Rule is rule (0..*). Rules contained in this rule
+	// Rule is "rule" (0..*): Rules contained in this rule.
 	Rule []StructureMapGroupRule
-	// Dependent is dependent (0..*). Which other rules to apply in the context of this rule
+	// Dependent is "dependent" (0..*): Which other rules to apply in the context of this rule.
 	Dependent []StructureMapGroupRuleDependent
-	// Documentation is documentation (0..1). Documentation for this instance of data
+	// Documentation is "documentation" (0..1): Documentation for this instance of data.
 	Documentation *String
 }
 
@@ -590,131 +590,131 @@ func (x *StructureMapGroupRule) UnmarshalJSON(data []byte) error {
 
 // StructureMapGroupRuleSource is the backbone element StructureMap.group.rule.source: Source inputs to the mapping
 type StructureMapGroupRuleSource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Context is context (1..1). Type or variable this rule applies to
+	// Context is "context" (1..1): Type or variable this rule applies to.
 	Context *ID
-	// Min is min (0..1). Specified minimum cardinality
+	// Min is "min" (0..1): Specified minimum cardinality.
 	Min *Integer
-	// Max is max (0..1). Specified maximum cardinality (number or *)
+	// Max is "max" (0..1): Specified maximum cardinality (number or *).
 	Max *String
-	// Type is type (0..1). Rule only applies if source has this type
+	// Type is "type" (0..1): Rule only applies if source has this type.
 	Type *String
-	// DefaultValueBase64Binary is defaultValueBase64Binary (0..1). Default value if no value exists
+	// DefaultValueBase64Binary is "defaultValueBase64Binary" (defaultValue[x] as base64Binary, 0..1): Default value if no value exists.
 	DefaultValueBase64Binary *Base64Binary
-	// DefaultValueBoolean is defaultValueBoolean (0..1). Default value if no value exists
+	// DefaultValueBoolean is "defaultValueBoolean" (defaultValue[x] as boolean, 0..1): Default value if no value exists.
 	DefaultValueBoolean *Boolean
-	// DefaultValueCanonical is defaultValueCanonical (0..1). Default value if no value exists
+	// DefaultValueCanonical is "defaultValueCanonical" (defaultValue[x] as canonical, 0..1): Default value if no value exists.
 	DefaultValueCanonical *Canonical
-	// DefaultValueCode is defaultValueCode (0..1). Default value if no value exists
+	// DefaultValueCode is "defaultValueCode" (defaultValue[x] as code, 0..1): Default value if no value exists.
 	DefaultValueCode *Code
-	// DefaultValueDate is defaultValueDate (0..1). Default value if no value exists
+	// DefaultValueDate is "defaultValueDate" (defaultValue[x] as date, 0..1): Default value if no value exists.
 	DefaultValueDate *Date
-	// DefaultValueDateTime is defaultValueDateTime (0..1). Default value if no value exists
+	// DefaultValueDateTime is "defaultValueDateTime" (defaultValue[x] as dateTime, 0..1): Default value if no value exists.
 	DefaultValueDateTime *DateTime
-	// DefaultValueDecimal is defaultValueDecimal (0..1). Default value if no value exists
+	// DefaultValueDecimal is "defaultValueDecimal" (defaultValue[x] as decimal, 0..1): Default value if no value exists.
 	DefaultValueDecimal *Decimal
-	// DefaultValueID is defaultValueId (0..1). Default value if no value exists
+	// DefaultValueID is "defaultValueId" (defaultValue[x] as id, 0..1): Default value if no value exists.
 	DefaultValueID *ID
-	// DefaultValueInstant is defaultValueInstant (0..1). Default value if no value exists
+	// DefaultValueInstant is "defaultValueInstant" (defaultValue[x] as instant, 0..1): Default value if no value exists.
 	DefaultValueInstant *Instant
-	// DefaultValueInteger is defaultValueInteger (0..1). Default value if no value exists
+	// DefaultValueInteger is "defaultValueInteger" (defaultValue[x] as integer, 0..1): Default value if no value exists.
 	DefaultValueInteger *Integer
-	// DefaultValueMarkdown is defaultValueMarkdown (0..1). Default value if no value exists
+	// DefaultValueMarkdown is "defaultValueMarkdown" (defaultValue[x] as markdown, 0..1): Default value if no value exists.
 	DefaultValueMarkdown *Markdown
-	// DefaultValueOID is defaultValueOid (0..1). Default value if no value exists
+	// DefaultValueOID is "defaultValueOid" (defaultValue[x] as oid, 0..1): Default value if no value exists.
 	DefaultValueOID *OID
-	// DefaultValuePositiveInt is defaultValuePositiveInt (0..1). Default value if no value exists
+	// DefaultValuePositiveInt is "defaultValuePositiveInt" (defaultValue[x] as positiveInt, 0..1): Default value if no value exists.
 	DefaultValuePositiveInt *PositiveInt
-	// DefaultValueString is defaultValueString (0..1). Default value if no value exists
+	// DefaultValueString is "defaultValueString" (defaultValue[x] as string, 0..1): Default value if no value exists.
 	DefaultValueString *String
-	// DefaultValueTime is defaultValueTime (0..1). Default value if no value exists
+	// DefaultValueTime is "defaultValueTime" (defaultValue[x] as time, 0..1): Default value if no value exists.
 	DefaultValueTime *Time
-	// DefaultValueUnsignedInt is defaultValueUnsignedInt (0..1). Default value if no value exists
+	// DefaultValueUnsignedInt is "defaultValueUnsignedInt" (defaultValue[x] as unsignedInt, 0..1): Default value if no value exists.
 	DefaultValueUnsignedInt *UnsignedInt
-	// DefaultValueURI is defaultValueUri (0..1). Default value if no value exists
+	// DefaultValueURI is "defaultValueUri" (defaultValue[x] as uri, 0..1): Default value if no value exists.
 	DefaultValueURI *URI
-	// DefaultValueURL is defaultValueUrl (0..1). Default value if no value exists
+	// DefaultValueURL is "defaultValueUrl" (defaultValue[x] as url, 0..1): Default value if no value exists.
 	DefaultValueURL *URL
-	// DefaultValueUUID is defaultValueUuid (0..1). Default value if no value exists
+	// DefaultValueUUID is "defaultValueUuid" (defaultValue[x] as uuid, 0..1): Default value if no value exists.
 	DefaultValueUUID *UUID
-	// DefaultValueAddress is defaultValueAddress (0..1). Default value if no value exists
+	// DefaultValueAddress is "defaultValueAddress" (defaultValue[x] as Address, 0..1): Default value if no value exists.
 	DefaultValueAddress *Address
-	// DefaultValueAge is defaultValueAge (0..1). Default value if no value exists
+	// DefaultValueAge is "defaultValueAge" (defaultValue[x] as Age, 0..1): Default value if no value exists.
 	DefaultValueAge *Age
-	// DefaultValueAnnotation is defaultValueAnnotation (0..1). Default value if no value exists
+	// DefaultValueAnnotation is "defaultValueAnnotation" (defaultValue[x] as Annotation, 0..1): Default value if no value exists.
 	DefaultValueAnnotation *Annotation
-	// DefaultValueAttachment is defaultValueAttachment (0..1). Default value if no value exists
+	// DefaultValueAttachment is "defaultValueAttachment" (defaultValue[x] as Attachment, 0..1): Default value if no value exists.
 	DefaultValueAttachment *Attachment
-	// DefaultValueCodeableConcept is defaultValueCodeableConcept (0..1). Default value if no value exists
+	// DefaultValueCodeableConcept is "defaultValueCodeableConcept" (defaultValue[x] as CodeableConcept, 0..1): Default value if no value exists.
 	DefaultValueCodeableConcept *CodeableConcept
-	// DefaultValueCoding is defaultValueCoding (0..1). Default value if no value exists
+	// DefaultValueCoding is "defaultValueCoding" (defaultValue[x] as Coding, 0..1): Default value if no value exists.
 	DefaultValueCoding *Coding
-	// DefaultValueContactPoint is defaultValueContactPoint (0..1). Default value if no value exists
+	// DefaultValueContactPoint is "defaultValueContactPoint" (defaultValue[x] as ContactPoint, 0..1): Default value if no value exists.
 	DefaultValueContactPoint *ContactPoint
-	// DefaultValueCount is defaultValueCount (0..1). Default value if no value exists
+	// DefaultValueCount is "defaultValueCount" (defaultValue[x] as Count, 0..1): Default value if no value exists.
 	DefaultValueCount *Count
-	// DefaultValueDistance is defaultValueDistance (0..1). Default value if no value exists
+	// DefaultValueDistance is "defaultValueDistance" (defaultValue[x] as Distance, 0..1): Default value if no value exists.
 	DefaultValueDistance *Distance
-	// DefaultValueDuration is defaultValueDuration (0..1). Default value if no value exists
+	// DefaultValueDuration is "defaultValueDuration" (defaultValue[x] as Duration, 0..1): Default value if no value exists.
 	DefaultValueDuration *Duration
-	// DefaultValueHumanName is defaultValueHumanName (0..1). Default value if no value exists
+	// DefaultValueHumanName is "defaultValueHumanName" (defaultValue[x] as HumanName, 0..1): Default value if no value exists.
 	DefaultValueHumanName *HumanName
-	// DefaultValueIdentifier is defaultValueIdentifier (0..1). Default value if no value exists
+	// DefaultValueIdentifier is "defaultValueIdentifier" (defaultValue[x] as Identifier, 0..1): Default value if no value exists.
 	DefaultValueIdentifier *Identifier
-	// DefaultValueMoney is defaultValueMoney (0..1). Default value if no value exists
+	// DefaultValueMoney is "defaultValueMoney" (defaultValue[x] as Money, 0..1): Default value if no value exists.
 	DefaultValueMoney *Money
-	// DefaultValuePeriod is defaultValuePeriod (0..1). Default value if no value exists
+	// DefaultValuePeriod is "defaultValuePeriod" (defaultValue[x] as Period, 0..1): Default value if no value exists.
 	DefaultValuePeriod *Period
-	// DefaultValueQuantity is defaultValueQuantity (0..1). Default value if no value exists
+	// DefaultValueQuantity is "defaultValueQuantity" (defaultValue[x] as Quantity, 0..1): Default value if no value exists.
 	DefaultValueQuantity *Quantity
-	// DefaultValueRange is defaultValueRange (0..1). Default value if no value exists
+	// DefaultValueRange is "defaultValueRange" (defaultValue[x] as Range, 0..1): Default value if no value exists.
 	DefaultValueRange *Range
-	// DefaultValueRatio is defaultValueRatio (0..1). Default value if no value exists
+	// DefaultValueRatio is "defaultValueRatio" (defaultValue[x] as Ratio, 0..1): Default value if no value exists.
 	DefaultValueRatio *Ratio
-	// DefaultValueReference is defaultValueReference (0..1). Default value if no value exists
+	// DefaultValueReference is "defaultValueReference" (defaultValue[x] as Reference, 0..1): Default value if no value exists.
 	DefaultValueReference *Reference
-	// DefaultValueSampledData is defaultValueSampledData (0..1). Default value if no value exists
+	// DefaultValueSampledData is "defaultValueSampledData" (defaultValue[x] as SampledData, 0..1): Default value if no value exists.
 	DefaultValueSampledData *SampledData
-	// DefaultValueSignature is defaultValueSignature (0..1). Default value if no value exists
+	// DefaultValueSignature is "defaultValueSignature" (defaultValue[x] as Signature, 0..1): Default value if no value exists.
 	DefaultValueSignature *Signature
-	// DefaultValueTiming is defaultValueTiming (0..1). Default value if no value exists
+	// DefaultValueTiming is "defaultValueTiming" (defaultValue[x] as Timing, 0..1): Default value if no value exists.
 	DefaultValueTiming *Timing
-	// DefaultValueContactDetail is defaultValueContactDetail (0..1). Default value if no value exists
+	// DefaultValueContactDetail is "defaultValueContactDetail" (defaultValue[x] as ContactDetail, 0..1): Default value if no value exists.
 	DefaultValueContactDetail *ContactDetail
-	// DefaultValueContributor is defaultValueContributor (0..1). Default value if no value exists
+	// DefaultValueContributor is "defaultValueContributor" (defaultValue[x] as Contributor, 0..1): Default value if no value exists.
 	DefaultValueContributor *Contributor
-	// DefaultValueDataRequirement is defaultValueDataRequirement (0..1). Default value if no value exists
+	// DefaultValueDataRequirement is "defaultValueDataRequirement" (defaultValue[x] as DataRequirement, 0..1): Default value if no value exists.
 	DefaultValueDataRequirement *DataRequirement
-	// DefaultValueExpression is defaultValueExpression (0..1). Default value if no value exists
+	// DefaultValueExpression is "defaultValueExpression" (defaultValue[x] as Expression, 0..1): Default value if no value exists.
 	DefaultValueExpression *Expression
-	// DefaultValueParameterDefinition is defaultValueParameterDefinition (0..1). Default value if no value exists
+	// DefaultValueParameterDefinition is "defaultValueParameterDefinition" (defaultValue[x] as ParameterDefinition, 0..1): Default value if no value exists.
 	DefaultValueParameterDefinition *ParameterDefinition
-	// DefaultValueRelatedArtifact is defaultValueRelatedArtifact (0..1). Default value if no value exists
+	// DefaultValueRelatedArtifact is "defaultValueRelatedArtifact" (defaultValue[x] as RelatedArtifact, 0..1): Default value if no value exists.
 	DefaultValueRelatedArtifact *RelatedArtifact
-	// DefaultValueTriggerDefinition is defaultValueTriggerDefinition (0..1). Default value if no value exists
+	// DefaultValueTriggerDefinition is "defaultValueTriggerDefinition" (defaultValue[x] as TriggerDefinition, 0..1): Default value if no value exists.
 	DefaultValueTriggerDefinition *TriggerDefinition
-	// DefaultValueUsageContext is defaultValueUsageContext (0..1). Default value if no value exists
+	// DefaultValueUsageContext is "defaultValueUsageContext" (defaultValue[x] as UsageContext, 0..1): Default value if no value exists.
 	DefaultValueUsageContext *UsageContext
-	// DefaultValueDosage is defaultValueDosage (0..1). Default value if no value exists
+	// DefaultValueDosage is "defaultValueDosage" (defaultValue[x] as Dosage, 0..1): Default value if no value exists.
 	DefaultValueDosage *Dosage
-	// DefaultValueMeta is defaultValueMeta (0..1). Default value if no value exists
+	// DefaultValueMeta is "defaultValueMeta" (defaultValue[x] as Meta, 0..1): Default value if no value exists.
 	DefaultValueMeta *Meta
-	// Element is element (0..1). Optional field for this source
+	// Element is "element" (0..1): Optional field for this source.
 	Element *String
-	// ListMode is listMode (0..1). first | not_first | last | not_last | only_one
+	// ListMode is "listMode" (0..1): first | not_first | last | not_last | only_one.
 	ListMode *Code
-	// Variable is variable (0..1). Named context for field, if a field is specified
+	// Variable is "variable" (0..1): Named context for field, if a field is specified.
 	Variable *ID
-	// Condition is condition (0..1). FHIRPath expression - must be true or the rule does not apply
+	// Condition is "condition" (0..1): FHIRPath expression - must be true or the rule does not apply.
 	Condition *String
-	// Check is check (0..1). FHIRPath expression - must be true or the mapping engine throws an error instead of completing
+	// Check is "check" (0..1): FHIRPath expression - must be true or the mapping engine throws an error instead of completing.
 	Check *String
-	// LogMessage is logMessage (0..1). Message to put in log if source exists (FHIRPath)
+	// LogMessage is "logMessage" (0..1): Message to put in log if source exists (FHIRPath).
 	LogMessage *String
 }
 
@@ -1060,27 +1060,27 @@ func (x *StructureMapGroupRuleSource) UnmarshalJSON(data []byte) error {
 
 // StructureMapGroupRuleTarget is the backbone element StructureMap.group.rule.target: Content to create because of this mapping rule
 type StructureMapGroupRuleTarget struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Context is context (0..1). Type or variable this rule applies to
+	// Context is "context" (0..1): Type or variable this rule applies to.
 	Context *ID
-	// ContextType is contextType (0..1). type | variable
+	// ContextType is "contextType" (0..1): type | variable.
 	ContextType *Code
-	// Element is element (0..1). Field to create in the context
+	// Element is "element" (0..1): Field to create in the context.
 	Element *String
-	// Variable is variable (0..1). Named context for field, if desired, and a field is specified
+	// Variable is "variable" (0..1): Named context for field, if desired, and a field is specified.
 	Variable *ID
-	// ListMode is listMode (0..*). first | share | last | collate
+	// ListMode is "listMode" (0..*): first | share | last | collate.
 	ListMode []Code
-	// ListRuleID is listRuleId (0..1). Internal rule reference for shared list items
+	// ListRuleID is "listRuleId" (0..1): Internal rule reference for shared list items.
 	ListRuleID *ID
-	// Transform is transform (0..1). create | copy +
+	// Transform is "transform" (0..1): create | copy +.
 	Transform *Code
-	// Parameter is parameter (0..*). Parameters to the transform
+	// Parameter is "parameter" (0..*): Parameters to the transform.
 	Parameter []StructureMapGroupRuleTargetParameter
 }
 
@@ -1174,21 +1174,21 @@ func (x *StructureMapGroupRuleTarget) UnmarshalJSON(data []byte) error {
 
 // StructureMapGroupRuleTargetParameter is the backbone element StructureMap.group.rule.target.parameter: Parameters to the transform
 type StructureMapGroupRuleTargetParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// ValueID is valueId (1..1). Parameter value - variable or literal
+	// ValueID is "valueId" (value[x] as id, 1..1): Parameter value - variable or literal.
 	ValueID *ID
-	// ValueString is valueString (1..1). Parameter value - variable or literal
+	// ValueString is "valueString" (value[x] as string, 1..1): Parameter value - variable or literal.
 	ValueString *String
-	// ValueBoolean is valueBoolean (1..1). Parameter value - variable or literal
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): Parameter value - variable or literal.
 	ValueBoolean *Boolean
-	// ValueInteger is valueInteger (1..1). Parameter value - variable or literal
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): Parameter value - variable or literal.
 	ValueInteger *Integer
-	// ValueDecimal is valueDecimal (1..1). Parameter value - variable or literal
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 1..1): Parameter value - variable or literal.
 	ValueDecimal *Decimal
 }
 
@@ -1266,15 +1266,15 @@ func (x *StructureMapGroupRuleTargetParameter) UnmarshalJSON(data []byte) error 
 
 // StructureMapGroupRuleDependent is the backbone element StructureMap.group.rule.dependent: Which other rules to apply in the context of this rule
 type StructureMapGroupRuleDependent struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name of a rule or group to apply
+	// Name is "name" (1..1): Name of a rule or group to apply.
 	Name *ID
-	// Variable is variable (1..*). Variable to pass to the rule or group
+	// Variable is "variable" (1..*): Variable to pass to the rule or group.
 	Variable []String
 }
 

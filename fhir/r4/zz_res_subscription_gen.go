@@ -4,35 +4,35 @@ package r4
 
 // Subscription is the FHIR R4 resource Subscription: The subscription resource is used to define a push-based subscription from a server to another system.
 type Subscription struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Status is status (1..1). requested | active | error | off
+	// Status is "status" (1..1): requested | active | error | off.
 	Status *Code
-	// Contact is contact (0..*). Contact details for source (e.g. troubleshooting)
+	// Contact is "contact" (0..*): Contact details for source (e.g. troubleshooting).
 	Contact []ContactPoint
-	// End is end (0..1). When to automatically delete the subscription
+	// End is "end" (0..1): When to automatically delete the subscription.
 	End *Instant
-	// Reason is reason (1..1). Description of why this subscription was created
+	// Reason is "reason" (1..1): Description of why this subscription was created.
 	Reason *String
-	// Criteria is criteria (1..1). Rule for server push
+	// Criteria is "criteria" (1..1): Rule for server push.
 	Criteria *String
-	// Error is error (0..1). Latest error note
+	// Error is "error" (0..1): Latest error note.
 	Error *String
-	// Channel is channel (1..1). The channel on which to report matches to the criteria
+	// Channel is "channel" (1..1): The channel on which to report matches to the criteria.
 	Channel *SubscriptionChannel
 }
 
@@ -154,19 +154,19 @@ func (x *Subscription) UnmarshalJSON(data []byte) error {
 
 // SubscriptionChannel is the backbone element Subscription.channel: The channel on which to report matches to the criteria
 type SubscriptionChannel struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). rest-hook | websocket | email | sms | message
+	// Type is "type" (1..1): rest-hook | websocket | email | sms | message.
 	Type *Code
-	// Endpoint is endpoint (0..1). Where the channel points to
+	// Endpoint is "endpoint" (0..1): Where the channel points to.
 	Endpoint *URL
-	// Payload is payload (0..1). MIME type to send, or omit for no payload
+	// Payload is "payload" (0..1): MIME type to send, or omit for no payload.
 	Payload *Code
-	// Header is header (0..*). Usage depends on the channel type
+	// Header is "header" (0..*): Usage depends on the channel type.
 	Header []String
 }
 

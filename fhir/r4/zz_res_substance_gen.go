@@ -4,35 +4,35 @@ package r4
 
 // Substance is the FHIR R4 resource Substance: A homogeneous material with a definite composition.
 type Substance struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Unique identifier
+	// Identifier is "identifier" (0..*): Unique identifier.
 	Identifier []Identifier
-	// Status is status (0..1). active | inactive | entered-in-error
+	// Status is "status" (0..1): active | inactive | entered-in-error.
 	Status *Code
-	// Category is category (0..*). What class/type of substance this is
+	// Category is "category" (0..*): What class/type of substance this is.
 	Category []CodeableConcept
-	// Code is code (1..1). What substance this is
+	// Code is "code" (1..1): What substance this is.
 	Code *CodeableConcept
-	// Description is description (0..1). Textual description of the substance, comments
+	// Description is "description" (0..1): Textual description of the substance, comments.
 	Description *String
-	// Instance is instance (0..*). If this describes a specific package/container of the substance
+	// Instance is "instance" (0..*): If this describes a specific package/container of the substance.
 	Instance []SubstanceInstance
-	// Ingredient is ingredient (0..*). Composition information about the substance
+	// Ingredient is "ingredient" (0..*): Composition information about the substance.
 	Ingredient []SubstanceIngredient
 }
 
@@ -148,17 +148,17 @@ func (x *Substance) UnmarshalJSON(data []byte) error {
 
 // SubstanceInstance is the backbone element Substance.instance: If this describes a specific package/container of the substance
 type SubstanceInstance struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Identifier of the package/container
+	// Identifier is "identifier" (0..1): Identifier of the package/container.
 	Identifier *Identifier
-	// Expiry is expiry (0..1). When no longer valid to use
+	// Expiry is "expiry" (0..1): When no longer valid to use.
 	Expiry *DateTime
-	// Quantity is quantity (0..1). Amount of substance in the package
+	// Quantity is "quantity" (0..1): Amount of substance in the package.
 	Quantity *Quantity
 }
 
@@ -220,17 +220,17 @@ func (x *SubstanceInstance) UnmarshalJSON(data []byte) error {
 
 // SubstanceIngredient is the backbone element Substance.ingredient: Composition information about the substance
 type SubstanceIngredient struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Quantity is quantity (0..1). Optional amount (concentration)
+	// Quantity is "quantity" (0..1): Optional amount (concentration).
 	Quantity *Ratio
-	// SubstanceCodeableConcept is substanceCodeableConcept (1..1). A component of the substance
+	// SubstanceCodeableConcept is "substanceCodeableConcept" (substance[x] as CodeableConcept, 1..1): A component of the substance.
 	SubstanceCodeableConcept *CodeableConcept
-	// SubstanceReference is substanceReference (1..1). A component of the substance
+	// SubstanceReference is "substanceReference" (substance[x] as Reference, 1..1): A component of the substance.
 	SubstanceReference *Reference
 }
 

@@ -4,31 +4,31 @@ package r4
 
 // SubstanceNucleicAcid is the FHIR R4 resource SubstanceNucleicAcid: Nucleic acids are defined by three distinct elements: the base, sugar and linkage.
 type SubstanceNucleicAcid struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// SequenceType is sequenceType (0..1). The type of the sequence shall be specified based on a controlled vocabulary
+	// SequenceType is "sequenceType" (0..1): The type of the sequence shall be specified based on a controlled vocabulary.
 	SequenceType *CodeableConcept
-	// NumberOfSubunits is numberOfSubunits (0..1). The number of linear sequences of nucleotides linked through phosphodiester bonds shall be described.
+	// NumberOfSubunits is "numberOfSubunits" (0..1): The number of linear sequences of nucleotides linked through phosphodiester bonds shall be described.
 	NumberOfSubunits *Integer
-	// AreaOfHybridisation is areaOfHybridisation (0..1). The area of hybridisation shall be described if applicable for double stranded RNA or DNA.
+	// AreaOfHybridisation is "areaOfHybridisation" (0..1): The area of hybridisation shall be described if applicable for double stranded RNA or DNA.
 	AreaOfHybridisation *String
-	// OligoNucleotideType is oligoNucleotideType (0..1). (TBC)
+	// OligoNucleotideType is "oligoNucleotideType" (0..1): (TBC).
 	OligoNucleotideType *CodeableConcept
-	// Subunit is subunit (0..*). Subunits are listed in order of decreasing length; sequences of the same length will be ordered by molecular weight; subunits that have identical sequences will be repeated multiple times
+	// Subunit is "subunit" (0..*): Subunits are listed in order of decreasing length; sequences of the same length will be ordered by molecular weight; subunits that have identical sequences will be repeated multiple times.
 	Subunit []SubstanceNucleicAcidSubunit
 }
 
@@ -136,27 +136,27 @@ func (x *SubstanceNucleicAcid) UnmarshalJSON(data []byte) error {
 
 // SubstanceNucleicAcidSubunit is the backbone element SubstanceNucleicAcid.subunit: Subunits are listed in order of decreasing length; sequences of the same length will be ordered by molecular weight; subunits that have identical sequences will be repeated multiple times
 type SubstanceNucleicAcidSubunit struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Subunit is subunit (0..1). Index of linear sequences of nucleic acids in order of decreasing length.
+	// Subunit is "subunit" (0..1): Index of linear sequences of nucleic acids in order of decreasing length.
 	Subunit *Integer
-	// Sequence is sequence (0..1). Actual nucleotide sequence notation from 5' to 3' end using standard single letter codes.
+	// Sequence is "sequence" (0..1): Actual nucleotide sequence notation from 5' to 3' end using standard single letter codes.
 	Sequence *String
-	// Length is length (0..1). The length of the sequence shall be captured
+	// Length is "length" (0..1): The length of the sequence shall be captured.
 	Length *Integer
-	// SequenceAttachment is sequenceAttachment (0..1). (TBC)
+	// SequenceAttachment is "sequenceAttachment" (0..1): (TBC).
 	SequenceAttachment *Attachment
-	// FivePrime is fivePrime (0..1). The nucleotide present at the 5’ terminal shall be specified based on a controlled vocabulary.
+	// FivePrime is "fivePrime" (0..1): The nucleotide present at the 5’ terminal shall be specified based on a controlled vocabulary.
 	FivePrime *CodeableConcept
-	// ThreePrime is threePrime (0..1). The nucleotide present at the 3’ terminal shall be specified based on a controlled vocabulary.
+	// ThreePrime is "threePrime" (0..1): The nucleotide present at the 3’ terminal shall be specified based on a controlled vocabulary.
 	ThreePrime *CodeableConcept
-	// Linkage is linkage (0..*). The linkages between sugar residues will also be captured
+	// Linkage is "linkage" (0..*): The linkages between sugar residues will also be captured.
 	Linkage []SubstanceNucleicAcidSubunitLinkage
-	// Sugar is sugar (0..*). 5.3.6.8.1 Sugar ID (Mandatory)
+	// Sugar is "sugar" (0..*): 5.3.6.8.1 Sugar ID (Mandatory).
 	Sugar []SubstanceNucleicAcidSubunitSugar
 }
 
@@ -242,19 +242,19 @@ func (x *SubstanceNucleicAcidSubunit) UnmarshalJSON(data []byte) error {
 
 // SubstanceNucleicAcidSubunitLinkage is the backbone element SubstanceNucleicAcid.subunit.linkage: The linkages between sugar residues will also be captured
 type SubstanceNucleicAcidSubunitLinkage struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Connectivity is connectivity (0..1). The entity that links the sugar residues together should also be captured for nearly all naturally occurring nucleic acid the linkage is a phosphate group.
+	// Connectivity is "connectivity" (0..1): The entity that links the sugar residues together should also be captured for nearly all naturally occurring nucleic acid the linkage is a phosphate group.
 	Connectivity *String
-	// Identifier is identifier (0..1). Each linkage will be registered as a fragment and have an ID
+	// Identifier is "identifier" (0..1): Each linkage will be registered as a fragment and have an ID.
 	Identifier *Identifier
-	// Name is name (0..1). Each linkage will be registered as a fragment and have at least one name.
+	// Name is "name" (0..1): Each linkage will be registered as a fragment and have at least one name.
 	Name *String
-	// ResidueSite is residueSite (0..1). Residues shall be captured as described in 5.3.6.8.3
+	// ResidueSite is "residueSite" (0..1): Residues shall be captured as described in 5.3.6.8.3.
 	ResidueSite *String
 }
 
@@ -324,17 +324,17 @@ func (x *SubstanceNucleicAcidSubunitLinkage) UnmarshalJSON(data []byte) error {
 
 // SubstanceNucleicAcidSubunitSugar is the backbone element SubstanceNucleicAcid.subunit.sugar: 5.3.6.8.1 Sugar ID (Mandatory)
 type SubstanceNucleicAcidSubunitSugar struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). The Substance ID of the sugar or sugar-like component that make up the nucleotide
+	// Identifier is "identifier" (0..1): The Substance ID of the sugar or sugar-like component that make up the nucleotide.
 	Identifier *Identifier
-	// Name is name (0..1). The name of the sugar or sugar-like component that make up the nucleotide
+	// Name is "name" (0..1): The name of the sugar or sugar-like component that make up the nucleotide.
 	Name *String
-	// ResidueSite is residueSite (0..1). The residues that contain a given sugar will be captured.
+	// ResidueSite is "residueSite" (0..1): The residues that contain a given sugar will be captured.
 	ResidueSite *String
 }
 

@@ -4,33 +4,33 @@ package r4
 
 // SubstancePolymer is the FHIR R4 resource SubstancePolymer: Todo.
 type SubstancePolymer struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Class is class (0..1). Todo
+	// Class is "class" (0..1): Todo.
 	Class *CodeableConcept
-	// Geometry is geometry (0..1). Todo
+	// Geometry is "geometry" (0..1): Todo.
 	Geometry *CodeableConcept
-	// CopolymerConnectivity is copolymerConnectivity (0..*). Todo
+	// CopolymerConnectivity is "copolymerConnectivity" (0..*): Todo.
 	CopolymerConnectivity []CodeableConcept
-	// Modification is modification (0..*). Todo
+	// Modification is "modification" (0..*): Todo.
 	Modification []String
-	// MonomerSet is monomerSet (0..*). Todo
+	// MonomerSet is "monomerSet" (0..*): Todo.
 	MonomerSet []SubstancePolymerMonomerSet
-	// Repeat is repeat (0..*). Todo
+	// Repeat is "repeat" (0..*): Todo.
 	Repeat []SubstancePolymerRepeat
 }
 
@@ -140,15 +140,15 @@ func (x *SubstancePolymer) UnmarshalJSON(data []byte) error {
 
 // SubstancePolymerMonomerSet is the backbone element SubstancePolymer.monomerSet: Todo
 type SubstancePolymerMonomerSet struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// RatioType is ratioType (0..1). Todo
+	// RatioType is "ratioType" (0..1): Todo.
 	RatioType *CodeableConcept
-	// StartingMaterial is startingMaterial (0..*). Todo
+	// StartingMaterial is "startingMaterial" (0..*): Todo.
 	StartingMaterial []SubstancePolymerMonomerSetStartingMaterial
 }
 
@@ -204,19 +204,19 @@ func (x *SubstancePolymerMonomerSet) UnmarshalJSON(data []byte) error {
 
 // SubstancePolymerMonomerSetStartingMaterial is the backbone element SubstancePolymer.monomerSet.startingMaterial: Todo
 type SubstancePolymerMonomerSetStartingMaterial struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Material is material (0..1). Todo
+	// Material is "material" (0..1): Todo.
 	Material *CodeableConcept
-	// Type is type (0..1). Todo
+	// Type is "type" (0..1): Todo.
 	Type *CodeableConcept
-	// IsDefining is isDefining (0..1). Todo
+	// IsDefining is "isDefining" (0..1): Todo.
 	IsDefining *Boolean
-	// Amount is amount (0..1). Todo
+	// Amount is "amount" (0..1): Todo.
 	Amount *SubstanceAmount
 }
 
@@ -284,19 +284,19 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) UnmarshalJSON(data []byte) 
 
 // SubstancePolymerRepeat is the backbone element SubstancePolymer.repeat: Todo
 type SubstancePolymerRepeat struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// NumberOfUnits is numberOfUnits (0..1). Todo
+	// NumberOfUnits is "numberOfUnits" (0..1): Todo.
 	NumberOfUnits *Integer
-	// AverageMolecularFormula is averageMolecularFormula (0..1). Todo
+	// AverageMolecularFormula is "averageMolecularFormula" (0..1): Todo.
 	AverageMolecularFormula *String
-	// RepeatUnitAmountType is repeatUnitAmountType (0..1). Todo
+	// RepeatUnitAmountType is "repeatUnitAmountType" (0..1): Todo.
 	RepeatUnitAmountType *CodeableConcept
-	// RepeatUnit is repeatUnit (0..*). Todo
+	// RepeatUnit is "repeatUnit" (0..*): Todo.
 	RepeatUnit []SubstancePolymerRepeatRepeatUnit
 }
 
@@ -364,21 +364,21 @@ func (x *SubstancePolymerRepeat) UnmarshalJSON(data []byte) error {
 
 // SubstancePolymerRepeatRepeatUnit is the backbone element SubstancePolymer.repeat.repeatUnit: Todo
 type SubstancePolymerRepeatRepeatUnit struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// OrientationOfPolymerisation is orientationOfPolymerisation (0..1). Todo
+	// OrientationOfPolymerisation is "orientationOfPolymerisation" (0..1): Todo.
 	OrientationOfPolymerisation *CodeableConcept
-	// RepeatUnit is repeatUnit (0..1). Todo
+	// RepeatUnit is "repeatUnit" (0..1): Todo.
 	RepeatUnit *String
-	// Amount is amount (0..1). Todo
+	// Amount is "amount" (0..1): Todo.
 	Amount *SubstanceAmount
-	// DegreeOfPolymerisation is degreeOfPolymerisation (0..*). Todo
+	// DegreeOfPolymerisation is "degreeOfPolymerisation" (0..*): Todo.
 	DegreeOfPolymerisation []SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation
-	// StructuralRepresentation is structuralRepresentation (0..*). Todo
+	// StructuralRepresentation is "structuralRepresentation" (0..*): Todo.
 	StructuralRepresentation []SubstancePolymerRepeatRepeatUnitStructuralRepresentation
 }
 
@@ -448,15 +448,15 @@ func (x *SubstancePolymerRepeatRepeatUnit) UnmarshalJSON(data []byte) error {
 
 // SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation is the backbone element SubstancePolymer.repeat.repeatUnit.degreeOfPolymerisation: Todo
 type SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Degree is degree (0..1). Todo
+	// Degree is "degree" (0..1): Todo.
 	Degree *CodeableConcept
-	// Amount is amount (0..1). Todo
+	// Amount is "amount" (0..1): Todo.
 	Amount *SubstanceAmount
 }
 
@@ -514,17 +514,17 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) UnmarshalJSON(d
 
 // SubstancePolymerRepeatRepeatUnitStructuralRepresentation is the backbone element SubstancePolymer.repeat.repeatUnit.structuralRepresentation: Todo
 type SubstancePolymerRepeatRepeatUnitStructuralRepresentation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Todo
+	// Type is "type" (0..1): Todo.
 	Type *CodeableConcept
-	// Representation is representation (0..1). Todo
+	// Representation is "representation" (0..1): Todo.
 	Representation *String
-	// Attachment is attachment (0..1). Todo
+	// Attachment is "attachment" (0..1): Todo.
 	Attachment *Attachment
 }
 

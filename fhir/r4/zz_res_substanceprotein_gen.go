@@ -4,29 +4,29 @@ package r4
 
 // SubstanceProtein is the FHIR R4 resource SubstanceProtein: A SubstanceProtein is defined as a single unit of a linear amino acid sequence, or a combination of subunits that are either covalently linked or have a defined invariant stoichiometric relationship.
 type SubstanceProtein struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// SequenceType is sequenceType (0..1). The SubstanceProtein descriptive elements will only be used when a complete or partial amino acid sequence is available or derivable from a nucleic acid sequence
+	// SequenceType is "sequenceType" (0..1): The SubstanceProtein descriptive elements will only be used when a complete or partial amino acid sequence is available or derivable from a nucleic acid sequence.
 	SequenceType *CodeableConcept
-	// NumberOfSubunits is numberOfSubunits (0..1). Number of linear sequences of amino acids linked through peptide bonds.
+	// NumberOfSubunits is "numberOfSubunits" (0..1): Number of linear sequences of amino acids linked through peptide bonds.
 	NumberOfSubunits *Integer
-	// DisulfideLinkage is disulfideLinkage (0..*). The disulphide bond between two cysteine residues either on the same subunit or on two different subunits shall be described.
+	// DisulfideLinkage is "disulfideLinkage" (0..*): The disulphide bond between two cysteine residues either on the same subunit or on two different subunits shall be described.
 	DisulfideLinkage []String
-	// Subunit is subunit (0..*). This subclause refers to the description of each subunit constituting the SubstanceProtein.
+	// Subunit is "subunit" (0..*): This subclause refers to the description of each subunit constituting the SubstanceProtein.
 	Subunit []SubstanceProteinSubunit
 }
 
@@ -130,27 +130,27 @@ func (x *SubstanceProtein) UnmarshalJSON(data []byte) error {
 
 // SubstanceProteinSubunit is the backbone element SubstanceProtein.subunit: This subclause refers to the description of each subunit constituting the SubstanceProtein. A subunit is a linear sequence of amino acids linked through peptide bonds. The Subunit information shall be provided when the finished SubstanceProtein is a complex of multiple sequences; subunits are not used to delineate domains within a single sequence. Subunits are listed in order of decreasing length; sequences of the same length will be ordered by decreasing molecular weight; subunits that have identical sequences will be repeated multiple times
 type SubstanceProteinSubunit struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Subunit is subunit (0..1). Index of primary sequences of amino acids linked through peptide bonds in order of decreasing length.
+	// Subunit is "subunit" (0..1): Index of primary sequences of amino acids linked through peptide bonds in order of decreasing length.
 	Subunit *Integer
-	// Sequence is sequence (0..1). The sequence information shall be provided enumerating the amino acids from N- to C-terminal end using standard single-letter amino acid codes.
+	// Sequence is "sequence" (0..1): The sequence information shall be provided enumerating the amino acids from N- to C-terminal end using standard single-letter amino acid codes.
 	Sequence *String
-	// Length is length (0..1). Length of linear sequences of amino acids contained in the subunit
+	// Length is "length" (0..1): Length of linear sequences of amino acids contained in the subunit.
 	Length *Integer
-	// SequenceAttachment is sequenceAttachment (0..1). The sequence information shall be provided enumerating the amino acids from N- to C-terminal end using standard single-letter amino acid codes.
+	// SequenceAttachment is "sequenceAttachment" (0..1): The sequence information shall be provided enumerating the amino acids from N- to C-terminal end using standard single-letter amino acid codes.
 	SequenceAttachment *Attachment
-	// NTerminalModificationID is nTerminalModificationId (0..1). Unique identifier for molecular fragment modification based on the ISO 11238 Substance ID
+	// NTerminalModificationID is "nTerminalModificationId" (0..1): Unique identifier for molecular fragment modification based on the ISO 11238 Substance ID.
 	NTerminalModificationID *Identifier
-	// NTerminalModification is nTerminalModification (0..1). The name of the fragment modified at the N-terminal of the SubstanceProtein shall be specified
+	// NTerminalModification is "nTerminalModification" (0..1): The name of the fragment modified at the N-terminal of the SubstanceProtein shall be specified.
 	NTerminalModification *String
-	// CTerminalModificationID is cTerminalModificationId (0..1). Unique identifier for molecular fragment modification based on the ISO 11238 Substance ID
+	// CTerminalModificationID is "cTerminalModificationId" (0..1): Unique identifier for molecular fragment modification based on the ISO 11238 Substance ID.
 	CTerminalModificationID *Identifier
-	// CTerminalModification is cTerminalModification (0..1). The modification at the C-terminal shall be specified
+	// CTerminalModification is "cTerminalModification" (0..1): The modification at the C-terminal shall be specified.
 	CTerminalModification *String
 }
 

@@ -4,31 +4,31 @@ package r4
 
 // SubstanceReferenceInformation is the FHIR R4 resource SubstanceReferenceInformation: Todo.
 type SubstanceReferenceInformation struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Comment is comment (0..1). Todo
+	// Comment is "comment" (0..1): Todo.
 	Comment *String
-	// Gene is gene (0..*). Todo
+	// Gene is "gene" (0..*): Todo.
 	Gene []SubstanceReferenceInformationGene
-	// GeneElement is geneElement (0..*). Todo
+	// GeneElement is "geneElement" (0..*): Todo.
 	GeneElement []SubstanceReferenceInformationGeneElement
-	// Classification is classification (0..*). Todo
+	// Classification is "classification" (0..*): Todo.
 	Classification []SubstanceReferenceInformationClassification
-	// Target is target (0..*). Todo
+	// Target is "target" (0..*): Todo.
 	Target []SubstanceReferenceInformationTarget
 }
 
@@ -134,17 +134,17 @@ func (x *SubstanceReferenceInformation) UnmarshalJSON(data []byte) error {
 
 // SubstanceReferenceInformationGene is the backbone element SubstanceReferenceInformation.gene: Todo
 type SubstanceReferenceInformationGene struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// GeneSequenceOrigin is geneSequenceOrigin (0..1). Todo
+	// GeneSequenceOrigin is "geneSequenceOrigin" (0..1): Todo.
 	GeneSequenceOrigin *CodeableConcept
-	// Gene is gene (0..1). Todo
+	// Gene is "gene" (0..1): Todo.
 	Gene *CodeableConcept
-	// Source is source (0..*). Todo
+	// Source is "source" (0..*): Todo.
 	Source []Reference
 }
 
@@ -204,17 +204,17 @@ func (x *SubstanceReferenceInformationGene) UnmarshalJSON(data []byte) error {
 
 // SubstanceReferenceInformationGeneElement is the backbone element SubstanceReferenceInformation.geneElement: Todo
 type SubstanceReferenceInformationGeneElement struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). Todo
+	// Type is "type" (0..1): Todo.
 	Type *CodeableConcept
-	// Element is element (0..1). Todo
+	// Element is "element" (0..1): Todo.
 	Element *Identifier
-	// Source is source (0..*). Todo
+	// Source is "source" (0..*): Todo.
 	Source []Reference
 }
 
@@ -276,19 +276,19 @@ func (x *SubstanceReferenceInformationGeneElement) UnmarshalJSON(data []byte) er
 
 // SubstanceReferenceInformationClassification is the backbone element SubstanceReferenceInformation.classification: Todo
 type SubstanceReferenceInformationClassification struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Domain is domain (0..1). Todo
+	// Domain is "domain" (0..1): Todo.
 	Domain *CodeableConcept
-	// Classification is classification (0..1). Todo
+	// Classification is "classification" (0..1): Todo.
 	Classification *CodeableConcept
-	// Subtype is subtype (0..*). Todo
+	// Subtype is "subtype" (0..*): Todo.
 	Subtype []CodeableConcept
-	// Source is source (0..*). Todo
+	// Source is "source" (0..*): Todo.
 	Source []Reference
 }
 
@@ -354,31 +354,31 @@ func (x *SubstanceReferenceInformationClassification) UnmarshalJSON(data []byte)
 
 // SubstanceReferenceInformationTarget is the backbone element SubstanceReferenceInformation.target: Todo
 type SubstanceReferenceInformationTarget struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Target is target (0..1). Todo
+	// Target is "target" (0..1): Todo.
 	Target *Identifier
-	// Type is type (0..1). Todo
+	// Type is "type" (0..1): Todo.
 	Type *CodeableConcept
-	// Interaction is interaction (0..1). Todo
+	// Interaction is "interaction" (0..1): Todo.
 	Interaction *CodeableConcept
-	// Organism is organism (0..1). Todo
+	// Organism is "organism" (0..1): Todo.
 	Organism *CodeableConcept
-	// OrganismType is organismType (0..1). Todo
+	// OrganismType is "organismType" (0..1): Todo.
 	OrganismType *CodeableConcept
-	// AmountQuantity is amountQuantity (0..1). Todo
+	// AmountQuantity is "amountQuantity" (amount[x] as Quantity, 0..1): Todo.
 	AmountQuantity *Quantity
-	// AmountRange is amountRange (0..1). Todo
+	// AmountRange is "amountRange" (amount[x] as Range, 0..1): Todo.
 	AmountRange *Range
-	// AmountString is amountString (0..1). Todo
+	// AmountString is "amountString" (amount[x] as string, 0..1): Todo.
 	AmountString *String
-	// AmountType is amountType (0..1). Todo
+	// AmountType is "amountType" (0..1): Todo.
 	AmountType *CodeableConcept
-	// Source is source (0..*). Todo
+	// Source is "source" (0..*): Todo.
 	Source []Reference
 }
 

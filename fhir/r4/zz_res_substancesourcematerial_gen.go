@@ -4,47 +4,47 @@ package r4
 
 // SubstanceSourceMaterial is the FHIR R4 resource SubstanceSourceMaterial: Source material shall capture information on the taxonomic and anatomical origins as well as the fraction of a material that can result in or can be modified to form a substance.
 type SubstanceSourceMaterial struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// SourceMaterialClass is sourceMaterialClass (0..1). General high level classification of the source material specific to the origin of the material
+	// SourceMaterialClass is "sourceMaterialClass" (0..1): General high level classification of the source material specific to the origin of the material.
 	SourceMaterialClass *CodeableConcept
-	// SourceMaterialType is sourceMaterialType (0..1). The type of the source material shall be specified based on a controlled vocabulary.
+	// SourceMaterialType is "sourceMaterialType" (0..1): The type of the source material shall be specified based on a controlled vocabulary.
 	SourceMaterialType *CodeableConcept
-	// SourceMaterialState is sourceMaterialState (0..1). The state of the source material when extracted
+	// SourceMaterialState is "sourceMaterialState" (0..1): The state of the source material when extracted.
 	SourceMaterialState *CodeableConcept
-	// OrganismID is organismId (0..1). The unique identifier associated with the source material parent organism shall be specified
+	// OrganismID is "organismId" (0..1): The unique identifier associated with the source material parent organism shall be specified.
 	OrganismID *Identifier
-	// OrganismName is organismName (0..1). The organism accepted Scientific name shall be provided based on the organism taxonomy
+	// OrganismName is "organismName" (0..1): The organism accepted Scientific name shall be provided based on the organism taxonomy.
 	OrganismName *String
-	// ParentSubstanceID is parentSubstanceId (0..*). The parent of the herbal drug Ginkgo biloba, Leaf is the substance ID of the substance (fresh) of Ginkgo biloba L.
+	// ParentSubstanceID is "parentSubstanceId" (0..*): The parent of the herbal drug Ginkgo biloba, Leaf is the substance ID of the substance (fresh) of Ginkgo biloba L.
 	ParentSubstanceID []Identifier
-	// ParentSubstanceName is parentSubstanceName (0..*). The parent substance of the Herbal Drug, or Herbal preparation
+	// ParentSubstanceName is "parentSubstanceName" (0..*): The parent substance of the Herbal Drug, or Herbal preparation.
 	ParentSubstanceName []String
-	// CountryOfOrigin is countryOfOrigin (0..*). The country where the plant material is harvested or the countries where the plasma is sourced from as laid down in accordance with the Plasma Master File.
+	// CountryOfOrigin is "countryOfOrigin" (0..*): The country where the plant material is harvested or the countries where the plasma is sourced from as laid down in accordance with the Plasma Master File.
 	CountryOfOrigin []CodeableConcept
-	// GeographicalLocation is geographicalLocation (0..*). The place/region where the plant is harvested or the places/regions where the animal source material has its habitat
+	// GeographicalLocation is "geographicalLocation" (0..*): The place/region where the plant is harvested or the places/regions where the animal source material has its habitat.
 	GeographicalLocation []String
-	// DevelopmentStage is developmentStage (0..1). Stage of life for animals, plants, insects and microorganisms.
+	// DevelopmentStage is "developmentStage" (0..1): Stage of life for animals, plants, insects and microorganisms.
 	DevelopmentStage *CodeableConcept
-	// FractionDescription is fractionDescription (0..*). Many complex materials are fractions of parts of plants, animals, or minerals.
+	// FractionDescription is "fractionDescription" (0..*): Many complex materials are fractions of parts of plants, animals, or minerals.
 	FractionDescription []SubstanceSourceMaterialFractionDescription
-	// Organism is organism (0..1). This subclause describes the organism which the substance is derived from.
+	// Organism is "organism" (0..1): This subclause describes the organism which the substance is derived from.
 	Organism *SubstanceSourceMaterialOrganism
-	// PartDescription is partDescription (0..*). To do
+	// PartDescription is "partDescription" (0..*): To do.
 	PartDescription []SubstanceSourceMaterialPartDescription
 }
 
@@ -186,15 +186,15 @@ func (x *SubstanceSourceMaterial) UnmarshalJSON(data []byte) error {
 
 // SubstanceSourceMaterialFractionDescription is the backbone element SubstanceSourceMaterial.fractionDescription: Many complex materials are fractions of parts of plants, animals, or minerals. Fraction elements are often necessary to define both Substances and Specified Group 1 Substances. For substances derived from Plants, fraction information will be captured at the Substance information level ( . Oils, Juices and Exudates). Additional information for Extracts, such as extraction solvent composition, will be captured at the Specified Substance Group 1 information level. For plasma-derived products fraction information will be captured at the Substance and the Specified Substance Group 1 levels
 type SubstanceSourceMaterialFractionDescription struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Fraction is fraction (0..1). This element is capturing information about the fraction of a plant part, or human plasma for fractionation
+	// Fraction is "fraction" (0..1): This element is capturing information about the fraction of a plant part, or human plasma for fractionation.
 	Fraction *String
-	// MaterialType is materialType (0..1). The specific type of the material constituting the component.
+	// MaterialType is "materialType" (0..1): The specific type of the material constituting the component.
 	MaterialType *CodeableConcept
 }
 
@@ -254,27 +254,27 @@ func (x *SubstanceSourceMaterialFractionDescription) UnmarshalJSON(data []byte) 
 
 // SubstanceSourceMaterialOrganism is the backbone element SubstanceSourceMaterial.organism: This subclause describes the organism which the substance is derived from. For vaccines, the parent organism shall be specified based on these subclause elements. As an example, full taxonomy will be described for the Substance Name: ., Leaf
 type SubstanceSourceMaterialOrganism struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Family is family (0..1). The family of an organism shall be specified
+	// Family is "family" (0..1): The family of an organism shall be specified.
 	Family *CodeableConcept
-	// Genus is genus (0..1). The genus of an organism shall be specified; refers to the Latin epithet of the genus element of the plant/animal scientific name; it is present in names for genera, species and infraspecies
+	// Genus is "genus" (0..1): The genus of an organism shall be specified; refers to the Latin epithet of the genus element of the plant/animal scientific name; it is present in names for genera, species and infraspecies.
 	Genus *CodeableConcept
-	// Species is species (0..1). The species of an organism shall be specified; refers to the Latin epithet of the species of the plant/animal; it is present in names for species and infraspecies
+	// Species is "species" (0..1): The species of an organism shall be specified; refers to the Latin epithet of the species of the plant/animal; it is present in names for species and infraspecies.
 	Species *CodeableConcept
-	// IntraspecificType is intraspecificType (0..1). The Intraspecific type of an organism shall be specified
+	// IntraspecificType is "intraspecificType" (0..1): The Intraspecific type of an organism shall be specified.
 	IntraspecificType *CodeableConcept
-	// IntraspecificDescription is intraspecificDescription (0..1). The intraspecific description of an organism shall be specified based on a controlled vocabulary.
+	// IntraspecificDescription is "intraspecificDescription" (0..1): The intraspecific description of an organism shall be specified based on a controlled vocabulary.
 	IntraspecificDescription *String
-	// Author is author (0..*). 4.9.13.6.1 Author type (Conditional)
+	// Author is "author" (0..*): 4.9.13.6.1 Author type (Conditional).
 	Author []SubstanceSourceMaterialOrganismAuthor
-	// Hybrid is hybrid (0..1). 4.9.13.8.1 Hybrid species maternal organism ID (Optional)
+	// Hybrid is "hybrid" (0..1): 4.9.13.8.1 Hybrid species maternal organism ID (Optional).
 	Hybrid *SubstanceSourceMaterialOrganismHybrid
-	// OrganismGeneral is organismGeneral (0..1). 4.9.13.7.1 Kingdom (Conditional)
+	// OrganismGeneral is "organismGeneral" (0..1): 4.9.13.7.1 Kingdom (Conditional).
 	OrganismGeneral *SubstanceSourceMaterialOrganismOrganismGeneral
 }
 
@@ -356,15 +356,15 @@ func (x *SubstanceSourceMaterialOrganism) UnmarshalJSON(data []byte) error {
 
 // SubstanceSourceMaterialOrganismAuthor is the backbone element SubstanceSourceMaterial.organism.author: 4.9.13.6.1 Author type (Conditional)
 type SubstanceSourceMaterialOrganismAuthor struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// AuthorType is authorType (0..1). The type of author of an organism species shall be specified.
+	// AuthorType is "authorType" (0..1): The type of author of an organism species shall be specified.
 	AuthorType *CodeableConcept
-	// AuthorDescription is authorDescription (0..1). The author of an organism species shall be specified.
+	// AuthorDescription is "authorDescription" (0..1): The author of an organism species shall be specified.
 	AuthorDescription *String
 }
 
@@ -424,21 +424,21 @@ func (x *SubstanceSourceMaterialOrganismAuthor) UnmarshalJSON(data []byte) error
 
 // SubstanceSourceMaterialOrganismHybrid is the backbone element SubstanceSourceMaterial.organism.hybrid: 4.9.13.8.1 Hybrid species maternal organism ID (Optional)
 type SubstanceSourceMaterialOrganismHybrid struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// MaternalOrganismID is maternalOrganismId (0..1). The identifier of the maternal species constituting the hybrid organism shall be specified based on a controlled vocabulary.
+	// MaternalOrganismID is "maternalOrganismId" (0..1): The identifier of the maternal species constituting the hybrid organism shall be specified based on a controlled vocabulary.
 	MaternalOrganismID *String
-	// MaternalOrganismName is maternalOrganismName (0..1). The name of the maternal species constituting the hybrid organism shall be specified.
+	// MaternalOrganismName is "maternalOrganismName" (0..1): The name of the maternal species constituting the hybrid organism shall be specified.
 	MaternalOrganismName *String
-	// PaternalOrganismID is paternalOrganismId (0..1). The identifier of the paternal species constituting the hybrid organism shall be specified based on a controlled vocabulary
+	// PaternalOrganismID is "paternalOrganismId" (0..1): The identifier of the paternal species constituting the hybrid organism shall be specified based on a controlled vocabulary.
 	PaternalOrganismID *String
-	// PaternalOrganismName is paternalOrganismName (0..1). The name of the paternal species constituting the hybrid organism shall be specified
+	// PaternalOrganismName is "paternalOrganismName" (0..1): The name of the paternal species constituting the hybrid organism shall be specified.
 	PaternalOrganismName *String
-	// HybridType is hybridType (0..1). The hybrid type of an organism shall be specified
+	// HybridType is "hybridType" (0..1): The hybrid type of an organism shall be specified.
 	HybridType *CodeableConcept
 }
 
@@ -516,19 +516,19 @@ func (x *SubstanceSourceMaterialOrganismHybrid) UnmarshalJSON(data []byte) error
 
 // SubstanceSourceMaterialOrganismOrganismGeneral is the backbone element SubstanceSourceMaterial.organism.organismGeneral: 4.9.13.7.1 Kingdom (Conditional)
 type SubstanceSourceMaterialOrganismOrganismGeneral struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Kingdom is kingdom (0..1). The kingdom of an organism shall be specified
+	// Kingdom is "kingdom" (0..1): The kingdom of an organism shall be specified.
 	Kingdom *CodeableConcept
-	// Phylum is phylum (0..1). The phylum of an organism shall be specified
+	// Phylum is "phylum" (0..1): The phylum of an organism shall be specified.
 	Phylum *CodeableConcept
-	// Class is class (0..1). The class of an organism shall be specified
+	// Class is "class" (0..1): The class of an organism shall be specified.
 	Class *CodeableConcept
-	// Order is order (0..1). The order of an organism shall be specified,
+	// Order is "order" (0..1): The order of an organism shall be specified,.
 	Order *CodeableConcept
 }
 
@@ -594,15 +594,15 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) UnmarshalJSON(data []by
 
 // SubstanceSourceMaterialPartDescription is the backbone element SubstanceSourceMaterial.partDescription: To do
 type SubstanceSourceMaterialPartDescription struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Part is part (0..1). Entity of anatomical origin of source material within an organism
+	// Part is "part" (0..1): Entity of anatomical origin of source material within an organism.
 	Part *CodeableConcept
-	// PartLocation is partLocation (0..1). The detailed anatomic location when the part can be extracted from different anatomical locations of the organism.
+	// PartLocation is "partLocation" (0..1): The detailed anatomic location when the part can be extracted from different anatomical locations of the organism.
 	PartLocation *CodeableConcept
 }
 

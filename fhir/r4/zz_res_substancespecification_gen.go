@@ -4,59 +4,59 @@ package r4
 
 // SubstanceSpecification is the FHIR R4 resource SubstanceSpecification: The detailed description of a substance, typically at a level beyond what is used for prescribing.
 type SubstanceSpecification struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Identifier by which this substance is known
+	// Identifier is "identifier" (0..1): Identifier by which this substance is known.
 	Identifier *Identifier
-	// Type is type (0..1). High level categorization, e.g. polymer or nucleic acid
+	// Type is "type" (0..1): High level categorization, e.g. polymer or nucleic acid.
 	Type *CodeableConcept
-	// Status is status (0..1). Status of substance within the catalogue e.g. approved
+	// Status is "status" (0..1): Status of substance within the catalogue e.g. approved.
 	Status *CodeableConcept
-	// Domain is domain (0..1). If the substance applies to only human or veterinary use
+	// Domain is "domain" (0..1): If the substance applies to only human or veterinary use.
 	Domain *CodeableConcept
-	// Description is description (0..1). Textual description of the substance
+	// Description is "description" (0..1): Textual description of the substance.
 	Description *String
-	// Source is source (0..*). Supporting literature
+	// Source is "source" (0..*): Supporting literature.
 	Source []Reference
-	// Comment is comment (0..1). Textual comment about this record of a substance
+	// Comment is "comment" (0..1): Textual comment about this record of a substance.
 	Comment *String
-	// Moiety is moiety (0..*). Moiety, for structural modifications
+	// Moiety is "moiety" (0..*): Moiety, for structural modifications.
 	Moiety []SubstanceSpecificationMoiety
-	// Property is property (0..*). General specifications for this substance, including how it is related to other substances
+	// Property is "property" (0..*): General specifications for this substance, including how it is related to other substances.
 	Property []SubstanceSpecificationProperty
-	// ReferenceInformation is referenceInformation (0..1). General information detailing this substance
+	// ReferenceInformation is "referenceInformation" (0..1): General information detailing this substance.
 	ReferenceInformation *Reference
-	// Structure is structure (0..1). Structural information
+	// Structure is "structure" (0..1): Structural information.
 	Structure *SubstanceSpecificationStructure
-	// Code is code (0..*). Codes associated with the substance
+	// Code is "code" (0..*): Codes associated with the substance.
 	Code []SubstanceSpecificationCode
-	// Name is name (0..*). Names applicable to this substance
+	// Name is "name" (0..*): Names applicable to this substance.
 	Name []SubstanceSpecificationName
-	// MolecularWeight is molecularWeight (0..*). The molecular weight or weight range (for proteins, polymers or nucleic acids)
+	// MolecularWeight is "molecularWeight" (0..*): The molecular weight or weight range (for proteins, polymers or nucleic acids).
 	MolecularWeight []SubstanceSpecificationStructureIsotopeMolecularWeight
-	// Relationship is relationship (0..*). A link between this substance and another, with details of the relationship
+	// Relationship is "relationship" (0..*): A link between this substance and another, with details of the relationship.
 	Relationship []SubstanceSpecificationRelationship
-	// NucleicAcid is nucleicAcid (0..1). Data items specific to nucleic acids
+	// NucleicAcid is "nucleicAcid" (0..1): Data items specific to nucleic acids.
 	NucleicAcid *Reference
-	// Polymer is polymer (0..1). Data items specific to polymers
+	// Polymer is "polymer" (0..1): Data items specific to polymers.
 	Polymer *Reference
-	// Protein is protein (0..1). Data items specific to proteins
+	// Protein is "protein" (0..1): Data items specific to proteins.
 	Protein *Reference
-	// SourceMaterial is sourceMaterial (0..1). Material or taxonomic/anatomical source for the substance
+	// SourceMaterial is "sourceMaterial" (0..1): Material or taxonomic/anatomical source for the substance.
 	SourceMaterial *Reference
 }
 
@@ -220,27 +220,27 @@ func (x *SubstanceSpecification) UnmarshalJSON(data []byte) error {
 
 // SubstanceSpecificationMoiety is the backbone element SubstanceSpecification.moiety: Moiety, for structural modifications
 type SubstanceSpecificationMoiety struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Role is role (0..1). Role that the moiety is playing
+	// Role is "role" (0..1): Role that the moiety is playing.
 	Role *CodeableConcept
-	// Identifier is identifier (0..1). Identifier by which this moiety substance is known
+	// Identifier is "identifier" (0..1): Identifier by which this moiety substance is known.
 	Identifier *Identifier
-	// Name is name (0..1). Textual name for this moiety substance
+	// Name is "name" (0..1): Textual name for this moiety substance.
 	Name *String
-	// Stereochemistry is stereochemistry (0..1). Stereochemistry type
+	// Stereochemistry is "stereochemistry" (0..1): Stereochemistry type.
 	Stereochemistry *CodeableConcept
-	// OpticalActivity is opticalActivity (0..1). Optical activity type
+	// OpticalActivity is "opticalActivity" (0..1): Optical activity type.
 	OpticalActivity *CodeableConcept
-	// MolecularFormula is molecularFormula (0..1). Molecular formula
+	// MolecularFormula is "molecularFormula" (0..1): Molecular formula.
 	MolecularFormula *String
-	// AmountQuantity is amountQuantity (0..1). Quantitative value for this moiety
+	// AmountQuantity is "amountQuantity" (amount[x] as Quantity, 0..1): Quantitative value for this moiety.
 	AmountQuantity *Quantity
-	// AmountString is amountString (0..1). Quantitative value for this moiety
+	// AmountString is "amountString" (amount[x] as string, 0..1): Quantitative value for this moiety.
 	AmountString *String
 }
 
@@ -326,25 +326,25 @@ func (x *SubstanceSpecificationMoiety) UnmarshalJSON(data []byte) error {
 
 // SubstanceSpecificationProperty is the backbone element SubstanceSpecification.property: General specifications for this substance, including how it is related to other substances
 type SubstanceSpecificationProperty struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Category is category (0..1). A category for this property, e.g. Physical, Chemical, Enzymatic
+	// Category is "category" (0..1): A category for this property, e.g. Physical, Chemical, Enzymatic.
 	Category *CodeableConcept
-	// Code is code (0..1). Property type e.g. viscosity, pH, isoelectric point
+	// Code is "code" (0..1): Property type e.g. viscosity, pH, isoelectric point.
 	Code *CodeableConcept
-	// Parameters is parameters (0..1). Parameters that were used in the measurement of a property (e.g. for viscosity: measured at 20C with a pH of 7.1)
+	// Parameters is "parameters" (0..1): Parameters that were used in the measurement of a property (e.g. for viscosity: measured at 20C with a pH of 7.1).
 	Parameters *String
-	// DefiningSubstanceReference is definingSubstanceReference (0..1). A substance upon which a defining property depends (e.g. for solubility: in water, in alcohol)
+	// DefiningSubstanceReference is "definingSubstanceReference" (definingSubstance[x] as Reference, 0..1): A substance upon which a defining property depends (e.g. for solubility: in water, in alcohol).
 	DefiningSubstanceReference *Reference
-	// DefiningSubstanceCodeableConcept is definingSubstanceCodeableConcept (0..1). A substance upon which a defining property depends (e.g. for solubility: in water, in alcohol)
+	// DefiningSubstanceCodeableConcept is "definingSubstanceCodeableConcept" (definingSubstance[x] as CodeableConcept, 0..1): A substance upon which a defining property depends (e.g. for solubility: in water, in alcohol).
 	DefiningSubstanceCodeableConcept *CodeableConcept
-	// AmountQuantity is amountQuantity (0..1). Quantitative value for this property
+	// AmountQuantity is "amountQuantity" (amount[x] as Quantity, 0..1): Quantitative value for this property.
 	AmountQuantity *Quantity
-	// AmountString is amountString (0..1). Quantitative value for this property
+	// AmountString is "amountString" (amount[x] as string, 0..1): Quantitative value for this property.
 	AmountString *String
 }
 
@@ -424,27 +424,27 @@ func (x *SubstanceSpecificationProperty) UnmarshalJSON(data []byte) error {
 
 // SubstanceSpecificationStructure is the backbone element SubstanceSpecification.structure: Structural information
 type SubstanceSpecificationStructure struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Stereochemistry is stereochemistry (0..1). Stereochemistry type
+	// Stereochemistry is "stereochemistry" (0..1): Stereochemistry type.
 	Stereochemistry *CodeableConcept
-	// OpticalActivity is opticalActivity (0..1). Optical activity type
+	// OpticalActivity is "opticalActivity" (0..1): Optical activity type.
 	OpticalActivity *CodeableConcept
-	// MolecularFormula is molecularFormula (0..1). Molecular formula
+	// MolecularFormula is "molecularFormula" (0..1): Molecular formula.
 	MolecularFormula *String
-	// MolecularFormulaByMoiety is molecularFormulaByMoiety (0..1). Specified per moiety according to the Hill system, i.e. first C, then H, then alphabetical, each moiety separated by a dot
+	// MolecularFormulaByMoiety is "molecularFormulaByMoiety" (0..1): Specified per moiety according to the Hill system, i.e. first C, then H, then alphabetical, each moiety separated by a dot.
 	MolecularFormulaByMoiety *String
-	// Isotope is isotope (0..*). Applicable for single substances that contain a radionuclide or a non-natural isotopic ratio
+	// Isotope is "isotope" (0..*): Applicable for single substances that contain a radionuclide or a non-natural isotopic ratio.
 	Isotope []SubstanceSpecificationStructureIsotope
-	// MolecularWeight is molecularWeight (0..1). The molecular weight or weight range (for proteins, polymers or nucleic acids)
+	// MolecularWeight is "molecularWeight" (0..1): The molecular weight or weight range (for proteins, polymers or nucleic acids).
 	MolecularWeight *SubstanceSpecificationStructureIsotopeMolecularWeight
-	// Source is source (0..*). Supporting literature
+	// Source is "source" (0..*): Supporting literature.
 	Source []Reference
-	// Representation is representation (0..*). Molecular structural representation
+	// Representation is "representation" (0..*): Molecular structural representation.
 	Representation []SubstanceSpecificationStructureRepresentation
 }
 
@@ -528,21 +528,21 @@ func (x *SubstanceSpecificationStructure) UnmarshalJSON(data []byte) error {
 
 // SubstanceSpecificationStructureIsotope is the backbone element SubstanceSpecification.structure.isotope: Applicable for single substances that contain a radionuclide or a non-natural isotopic ratio
 type SubstanceSpecificationStructureIsotope struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Substance identifier for each non-natural or radioisotope
+	// Identifier is "identifier" (0..1): Substance identifier for each non-natural or radioisotope.
 	Identifier *Identifier
-	// Name is name (0..1). Substance name for each non-natural or radioisotope
+	// Name is "name" (0..1): Substance name for each non-natural or radioisotope.
 	Name *CodeableConcept
-	// Substitution is substitution (0..1). The type of isotopic substitution present in a single substance
+	// Substitution is "substitution" (0..1): The type of isotopic substitution present in a single substance.
 	Substitution *CodeableConcept
-	// HalfLife is halfLife (0..1). Half life - for a non-natural nuclide
+	// HalfLife is "halfLife" (0..1): Half life - for a non-natural nuclide.
 	HalfLife *Quantity
-	// MolecularWeight is molecularWeight (0..1). The molecular weight or weight range (for proteins, polymers or nucleic acids)
+	// MolecularWeight is "molecularWeight" (0..1): The molecular weight or weight range (for proteins, polymers or nucleic acids).
 	MolecularWeight *SubstanceSpecificationStructureIsotopeMolecularWeight
 }
 
@@ -612,17 +612,17 @@ func (x *SubstanceSpecificationStructureIsotope) UnmarshalJSON(data []byte) erro
 
 // SubstanceSpecificationStructureIsotopeMolecularWeight is the backbone element SubstanceSpecification.structure.isotope.molecularWeight: The molecular weight or weight range (for proteins, polymers or nucleic acids)
 type SubstanceSpecificationStructureIsotopeMolecularWeight struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Method is method (0..1). The method by which the molecular weight was determined
+	// Method is "method" (0..1): The method by which the molecular weight was determined.
 	Method *CodeableConcept
-	// Type is type (0..1). Type of molecular weight such as exact, average (also known as.
+	// Type is "type" (0..1): Type of molecular weight such as exact, average (also known as.
 	Type *CodeableConcept
-	// Amount is amount (0..1). Used to capture quantitative values for a variety of elements.
+	// Amount is "amount" (0..1): Used to capture quantitative values for a variety of elements.
 	Amount *Quantity
 }
 
@@ -684,17 +684,17 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) UnmarshalJSON(da
 
 // SubstanceSpecificationStructureRepresentation is the backbone element SubstanceSpecification.structure.representation: Molecular structural representation
 type SubstanceSpecificationStructureRepresentation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). The type of structure (e.g. Full, Partial, Representative)
+	// Type is "type" (0..1): The type of structure (e.g. Full, Partial, Representative).
 	Type *CodeableConcept
-	// Representation is representation (0..1). The structural representation as text string in a format e.g. InChI, SMILES, MOLFILE, CDX
+	// Representation is "representation" (0..1): The structural representation as text string in a format e.g. InChI, SMILES, MOLFILE, CDX.
 	Representation *String
-	// Attachment is attachment (0..1). An attached file with the structural representation
+	// Attachment is "attachment" (0..1): An attached file with the structural representation.
 	Attachment *Attachment
 }
 
@@ -758,21 +758,21 @@ func (x *SubstanceSpecificationStructureRepresentation) UnmarshalJSON(data []byt
 
 // SubstanceSpecificationCode is the backbone element SubstanceSpecification.code: Codes associated with the substance
 type SubstanceSpecificationCode struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). The specific code
+	// Code is "code" (0..1): The specific code.
 	Code *CodeableConcept
-	// Status is status (0..1). Status of the code assignment
+	// Status is "status" (0..1): Status of the code assignment.
 	Status *CodeableConcept
-	// StatusDate is statusDate (0..1). The date at which the code status is changed as part of the terminology maintenance
+	// StatusDate is "statusDate" (0..1): The date at which the code status is changed as part of the terminology maintenance.
 	StatusDate *DateTime
-	// Comment is comment (0..1). Any comment can be provided in this field, if necessary
+	// Comment is "comment" (0..1): Any comment can be provided in this field, if necessary.
 	Comment *String
-	// Source is source (0..*). Supporting literature
+	// Source is "source" (0..*): Supporting literature.
 	Source []Reference
 }
 
@@ -844,33 +844,33 @@ func (x *SubstanceSpecificationCode) UnmarshalJSON(data []byte) error {
 
 // SubstanceSpecificationName is the backbone element SubstanceSpecification.name: Names applicable to this substance
 type SubstanceSpecificationName struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). The actual name
+	// Name is "name" (1..1): The actual name.
 	Name *String
-	// Type is type (0..1). Name type
+	// Type is "type" (0..1): Name type.
 	Type *CodeableConcept
-	// Status is status (0..1). The status of the name
+	// Status is "status" (0..1): The status of the name.
 	Status *CodeableConcept
-	// Preferred is preferred (0..1). If this is the preferred name for this substance
+	// Preferred is "preferred" (0..1): If this is the preferred name for this substance.
 	Preferred *Boolean
-	// Language is language (0..*). Language of the name
+	// Language is "language" (0..*): Language of the name.
 	Language []CodeableConcept
-	// Domain is domain (0..*). The use context of this name for example if there is a different name a drug active ingredient as opposed to a food colour additive
+	// Domain is "domain" (0..*): The use context of this name for example if there is a different name a drug active ingredient as opposed to a food colour additive.
 	Domain []CodeableConcept
-	// Jurisdiction is jurisdiction (0..*). The jurisdiction where this name applies
+	// Jurisdiction is "jurisdiction" (0..*): The jurisdiction where this name applies.
 	Jurisdiction []CodeableConcept
-	// Synonym is synonym (0..*). A synonym of this name
+	// Synonym is "synonym" (0..*): A synonym of this name.
 	Synonym []SubstanceSpecificationName
-	// Translation is translation (0..*). A translation for this name
+	// Translation is "translation" (0..*): A translation for this name.
 	Translation []SubstanceSpecificationName
-	// Official is official (0..*). Details of the official nature of this name
+	// Official is "official" (0..*): Details of the official nature of this name.
 	Official []SubstanceSpecificationNameOfficial
-	// Source is source (0..*). Supporting literature
+	// Source is "source" (0..*): Supporting literature.
 	Source []Reference
 }
 
@@ -966,17 +966,17 @@ func (x *SubstanceSpecificationName) UnmarshalJSON(data []byte) error {
 
 // SubstanceSpecificationNameOfficial is the backbone element SubstanceSpecification.name.official: Details of the official nature of this name
 type SubstanceSpecificationNameOfficial struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Authority is authority (0..1). Which authority uses this official name
+	// Authority is "authority" (0..1): Which authority uses this official name.
 	Authority *CodeableConcept
-	// Status is status (0..1). The status of the official name
+	// Status is "status" (0..1): The status of the official name.
 	Status *CodeableConcept
-	// Date is date (0..1). Date of official name change
+	// Date is "date" (0..1): Date of official name change.
 	Date *DateTime
 }
 
@@ -1038,33 +1038,33 @@ func (x *SubstanceSpecificationNameOfficial) UnmarshalJSON(data []byte) error {
 
 // SubstanceSpecificationRelationship is the backbone element SubstanceSpecification.relationship: A link between this substance and another, with details of the relationship
 type SubstanceSpecificationRelationship struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// SubstanceReference is substanceReference (0..1). A pointer to another substance, as a resource or just a representational code
+	// SubstanceReference is "substanceReference" (substance[x] as Reference, 0..1): A pointer to another substance, as a resource or just a representational code.
 	SubstanceReference *Reference
-	// SubstanceCodeableConcept is substanceCodeableConcept (0..1). A pointer to another substance, as a resource or just a representational code
+	// SubstanceCodeableConcept is "substanceCodeableConcept" (substance[x] as CodeableConcept, 0..1): A pointer to another substance, as a resource or just a representational code.
 	SubstanceCodeableConcept *CodeableConcept
-	// Relationship is relationship (0..1). For example "salt to parent", "active moiety", "starting material"
+	// Relationship is "relationship" (0..1): For example "salt to parent", "active moiety", "starting material".
 	Relationship *CodeableConcept
-	// IsDefining is isDefining (0..1). For example where an enzyme strongly bonds with a particular substance, this is a defining relationship for that enzyme, out of several possible substance relationships
+	// IsDefining is "isDefining" (0..1): For example where an enzyme strongly bonds with a particular substance, this is a defining relationship for that enzyme, out of several possible substance relationships.
 	IsDefining *Boolean
-	// AmountQuantity is amountQuantity (0..1). A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other
+	// AmountQuantity is "amountQuantity" (amount[x] as Quantity, 0..1): A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other.
 	AmountQuantity *Quantity
-	// AmountRange is amountRange (0..1). A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other
+	// AmountRange is "amountRange" (amount[x] as Range, 0..1): A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other.
 	AmountRange *Range
-	// AmountRatio is amountRatio (0..1). A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other
+	// AmountRatio is "amountRatio" (amount[x] as Ratio, 0..1): A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other.
 	AmountRatio *Ratio
-	// AmountString is amountString (0..1). A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other
+	// AmountString is "amountString" (amount[x] as string, 0..1): A numeric factor for the relationship, for instance to express that the salt of a substance has some percentage of the active substance in relation to some other.
 	AmountString *String
-	// AmountRatioLowLimit is amountRatioLowLimit (0..1). For use when the numeric
+	// AmountRatioLowLimit is "amountRatioLowLimit" (0..1): For use when the numeric.
 	AmountRatioLowLimit *Ratio
-	// AmountType is amountType (0..1). An operator for the amount, for example "average", "approximately", "less than"
+	// AmountType is "amountType" (0..1): An operator for the amount, for example "average", "approximately", "less than".
 	AmountType *CodeableConcept
-	// Source is source (0..*). Supporting literature
+	// Source is "source" (0..*): Supporting literature.
 	Source []Reference
 }
 

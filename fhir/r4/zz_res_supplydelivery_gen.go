@@ -4,47 +4,47 @@ package r4
 
 // SupplyDelivery is the FHIR R4 resource SupplyDelivery: Record of delivery of what is supplied.
 type SupplyDelivery struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). External identifier
+	// Identifier is "identifier" (0..*): External identifier.
 	Identifier []Identifier
-	// BasedOn is basedOn (0..*). Fulfills plan, proposal or order
+	// BasedOn is "basedOn" (0..*): Fulfills plan, proposal or order.
 	BasedOn []Reference
-	// PartOf is partOf (0..*). Part of referenced event
+	// PartOf is "partOf" (0..*): Part of referenced event.
 	PartOf []Reference
-	// Status is status (0..1). in-progress | completed | abandoned | entered-in-error
+	// Status is "status" (0..1): in-progress | completed | abandoned | entered-in-error.
 	Status *Code
-	// Patient is patient (0..1). Patient for whom the item is supplied
+	// Patient is "patient" (0..1): Patient for whom the item is supplied.
 	Patient *Reference
-	// Type is type (0..1). Category of dispense event
+	// Type is "type" (0..1): Category of dispense event.
 	Type *CodeableConcept
-	// SuppliedItem is suppliedItem (0..1). The item that is delivered or supplied
+	// SuppliedItem is "suppliedItem" (0..1): The item that is delivered or supplied.
 	SuppliedItem *SupplyDeliverySuppliedItem
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When event occurred
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): When event occurred.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). When event occurred
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): When event occurred.
 	OccurrencePeriod *Period
-	// OccurrenceTiming is occurrenceTiming (0..1). When event occurred
+	// OccurrenceTiming is "occurrenceTiming" (occurrence[x] as Timing, 0..1): When event occurred.
 	OccurrenceTiming *Timing
-	// Supplier is supplier (0..1). Dispenser
+	// Supplier is "supplier" (0..1): Dispenser.
 	Supplier *Reference
-	// Destination is destination (0..1). Where the Supply was sent
+	// Destination is "destination" (0..1): Where the Supply was sent.
 	Destination *Reference
-	// Receiver is receiver (0..*). Who collected the Supply
+	// Receiver is "receiver" (0..*): Who collected the Supply.
 	Receiver []Reference
 }
 
@@ -184,17 +184,17 @@ func (x *SupplyDelivery) UnmarshalJSON(data []byte) error {
 
 // SupplyDeliverySuppliedItem is the backbone element SupplyDelivery.suppliedItem: The item that is delivered or supplied
 type SupplyDeliverySuppliedItem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Quantity is quantity (0..1). Amount dispensed
+	// Quantity is "quantity" (0..1): Amount dispensed.
 	Quantity *Quantity
-	// ItemCodeableConcept is itemCodeableConcept (0..1). Medication, Substance, or Device supplied
+	// ItemCodeableConcept is "itemCodeableConcept" (item[x] as CodeableConcept, 0..1): Medication, Substance, or Device supplied.
 	ItemCodeableConcept *CodeableConcept
-	// ItemReference is itemReference (0..1). Medication, Substance, or Device supplied
+	// ItemReference is "itemReference" (item[x] as Reference, 0..1): Medication, Substance, or Device supplied.
 	ItemReference *Reference
 }
 

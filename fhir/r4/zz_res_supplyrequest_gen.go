@@ -4,57 +4,57 @@ package r4
 
 // SupplyRequest is the FHIR R4 resource SupplyRequest: A record of a request for a medication, substance or device used in the healthcare setting.
 type SupplyRequest struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for SupplyRequest
+	// Identifier is "identifier" (0..*): Business Identifier for SupplyRequest.
 	Identifier []Identifier
-	// Status is status (0..1). draft | active | suspended +
+	// Status is "status" (0..1): draft | active | suspended +.
 	Status *Code
-	// Category is category (0..1). The kind of supply (central, non-stock, etc.)
+	// Category is "category" (0..1): The kind of supply (central, non-stock, etc.).
 	Category *CodeableConcept
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// ItemCodeableConcept is itemCodeableConcept (1..1). Medication, Substance, or Device requested to be supplied
+	// ItemCodeableConcept is "itemCodeableConcept" (item[x] as CodeableConcept, 1..1): Medication, Substance, or Device requested to be supplied.
 	ItemCodeableConcept *CodeableConcept
-	// ItemReference is itemReference (1..1). Medication, Substance, or Device requested to be supplied
+	// ItemReference is "itemReference" (item[x] as Reference, 1..1): Medication, Substance, or Device requested to be supplied.
 	ItemReference *Reference
-	// Quantity is quantity (1..1). The requested amount of the item indicated
+	// Quantity is "quantity" (1..1): The requested amount of the item indicated.
 	Quantity *Quantity
-	// Parameter is parameter (0..*). Ordered item details
+	// Parameter is "parameter" (0..*): Ordered item details.
 	Parameter []SupplyRequestParameter
-	// OccurrenceDateTime is occurrenceDateTime (0..1). When the request should be fulfilled
+	// OccurrenceDateTime is "occurrenceDateTime" (occurrence[x] as dateTime, 0..1): When the request should be fulfilled.
 	OccurrenceDateTime *DateTime
-	// OccurrencePeriod is occurrencePeriod (0..1). When the request should be fulfilled
+	// OccurrencePeriod is "occurrencePeriod" (occurrence[x] as Period, 0..1): When the request should be fulfilled.
 	OccurrencePeriod *Period
-	// OccurrenceTiming is occurrenceTiming (0..1). When the request should be fulfilled
+	// OccurrenceTiming is "occurrenceTiming" (occurrence[x] as Timing, 0..1): When the request should be fulfilled.
 	OccurrenceTiming *Timing
-	// AuthoredOn is authoredOn (0..1). When the request was made
+	// AuthoredOn is "authoredOn" (0..1): When the request was made.
 	AuthoredOn *DateTime
-	// Requester is requester (0..1). Individual making the request
+	// Requester is "requester" (0..1): Individual making the request.
 	Requester *Reference
-	// Supplier is supplier (0..*). Who is intended to fulfill the request
+	// Supplier is "supplier" (0..*): Who is intended to fulfill the request.
 	Supplier []Reference
-	// ReasonCode is reasonCode (0..*). The reason why the supply item was requested
+	// ReasonCode is "reasonCode" (0..*): The reason why the supply item was requested.
 	ReasonCode []CodeableConcept
-	// ReasonReference is reasonReference (0..*). The reason why the supply item was requested
+	// ReasonReference is "reasonReference" (0..*): The reason why the supply item was requested.
 	ReasonReference []Reference
-	// DeliverFrom is deliverFrom (0..1). The origin of the supply
+	// DeliverFrom is "deliverFrom" (0..1): The origin of the supply.
 	DeliverFrom *Reference
-	// DeliverTo is deliverTo (0..1). The destination of the supply
+	// DeliverTo is "deliverTo" (0..1): The destination of the supply.
 	DeliverTo *Reference
 }
 
@@ -218,21 +218,21 @@ func (x *SupplyRequest) UnmarshalJSON(data []byte) error {
 
 // SupplyRequestParameter is the backbone element SupplyRequest.parameter: Ordered item details
 type SupplyRequestParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Item detail
+	// Code is "code" (0..1): Item detail.
 	Code *CodeableConcept
-	// ValueCodeableConcept is valueCodeableConcept (0..1). Value of detail
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 0..1): Value of detail.
 	ValueCodeableConcept *CodeableConcept
-	// ValueQuantity is valueQuantity (0..1). Value of detail
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 0..1): Value of detail.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (0..1). Value of detail
+	// ValueRange is "valueRange" (value[x] as Range, 0..1): Value of detail.
 	ValueRange *Range
-	// ValueBoolean is valueBoolean (0..1). Value of detail
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Value of detail.
 	ValueBoolean *Boolean
 }
 

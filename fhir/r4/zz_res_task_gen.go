@@ -4,83 +4,83 @@ package r4
 
 // Task is the FHIR R4 resource Task: A task to be performed.
 type Task struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Task Instance Identifier
+	// Identifier is "identifier" (0..*): Task Instance Identifier.
 	Identifier []Identifier
-	// InstantiatesCanonical is instantiatesCanonical (0..1). Formal definition of task
+	// InstantiatesCanonical is "instantiatesCanonical" (0..1): Formal definition of task.
 	InstantiatesCanonical *Canonical
-	// InstantiatesURI is instantiatesUri (0..1). Formal definition of task
+	// InstantiatesURI is "instantiatesUri" (0..1): Formal definition of task.
 	InstantiatesURI *URI
-	// BasedOn is basedOn (0..*). Request fulfilled by this task
+	// BasedOn is "basedOn" (0..*): Request fulfilled by this task.
 	BasedOn []Reference
-	// GroupIdentifier is groupIdentifier (0..1). Requisition or grouper id
+	// GroupIdentifier is "groupIdentifier" (0..1): Requisition or grouper id.
 	GroupIdentifier *Identifier
-	// PartOf is partOf (0..*). Composite task
+	// PartOf is "partOf" (0..*): Composite task.
 	PartOf []Reference
-	// Status is status (1..1). draft | requested | received | accepted | +
+	// Status is "status" (1..1): draft | requested | received | accepted | +.
 	Status *Code
-	// StatusReason is statusReason (0..1). Reason for current status
+	// StatusReason is "statusReason" (0..1): Reason for current status.
 	StatusReason *CodeableConcept
-	// BusinessStatus is businessStatus (0..1). E.g.
+	// BusinessStatus is "businessStatus" (0..1): E.g.
 	BusinessStatus *CodeableConcept
-	// Intent is intent (1..1). unknown | proposal | plan | order | original-order | reflex-order | filler-order | instance-order | option
+	// Intent is "intent" (1..1): unknown | proposal | plan | order | original-order | reflex-order | filler-order | instance-order | option.
 	Intent *Code
-	// Priority is priority (0..1). routine | urgent | asap | stat
+	// Priority is "priority" (0..1): routine | urgent | asap | stat.
 	Priority *Code
-	// Code is code (0..1). Task Type
+	// Code is "code" (0..1): Task Type.
 	Code *CodeableConcept
-	// Description is description (0..1). Human-readable explanation of task
+	// Description is "description" (0..1): Human-readable explanation of task.
 	Description *String
-	// Focus is focus (0..1). What task is acting on
+	// Focus is "focus" (0..1): What task is acting on.
 	Focus *Reference
-	// For is for (0..1). Beneficiary of the Task
+	// For is "for" (0..1): Beneficiary of the Task.
 	For *Reference
-	// Encounter is encounter (0..1). Healthcare event during which this task originated
+	// Encounter is "encounter" (0..1): Healthcare event during which this task originated.
 	Encounter *Reference
-	// ExecutionPeriod is executionPeriod (0..1). Start and end time of execution
+	// ExecutionPeriod is "executionPeriod" (0..1): Start and end time of execution.
 	ExecutionPeriod *Period
-	// AuthoredOn is authoredOn (0..1). Task Creation Date
+	// AuthoredOn is "authoredOn" (0..1): Task Creation Date.
 	AuthoredOn *DateTime
-	// LastModified is lastModified (0..1). Task Last Modified Date
+	// LastModified is "lastModified" (0..1): Task Last Modified Date.
 	LastModified *DateTime
-	// Requester is requester (0..1). Who is asking for task to be done
+	// Requester is "requester" (0..1): Who is asking for task to be done.
 	Requester *Reference
-	// PerformerType is performerType (0..*). Requested performer
+	// PerformerType is "performerType" (0..*): Requested performer.
 	PerformerType []CodeableConcept
-	// Owner is owner (0..1). Responsible individual
+	// Owner is "owner" (0..1): Responsible individual.
 	Owner *Reference
-	// Location is location (0..1). Where task occurs
+	// Location is "location" (0..1): Where task occurs.
 	Location *Reference
-	// ReasonCode is reasonCode (0..1). Why task is needed
+	// ReasonCode is "reasonCode" (0..1): Why task is needed.
 	ReasonCode *CodeableConcept
-	// ReasonReference is reasonReference (0..1). Why task is needed
+	// ReasonReference is "reasonReference" (0..1): Why task is needed.
 	ReasonReference *Reference
-	// Insurance is insurance (0..*). Associated insurance coverage
+	// Insurance is "insurance" (0..*): Associated insurance coverage.
 	Insurance []Reference
-	// Note is note (0..*). Comments made about the task
+	// Note is "note" (0..*): Comments made about the task.
 	Note []Annotation
-	// RelevantHistory is relevantHistory (0..*). Key events in history of the Task
+	// RelevantHistory is "relevantHistory" (0..*): Key events in history of the Task.
 	RelevantHistory []Reference
-	// Restriction is restriction (0..1). Constraints on fulfillment tasks
+	// Restriction is "restriction" (0..1): Constraints on fulfillment tasks.
 	Restriction *TaskRestriction
-	// Input is input (0..*). Information used to perform task
+	// Input is "input" (0..*): Information used to perform task.
 	Input []TaskInput
-	// Output is output (0..*). Information produced as part of task
+	// Output is "output" (0..*): Information produced as part of task.
 	Output []TaskOutput
 }
 
@@ -301,17 +301,17 @@ func (x *Task) UnmarshalJSON(data []byte) error { *x = Task{}; return unmarshalR
 
 // TaskRestriction is the backbone element Task.restriction: Constraints on fulfillment tasks
 type TaskRestriction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Repetitions is repetitions (0..1). How many times to repeat
+	// Repetitions is "repetitions" (0..1): How many times to repeat.
 	Repetitions *PositiveInt
-	// Period is period (0..1). When fulfillment sought
+	// Period is "period" (0..1): When fulfillment sought.
 	Period *Period
-	// Recipient is recipient (0..*). For whom is fulfillment sought?
+	// Recipient is "recipient" (0..*): For whom is fulfillment sought?.
 	Recipient []Reference
 }
 
@@ -373,113 +373,113 @@ func (x *TaskRestriction) UnmarshalJSON(data []byte) error {
 
 // TaskInput is the backbone element Task.input: Information used to perform task
 type TaskInput struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Label for the input
+	// Type is "type" (1..1): Label for the input.
 	Type *CodeableConcept
-	// ValueBase64Binary is valueBase64Binary (1..1). Content to use in performing the task
+	// ValueBase64Binary is "valueBase64Binary" (value[x] as base64Binary, 1..1): Content to use in performing the task.
 	ValueBase64Binary *Base64Binary
-	// ValueBoolean is valueBoolean (1..1). Content to use in performing the task
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): Content to use in performing the task.
 	ValueBoolean *Boolean
-	// ValueCanonical is valueCanonical (1..1). Content to use in performing the task
+	// ValueCanonical is "valueCanonical" (value[x] as canonical, 1..1): Content to use in performing the task.
 	ValueCanonical *Canonical
-	// ValueCode is valueCode (1..1). Content to use in performing the task
+	// ValueCode is "valueCode" (value[x] as code, 1..1): Content to use in performing the task.
 	ValueCode *Code
-	// ValueDate is valueDate (1..1). Content to use in performing the task
+	// ValueDate is "valueDate" (value[x] as date, 1..1): Content to use in performing the task.
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (1..1). Content to use in performing the task
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 1..1): Content to use in performing the task.
 	ValueDateTime *DateTime
-	// ValueDecimal is valueDecimal (1..1). Content to use in performing the task
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 1..1): Content to use in performing the task.
 	ValueDecimal *Decimal
-	// ValueID is valueId (1..1). Content to use in performing the task
+	// ValueID is "valueId" (value[x] as id, 1..1): Content to use in performing the task.
 	ValueID *ID
-	// ValueInstant is valueInstant (1..1). Content to use in performing the task
+	// ValueInstant is "valueInstant" (value[x] as instant, 1..1): Content to use in performing the task.
 	ValueInstant *Instant
-	// ValueInteger is valueInteger (1..1). Content to use in performing the task
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): Content to use in performing the task.
 	ValueInteger *Integer
-	// ValueMarkdown is valueMarkdown (1..1). Content to use in performing the task
+	// ValueMarkdown is "valueMarkdown" (value[x] as markdown, 1..1): Content to use in performing the task.
 	ValueMarkdown *Markdown
-	// ValueOID is valueOid (1..1). Content to use in performing the task
+	// ValueOID is "valueOid" (value[x] as oid, 1..1): Content to use in performing the task.
 	ValueOID *OID
-	// ValuePositiveInt is valuePositiveInt (1..1). Content to use in performing the task
+	// ValuePositiveInt is "valuePositiveInt" (value[x] as positiveInt, 1..1): Content to use in performing the task.
 	ValuePositiveInt *PositiveInt
-	// ValueString is valueString (1..1). Content to use in performing the task
+	// ValueString is "valueString" (value[x] as string, 1..1): Content to use in performing the task.
 	ValueString *String
-	// ValueTime is valueTime (1..1). Content to use in performing the task
+	// ValueTime is "valueTime" (value[x] as time, 1..1): Content to use in performing the task.
 	ValueTime *Time
-	// ValueUnsignedInt is valueUnsignedInt (1..1). Content to use in performing the task
+	// ValueUnsignedInt is "valueUnsignedInt" (value[x] as unsignedInt, 1..1): Content to use in performing the task.
 	ValueUnsignedInt *UnsignedInt
-	// ValueURI is valueUri (1..1). Content to use in performing the task
+	// ValueURI is "valueUri" (value[x] as uri, 1..1): Content to use in performing the task.
 	ValueURI *URI
-	// ValueURL is valueUrl (1..1). Content to use in performing the task
+	// ValueURL is "valueUrl" (value[x] as url, 1..1): Content to use in performing the task.
 	ValueURL *URL
-	// ValueUUID is valueUuid (1..1). Content to use in performing the task
+	// ValueUUID is "valueUuid" (value[x] as uuid, 1..1): Content to use in performing the task.
 	ValueUUID *UUID
-	// ValueAddress is valueAddress (1..1). Content to use in performing the task
+	// ValueAddress is "valueAddress" (value[x] as Address, 1..1): Content to use in performing the task.
 	ValueAddress *Address
-	// ValueAge is valueAge (1..1). Content to use in performing the task
+	// ValueAge is "valueAge" (value[x] as Age, 1..1): Content to use in performing the task.
 	ValueAge *Age
-	// ValueAnnotation is valueAnnotation (1..1). Content to use in performing the task
+	// ValueAnnotation is "valueAnnotation" (value[x] as Annotation, 1..1): Content to use in performing the task.
 	ValueAnnotation *Annotation
-	// ValueAttachment is valueAttachment (1..1). Content to use in performing the task
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 1..1): Content to use in performing the task.
 	ValueAttachment *Attachment
-	// ValueCodeableConcept is valueCodeableConcept (1..1). Content to use in performing the task
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 1..1): Content to use in performing the task.
 	ValueCodeableConcept *CodeableConcept
-	// ValueCoding is valueCoding (1..1). Content to use in performing the task
+	// ValueCoding is "valueCoding" (value[x] as Coding, 1..1): Content to use in performing the task.
 	ValueCoding *Coding
-	// ValueContactPoint is valueContactPoint (1..1). Content to use in performing the task
+	// ValueContactPoint is "valueContactPoint" (value[x] as ContactPoint, 1..1): Content to use in performing the task.
 	ValueContactPoint *ContactPoint
-	// ValueCount is valueCount (1..1). Content to use in performing the task
+	// ValueCount is "valueCount" (value[x] as Count, 1..1): Content to use in performing the task.
 	ValueCount *Count
-	// ValueDistance is valueDistance (1..1). Content to use in performing the task
+	// ValueDistance is "valueDistance" (value[x] as Distance, 1..1): Content to use in performing the task.
 	ValueDistance *Distance
-	// ValueDuration is valueDuration (1..1). Content to use in performing the task
+	// ValueDuration is "valueDuration" (value[x] as Duration, 1..1): Content to use in performing the task.
 	ValueDuration *Duration
-	// ValueHumanName is valueHumanName (1..1). Content to use in performing the task
+	// ValueHumanName is "valueHumanName" (value[x] as HumanName, 1..1): Content to use in performing the task.
 	ValueHumanName *HumanName
-	// ValueIdentifier is valueIdentifier (1..1). Content to use in performing the task
+	// ValueIdentifier is "valueIdentifier" (value[x] as Identifier, 1..1): Content to use in performing the task.
 	ValueIdentifier *Identifier
-	// ValueMoney is valueMoney (1..1). Content to use in performing the task
+	// ValueMoney is "valueMoney" (value[x] as Money, 1..1): Content to use in performing the task.
 	ValueMoney *Money
-	// ValuePeriod is valuePeriod (1..1). Content to use in performing the task
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 1..1): Content to use in performing the task.
 	ValuePeriod *Period
-	// ValueQuantity is valueQuantity (1..1). Content to use in performing the task
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): Content to use in performing the task.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (1..1). Content to use in performing the task
+	// ValueRange is "valueRange" (value[x] as Range, 1..1): Content to use in performing the task.
 	ValueRange *Range
-	// ValueRatio is valueRatio (1..1). Content to use in performing the task
+	// ValueRatio is "valueRatio" (value[x] as Ratio, 1..1): Content to use in performing the task.
 	ValueRatio *Ratio
-	// ValueReference is valueReference (1..1). Content to use in performing the task
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): Content to use in performing the task.
 	ValueReference *Reference
-	// ValueSampledData is valueSampledData (1..1). Content to use in performing the task
+	// ValueSampledData is "valueSampledData" (value[x] as SampledData, 1..1): Content to use in performing the task.
 	ValueSampledData *SampledData
-	// ValueSignature is valueSignature (1..1). Content to use in performing the task
+	// ValueSignature is "valueSignature" (value[x] as Signature, 1..1): Content to use in performing the task.
 	ValueSignature *Signature
-	// ValueTiming is valueTiming (1..1). Content to use in performing the task
+	// ValueTiming is "valueTiming" (value[x] as Timing, 1..1): Content to use in performing the task.
 	ValueTiming *Timing
-	// ValueContactDetail is valueContactDetail (1..1). Content to use in performing the task
+	// ValueContactDetail is "valueContactDetail" (value[x] as ContactDetail, 1..1): Content to use in performing the task.
 	ValueContactDetail *ContactDetail
-	// ValueContributor is valueContributor (1..1). Content to use in performing the task
+	// ValueContributor is "valueContributor" (value[x] as Contributor, 1..1): Content to use in performing the task.
 	ValueContributor *Contributor
-	// ValueDataRequirement is valueDataRequirement (1..1). Content to use in performing the task
+	// ValueDataRequirement is "valueDataRequirement" (value[x] as DataRequirement, 1..1): Content to use in performing the task.
 	ValueDataRequirement *DataRequirement
-	// ValueExpression is valueExpression (1..1). Content to use in performing the task
+	// ValueExpression is "valueExpression" (value[x] as Expression, 1..1): Content to use in performing the task.
 	ValueExpression *Expression
-	// ValueParameterDefinition is valueParameterDefinition (1..1). Content to use in performing the task
+	// ValueParameterDefinition is "valueParameterDefinition" (value[x] as ParameterDefinition, 1..1): Content to use in performing the task.
 	ValueParameterDefinition *ParameterDefinition
-	// ValueRelatedArtifact is valueRelatedArtifact (1..1). Content to use in performing the task
+	// ValueRelatedArtifact is "valueRelatedArtifact" (value[x] as RelatedArtifact, 1..1): Content to use in performing the task.
 	ValueRelatedArtifact *RelatedArtifact
-	// ValueTriggerDefinition is valueTriggerDefinition (1..1). Content to use in performing the task
+	// ValueTriggerDefinition is "valueTriggerDefinition" (value[x] as TriggerDefinition, 1..1): Content to use in performing the task.
 	ValueTriggerDefinition *TriggerDefinition
-	// ValueUsageContext is valueUsageContext (1..1). Content to use in performing the task
+	// ValueUsageContext is "valueUsageContext" (value[x] as UsageContext, 1..1): Content to use in performing the task.
 	ValueUsageContext *UsageContext
-	// ValueDosage is valueDosage (1..1). Content to use in performing the task
+	// ValueDosage is "valueDosage" (value[x] as Dosage, 1..1): Content to use in performing the task.
 	ValueDosage *Dosage
-	// ValueMeta is valueMeta (1..1). Content to use in performing the task
+	// ValueMeta is "valueMeta" (value[x] as Meta, 1..1): Content to use in performing the task.
 	ValueMeta *Meta
 }
 
@@ -769,113 +769,113 @@ func (x *TaskInput) UnmarshalJSON(data []byte) error {
 
 // TaskOutput is the backbone element Task.output: Information produced as part of task
 type TaskOutput struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). Label for output
+	// Type is "type" (1..1): Label for output.
 	Type *CodeableConcept
-	// ValueBase64Binary is valueBase64Binary (1..1). Result of output
+	// ValueBase64Binary is "valueBase64Binary" (value[x] as base64Binary, 1..1): Result of output.
 	ValueBase64Binary *Base64Binary
-	// ValueBoolean is valueBoolean (1..1). Result of output
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 1..1): Result of output.
 	ValueBoolean *Boolean
-	// ValueCanonical is valueCanonical (1..1). Result of output
+	// ValueCanonical is "valueCanonical" (value[x] as canonical, 1..1): Result of output.
 	ValueCanonical *Canonical
-	// ValueCode is valueCode (1..1). Result of output
+	// ValueCode is "valueCode" (value[x] as code, 1..1): Result of output.
 	ValueCode *Code
-	// ValueDate is valueDate (1..1). Result of output
+	// ValueDate is "valueDate" (value[x] as date, 1..1): Result of output.
 	ValueDate *Date
-	// ValueDateTime is valueDateTime (1..1). Result of output
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 1..1): Result of output.
 	ValueDateTime *DateTime
-	// ValueDecimal is valueDecimal (1..1). Result of output
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 1..1): Result of output.
 	ValueDecimal *Decimal
-	// ValueID is valueId (1..1). Result of output
+	// ValueID is "valueId" (value[x] as id, 1..1): Result of output.
 	ValueID *ID
-	// ValueInstant is valueInstant (1..1). Result of output
+	// ValueInstant is "valueInstant" (value[x] as instant, 1..1): Result of output.
 	ValueInstant *Instant
-	// ValueInteger is valueInteger (1..1). Result of output
+	// ValueInteger is "valueInteger" (value[x] as integer, 1..1): Result of output.
 	ValueInteger *Integer
-	// ValueMarkdown is valueMarkdown (1..1). Result of output
+	// ValueMarkdown is "valueMarkdown" (value[x] as markdown, 1..1): Result of output.
 	ValueMarkdown *Markdown
-	// ValueOID is valueOid (1..1). Result of output
+	// ValueOID is "valueOid" (value[x] as oid, 1..1): Result of output.
 	ValueOID *OID
-	// ValuePositiveInt is valuePositiveInt (1..1). Result of output
+	// ValuePositiveInt is "valuePositiveInt" (value[x] as positiveInt, 1..1): Result of output.
 	ValuePositiveInt *PositiveInt
-	// ValueString is valueString (1..1). Result of output
+	// ValueString is "valueString" (value[x] as string, 1..1): Result of output.
 	ValueString *String
-	// ValueTime is valueTime (1..1). Result of output
+	// ValueTime is "valueTime" (value[x] as time, 1..1): Result of output.
 	ValueTime *Time
-	// ValueUnsignedInt is valueUnsignedInt (1..1). Result of output
+	// ValueUnsignedInt is "valueUnsignedInt" (value[x] as unsignedInt, 1..1): Result of output.
 	ValueUnsignedInt *UnsignedInt
-	// ValueURI is valueUri (1..1). Result of output
+	// ValueURI is "valueUri" (value[x] as uri, 1..1): Result of output.
 	ValueURI *URI
-	// ValueURL is valueUrl (1..1). Result of output
+	// ValueURL is "valueUrl" (value[x] as url, 1..1): Result of output.
 	ValueURL *URL
-	// ValueUUID is valueUuid (1..1). Result of output
+	// ValueUUID is "valueUuid" (value[x] as uuid, 1..1): Result of output.
 	ValueUUID *UUID
-	// ValueAddress is valueAddress (1..1). Result of output
+	// ValueAddress is "valueAddress" (value[x] as Address, 1..1): Result of output.
 	ValueAddress *Address
-	// ValueAge is valueAge (1..1). Result of output
+	// ValueAge is "valueAge" (value[x] as Age, 1..1): Result of output.
 	ValueAge *Age
-	// ValueAnnotation is valueAnnotation (1..1). Result of output
+	// ValueAnnotation is "valueAnnotation" (value[x] as Annotation, 1..1): Result of output.
 	ValueAnnotation *Annotation
-	// ValueAttachment is valueAttachment (1..1). Result of output
+	// ValueAttachment is "valueAttachment" (value[x] as Attachment, 1..1): Result of output.
 	ValueAttachment *Attachment
-	// ValueCodeableConcept is valueCodeableConcept (1..1). Result of output
+	// ValueCodeableConcept is "valueCodeableConcept" (value[x] as CodeableConcept, 1..1): Result of output.
 	ValueCodeableConcept *CodeableConcept
-	// ValueCoding is valueCoding (1..1). Result of output
+	// ValueCoding is "valueCoding" (value[x] as Coding, 1..1): Result of output.
 	ValueCoding *Coding
-	// ValueContactPoint is valueContactPoint (1..1). Result of output
+	// ValueContactPoint is "valueContactPoint" (value[x] as ContactPoint, 1..1): Result of output.
 	ValueContactPoint *ContactPoint
-	// ValueCount is valueCount (1..1). Result of output
+	// ValueCount is "valueCount" (value[x] as Count, 1..1): Result of output.
 	ValueCount *Count
-	// ValueDistance is valueDistance (1..1). Result of output
+	// ValueDistance is "valueDistance" (value[x] as Distance, 1..1): Result of output.
 	ValueDistance *Distance
-	// ValueDuration is valueDuration (1..1). Result of output
+	// ValueDuration is "valueDuration" (value[x] as Duration, 1..1): Result of output.
 	ValueDuration *Duration
-	// ValueHumanName is valueHumanName (1..1). Result of output
+	// ValueHumanName is "valueHumanName" (value[x] as HumanName, 1..1): Result of output.
 	ValueHumanName *HumanName
-	// ValueIdentifier is valueIdentifier (1..1). Result of output
+	// ValueIdentifier is "valueIdentifier" (value[x] as Identifier, 1..1): Result of output.
 	ValueIdentifier *Identifier
-	// ValueMoney is valueMoney (1..1). Result of output
+	// ValueMoney is "valueMoney" (value[x] as Money, 1..1): Result of output.
 	ValueMoney *Money
-	// ValuePeriod is valuePeriod (1..1). Result of output
+	// ValuePeriod is "valuePeriod" (value[x] as Period, 1..1): Result of output.
 	ValuePeriod *Period
-	// ValueQuantity is valueQuantity (1..1). Result of output
+	// ValueQuantity is "valueQuantity" (value[x] as Quantity, 1..1): Result of output.
 	ValueQuantity *Quantity
-	// ValueRange is valueRange (1..1). Result of output
+	// ValueRange is "valueRange" (value[x] as Range, 1..1): Result of output.
 	ValueRange *Range
-	// ValueRatio is valueRatio (1..1). Result of output
+	// ValueRatio is "valueRatio" (value[x] as Ratio, 1..1): Result of output.
 	ValueRatio *Ratio
-	// ValueReference is valueReference (1..1). Result of output
+	// ValueReference is "valueReference" (value[x] as Reference, 1..1): Result of output.
 	ValueReference *Reference
-	// ValueSampledData is valueSampledData (1..1). Result of output
+	// ValueSampledData is "valueSampledData" (value[x] as SampledData, 1..1): Result of output.
 	ValueSampledData *SampledData
-	// ValueSignature is valueSignature (1..1). Result of output
+	// ValueSignature is "valueSignature" (value[x] as Signature, 1..1): Result of output.
 	ValueSignature *Signature
-	// ValueTiming is valueTiming (1..1). Result of output
+	// ValueTiming is "valueTiming" (value[x] as Timing, 1..1): Result of output.
 	ValueTiming *Timing
-	// ValueContactDetail is valueContactDetail (1..1). Result of output
+	// ValueContactDetail is "valueContactDetail" (value[x] as ContactDetail, 1..1): Result of output.
 	ValueContactDetail *ContactDetail
-	// ValueContributor is valueContributor (1..1). Result of output
+	// ValueContributor is "valueContributor" (value[x] as Contributor, 1..1): Result of output.
 	ValueContributor *Contributor
-	// ValueDataRequirement is valueDataRequirement (1..1). Result of output
+	// ValueDataRequirement is "valueDataRequirement" (value[x] as DataRequirement, 1..1): Result of output.
 	ValueDataRequirement *DataRequirement
-	// ValueExpression is valueExpression (1..1). Result of output
+	// ValueExpression is "valueExpression" (value[x] as Expression, 1..1): Result of output.
 	ValueExpression *Expression
-	// ValueParameterDefinition is valueParameterDefinition (1..1). Result of output
+	// ValueParameterDefinition is "valueParameterDefinition" (value[x] as ParameterDefinition, 1..1): Result of output.
 	ValueParameterDefinition *ParameterDefinition
-	// ValueRelatedArtifact is valueRelatedArtifact (1..1). Result of output
+	// ValueRelatedArtifact is "valueRelatedArtifact" (value[x] as RelatedArtifact, 1..1): Result of output.
 	ValueRelatedArtifact *RelatedArtifact
-	// ValueTriggerDefinition is valueTriggerDefinition (1..1). Result of output
+	// ValueTriggerDefinition is "valueTriggerDefinition" (value[x] as TriggerDefinition, 1..1): Result of output.
 	ValueTriggerDefinition *TriggerDefinition
-	// ValueUsageContext is valueUsageContext (1..1). Result of output
+	// ValueUsageContext is "valueUsageContext" (value[x] as UsageContext, 1..1): Result of output.
 	ValueUsageContext *UsageContext
-	// ValueDosage is valueDosage (1..1). Result of output
+	// ValueDosage is "valueDosage" (value[x] as Dosage, 1..1): Result of output.
 	ValueDosage *Dosage
-	// ValueMeta is valueMeta (1..1). Result of output
+	// ValueMeta is "valueMeta" (value[x] as Meta, 1..1): Result of output.
 	ValueMeta *Meta
 }
 

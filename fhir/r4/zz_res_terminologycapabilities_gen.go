@@ -4,69 +4,69 @@ package r4
 
 // TerminologyCapabilities is the FHIR R4 resource TerminologyCapabilities: A TerminologyCapabilities resource documents a set of capabilities (behaviors) of a FHIR Terminology Server that may be used as a statement of actual server functionality or a statement of required or…
 type TerminologyCapabilities struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this terminology capabilities, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this terminology capabilities, represented as a URI (globally unique).
 	URL *URI
-	// Version is version (0..1). Business version of the terminology capabilities
+	// Version is "version" (0..1): Business version of the terminology capabilities.
 	Version *String
-	// Name is name (0..1). Name for this terminology capabilities (computer friendly)
+	// Name is "name" (0..1): Name for this terminology capabilities (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this terminology capabilities (human friendly)
+	// Title is "title" (0..1): Name for this terminology capabilities (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (1..1). Date last changed
+	// Date is "date" (1..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the terminology capabilities
+	// Description is "description" (0..1): Natural language description of the terminology capabilities.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for terminology capabilities (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for terminology capabilities (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this terminology capabilities is defined
+	// Purpose is "purpose" (0..1): Why this terminology capabilities is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Kind is kind (1..1). instance | capability | requirements
+	// Kind is "kind" (1..1): instance | capability | requirements.
 	Kind *Code
-	// Software is software (0..1). Software that is covered by this terminology capability statement
+	// Software is "software" (0..1): Software that is covered by this terminology capability statement.
 	Software *TerminologyCapabilitiesSoftware
-	// Implementation is implementation (0..1). If this describes a specific instance
+	// Implementation is "implementation" (0..1): If this describes a specific instance.
 	Implementation *TerminologyCapabilitiesImplementation
-	// LockedDate is lockedDate (0..1). Whether lockedDate is supported
+	// LockedDate is "lockedDate" (0..1): Whether lockedDate is supported.
 	LockedDate *Boolean
-	// CodeSystem is codeSystem (0..*). A code system supported by the server
+	// CodeSystem is "codeSystem" (0..*): A code system supported by the server.
 	CodeSystem []TerminologyCapabilitiesCodeSystem
-	// Expansion is expansion (0..1). Information about the [ValueSet/$expand](valueset-operation-expand.html) operation
+	// Expansion is "expansion" (0..1): Information about the [ValueSet/$expand](valueset-operation-expand.html) operation.
 	Expansion *TerminologyCapabilitiesExpansion
-	// CodeSearch is codeSearch (0..1). explicit | all
+	// CodeSearch is "codeSearch" (0..1): explicit | all.
 	CodeSearch *Code
-	// ValidateCode is validateCode (0..1). Information about the [ValueSet/$validate-code](valueset-operation-validate-code.html) operation
+	// ValidateCode is "validateCode" (0..1): Information about the [ValueSet/$validate-code](valueset-operation-validate-code.html) operation.
 	ValidateCode *TerminologyCapabilitiesValidateCode
-	// Translation is translation (0..1). Information about the [ConceptMap/$translate](conceptmap-operation-translate.html) operation
+	// Translation is "translation" (0..1): Information about the [ConceptMap/$translate](conceptmap-operation-translate.html) operation.
 	Translation *TerminologyCapabilitiesTranslation
-	// Closure is closure (0..1). Information about the [ConceptMap/$closure](conceptmap-operation-closure.html) operation
+	// Closure is "closure" (0..1): Information about the [ConceptMap/$closure](conceptmap-operation-closure.html) operation.
 	Closure *TerminologyCapabilitiesClosure
 }
 
@@ -274,15 +274,15 @@ func (x *TerminologyCapabilities) UnmarshalJSON(data []byte) error {
 
 // TerminologyCapabilitiesSoftware is the backbone element TerminologyCapabilities.software: Software that is covered by this terminology capability statement
 type TerminologyCapabilitiesSoftware struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). A name the software is known by
+	// Name is "name" (1..1): A name the software is known by.
 	Name *String
-	// Version is version (0..1). Version covered by this statement
+	// Version is "version" (0..1): Version covered by this statement.
 	Version *String
 }
 
@@ -342,15 +342,15 @@ func (x *TerminologyCapabilitiesSoftware) UnmarshalJSON(data []byte) error {
 
 // TerminologyCapabilitiesImplementation is the backbone element TerminologyCapabilities.implementation: If this describes a specific instance
 type TerminologyCapabilitiesImplementation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Description is description (1..1). Describes this specific instance
+	// Description is "description" (1..1): Describes this specific instance.
 	Description *String
-	// URL is url (0..1). Base URL for the implementation
+	// URL is "url" (0..1): Base URL for the implementation.
 	URL *URL
 }
 
@@ -412,17 +412,17 @@ func (x *TerminologyCapabilitiesImplementation) UnmarshalJSON(data []byte) error
 
 // TerminologyCapabilitiesCodeSystem is the backbone element TerminologyCapabilities.codeSystem: A code system supported by the server
 type TerminologyCapabilitiesCodeSystem struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// URI is uri (0..1). URI for the Code System
+	// URI is "uri" (0..1): URI for the Code System.
 	URI *Canonical
-	// Version is version (0..*). Version of Code System supported
+	// Version is "version" (0..*): Version of Code System supported.
 	Version []TerminologyCapabilitiesCodeSystemVersion
-	// Subsumption is subsumption (0..1). Whether subsumption is supported
+	// Subsumption is "subsumption" (0..1): Whether subsumption is supported.
 	Subsumption *Boolean
 }
 
@@ -486,23 +486,23 @@ func (x *TerminologyCapabilitiesCodeSystem) UnmarshalJSON(data []byte) error {
 
 // TerminologyCapabilitiesCodeSystemVersion is the backbone element TerminologyCapabilities.codeSystem.version: Version of Code System supported
 type TerminologyCapabilitiesCodeSystemVersion struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (0..1). Version identifier for this version
+	// Code is "code" (0..1): Version identifier for this version.
 	Code *String
-	// IsDefault is isDefault (0..1). If this is the default version for this code system
+	// IsDefault is "isDefault" (0..1): If this is the default version for this code system.
 	IsDefault *Boolean
-	// Compositional is compositional (0..1). If compositional grammar is supported
+	// Compositional is "compositional" (0..1): If compositional grammar is supported.
 	Compositional *Boolean
-	// Language is language (0..*). Language Displays supported
+	// Language is "language" (0..*): Language Displays supported.
 	Language []Code
-	// Filter is filter (0..*). Filter Properties supported
+	// Filter is "filter" (0..*): Filter Properties supported.
 	Filter []TerminologyCapabilitiesCodeSystemVersionFilter
-	// Property is property (0..*). Properties supported for $lookup
+	// Property is "property" (0..*): Properties supported for $lookup.
 	Property []Code
 }
 
@@ -586,15 +586,15 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) UnmarshalJSON(data []byte) er
 
 // TerminologyCapabilitiesCodeSystemVersionFilter is the backbone element TerminologyCapabilities.codeSystem.version.filter: Filter Properties supported
 type TerminologyCapabilitiesCodeSystemVersionFilter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Code of the property supported
+	// Code is "code" (1..1): Code of the property supported.
 	Code *Code
-	// Op is op (1..*). Operations supported for the property
+	// Op is "op" (1..*): Operations supported for the property.
 	Op []Code
 }
 
@@ -656,21 +656,21 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) UnmarshalJSON(data []by
 
 // TerminologyCapabilitiesExpansion is the backbone element TerminologyCapabilities.expansion: Information about the [ValueSet/$expand](valueset-operation-expand.html) operation
 type TerminologyCapabilitiesExpansion struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Hierarchical is hierarchical (0..1). Whether the server can return nested value sets
+	// Hierarchical is "hierarchical" (0..1): Whether the server can return nested value sets.
 	Hierarchical *Boolean
-	// Paging is paging (0..1). Whether the server supports paging on expansion
+	// Paging is "paging" (0..1): Whether the server supports paging on expansion.
 	Paging *Boolean
-	// Incomplete is incomplete (0..1). Allow request for incomplete expansions?
+	// Incomplete is "incomplete" (0..1): Allow request for incomplete expansions?.
 	Incomplete *Boolean
-	// Parameter is parameter (0..*). Supported expansion parameter
+	// Parameter is "parameter" (0..*): Supported expansion parameter.
 	Parameter []TerminologyCapabilitiesExpansionParameter
-	// TextFilter is textFilter (0..1). Documentation about text searching works
+	// TextFilter is "textFilter" (0..1): Documentation about text searching works.
 	TextFilter *Markdown
 }
 
@@ -746,15 +746,15 @@ func (x *TerminologyCapabilitiesExpansion) UnmarshalJSON(data []byte) error {
 
 // TerminologyCapabilitiesExpansionParameter is the backbone element TerminologyCapabilities.expansion.parameter: Supported expansion parameter
 type TerminologyCapabilitiesExpansionParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Expansion Parameter name
+	// Name is "name" (1..1): Expansion Parameter name.
 	Name *Code
-	// Documentation is documentation (0..1). Description of support for parameter
+	// Documentation is "documentation" (0..1): Description of support for parameter.
 	Documentation *String
 }
 
@@ -816,13 +816,13 @@ func (x *TerminologyCapabilitiesExpansionParameter) UnmarshalJSON(data []byte) e
 
 // TerminologyCapabilitiesValidateCode is the backbone element TerminologyCapabilities.validateCode: Information about the [ValueSet/$validate-code](valueset-operation-validate-code.html) operation
 type TerminologyCapabilitiesValidateCode struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Translations is translations (1..1). Whether translations are validated
+	// Translations is "translations" (1..1): Whether translations are validated.
 	Translations *Boolean
 }
 
@@ -876,13 +876,13 @@ func (x *TerminologyCapabilitiesValidateCode) UnmarshalJSON(data []byte) error {
 
 // TerminologyCapabilitiesTranslation is the backbone element TerminologyCapabilities.translation: Information about the [ConceptMap/$translate](conceptmap-operation-translate.html) operation
 type TerminologyCapabilitiesTranslation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// NeedsMap is needsMap (1..1). Whether the client must identify the map
+	// NeedsMap is "needsMap" (1..1): Whether the client must identify the map.
 	NeedsMap *Boolean
 }
 
@@ -936,13 +936,13 @@ func (x *TerminologyCapabilitiesTranslation) UnmarshalJSON(data []byte) error {
 
 // TerminologyCapabilitiesClosure is the backbone element TerminologyCapabilities.closure: Information about the [ConceptMap/$closure](conceptmap-operation-closure.html) operation
 type TerminologyCapabilitiesClosure struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Translation is translation (0..1). If cross-system closure is supported
+	// Translation is "translation" (0..1): If cross-system closure is supported.
 	Translation *Boolean
 }
 

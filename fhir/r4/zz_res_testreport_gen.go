@@ -4,45 +4,45 @@ package r4
 
 // TestReport is the FHIR R4 resource TestReport: A summary of information based on the results of executing a TestScript.
 type TestReport struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). External identifier
+	// Identifier is "identifier" (0..1): External identifier.
 	Identifier *Identifier
-	// Name is name (0..1). Informal name of the executed TestScript
+	// Name is "name" (0..1): Informal name of the executed TestScript.
 	Name *String
-	// Status is status (1..1). completed | in-progress | waiting | stopped | entered-in-error
+	// Status is "status" (1..1): completed | in-progress | waiting | stopped | entered-in-error.
 	Status *Code
-	// TestScript is testScript (1..1). Reference to the version-specific TestScript that was executed to produce this TestReport
+	// TestScript is "testScript" (1..1): Reference to the version-specific TestScript that was executed to produce this TestReport.
 	TestScript *Reference
-	// Result is result (1..1). pass | fail | pending
+	// Result is "result" (1..1): pass | fail | pending.
 	Result *Code
-	// Score is score (0..1). The final score (percentage of tests passed) resulting from the execution of the TestScript
+	// Score is "score" (0..1): The final score (percentage of tests passed) resulting from the execution of the TestScript.
 	Score *Decimal
-	// Tester is tester (0..1). Name of the tester producing this report (Organization or individual)
+	// Tester is "tester" (0..1): Name of the tester producing this report (Organization or individual).
 	Tester *String
-	// Issued is issued (0..1). When the TestScript was executed and this TestReport was generated
+	// Issued is "issued" (0..1): When the TestScript was executed and this TestReport was generated.
 	Issued *DateTime
-	// Participant is participant (0..*). A participant in the test execution, either the execution engine, a client, or a server
+	// Participant is "participant" (0..*): A participant in the test execution, either the execution engine, a client, or a server.
 	Participant []TestReportParticipant
-	// Setup is setup (0..1). The results of the series of required setup operations before the tests were executed
+	// Setup is "setup" (0..1): The results of the series of required setup operations before the tests were executed.
 	Setup *TestReportSetup
-	// Test is test (0..*). A test executed from the test script
+	// Test is "test" (0..*): A test executed from the test script.
 	Test []TestReportTest
-	// Teardown is teardown (0..1). The results of running the series of required clean up steps
+	// Teardown is "teardown" (0..1): The results of running the series of required clean up steps.
 	Teardown *TestReportTeardown
 }
 
@@ -186,17 +186,17 @@ func (x *TestReport) UnmarshalJSON(data []byte) error {
 
 // TestReportParticipant is the backbone element TestReport.participant: A participant in the test execution, either the execution engine, a client, or a server
 type TestReportParticipant struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (1..1). test-engine | client | server
+	// Type is "type" (1..1): test-engine | client | server.
 	Type *Code
-	// URI is uri (1..1). The uri of the participant.
+	// URI is "uri" (1..1): The uri of the participant.
 	URI *URI
-	// Display is display (0..1). The display name of the participant
+	// Display is "display" (0..1): The display name of the participant.
 	Display *String
 }
 
@@ -262,13 +262,13 @@ func (x *TestReportParticipant) UnmarshalJSON(data []byte) error {
 
 // TestReportSetup is the backbone element TestReport.setup: The results of the series of required setup operations before the tests were executed
 type TestReportSetup struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Action is action (1..*). A setup operation or assert that was executed
+	// Action is "action" (1..*): A setup operation or assert that was executed.
 	Action []TestReportSetupAction
 }
 
@@ -320,15 +320,15 @@ func (x *TestReportSetup) UnmarshalJSON(data []byte) error {
 
 // TestReportSetupAction is the backbone element TestReport.setup.action: A setup operation or assert that was executed
 type TestReportSetupAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Operation is operation (0..1). The operation to perform
+	// Operation is "operation" (0..1): The operation to perform.
 	Operation *TestReportSetupActionOperation
-	// Assert is assert (0..1). The assertion to perform
+	// Assert is "assert" (0..1): The assertion to perform.
 	Assert *TestReportSetupActionAssert
 }
 
@@ -384,17 +384,17 @@ func (x *TestReportSetupAction) UnmarshalJSON(data []byte) error {
 
 // TestReportSetupActionOperation is the backbone element TestReport.setup.action.operation: The operation to perform
 type TestReportSetupActionOperation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Result is result (1..1). pass | skip | fail | warning | error
+	// Result is "result" (1..1): pass | skip | fail | warning | error.
 	Result *Code
-	// Message is message (0..1). A message associated with the result
+	// Message is "message" (0..1): A message associated with the result.
 	Message *Markdown
-	// Detail is detail (0..1). A link to further details on the result
+	// Detail is "detail" (0..1): A link to further details on the result.
 	Detail *URI
 }
 
@@ -460,17 +460,17 @@ func (x *TestReportSetupActionOperation) UnmarshalJSON(data []byte) error {
 
 // TestReportSetupActionAssert is the backbone element TestReport.setup.action.assert: The assertion to perform
 type TestReportSetupActionAssert struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Result is result (1..1). pass | skip | fail | warning | error
+	// Result is "result" (1..1): pass | skip | fail | warning | error.
 	Result *Code
-	// Message is message (0..1). A message associated with the result
+	// Message is "message" (0..1): A message associated with the result.
 	Message *Markdown
-	// Detail is detail (0..1). A link to further details on the result
+	// Detail is "detail" (0..1): A link to further details on the result.
 	Detail *String
 }
 
@@ -536,17 +536,17 @@ func (x *TestReportSetupActionAssert) UnmarshalJSON(data []byte) error {
 
 // TestReportTest is the backbone element TestReport.test: A test executed from the test script
 type TestReportTest struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (0..1). Tracking/logging name of this test
+	// Name is "name" (0..1): Tracking/logging name of this test.
 	Name *String
-	// Description is description (0..1). Tracking/reporting short description of the test
+	// Description is "description" (0..1): Tracking/reporting short description of the test.
 	Description *String
-	// Action is action (1..*). A test operation or assert that was performed
+	// Action is "action" (1..*): A test operation or assert that was performed.
 	Action []TestReportTestAction
 }
 
@@ -610,15 +610,15 @@ func (x *TestReportTest) UnmarshalJSON(data []byte) error {
 
 // TestReportTestAction is the backbone element TestReport.test.action: A test operation or assert that was performed
 type TestReportTestAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Operation is operation (0..1). The operation performed
+	// Operation is "operation" (0..1): The operation performed.
 	Operation *TestReportSetupActionOperation
-	// Assert is assert (0..1). The assertion performed
+	// Assert is "assert" (0..1): The assertion performed.
 	Assert *TestReportSetupActionAssert
 }
 
@@ -674,13 +674,13 @@ func (x *TestReportTestAction) UnmarshalJSON(data []byte) error {
 
 // TestReportTeardown is the backbone element TestReport.teardown: The results of running the series of required clean up steps
 type TestReportTeardown struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Action is action (1..*). One or more teardown operations performed
+	// Action is "action" (1..*): One or more teardown operations performed.
 	Action []TestReportTeardownAction
 }
 
@@ -732,13 +732,13 @@ func (x *TestReportTeardown) UnmarshalJSON(data []byte) error {
 
 // TestReportTeardownAction is the backbone element TestReport.teardown.action: One or more teardown operations performed
 type TestReportTeardownAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Operation is operation (1..1). The teardown operation performed
+	// Operation is "operation" (1..1): The teardown operation performed.
 	Operation *TestReportSetupActionOperation
 }
 

@@ -4,69 +4,69 @@ package r4
 
 // TestScript is the FHIR R4 resource TestScript: A structured set of tests against a FHIR server or client implementation to determine compliance against the FHIR specification.
 type TestScript struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (1..1). Canonical identifier for this test script, represented as a URI (globally unique)
+	// URL is "url" (1..1): Canonical identifier for this test script, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..1). Additional identifier for the test script
+	// Identifier is "identifier" (0..1): Additional identifier for the test script.
 	Identifier *Identifier
-	// Version is version (0..1). Business version of the test script
+	// Version is "version" (0..1): Business version of the test script.
 	Version *String
-	// Name is name (1..1). Name for this test script (computer friendly)
+	// Name is "name" (1..1): Name for this test script (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this test script (human friendly)
+	// Title is "title" (0..1): Name for this test script (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the test script
+	// Description is "description" (0..1): Natural language description of the test script.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for test script (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for test script (if applicable).
 	Jurisdiction []CodeableConcept
-	// Purpose is purpose (0..1). Why this test script is defined
+	// Purpose is "purpose" (0..1): Why this test script is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Origin is origin (0..*). An abstract server representing a client or sender in a message exchange
+	// Origin is "origin" (0..*): An abstract server representing a client or sender in a message exchange.
 	Origin []TestScriptOrigin
-	// Destination is destination (0..*). An abstract server representing a destination or receiver in a message exchange
+	// Destination is "destination" (0..*): An abstract server representing a destination or receiver in a message exchange.
 	Destination []TestScriptDestination
-	// Metadata is metadata (0..1). Required capability that is assumed to function correctly on the FHIR server being tested
+	// Metadata is "metadata" (0..1): Required capability that is assumed to function correctly on the FHIR server being tested.
 	Metadata *TestScriptMetadata
-	// Fixture is fixture (0..*). Fixture in the test script - by reference (uri)
+	// Fixture is "fixture" (0..*): Fixture in the test script - by reference (uri).
 	Fixture []TestScriptFixture
-	// Profile is profile (0..*). Reference of the validation profile
+	// Profile is "profile" (0..*): Reference of the validation profile.
 	Profile []Reference
-	// Variable is variable (0..*). Placeholder for evaluated elements
+	// Variable is "variable" (0..*): Placeholder for evaluated elements.
 	Variable []TestScriptVariable
-	// Setup is setup (0..1). A series of required setup operations before tests are executed
+	// Setup is "setup" (0..1): A series of required setup operations before tests are executed.
 	Setup *TestScriptSetup
-	// Test is test (0..*). A test in this script
+	// Test is "test" (0..*): A test in this script.
 	Test []TestScriptTest
-	// Teardown is teardown (0..1). A series of required clean up steps
+	// Teardown is "teardown" (0..1): A series of required clean up steps.
 	Teardown *TestScriptTeardown
 }
 
@@ -268,15 +268,15 @@ func (x *TestScript) UnmarshalJSON(data []byte) error {
 
 // TestScriptOrigin is the backbone element TestScript.origin: An abstract server representing a client or sender in a message exchange
 type TestScriptOrigin struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Index is index (1..1). The index of the abstract origin server starting at 1
+	// Index is "index" (1..1): The index of the abstract origin server starting at 1.
 	Index *Integer
-	// Profile is profile (1..1). FHIR-Client | FHIR-SDC-FormFiller
+	// Profile is "profile" (1..1): FHIR-Client | FHIR-SDC-FormFiller.
 	Profile *Coding
 }
 
@@ -334,15 +334,15 @@ func (x *TestScriptOrigin) UnmarshalJSON(data []byte) error {
 
 // TestScriptDestination is the backbone element TestScript.destination: An abstract server representing a destination or receiver in a message exchange
 type TestScriptDestination struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Index is index (1..1). The index of the abstract destination server starting at 1
+	// Index is "index" (1..1): The index of the abstract destination server starting at 1.
 	Index *Integer
-	// Profile is profile (1..1). FHIR-Server | FHIR-SDC-FormManager | FHIR-SDC-FormReceiver | FHIR-SDC-FormProcessor
+	// Profile is "profile" (1..1): FHIR-Server | FHIR-SDC-FormManager | FHIR-SDC-FormReceiver | FHIR-SDC-FormProcessor.
 	Profile *Coding
 }
 
@@ -400,15 +400,15 @@ func (x *TestScriptDestination) UnmarshalJSON(data []byte) error {
 
 // TestScriptMetadata is the backbone element TestScript.metadata: Required capability that is assumed to function correctly on the FHIR server being tested
 type TestScriptMetadata struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Link is link (0..*). Links to the FHIR specification
+	// Link is "link" (0..*): Links to the FHIR specification.
 	Link []TestScriptMetadataLink
-	// Capability is capability (1..*). Capabilities that are assumed to function correctly on the FHIR server being tested
+	// Capability is "capability" (1..*): Capabilities that are assumed to function correctly on the FHIR server being tested.
 	Capability []TestScriptMetadataCapability
 }
 
@@ -464,15 +464,15 @@ func (x *TestScriptMetadata) UnmarshalJSON(data []byte) error {
 
 // TestScriptMetadataLink is the backbone element TestScript.metadata.link: Links to the FHIR specification
 type TestScriptMetadataLink struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// URL is url (1..1). URL to the specification
+	// URL is "url" (1..1): URL to the specification.
 	URL *URI
-	// Description is description (0..1). Short description
+	// Description is "description" (0..1): Short description.
 	Description *String
 }
 
@@ -532,25 +532,25 @@ func (x *TestScriptMetadataLink) UnmarshalJSON(data []byte) error {
 
 // TestScriptMetadataCapability is the backbone element TestScript.metadata.capability: Capabilities  that are assumed to function correctly on the FHIR server being tested
 type TestScriptMetadataCapability struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Required is required (1..1). Are the capabilities required?
+	// Required is "required" (1..1): Are the capabilities required?.
 	Required *Boolean
-	// Validated is validated (1..1). Are the capabilities validated?
+	// Validated is "validated" (1..1): Are the capabilities validated?.
 	Validated *Boolean
-	// Description is description (0..1). The expected capabilities of the server
+	// Description is "description" (0..1): The expected capabilities of the server.
 	Description *String
-	// Origin is origin (0..*). Which origin server these requirements apply to
+	// Origin is "origin" (0..*): Which origin server these requirements apply to.
 	Origin []Integer
-	// Destination is destination (0..1). Which server these requirements apply to
+	// Destination is "destination" (0..1): Which server these requirements apply to.
 	Destination *Integer
-	// Link is link (0..*). Links to the FHIR specification
+	// Link is "link" (0..*): Links to the FHIR specification.
 	Link []URI
-	// Capabilities is capabilities (1..1). Required Capability Statement
+	// Capabilities is "capabilities" (1..1): Required Capability Statement.
 	Capabilities *Canonical
 }
 
@@ -640,17 +640,17 @@ func (x *TestScriptMetadataCapability) UnmarshalJSON(data []byte) error {
 
 // TestScriptFixture is the backbone element TestScript.fixture: Fixture in the test script - by reference (uri)
 type TestScriptFixture struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Autocreate is autocreate (1..1). Whether or not to implicitly create the fixture during setup
+	// Autocreate is "autocreate" (1..1): Whether or not to implicitly create the fixture during setup.
 	Autocreate *Boolean
-	// Autodelete is autodelete (1..1). Whether or not to implicitly delete the fixture during teardown
+	// Autodelete is "autodelete" (1..1): Whether or not to implicitly delete the fixture during teardown.
 	Autodelete *Boolean
-	// Resource is resource (0..1). Reference of the resource
+	// Resource is "resource" (0..1): Reference of the resource.
 	Resource *Reference
 }
 
@@ -714,27 +714,27 @@ func (x *TestScriptFixture) UnmarshalJSON(data []byte) error {
 
 // TestScriptVariable is the backbone element TestScript.variable: Placeholder for evaluated elements
 type TestScriptVariable struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Descriptive name for this variable
+	// Name is "name" (1..1): Descriptive name for this variable.
 	Name *String
-	// DefaultValue is defaultValue (0..1). Default, hard-coded, or user-defined value for this variable
+	// DefaultValue is "defaultValue" (0..1): Default, hard-coded, or user-defined value for this variable.
 	DefaultValue *String
-	// Description is description (0..1). Natural language description of the variable
+	// Description is "description" (0..1): Natural language description of the variable.
 	Description *String
-	// Expression is expression (0..1). The FHIRPath expression against the fixture body
+	// Expression is "expression" (0..1): The FHIRPath expression against the fixture body.
 	Expression *String
-	// HeaderField is headerField (0..1). HTTP header field name for source
+	// HeaderField is "headerField" (0..1): HTTP header field name for source.
 	HeaderField *String
-	// Hint is hint (0..1). Hint help text for default value to enter
+	// Hint is "hint" (0..1): Hint help text for default value to enter.
 	Hint *String
-	// Path is path (0..1). XPath or JSONPath against the fixture body
+	// Path is "path" (0..1): XPath or JSONPath against the fixture body.
 	Path *String
-	// SourceID is sourceId (0..1). Fixture Id of source expression or headerField within this variable
+	// SourceID is "sourceId" (0..1): Fixture Id of source expression or headerField within this variable.
 	SourceID *ID
 }
 
@@ -830,13 +830,13 @@ func (x *TestScriptVariable) UnmarshalJSON(data []byte) error {
 
 // TestScriptSetup is the backbone element TestScript.setup: A series of required setup operations before tests are executed
 type TestScriptSetup struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Action is action (1..*). A setup operation or assert to perform
+	// Action is "action" (1..*): A setup operation or assert to perform.
 	Action []TestScriptSetupAction
 }
 
@@ -888,15 +888,15 @@ func (x *TestScriptSetup) UnmarshalJSON(data []byte) error {
 
 // TestScriptSetupAction is the backbone element TestScript.setup.action: A setup operation or assert to perform
 type TestScriptSetupAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Operation is operation (0..1). The setup operation to perform
+	// Operation is "operation" (0..1): The setup operation to perform.
 	Operation *TestScriptSetupActionOperation
-	// Assert is assert (0..1). The assertion to perform
+	// Assert is "assert" (0..1): The assertion to perform.
 	Assert *TestScriptSetupActionAssert
 }
 
@@ -952,45 +952,45 @@ func (x *TestScriptSetupAction) UnmarshalJSON(data []byte) error {
 
 // TestScriptSetupActionOperation is the backbone element TestScript.setup.action.operation: The setup operation to perform
 type TestScriptSetupActionOperation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Type is type (0..1). The operation code type that will be executed
+	// Type is "type" (0..1): The operation code type that will be executed.
 	Type *Coding
-	// Resource is resource (0..1). Resource type
+	// Resource is "resource" (0..1): Resource type.
 	Resource *Code
-	// Label is label (0..1). Tracking/logging operation label
+	// Label is "label" (0..1): Tracking/logging operation label.
 	Label *String
-	// Description is description (0..1). Tracking/reporting operation description
+	// Description is "description" (0..1): Tracking/reporting operation description.
 	Description *String
-	// Accept is accept (0..1). Mime type to accept in the payload of the response, with charset etc.
+	// Accept is "accept" (0..1): Mime type to accept in the payload of the response, with charset etc.
 	Accept *Code
-	// ContentType is contentType (0..1). Mime type of the request payload contents, with charset etc.
+	// ContentType is "contentType" (0..1): Mime type of the request payload contents, with charset etc.
 	ContentType *Code
-	// Destination is destination (0..1). Server responding to the request
+	// Destination is "destination" (0..1): Server responding to the request.
 	Destination *Integer
-	// EncodeRequestURL is encodeRequestUrl (1..1). Whether or not to send the request url in encoded format
+	// EncodeRequestURL is "encodeRequestUrl" (1..1): Whether or not to send the request url in encoded format.
 	EncodeRequestURL *Boolean
-	// Method is method (0..1). delete | get | options | patch | post | put | head
+	// Method is "method" (0..1): delete | get | options | patch | post | put | head.
 	Method *Code
-	// Origin is origin (0..1). Server initiating the request
+	// Origin is "origin" (0..1): Server initiating the request.
 	Origin *Integer
-	// Params is params (0..1). Explicitly defined path parameters
+	// Params is "params" (0..1): Explicitly defined path parameters.
 	Params *String
-	// RequestHeader is requestHeader (0..*). Each operation can have one or more header elements
+	// RequestHeader is "requestHeader" (0..*): Each operation can have one or more header elements.
 	RequestHeader []TestScriptSetupActionOperationRequestHeader
-	// RequestID is requestId (0..1). Fixture Id of mapped request
+	// RequestID is "requestId" (0..1): Fixture Id of mapped request.
 	RequestID *ID
-	// ResponseID is responseId (0..1). Fixture Id of mapped response
+	// ResponseID is "responseId" (0..1): Fixture Id of mapped response.
 	ResponseID *ID
-	// SourceID is sourceId (0..1). Fixture Id of body for PUT and POST requests
+	// SourceID is "sourceId" (0..1): Fixture Id of body for PUT and POST requests.
 	SourceID *ID
-	// TargetID is targetId (0..1). Id of fixture used for extracting the [id], [type], and [vid] for GET requests
+	// TargetID is "targetId" (0..1): Id of fixture used for extracting the [id], [type], and [vid] for GET requests.
 	TargetID *ID
-	// URL is url (0..1). Request URL
+	// URL is "url" (0..1): Request URL.
 	URL *String
 }
 
@@ -1136,15 +1136,15 @@ func (x *TestScriptSetupActionOperation) UnmarshalJSON(data []byte) error {
 
 // TestScriptSetupActionOperationRequestHeader is the backbone element TestScript.setup.action.operation.requestHeader: Each operation can have one or more header elements
 type TestScriptSetupActionOperationRequestHeader struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Field is field (1..1). HTTP header field name
+	// Field is "field" (1..1): HTTP header field name.
 	Field *String
-	// Value is value (1..1). HTTP headerfield value
+	// Value is "value" (1..1): HTTP headerfield value.
 	Value *String
 }
 
@@ -1206,55 +1206,55 @@ func (x *TestScriptSetupActionOperationRequestHeader) UnmarshalJSON(data []byte)
 
 // TestScriptSetupActionAssert is the backbone element TestScript.setup.action.assert: The assertion to perform
 type TestScriptSetupActionAssert struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Label is label (0..1). Tracking/logging assertion label
+	// Label is "label" (0..1): Tracking/logging assertion label.
 	Label *String
-	// Description is description (0..1). Tracking/reporting assertion description
+	// Description is "description" (0..1): Tracking/reporting assertion description.
 	Description *String
-	// Direction is direction (0..1). response | request
+	// Direction is "direction" (0..1): response | request.
 	Direction *Code
-	// CompareToSourceID is compareToSourceId (0..1). Id of the source fixture to be evaluated
+	// CompareToSourceID is "compareToSourceId" (0..1): Id of the source fixture to be evaluated.
 	CompareToSourceID *String
-	// CompareToSourceExpression is compareToSourceExpression (0..1). The FHIRPath expression to evaluate against the source fixture
+	// CompareToSourceExpression is "compareToSourceExpression" (0..1): The FHIRPath expression to evaluate against the source fixture.
 	CompareToSourceExpression *String
-	// CompareToSourcePath is compareToSourcePath (0..1). XPath or JSONPath expression to evaluate against the source fixture
+	// CompareToSourcePath is "compareToSourcePath" (0..1): XPath or JSONPath expression to evaluate against the source fixture.
 	CompareToSourcePath *String
-	// ContentType is contentType (0..1). Mime type to compare against the 'Content-Type' header
+	// ContentType is "contentType" (0..1): Mime type to compare against the 'Content-Type' header.
 	ContentType *Code
-	// Expression is expression (0..1). The FHIRPath expression to be evaluated
+	// Expression is "expression" (0..1): The FHIRPath expression to be evaluated.
 	Expression *String
-	// HeaderField is headerField (0..1). HTTP header field name
+	// HeaderField is "headerField" (0..1): HTTP header field name.
 	HeaderField *String
-	// MinimumID is minimumId (0..1). Fixture Id of minimum content resource
+	// MinimumID is "minimumId" (0..1): Fixture Id of minimum content resource.
 	MinimumID *String
-	// NavigationLinks is navigationLinks (0..1). Perform validation on navigation links?
+	// NavigationLinks is "navigationLinks" (0..1): Perform validation on navigation links?.
 	NavigationLinks *Boolean
-	// Operator is operator (0..1). equals | notEquals | in | notIn | greaterThan | lessThan | empty | notEmpty | contains | notContains | eval
+	// Operator is "operator" (0..1): equals | notEquals | in | notIn | greaterThan | lessThan | empty | notEmpty | contains | notContains | eval.
 	Operator *Code
-	// Path is path (0..1). XPath or JSONPath expression
+	// Path is "path" (0..1): XPath or JSONPath expression.
 	Path *String
-	// RequestMethod is requestMethod (0..1). delete | get | options | patch | post | put | head
+	// RequestMethod is "requestMethod" (0..1): delete | get | options | patch | post | put | head.
 	RequestMethod *Code
-	// RequestURL is requestURL (0..1). Request URL comparison value
+	// RequestURL is "requestURL" (0..1): Request URL comparison value.
 	RequestURL *String
-	// Resource is resource (0..1). Resource type
+	// Resource is "resource" (0..1): Resource type.
 	Resource *Code
-	// Response is response (0..1). okay | created | noContent | notModified | bad | forbidden | notFound | methodNotAllowed | conflict | gone | preconditionFailed | unprocessable
+	// Response is "response" (0..1): okay | created | noContent | notModified | bad | forbidden | notFound | methodNotAllowed | conflict | gone | preconditionFailed | unprocessable.
 	Response *Code
-	// ResponseCode is responseCode (0..1). HTTP response code to test
+	// ResponseCode is "responseCode" (0..1): HTTP response code to test.
 	ResponseCode *String
-	// SourceID is sourceId (0..1). Fixture Id of source expression or headerField
+	// SourceID is "sourceId" (0..1): Fixture Id of source expression or headerField.
 	SourceID *ID
-	// ValidateProfileID is validateProfileId (0..1). Profile Id of validation profile reference
+	// ValidateProfileID is "validateProfileId" (0..1): Profile Id of validation profile reference.
 	ValidateProfileID *ID
-	// Value is value (0..1). The value to compare to
+	// Value is "value" (0..1): The value to compare to.
 	Value *String
-	// WarningOnly is warningOnly (1..1). Will this assert produce a warning only on error?
+	// WarningOnly is "warningOnly" (1..1): Will this assert produce a warning only on error?.
 	WarningOnly *Boolean
 }
 
@@ -1434,17 +1434,17 @@ func (x *TestScriptSetupActionAssert) UnmarshalJSON(data []byte) error {
 
 // TestScriptTest is the backbone element TestScript.test: A test in this script
 type TestScriptTest struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (0..1). Tracking/logging name of this test
+	// Name is "name" (0..1): Tracking/logging name of this test.
 	Name *String
-	// Description is description (0..1). Tracking/reporting short description of the test
+	// Description is "description" (0..1): Tracking/reporting short description of the test.
 	Description *String
-	// Action is action (1..*). A test operation or assert to perform
+	// Action is "action" (1..*): A test operation or assert to perform.
 	Action []TestScriptTestAction
 }
 
@@ -1508,15 +1508,15 @@ func (x *TestScriptTest) UnmarshalJSON(data []byte) error {
 
 // TestScriptTestAction is the backbone element TestScript.test.action: A test operation or assert to perform
 type TestScriptTestAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Operation is operation (0..1). The setup operation to perform
+	// Operation is "operation" (0..1): The setup operation to perform.
 	Operation *TestScriptSetupActionOperation
-	// Assert is assert (0..1). The setup assertion to perform
+	// Assert is "assert" (0..1): The setup assertion to perform.
 	Assert *TestScriptSetupActionAssert
 }
 
@@ -1572,13 +1572,13 @@ func (x *TestScriptTestAction) UnmarshalJSON(data []byte) error {
 
 // TestScriptTeardown is the backbone element TestScript.teardown: A series of required clean up steps
 type TestScriptTeardown struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Action is action (1..*). One or more teardown operations to perform
+	// Action is "action" (1..*): One or more teardown operations to perform.
 	Action []TestScriptTeardownAction
 }
 
@@ -1630,13 +1630,13 @@ func (x *TestScriptTeardown) UnmarshalJSON(data []byte) error {
 
 // TestScriptTeardownAction is the backbone element TestScript.teardown.action: One or more teardown operations to perform
 type TestScriptTeardownAction struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Operation is operation (1..1). The teardown operation to perform
+	// Operation is "operation" (1..1): The teardown operation to perform.
 	Operation *TestScriptSetupActionOperation
 }
 

@@ -4,57 +4,57 @@ package r4
 
 // ValueSet is the FHIR R4 resource ValueSet: A ValueSet resource instance specifies a set of codes drawn from one or more code systems, intended for use in a particular context.
 type ValueSet struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// URL is url (0..1). Canonical identifier for this value set, represented as a URI (globally unique)
+	// URL is "url" (0..1): Canonical identifier for this value set, represented as a URI (globally unique).
 	URL *URI
-	// Identifier is identifier (0..*). Additional identifier for the value set (business identifier)
+	// Identifier is "identifier" (0..*): Additional identifier for the value set (business identifier).
 	Identifier []Identifier
-	// Version is version (0..1). Business version of the value set
+	// Version is "version" (0..1): Business version of the value set.
 	Version *String
-	// Name is name (0..1). Name for this value set (computer friendly)
+	// Name is "name" (0..1): Name for this value set (computer friendly).
 	Name *String
-	// Title is title (0..1). Name for this value set (human friendly)
+	// Title is "title" (0..1): Name for this value set (human friendly).
 	Title *String
-	// Status is status (1..1). draft | active | retired | unknown
+	// Status is "status" (1..1): draft | active | retired | unknown.
 	Status *Code
-	// Experimental is experimental (0..1). For testing purposes, not real usage
+	// Experimental is "experimental" (0..1): For testing purposes, not real usage.
 	Experimental *Boolean
-	// Date is date (0..1). Date last changed
+	// Date is "date" (0..1): Date last changed.
 	Date *DateTime
-	// Publisher is publisher (0..1). Name of the publisher (organization or individual)
+	// Publisher is "publisher" (0..1): Name of the publisher (organization or individual).
 	Publisher *String
-	// Contact is contact (0..*). Contact details for the publisher
+	// Contact is "contact" (0..*): Contact details for the publisher.
 	Contact []ContactDetail
-	// Description is description (0..1). Natural language description of the value set
+	// Description is "description" (0..1): Natural language description of the value set.
 	Description *Markdown
-	// UseContext is useContext (0..*). The context that the content is intended to support
+	// UseContext is "useContext" (0..*): The context that the content is intended to support.
 	UseContext []UsageContext
-	// Jurisdiction is jurisdiction (0..*). Intended jurisdiction for value set (if applicable)
+	// Jurisdiction is "jurisdiction" (0..*): Intended jurisdiction for value set (if applicable).
 	Jurisdiction []CodeableConcept
-	// Immutable is immutable (0..1). Indicates whether or not any change to the content logical definition may occur
+	// Immutable is "immutable" (0..1): Indicates whether or not any change to the content logical definition may occur.
 	Immutable *Boolean
-	// Purpose is purpose (0..1). Why this value set is defined
+	// Purpose is "purpose" (0..1): Why this value set is defined.
 	Purpose *Markdown
-	// Copyright is copyright (0..1). Use and/or publishing restrictions
+	// Copyright is "copyright" (0..1): Use and/or publishing restrictions.
 	Copyright *Markdown
-	// Compose is compose (0..1). Content logical definition of the value set (CLD)
+	// Compose is "compose" (0..1): Content logical definition of the value set (CLD).
 	Compose *ValueSetCompose
-	// Expansion is expansion (0..1). Used when the value set is "expanded"
+	// Expansion is "expansion" (0..1): Used when the value set is "expanded".
 	Expansion *ValueSetExpansion
 }
 
@@ -234,19 +234,19 @@ func (x *ValueSet) UnmarshalJSON(data []byte) error {
 
 // ValueSetCompose is the backbone element ValueSet.compose: Content logical definition of the value set (CLD)
 type ValueSetCompose struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// LockedDate is lockedDate (0..1). Fixed date for references with no specified version (transitive)
+	// LockedDate is "lockedDate" (0..1): Fixed date for references with no specified version (transitive).
 	LockedDate *Date
-	// Inactive is inactive (0..1). Whether inactive codes are in the value set
+	// Inactive is "inactive" (0..1): Whether inactive codes are in the value set.
 	Inactive *Boolean
-	// Include is include (1..*). Include one or more codes from a code system or other value set(s)
+	// Include is "include" (1..*): Include one or more codes from a code system or other value set(s).
 	Include []ValueSetComposeInclude
-	// Exclude is exclude (0..*). Explicitly exclude codes from a code system or other value sets
+	// Exclude is "exclude" (0..*): Explicitly exclude codes from a code system or other value sets.
 	Exclude []ValueSetComposeInclude
 }
 
@@ -314,21 +314,21 @@ func (x *ValueSetCompose) UnmarshalJSON(data []byte) error {
 
 // ValueSetComposeInclude is the backbone element ValueSet.compose.include: Include one or more codes from a code system or other value set(s)
 type ValueSetComposeInclude struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// System is system (0..1). The system the codes come from
+	// System is "system" (0..1): The system the codes come from.
 	System *URI
-	// Version is version (0..1). Specific version of the code system referred to
+	// Version is "version" (0..1): Specific version of the code system referred to.
 	Version *String
-	// Concept is concept (0..*). A concept defined in the system
+	// Concept is "concept" (0..*): A concept defined in the system.
 	Concept []ValueSetComposeIncludeConcept
-	// Filter is filter (0..*). Select codes/concepts by their properties (including relationships)
+	// Filter is "filter" (0..*): Select codes/concepts by their properties (including relationships).
 	Filter []ValueSetComposeIncludeFilter
-	// ValueSet is valueSet (0..*). Select the contents included in this value set
+	// ValueSet is "valueSet" (0..*): Select the contents included in this value set.
 	ValueSet []Canonical
 }
 
@@ -402,17 +402,17 @@ func (x *ValueSetComposeInclude) UnmarshalJSON(data []byte) error {
 
 // ValueSetComposeIncludeConcept is the backbone element ValueSet.compose.include.concept: A concept defined in the system
 type ValueSetComposeIncludeConcept struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Code is code (1..1). Code or expression from system
+	// Code is "code" (1..1): Code or expression from system.
 	Code *Code
-	// Display is display (0..1). Text to display for this code for this value set in this valueset
+	// Display is "display" (0..1): Text to display for this code for this value set in this valueset.
 	Display *String
-	// Designation is designation (0..*). Additional representations for this concept
+	// Designation is "designation" (0..*): Additional representations for this concept.
 	Designation []ValueSetComposeIncludeConceptDesignation
 }
 
@@ -476,17 +476,17 @@ func (x *ValueSetComposeIncludeConcept) UnmarshalJSON(data []byte) error {
 
 // ValueSetComposeIncludeConceptDesignation is the backbone element ValueSet.compose.include.concept.designation: Additional representations for this concept
 type ValueSetComposeIncludeConceptDesignation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Language is language (0..1). Human language of the designation
+	// Language is "language" (0..1): Human language of the designation.
 	Language *Code
-	// Use is use (0..1). Types of uses of designations
+	// Use is "use" (0..1): Types of uses of designations.
 	Use *Coding
-	// Value is value (1..1). The text value for this designation
+	// Value is "value" (1..1): The text value for this designation.
 	Value *String
 }
 
@@ -552,17 +552,17 @@ func (x *ValueSetComposeIncludeConceptDesignation) UnmarshalJSON(data []byte) er
 
 // ValueSetComposeIncludeFilter is the backbone element ValueSet.compose.include.filter: Select codes/concepts by their properties (including relationships)
 type ValueSetComposeIncludeFilter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Property is property (1..1). A property/filter defined by the code system
+	// Property is "property" (1..1): A property/filter defined by the code system.
 	Property *Code
-	// Op is op (1..1). = | is-a | descendent-of | is-not-a | regex | in | not-in | generalizes | exists
+	// Op is "op" (1..1): = | is-a | descendent-of | is-not-a | regex | in | not-in | generalizes | exists.
 	Op *Code
-	// Value is value (1..1). Code from the system, or regex criteria, or boolean value for exists
+	// Value is "value" (1..1): Code from the system, or regex criteria, or boolean value for exists.
 	Value *String
 }
 
@@ -628,23 +628,23 @@ func (x *ValueSetComposeIncludeFilter) UnmarshalJSON(data []byte) error {
 
 // ValueSetExpansion is the backbone element ValueSet.expansion: Used when the value set is "expanded"
 type ValueSetExpansion struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..1). Identifies the value set expansion (business identifier)
+	// Identifier is "identifier" (0..1): Identifies the value set expansion (business identifier).
 	Identifier *URI
-	// Timestamp is timestamp (1..1). Time ValueSet expansion happened
+	// Timestamp is "timestamp" (1..1): Time ValueSet expansion happened.
 	Timestamp *DateTime
-	// Total is total (0..1). Total number of codes in the expansion
+	// Total is "total" (0..1): Total number of codes in the expansion.
 	Total *Integer
-	// Offset is offset (0..1). Offset at which this resource starts
+	// Offset is "offset" (0..1): Offset at which this resource starts.
 	Offset *Integer
-	// Parameter is parameter (0..*). Parameter that controlled the expansion process
+	// Parameter is "parameter" (0..*): Parameter that controlled the expansion process.
 	Parameter []ValueSetExpansionParameter
-	// Contains is contains (0..*). Codes in the value set
+	// Contains is "contains" (0..*): Codes in the value set.
 	Contains []ValueSetExpansionContains
 }
 
@@ -724,27 +724,27 @@ func (x *ValueSetExpansion) UnmarshalJSON(data []byte) error {
 
 // ValueSetExpansionParameter is the backbone element ValueSet.expansion.parameter: Parameter that controlled the expansion process
 type ValueSetExpansionParameter struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Name is name (1..1). Name as assigned by the client or server
+	// Name is "name" (1..1): Name as assigned by the client or server.
 	Name *String
-	// ValueString is valueString (0..1). Value of the named parameter
+	// ValueString is "valueString" (value[x] as string, 0..1): Value of the named parameter.
 	ValueString *String
-	// ValueBoolean is valueBoolean (0..1). Value of the named parameter
+	// ValueBoolean is "valueBoolean" (value[x] as boolean, 0..1): Value of the named parameter.
 	ValueBoolean *Boolean
-	// ValueInteger is valueInteger (0..1). Value of the named parameter
+	// ValueInteger is "valueInteger" (value[x] as integer, 0..1): Value of the named parameter.
 	ValueInteger *Integer
-	// ValueDecimal is valueDecimal (0..1). Value of the named parameter
+	// ValueDecimal is "valueDecimal" (value[x] as decimal, 0..1): Value of the named parameter.
 	ValueDecimal *Decimal
-	// ValueURI is valueUri (0..1). Value of the named parameter
+	// ValueURI is "valueUri" (value[x] as uri, 0..1): Value of the named parameter.
 	ValueURI *URI
-	// ValueCode is valueCode (0..1). Value of the named parameter
+	// ValueCode is "valueCode" (value[x] as code, 0..1): Value of the named parameter.
 	ValueCode *Code
-	// ValueDateTime is valueDateTime (0..1). Value of the named parameter
+	// ValueDateTime is "valueDateTime" (value[x] as dateTime, 0..1): Value of the named parameter.
 	ValueDateTime *DateTime
 }
 
@@ -840,27 +840,27 @@ func (x *ValueSetExpansionParameter) UnmarshalJSON(data []byte) error {
 
 // ValueSetExpansionContains is the backbone element ValueSet.expansion.contains: Codes in the value set
 type ValueSetExpansionContains struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// System is system (0..1). System value for the code
+	// System is "system" (0..1): System value for the code.
 	System *URI
-	// Abstract is abstract (0..1). If user cannot select this entry
+	// Abstract is "abstract" (0..1): If user cannot select this entry.
 	Abstract *Boolean
-	// Inactive is inactive (0..1). If concept is inactive in the code system
+	// Inactive is "inactive" (0..1): If concept is inactive in the code system.
 	Inactive *Boolean
-	// Version is version (0..1). Version in which this code/display is defined
+	// Version is "version" (0..1): Version in which this code/display is defined.
 	Version *String
-	// Code is code (0..1). Code - if blank, this is not a selectable code
+	// Code is "code" (0..1): Code - if blank, this is not a selectable code.
 	Code *Code
-	// Display is display (0..1). User display for the concept
+	// Display is "display" (0..1): User display for the concept.
 	Display *String
-	// Designation is designation (0..*). Additional representations for this item
+	// Designation is "designation" (0..*): Additional representations for this item.
 	Designation []ValueSetComposeIncludeConceptDesignation
-	// Contains is contains (0..*). Codes contained under this entry
+	// Contains is "contains" (0..*): Codes contained under this entry.
 	Contains []ValueSetExpansionContains
 }
 

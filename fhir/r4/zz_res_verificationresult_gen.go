@@ -4,49 +4,49 @@ package r4
 
 // VerificationResult is the FHIR R4 resource VerificationResult: Describes validation requirements, source(s), status and dates for one or more elements.
 type VerificationResult struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Target is target (0..*). A resource that was validated
+	// Target is "target" (0..*): A resource that was validated.
 	Target []Reference
-	// TargetLocation is targetLocation (0..*). The fhirpath location(s) within the resource that was validated
+	// TargetLocation is "targetLocation" (0..*): The fhirpath location(s) within the resource that was validated.
 	TargetLocation []String
-	// Need is need (0..1). none | initial | periodic
+	// Need is "need" (0..1): none | initial | periodic.
 	Need *CodeableConcept
-	// Status is status (1..1). attested | validated | in-process | req-revalid | val-fail | reval-fail
+	// Status is "status" (1..1): attested | validated | in-process | req-revalid | val-fail | reval-fail.
 	Status *Code
-	// StatusDate is statusDate (0..1). When the validation status was updated
+	// StatusDate is "statusDate" (0..1): When the validation status was updated.
 	StatusDate *DateTime
-	// ValidationType is validationType (0..1). nothing | primary | multiple
+	// ValidationType is "validationType" (0..1): nothing | primary | multiple.
 	ValidationType *CodeableConcept
-	// ValidationProcess is validationProcess (0..*). The primary process by which the target is validated (edit check; value set; primary source; multiple sources; standalone; in context)
+	// ValidationProcess is "validationProcess" (0..*): The primary process by which the target is validated (edit check; value set; primary source; multiple sources; standalone; in context).
 	ValidationProcess []CodeableConcept
-	// Frequency is frequency (0..1). Frequency of revalidation
+	// Frequency is "frequency" (0..1): Frequency of revalidation.
 	Frequency *Timing
-	// LastPerformed is lastPerformed (0..1). The date/time validation was last completed (including failed validations)
+	// LastPerformed is "lastPerformed" (0..1): The date/time validation was last completed (including failed validations).
 	LastPerformed *DateTime
-	// NextScheduled is nextScheduled (0..1). The date when target is next validated, if appropriate
+	// NextScheduled is "nextScheduled" (0..1): The date when target is next validated, if appropriate.
 	NextScheduled *Date
-	// FailureAction is failureAction (0..1). fatal | warn | rec-only | none
+	// FailureAction is "failureAction" (0..1): fatal | warn | rec-only | none.
 	FailureAction *CodeableConcept
-	// PrimarySource is primarySource (0..*). Information about the primary source(s) involved in validation
+	// PrimarySource is "primarySource" (0..*): Information about the primary source(s) involved in validation.
 	PrimarySource []VerificationResultPrimarySource
-	// Attestation is attestation (0..1). Information about the entity attesting to information
+	// Attestation is "attestation" (0..1): Information about the entity attesting to information.
 	Attestation *VerificationResultAttestation
-	// Validator is validator (0..*). Information about the entity validating information
+	// Validator is "validator" (0..*): Information about the entity validating information.
 	Validator []VerificationResultValidator
 }
 
@@ -196,25 +196,25 @@ func (x *VerificationResult) UnmarshalJSON(data []byte) error {
 
 // VerificationResultPrimarySource is the backbone element VerificationResult.primarySource: Information about the primary source(s) involved in validation
 type VerificationResultPrimarySource struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Who is who (0..1). Reference to the primary source
+	// Who is "who" (0..1): Reference to the primary source.
 	Who *Reference
-	// Type is type (0..*). Type of primary source (License Board; Primary Education; Continuing Education; Postal Service; Relationship owner; Registration Authority; legal source; issuing source; authoritative source)
+	// Type is "type" (0..*): Type of primary source (License Board; Primary Education; Continuing Education; Postal Service; Relationship owner; Registration Authority; legal source; issuing source; authoritative source).
 	Type []CodeableConcept
-	// CommunicationMethod is communicationMethod (0..*). Method for exchanging information with the primary source
+	// CommunicationMethod is "communicationMethod" (0..*): Method for exchanging information with the primary source.
 	CommunicationMethod []CodeableConcept
-	// ValidationStatus is validationStatus (0..1). successful | failed | unknown
+	// ValidationStatus is "validationStatus" (0..1): successful | failed | unknown.
 	ValidationStatus *CodeableConcept
-	// ValidationDate is validationDate (0..1). When the target was validated against the primary source
+	// ValidationDate is "validationDate" (0..1): When the target was validated against the primary source.
 	ValidationDate *DateTime
-	// CanPushUpdates is canPushUpdates (0..1). yes | no | undetermined
+	// CanPushUpdates is "canPushUpdates" (0..1): yes | no | undetermined.
 	CanPushUpdates *CodeableConcept
-	// PushTypeAvailable is pushTypeAvailable (0..*). specific | any | source
+	// PushTypeAvailable is "pushTypeAvailable" (0..*): specific | any | source.
 	PushTypeAvailable []CodeableConcept
 }
 
@@ -292,27 +292,27 @@ func (x *VerificationResultPrimarySource) UnmarshalJSON(data []byte) error {
 
 // VerificationResultAttestation is the backbone element VerificationResult.attestation: Information about the entity attesting to information
 type VerificationResultAttestation struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Who is who (0..1). The individual or organization attesting to information
+	// Who is "who" (0..1): The individual or organization attesting to information.
 	Who *Reference
-	// OnBehalfOf is onBehalfOf (0..1). When the who is asserting on behalf of another (organization or individual)
+	// OnBehalfOf is "onBehalfOf" (0..1): When the who is asserting on behalf of another (organization or individual).
 	OnBehalfOf *Reference
-	// CommunicationMethod is communicationMethod (0..1). The method by which attested information was submitted/retrieved
+	// CommunicationMethod is "communicationMethod" (0..1): The method by which attested information was submitted/retrieved.
 	CommunicationMethod *CodeableConcept
-	// Date is date (0..1). The date the information was attested to
+	// Date is "date" (0..1): The date the information was attested to.
 	Date *Date
-	// SourceIdentityCertificate is sourceIdentityCertificate (0..1). A digital identity certificate associated with the attestation source
+	// SourceIdentityCertificate is "sourceIdentityCertificate" (0..1): A digital identity certificate associated with the attestation source.
 	SourceIdentityCertificate *String
-	// ProxyIdentityCertificate is proxyIdentityCertificate (0..1). A digital identity certificate associated with the proxy entity submitting attested information on behalf of the attestation source
+	// ProxyIdentityCertificate is "proxyIdentityCertificate" (0..1): A digital identity certificate associated with the proxy entity submitting attested information on behalf of the attestation source.
 	ProxyIdentityCertificate *String
-	// ProxySignature is proxySignature (0..1). Proxy signature
+	// ProxySignature is "proxySignature" (0..1): Proxy signature.
 	ProxySignature *Signature
-	// SourceSignature is sourceSignature (0..1). Attester signature
+	// SourceSignature is "sourceSignature" (0..1): Attester signature.
 	SourceSignature *Signature
 }
 
@@ -398,17 +398,17 @@ func (x *VerificationResultAttestation) UnmarshalJSON(data []byte) error {
 
 // VerificationResultValidator is the backbone element VerificationResult.validator: Information about the entity validating information
 type VerificationResultValidator struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Organization is organization (1..1). Reference to the organization validating information
+	// Organization is "organization" (1..1): Reference to the organization validating information.
 	Organization *Reference
-	// IdentityCertificate is identityCertificate (0..1). A digital identity certificate associated with the validator
+	// IdentityCertificate is "identityCertificate" (0..1): A digital identity certificate associated with the validator.
 	IdentityCertificate *String
-	// AttestationSignature is attestationSignature (0..1). Validator signature
+	// AttestationSignature is "attestationSignature" (0..1): Validator signature.
 	AttestationSignature *Signature
 }
 

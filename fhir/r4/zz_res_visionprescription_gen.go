@@ -4,37 +4,37 @@ package r4
 
 // VisionPrescription is the FHIR R4 resource VisionPrescription: An authorization for the provision of glasses and/or contact lenses to a patient.
 type VisionPrescription struct {
-	// ID is id (0..1). Logical id of this artifact
+	// ID is "id" (0..1): Logical id of this artifact.
 	ID string
-	// Meta is meta (0..1). Metadata about the resource
+	// Meta is "meta" (0..1): Metadata about the resource.
 	Meta *Meta
-	// ImplicitRules is implicitRules (0..1). A set of rules under which this content was created
+	// ImplicitRules is "implicitRules" (0..1): A set of rules under which this content was created.
 	ImplicitRules *URI
-	// Language is language (0..1). Language of the resource content
+	// Language is "language" (0..1): Language of the resource content.
 	Language *Code
-	// Text is text (0..1). Text summary of the resource, for human interpretation
+	// Text is "text" (0..1): Text summary of the resource, for human interpretation.
 	Text *Narrative
-	// Contained is contained (0..*). Contained, inline Resources
+	// Contained is "contained" (0..*): Contained, inline Resources.
 	Contained []Resource
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored.
 	ModifierExtension []Extension
-	// Identifier is identifier (0..*). Business Identifier for vision prescription
+	// Identifier is "identifier" (0..*): Business Identifier for vision prescription.
 	Identifier []Identifier
-	// Status is status (1..1). active | cancelled | draft | entered-in-error
+	// Status is "status" (1..1): active | cancelled | draft | entered-in-error.
 	Status *Code
-	// Created is created (1..1). Response creation date
+	// Created is "created" (1..1): Response creation date.
 	Created *DateTime
-	// Patient is patient (1..1). Who prescription is for
+	// Patient is "patient" (1..1): Who prescription is for.
 	Patient *Reference
-	// Encounter is encounter (0..1). Created during encounter / admission / stay
+	// Encounter is "encounter" (0..1): Created during encounter / admission / stay.
 	Encounter *Reference
-	// DateWritten is dateWritten (1..1). When prescription was authorized
+	// DateWritten is "dateWritten" (1..1): When prescription was authorized.
 	DateWritten *DateTime
-	// Prescriber is prescriber (1..1). Who authorized the vision prescription
+	// Prescriber is "prescriber" (1..1): Who authorized the vision prescription.
 	Prescriber *Reference
-	// LensSpecification is lensSpecification (1..*). Vision lens authorization
+	// LensSpecification is "lensSpecification" (1..*): Vision lens authorization.
 	LensSpecification []VisionPrescriptionLensSpecification
 }
 
@@ -156,39 +156,39 @@ func (x *VisionPrescription) UnmarshalJSON(data []byte) error {
 
 // VisionPrescriptionLensSpecification is the backbone element VisionPrescription.lensSpecification: Vision lens authorization
 type VisionPrescriptionLensSpecification struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Product is product (1..1). Product to be supplied
+	// Product is "product" (1..1): Product to be supplied.
 	Product *CodeableConcept
-	// Eye is eye (1..1). right | left
+	// Eye is "eye" (1..1): right | left.
 	Eye *Code
-	// Sphere is sphere (0..1). Power of the lens
+	// Sphere is "sphere" (0..1): Power of the lens.
 	Sphere *Decimal
-	// Cylinder is cylinder (0..1). Lens power for astigmatism
+	// Cylinder is "cylinder" (0..1): Lens power for astigmatism.
 	Cylinder *Decimal
-	// Axis is axis (0..1). Lens meridian which contain no power for astigmatism
+	// Axis is "axis" (0..1): Lens meridian which contain no power for astigmatism.
 	Axis *Integer
-	// Prism is prism (0..*). Eye alignment compensation
+	// Prism is "prism" (0..*): Eye alignment compensation.
 	Prism []VisionPrescriptionLensSpecificationPrism
-	// Add is add (0..1). Added power for multifocal levels
+	// Add is "add" (0..1): Added power for multifocal levels.
 	Add *Decimal
-	// Power is power (0..1). Contact lens power
+	// Power is "power" (0..1): Contact lens power.
 	Power *Decimal
-	// BackCurve is backCurve (0..1). Contact lens back curvature
+	// BackCurve is "backCurve" (0..1): Contact lens back curvature.
 	BackCurve *Decimal
-	// Diameter is diameter (0..1). Contact lens diameter
+	// Diameter is "diameter" (0..1): Contact lens diameter.
 	Diameter *Decimal
-	// Duration is duration (0..1). Lens wear duration
+	// Duration is "duration" (0..1): Lens wear duration.
 	Duration *Quantity
-	// Color is color (0..1). Color required
+	// Color is "color" (0..1): Color required.
 	Color *String
-	// Brand is brand (0..1). Brand required
+	// Brand is "brand" (0..1): Brand required.
 	Brand *String
-	// Note is note (0..*). Notes for coatings
+	// Note is "note" (0..*): Notes for coatings.
 	Note []Annotation
 }
 
@@ -312,15 +312,15 @@ func (x *VisionPrescriptionLensSpecification) UnmarshalJSON(data []byte) error {
 
 // VisionPrescriptionLensSpecificationPrism is the backbone element VisionPrescription.lensSpecification.prism: Eye alignment compensation
 type VisionPrescriptionLensSpecificationPrism struct {
-	// ID is id (0..1). Unique id for inter-element referencing
+	// ID is "id" (0..1): Unique id for inter-element referencing.
 	ID string
-	// Extension is extension (0..*). Additional content defined by implementations
+	// Extension is "extension" (0..*): Additional content defined by implementations.
 	Extension []Extension
-	// ModifierExtension is modifierExtension (0..*). Extensions that cannot be ignored even if unrecognized
+	// ModifierExtension is "modifierExtension" (0..*): Extensions that cannot be ignored even if unrecognized.
 	ModifierExtension []Extension
-	// Amount is amount (1..1). Amount of adjustment
+	// Amount is "amount" (1..1): Amount of adjustment.
 	Amount *Decimal
-	// Base is base (1..1). up | down | in | out
+	// Base is "base" (1..1): up | down | in | out.
 	Base *Code
 }
 
