@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // ErrSyntax is the class of errors for input that is not well-formed JSON
@@ -139,9 +138,7 @@ type parser struct {
 	ws      int // whitespace bytes skipped between tokens
 }
 
-// parseJSON parses data as one JSON value. The returned tree's strings may
-// share memory with data: the caller must not modify data while the tree is
-// in use.
+// parseJSON parses data as one JSON value.
 func parseJSON(data []byte) (node, error) {
 	n, _, err := parseJSONWS(data)
 	return n, err
@@ -161,7 +158,10 @@ func parseJSONWS(data []byte) (node, int, error) {
 		}
 		return node{}, 0, synErr(string(data), i, "invalid UTF-8")
 	}
-	p := &parser{s: unsafe.String(unsafe.SliceData(data), len(data))}
+	// One copy of the input backs every string in the tree, so the tree
+	// never aliases the caller's bytes (no unsafe, and later changes to
+	// data cannot reach it).
+	p := &parser{s: string(data)}
 	if strings.HasPrefix(p.s, "\ufeff") {
 		p.i = 3 // a UTF-8 byte order mark is tolerated, as RFC 8259 allows parsers to
 	}
