@@ -278,3 +278,35 @@ func TestCompanionBeforeValueAndNestedResourceTypeLast(t *testing.T) {
 		t.Fatalf("depth 8: %v", err)
 	}
 }
+
+func TestNilAndNull(t *testing.T) {
+	if _, err := r4.Marshal((*r4.Patient)(nil)); err == nil {
+		t.Fatal("Marshal of a nil *Patient succeeded")
+	}
+	if _, err := r4.Marshal(nil); err == nil {
+		t.Fatal("Marshal(nil) succeeded")
+	}
+	b := &r4.Bundle{Type: r4.NewCode("collection"), Entry: []r4.BundleEntry{{Resource: (*r4.Patient)(nil)}}}
+	p := &r4.Patient{Contained: []r4.Resource{nil, (*r4.Basic)(nil)}}
+	if got := mustEncode(t, b); got != `{"resourceType":"Bundle","type":"collection"}` {
+		t.Fatalf("nil entry resource: %s", got)
+	}
+	if got := mustEncode(t, p); got != `{"resourceType":"Patient"}` {
+		t.Fatalf("nil contained: %s", got)
+	}
+	if err := r4.Walk(p, func(*r4.Path, any) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var w struct {
+		P *r4.Patient   `json:"p"`
+		H r4.HumanName  `json:"h"`
+		O *r4.HumanName `json:"o"`
+	}
+	if err := json.Unmarshal([]byte(`{"p":null,"h":null,"o":null}`), &w); err != nil {
+		t.Fatalf("null members: %v", err)
+	}
+	out, err := json.Marshal(&w) // addressable, so H's pointer method is used
+	if err != nil || string(out) != `{"p":null,"h":{},"o":null}` {
+		t.Fatalf("got %s, %v", out, err)
+	}
+}

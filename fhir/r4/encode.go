@@ -132,7 +132,7 @@ func (e *encoder) primitiveElement(id string, ext []Extension) {
 }
 
 func (e *encoder) resource(k string, r Resource) {
-	if r == nil {
+	if r == nil || r.isNil() {
 		return
 	}
 	e.reserve()
@@ -145,7 +145,7 @@ func (e *encoder) resource(k string, r Resource) {
 func (e *encoder) resources(k string, rs []Resource) {
 	n := 0
 	for _, r := range rs {
-		if r == nil {
+		if r == nil || r.isNil() {
 			continue
 		}
 		e.reserve()

@@ -21,6 +21,18 @@ type Resource interface {
 	decodeMembers(d *decoder, first bool) error
 	encodeMembers(e *encoder)
 	walk(w *walker)
+	isNil() bool
+}
+
+// isNull reports whether data is the JSON literal null (with white space).
+func isNull(data []byte) bool {
+	d := decoder{data: data}
+	d.skipWS()
+	if !d.null() {
+		return false
+	}
+	d.skipWS()
+	return d.pos == len(data)
 }
 
 // Default limits used by Unmarshal and by an Options zero value.
@@ -120,7 +132,7 @@ func Marshal(r Resource) ([]byte, error) { return Append(nil, r) }
 
 // Append is Marshal appending to dst.
 func Append(dst []byte, r Resource) ([]byte, error) {
-	if r == nil {
+	if r == nil || r.isNil() {
 		return dst, &EncodeError{Reason: "nil resource"}
 	}
 	e := encoder{buf: dst}
@@ -176,7 +188,12 @@ func ResourceTypes() []string { return append([]string(nil), resourceTypes[:]...
 // DataTypes returns the names of all R4 complex data types, sorted.
 func DataTypes() []string { return append([]string(nil), dataTypes[:]...) }
 
-func marshalResource(r Resource) ([]byte, error) { return Marshal(r) }
+func marshalResource(r Resource) ([]byte, error) {
+	if r.isNil() {
+		return []byte("null"), nil
+	}
+	return Marshal(r)
+}
 
 func unmarshalResourceInto(data []byte, r Resource) error {
 	d, err := Options{}.newDecoder(data)

@@ -26,7 +26,7 @@ type WalkFunc func(path *Path, node any) error
 // If fn returns SkipChildren the element's children are skipped; any other
 // error stops the walk and is returned.
 func Walk(r Resource, fn WalkFunc) error {
-	if r == nil {
+	if r == nil || r.isNil() {
 		return nil
 	}
 	w := &walker{fn: fn}
@@ -103,7 +103,7 @@ func (w *walker) visit(name string, i int, v walkable) {
 }
 
 func (w *walker) resource(name string, r Resource) {
-	if r == nil || w.err != nil {
+	if r == nil || r.isNil() || w.err != nil {
 		return
 	}
 	w.visit(name, -1, r)
@@ -114,7 +114,7 @@ func (w *walker) resources(name string, rs []Resource) {
 		if w.err != nil {
 			return
 		}
-		if r != nil {
+		if r != nil && !r.isNil() {
 			w.visit(name, i, r)
 		}
 	}

@@ -117,11 +117,19 @@ func (x *Address) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Address) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Address) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Address) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Address{}
 	return unmarshalObject(data, "Address", x)
 }
@@ -203,11 +211,22 @@ func (x *Age) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Age) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Age) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
-func (x *Age) UnmarshalJSON(data []byte) error { *x = Age{}; return unmarshalObject(data, "Age", x) }
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
+func (x *Age) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Age{}
+	return unmarshalObject(data, "Age", x)
+}
 
 // Annotation is the FHIR R4 data type Annotation: Base StructureDefinition for Annotation Type: A text note which also contains information about who made the statement and when.
 type Annotation struct {
@@ -276,11 +295,19 @@ func (x *Annotation) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Annotation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Annotation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Annotation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Annotation{}
 	return unmarshalObject(data, "Annotation", x)
 }
@@ -386,11 +413,19 @@ func (x *Attachment) walk(w *walker) {
 	walkOne(w, "creation", x.Creation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Attachment) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Attachment) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Attachment) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Attachment{}
 	return unmarshalObject(data, "Attachment", x)
 }
@@ -446,11 +481,19 @@ func (x *CodeableConcept) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CodeableConcept) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CodeableConcept) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CodeableConcept) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CodeableConcept{}
 	return unmarshalObject(data, "CodeableConcept", x)
 }
@@ -532,11 +575,19 @@ func (x *Coding) walk(w *walker) {
 	walkOne(w, "userSelected", x.UserSelected)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Coding) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Coding) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Coding) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Coding{}
 	return unmarshalObject(data, "Coding", x)
 }
@@ -592,11 +643,19 @@ func (x *ContactDetail) walk(w *walker) {
 	walkMany(w, "telecom", x.Telecom)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContactDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContactDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContactDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContactDetail{}
 	return unmarshalObject(data, "ContactDetail", x)
 }
@@ -676,11 +735,19 @@ func (x *ContactPoint) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContactPoint) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContactPoint) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContactPoint) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContactPoint{}
 	return unmarshalObject(data, "ContactPoint", x)
 }
@@ -744,11 +811,19 @@ func (x *Contributor) walk(w *walker) {
 	walkMany(w, "contact", x.Contact)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Contributor) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Contributor) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Contributor) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Contributor{}
 	return unmarshalObject(data, "Contributor", x)
 }
@@ -830,11 +905,19 @@ func (x *Count) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Count) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Count) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Count) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Count{}
 	return unmarshalObject(data, "Count", x)
 }
@@ -938,11 +1021,19 @@ func (x *DataRequirement) walk(w *walker) {
 	walkMany(w, "sort", x.Sort)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DataRequirement) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DataRequirement) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DataRequirement) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DataRequirement{}
 	return unmarshalObject(data, "DataRequirement", x)
 }
@@ -1014,11 +1105,19 @@ func (x *DataRequirementCodeFilter) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DataRequirementCodeFilter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DataRequirementCodeFilter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DataRequirementCodeFilter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DataRequirementCodeFilter{}
 	return unmarshalObject(data, "DataRequirement.codeFilter", x)
 }
@@ -1096,11 +1195,19 @@ func (x *DataRequirementDateFilter) walk(w *walker) {
 	walkOne(w, "valueDuration", x.ValueDuration)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DataRequirementDateFilter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DataRequirementDateFilter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DataRequirementDateFilter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DataRequirementDateFilter{}
 	return unmarshalObject(data, "DataRequirement.dateFilter", x)
 }
@@ -1158,11 +1265,19 @@ func (x *DataRequirementSort) walk(w *walker) {
 	walkOne(w, "direction", x.Direction)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DataRequirementSort) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DataRequirementSort) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DataRequirementSort) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DataRequirementSort{}
 	return unmarshalObject(data, "DataRequirement.sort", x)
 }
@@ -1244,11 +1359,19 @@ func (x *Distance) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Distance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Distance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Distance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Distance{}
 	return unmarshalObject(data, "Distance", x)
 }
@@ -1388,11 +1511,19 @@ func (x *Dosage) walk(w *walker) {
 	walkOne(w, "maxDosePerLifetime", x.MaxDosePerLifetime)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Dosage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Dosage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Dosage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Dosage{}
 	return unmarshalObject(data, "Dosage", x)
 }
@@ -1470,11 +1601,19 @@ func (x *DosageDoseAndRate) walk(w *walker) {
 	walkOne(w, "rateQuantity", x.RateQuantity)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DosageDoseAndRate) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DosageDoseAndRate) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DosageDoseAndRate) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DosageDoseAndRate{}
 	return unmarshalObject(data, "Dosage.doseAndRate", x)
 }
@@ -1556,11 +1695,19 @@ func (x *Duration) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Duration) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Duration) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Duration) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Duration{}
 	return unmarshalObject(data, "Duration", x)
 }
@@ -2978,11 +3125,19 @@ func (x *ElementDefinition) walk(w *walker) {
 	walkMany(w, "mapping", x.Mapping)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinition{}
 	return unmarshalObject(data, "ElementDefinition", x)
 }
@@ -3054,11 +3209,19 @@ func (x *ElementDefinitionSlicing) walk(w *walker) {
 	walkOne(w, "rules", x.Rules)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinitionSlicing) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinitionSlicing) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionSlicing) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionSlicing{}
 	return unmarshalObject(data, "ElementDefinition.slicing", x)
 }
@@ -3116,13 +3279,19 @@ func (x *ElementDefinitionSlicingDiscriminator) walk(w *walker) {
 	walkOne(w, "path", x.Path)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ElementDefinitionSlicingDiscriminator) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionSlicingDiscriminator) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionSlicingDiscriminator{}
 	return unmarshalObject(data, "ElementDefinition.slicing.discriminator", x)
 }
@@ -3188,11 +3357,19 @@ func (x *ElementDefinitionBase) walk(w *walker) {
 	walkOne(w, "max", x.Max)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinitionBase) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinitionBase) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionBase) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionBase{}
 	return unmarshalObject(data, "ElementDefinition.base", x)
 }
@@ -3274,11 +3451,19 @@ func (x *ElementDefinitionType) walk(w *walker) {
 	walkOne(w, "versioning", x.Versioning)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinitionType) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinitionType) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionType) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionType{}
 	return unmarshalObject(data, "ElementDefinition.type", x)
 }
@@ -3666,11 +3851,19 @@ func (x *ElementDefinitionExample) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinitionExample) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinitionExample) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionExample) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionExample{}
 	return unmarshalObject(data, "ElementDefinition.example", x)
 }
@@ -3768,11 +3961,19 @@ func (x *ElementDefinitionConstraint) walk(w *walker) {
 	walkOne(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinitionConstraint) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinitionConstraint) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionConstraint) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionConstraint{}
 	return unmarshalObject(data, "ElementDefinition.constraint", x)
 }
@@ -3838,11 +4039,19 @@ func (x *ElementDefinitionBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinitionBinding) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinitionBinding) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionBinding) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionBinding{}
 	return unmarshalObject(data, "ElementDefinition.binding", x)
 }
@@ -3916,11 +4125,19 @@ func (x *ElementDefinitionMapping) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ElementDefinitionMapping) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ElementDefinitionMapping) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ElementDefinitionMapping) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ElementDefinitionMapping{}
 	return unmarshalObject(data, "ElementDefinition.mapping", x)
 }
@@ -4002,11 +4219,19 @@ func (x *Expression) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Expression) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Expression) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Expression) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Expression{}
 	return unmarshalObject(data, "Expression", x)
 }
@@ -4391,11 +4616,19 @@ func (x *Extension) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Extension) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Extension) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Extension) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Extension{}
 	return unmarshalObject(data, "Extension", x)
 }
@@ -4491,11 +4724,19 @@ func (x *HumanName) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *HumanName) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *HumanName) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *HumanName) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = HumanName{}
 	return unmarshalObject(data, "HumanName", x)
 }
@@ -4579,11 +4820,19 @@ func (x *Identifier) walk(w *walker) {
 	walkOne(w, "assigner", x.Assigner)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Identifier) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Identifier) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Identifier) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Identifier{}
 	return unmarshalObject(data, "Identifier", x)
 }
@@ -4663,11 +4912,19 @@ func (x *MarketingStatus) walk(w *walker) {
 	walkOne(w, "restoreDate", x.RestoreDate)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MarketingStatus) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MarketingStatus) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MarketingStatus) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MarketingStatus{}
 	return unmarshalObject(data, "MarketingStatus", x)
 }
@@ -4753,11 +5010,22 @@ func (x *Meta) walk(w *walker) {
 	walkMany(w, "tag", x.Tag)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Meta) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Meta) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
-func (x *Meta) UnmarshalJSON(data []byte) error { *x = Meta{}; return unmarshalObject(data, "Meta", x) }
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
+func (x *Meta) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Meta{}
+	return unmarshalObject(data, "Meta", x)
+}
 
 // Money is the FHIR R4 data type Money: Base StructureDefinition for Money Type: An amount of economic utility in some recognized currency.
 type Money struct {
@@ -4812,11 +5080,19 @@ func (x *Money) walk(w *walker) {
 	walkOne(w, "currency", x.Currency)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Money) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Money) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Money) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Money{}
 	return unmarshalObject(data, "Money", x)
 }
@@ -4874,11 +5150,19 @@ func (x *Narrative) walk(w *walker) {
 	walkOne(w, "div", x.Div)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Narrative) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Narrative) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Narrative) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Narrative{}
 	return unmarshalObject(data, "Narrative", x)
 }
@@ -4976,11 +5260,19 @@ func (x *ParameterDefinition) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ParameterDefinition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ParameterDefinition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ParameterDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ParameterDefinition{}
 	return unmarshalObject(data, "ParameterDefinition", x)
 }
@@ -5038,11 +5330,19 @@ func (x *Period) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Period) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Period) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Period) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Period{}
 	return unmarshalObject(data, "Period", x)
 }
@@ -5120,11 +5420,19 @@ func (x *Population) walk(w *walker) {
 	walkOne(w, "physiologicalCondition", x.PhysiologicalCondition)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Population) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Population) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Population) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Population{}
 	return unmarshalObject(data, "Population", x)
 }
@@ -5244,11 +5552,19 @@ func (x *ProdCharacteristic) walk(w *walker) {
 	walkOne(w, "scoring", x.Scoring)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ProdCharacteristic) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ProdCharacteristic) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ProdCharacteristic) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ProdCharacteristic{}
 	return unmarshalObject(data, "ProdCharacteristic", x)
 }
@@ -5320,11 +5636,19 @@ func (x *ProductShelfLife) walk(w *walker) {
 	walkMany(w, "specialPrecautionsForStorage", x.SpecialPrecautionsForStorage)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ProductShelfLife) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ProductShelfLife) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ProductShelfLife) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ProductShelfLife{}
 	return unmarshalObject(data, "ProductShelfLife", x)
 }
@@ -5406,11 +5730,19 @@ func (x *Quantity) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Quantity) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Quantity) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Quantity) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Quantity{}
 	return unmarshalObject(data, "Quantity", x)
 }
@@ -5464,11 +5796,19 @@ func (x *Range) walk(w *walker) {
 	walkOne(w, "high", x.High)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Range) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Range) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Range) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Range{}
 	return unmarshalObject(data, "Range", x)
 }
@@ -5522,11 +5862,19 @@ func (x *Ratio) walk(w *walker) {
 	walkOne(w, "denominator", x.Denominator)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Ratio) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Ratio) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Ratio) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Ratio{}
 	return unmarshalObject(data, "Ratio", x)
 }
@@ -5598,11 +5946,19 @@ func (x *Reference) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Reference) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Reference) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Reference) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Reference{}
 	return unmarshalObject(data, "Reference", x)
 }
@@ -5698,11 +6054,19 @@ func (x *RelatedArtifact) walk(w *walker) {
 	walkOne(w, "resource", x.Resource)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RelatedArtifact) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RelatedArtifact) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RelatedArtifact) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RelatedArtifact{}
 	return unmarshalObject(data, "RelatedArtifact", x)
 }
@@ -5798,11 +6162,19 @@ func (x *SampledData) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SampledData) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SampledData) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SampledData) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SampledData{}
 	return unmarshalObject(data, "SampledData", x)
 }
@@ -5894,11 +6266,19 @@ func (x *Signature) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Signature) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Signature) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Signature) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Signature{}
 	return unmarshalObject(data, "Signature", x)
 }
@@ -5986,11 +6366,19 @@ func (x *SubstanceAmount) walk(w *walker) {
 	walkOne(w, "referenceRange", x.ReferenceRange)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceAmount) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceAmount) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceAmount) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceAmount{}
 	return unmarshalObject(data, "SubstanceAmount", x)
 }
@@ -6044,11 +6432,19 @@ func (x *SubstanceAmountReferenceRange) walk(w *walker) {
 	walkOne(w, "highLimit", x.HighLimit)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceAmountReferenceRange) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceAmountReferenceRange) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceAmountReferenceRange) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceAmountReferenceRange{}
 	return unmarshalObject(data, "SubstanceAmount.referenceRange", x)
 }
@@ -6116,11 +6512,19 @@ func (x *Timing) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *Timing) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *Timing) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *Timing) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Timing{}
 	return unmarshalObject(data, "Timing", x)
 }
@@ -6292,11 +6696,19 @@ func (x *TimingRepeat) walk(w *walker) {
 	walkOne(w, "offset", x.Offset)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TimingRepeat) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TimingRepeat) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TimingRepeat) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TimingRepeat{}
 	return unmarshalObject(data, "Timing.repeat", x)
 }
@@ -6394,11 +6806,19 @@ func (x *TriggerDefinition) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TriggerDefinition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TriggerDefinition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TriggerDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TriggerDefinition{}
 	return unmarshalObject(data, "TriggerDefinition", x)
 }
@@ -6470,11 +6890,19 @@ func (x *UsageContext) walk(w *walker) {
 	walkOne(w, "valueReference", x.ValueReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *UsageContext) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *UsageContext) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *UsageContext) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = UsageContext{}
 	return unmarshalObject(data, "UsageContext", x)
 }

@@ -163,11 +163,17 @@ func (x *Account) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Account) SetResourceID(id string) { x.ID = id }
 
+func (x *Account) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Account) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Account into x.
+// JSON null leaves x unchanged.
 func (x *Account) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Account{}
 	return unmarshalResourceInto(data, x)
 }
@@ -229,11 +235,19 @@ func (x *AccountCoverage) walk(w *walker) {
 	walkOne(w, "priority", x.Priority)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AccountCoverage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AccountCoverage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AccountCoverage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AccountCoverage{}
 	return unmarshalObject(data, "Account.coverage", x)
 }
@@ -301,11 +315,19 @@ func (x *AccountGuarantor) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AccountGuarantor) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AccountGuarantor) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AccountGuarantor) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AccountGuarantor{}
 	return unmarshalObject(data, "Account.guarantor", x)
 }

@@ -455,11 +455,17 @@ func (x *ActivityDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ActivityDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *ActivityDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ActivityDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ActivityDefinition into x.
+// JSON null leaves x unchanged.
 func (x *ActivityDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ActivityDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -521,11 +527,19 @@ func (x *ActivityDefinitionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ActivityDefinitionParticipant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ActivityDefinitionParticipant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ActivityDefinitionParticipant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ActivityDefinitionParticipant{}
 	return unmarshalObject(data, "ActivityDefinition.participant", x)
 }
@@ -587,11 +601,19 @@ func (x *ActivityDefinitionDynamicValue) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ActivityDefinitionDynamicValue) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ActivityDefinitionDynamicValue) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ActivityDefinitionDynamicValue) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ActivityDefinitionDynamicValue{}
 	return unmarshalObject(data, "ActivityDefinition.dynamicValue", x)
 }

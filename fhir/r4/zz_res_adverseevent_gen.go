@@ -219,11 +219,17 @@ func (x *AdverseEvent) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *AdverseEvent) SetResourceID(id string) { x.ID = id }
 
+func (x *AdverseEvent) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AdverseEvent) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is AdverseEvent into x.
+// JSON null leaves x unchanged.
 func (x *AdverseEvent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AdverseEvent{}
 	return unmarshalResourceInto(data, x)
 }
@@ -283,11 +289,19 @@ func (x *AdverseEventSuspectEntity) walk(w *walker) {
 	walkMany(w, "causality", x.Causality)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AdverseEventSuspectEntity) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AdverseEventSuspectEntity) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AdverseEventSuspectEntity) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AdverseEventSuspectEntity{}
 	return unmarshalObject(data, "AdverseEvent.suspectEntity", x)
 }
@@ -361,11 +375,19 @@ func (x *AdverseEventSuspectEntityCausality) walk(w *walker) {
 	walkOne(w, "method", x.Method)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AdverseEventSuspectEntityCausality) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AdverseEventSuspectEntityCausality) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AdverseEventSuspectEntityCausality) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AdverseEventSuspectEntityCausality{}
 	return unmarshalObject(data, "AdverseEvent.suspectEntity.causality", x)
 }

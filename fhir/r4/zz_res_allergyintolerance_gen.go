@@ -225,11 +225,17 @@ func (x *AllergyIntolerance) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *AllergyIntolerance) SetResourceID(id string) { x.ID = id }
 
+func (x *AllergyIntolerance) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AllergyIntolerance) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is AllergyIntolerance into x.
+// JSON null leaves x unchanged.
 func (x *AllergyIntolerance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AllergyIntolerance{}
 	return unmarshalResourceInto(data, x)
 }
@@ -325,11 +331,19 @@ func (x *AllergyIntoleranceReaction) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AllergyIntoleranceReaction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AllergyIntoleranceReaction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AllergyIntoleranceReaction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AllergyIntoleranceReaction{}
 	return unmarshalObject(data, "AllergyIntolerance.reaction", x)
 }

@@ -241,11 +241,17 @@ func (x *Appointment) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Appointment) SetResourceID(id string) { x.ID = id }
 
+func (x *Appointment) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Appointment) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Appointment into x.
+// JSON null leaves x unchanged.
 func (x *Appointment) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Appointment{}
 	return unmarshalResourceInto(data, x)
 }
@@ -327,11 +333,19 @@ func (x *AppointmentParticipant) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AppointmentParticipant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AppointmentParticipant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AppointmentParticipant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AppointmentParticipant{}
 	return unmarshalObject(data, "Appointment.participant", x)
 }

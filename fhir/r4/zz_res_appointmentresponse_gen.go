@@ -147,11 +147,17 @@ func (x *AppointmentResponse) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *AppointmentResponse) SetResourceID(id string) { x.ID = id }
 
+func (x *AppointmentResponse) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AppointmentResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is AppointmentResponse into x.
+// JSON null leaves x unchanged.
 func (x *AppointmentResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AppointmentResponse{}
 	return unmarshalResourceInto(data, x)
 }

@@ -165,11 +165,17 @@ func (x *AuditEvent) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *AuditEvent) SetResourceID(id string) { x.ID = id }
 
+func (x *AuditEvent) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AuditEvent) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is AuditEvent into x.
+// JSON null leaves x unchanged.
 func (x *AuditEvent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AuditEvent{}
 	return unmarshalResourceInto(data, x)
 }
@@ -291,11 +297,19 @@ func (x *AuditEventAgent) walk(w *walker) {
 	walkMany(w, "purposeOfUse", x.PurposeOfUse)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AuditEventAgent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AuditEventAgent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AuditEventAgent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AuditEventAgent{}
 	return unmarshalObject(data, "AuditEvent.agent", x)
 }
@@ -359,11 +373,19 @@ func (x *AuditEventAgentNetwork) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AuditEventAgentNetwork) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AuditEventAgentNetwork) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AuditEventAgentNetwork) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AuditEventAgentNetwork{}
 	return unmarshalObject(data, "AuditEvent.agent.network", x)
 }
@@ -431,11 +453,19 @@ func (x *AuditEventSource) walk(w *walker) {
 	walkMany(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AuditEventSource) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AuditEventSource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AuditEventSource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AuditEventSource{}
 	return unmarshalObject(data, "AuditEvent.source", x)
 }
@@ -543,11 +573,19 @@ func (x *AuditEventEntity) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AuditEventEntity) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AuditEventEntity) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AuditEventEntity) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AuditEventEntity{}
 	return unmarshalObject(data, "AuditEvent.entity", x)
 }
@@ -619,11 +657,19 @@ func (x *AuditEventEntityDetail) walk(w *walker) {
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *AuditEventEntityDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *AuditEventEntityDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *AuditEventEntityDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = AuditEventEntityDetail{}
 	return unmarshalObject(data, "AuditEvent.entity.detail", x)
 }

@@ -123,8 +123,17 @@ func (x *Basic) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Basic) SetResourceID(id string) { x.ID = id }
 
+func (x *Basic) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Basic) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Basic into x.
-func (x *Basic) UnmarshalJSON(data []byte) error { *x = Basic{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Basic) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Basic{}
+	return unmarshalResourceInto(data, x)
+}

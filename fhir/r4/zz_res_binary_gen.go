@@ -89,11 +89,17 @@ func (x *Binary) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Binary) SetResourceID(id string) { x.ID = id }
 
+func (x *Binary) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Binary) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Binary into x.
+// JSON null leaves x unchanged.
 func (x *Binary) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Binary{}
 	return unmarshalResourceInto(data, x)
 }

@@ -163,11 +163,17 @@ func (x *BiologicallyDerivedProduct) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *BiologicallyDerivedProduct) SetResourceID(id string) { x.ID = id }
 
+func (x *BiologicallyDerivedProduct) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *BiologicallyDerivedProduct) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is BiologicallyDerivedProduct into x.
+// JSON null leaves x unchanged.
 func (x *BiologicallyDerivedProduct) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BiologicallyDerivedProduct{}
 	return unmarshalResourceInto(data, x)
 }
@@ -241,11 +247,19 @@ func (x *BiologicallyDerivedProductCollection) walk(w *walker) {
 	walkOne(w, "collectedPeriod", x.CollectedPeriod)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BiologicallyDerivedProductCollection) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BiologicallyDerivedProductCollection) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BiologicallyDerivedProductCollection) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BiologicallyDerivedProductCollection{}
 	return unmarshalObject(data, "BiologicallyDerivedProduct.collection", x)
 }
@@ -327,11 +341,19 @@ func (x *BiologicallyDerivedProductProcessing) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BiologicallyDerivedProductProcessing) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BiologicallyDerivedProductProcessing) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BiologicallyDerivedProductProcessing) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BiologicallyDerivedProductProcessing{}
 	return unmarshalObject(data, "BiologicallyDerivedProduct.processing", x)
 }
@@ -401,13 +423,19 @@ func (x *BiologicallyDerivedProductManipulation) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *BiologicallyDerivedProductManipulation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BiologicallyDerivedProductManipulation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BiologicallyDerivedProductManipulation{}
 	return unmarshalObject(data, "BiologicallyDerivedProduct.manipulation", x)
 }
@@ -485,11 +513,19 @@ func (x *BiologicallyDerivedProductStorage) walk(w *walker) {
 	walkOne(w, "duration", x.Duration)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BiologicallyDerivedProductStorage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BiologicallyDerivedProductStorage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BiologicallyDerivedProductStorage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BiologicallyDerivedProductStorage{}
 	return unmarshalObject(data, "BiologicallyDerivedProduct.storage", x)
 }

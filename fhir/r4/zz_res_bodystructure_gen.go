@@ -143,11 +143,17 @@ func (x *BodyStructure) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *BodyStructure) SetResourceID(id string) { x.ID = id }
 
+func (x *BodyStructure) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *BodyStructure) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is BodyStructure into x.
+// JSON null leaves x unchanged.
 func (x *BodyStructure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BodyStructure{}
 	return unmarshalResourceInto(data, x)
 }

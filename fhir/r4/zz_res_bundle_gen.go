@@ -115,11 +115,17 @@ func (x *Bundle) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Bundle) SetResourceID(id string) { x.ID = id }
 
+func (x *Bundle) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Bundle) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Bundle into x.
+// JSON null leaves x unchanged.
 func (x *Bundle) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Bundle{}
 	return unmarshalResourceInto(data, x)
 }
@@ -183,11 +189,19 @@ func (x *BundleLink) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BundleLink) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BundleLink) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BundleLink) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BundleLink{}
 	return unmarshalObject(data, "Bundle.link", x)
 }
@@ -273,11 +287,19 @@ func (x *BundleEntry) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BundleEntry) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BundleEntry) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BundleEntry) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BundleEntry{}
 	return unmarshalObject(data, "Bundle.entry", x)
 }
@@ -341,11 +363,19 @@ func (x *BundleEntrySearch) walk(w *walker) {
 	walkOne(w, "score", x.Score)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BundleEntrySearch) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BundleEntrySearch) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BundleEntrySearch) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BundleEntrySearch{}
 	return unmarshalObject(data, "Bundle.entry.search", x)
 }
@@ -441,11 +471,19 @@ func (x *BundleEntryRequest) walk(w *walker) {
 	walkOne(w, "ifNoneExist", x.IfNoneExist)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BundleEntryRequest) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BundleEntryRequest) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BundleEntryRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BundleEntryRequest{}
 	return unmarshalObject(data, "Bundle.entry.request", x)
 }
@@ -531,11 +569,19 @@ func (x *BundleEntryResponse) walk(w *walker) {
 	w.resource("outcome", x.Outcome)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *BundleEntryResponse) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *BundleEntryResponse) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *BundleEntryResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = BundleEntryResponse{}
 	return unmarshalObject(data, "Bundle.entry.response", x)
 }

@@ -283,11 +283,17 @@ func (x *CapabilityStatement) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CapabilityStatement) SetResourceID(id string) { x.ID = id }
 
+func (x *CapabilityStatement) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CapabilityStatement) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CapabilityStatement into x.
+// JSON null leaves x unchanged.
 func (x *CapabilityStatement) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatement{}
 	return unmarshalResourceInto(data, x)
 }
@@ -359,11 +365,19 @@ func (x *CapabilityStatementSoftware) walk(w *walker) {
 	walkOne(w, "releaseDate", x.ReleaseDate)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementSoftware) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementSoftware) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementSoftware) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementSoftware{}
 	return unmarshalObject(data, "CapabilityStatement.software", x)
 }
@@ -433,11 +447,19 @@ func (x *CapabilityStatementImplementation) walk(w *walker) {
 	walkOne(w, "custodian", x.Custodian)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementImplementation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementImplementation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementImplementation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementImplementation{}
 	return unmarshalObject(data, "CapabilityStatement.implementation", x)
 }
@@ -539,11 +561,19 @@ func (x *CapabilityStatementRest) walk(w *walker) {
 	walkMany(w, "compartment", x.Compartment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementRest) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementRest) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementRest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementRest{}
 	return unmarshalObject(data, "CapabilityStatement.rest", x)
 }
@@ -613,11 +643,19 @@ func (x *CapabilityStatementRestSecurity) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementRestSecurity) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementRestSecurity) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementRestSecurity) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementRestSecurity{}
 	return unmarshalObject(data, "CapabilityStatement.rest.security", x)
 }
@@ -795,11 +833,19 @@ func (x *CapabilityStatementRestResource) walk(w *walker) {
 	walkMany(w, "operation", x.Operation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementRestResource) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementRestResource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementRestResource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementRestResource{}
 	return unmarshalObject(data, "CapabilityStatement.rest.resource", x)
 }
@@ -863,13 +909,19 @@ func (x *CapabilityStatementRestResourceInteraction) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRestResourceInteraction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementRestResourceInteraction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementRestResourceInteraction{}
 	return unmarshalObject(data, "CapabilityStatement.rest.resource.interaction", x)
 }
@@ -949,13 +1001,19 @@ func (x *CapabilityStatementRestResourceSearchParam) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRestResourceSearchParam) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementRestResourceSearchParam) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementRestResourceSearchParam{}
 	return unmarshalObject(data, "CapabilityStatement.rest.resource.searchParam", x)
 }
@@ -1027,13 +1085,19 @@ func (x *CapabilityStatementRestResourceOperation) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRestResourceOperation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementRestResourceOperation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementRestResourceOperation{}
 	return unmarshalObject(data, "CapabilityStatement.rest.resource.operation", x)
 }
@@ -1097,11 +1161,19 @@ func (x *CapabilityStatementRestInteraction) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementRestInteraction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementRestInteraction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementRestInteraction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementRestInteraction{}
 	return unmarshalObject(data, "CapabilityStatement.rest.interaction", x)
 }
@@ -1177,11 +1249,19 @@ func (x *CapabilityStatementMessaging) walk(w *walker) {
 	walkMany(w, "supportedMessage", x.SupportedMessage)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementMessaging) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementMessaging) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementMessaging) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementMessaging{}
 	return unmarshalObject(data, "CapabilityStatement.messaging", x)
 }
@@ -1243,11 +1323,19 @@ func (x *CapabilityStatementMessagingEndpoint) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementMessagingEndpoint) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementMessagingEndpoint) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementMessagingEndpoint) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementMessagingEndpoint{}
 	return unmarshalObject(data, "CapabilityStatement.messaging.endpoint", x)
 }
@@ -1311,13 +1399,19 @@ func (x *CapabilityStatementMessagingSupportedMessage) walk(w *walker) {
 	walkOne(w, "definition", x.Definition)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementMessagingSupportedMessage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementMessagingSupportedMessage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementMessagingSupportedMessage{}
 	return unmarshalObject(data, "CapabilityStatement.messaging.supportedMessage", x)
 }
@@ -1389,11 +1483,19 @@ func (x *CapabilityStatementDocument) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CapabilityStatementDocument) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CapabilityStatementDocument) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CapabilityStatementDocument) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CapabilityStatementDocument{}
 	return unmarshalObject(data, "CapabilityStatement.document", x)
 }

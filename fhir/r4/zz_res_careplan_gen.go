@@ -243,11 +243,17 @@ func (x *CarePlan) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CarePlan) SetResourceID(id string) { x.ID = id }
 
+func (x *CarePlan) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CarePlan) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CarePlan into x.
+// JSON null leaves x unchanged.
 func (x *CarePlan) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CarePlan{}
 	return unmarshalResourceInto(data, x)
 }
@@ -325,11 +331,19 @@ func (x *CarePlanActivity) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CarePlanActivity) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CarePlanActivity) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CarePlanActivity) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CarePlanActivity{}
 	return unmarshalObject(data, "CarePlan.activity", x)
 }
@@ -511,11 +525,19 @@ func (x *CarePlanActivityDetail) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CarePlanActivityDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CarePlanActivityDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CarePlanActivityDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CarePlanActivityDetail{}
 	return unmarshalObject(data, "CarePlan.activity.detail", x)
 }

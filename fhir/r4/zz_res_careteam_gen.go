@@ -173,11 +173,17 @@ func (x *CareTeam) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CareTeam) SetResourceID(id string) { x.ID = id }
 
+func (x *CareTeam) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CareTeam) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CareTeam into x.
+// JSON null leaves x unchanged.
 func (x *CareTeam) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CareTeam{}
 	return unmarshalResourceInto(data, x)
 }
@@ -249,11 +255,19 @@ func (x *CareTeamParticipant) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CareTeamParticipant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CareTeamParticipant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CareTeamParticipant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CareTeamParticipant{}
 	return unmarshalObject(data, "CareTeam.participant", x)
 }

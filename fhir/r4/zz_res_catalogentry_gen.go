@@ -177,11 +177,17 @@ func (x *CatalogEntry) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CatalogEntry) SetResourceID(id string) { x.ID = id }
 
+func (x *CatalogEntry) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CatalogEntry) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CatalogEntry into x.
+// JSON null leaves x unchanged.
 func (x *CatalogEntry) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CatalogEntry{}
 	return unmarshalResourceInto(data, x)
 }
@@ -243,11 +249,19 @@ func (x *CatalogEntryRelatedEntry) walk(w *walker) {
 	walkOne(w, "item", x.Item)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CatalogEntryRelatedEntry) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CatalogEntryRelatedEntry) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CatalogEntryRelatedEntry) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CatalogEntryRelatedEntry{}
 	return unmarshalObject(data, "CatalogEntry.relatedEntry", x)
 }

@@ -279,11 +279,17 @@ func (x *ChargeItem) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ChargeItem) SetResourceID(id string) { x.ID = id }
 
+func (x *ChargeItem) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ChargeItem) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ChargeItem into x.
+// JSON null leaves x unchanged.
 func (x *ChargeItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ChargeItem{}
 	return unmarshalResourceInto(data, x)
 }
@@ -343,11 +349,19 @@ func (x *ChargeItemPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ChargeItemPerformer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ChargeItemPerformer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ChargeItemPerformer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ChargeItemPerformer{}
 	return unmarshalObject(data, "ChargeItem.performer", x)
 }

@@ -257,11 +257,17 @@ func (x *ChargeItemDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ChargeItemDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *ChargeItemDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ChargeItemDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ChargeItemDefinition into x.
+// JSON null leaves x unchanged.
 func (x *ChargeItemDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ChargeItemDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -333,11 +339,19 @@ func (x *ChargeItemDefinitionApplicability) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ChargeItemDefinitionApplicability) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ChargeItemDefinitionApplicability) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ChargeItemDefinitionApplicability) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ChargeItemDefinitionApplicability{}
 	return unmarshalObject(data, "ChargeItemDefinition.applicability", x)
 }
@@ -397,11 +411,19 @@ func (x *ChargeItemDefinitionPropertyGroup) walk(w *walker) {
 	walkMany(w, "priceComponent", x.PriceComponent)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ChargeItemDefinitionPropertyGroup) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ChargeItemDefinitionPropertyGroup) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ChargeItemDefinitionPropertyGroup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ChargeItemDefinitionPropertyGroup{}
 	return unmarshalObject(data, "ChargeItemDefinition.propertyGroup", x)
 }
@@ -477,13 +499,19 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ChargeItemDefinitionPropertyGroupPriceComponent{}
 	return unmarshalObject(data, "ChargeItemDefinition.propertyGroup.priceComponent", x)
 }

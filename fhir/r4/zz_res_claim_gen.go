@@ -259,11 +259,20 @@ func (x *Claim) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Claim) SetResourceID(id string) { x.ID = id }
 
+func (x *Claim) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Claim) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Claim into x.
-func (x *Claim) UnmarshalJSON(data []byte) error { *x = Claim{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Claim) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Claim{}
+	return unmarshalResourceInto(data, x)
+}
 
 // ClaimRelated is the backbone element Claim.related: Prior or corollary claims
 type ClaimRelated struct {
@@ -326,11 +335,19 @@ func (x *ClaimRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimRelated) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimRelated) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimRelated) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimRelated{}
 	return unmarshalObject(data, "Claim.related", x)
 }
@@ -390,11 +407,19 @@ func (x *ClaimPayee) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimPayee) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimPayee) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimPayee) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimPayee{}
 	return unmarshalObject(data, "Claim.payee", x)
 }
@@ -476,11 +501,19 @@ func (x *ClaimCareTeam) walk(w *walker) {
 	walkOne(w, "qualification", x.Qualification)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimCareTeam) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimCareTeam) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimCareTeam) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimCareTeam{}
 	return unmarshalObject(data, "Claim.careTeam", x)
 }
@@ -602,11 +635,19 @@ func (x *ClaimSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimSupportingInfo) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimSupportingInfo) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimSupportingInfo) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimSupportingInfo{}
 	return unmarshalObject(data, "Claim.supportingInfo", x)
 }
@@ -692,11 +733,19 @@ func (x *ClaimDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimDiagnosis) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimDiagnosis) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimDiagnosis) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimDiagnosis{}
 	return unmarshalObject(data, "Claim.diagnosis", x)
 }
@@ -784,11 +833,19 @@ func (x *ClaimProcedure) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimProcedure) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimProcedure) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimProcedure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimProcedure{}
 	return unmarshalObject(data, "Claim.procedure", x)
 }
@@ -886,11 +943,19 @@ func (x *ClaimInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimInsurance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimInsurance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimInsurance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimInsurance{}
 	return unmarshalObject(data, "Claim.insurance", x)
 }
@@ -964,11 +1029,19 @@ func (x *ClaimAccident) walk(w *walker) {
 	walkOne(w, "locationReference", x.LocationReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimAccident) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimAccident) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimAccident) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimAccident{}
 	return unmarshalObject(data, "Claim.accident", x)
 }
@@ -1174,11 +1247,19 @@ func (x *ClaimItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimItem{}
 	return unmarshalObject(data, "Claim.item", x)
 }
@@ -1302,11 +1383,19 @@ func (x *ClaimItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimItemDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimItemDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimItemDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimItemDetail{}
 	return unmarshalObject(data, "Claim.item.detail", x)
 }
@@ -1424,11 +1513,19 @@ func (x *ClaimItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimItemDetailSubDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimItemDetailSubDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimItemDetailSubDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimItemDetailSubDetail{}
 	return unmarshalObject(data, "Claim.item.detail.subDetail", x)
 }

@@ -265,11 +265,17 @@ func (x *ClaimResponse) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ClaimResponse) SetResourceID(id string) { x.ID = id }
 
+func (x *ClaimResponse) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ClaimResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ClaimResponse into x.
+// JSON null leaves x unchanged.
 func (x *ClaimResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponse{}
 	return unmarshalResourceInto(data, x)
 }
@@ -345,11 +351,19 @@ func (x *ClaimResponseItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseItem{}
 	return unmarshalObject(data, "ClaimResponse.item", x)
 }
@@ -423,11 +437,19 @@ func (x *ClaimResponseItemAdjudication) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseItemAdjudication) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseItemAdjudication) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseItemAdjudication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseItemAdjudication{}
 	return unmarshalObject(data, "ClaimResponse.item.adjudication", x)
 }
@@ -503,11 +525,19 @@ func (x *ClaimResponseItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseItemDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseItemDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseItemDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseItemDetail{}
 	return unmarshalObject(data, "ClaimResponse.item.detail", x)
 }
@@ -577,11 +607,19 @@ func (x *ClaimResponseItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseItemDetailSubDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseItemDetailSubDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseItemDetailSubDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseItemDetailSubDetail{}
 	return unmarshalObject(data, "ClaimResponse.item.detail.subDetail", x)
 }
@@ -767,11 +805,19 @@ func (x *ClaimResponseAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseAddItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseAddItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseAddItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseAddItem{}
 	return unmarshalObject(data, "ClaimResponse.addItem", x)
 }
@@ -877,11 +923,19 @@ func (x *ClaimResponseAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseAddItemDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseAddItemDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseAddItemDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseAddItemDetail{}
 	return unmarshalObject(data, "ClaimResponse.addItem.detail", x)
 }
@@ -981,11 +1035,19 @@ func (x *ClaimResponseAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseAddItemDetailSubDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseAddItemDetailSubDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseAddItemDetailSubDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseAddItemDetailSubDetail{}
 	return unmarshalObject(data, "ClaimResponse.addItem.detail.subDetail", x)
 }
@@ -1045,11 +1107,19 @@ func (x *ClaimResponseTotal) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseTotal) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseTotal) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseTotal) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseTotal{}
 	return unmarshalObject(data, "ClaimResponse.total", x)
 }
@@ -1135,11 +1205,19 @@ func (x *ClaimResponsePayment) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponsePayment) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponsePayment) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponsePayment) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponsePayment{}
 	return unmarshalObject(data, "ClaimResponse.payment", x)
 }
@@ -1217,11 +1295,19 @@ func (x *ClaimResponseProcessNote) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseProcessNote) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseProcessNote) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseProcessNote) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseProcessNote{}
 	return unmarshalObject(data, "ClaimResponse.processNote", x)
 }
@@ -1305,11 +1391,19 @@ func (x *ClaimResponseInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseInsurance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseInsurance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseInsurance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseInsurance{}
 	return unmarshalObject(data, "ClaimResponse.insurance", x)
 }
@@ -1387,11 +1481,19 @@ func (x *ClaimResponseError) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClaimResponseError) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClaimResponseError) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClaimResponseError) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClaimResponseError{}
 	return unmarshalObject(data, "ClaimResponse.error", x)
 }

@@ -229,11 +229,17 @@ func (x *ClinicalImpression) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ClinicalImpression) SetResourceID(id string) { x.ID = id }
 
+func (x *ClinicalImpression) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ClinicalImpression) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ClinicalImpression into x.
+// JSON null leaves x unchanged.
 func (x *ClinicalImpression) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClinicalImpression{}
 	return unmarshalResourceInto(data, x)
 }
@@ -293,11 +299,19 @@ func (x *ClinicalImpressionInvestigation) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClinicalImpressionInvestigation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClinicalImpressionInvestigation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClinicalImpressionInvestigation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClinicalImpressionInvestigation{}
 	return unmarshalObject(data, "ClinicalImpression.investigation", x)
 }
@@ -365,11 +379,19 @@ func (x *ClinicalImpressionFinding) walk(w *walker) {
 	walkOne(w, "basis", x.Basis)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ClinicalImpressionFinding) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ClinicalImpressionFinding) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ClinicalImpressionFinding) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ClinicalImpressionFinding{}
 	return unmarshalObject(data, "ClinicalImpression.finding", x)
 }

@@ -285,11 +285,17 @@ func (x *CodeSystem) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CodeSystem) SetResourceID(id string) { x.ID = id }
 
+func (x *CodeSystem) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CodeSystem) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CodeSystem into x.
+// JSON null leaves x unchanged.
 func (x *CodeSystem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CodeSystem{}
 	return unmarshalResourceInto(data, x)
 }
@@ -369,11 +375,19 @@ func (x *CodeSystemFilter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CodeSystemFilter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CodeSystemFilter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CodeSystemFilter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CodeSystemFilter{}
 	return unmarshalObject(data, "CodeSystem.filter", x)
 }
@@ -453,11 +467,19 @@ func (x *CodeSystemProperty) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CodeSystemProperty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CodeSystemProperty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CodeSystemProperty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CodeSystemProperty{}
 	return unmarshalObject(data, "CodeSystem.property", x)
 }
@@ -547,11 +569,19 @@ func (x *CodeSystemConcept) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CodeSystemConcept) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CodeSystemConcept) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CodeSystemConcept) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CodeSystemConcept{}
 	return unmarshalObject(data, "CodeSystem.concept", x)
 }
@@ -621,11 +651,19 @@ func (x *CodeSystemConceptDesignation) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CodeSystemConceptDesignation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CodeSystemConceptDesignation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CodeSystemConceptDesignation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CodeSystemConceptDesignation{}
 	return unmarshalObject(data, "CodeSystem.concept.designation", x)
 }
@@ -735,11 +773,19 @@ func (x *CodeSystemConceptProperty) walk(w *walker) {
 	walkOne(w, "valueDecimal", x.ValueDecimal)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CodeSystemConceptProperty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CodeSystemConceptProperty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CodeSystemConceptProperty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CodeSystemConceptProperty{}
 	return unmarshalObject(data, "CodeSystem.concept.property", x)
 }

@@ -241,11 +241,17 @@ func (x *Communication) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Communication) SetResourceID(id string) { x.ID = id }
 
+func (x *Communication) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Communication) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Communication into x.
+// JSON null leaves x unchanged.
 func (x *Communication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Communication{}
 	return unmarshalResourceInto(data, x)
 }
@@ -313,11 +319,19 @@ func (x *CommunicationPayload) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CommunicationPayload) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CommunicationPayload) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CommunicationPayload) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CommunicationPayload{}
 	return unmarshalObject(data, "Communication.payload", x)
 }

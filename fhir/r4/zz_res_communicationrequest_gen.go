@@ -239,11 +239,17 @@ func (x *CommunicationRequest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CommunicationRequest) SetResourceID(id string) { x.ID = id }
 
+func (x *CommunicationRequest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CommunicationRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CommunicationRequest into x.
+// JSON null leaves x unchanged.
 func (x *CommunicationRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CommunicationRequest{}
 	return unmarshalResourceInto(data, x)
 }
@@ -311,11 +317,19 @@ func (x *CommunicationRequestPayload) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CommunicationRequestPayload) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CommunicationRequestPayload) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CommunicationRequestPayload) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CommunicationRequestPayload{}
 	return unmarshalObject(data, "CommunicationRequest.payload", x)
 }

@@ -197,11 +197,17 @@ func (x *CompartmentDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CompartmentDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *CompartmentDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CompartmentDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CompartmentDefinition into x.
+// JSON null leaves x unchanged.
 func (x *CompartmentDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CompartmentDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -273,11 +279,19 @@ func (x *CompartmentDefinitionResource) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CompartmentDefinitionResource) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CompartmentDefinitionResource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CompartmentDefinitionResource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CompartmentDefinitionResource{}
 	return unmarshalObject(data, "CompartmentDefinition.resource", x)
 }

@@ -189,11 +189,17 @@ func (x *Composition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Composition) SetResourceID(id string) { x.ID = id }
 
+func (x *Composition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Composition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Composition into x.
+// JSON null leaves x unchanged.
 func (x *Composition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Composition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -263,11 +269,19 @@ func (x *CompositionAttester) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CompositionAttester) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CompositionAttester) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CompositionAttester) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CompositionAttester{}
 	return unmarshalObject(data, "Composition.attester", x)
 }
@@ -335,11 +349,19 @@ func (x *CompositionRelatesTo) walk(w *walker) {
 	walkOne(w, "targetReference", x.TargetReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CompositionRelatesTo) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CompositionRelatesTo) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CompositionRelatesTo) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CompositionRelatesTo{}
 	return unmarshalObject(data, "Composition.relatesTo", x)
 }
@@ -405,11 +427,19 @@ func (x *CompositionEvent) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CompositionEvent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CompositionEvent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CompositionEvent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CompositionEvent{}
 	return unmarshalObject(data, "Composition.event", x)
 }
@@ -521,11 +551,19 @@ func (x *CompositionSection) walk(w *walker) {
 	walkMany(w, "section", x.Section)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CompositionSection) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CompositionSection) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CompositionSection) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CompositionSection{}
 	return unmarshalObject(data, "Composition.section", x)
 }

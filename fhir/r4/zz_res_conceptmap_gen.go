@@ -241,11 +241,17 @@ func (x *ConceptMap) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ConceptMap) SetResourceID(id string) { x.ID = id }
 
+func (x *ConceptMap) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ConceptMap) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ConceptMap into x.
+// JSON null leaves x unchanged.
 func (x *ConceptMap) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConceptMap{}
 	return unmarshalResourceInto(data, x)
 }
@@ -337,11 +343,19 @@ func (x *ConceptMapGroup) walk(w *walker) {
 	walkOne(w, "unmapped", x.Unmapped)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConceptMapGroup) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConceptMapGroup) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConceptMapGroup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConceptMapGroup{}
 	return unmarshalObject(data, "ConceptMap.group", x)
 }
@@ -411,11 +425,19 @@ func (x *ConceptMapGroupElement) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConceptMapGroupElement) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConceptMapGroupElement) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConceptMapGroupElement) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConceptMapGroupElement{}
 	return unmarshalObject(data, "ConceptMap.group.element", x)
 }
@@ -507,11 +529,19 @@ func (x *ConceptMapGroupElementTarget) walk(w *walker) {
 	walkMany(w, "product", x.Product)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConceptMapGroupElementTarget) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConceptMapGroupElementTarget) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConceptMapGroupElementTarget) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConceptMapGroupElementTarget{}
 	return unmarshalObject(data, "ConceptMap.group.element.target", x)
 }
@@ -591,13 +621,19 @@ func (x *ConceptMapGroupElementTargetDependsOn) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConceptMapGroupElementTargetDependsOn) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConceptMapGroupElementTargetDependsOn) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConceptMapGroupElementTargetDependsOn{}
 	return unmarshalObject(data, "ConceptMap.group.element.target.dependsOn", x)
 }
@@ -677,11 +713,19 @@ func (x *ConceptMapGroupUnmapped) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConceptMapGroupUnmapped) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConceptMapGroupUnmapped) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConceptMapGroupUnmapped) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConceptMapGroupUnmapped{}
 	return unmarshalObject(data, "ConceptMap.group.unmapped", x)
 }

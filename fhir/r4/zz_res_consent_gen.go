@@ -179,11 +179,17 @@ func (x *Consent) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Consent) SetResourceID(id string) { x.ID = id }
 
+func (x *Consent) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Consent) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Consent into x.
+// JSON null leaves x unchanged.
 func (x *Consent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Consent{}
 	return unmarshalResourceInto(data, x)
 }
@@ -247,11 +253,19 @@ func (x *ConsentPolicy) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConsentPolicy) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConsentPolicy) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConsentPolicy) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConsentPolicy{}
 	return unmarshalObject(data, "Consent.policy", x)
 }
@@ -321,11 +335,19 @@ func (x *ConsentVerification) walk(w *walker) {
 	walkOne(w, "verificationDate", x.VerificationDate)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConsentVerification) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConsentVerification) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConsentVerification) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConsentVerification{}
 	return unmarshalObject(data, "Consent.verification", x)
 }
@@ -441,11 +463,19 @@ func (x *ConsentProvision) walk(w *walker) {
 	walkMany(w, "provision", x.Provision)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConsentProvision) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConsentProvision) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConsentProvision) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConsentProvision{}
 	return unmarshalObject(data, "Consent.provision", x)
 }
@@ -505,11 +535,19 @@ func (x *ConsentProvisionActor) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConsentProvisionActor) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConsentProvisionActor) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConsentProvisionActor) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConsentProvisionActor{}
 	return unmarshalObject(data, "Consent.provision.actor", x)
 }
@@ -571,11 +609,19 @@ func (x *ConsentProvisionData) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ConsentProvisionData) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ConsentProvisionData) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ConsentProvisionData) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ConsentProvisionData{}
 	return unmarshalObject(data, "Consent.provision.data", x)
 }

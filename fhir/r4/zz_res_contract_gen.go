@@ -319,11 +319,17 @@ func (x *Contract) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Contract) SetResourceID(id string) { x.ID = id }
 
+func (x *Contract) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Contract) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Contract into x.
+// JSON null leaves x unchanged.
 func (x *Contract) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Contract{}
 	return unmarshalResourceInto(data, x)
 }
@@ -413,11 +419,19 @@ func (x *ContractContentDefinition) walk(w *walker) {
 	walkOne(w, "copyright", x.Copyright)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractContentDefinition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractContentDefinition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractContentDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractContentDefinition{}
 	return unmarshalObject(data, "Contract.contentDefinition", x)
 }
@@ -547,11 +561,19 @@ func (x *ContractTerm) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTerm) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTerm) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTerm) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTerm{}
 	return unmarshalObject(data, "Contract.term", x)
 }
@@ -625,11 +647,19 @@ func (x *ContractTermSecurityLabel) walk(w *walker) {
 	walkMany(w, "control", x.Control)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermSecurityLabel) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermSecurityLabel) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermSecurityLabel) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermSecurityLabel{}
 	return unmarshalObject(data, "Contract.term.securityLabel", x)
 }
@@ -743,11 +773,19 @@ func (x *ContractTermOffer) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermOffer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermOffer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermOffer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermOffer{}
 	return unmarshalObject(data, "Contract.term.offer", x)
 }
@@ -807,11 +845,19 @@ func (x *ContractTermOfferParty) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermOfferParty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermOfferParty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermOfferParty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermOfferParty{}
 	return unmarshalObject(data, "Contract.term.offer.party", x)
 }
@@ -947,11 +993,19 @@ func (x *ContractTermOfferAnswer) walk(w *walker) {
 	walkOne(w, "valueReference", x.ValueReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermOfferAnswer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermOfferAnswer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermOfferAnswer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermOfferAnswer{}
 	return unmarshalObject(data, "Contract.term.offer.answer", x)
 }
@@ -1097,11 +1151,19 @@ func (x *ContractTermAsset) walk(w *walker) {
 	walkMany(w, "valuedItem", x.ValuedItem)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermAsset) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermAsset) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermAsset) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermAsset{}
 	return unmarshalObject(data, "Contract.term.asset", x)
 }
@@ -1169,11 +1231,19 @@ func (x *ContractTermAssetContext) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermAssetContext) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermAssetContext) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermAssetContext) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermAssetContext{}
 	return unmarshalObject(data, "Contract.term.asset.context", x)
 }
@@ -1325,11 +1395,19 @@ func (x *ContractTermAssetValuedItem) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermAssetValuedItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermAssetValuedItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermAssetValuedItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermAssetValuedItem{}
 	return unmarshalObject(data, "Contract.term.asset.valuedItem", x)
 }
@@ -1533,11 +1611,19 @@ func (x *ContractTermAction) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermAction{}
 	return unmarshalObject(data, "Contract.term.action", x)
 }
@@ -1597,11 +1683,19 @@ func (x *ContractTermActionSubject) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractTermActionSubject) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractTermActionSubject) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractTermActionSubject) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractTermActionSubject{}
 	return unmarshalObject(data, "Contract.term.action.subject", x)
 }
@@ -1667,11 +1761,19 @@ func (x *ContractSigner) walk(w *walker) {
 	walkMany(w, "signature", x.Signature)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractSigner) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractSigner) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractSigner) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractSigner{}
 	return unmarshalObject(data, "Contract.signer", x)
 }
@@ -1731,11 +1833,19 @@ func (x *ContractFriendly) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractFriendly) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractFriendly) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractFriendly) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractFriendly{}
 	return unmarshalObject(data, "Contract.friendly", x)
 }
@@ -1795,11 +1905,19 @@ func (x *ContractLegal) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractLegal) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractLegal) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractLegal) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractLegal{}
 	return unmarshalObject(data, "Contract.legal", x)
 }
@@ -1859,11 +1977,19 @@ func (x *ContractRule) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ContractRule) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ContractRule) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ContractRule) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ContractRule{}
 	return unmarshalObject(data, "Contract.rule", x)
 }

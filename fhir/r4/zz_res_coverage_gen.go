@@ -205,11 +205,17 @@ func (x *Coverage) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Coverage) SetResourceID(id string) { x.ID = id }
 
+func (x *Coverage) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Coverage) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Coverage into x.
+// JSON null leaves x unchanged.
 func (x *Coverage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Coverage{}
 	return unmarshalResourceInto(data, x)
 }
@@ -279,11 +285,19 @@ func (x *CoverageClass) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CoverageClass) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CoverageClass) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageClass) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageClass{}
 	return unmarshalObject(data, "Coverage.class", x)
 }
@@ -355,11 +369,19 @@ func (x *CoverageCostToBeneficiary) walk(w *walker) {
 	walkMany(w, "exception", x.Exception)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CoverageCostToBeneficiary) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CoverageCostToBeneficiary) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageCostToBeneficiary) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageCostToBeneficiary{}
 	return unmarshalObject(data, "Coverage.costToBeneficiary", x)
 }
@@ -419,11 +441,19 @@ func (x *CoverageCostToBeneficiaryException) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CoverageCostToBeneficiaryException) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CoverageCostToBeneficiaryException) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageCostToBeneficiaryException) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageCostToBeneficiaryException{}
 	return unmarshalObject(data, "Coverage.costToBeneficiary.exception", x)
 }

@@ -189,11 +189,17 @@ func (x *CoverageEligibilityRequest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CoverageEligibilityRequest) SetResourceID(id string) { x.ID = id }
 
+func (x *CoverageEligibilityRequest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CoverageEligibilityRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CoverageEligibilityRequest into x.
+// JSON null leaves x unchanged.
 func (x *CoverageEligibilityRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityRequest{}
 	return unmarshalResourceInto(data, x)
 }
@@ -263,13 +269,19 @@ func (x *CoverageEligibilityRequestSupportingInfo) walk(w *walker) {
 	walkOne(w, "appliesToAll", x.AppliesToAll)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityRequestSupportingInfo) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityRequestSupportingInfo) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityRequestSupportingInfo{}
 	return unmarshalObject(data, "CoverageEligibilityRequest.supportingInfo", x)
 }
@@ -339,11 +351,19 @@ func (x *CoverageEligibilityRequestInsurance) walk(w *walker) {
 	walkOne(w, "businessArrangement", x.BusinessArrangement)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CoverageEligibilityRequestInsurance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CoverageEligibilityRequestInsurance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityRequestInsurance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityRequestInsurance{}
 	return unmarshalObject(data, "CoverageEligibilityRequest.insurance", x)
 }
@@ -453,11 +473,19 @@ func (x *CoverageEligibilityRequestItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CoverageEligibilityRequestItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CoverageEligibilityRequestItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityRequestItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityRequestItem{}
 	return unmarshalObject(data, "CoverageEligibilityRequest.item", x)
 }
@@ -517,13 +545,19 @@ func (x *CoverageEligibilityRequestItemDiagnosis) walk(w *walker) {
 	walkOne(w, "diagnosisReference", x.DiagnosisReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityRequestItemDiagnosis) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityRequestItemDiagnosis) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityRequestItemDiagnosis{}
 	return unmarshalObject(data, "CoverageEligibilityRequest.item.diagnosis", x)
 }

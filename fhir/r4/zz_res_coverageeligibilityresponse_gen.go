@@ -201,11 +201,17 @@ func (x *CoverageEligibilityResponse) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *CoverageEligibilityResponse) SetResourceID(id string) { x.ID = id }
 
+func (x *CoverageEligibilityResponse) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CoverageEligibilityResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is CoverageEligibilityResponse into x.
+// JSON null leaves x unchanged.
 func (x *CoverageEligibilityResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityResponse{}
 	return unmarshalResourceInto(data, x)
 }
@@ -279,11 +285,19 @@ func (x *CoverageEligibilityResponseInsurance) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CoverageEligibilityResponseInsurance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CoverageEligibilityResponseInsurance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityResponseInsurance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityResponseInsurance{}
 	return unmarshalObject(data, "CoverageEligibilityResponse.insurance", x)
 }
@@ -425,13 +439,19 @@ func (x *CoverageEligibilityResponseInsuranceItem) walk(w *walker) {
 	walkOne(w, "authorizationUrl", x.AuthorizationURL)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityResponseInsuranceItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityResponseInsuranceItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityResponseInsuranceItem{}
 	return unmarshalObject(data, "CoverageEligibilityResponse.insurance.item", x)
 }
@@ -529,13 +549,19 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) walk(w *walker) {
 	walkOne(w, "usedMoney", x.UsedMoney)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityResponseInsuranceItemBenefit{}
 	return unmarshalObject(data, "CoverageEligibilityResponse.insurance.item.benefit", x)
 }
@@ -589,11 +615,19 @@ func (x *CoverageEligibilityResponseError) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *CoverageEligibilityResponseError) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *CoverageEligibilityResponseError) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *CoverageEligibilityResponseError) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = CoverageEligibilityResponseError{}
 	return unmarshalObject(data, "CoverageEligibilityResponse.error", x)
 }

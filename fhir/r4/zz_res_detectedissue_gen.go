@@ -179,11 +179,17 @@ func (x *DetectedIssue) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DetectedIssue) SetResourceID(id string) { x.ID = id }
 
+func (x *DetectedIssue) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DetectedIssue) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DetectedIssue into x.
+// JSON null leaves x unchanged.
 func (x *DetectedIssue) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DetectedIssue{}
 	return unmarshalResourceInto(data, x)
 }
@@ -243,11 +249,19 @@ func (x *DetectedIssueEvidence) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DetectedIssueEvidence) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DetectedIssueEvidence) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DetectedIssueEvidence) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DetectedIssueEvidence{}
 	return unmarshalObject(data, "DetectedIssue.evidence", x)
 }
@@ -315,11 +329,19 @@ func (x *DetectedIssueMitigation) walk(w *walker) {
 	walkOne(w, "author", x.Author)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DetectedIssueMitigation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DetectedIssueMitigation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DetectedIssueMitigation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DetectedIssueMitigation{}
 	return unmarshalObject(data, "DetectedIssue.mitigation", x)
 }

@@ -267,11 +267,17 @@ func (x *Device) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Device) SetResourceID(id string) { x.ID = id }
 
+func (x *Device) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Device) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Device into x.
+// JSON null leaves x unchanged.
 func (x *Device) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Device{}
 	return unmarshalResourceInto(data, x)
 }
@@ -367,11 +373,19 @@ func (x *DeviceUdiCarrier) walk(w *walker) {
 	walkOne(w, "entryType", x.EntryType)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceUdiCarrier) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceUdiCarrier) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceUdiCarrier) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceUdiCarrier{}
 	return unmarshalObject(data, "Device.udiCarrier", x)
 }
@@ -435,11 +449,19 @@ func (x *DeviceDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceDeviceName) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceDeviceName) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceDeviceName) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDeviceName{}
 	return unmarshalObject(data, "Device.deviceName", x)
 }
@@ -501,11 +523,19 @@ func (x *DeviceSpecialization) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceSpecialization) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceSpecialization) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceSpecialization) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceSpecialization{}
 	return unmarshalObject(data, "Device.specialization", x)
 }
@@ -573,11 +603,19 @@ func (x *DeviceVersion) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceVersion) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceVersion) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceVersion) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceVersion{}
 	return unmarshalObject(data, "Device.version", x)
 }
@@ -643,11 +681,19 @@ func (x *DeviceProperty) walk(w *walker) {
 	walkMany(w, "valueCode", x.ValueCode)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceProperty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceProperty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceProperty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceProperty{}
 	return unmarshalObject(data, "Device.property", x)
 }

@@ -239,11 +239,17 @@ func (x *DeviceDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DeviceDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *DeviceDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DeviceDefinition into x.
+// JSON null leaves x unchanged.
 func (x *DeviceDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -315,11 +321,19 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) walk(w *walker) {
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceDefinitionUdiDeviceIdentifier) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceDefinitionUdiDeviceIdentifier) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceDefinitionUdiDeviceIdentifier) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDefinitionUdiDeviceIdentifier{}
 	return unmarshalObject(data, "DeviceDefinition.udiDeviceIdentifier", x)
 }
@@ -383,11 +397,19 @@ func (x *DeviceDefinitionDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceDefinitionDeviceName) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceDefinitionDeviceName) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceDefinitionDeviceName) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDefinitionDeviceName{}
 	return unmarshalObject(data, "DeviceDefinition.deviceName", x)
 }
@@ -451,11 +473,19 @@ func (x *DeviceDefinitionSpecialization) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceDefinitionSpecialization) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceDefinitionSpecialization) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceDefinitionSpecialization) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDefinitionSpecialization{}
 	return unmarshalObject(data, "DeviceDefinition.specialization", x)
 }
@@ -515,11 +545,19 @@ func (x *DeviceDefinitionCapability) walk(w *walker) {
 	walkMany(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceDefinitionCapability) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceDefinitionCapability) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceDefinitionCapability) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDefinitionCapability{}
 	return unmarshalObject(data, "DeviceDefinition.capability", x)
 }
@@ -585,11 +623,19 @@ func (x *DeviceDefinitionProperty) walk(w *walker) {
 	walkMany(w, "valueCode", x.ValueCode)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceDefinitionProperty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceDefinitionProperty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceDefinitionProperty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDefinitionProperty{}
 	return unmarshalObject(data, "DeviceDefinition.property", x)
 }
@@ -659,11 +705,19 @@ func (x *DeviceDefinitionMaterial) walk(w *walker) {
 	walkOne(w, "allergenicIndicator", x.AllergenicIndicator)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceDefinitionMaterial) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceDefinitionMaterial) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceDefinitionMaterial) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceDefinitionMaterial{}
 	return unmarshalObject(data, "DeviceDefinition.material", x)
 }

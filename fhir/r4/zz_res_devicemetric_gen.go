@@ -157,11 +157,17 @@ func (x *DeviceMetric) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DeviceMetric) SetResourceID(id string) { x.ID = id }
 
+func (x *DeviceMetric) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceMetric) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DeviceMetric into x.
+// JSON null leaves x unchanged.
 func (x *DeviceMetric) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceMetric{}
 	return unmarshalResourceInto(data, x)
 }
@@ -233,11 +239,19 @@ func (x *DeviceMetricCalibration) walk(w *walker) {
 	walkOne(w, "time", x.Time)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceMetricCalibration) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceMetricCalibration) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceMetricCalibration) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceMetricCalibration{}
 	return unmarshalObject(data, "DeviceMetric.calibration", x)
 }

@@ -267,11 +267,17 @@ func (x *DeviceRequest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DeviceRequest) SetResourceID(id string) { x.ID = id }
 
+func (x *DeviceRequest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DeviceRequest into x.
+// JSON null leaves x unchanged.
 func (x *DeviceRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceRequest{}
 	return unmarshalResourceInto(data, x)
 }
@@ -351,11 +357,19 @@ func (x *DeviceRequestParameter) walk(w *walker) {
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DeviceRequestParameter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DeviceRequestParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DeviceRequestParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceRequestParameter{}
 	return unmarshalObject(data, "DeviceRequest.parameter", x)
 }

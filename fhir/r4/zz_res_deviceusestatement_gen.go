@@ -187,11 +187,17 @@ func (x *DeviceUseStatement) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DeviceUseStatement) SetResourceID(id string) { x.ID = id }
 
+func (x *DeviceUseStatement) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceUseStatement) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DeviceUseStatement into x.
+// JSON null leaves x unchanged.
 func (x *DeviceUseStatement) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DeviceUseStatement{}
 	return unmarshalResourceInto(data, x)
 }

@@ -213,11 +213,17 @@ func (x *DiagnosticReport) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DiagnosticReport) SetResourceID(id string) { x.ID = id }
 
+func (x *DiagnosticReport) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DiagnosticReport) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DiagnosticReport into x.
+// JSON null leaves x unchanged.
 func (x *DiagnosticReport) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DiagnosticReport{}
 	return unmarshalResourceInto(data, x)
 }
@@ -279,11 +285,19 @@ func (x *DiagnosticReportMedia) walk(w *walker) {
 	walkOne(w, "link", x.Link)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DiagnosticReportMedia) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DiagnosticReportMedia) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DiagnosticReportMedia) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DiagnosticReportMedia{}
 	return unmarshalObject(data, "DiagnosticReport.media", x)
 }

@@ -171,11 +171,17 @@ func (x *DocumentManifest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DocumentManifest) SetResourceID(id string) { x.ID = id }
 
+func (x *DocumentManifest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DocumentManifest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DocumentManifest into x.
+// JSON null leaves x unchanged.
 func (x *DocumentManifest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DocumentManifest{}
 	return unmarshalResourceInto(data, x)
 }
@@ -235,11 +241,19 @@ func (x *DocumentManifestRelated) walk(w *walker) {
 	walkOne(w, "ref", x.Ref)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DocumentManifestRelated) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DocumentManifestRelated) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DocumentManifestRelated) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DocumentManifestRelated{}
 	return unmarshalObject(data, "DocumentManifest.related", x)
 }

@@ -195,11 +195,17 @@ func (x *DocumentReference) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *DocumentReference) SetResourceID(id string) { x.ID = id }
 
+func (x *DocumentReference) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DocumentReference) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is DocumentReference into x.
+// JSON null leaves x unchanged.
 func (x *DocumentReference) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DocumentReference{}
 	return unmarshalResourceInto(data, x)
 }
@@ -261,11 +267,19 @@ func (x *DocumentReferenceRelatesTo) walk(w *walker) {
 	walkOne(w, "target", x.Target)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DocumentReferenceRelatesTo) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DocumentReferenceRelatesTo) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DocumentReferenceRelatesTo) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DocumentReferenceRelatesTo{}
 	return unmarshalObject(data, "DocumentReference.relatesTo", x)
 }
@@ -325,11 +339,19 @@ func (x *DocumentReferenceContent) walk(w *walker) {
 	walkOne(w, "format", x.Format)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DocumentReferenceContent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DocumentReferenceContent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DocumentReferenceContent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DocumentReferenceContent{}
 	return unmarshalObject(data, "DocumentReference.content", x)
 }
@@ -419,11 +441,19 @@ func (x *DocumentReferenceContext) walk(w *walker) {
 	walkMany(w, "related", x.Related)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *DocumentReferenceContext) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *DocumentReferenceContext) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *DocumentReferenceContext) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = DocumentReferenceContext{}
 	return unmarshalObject(data, "DocumentReference.context", x)
 }

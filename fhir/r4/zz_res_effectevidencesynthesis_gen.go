@@ -311,11 +311,17 @@ func (x *EffectEvidenceSynthesis) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *EffectEvidenceSynthesis) SetResourceID(id string) { x.ID = id }
 
+func (x *EffectEvidenceSynthesis) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EffectEvidenceSynthesis) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is EffectEvidenceSynthesis into x.
+// JSON null leaves x unchanged.
 func (x *EffectEvidenceSynthesis) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EffectEvidenceSynthesis{}
 	return unmarshalResourceInto(data, x)
 }
@@ -387,11 +393,19 @@ func (x *EffectEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EffectEvidenceSynthesisSampleSize) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EffectEvidenceSynthesisSampleSize) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EffectEvidenceSynthesisSampleSize) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EffectEvidenceSynthesisSampleSize{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.sampleSize", x)
 }
@@ -467,13 +481,19 @@ func (x *EffectEvidenceSynthesisResultsByExposure) walk(w *walker) {
 	walkOne(w, "riskEvidenceSynthesis", x.RiskEvidenceSynthesis)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisResultsByExposure) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EffectEvidenceSynthesisResultsByExposure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EffectEvidenceSynthesisResultsByExposure{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.resultsByExposure", x)
 }
@@ -561,13 +581,19 @@ func (x *EffectEvidenceSynthesisEffectEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisEffectEstimate) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EffectEvidenceSynthesisEffectEstimate) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EffectEvidenceSynthesisEffectEstimate{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.effectEstimate", x)
 }
@@ -645,13 +671,19 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walk(w *walker)
 	walkOne(w, "to", x.To)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EffectEvidenceSynthesisEffectEstimatePrecisionEstimate{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.effectEstimate.precisionEstimate", x)
 }
@@ -717,11 +749,19 @@ func (x *EffectEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EffectEvidenceSynthesisCertainty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EffectEvidenceSynthesisCertainty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EffectEvidenceSynthesisCertainty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EffectEvidenceSynthesisCertainty{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.certainty", x)
 }
@@ -787,13 +827,19 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) 
 	walkMany(w, "note", x.Note)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EffectEvidenceSynthesisCertaintyCertaintySubcomponent{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.certainty.certaintySubcomponent", x)
 }

@@ -231,11 +231,17 @@ func (x *Encounter) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Encounter) SetResourceID(id string) { x.ID = id }
 
+func (x *Encounter) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Encounter) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Encounter into x.
+// JSON null leaves x unchanged.
 func (x *Encounter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Encounter{}
 	return unmarshalResourceInto(data, x)
 }
@@ -297,11 +303,19 @@ func (x *EncounterStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EncounterStatusHistory) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EncounterStatusHistory) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EncounterStatusHistory) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EncounterStatusHistory{}
 	return unmarshalObject(data, "Encounter.statusHistory", x)
 }
@@ -361,11 +375,19 @@ func (x *EncounterClassHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EncounterClassHistory) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EncounterClassHistory) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EncounterClassHistory) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EncounterClassHistory{}
 	return unmarshalObject(data, "Encounter.classHistory", x)
 }
@@ -431,11 +453,19 @@ func (x *EncounterParticipant) walk(w *walker) {
 	walkOne(w, "individual", x.Individual)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EncounterParticipant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EncounterParticipant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EncounterParticipant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EncounterParticipant{}
 	return unmarshalObject(data, "Encounter.participant", x)
 }
@@ -503,11 +533,19 @@ func (x *EncounterDiagnosis) walk(w *walker) {
 	walkOne(w, "rank", x.Rank)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EncounterDiagnosis) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EncounterDiagnosis) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EncounterDiagnosis) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EncounterDiagnosis{}
 	return unmarshalObject(data, "Encounter.diagnosis", x)
 }
@@ -609,11 +647,19 @@ func (x *EncounterHospitalization) walk(w *walker) {
 	walkOne(w, "dischargeDisposition", x.DischargeDisposition)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EncounterHospitalization) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EncounterHospitalization) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EncounterHospitalization) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EncounterHospitalization{}
 	return unmarshalObject(data, "Encounter.hospitalization", x)
 }
@@ -687,11 +733,19 @@ func (x *EncounterLocation) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EncounterLocation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EncounterLocation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EncounterLocation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EncounterLocation{}
 	return unmarshalObject(data, "Encounter.location", x)
 }

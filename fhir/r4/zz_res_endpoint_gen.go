@@ -167,11 +167,17 @@ func (x *Endpoint) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Endpoint) SetResourceID(id string) { x.ID = id }
 
+func (x *Endpoint) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Endpoint) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Endpoint into x.
+// JSON null leaves x unchanged.
 func (x *Endpoint) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Endpoint{}
 	return unmarshalResourceInto(data, x)
 }

@@ -137,11 +137,17 @@ func (x *EnrollmentRequest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *EnrollmentRequest) SetResourceID(id string) { x.ID = id }
 
+func (x *EnrollmentRequest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EnrollmentRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is EnrollmentRequest into x.
+// JSON null leaves x unchanged.
 func (x *EnrollmentRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EnrollmentRequest{}
 	return unmarshalResourceInto(data, x)
 }

@@ -147,11 +147,17 @@ func (x *EnrollmentResponse) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *EnrollmentResponse) SetResourceID(id string) { x.ID = id }
 
+func (x *EnrollmentResponse) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EnrollmentResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is EnrollmentResponse into x.
+// JSON null leaves x unchanged.
 func (x *EnrollmentResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EnrollmentResponse{}
 	return unmarshalResourceInto(data, x)
 }

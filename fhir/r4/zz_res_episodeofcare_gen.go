@@ -165,11 +165,17 @@ func (x *EpisodeOfCare) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *EpisodeOfCare) SetResourceID(id string) { x.ID = id }
 
+func (x *EpisodeOfCare) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EpisodeOfCare) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is EpisodeOfCare into x.
+// JSON null leaves x unchanged.
 func (x *EpisodeOfCare) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EpisodeOfCare{}
 	return unmarshalResourceInto(data, x)
 }
@@ -231,11 +237,19 @@ func (x *EpisodeOfCareStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EpisodeOfCareStatusHistory) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EpisodeOfCareStatusHistory) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EpisodeOfCareStatusHistory) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EpisodeOfCareStatusHistory{}
 	return unmarshalObject(data, "EpisodeOfCare.statusHistory", x)
 }
@@ -303,11 +317,19 @@ func (x *EpisodeOfCareDiagnosis) walk(w *walker) {
 	walkOne(w, "rank", x.Rank)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EpisodeOfCareDiagnosis) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EpisodeOfCareDiagnosis) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EpisodeOfCareDiagnosis) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EpisodeOfCareDiagnosis{}
 	return unmarshalObject(data, "EpisodeOfCare.diagnosis", x)
 }

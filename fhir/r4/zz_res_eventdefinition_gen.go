@@ -295,11 +295,17 @@ func (x *EventDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *EventDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *EventDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EventDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is EventDefinition into x.
+// JSON null leaves x unchanged.
 func (x *EventDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EventDefinition{}
 	return unmarshalResourceInto(data, x)
 }

@@ -285,11 +285,17 @@ func (x *Evidence) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Evidence) SetResourceID(id string) { x.ID = id }
 
+func (x *Evidence) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Evidence) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Evidence into x.
+// JSON null leaves x unchanged.
 func (x *Evidence) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Evidence{}
 	return unmarshalResourceInto(data, x)
 }

@@ -281,11 +281,17 @@ func (x *EvidenceVariable) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *EvidenceVariable) SetResourceID(id string) { x.ID = id }
 
+func (x *EvidenceVariable) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EvidenceVariable) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is EvidenceVariable into x.
+// JSON null leaves x unchanged.
 func (x *EvidenceVariable) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EvidenceVariable{}
 	return unmarshalResourceInto(data, x)
 }
@@ -433,11 +439,19 @@ func (x *EvidenceVariableCharacteristic) walk(w *walker) {
 	walkOne(w, "groupMeasure", x.GroupMeasure)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *EvidenceVariableCharacteristic) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *EvidenceVariableCharacteristic) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *EvidenceVariableCharacteristic) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = EvidenceVariableCharacteristic{}
 	return unmarshalObject(data, "EvidenceVariable.characteristic", x)
 }

@@ -213,11 +213,17 @@ func (x *ExampleScenario) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ExampleScenario) SetResourceID(id string) { x.ID = id }
 
+func (x *ExampleScenario) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ExampleScenario) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ExampleScenario into x.
+// JSON null leaves x unchanged.
 func (x *ExampleScenario) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenario{}
 	return unmarshalResourceInto(data, x)
 }
@@ -297,11 +303,19 @@ func (x *ExampleScenarioActor) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExampleScenarioActor) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExampleScenarioActor) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioActor) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioActor{}
 	return unmarshalObject(data, "ExampleScenario.actor", x)
 }
@@ -393,11 +407,19 @@ func (x *ExampleScenarioInstance) walk(w *walker) {
 	walkMany(w, "containedInstance", x.ContainedInstance)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExampleScenarioInstance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExampleScenarioInstance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioInstance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioInstance{}
 	return unmarshalObject(data, "ExampleScenario.instance", x)
 }
@@ -461,11 +483,19 @@ func (x *ExampleScenarioInstanceVersion) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExampleScenarioInstanceVersion) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExampleScenarioInstanceVersion) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioInstanceVersion) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioInstanceVersion{}
 	return unmarshalObject(data, "ExampleScenario.instance.version", x)
 }
@@ -529,13 +559,19 @@ func (x *ExampleScenarioInstanceContainedInstance) walk(w *walker) {
 	walkOne(w, "versionId", x.VersionID)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExampleScenarioInstanceContainedInstance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioInstanceContainedInstance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioInstanceContainedInstance{}
 	return unmarshalObject(data, "ExampleScenario.instance.containedInstance", x)
 }
@@ -621,11 +657,19 @@ func (x *ExampleScenarioProcess) walk(w *walker) {
 	walkMany(w, "step", x.Step)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExampleScenarioProcess) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExampleScenarioProcess) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioProcess) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioProcess{}
 	return unmarshalObject(data, "ExampleScenario.process", x)
 }
@@ -699,11 +743,19 @@ func (x *ExampleScenarioProcessStep) walk(w *walker) {
 	walkMany(w, "alternative", x.Alternative)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExampleScenarioProcessStep) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExampleScenarioProcessStep) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioProcessStep) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioProcessStep{}
 	return unmarshalObject(data, "ExampleScenario.process.step", x)
 }
@@ -827,11 +879,19 @@ func (x *ExampleScenarioProcessStepOperation) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExampleScenarioProcessStepOperation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExampleScenarioProcessStepOperation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioProcessStepOperation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioProcessStepOperation{}
 	return unmarshalObject(data, "ExampleScenario.process.step.operation", x)
 }
@@ -901,13 +961,19 @@ func (x *ExampleScenarioProcessStepAlternative) walk(w *walker) {
 	walkMany(w, "step", x.Step)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExampleScenarioProcessStepAlternative) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExampleScenarioProcessStepAlternative) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExampleScenarioProcessStepAlternative{}
 	return unmarshalObject(data, "ExampleScenario.process.step.alternative", x)
 }

@@ -363,11 +363,17 @@ func (x *ExplanationOfBenefit) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ExplanationOfBenefit) SetResourceID(id string) { x.ID = id }
 
+func (x *ExplanationOfBenefit) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ExplanationOfBenefit) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ExplanationOfBenefit into x.
+// JSON null leaves x unchanged.
 func (x *ExplanationOfBenefit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefit{}
 	return unmarshalResourceInto(data, x)
 }
@@ -433,11 +439,19 @@ func (x *ExplanationOfBenefitRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitRelated) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitRelated) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitRelated) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitRelated{}
 	return unmarshalObject(data, "ExplanationOfBenefit.related", x)
 }
@@ -497,11 +511,19 @@ func (x *ExplanationOfBenefitPayee) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitPayee) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitPayee) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitPayee) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitPayee{}
 	return unmarshalObject(data, "ExplanationOfBenefit.payee", x)
 }
@@ -583,11 +605,19 @@ func (x *ExplanationOfBenefitCareTeam) walk(w *walker) {
 	walkOne(w, "qualification", x.Qualification)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitCareTeam) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitCareTeam) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitCareTeam) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitCareTeam{}
 	return unmarshalObject(data, "ExplanationOfBenefit.careTeam", x)
 }
@@ -709,11 +739,19 @@ func (x *ExplanationOfBenefitSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitSupportingInfo) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitSupportingInfo) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitSupportingInfo) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitSupportingInfo{}
 	return unmarshalObject(data, "ExplanationOfBenefit.supportingInfo", x)
 }
@@ -799,11 +837,19 @@ func (x *ExplanationOfBenefitDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitDiagnosis) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitDiagnosis) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitDiagnosis) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitDiagnosis{}
 	return unmarshalObject(data, "ExplanationOfBenefit.diagnosis", x)
 }
@@ -891,11 +937,19 @@ func (x *ExplanationOfBenefitProcedure) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitProcedure) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitProcedure) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitProcedure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitProcedure{}
 	return unmarshalObject(data, "ExplanationOfBenefit.procedure", x)
 }
@@ -965,11 +1019,19 @@ func (x *ExplanationOfBenefitInsurance) walk(w *walker) {
 	walkMany(w, "preAuthRef", x.PreAuthRef)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitInsurance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitInsurance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitInsurance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitInsurance{}
 	return unmarshalObject(data, "ExplanationOfBenefit.insurance", x)
 }
@@ -1043,11 +1105,19 @@ func (x *ExplanationOfBenefitAccident) walk(w *walker) {
 	walkOne(w, "locationReference", x.LocationReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitAccident) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitAccident) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitAccident) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitAccident{}
 	return unmarshalObject(data, "ExplanationOfBenefit.accident", x)
 }
@@ -1267,11 +1337,19 @@ func (x *ExplanationOfBenefitItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitItem{}
 	return unmarshalObject(data, "ExplanationOfBenefit.item", x)
 }
@@ -1345,11 +1423,19 @@ func (x *ExplanationOfBenefitItemAdjudication) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitItemAdjudication) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitItemAdjudication) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitItemAdjudication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitItemAdjudication{}
 	return unmarshalObject(data, "ExplanationOfBenefit.item.adjudication", x)
 }
@@ -1487,11 +1573,19 @@ func (x *ExplanationOfBenefitItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitItemDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitItemDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitItemDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitItemDetail{}
 	return unmarshalObject(data, "ExplanationOfBenefit.item.detail", x)
 }
@@ -1623,13 +1717,19 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitItemDetailSubDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitItemDetailSubDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitItemDetailSubDetail{}
 	return unmarshalObject(data, "ExplanationOfBenefit.item.detail.subDetail", x)
 }
@@ -1815,11 +1915,19 @@ func (x *ExplanationOfBenefitAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitAddItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitAddItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitAddItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitAddItem{}
 	return unmarshalObject(data, "ExplanationOfBenefit.addItem", x)
 }
@@ -1925,11 +2033,19 @@ func (x *ExplanationOfBenefitAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitAddItemDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitAddItemDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitAddItemDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitAddItemDetail{}
 	return unmarshalObject(data, "ExplanationOfBenefit.addItem.detail", x)
 }
@@ -2029,13 +2145,19 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitAddItemDetailSubDetail{}
 	return unmarshalObject(data, "ExplanationOfBenefit.addItem.detail.subDetail", x)
 }
@@ -2095,11 +2217,19 @@ func (x *ExplanationOfBenefitTotal) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitTotal) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitTotal) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitTotal) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitTotal{}
 	return unmarshalObject(data, "ExplanationOfBenefit.total", x)
 }
@@ -2185,11 +2315,19 @@ func (x *ExplanationOfBenefitPayment) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitPayment) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitPayment) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitPayment) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitPayment{}
 	return unmarshalObject(data, "ExplanationOfBenefit.payment", x)
 }
@@ -2267,11 +2405,19 @@ func (x *ExplanationOfBenefitProcessNote) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitProcessNote) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitProcessNote) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitProcessNote) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitProcessNote{}
 	return unmarshalObject(data, "ExplanationOfBenefit.processNote", x)
 }
@@ -2373,11 +2519,19 @@ func (x *ExplanationOfBenefitBenefitBalance) walk(w *walker) {
 	walkMany(w, "financial", x.Financial)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ExplanationOfBenefitBenefitBalance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ExplanationOfBenefitBenefitBalance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitBenefitBalance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitBenefitBalance{}
 	return unmarshalObject(data, "ExplanationOfBenefit.benefitBalance", x)
 }
@@ -2467,13 +2621,19 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) walk(w *walker) {
 	walkOne(w, "usedMoney", x.UsedMoney)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ExplanationOfBenefitBenefitBalanceFinancial{}
 	return unmarshalObject(data, "ExplanationOfBenefit.benefitBalance.financial", x)
 }

@@ -271,11 +271,17 @@ func (x *FamilyMemberHistory) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *FamilyMemberHistory) SetResourceID(id string) { x.ID = id }
 
+func (x *FamilyMemberHistory) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *FamilyMemberHistory) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is FamilyMemberHistory into x.
+// JSON null leaves x unchanged.
 func (x *FamilyMemberHistory) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = FamilyMemberHistory{}
 	return unmarshalResourceInto(data, x)
 }
@@ -375,11 +381,19 @@ func (x *FamilyMemberHistoryCondition) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *FamilyMemberHistoryCondition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *FamilyMemberHistoryCondition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *FamilyMemberHistoryCondition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = FamilyMemberHistoryCondition{}
 	return unmarshalObject(data, "FamilyMemberHistory.condition", x)
 }

@@ -141,8 +141,17 @@ func (x *Flag) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Flag) SetResourceID(id string) { x.ID = id }
 
+func (x *Flag) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Flag) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Flag into x.
-func (x *Flag) UnmarshalJSON(data []byte) error { *x = Flag{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Flag) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Flag{}
+	return unmarshalResourceInto(data, x)
+}

@@ -201,11 +201,20 @@ func (x *Goal) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Goal) SetResourceID(id string) { x.ID = id }
 
+func (x *Goal) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Goal) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Goal into x.
-func (x *Goal) UnmarshalJSON(data []byte) error { *x = Goal{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Goal) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Goal{}
+	return unmarshalResourceInto(data, x)
+}
 
 // GoalTarget is the backbone element Goal.target: Target outcome for the goal
 type GoalTarget struct {
@@ -318,11 +327,19 @@ func (x *GoalTarget) walk(w *walker) {
 	walkOne(w, "dueDuration", x.DueDuration)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *GoalTarget) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *GoalTarget) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *GoalTarget) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GoalTarget{}
 	return unmarshalObject(data, "Goal.target", x)
 }

@@ -203,11 +203,17 @@ func (x *GraphDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *GraphDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *GraphDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *GraphDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is GraphDefinition into x.
+// JSON null leaves x unchanged.
 func (x *GraphDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GraphDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -301,11 +307,19 @@ func (x *GraphDefinitionLink) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *GraphDefinitionLink) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *GraphDefinitionLink) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *GraphDefinitionLink) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GraphDefinitionLink{}
 	return unmarshalObject(data, "GraphDefinition.link", x)
 }
@@ -389,11 +403,19 @@ func (x *GraphDefinitionLinkTarget) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *GraphDefinitionLinkTarget) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *GraphDefinitionLinkTarget) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *GraphDefinitionLinkTarget) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GraphDefinitionLinkTarget{}
 	return unmarshalObject(data, "GraphDefinition.link.target", x)
 }
@@ -481,11 +503,19 @@ func (x *GraphDefinitionLinkTargetCompartment) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *GraphDefinitionLinkTargetCompartment) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *GraphDefinitionLinkTargetCompartment) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *GraphDefinitionLinkTargetCompartment) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GraphDefinitionLinkTargetCompartment{}
 	return unmarshalObject(data, "GraphDefinition.link.target.compartment", x)
 }

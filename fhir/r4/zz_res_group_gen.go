@@ -161,11 +161,20 @@ func (x *Group) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Group) SetResourceID(id string) { x.ID = id }
 
+func (x *Group) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Group) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Group into x.
-func (x *Group) UnmarshalJSON(data []byte) error { *x = Group{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Group) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Group{}
+	return unmarshalResourceInto(data, x)
+}
 
 // GroupCharacteristic is the backbone element Group.characteristic: Include / Exclude group members by Trait
 type GroupCharacteristic struct {
@@ -262,11 +271,19 @@ func (x *GroupCharacteristic) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *GroupCharacteristic) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *GroupCharacteristic) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *GroupCharacteristic) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GroupCharacteristic{}
 	return unmarshalObject(data, "Group.characteristic", x)
 }
@@ -334,11 +351,19 @@ func (x *GroupMember) walk(w *walker) {
 	walkOne(w, "inactive", x.Inactive)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *GroupMember) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *GroupMember) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *GroupMember) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GroupMember{}
 	return unmarshalObject(data, "Group.member", x)
 }

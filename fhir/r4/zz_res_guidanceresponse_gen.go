@@ -201,11 +201,17 @@ func (x *GuidanceResponse) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *GuidanceResponse) SetResourceID(id string) { x.ID = id }
 
+func (x *GuidanceResponse) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *GuidanceResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is GuidanceResponse into x.
+// JSON null leaves x unchanged.
 func (x *GuidanceResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = GuidanceResponse{}
 	return unmarshalResourceInto(data, x)
 }

@@ -247,11 +247,17 @@ func (x *HealthcareService) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *HealthcareService) SetResourceID(id string) { x.ID = id }
 
+func (x *HealthcareService) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *HealthcareService) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is HealthcareService into x.
+// JSON null leaves x unchanged.
 func (x *HealthcareService) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = HealthcareService{}
 	return unmarshalResourceInto(data, x)
 }
@@ -313,11 +319,19 @@ func (x *HealthcareServiceEligibility) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *HealthcareServiceEligibility) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *HealthcareServiceEligibility) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *HealthcareServiceEligibility) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = HealthcareServiceEligibility{}
 	return unmarshalObject(data, "HealthcareService.eligibility", x)
 }
@@ -397,11 +411,19 @@ func (x *HealthcareServiceAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *HealthcareServiceAvailableTime) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *HealthcareServiceAvailableTime) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *HealthcareServiceAvailableTime) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = HealthcareServiceAvailableTime{}
 	return unmarshalObject(data, "HealthcareService.availableTime", x)
 }
@@ -463,11 +485,19 @@ func (x *HealthcareServiceNotAvailable) walk(w *walker) {
 	walkOne(w, "during", x.During)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *HealthcareServiceNotAvailable) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *HealthcareServiceNotAvailable) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *HealthcareServiceNotAvailable) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = HealthcareServiceNotAvailable{}
 	return unmarshalObject(data, "HealthcareService.notAvailable", x)
 }

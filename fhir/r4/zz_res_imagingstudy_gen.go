@@ -221,11 +221,17 @@ func (x *ImagingStudy) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ImagingStudy) SetResourceID(id string) { x.ID = id }
 
+func (x *ImagingStudy) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImagingStudy) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ImagingStudy into x.
+// JSON null leaves x unchanged.
 func (x *ImagingStudy) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImagingStudy{}
 	return unmarshalResourceInto(data, x)
 }
@@ -355,11 +361,19 @@ func (x *ImagingStudySeries) walk(w *walker) {
 	walkMany(w, "instance", x.Instance)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImagingStudySeries) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImagingStudySeries) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImagingStudySeries) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImagingStudySeries{}
 	return unmarshalObject(data, "ImagingStudy.series", x)
 }
@@ -419,11 +433,19 @@ func (x *ImagingStudySeriesPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImagingStudySeriesPerformer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImagingStudySeriesPerformer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImagingStudySeriesPerformer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImagingStudySeriesPerformer{}
 	return unmarshalObject(data, "ImagingStudy.series.performer", x)
 }
@@ -501,11 +523,19 @@ func (x *ImagingStudySeriesInstance) walk(w *walker) {
 	walkOne(w, "title", x.Title)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImagingStudySeriesInstance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImagingStudySeriesInstance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImagingStudySeriesInstance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImagingStudySeriesInstance{}
 	return unmarshalObject(data, "ImagingStudy.series.instance", x)
 }

@@ -281,11 +281,17 @@ func (x *Immunization) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Immunization) SetResourceID(id string) { x.ID = id }
 
+func (x *Immunization) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Immunization) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Immunization into x.
+// JSON null leaves x unchanged.
 func (x *Immunization) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Immunization{}
 	return unmarshalResourceInto(data, x)
 }
@@ -345,11 +351,19 @@ func (x *ImmunizationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImmunizationPerformer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImmunizationPerformer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImmunizationPerformer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationPerformer{}
 	return unmarshalObject(data, "Immunization.performer", x)
 }
@@ -429,11 +443,19 @@ func (x *ImmunizationEducation) walk(w *walker) {
 	walkOne(w, "presentationDate", x.PresentationDate)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImmunizationEducation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImmunizationEducation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImmunizationEducation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationEducation{}
 	return unmarshalObject(data, "Immunization.education", x)
 }
@@ -503,11 +525,19 @@ func (x *ImmunizationReaction) walk(w *walker) {
 	walkOne(w, "reported", x.Reported)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImmunizationReaction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImmunizationReaction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImmunizationReaction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationReaction{}
 	return unmarshalObject(data, "Immunization.reaction", x)
 }
@@ -607,11 +637,19 @@ func (x *ImmunizationProtocolApplied) walk(w *walker) {
 	walkOne(w, "seriesDosesString", x.SeriesDosesString)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImmunizationProtocolApplied) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImmunizationProtocolApplied) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImmunizationProtocolApplied) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationProtocolApplied{}
 	return unmarshalObject(data, "Immunization.protocolApplied", x)
 }

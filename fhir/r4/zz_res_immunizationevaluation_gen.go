@@ -197,11 +197,17 @@ func (x *ImmunizationEvaluation) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ImmunizationEvaluation) SetResourceID(id string) { x.ID = id }
 
+func (x *ImmunizationEvaluation) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImmunizationEvaluation) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ImmunizationEvaluation into x.
+// JSON null leaves x unchanged.
 func (x *ImmunizationEvaluation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationEvaluation{}
 	return unmarshalResourceInto(data, x)
 }

@@ -123,11 +123,17 @@ func (x *ImmunizationRecommendation) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ImmunizationRecommendation) SetResourceID(id string) { x.ID = id }
 
+func (x *ImmunizationRecommendation) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImmunizationRecommendation) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ImmunizationRecommendation into x.
+// JSON null leaves x unchanged.
 func (x *ImmunizationRecommendation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationRecommendation{}
 	return unmarshalResourceInto(data, x)
 }
@@ -271,13 +277,19 @@ func (x *ImmunizationRecommendationRecommendation) walk(w *walker) {
 	walkMany(w, "supportingPatientInformation", x.SupportingPatientInformation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImmunizationRecommendationRecommendation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImmunizationRecommendationRecommendation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationRecommendationRecommendation{}
 	return unmarshalObject(data, "ImmunizationRecommendation.recommendation", x)
 }
@@ -339,13 +351,19 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) walk(w *walker) 
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImmunizationRecommendationRecommendationDateCriterion) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImmunizationRecommendationRecommendationDateCriterion) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImmunizationRecommendationRecommendationDateCriterion{}
 	return unmarshalObject(data, "ImmunizationRecommendation.recommendation.dateCriterion", x)
 }

@@ -237,11 +237,17 @@ func (x *ImplementationGuide) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ImplementationGuide) SetResourceID(id string) { x.ID = id }
 
+func (x *ImplementationGuide) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImplementationGuide) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ImplementationGuide into x.
+// JSON null leaves x unchanged.
 func (x *ImplementationGuide) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuide{}
 	return unmarshalResourceInto(data, x)
 }
@@ -313,11 +319,19 @@ func (x *ImplementationGuideDependsOn) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImplementationGuideDependsOn) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImplementationGuideDependsOn) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideDependsOn) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideDependsOn{}
 	return unmarshalObject(data, "ImplementationGuide.dependsOn", x)
 }
@@ -381,11 +395,19 @@ func (x *ImplementationGuideGlobal) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImplementationGuideGlobal) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImplementationGuideGlobal) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideGlobal) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideGlobal{}
 	return unmarshalObject(data, "ImplementationGuide.global", x)
 }
@@ -463,11 +485,19 @@ func (x *ImplementationGuideDefinition) walk(w *walker) {
 	walkMany(w, "template", x.Template)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImplementationGuideDefinition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImplementationGuideDefinition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideDefinition{}
 	return unmarshalObject(data, "ImplementationGuide.definition", x)
 }
@@ -531,13 +561,19 @@ func (x *ImplementationGuideDefinitionGrouping) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDefinitionGrouping) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideDefinitionGrouping) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideDefinitionGrouping{}
 	return unmarshalObject(data, "ImplementationGuide.definition.grouping", x)
 }
@@ -639,13 +675,19 @@ func (x *ImplementationGuideDefinitionResource) walk(w *walker) {
 	walkOne(w, "groupingId", x.GroupingID)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDefinitionResource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideDefinitionResource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideDefinitionResource{}
 	return unmarshalObject(data, "ImplementationGuide.definition.resource", x)
 }
@@ -729,11 +771,19 @@ func (x *ImplementationGuideDefinitionPage) walk(w *walker) {
 	walkMany(w, "page", x.Page)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImplementationGuideDefinitionPage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImplementationGuideDefinitionPage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideDefinitionPage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideDefinitionPage{}
 	return unmarshalObject(data, "ImplementationGuide.definition.page", x)
 }
@@ -797,13 +847,19 @@ func (x *ImplementationGuideDefinitionParameter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDefinitionParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideDefinitionParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideDefinitionParameter{}
 	return unmarshalObject(data, "ImplementationGuide.definition.parameter", x)
 }
@@ -875,13 +931,19 @@ func (x *ImplementationGuideDefinitionTemplate) walk(w *walker) {
 	walkOne(w, "scope", x.Scope)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDefinitionTemplate) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideDefinitionTemplate) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideDefinitionTemplate{}
 	return unmarshalObject(data, "ImplementationGuide.definition.template", x)
 }
@@ -965,11 +1027,19 @@ func (x *ImplementationGuideManifest) walk(w *walker) {
 	walkMany(w, "other", x.Other)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImplementationGuideManifest) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImplementationGuideManifest) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideManifest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideManifest{}
 	return unmarshalObject(data, "ImplementationGuide.manifest", x)
 }
@@ -1047,11 +1117,19 @@ func (x *ImplementationGuideManifestResource) walk(w *walker) {
 	walkOne(w, "relativePath", x.RelativePath)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImplementationGuideManifestResource) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImplementationGuideManifestResource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideManifestResource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideManifestResource{}
 	return unmarshalObject(data, "ImplementationGuide.manifest.resource", x)
 }
@@ -1123,11 +1201,19 @@ func (x *ImplementationGuideManifestPage) walk(w *walker) {
 	walkMany(w, "anchor", x.Anchor)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ImplementationGuideManifestPage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ImplementationGuideManifestPage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ImplementationGuideManifestPage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ImplementationGuideManifestPage{}
 	return unmarshalObject(data, "ImplementationGuide.manifest.page", x)
 }

@@ -181,11 +181,17 @@ func (x *InsurancePlan) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *InsurancePlan) SetResourceID(id string) { x.ID = id }
 
+func (x *InsurancePlan) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *InsurancePlan) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is InsurancePlan into x.
+// JSON null leaves x unchanged.
 func (x *InsurancePlan) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlan{}
 	return unmarshalResourceInto(data, x)
 }
@@ -257,11 +263,19 @@ func (x *InsurancePlanContact) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanContact) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanContact) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanContact) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanContact{}
 	return unmarshalObject(data, "InsurancePlan.contact", x)
 }
@@ -327,11 +341,19 @@ func (x *InsurancePlanCoverage) walk(w *walker) {
 	walkMany(w, "benefit", x.Benefit)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanCoverage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanCoverage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanCoverage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanCoverage{}
 	return unmarshalObject(data, "InsurancePlan.coverage", x)
 }
@@ -399,11 +421,19 @@ func (x *InsurancePlanCoverageBenefit) walk(w *walker) {
 	walkMany(w, "limit", x.Limit)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanCoverageBenefit) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanCoverageBenefit) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanCoverageBenefit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanCoverageBenefit{}
 	return unmarshalObject(data, "InsurancePlan.coverage.benefit", x)
 }
@@ -463,11 +493,19 @@ func (x *InsurancePlanCoverageBenefitLimit) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanCoverageBenefitLimit) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanCoverageBenefitLimit) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanCoverageBenefitLimit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanCoverageBenefitLimit{}
 	return unmarshalObject(data, "InsurancePlan.coverage.benefit.limit", x)
 }
@@ -551,11 +589,19 @@ func (x *InsurancePlanPlan) walk(w *walker) {
 	walkMany(w, "specificCost", x.SpecificCost)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanPlan) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanPlan) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanPlan) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanPlan{}
 	return unmarshalObject(data, "InsurancePlan.plan", x)
 }
@@ -631,11 +677,19 @@ func (x *InsurancePlanPlanGeneralCost) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanPlanGeneralCost) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanPlanGeneralCost) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanPlanGeneralCost) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanPlanGeneralCost{}
 	return unmarshalObject(data, "InsurancePlan.plan.generalCost", x)
 }
@@ -695,11 +749,19 @@ func (x *InsurancePlanPlanSpecificCost) walk(w *walker) {
 	walkMany(w, "benefit", x.Benefit)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanPlanSpecificCost) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanPlanSpecificCost) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanPlanSpecificCost) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanPlanSpecificCost{}
 	return unmarshalObject(data, "InsurancePlan.plan.specificCost", x)
 }
@@ -759,11 +821,19 @@ func (x *InsurancePlanPlanSpecificCostBenefit) walk(w *walker) {
 	walkMany(w, "cost", x.Cost)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InsurancePlanPlanSpecificCostBenefit) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InsurancePlanPlanSpecificCostBenefit) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanPlanSpecificCostBenefit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanPlanSpecificCostBenefit{}
 	return unmarshalObject(data, "InsurancePlan.plan.specificCost.benefit", x)
 }
@@ -835,13 +905,19 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *InsurancePlanPlanSpecificCostBenefitCost) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InsurancePlanPlanSpecificCostBenefitCost) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InsurancePlanPlanSpecificCostBenefitCost{}
 	return unmarshalObject(data, "InsurancePlan.plan.specificCost.benefit.cost", x)
 }

@@ -195,11 +195,17 @@ func (x *Invoice) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Invoice) SetResourceID(id string) { x.ID = id }
 
+func (x *Invoice) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Invoice) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Invoice into x.
+// JSON null leaves x unchanged.
 func (x *Invoice) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Invoice{}
 	return unmarshalResourceInto(data, x)
 }
@@ -259,11 +265,19 @@ func (x *InvoiceParticipant) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InvoiceParticipant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InvoiceParticipant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InvoiceParticipant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InvoiceParticipant{}
 	return unmarshalObject(data, "Invoice.participant", x)
 }
@@ -337,11 +351,19 @@ func (x *InvoiceLineItem) walk(w *walker) {
 	walkMany(w, "priceComponent", x.PriceComponent)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InvoiceLineItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InvoiceLineItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InvoiceLineItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InvoiceLineItem{}
 	return unmarshalObject(data, "Invoice.lineItem", x)
 }
@@ -417,11 +439,19 @@ func (x *InvoiceLineItemPriceComponent) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *InvoiceLineItemPriceComponent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *InvoiceLineItemPriceComponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *InvoiceLineItemPriceComponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = InvoiceLineItemPriceComponent{}
 	return unmarshalObject(data, "Invoice.lineItem.priceComponent", x)
 }

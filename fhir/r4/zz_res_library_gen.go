@@ -313,11 +313,17 @@ func (x *Library) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Library) SetResourceID(id string) { x.ID = id }
 
+func (x *Library) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Library) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Library into x.
+// JSON null leaves x unchanged.
 func (x *Library) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Library{}
 	return unmarshalResourceInto(data, x)
 }

@@ -111,11 +111,17 @@ func (x *Linkage) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Linkage) SetResourceID(id string) { x.ID = id }
 
+func (x *Linkage) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Linkage) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Linkage into x.
+// JSON null leaves x unchanged.
 func (x *Linkage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Linkage{}
 	return unmarshalResourceInto(data, x)
 }
@@ -177,11 +183,19 @@ func (x *LinkageItem) walk(w *walker) {
 	walkOne(w, "resource", x.Resource)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *LinkageItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *LinkageItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *LinkageItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = LinkageItem{}
 	return unmarshalObject(data, "Linkage.item", x)
 }

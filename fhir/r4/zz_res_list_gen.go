@@ -177,11 +177,20 @@ func (x *List) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *List) SetResourceID(id string) { x.ID = id }
 
+func (x *List) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *List) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is List into x.
-func (x *List) UnmarshalJSON(data []byte) error { *x = List{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *List) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = List{}
+	return unmarshalResourceInto(data, x)
+}
 
 // ListEntry is the backbone element List.entry: Entries in the list
 type ListEntry struct {
@@ -254,11 +263,19 @@ func (x *ListEntry) walk(w *walker) {
 	walkOne(w, "item", x.Item)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ListEntry) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ListEntry) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ListEntry) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ListEntry{}
 	return unmarshalObject(data, "List.entry", x)
 }

@@ -205,11 +205,17 @@ func (x *Location) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Location) SetResourceID(id string) { x.ID = id }
 
+func (x *Location) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Location) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Location into x.
+// JSON null leaves x unchanged.
 func (x *Location) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Location{}
 	return unmarshalResourceInto(data, x)
 }
@@ -281,11 +287,19 @@ func (x *LocationPosition) walk(w *walker) {
 	walkOne(w, "altitude", x.Altitude)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *LocationPosition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *LocationPosition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *LocationPosition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = LocationPosition{}
 	return unmarshalObject(data, "Location.position", x)
 }
@@ -365,11 +379,19 @@ func (x *LocationHoursOfOperation) walk(w *walker) {
 	walkOne(w, "closingTime", x.ClosingTime)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *LocationHoursOfOperation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *LocationHoursOfOperation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *LocationHoursOfOperation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = LocationHoursOfOperation{}
 	return unmarshalObject(data, "Location.hoursOfOperation", x)
 }

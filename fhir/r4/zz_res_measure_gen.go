@@ -389,11 +389,17 @@ func (x *Measure) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Measure) SetResourceID(id string) { x.ID = id }
 
+func (x *Measure) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Measure) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Measure into x.
+// JSON null leaves x unchanged.
 func (x *Measure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Measure{}
 	return unmarshalResourceInto(data, x)
 }
@@ -467,11 +473,19 @@ func (x *MeasureGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureGroup) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureGroup) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureGroup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureGroup{}
 	return unmarshalObject(data, "Measure.group", x)
 }
@@ -539,11 +553,19 @@ func (x *MeasureGroupPopulation) walk(w *walker) {
 	walkOne(w, "criteria", x.Criteria)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureGroupPopulation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureGroupPopulation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureGroupPopulation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureGroupPopulation{}
 	return unmarshalObject(data, "Measure.group.population", x)
 }
@@ -617,11 +639,19 @@ func (x *MeasureGroupStratifier) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureGroupStratifier) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureGroupStratifier) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureGroupStratifier) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureGroupStratifier{}
 	return unmarshalObject(data, "Measure.group.stratifier", x)
 }
@@ -689,11 +719,19 @@ func (x *MeasureGroupStratifierComponent) walk(w *walker) {
 	walkOne(w, "criteria", x.Criteria)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureGroupStratifierComponent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureGroupStratifierComponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureGroupStratifierComponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureGroupStratifierComponent{}
 	return unmarshalObject(data, "Measure.group.stratifier.component", x)
 }
@@ -767,11 +805,19 @@ func (x *MeasureSupplementalData) walk(w *walker) {
 	walkOne(w, "criteria", x.Criteria)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureSupplementalData) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureSupplementalData) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureSupplementalData) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureSupplementalData{}
 	return unmarshalObject(data, "Measure.supplementalData", x)
 }

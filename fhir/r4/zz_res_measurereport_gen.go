@@ -165,11 +165,17 @@ func (x *MeasureReport) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MeasureReport) SetResourceID(id string) { x.ID = id }
 
+func (x *MeasureReport) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MeasureReport) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MeasureReport into x.
+// JSON null leaves x unchanged.
 func (x *MeasureReport) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureReport{}
 	return unmarshalResourceInto(data, x)
 }
@@ -241,11 +247,19 @@ func (x *MeasureReportGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureReportGroup) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureReportGroup) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureReportGroup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureReportGroup{}
 	return unmarshalObject(data, "MeasureReport.group", x)
 }
@@ -313,11 +327,19 @@ func (x *MeasureReportGroupPopulation) walk(w *walker) {
 	walkOne(w, "subjectResults", x.SubjectResults)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureReportGroupPopulation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureReportGroupPopulation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureReportGroupPopulation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureReportGroupPopulation{}
 	return unmarshalObject(data, "MeasureReport.group.population", x)
 }
@@ -377,11 +399,19 @@ func (x *MeasureReportGroupStratifier) walk(w *walker) {
 	walkMany(w, "stratum", x.Stratum)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureReportGroupStratifier) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureReportGroupStratifier) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureReportGroupStratifier) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureReportGroupStratifier{}
 	return unmarshalObject(data, "MeasureReport.group.stratifier", x)
 }
@@ -453,11 +483,19 @@ func (x *MeasureReportGroupStratifierStratum) walk(w *walker) {
 	walkOne(w, "measureScore", x.MeasureScore)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MeasureReportGroupStratifierStratum) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MeasureReportGroupStratifierStratum) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureReportGroupStratifierStratum) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureReportGroupStratifierStratum{}
 	return unmarshalObject(data, "MeasureReport.group.stratifier.stratum", x)
 }
@@ -517,13 +555,19 @@ func (x *MeasureReportGroupStratifierStratumComponent) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MeasureReportGroupStratifierStratumComponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureReportGroupStratifierStratumComponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureReportGroupStratifierStratumComponent{}
 	return unmarshalObject(data, "MeasureReport.group.stratifier.stratum.component", x)
 }
@@ -591,13 +635,19 @@ func (x *MeasureReportGroupStratifierStratumPopulation) walk(w *walker) {
 	walkOne(w, "subjectResults", x.SubjectResults)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MeasureReportGroupStratifierStratumPopulation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MeasureReportGroupStratifierStratumPopulation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MeasureReportGroupStratifierStratumPopulation{}
 	return unmarshalObject(data, "MeasureReport.group.stratifier.stratum.population", x)
 }

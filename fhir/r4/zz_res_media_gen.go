@@ -245,8 +245,17 @@ func (x *Media) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Media) SetResourceID(id string) { x.ID = id }
 
+func (x *Media) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Media) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Media into x.
-func (x *Media) UnmarshalJSON(data []byte) error { *x = Media{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Media) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Media{}
+	return unmarshalResourceInto(data, x)
+}

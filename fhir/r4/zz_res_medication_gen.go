@@ -141,11 +141,17 @@ func (x *Medication) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Medication) SetResourceID(id string) { x.ID = id }
 
+func (x *Medication) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Medication) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Medication into x.
+// JSON null leaves x unchanged.
 func (x *Medication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Medication{}
 	return unmarshalResourceInto(data, x)
 }
@@ -219,11 +225,19 @@ func (x *MedicationIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationIngredient) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationIngredient) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationIngredient) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationIngredient{}
 	return unmarshalObject(data, "Medication.ingredient", x)
 }
@@ -287,11 +301,19 @@ func (x *MedicationBatch) walk(w *walker) {
 	walkOne(w, "expirationDate", x.ExpirationDate)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationBatch) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationBatch) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationBatch) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationBatch{}
 	return unmarshalObject(data, "Medication.batch", x)
 }

@@ -223,11 +223,17 @@ func (x *MedicationAdministration) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicationAdministration) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicationAdministration) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationAdministration) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicationAdministration into x.
+// JSON null leaves x unchanged.
 func (x *MedicationAdministration) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationAdministration{}
 	return unmarshalResourceInto(data, x)
 }
@@ -287,11 +293,19 @@ func (x *MedicationAdministrationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationAdministrationPerformer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationAdministrationPerformer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationAdministrationPerformer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationAdministrationPerformer{}
 	return unmarshalObject(data, "MedicationAdministration.performer", x)
 }
@@ -383,11 +397,19 @@ func (x *MedicationAdministrationDosage) walk(w *walker) {
 	walkOne(w, "rateQuantity", x.RateQuantity)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationAdministrationDosage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationAdministrationDosage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationAdministrationDosage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationAdministrationDosage{}
 	return unmarshalObject(data, "MedicationAdministration.dosage", x)
 }

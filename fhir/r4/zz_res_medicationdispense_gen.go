@@ -253,11 +253,17 @@ func (x *MedicationDispense) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicationDispense) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicationDispense) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationDispense) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicationDispense into x.
+// JSON null leaves x unchanged.
 func (x *MedicationDispense) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationDispense{}
 	return unmarshalResourceInto(data, x)
 }
@@ -317,11 +323,19 @@ func (x *MedicationDispensePerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationDispensePerformer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationDispensePerformer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationDispensePerformer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationDispensePerformer{}
 	return unmarshalObject(data, "MedicationDispense.performer", x)
 }
@@ -395,11 +409,19 @@ func (x *MedicationDispenseSubstitution) walk(w *walker) {
 	walkMany(w, "responsibleParty", x.ResponsibleParty)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationDispenseSubstitution) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationDispenseSubstitution) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationDispenseSubstitution) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationDispenseSubstitution{}
 	return unmarshalObject(data, "MedicationDispense.substitution", x)
 }

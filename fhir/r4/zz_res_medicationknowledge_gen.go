@@ -229,11 +229,17 @@ func (x *MedicationKnowledge) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicationKnowledge) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicationKnowledge) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationKnowledge) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicationKnowledge into x.
+// JSON null leaves x unchanged.
 func (x *MedicationKnowledge) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledge{}
 	return unmarshalResourceInto(data, x)
 }
@@ -293,13 +299,19 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) walk(w *walker) {
 	walkMany(w, "reference", x.Reference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeRelatedMedicationKnowledge{}
 	return unmarshalObject(data, "MedicationKnowledge.relatedMedicationKnowledge", x)
 }
@@ -359,11 +371,19 @@ func (x *MedicationKnowledgeMonograph) walk(w *walker) {
 	walkOne(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationKnowledgeMonograph) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationKnowledgeMonograph) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeMonograph) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeMonograph{}
 	return unmarshalObject(data, "MedicationKnowledge.monograph", x)
 }
@@ -437,11 +457,19 @@ func (x *MedicationKnowledgeIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationKnowledgeIngredient) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationKnowledgeIngredient) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeIngredient) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeIngredient{}
 	return unmarshalObject(data, "MedicationKnowledge.ingredient", x)
 }
@@ -509,11 +537,19 @@ func (x *MedicationKnowledgeCost) walk(w *walker) {
 	walkOne(w, "cost", x.Cost)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationKnowledgeCost) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationKnowledgeCost) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeCost) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeCost{}
 	return unmarshalObject(data, "MedicationKnowledge.cost", x)
 }
@@ -575,11 +611,19 @@ func (x *MedicationKnowledgeMonitoringProgram) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationKnowledgeMonitoringProgram) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationKnowledgeMonitoringProgram) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeMonitoringProgram) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeMonitoringProgram{}
 	return unmarshalObject(data, "MedicationKnowledge.monitoringProgram", x)
 }
@@ -651,13 +695,19 @@ func (x *MedicationKnowledgeAdministrationGuidelines) walk(w *walker) {
 	walkMany(w, "patientCharacteristics", x.PatientCharacteristics)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeAdministrationGuidelines) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeAdministrationGuidelines) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeAdministrationGuidelines{}
 	return unmarshalObject(data, "MedicationKnowledge.administrationGuidelines", x)
 }
@@ -717,13 +767,19 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walk(w *walker) {
 	walkMany(w, "dosage", x.Dosage)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeAdministrationGuidelinesDosage{}
 	return unmarshalObject(data, "MedicationKnowledge.administrationGuidelines.dosage", x)
 }
@@ -791,13 +847,19 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walk
 	walkMany(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics{}
 	return unmarshalObject(data, "MedicationKnowledge.administrationGuidelines.patientCharacteristics", x)
 }
@@ -857,13 +919,19 @@ func (x *MedicationKnowledgeMedicineClassification) walk(w *walker) {
 	walkMany(w, "classification", x.Classification)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeMedicineClassification) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeMedicineClassification) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeMedicineClassification{}
 	return unmarshalObject(data, "MedicationKnowledge.medicineClassification", x)
 }
@@ -923,11 +991,19 @@ func (x *MedicationKnowledgePackaging) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationKnowledgePackaging) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationKnowledgePackaging) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgePackaging) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgePackaging{}
 	return unmarshalObject(data, "MedicationKnowledge.packaging", x)
 }
@@ -1009,13 +1085,19 @@ func (x *MedicationKnowledgeDrugCharacteristic) walk(w *walker) {
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeDrugCharacteristic) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeDrugCharacteristic) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeDrugCharacteristic{}
 	return unmarshalObject(data, "MedicationKnowledge.drugCharacteristic", x)
 }
@@ -1087,11 +1169,19 @@ func (x *MedicationKnowledgeRegulatory) walk(w *walker) {
 	walkOne(w, "maxDispense", x.MaxDispense)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationKnowledgeRegulatory) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationKnowledgeRegulatory) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeRegulatory) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeRegulatory{}
 	return unmarshalObject(data, "MedicationKnowledge.regulatory", x)
 }
@@ -1153,13 +1243,19 @@ func (x *MedicationKnowledgeRegulatorySubstitution) walk(w *walker) {
 	walkOne(w, "allowed", x.Allowed)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeRegulatorySubstitution) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeRegulatorySubstitution) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeRegulatorySubstitution{}
 	return unmarshalObject(data, "MedicationKnowledge.regulatory.substitution", x)
 }
@@ -1213,13 +1309,19 @@ func (x *MedicationKnowledgeRegulatorySchedule) walk(w *walker) {
 	walkOne(w, "schedule", x.Schedule)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeRegulatorySchedule) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeRegulatorySchedule) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeRegulatorySchedule{}
 	return unmarshalObject(data, "MedicationKnowledge.regulatory.schedule", x)
 }
@@ -1279,13 +1381,19 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeRegulatoryMaxDispense) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeRegulatoryMaxDispense) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeRegulatoryMaxDispense{}
 	return unmarshalObject(data, "MedicationKnowledge.regulatory.maxDispense", x)
 }
@@ -1351,11 +1459,19 @@ func (x *MedicationKnowledgeKinetics) walk(w *walker) {
 	walkOne(w, "halfLifePeriod", x.HalfLifePeriod)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationKnowledgeKinetics) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationKnowledgeKinetics) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationKnowledgeKinetics) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationKnowledgeKinetics{}
 	return unmarshalObject(data, "MedicationKnowledge.kinetics", x)
 }

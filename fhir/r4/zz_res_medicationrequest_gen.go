@@ -311,11 +311,17 @@ func (x *MedicationRequest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicationRequest) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicationRequest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicationRequest into x.
+// JSON null leaves x unchanged.
 func (x *MedicationRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationRequest{}
 	return unmarshalResourceInto(data, x)
 }
@@ -407,11 +413,19 @@ func (x *MedicationRequestDispenseRequest) walk(w *walker) {
 	walkOne(w, "performer", x.Performer)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationRequestDispenseRequest) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationRequestDispenseRequest) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationRequestDispenseRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationRequestDispenseRequest{}
 	return unmarshalObject(data, "MedicationRequest.dispenseRequest", x)
 }
@@ -471,13 +485,19 @@ func (x *MedicationRequestDispenseRequestInitialFill) walk(w *walker) {
 	walkOne(w, "duration", x.Duration)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationRequestDispenseRequestInitialFill) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationRequestDispenseRequestInitialFill) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationRequestDispenseRequestInitialFill{}
 	return unmarshalObject(data, "MedicationRequest.dispenseRequest.initialFill", x)
 }
@@ -545,11 +565,19 @@ func (x *MedicationRequestSubstitution) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicationRequestSubstitution) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicationRequestSubstitution) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicationRequestSubstitution) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationRequestSubstitution{}
 	return unmarshalObject(data, "MedicationRequest.substitution", x)
 }

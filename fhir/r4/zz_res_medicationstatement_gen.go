@@ -211,11 +211,17 @@ func (x *MedicationStatement) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicationStatement) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicationStatement) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationStatement) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicationStatement into x.
+// JSON null leaves x unchanged.
 func (x *MedicationStatement) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicationStatement{}
 	return unmarshalResourceInto(data, x)
 }

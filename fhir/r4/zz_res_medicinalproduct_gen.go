@@ -213,11 +213,17 @@ func (x *MedicinalProduct) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProduct) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProduct) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProduct) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProduct into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProduct) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProduct{}
 	return unmarshalResourceInto(data, x)
 }
@@ -285,11 +291,19 @@ func (x *MedicinalProductName) walk(w *walker) {
 	walkMany(w, "countryLanguage", x.CountryLanguage)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicinalProductName) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicinalProductName) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductName) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductName{}
 	return unmarshalObject(data, "MedicinalProduct.name", x)
 }
@@ -351,11 +365,19 @@ func (x *MedicinalProductNameNamePart) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicinalProductNameNamePart) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicinalProductNameNamePart) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductNameNamePart) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductNameNamePart{}
 	return unmarshalObject(data, "MedicinalProduct.name.namePart", x)
 }
@@ -421,11 +443,19 @@ func (x *MedicinalProductNameCountryLanguage) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicinalProductNameCountryLanguage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicinalProductNameCountryLanguage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductNameCountryLanguage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductNameCountryLanguage{}
 	return unmarshalObject(data, "MedicinalProduct.name.countryLanguage", x)
 }
@@ -511,13 +541,19 @@ func (x *MedicinalProductManufacturingBusinessOperation) walk(w *walker) {
 	walkOne(w, "regulator", x.Regulator)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductManufacturingBusinessOperation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductManufacturingBusinessOperation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductManufacturingBusinessOperation{}
 	return unmarshalObject(data, "MedicinalProduct.manufacturingBusinessOperation", x)
 }
@@ -615,11 +651,19 @@ func (x *MedicinalProductSpecialDesignation) walk(w *walker) {
 	walkOne(w, "species", x.Species)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicinalProductSpecialDesignation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicinalProductSpecialDesignation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductSpecialDesignation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductSpecialDesignation{}
 	return unmarshalObject(data, "MedicinalProduct.specialDesignation", x)
 }

@@ -195,11 +195,17 @@ func (x *MedicinalProductAuthorization) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductAuthorization) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductAuthorization) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductAuthorization) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductAuthorization into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductAuthorization) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductAuthorization{}
 	return unmarshalResourceInto(data, x)
 }
@@ -277,13 +283,19 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walk(w *walke
 	walkOne(w, "validityPeriod", x.ValidityPeriod)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductAuthorizationJurisdictionalAuthorization{}
 	return unmarshalObject(data, "MedicinalProductAuthorization.jurisdictionalAuthorization", x)
 }
@@ -363,13 +375,19 @@ func (x *MedicinalProductAuthorizationProcedure) walk(w *walker) {
 	walkMany(w, "application", x.Application)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductAuthorizationProcedure) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductAuthorizationProcedure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductAuthorizationProcedure{}
 	return unmarshalObject(data, "MedicinalProductAuthorization.procedure", x)
 }

@@ -135,11 +135,17 @@ func (x *MedicinalProductContraindication) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductContraindication) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductContraindication) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductContraindication) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductContraindication into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductContraindication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductContraindication{}
 	return unmarshalResourceInto(data, x)
 }
@@ -205,13 +211,19 @@ func (x *MedicinalProductContraindicationOtherTherapy) walk(w *walker) {
 	walkOne(w, "medicationReference", x.MedicationReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductContraindicationOtherTherapy) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductContraindicationOtherTherapy) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductContraindicationOtherTherapy{}
 	return unmarshalObject(data, "MedicinalProductContraindication.otherTherapy", x)
 }

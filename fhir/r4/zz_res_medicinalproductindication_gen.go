@@ -145,11 +145,17 @@ func (x *MedicinalProductIndication) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductIndication) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductIndication) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductIndication) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductIndication into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductIndication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductIndication{}
 	return unmarshalResourceInto(data, x)
 }
@@ -215,13 +221,19 @@ func (x *MedicinalProductIndicationOtherTherapy) walk(w *walker) {
 	walkOne(w, "medicationReference", x.MedicationReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIndicationOtherTherapy) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductIndicationOtherTherapy) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductIndicationOtherTherapy{}
 	return unmarshalObject(data, "MedicinalProductIndication.otherTherapy", x)
 }

@@ -129,11 +129,17 @@ func (x *MedicinalProductIngredient) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductIngredient) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductIngredient) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductIngredient) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductIngredient into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductIngredient) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductIngredient{}
 	return unmarshalResourceInto(data, x)
 }
@@ -205,13 +211,19 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) walk(w *walker) {
 	walkMany(w, "strength", x.Strength)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIngredientSpecifiedSubstance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductIngredientSpecifiedSubstance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductIngredientSpecifiedSubstance{}
 	return unmarshalObject(data, "MedicinalProductIngredient.specifiedSubstance", x)
 }
@@ -303,13 +315,19 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walk(w *walker) {
 	walkMany(w, "referenceStrength", x.ReferenceStrength)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductIngredientSpecifiedSubstanceStrength{}
 	return unmarshalObject(data, "MedicinalProductIngredient.specifiedSubstance.strength", x)
 }
@@ -389,13 +407,19 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	walkMany(w, "country", x.Country)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength{}
 	return unmarshalObject(data, "MedicinalProductIngredient.specifiedSubstance.strength.referenceStrength", x)
 }
@@ -455,11 +479,19 @@ func (x *MedicinalProductIngredientSubstance) walk(w *walker) {
 	walkMany(w, "strength", x.Strength)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicinalProductIngredientSubstance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicinalProductIngredientSubstance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductIngredientSubstance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductIngredientSubstance{}
 	return unmarshalObject(data, "MedicinalProductIngredient.substance", x)
 }

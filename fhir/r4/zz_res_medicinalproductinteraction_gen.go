@@ -135,11 +135,17 @@ func (x *MedicinalProductInteraction) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductInteraction) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductInteraction) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductInteraction) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductInteraction into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductInteraction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductInteraction{}
 	return unmarshalResourceInto(data, x)
 }
@@ -199,13 +205,19 @@ func (x *MedicinalProductInteractionInteractant) walk(w *walker) {
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductInteractionInteractant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductInteractionInteractant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductInteractionInteractant{}
 	return unmarshalObject(data, "MedicinalProductInteraction.interactant", x)
 }

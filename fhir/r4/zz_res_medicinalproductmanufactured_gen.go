@@ -133,11 +133,17 @@ func (x *MedicinalProductManufactured) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductManufactured) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductManufactured) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductManufactured) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductManufactured into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductManufactured) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductManufactured{}
 	return unmarshalResourceInto(data, x)
 }

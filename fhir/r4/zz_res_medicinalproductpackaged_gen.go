@@ -147,11 +147,17 @@ func (x *MedicinalProductPackaged) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductPackaged) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductPackaged) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductPackaged) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductPackaged into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductPackaged) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPackaged{}
 	return unmarshalResourceInto(data, x)
 }
@@ -211,13 +217,19 @@ func (x *MedicinalProductPackagedBatchIdentifier) walk(w *walker) {
 	walkOne(w, "immediatePackaging", x.ImmediatePackaging)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPackagedBatchIdentifier) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductPackagedBatchIdentifier) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPackagedBatchIdentifier{}
 	return unmarshalObject(data, "MedicinalProductPackaged.batchIdentifier", x)
 }
@@ -337,11 +349,19 @@ func (x *MedicinalProductPackagedPackageItem) walk(w *walker) {
 	walkMany(w, "manufacturer", x.Manufacturer)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MedicinalProductPackagedPackageItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MedicinalProductPackagedPackageItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductPackagedPackageItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPackagedPackageItem{}
 	return unmarshalObject(data, "MedicinalProductPackaged.packageItem", x)
 }

@@ -135,11 +135,17 @@ func (x *MedicinalProductPharmaceutical) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductPharmaceutical) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductPharmaceutical) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductPharmaceutical) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductPharmaceutical into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductPharmaceutical) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPharmaceutical{}
 	return unmarshalResourceInto(data, x)
 }
@@ -199,13 +205,19 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPharmaceuticalCharacteristics) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductPharmaceuticalCharacteristics) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPharmaceuticalCharacteristics{}
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.characteristics", x)
 }
@@ -295,13 +307,19 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walk(w *walker) {
 	walkMany(w, "targetSpecies", x.TargetSpecies)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPharmaceuticalRouteOfAdministration{}
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.routeOfAdministration", x)
 }
@@ -361,13 +379,19 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) walk(
 	walkMany(w, "withdrawalPeriod", x.WithdrawalPeriod)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies{}
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies", x)
 }
@@ -435,13 +459,19 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 	walkOne(w, "supportingInformation", x.SupportingInformation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod{}
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies.withdrawalPeriod", x)
 }

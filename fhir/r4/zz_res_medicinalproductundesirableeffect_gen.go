@@ -123,11 +123,17 @@ func (x *MedicinalProductUndesirableEffect) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MedicinalProductUndesirableEffect) SetResourceID(id string) { x.ID = id }
 
+func (x *MedicinalProductUndesirableEffect) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductUndesirableEffect) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MedicinalProductUndesirableEffect into x.
+// JSON null leaves x unchanged.
 func (x *MedicinalProductUndesirableEffect) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MedicinalProductUndesirableEffect{}
 	return unmarshalResourceInto(data, x)
 }

@@ -277,11 +277,17 @@ func (x *MessageDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MessageDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *MessageDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MessageDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MessageDefinition into x.
+// JSON null leaves x unchanged.
 func (x *MessageDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MessageDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -361,11 +367,19 @@ func (x *MessageDefinitionFocus) walk(w *walker) {
 	walkOne(w, "max", x.Max)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MessageDefinitionFocus) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MessageDefinitionFocus) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MessageDefinitionFocus) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MessageDefinitionFocus{}
 	return unmarshalObject(data, "MessageDefinition.focus", x)
 }
@@ -429,11 +443,19 @@ func (x *MessageDefinitionAllowedResponse) walk(w *walker) {
 	walkOne(w, "situation", x.Situation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MessageDefinitionAllowedResponse) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MessageDefinitionAllowedResponse) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MessageDefinitionAllowedResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MessageDefinitionAllowedResponse{}
 	return unmarshalObject(data, "MessageDefinition.allowedResponse", x)
 }

@@ -167,11 +167,17 @@ func (x *MessageHeader) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MessageHeader) SetResourceID(id string) { x.ID = id }
 
+func (x *MessageHeader) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MessageHeader) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MessageHeader into x.
+// JSON null leaves x unchanged.
 func (x *MessageHeader) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MessageHeader{}
 	return unmarshalResourceInto(data, x)
 }
@@ -247,11 +253,19 @@ func (x *MessageHeaderDestination) walk(w *walker) {
 	walkOne(w, "receiver", x.Receiver)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MessageHeaderDestination) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MessageHeaderDestination) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MessageHeaderDestination) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MessageHeaderDestination{}
 	return unmarshalObject(data, "MessageHeader.destination", x)
 }
@@ -337,11 +351,19 @@ func (x *MessageHeaderSource) walk(w *walker) {
 	walkOne(w, "endpoint", x.Endpoint)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MessageHeaderSource) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MessageHeaderSource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MessageHeaderSource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MessageHeaderSource{}
 	return unmarshalObject(data, "MessageHeader.source", x)
 }
@@ -411,11 +433,19 @@ func (x *MessageHeaderResponse) walk(w *walker) {
 	walkOne(w, "details", x.Details)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MessageHeaderResponse) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MessageHeaderResponse) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MessageHeaderResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MessageHeaderResponse{}
 	return unmarshalObject(data, "MessageHeader.response", x)
 }

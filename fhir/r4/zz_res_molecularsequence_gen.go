@@ -195,11 +195,17 @@ func (x *MolecularSequence) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *MolecularSequence) SetResourceID(id string) { x.ID = id }
 
+func (x *MolecularSequence) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MolecularSequence) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is MolecularSequence into x.
+// JSON null leaves x unchanged.
 func (x *MolecularSequence) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequence{}
 	return unmarshalResourceInto(data, x)
 }
@@ -313,11 +319,19 @@ func (x *MolecularSequenceReferenceSeq) walk(w *walker) {
 	walkOne(w, "windowEnd", x.WindowEnd)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MolecularSequenceReferenceSeq) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MolecularSequenceReferenceSeq) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceReferenceSeq) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceReferenceSeq{}
 	return unmarshalObject(data, "MolecularSequence.referenceSeq", x)
 }
@@ -411,11 +425,19 @@ func (x *MolecularSequenceVariant) walk(w *walker) {
 	walkOne(w, "variantPointer", x.VariantPointer)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MolecularSequenceVariant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MolecularSequenceVariant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceVariant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceVariant{}
 	return unmarshalObject(data, "MolecularSequence.variant", x)
 }
@@ -575,11 +597,19 @@ func (x *MolecularSequenceQuality) walk(w *walker) {
 	walkOne(w, "roc", x.Roc)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MolecularSequenceQuality) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MolecularSequenceQuality) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceQuality) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceQuality{}
 	return unmarshalObject(data, "MolecularSequence.quality", x)
 }
@@ -683,11 +713,19 @@ func (x *MolecularSequenceQualityRoc) walk(w *walker) {
 	walkMany(w, "fMeasure", x.FMeasure)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MolecularSequenceQualityRoc) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MolecularSequenceQualityRoc) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceQualityRoc) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceQualityRoc{}
 	return unmarshalObject(data, "MolecularSequence.quality.roc", x)
 }
@@ -783,11 +821,19 @@ func (x *MolecularSequenceRepository) walk(w *walker) {
 	walkOne(w, "readsetId", x.ReadsetID)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MolecularSequenceRepository) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MolecularSequenceRepository) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceRepository) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceRepository{}
 	return unmarshalObject(data, "MolecularSequence.repository", x)
 }
@@ -869,11 +915,19 @@ func (x *MolecularSequenceStructureVariant) walk(w *walker) {
 	walkOne(w, "inner", x.Inner)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *MolecularSequenceStructureVariant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *MolecularSequenceStructureVariant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceStructureVariant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceStructureVariant{}
 	return unmarshalObject(data, "MolecularSequence.structureVariant", x)
 }
@@ -937,13 +991,19 @@ func (x *MolecularSequenceStructureVariantOuter) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceStructureVariantOuter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceStructureVariantOuter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceStructureVariantOuter{}
 	return unmarshalObject(data, "MolecularSequence.structureVariant.outer", x)
 }
@@ -1007,13 +1067,19 @@ func (x *MolecularSequenceStructureVariantInner) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceStructureVariantInner) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *MolecularSequenceStructureVariantInner) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = MolecularSequenceStructureVariantInner{}
 	return unmarshalObject(data, "MolecularSequence.structureVariant.inner", x)
 }

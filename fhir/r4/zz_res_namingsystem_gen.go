@@ -185,11 +185,17 @@ func (x *NamingSystem) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *NamingSystem) SetResourceID(id string) { x.ID = id }
 
+func (x *NamingSystem) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *NamingSystem) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is NamingSystem into x.
+// JSON null leaves x unchanged.
 func (x *NamingSystem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NamingSystem{}
 	return unmarshalResourceInto(data, x)
 }
@@ -275,11 +281,19 @@ func (x *NamingSystemUniqueId) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *NamingSystemUniqueId) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *NamingSystemUniqueId) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *NamingSystemUniqueId) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NamingSystemUniqueId{}
 	return unmarshalObject(data, "NamingSystem.uniqueId", x)
 }

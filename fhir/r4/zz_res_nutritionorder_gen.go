@@ -205,11 +205,17 @@ func (x *NutritionOrder) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *NutritionOrder) SetResourceID(id string) { x.ID = id }
 
+func (x *NutritionOrder) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *NutritionOrder) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is NutritionOrder into x.
+// JSON null leaves x unchanged.
 func (x *NutritionOrder) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NutritionOrder{}
 	return unmarshalResourceInto(data, x)
 }
@@ -295,11 +301,19 @@ func (x *NutritionOrderOralDiet) walk(w *walker) {
 	walkOne(w, "instruction", x.Instruction)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *NutritionOrderOralDiet) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *NutritionOrderOralDiet) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *NutritionOrderOralDiet) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NutritionOrderOralDiet{}
 	return unmarshalObject(data, "NutritionOrder.oralDiet", x)
 }
@@ -359,11 +373,19 @@ func (x *NutritionOrderOralDietNutrient) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *NutritionOrderOralDietNutrient) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *NutritionOrderOralDietNutrient) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *NutritionOrderOralDietNutrient) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NutritionOrderOralDietNutrient{}
 	return unmarshalObject(data, "NutritionOrder.oralDiet.nutrient", x)
 }
@@ -423,11 +445,19 @@ func (x *NutritionOrderOralDietTexture) walk(w *walker) {
 	walkOne(w, "foodType", x.FoodType)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *NutritionOrderOralDietTexture) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *NutritionOrderOralDietTexture) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *NutritionOrderOralDietTexture) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NutritionOrderOralDietTexture{}
 	return unmarshalObject(data, "NutritionOrder.oralDiet.texture", x)
 }
@@ -509,11 +539,19 @@ func (x *NutritionOrderSupplement) walk(w *walker) {
 	walkOne(w, "instruction", x.Instruction)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *NutritionOrderSupplement) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *NutritionOrderSupplement) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *NutritionOrderSupplement) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NutritionOrderSupplement{}
 	return unmarshalObject(data, "NutritionOrder.supplement", x)
 }
@@ -621,11 +659,19 @@ func (x *NutritionOrderEnteralFormula) walk(w *walker) {
 	walkOne(w, "administrationInstruction", x.AdministrationInstruction)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *NutritionOrderEnteralFormula) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *NutritionOrderEnteralFormula) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *NutritionOrderEnteralFormula) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NutritionOrderEnteralFormula{}
 	return unmarshalObject(data, "NutritionOrder.enteralFormula", x)
 }
@@ -697,13 +743,19 @@ func (x *NutritionOrderEnteralFormulaAdministration) walk(w *walker) {
 	walkOne(w, "rateRatio", x.RateRatio)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *NutritionOrderEnteralFormulaAdministration) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *NutritionOrderEnteralFormulaAdministration) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = NutritionOrderEnteralFormulaAdministration{}
 	return unmarshalObject(data, "NutritionOrder.enteralFormula.administration", x)
 }

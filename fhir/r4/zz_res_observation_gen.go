@@ -331,11 +331,17 @@ func (x *Observation) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Observation) SetResourceID(id string) { x.ID = id }
 
+func (x *Observation) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Observation) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Observation into x.
+// JSON null leaves x unchanged.
 func (x *Observation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Observation{}
 	return unmarshalResourceInto(data, x)
 }
@@ -421,11 +427,19 @@ func (x *ObservationReferenceRange) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ObservationReferenceRange) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ObservationReferenceRange) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ObservationReferenceRange) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ObservationReferenceRange{}
 	return unmarshalObject(data, "Observation.referenceRange", x)
 }
@@ -573,11 +587,19 @@ func (x *ObservationComponent) walk(w *walker) {
 	walkMany(w, "referenceRange", x.ReferenceRange)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ObservationComponent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ObservationComponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ObservationComponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ObservationComponent{}
 	return unmarshalObject(data, "Observation.component", x)
 }

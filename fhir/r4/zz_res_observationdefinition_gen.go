@@ -175,11 +175,17 @@ func (x *ObservationDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ObservationDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *ObservationDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ObservationDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ObservationDefinition into x.
+// JSON null leaves x unchanged.
 func (x *ObservationDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ObservationDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -255,13 +261,19 @@ func (x *ObservationDefinitionQuantitativeDetails) walk(w *walker) {
 	walkOne(w, "decimalPrecision", x.DecimalPrecision)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ObservationDefinitionQuantitativeDetails) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ObservationDefinitionQuantitativeDetails) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ObservationDefinitionQuantitativeDetails{}
 	return unmarshalObject(data, "ObservationDefinition.quantitativeDetails", x)
 }
@@ -363,13 +375,19 @@ func (x *ObservationDefinitionQualifiedInterval) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ObservationDefinitionQualifiedInterval) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ObservationDefinitionQualifiedInterval) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ObservationDefinitionQualifiedInterval{}
 	return unmarshalObject(data, "ObservationDefinition.qualifiedInterval", x)
 }

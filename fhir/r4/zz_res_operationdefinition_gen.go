@@ -289,11 +289,17 @@ func (x *OperationDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *OperationDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *OperationDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *OperationDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is OperationDefinition into x.
+// JSON null leaves x unchanged.
 func (x *OperationDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OperationDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -423,11 +429,19 @@ func (x *OperationDefinitionParameter) walk(w *walker) {
 	walkMany(w, "part", x.Part)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *OperationDefinitionParameter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *OperationDefinitionParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *OperationDefinitionParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OperationDefinitionParameter{}
 	return unmarshalObject(data, "OperationDefinition.parameter", x)
 }
@@ -491,11 +505,19 @@ func (x *OperationDefinitionParameterBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *OperationDefinitionParameterBinding) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *OperationDefinitionParameterBinding) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *OperationDefinitionParameterBinding) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OperationDefinitionParameterBinding{}
 	return unmarshalObject(data, "OperationDefinition.parameter.binding", x)
 }
@@ -559,13 +581,19 @@ func (x *OperationDefinitionParameterReferencedFrom) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *OperationDefinitionParameterReferencedFrom) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *OperationDefinitionParameterReferencedFrom) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OperationDefinitionParameterReferencedFrom{}
 	return unmarshalObject(data, "OperationDefinition.parameter.referencedFrom", x)
 }
@@ -629,11 +657,19 @@ func (x *OperationDefinitionOverload) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *OperationDefinitionOverload) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *OperationDefinitionOverload) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *OperationDefinitionOverload) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OperationDefinitionOverload{}
 	return unmarshalObject(data, "OperationDefinition.overload", x)
 }

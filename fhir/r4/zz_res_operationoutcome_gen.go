@@ -97,11 +97,17 @@ func (x *OperationOutcome) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *OperationOutcome) SetResourceID(id string) { x.ID = id }
 
+func (x *OperationOutcome) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *OperationOutcome) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is OperationOutcome into x.
+// JSON null leaves x unchanged.
 func (x *OperationOutcome) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OperationOutcome{}
 	return unmarshalResourceInto(data, x)
 }
@@ -195,11 +201,19 @@ func (x *OperationOutcomeIssue) walk(w *walker) {
 	walkMany(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *OperationOutcomeIssue) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *OperationOutcomeIssue) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *OperationOutcomeIssue) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OperationOutcomeIssue{}
 	return unmarshalObject(data, "OperationOutcome.issue", x)
 }

@@ -157,11 +157,17 @@ func (x *Organization) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Organization) SetResourceID(id string) { x.ID = id }
 
+func (x *Organization) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Organization) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Organization into x.
+// JSON null leaves x unchanged.
 func (x *Organization) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Organization{}
 	return unmarshalResourceInto(data, x)
 }
@@ -233,11 +239,19 @@ func (x *OrganizationContact) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *OrganizationContact) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *OrganizationContact) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *OrganizationContact) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OrganizationContact{}
 	return unmarshalObject(data, "Organization.contact", x)
 }

@@ -165,11 +165,17 @@ func (x *OrganizationAffiliation) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *OrganizationAffiliation) SetResourceID(id string) { x.ID = id }
 
+func (x *OrganizationAffiliation) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *OrganizationAffiliation) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is OrganizationAffiliation into x.
+// JSON null leaves x unchanged.
 func (x *OrganizationAffiliation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = OrganizationAffiliation{}
 	return unmarshalResourceInto(data, x)
 }

@@ -73,11 +73,17 @@ func (x *Parameters) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Parameters) SetResourceID(id string) { x.ID = id }
 
+func (x *Parameters) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Parameters) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Parameters into x.
+// JSON null leaves x unchanged.
 func (x *Parameters) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Parameters{}
 	return unmarshalResourceInto(data, x)
 }
@@ -483,11 +489,19 @@ func (x *ParametersParameter) walk(w *walker) {
 	walkMany(w, "part", x.Part)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ParametersParameter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ParametersParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ParametersParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ParametersParameter{}
 	return unmarshalObject(data, "Parameters.parameter", x)
 }

@@ -213,11 +213,17 @@ func (x *Patient) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Patient) SetResourceID(id string) { x.ID = id }
 
+func (x *Patient) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Patient) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Patient into x.
+// JSON null leaves x unchanged.
 func (x *Patient) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Patient{}
 	return unmarshalResourceInto(data, x)
 }
@@ -309,11 +315,19 @@ func (x *PatientContact) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PatientContact) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PatientContact) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PatientContact) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PatientContact{}
 	return unmarshalObject(data, "Patient.contact", x)
 }
@@ -375,11 +389,19 @@ func (x *PatientCommunication) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PatientCommunication) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PatientCommunication) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PatientCommunication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PatientCommunication{}
 	return unmarshalObject(data, "Patient.communication", x)
 }
@@ -441,11 +463,19 @@ func (x *PatientLink) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PatientLink) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PatientLink) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PatientLink) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PatientLink{}
 	return unmarshalObject(data, "Patient.link", x)
 }

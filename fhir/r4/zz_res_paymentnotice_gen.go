@@ -169,11 +169,17 @@ func (x *PaymentNotice) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *PaymentNotice) SetResourceID(id string) { x.ID = id }
 
+func (x *PaymentNotice) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PaymentNotice) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is PaymentNotice into x.
+// JSON null leaves x unchanged.
 func (x *PaymentNotice) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PaymentNotice{}
 	return unmarshalResourceInto(data, x)
 }

@@ -191,11 +191,17 @@ func (x *PaymentReconciliation) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *PaymentReconciliation) SetResourceID(id string) { x.ID = id }
 
+func (x *PaymentReconciliation) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PaymentReconciliation) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is PaymentReconciliation into x.
+// JSON null leaves x unchanged.
 func (x *PaymentReconciliation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PaymentReconciliation{}
 	return unmarshalResourceInto(data, x)
 }
@@ -305,11 +311,19 @@ func (x *PaymentReconciliationDetail) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PaymentReconciliationDetail) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PaymentReconciliationDetail) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PaymentReconciliationDetail) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PaymentReconciliationDetail{}
 	return unmarshalObject(data, "PaymentReconciliation.detail", x)
 }
@@ -373,11 +387,19 @@ func (x *PaymentReconciliationProcessNote) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PaymentReconciliationProcessNote) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PaymentReconciliationProcessNote) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PaymentReconciliationProcessNote) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PaymentReconciliationProcessNote{}
 	return unmarshalObject(data, "PaymentReconciliation.processNote", x)
 }

@@ -157,11 +157,17 @@ func (x *Person) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Person) SetResourceID(id string) { x.ID = id }
 
+func (x *Person) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Person) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Person into x.
+// JSON null leaves x unchanged.
 func (x *Person) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Person{}
 	return unmarshalResourceInto(data, x)
 }
@@ -223,11 +229,19 @@ func (x *PersonLink) walk(w *walker) {
 	walkOne(w, "assurance", x.Assurance)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PersonLink) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PersonLink) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PersonLink) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PersonLink{}
 	return unmarshalObject(data, "Person.link", x)
 }

@@ -315,11 +315,17 @@ func (x *PlanDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *PlanDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *PlanDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PlanDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is PlanDefinition into x.
+// JSON null leaves x unchanged.
 func (x *PlanDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -409,11 +415,19 @@ func (x *PlanDefinitionGoal) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PlanDefinitionGoal) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PlanDefinitionGoal) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PlanDefinitionGoal) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinitionGoal{}
 	return unmarshalObject(data, "PlanDefinition.goal", x)
 }
@@ -491,11 +505,19 @@ func (x *PlanDefinitionGoalTarget) walk(w *walker) {
 	walkOne(w, "due", x.Due)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PlanDefinitionGoalTarget) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PlanDefinitionGoalTarget) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PlanDefinitionGoalTarget) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinitionGoalTarget{}
 	return unmarshalObject(data, "PlanDefinition.goal.target", x)
 }
@@ -777,11 +799,19 @@ func (x *PlanDefinitionAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PlanDefinitionAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PlanDefinitionAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PlanDefinitionAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinitionAction{}
 	return unmarshalObject(data, "PlanDefinition.action", x)
 }
@@ -843,11 +873,19 @@ func (x *PlanDefinitionActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PlanDefinitionActionCondition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PlanDefinitionActionCondition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PlanDefinitionActionCondition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinitionActionCondition{}
 	return unmarshalObject(data, "PlanDefinition.action.condition", x)
 }
@@ -923,11 +961,19 @@ func (x *PlanDefinitionActionRelatedAction) walk(w *walker) {
 	walkOne(w, "offsetRange", x.OffsetRange)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PlanDefinitionActionRelatedAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PlanDefinitionActionRelatedAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PlanDefinitionActionRelatedAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinitionActionRelatedAction{}
 	return unmarshalObject(data, "PlanDefinition.action.relatedAction", x)
 }
@@ -989,11 +1035,19 @@ func (x *PlanDefinitionActionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PlanDefinitionActionParticipant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PlanDefinitionActionParticipant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PlanDefinitionActionParticipant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinitionActionParticipant{}
 	return unmarshalObject(data, "PlanDefinition.action.participant", x)
 }
@@ -1055,11 +1109,19 @@ func (x *PlanDefinitionActionDynamicValue) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PlanDefinitionActionDynamicValue) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PlanDefinitionActionDynamicValue) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PlanDefinitionActionDynamicValue) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PlanDefinitionActionDynamicValue{}
 	return unmarshalObject(data, "PlanDefinition.action.dynamicValue", x)
 }

@@ -157,11 +157,17 @@ func (x *Practitioner) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Practitioner) SetResourceID(id string) { x.ID = id }
 
+func (x *Practitioner) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Practitioner) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Practitioner into x.
+// JSON null leaves x unchanged.
 func (x *Practitioner) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Practitioner{}
 	return unmarshalResourceInto(data, x)
 }
@@ -233,11 +239,19 @@ func (x *PractitionerQualification) walk(w *walker) {
 	walkOne(w, "issuer", x.Issuer)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PractitionerQualification) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PractitionerQualification) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PractitionerQualification) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PractitionerQualification{}
 	return unmarshalObject(data, "Practitioner.qualification", x)
 }

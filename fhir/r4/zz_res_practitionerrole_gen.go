@@ -179,11 +179,17 @@ func (x *PractitionerRole) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *PractitionerRole) SetResourceID(id string) { x.ID = id }
 
+func (x *PractitionerRole) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PractitionerRole) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is PractitionerRole into x.
+// JSON null leaves x unchanged.
 func (x *PractitionerRole) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PractitionerRole{}
 	return unmarshalResourceInto(data, x)
 }
@@ -263,11 +269,19 @@ func (x *PractitionerRoleAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PractitionerRoleAvailableTime) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PractitionerRoleAvailableTime) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PractitionerRoleAvailableTime) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PractitionerRoleAvailableTime{}
 	return unmarshalObject(data, "PractitionerRole.availableTime", x)
 }
@@ -329,11 +343,19 @@ func (x *PractitionerRoleNotAvailable) walk(w *walker) {
 	walkOne(w, "during", x.During)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *PractitionerRoleNotAvailable) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *PractitionerRoleNotAvailable) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *PractitionerRoleNotAvailable) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = PractitionerRoleNotAvailable{}
 	return unmarshalObject(data, "PractitionerRole.notAvailable", x)
 }

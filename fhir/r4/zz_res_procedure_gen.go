@@ -293,11 +293,17 @@ func (x *Procedure) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Procedure) SetResourceID(id string) { x.ID = id }
 
+func (x *Procedure) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Procedure) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Procedure into x.
+// JSON null leaves x unchanged.
 func (x *Procedure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Procedure{}
 	return unmarshalResourceInto(data, x)
 }
@@ -363,11 +369,19 @@ func (x *ProcedurePerformer) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ProcedurePerformer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ProcedurePerformer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ProcedurePerformer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ProcedurePerformer{}
 	return unmarshalObject(data, "Procedure.performer", x)
 }
@@ -427,11 +441,19 @@ func (x *ProcedureFocalDevice) walk(w *walker) {
 	walkOne(w, "manipulated", x.Manipulated)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ProcedureFocalDevice) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ProcedureFocalDevice) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ProcedureFocalDevice) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ProcedureFocalDevice{}
 	return unmarshalObject(data, "Procedure.focalDevice", x)
 }

@@ -163,11 +163,17 @@ func (x *Provenance) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Provenance) SetResourceID(id string) { x.ID = id }
 
+func (x *Provenance) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Provenance) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Provenance into x.
+// JSON null leaves x unchanged.
 func (x *Provenance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Provenance{}
 	return unmarshalResourceInto(data, x)
 }
@@ -239,11 +245,19 @@ func (x *ProvenanceAgent) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ProvenanceAgent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ProvenanceAgent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ProvenanceAgent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ProvenanceAgent{}
 	return unmarshalObject(data, "Provenance.agent", x)
 }
@@ -311,11 +325,19 @@ func (x *ProvenanceEntity) walk(w *walker) {
 	walkMany(w, "agent", x.Agent)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ProvenanceEntity) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ProvenanceEntity) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ProvenanceEntity) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ProvenanceEntity{}
 	return unmarshalObject(data, "Provenance.entity", x)
 }

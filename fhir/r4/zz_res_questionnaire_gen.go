@@ -253,11 +253,17 @@ func (x *Questionnaire) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Questionnaire) SetResourceID(id string) { x.ID = id }
 
+func (x *Questionnaire) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Questionnaire) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Questionnaire into x.
+// JSON null leaves x unchanged.
 func (x *Questionnaire) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Questionnaire{}
 	return unmarshalResourceInto(data, x)
 }
@@ -423,11 +429,19 @@ func (x *QuestionnaireItem) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *QuestionnaireItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *QuestionnaireItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *QuestionnaireItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = QuestionnaireItem{}
 	return unmarshalObject(data, "Questionnaire.item", x)
 }
@@ -565,11 +579,19 @@ func (x *QuestionnaireItemEnableWhen) walk(w *walker) {
 	walkOne(w, "answerReference", x.AnswerReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *QuestionnaireItemEnableWhen) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *QuestionnaireItemEnableWhen) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *QuestionnaireItemEnableWhen) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = QuestionnaireItemEnableWhen{}
 	return unmarshalObject(data, "Questionnaire.item.enableWhen", x)
 }
@@ -669,11 +691,19 @@ func (x *QuestionnaireItemAnswerOption) walk(w *walker) {
 	walkOne(w, "initialSelected", x.InitialSelected)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *QuestionnaireItemAnswerOption) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *QuestionnaireItemAnswerOption) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *QuestionnaireItemAnswerOption) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = QuestionnaireItemAnswerOption{}
 	return unmarshalObject(data, "Questionnaire.item.answerOption", x)
 }
@@ -809,11 +839,19 @@ func (x *QuestionnaireItemInitial) walk(w *walker) {
 	walkOne(w, "valueReference", x.ValueReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *QuestionnaireItemInitial) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *QuestionnaireItemInitial) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *QuestionnaireItemInitial) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = QuestionnaireItemInitial{}
 	return unmarshalObject(data, "Questionnaire.item.initial", x)
 }

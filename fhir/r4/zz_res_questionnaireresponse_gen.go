@@ -163,11 +163,17 @@ func (x *QuestionnaireResponse) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *QuestionnaireResponse) SetResourceID(id string) { x.ID = id }
 
+func (x *QuestionnaireResponse) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *QuestionnaireResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is QuestionnaireResponse into x.
+// JSON null leaves x unchanged.
 func (x *QuestionnaireResponse) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = QuestionnaireResponse{}
 	return unmarshalResourceInto(data, x)
 }
@@ -251,11 +257,19 @@ func (x *QuestionnaireResponseItem) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *QuestionnaireResponseItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *QuestionnaireResponseItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *QuestionnaireResponseItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = QuestionnaireResponseItem{}
 	return unmarshalObject(data, "QuestionnaireResponse.item", x)
 }
@@ -397,11 +411,19 @@ func (x *QuestionnaireResponseItemAnswer) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *QuestionnaireResponseItemAnswer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *QuestionnaireResponseItemAnswer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *QuestionnaireResponseItemAnswer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = QuestionnaireResponseItemAnswer{}
 	return unmarshalObject(data, "QuestionnaireResponse.item.answer", x)
 }

@@ -169,11 +169,17 @@ func (x *RelatedPerson) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *RelatedPerson) SetResourceID(id string) { x.ID = id }
 
+func (x *RelatedPerson) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RelatedPerson) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is RelatedPerson into x.
+// JSON null leaves x unchanged.
 func (x *RelatedPerson) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RelatedPerson{}
 	return unmarshalResourceInto(data, x)
 }
@@ -235,11 +241,19 @@ func (x *RelatedPersonCommunication) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RelatedPersonCommunication) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RelatedPersonCommunication) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RelatedPersonCommunication) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RelatedPersonCommunication{}
 	return unmarshalObject(data, "RelatedPerson.communication", x)
 }

@@ -211,11 +211,17 @@ func (x *RequestGroup) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *RequestGroup) SetResourceID(id string) { x.ID = id }
 
+func (x *RequestGroup) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RequestGroup) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is RequestGroup into x.
+// JSON null leaves x unchanged.
 func (x *RequestGroup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RequestGroup{}
 	return unmarshalResourceInto(data, x)
 }
@@ -429,11 +435,19 @@ func (x *RequestGroupAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RequestGroupAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RequestGroupAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RequestGroupAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RequestGroupAction{}
 	return unmarshalObject(data, "RequestGroup.action", x)
 }
@@ -495,11 +509,19 @@ func (x *RequestGroupActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RequestGroupActionCondition) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RequestGroupActionCondition) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RequestGroupActionCondition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RequestGroupActionCondition{}
 	return unmarshalObject(data, "RequestGroup.action.condition", x)
 }
@@ -575,11 +597,19 @@ func (x *RequestGroupActionRelatedAction) walk(w *walker) {
 	walkOne(w, "offsetRange", x.OffsetRange)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RequestGroupActionRelatedAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RequestGroupActionRelatedAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RequestGroupActionRelatedAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RequestGroupActionRelatedAction{}
 	return unmarshalObject(data, "RequestGroup.action.relatedAction", x)
 }

@@ -337,11 +337,17 @@ func (x *ResearchDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ResearchDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *ResearchDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ResearchDefinition into x.
+// JSON null leaves x unchanged.
 func (x *ResearchDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ResearchDefinition{}
 	return unmarshalResourceInto(data, x)
 }

@@ -335,11 +335,17 @@ func (x *ResearchElementDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ResearchElementDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *ResearchElementDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchElementDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ResearchElementDefinition into x.
+// JSON null leaves x unchanged.
 func (x *ResearchElementDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ResearchElementDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -529,13 +535,19 @@ func (x *ResearchElementDefinitionCharacteristic) walk(w *walker) {
 	walkOne(w, "participantEffectiveGroupMeasure", x.ParticipantEffectiveGroupMeasure)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ResearchElementDefinitionCharacteristic) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ResearchElementDefinitionCharacteristic) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ResearchElementDefinitionCharacteristic{}
 	return unmarshalObject(data, "ResearchElementDefinition.characteristic", x)
 }

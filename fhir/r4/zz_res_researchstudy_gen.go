@@ -241,11 +241,17 @@ func (x *ResearchStudy) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ResearchStudy) SetResourceID(id string) { x.ID = id }
 
+func (x *ResearchStudy) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchStudy) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ResearchStudy into x.
+// JSON null leaves x unchanged.
 func (x *ResearchStudy) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ResearchStudy{}
 	return unmarshalResourceInto(data, x)
 }
@@ -315,11 +321,19 @@ func (x *ResearchStudyArm) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ResearchStudyArm) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ResearchStudyArm) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ResearchStudyArm) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ResearchStudyArm{}
 	return unmarshalObject(data, "ResearchStudy.arm", x)
 }
@@ -381,11 +395,19 @@ func (x *ResearchStudyObjective) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ResearchStudyObjective) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ResearchStudyObjective) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ResearchStudyObjective) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ResearchStudyObjective{}
 	return unmarshalObject(data, "ResearchStudy.objective", x)
 }

@@ -145,11 +145,17 @@ func (x *ResearchSubject) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ResearchSubject) SetResourceID(id string) { x.ID = id }
 
+func (x *ResearchSubject) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchSubject) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ResearchSubject into x.
+// JSON null leaves x unchanged.
 func (x *ResearchSubject) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ResearchSubject{}
 	return unmarshalResourceInto(data, x)
 }

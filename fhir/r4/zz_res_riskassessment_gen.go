@@ -205,11 +205,17 @@ func (x *RiskAssessment) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *RiskAssessment) SetResourceID(id string) { x.ID = id }
 
+func (x *RiskAssessment) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RiskAssessment) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is RiskAssessment into x.
+// JSON null leaves x unchanged.
 func (x *RiskAssessment) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskAssessment{}
 	return unmarshalResourceInto(data, x)
 }
@@ -311,11 +317,19 @@ func (x *RiskAssessmentPrediction) walk(w *walker) {
 	walkOne(w, "rationale", x.Rationale)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RiskAssessmentPrediction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RiskAssessmentPrediction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RiskAssessmentPrediction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskAssessmentPrediction{}
 	return unmarshalObject(data, "RiskAssessment.prediction", x)
 }

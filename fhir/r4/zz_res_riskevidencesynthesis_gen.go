@@ -299,11 +299,17 @@ func (x *RiskEvidenceSynthesis) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *RiskEvidenceSynthesis) SetResourceID(id string) { x.ID = id }
 
+func (x *RiskEvidenceSynthesis) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RiskEvidenceSynthesis) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is RiskEvidenceSynthesis into x.
+// JSON null leaves x unchanged.
 func (x *RiskEvidenceSynthesis) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskEvidenceSynthesis{}
 	return unmarshalResourceInto(data, x)
 }
@@ -375,11 +381,19 @@ func (x *RiskEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RiskEvidenceSynthesisSampleSize) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RiskEvidenceSynthesisSampleSize) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RiskEvidenceSynthesisSampleSize) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskEvidenceSynthesisSampleSize{}
 	return unmarshalObject(data, "RiskEvidenceSynthesis.sampleSize", x)
 }
@@ -477,11 +491,19 @@ func (x *RiskEvidenceSynthesisRiskEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RiskEvidenceSynthesisRiskEstimate) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RiskEvidenceSynthesisRiskEstimate) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RiskEvidenceSynthesisRiskEstimate) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskEvidenceSynthesisRiskEstimate{}
 	return unmarshalObject(data, "RiskEvidenceSynthesis.riskEstimate", x)
 }
@@ -559,13 +581,19 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walk(w *walker) {
 	walkOne(w, "to", x.To)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskEvidenceSynthesisRiskEstimatePrecisionEstimate{}
 	return unmarshalObject(data, "RiskEvidenceSynthesis.riskEstimate.precisionEstimate", x)
 }
@@ -631,11 +659,19 @@ func (x *RiskEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *RiskEvidenceSynthesisCertainty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *RiskEvidenceSynthesisCertainty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RiskEvidenceSynthesisCertainty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskEvidenceSynthesisCertainty{}
 	return unmarshalObject(data, "RiskEvidenceSynthesis.certainty", x)
 }
@@ -701,13 +737,19 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = RiskEvidenceSynthesisCertaintyCertaintySubcomponent{}
 	return unmarshalObject(data, "RiskEvidenceSynthesis.certainty.certaintySubcomponent", x)
 }

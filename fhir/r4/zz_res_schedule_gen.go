@@ -143,11 +143,17 @@ func (x *Schedule) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Schedule) SetResourceID(id string) { x.ID = id }
 
+func (x *Schedule) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Schedule) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Schedule into x.
+// JSON null leaves x unchanged.
 func (x *Schedule) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Schedule{}
 	return unmarshalResourceInto(data, x)
 }

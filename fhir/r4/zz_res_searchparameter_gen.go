@@ -291,11 +291,17 @@ func (x *SearchParameter) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SearchParameter) SetResourceID(id string) { x.ID = id }
 
+func (x *SearchParameter) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SearchParameter) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SearchParameter into x.
+// JSON null leaves x unchanged.
 func (x *SearchParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SearchParameter{}
 	return unmarshalResourceInto(data, x)
 }
@@ -359,11 +365,19 @@ func (x *SearchParameterComponent) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SearchParameterComponent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SearchParameterComponent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SearchParameterComponent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SearchParameterComponent{}
 	return unmarshalObject(data, "SearchParameter.component", x)
 }

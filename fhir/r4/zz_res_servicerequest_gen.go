@@ -339,11 +339,17 @@ func (x *ServiceRequest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ServiceRequest) SetResourceID(id string) { x.ID = id }
 
+func (x *ServiceRequest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ServiceRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ServiceRequest into x.
+// JSON null leaves x unchanged.
 func (x *ServiceRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ServiceRequest{}
 	return unmarshalResourceInto(data, x)
 }

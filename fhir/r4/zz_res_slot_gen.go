@@ -167,8 +167,17 @@ func (x *Slot) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Slot) SetResourceID(id string) { x.ID = id }
 
+func (x *Slot) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Slot) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Slot into x.
-func (x *Slot) UnmarshalJSON(data []byte) error { *x = Slot{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Slot) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Slot{}
+	return unmarshalResourceInto(data, x)
+}

@@ -173,11 +173,17 @@ func (x *Specimen) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Specimen) SetResourceID(id string) { x.ID = id }
 
+func (x *Specimen) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Specimen) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Specimen into x.
+// JSON null leaves x unchanged.
 func (x *Specimen) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Specimen{}
 	return unmarshalResourceInto(data, x)
 }
@@ -281,11 +287,19 @@ func (x *SpecimenCollection) walk(w *walker) {
 	walkOne(w, "fastingStatusDuration", x.FastingStatusDuration)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SpecimenCollection) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SpecimenCollection) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SpecimenCollection) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenCollection{}
 	return unmarshalObject(data, "Specimen.collection", x)
 }
@@ -367,11 +381,19 @@ func (x *SpecimenProcessing) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SpecimenProcessing) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SpecimenProcessing) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SpecimenProcessing) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenProcessing{}
 	return unmarshalObject(data, "Specimen.processing", x)
 }
@@ -463,11 +485,19 @@ func (x *SpecimenContainer) walk(w *walker) {
 	walkOne(w, "additiveReference", x.AdditiveReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SpecimenContainer) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SpecimenContainer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SpecimenContainer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenContainer{}
 	return unmarshalObject(data, "Specimen.container", x)
 }

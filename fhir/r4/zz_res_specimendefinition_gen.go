@@ -129,11 +129,17 @@ func (x *SpecimenDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SpecimenDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *SpecimenDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SpecimenDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SpecimenDefinition into x.
+// JSON null leaves x unchanged.
 func (x *SpecimenDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -235,11 +241,19 @@ func (x *SpecimenDefinitionTypeTested) walk(w *walker) {
 	walkMany(w, "handling", x.Handling)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SpecimenDefinitionTypeTested) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SpecimenDefinitionTypeTested) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SpecimenDefinitionTypeTested) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenDefinitionTypeTested{}
 	return unmarshalObject(data, "SpecimenDefinition.typeTested", x)
 }
@@ -347,13 +361,19 @@ func (x *SpecimenDefinitionTypeTestedContainer) walk(w *walker) {
 	walkOne(w, "preparation", x.Preparation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SpecimenDefinitionTypeTestedContainer) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SpecimenDefinitionTypeTestedContainer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenDefinitionTypeTestedContainer{}
 	return unmarshalObject(data, "SpecimenDefinition.typeTested.container", x)
 }
@@ -413,13 +433,19 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) walk(w *walker) {
 	walkOne(w, "additiveReference", x.AdditiveReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenDefinitionTypeTestedContainerAdditive{}
 	return unmarshalObject(data, "SpecimenDefinition.typeTested.container.additive", x)
 }
@@ -493,11 +519,19 @@ func (x *SpecimenDefinitionTypeTestedHandling) walk(w *walker) {
 	walkOne(w, "instruction", x.Instruction)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SpecimenDefinitionTypeTestedHandling) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SpecimenDefinitionTypeTestedHandling) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SpecimenDefinitionTypeTestedHandling) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SpecimenDefinitionTypeTestedHandling{}
 	return unmarshalObject(data, "SpecimenDefinition.typeTested.handling", x)
 }

@@ -289,11 +289,17 @@ func (x *StructureDefinition) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *StructureDefinition) SetResourceID(id string) { x.ID = id }
 
+func (x *StructureDefinition) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *StructureDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is StructureDefinition into x.
+// JSON null leaves x unchanged.
 func (x *StructureDefinition) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureDefinition{}
 	return unmarshalResourceInto(data, x)
 }
@@ -373,11 +379,19 @@ func (x *StructureDefinitionMapping) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureDefinitionMapping) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureDefinitionMapping) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureDefinitionMapping) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureDefinitionMapping{}
 	return unmarshalObject(data, "StructureDefinition.mapping", x)
 }
@@ -441,11 +455,19 @@ func (x *StructureDefinitionContext) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureDefinitionContext) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureDefinitionContext) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureDefinitionContext) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureDefinitionContext{}
 	return unmarshalObject(data, "StructureDefinition.context", x)
 }
@@ -499,11 +521,19 @@ func (x *StructureDefinitionSnapshot) walk(w *walker) {
 	walkMany(w, "element", x.Element)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureDefinitionSnapshot) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureDefinitionSnapshot) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureDefinitionSnapshot) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureDefinitionSnapshot{}
 	return unmarshalObject(data, "StructureDefinition.snapshot", x)
 }
@@ -557,11 +587,19 @@ func (x *StructureDefinitionDifferential) walk(w *walker) {
 	walkMany(w, "element", x.Element)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureDefinitionDifferential) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureDefinitionDifferential) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureDefinitionDifferential) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureDefinitionDifferential{}
 	return unmarshalObject(data, "StructureDefinition.differential", x)
 }

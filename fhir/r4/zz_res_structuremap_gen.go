@@ -223,11 +223,17 @@ func (x *StructureMap) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *StructureMap) SetResourceID(id string) { x.ID = id }
 
+func (x *StructureMap) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *StructureMap) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is StructureMap into x.
+// JSON null leaves x unchanged.
 func (x *StructureMap) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMap{}
 	return unmarshalResourceInto(data, x)
 }
@@ -307,11 +313,19 @@ func (x *StructureMapStructure) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapStructure) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapStructure) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapStructure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapStructure{}
 	return unmarshalObject(data, "StructureMap.structure", x)
 }
@@ -403,11 +417,19 @@ func (x *StructureMapGroup) walk(w *walker) {
 	walkMany(w, "rule", x.Rule)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapGroup) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapGroup) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapGroup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapGroup{}
 	return unmarshalObject(data, "StructureMap.group", x)
 }
@@ -487,11 +509,19 @@ func (x *StructureMapGroupInput) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapGroupInput) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapGroupInput) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapGroupInput) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapGroupInput{}
 	return unmarshalObject(data, "StructureMap.group.input", x)
 }
@@ -579,11 +609,19 @@ func (x *StructureMapGroupRule) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapGroupRule) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapGroupRule) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapGroupRule) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapGroupRule{}
 	return unmarshalObject(data, "StructureMap.group.rule", x)
 }
@@ -1049,11 +1087,19 @@ func (x *StructureMapGroupRuleSource) walk(w *walker) {
 	walkOne(w, "logMessage", x.LogMessage)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapGroupRuleSource) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapGroupRuleSource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapGroupRuleSource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapGroupRuleSource{}
 	return unmarshalObject(data, "StructureMap.group.rule.source", x)
 }
@@ -1163,11 +1209,19 @@ func (x *StructureMapGroupRuleTarget) walk(w *walker) {
 	walkMany(w, "parameter", x.Parameter)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapGroupRuleTarget) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapGroupRuleTarget) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapGroupRuleTarget) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapGroupRuleTarget{}
 	return unmarshalObject(data, "StructureMap.group.rule.target", x)
 }
@@ -1255,11 +1309,19 @@ func (x *StructureMapGroupRuleTargetParameter) walk(w *walker) {
 	walkOne(w, "valueDecimal", x.ValueDecimal)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapGroupRuleTargetParameter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapGroupRuleTargetParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapGroupRuleTargetParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapGroupRuleTargetParameter{}
 	return unmarshalObject(data, "StructureMap.group.rule.target.parameter", x)
 }
@@ -1323,11 +1385,19 @@ func (x *StructureMapGroupRuleDependent) walk(w *walker) {
 	walkMany(w, "variable", x.Variable)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *StructureMapGroupRuleDependent) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *StructureMapGroupRuleDependent) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *StructureMapGroupRuleDependent) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = StructureMapGroupRuleDependent{}
 	return unmarshalObject(data, "StructureMap.group.rule.dependent", x)
 }

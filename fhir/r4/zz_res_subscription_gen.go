@@ -143,11 +143,17 @@ func (x *Subscription) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Subscription) SetResourceID(id string) { x.ID = id }
 
+func (x *Subscription) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Subscription) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Subscription into x.
+// JSON null leaves x unchanged.
 func (x *Subscription) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Subscription{}
 	return unmarshalResourceInto(data, x)
 }
@@ -227,11 +233,19 @@ func (x *SubscriptionChannel) walk(w *walker) {
 	walkMany(w, "header", x.Header)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubscriptionChannel) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubscriptionChannel) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubscriptionChannel) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubscriptionChannel{}
 	return unmarshalObject(data, "Subscription.channel", x)
 }

@@ -137,11 +137,17 @@ func (x *Substance) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Substance) SetResourceID(id string) { x.ID = id }
 
+func (x *Substance) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Substance) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Substance into x.
+// JSON null leaves x unchanged.
 func (x *Substance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = Substance{}
 	return unmarshalResourceInto(data, x)
 }
@@ -209,11 +215,19 @@ func (x *SubstanceInstance) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceInstance) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceInstance) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceInstance) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceInstance{}
 	return unmarshalObject(data, "Substance.instance", x)
 }
@@ -279,11 +293,19 @@ func (x *SubstanceIngredient) walk(w *walker) {
 	walkOne(w, "substanceReference", x.SubstanceReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceIngredient) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceIngredient) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceIngredient) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceIngredient{}
 	return unmarshalObject(data, "Substance.ingredient", x)
 }

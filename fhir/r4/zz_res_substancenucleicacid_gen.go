@@ -125,11 +125,17 @@ func (x *SubstanceNucleicAcid) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SubstanceNucleicAcid) SetResourceID(id string) { x.ID = id }
 
+func (x *SubstanceNucleicAcid) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceNucleicAcid) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SubstanceNucleicAcid into x.
+// JSON null leaves x unchanged.
 func (x *SubstanceNucleicAcid) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceNucleicAcid{}
 	return unmarshalResourceInto(data, x)
 }
@@ -231,11 +237,19 @@ func (x *SubstanceNucleicAcidSubunit) walk(w *walker) {
 	walkMany(w, "sugar", x.Sugar)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceNucleicAcidSubunit) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceNucleicAcidSubunit) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceNucleicAcidSubunit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceNucleicAcidSubunit{}
 	return unmarshalObject(data, "SubstanceNucleicAcid.subunit", x)
 }
@@ -313,11 +327,19 @@ func (x *SubstanceNucleicAcidSubunitLinkage) walk(w *walker) {
 	walkOne(w, "residueSite", x.ResidueSite)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceNucleicAcidSubunitLinkage) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceNucleicAcidSubunitLinkage) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceNucleicAcidSubunitLinkage) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceNucleicAcidSubunitLinkage{}
 	return unmarshalObject(data, "SubstanceNucleicAcid.subunit.linkage", x)
 }
@@ -387,11 +409,19 @@ func (x *SubstanceNucleicAcidSubunitSugar) walk(w *walker) {
 	walkOne(w, "residueSite", x.ResidueSite)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceNucleicAcidSubunitSugar) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceNucleicAcidSubunitSugar) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceNucleicAcidSubunitSugar) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceNucleicAcidSubunitSugar{}
 	return unmarshalObject(data, "SubstanceNucleicAcid.subunit.sugar", x)
 }

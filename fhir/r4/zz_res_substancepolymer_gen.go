@@ -129,11 +129,17 @@ func (x *SubstancePolymer) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SubstancePolymer) SetResourceID(id string) { x.ID = id }
 
+func (x *SubstancePolymer) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstancePolymer) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SubstancePolymer into x.
+// JSON null leaves x unchanged.
 func (x *SubstancePolymer) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstancePolymer{}
 	return unmarshalResourceInto(data, x)
 }
@@ -193,11 +199,19 @@ func (x *SubstancePolymerMonomerSet) walk(w *walker) {
 	walkMany(w, "startingMaterial", x.StartingMaterial)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstancePolymerMonomerSet) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstancePolymerMonomerSet) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstancePolymerMonomerSet) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstancePolymerMonomerSet{}
 	return unmarshalObject(data, "SubstancePolymer.monomerSet", x)
 }
@@ -271,13 +285,19 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstancePolymerMonomerSetStartingMaterial) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstancePolymerMonomerSetStartingMaterial) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstancePolymerMonomerSetStartingMaterial{}
 	return unmarshalObject(data, "SubstancePolymer.monomerSet.startingMaterial", x)
 }
@@ -353,11 +373,19 @@ func (x *SubstancePolymerRepeat) walk(w *walker) {
 	walkMany(w, "repeatUnit", x.RepeatUnit)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstancePolymerRepeat) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstancePolymerRepeat) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstancePolymerRepeat) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstancePolymerRepeat{}
 	return unmarshalObject(data, "SubstancePolymer.repeat", x)
 }
@@ -437,11 +465,19 @@ func (x *SubstancePolymerRepeatRepeatUnit) walk(w *walker) {
 	walkMany(w, "structuralRepresentation", x.StructuralRepresentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstancePolymerRepeatRepeatUnit) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstancePolymerRepeatRepeatUnit) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstancePolymerRepeatRepeatUnit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstancePolymerRepeatRepeatUnit{}
 	return unmarshalObject(data, "SubstancePolymer.repeat.repeatUnit", x)
 }
@@ -501,13 +537,19 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walk(w *walker)
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation{}
 	return unmarshalObject(data, "SubstancePolymer.repeat.repeatUnit.degreeOfPolymerisation", x)
 }
@@ -575,13 +617,19 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walk(w *walke
 	walkOne(w, "attachment", x.Attachment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstancePolymerRepeatRepeatUnitStructuralRepresentation{}
 	return unmarshalObject(data, "SubstancePolymer.repeat.repeatUnit.structuralRepresentation", x)
 }

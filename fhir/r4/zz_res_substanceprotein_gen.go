@@ -119,11 +119,17 @@ func (x *SubstanceProtein) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SubstanceProtein) SetResourceID(id string) { x.ID = id }
 
+func (x *SubstanceProtein) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceProtein) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SubstanceProtein into x.
+// JSON null leaves x unchanged.
 func (x *SubstanceProtein) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceProtein{}
 	return unmarshalResourceInto(data, x)
 }
@@ -229,11 +235,19 @@ func (x *SubstanceProteinSubunit) walk(w *walker) {
 	walkOne(w, "cTerminalModification", x.CTerminalModification)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceProteinSubunit) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceProteinSubunit) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceProteinSubunit) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceProteinSubunit{}
 	return unmarshalObject(data, "SubstanceProtein.subunit", x)
 }

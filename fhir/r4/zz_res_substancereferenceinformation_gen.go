@@ -123,11 +123,17 @@ func (x *SubstanceReferenceInformation) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SubstanceReferenceInformation) SetResourceID(id string) { x.ID = id }
 
+func (x *SubstanceReferenceInformation) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceReferenceInformation) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SubstanceReferenceInformation into x.
+// JSON null leaves x unchanged.
 func (x *SubstanceReferenceInformation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceReferenceInformation{}
 	return unmarshalResourceInto(data, x)
 }
@@ -193,11 +199,19 @@ func (x *SubstanceReferenceInformationGene) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceReferenceInformationGene) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceReferenceInformationGene) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceReferenceInformationGene) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceReferenceInformationGene{}
 	return unmarshalObject(data, "SubstanceReferenceInformation.gene", x)
 }
@@ -263,13 +277,19 @@ func (x *SubstanceReferenceInformationGeneElement) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceReferenceInformationGeneElement) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceReferenceInformationGeneElement) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceReferenceInformationGeneElement{}
 	return unmarshalObject(data, "SubstanceReferenceInformation.geneElement", x)
 }
@@ -341,13 +361,19 @@ func (x *SubstanceReferenceInformationClassification) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceReferenceInformationClassification) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceReferenceInformationClassification) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceReferenceInformationClassification{}
 	return unmarshalObject(data, "SubstanceReferenceInformation.classification", x)
 }
@@ -457,11 +483,19 @@ func (x *SubstanceReferenceInformationTarget) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceReferenceInformationTarget) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceReferenceInformationTarget) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceReferenceInformationTarget) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceReferenceInformationTarget{}
 	return unmarshalObject(data, "SubstanceReferenceInformation.target", x)
 }

@@ -175,11 +175,17 @@ func (x *SubstanceSourceMaterial) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SubstanceSourceMaterial) SetResourceID(id string) { x.ID = id }
 
+func (x *SubstanceSourceMaterial) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceSourceMaterial) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SubstanceSourceMaterial into x.
+// JSON null leaves x unchanged.
 func (x *SubstanceSourceMaterial) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSourceMaterial{}
 	return unmarshalResourceInto(data, x)
 }
@@ -241,13 +247,19 @@ func (x *SubstanceSourceMaterialFractionDescription) walk(w *walker) {
 	walkOne(w, "materialType", x.MaterialType)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialFractionDescription) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSourceMaterialFractionDescription) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSourceMaterialFractionDescription{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.fractionDescription", x)
 }
@@ -345,11 +357,19 @@ func (x *SubstanceSourceMaterialOrganism) walk(w *walker) {
 	walkOne(w, "organismGeneral", x.OrganismGeneral)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSourceMaterialOrganism) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSourceMaterialOrganism) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSourceMaterialOrganism) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSourceMaterialOrganism{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism", x)
 }
@@ -411,13 +431,19 @@ func (x *SubstanceSourceMaterialOrganismAuthor) walk(w *walker) {
 	walkOne(w, "authorDescription", x.AuthorDescription)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialOrganismAuthor) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSourceMaterialOrganismAuthor) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSourceMaterialOrganismAuthor{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism.author", x)
 }
@@ -503,13 +529,19 @@ func (x *SubstanceSourceMaterialOrganismHybrid) walk(w *walker) {
 	walkOne(w, "hybridType", x.HybridType)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialOrganismHybrid) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSourceMaterialOrganismHybrid) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSourceMaterialOrganismHybrid{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism.hybrid", x)
 }
@@ -581,13 +613,19 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walk(w *walker) {
 	walkOne(w, "order", x.Order)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSourceMaterialOrganismOrganismGeneral{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism.organismGeneral", x)
 }
@@ -647,13 +685,19 @@ func (x *SubstanceSourceMaterialPartDescription) walk(w *walker) {
 	walkOne(w, "partLocation", x.PartLocation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialPartDescription) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSourceMaterialPartDescription) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSourceMaterialPartDescription{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.partDescription", x)
 }

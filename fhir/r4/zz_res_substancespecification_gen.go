@@ -209,11 +209,17 @@ func (x *SubstanceSpecification) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SubstanceSpecification) SetResourceID(id string) { x.ID = id }
 
+func (x *SubstanceSpecification) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceSpecification) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SubstanceSpecification into x.
+// JSON null leaves x unchanged.
 func (x *SubstanceSpecification) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecification{}
 	return unmarshalResourceInto(data, x)
 }
@@ -315,11 +321,19 @@ func (x *SubstanceSpecificationMoiety) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSpecificationMoiety) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSpecificationMoiety) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationMoiety) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationMoiety{}
 	return unmarshalObject(data, "SubstanceSpecification.moiety", x)
 }
@@ -413,11 +427,19 @@ func (x *SubstanceSpecificationProperty) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSpecificationProperty) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSpecificationProperty) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationProperty) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationProperty{}
 	return unmarshalObject(data, "SubstanceSpecification.property", x)
 }
@@ -517,11 +539,19 @@ func (x *SubstanceSpecificationStructure) walk(w *walker) {
 	walkMany(w, "representation", x.Representation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSpecificationStructure) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSpecificationStructure) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationStructure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationStructure{}
 	return unmarshalObject(data, "SubstanceSpecification.structure", x)
 }
@@ -599,13 +629,19 @@ func (x *SubstanceSpecificationStructureIsotope) walk(w *walker) {
 	walkOne(w, "molecularWeight", x.MolecularWeight)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationStructureIsotope) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationStructureIsotope) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationStructureIsotope{}
 	return unmarshalObject(data, "SubstanceSpecification.structure.isotope", x)
 }
@@ -671,13 +707,19 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walk(w *walker) 
 	walkOne(w, "amount", x.Amount)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationStructureIsotopeMolecularWeight{}
 	return unmarshalObject(data, "SubstanceSpecification.structure.isotope.molecularWeight", x)
 }
@@ -745,13 +787,19 @@ func (x *SubstanceSpecificationStructureRepresentation) walk(w *walker) {
 	walkOne(w, "attachment", x.Attachment)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationStructureRepresentation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationStructureRepresentation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationStructureRepresentation{}
 	return unmarshalObject(data, "SubstanceSpecification.structure.representation", x)
 }
@@ -833,11 +881,19 @@ func (x *SubstanceSpecificationCode) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSpecificationCode) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSpecificationCode) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationCode) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationCode{}
 	return unmarshalObject(data, "SubstanceSpecification.code", x)
 }
@@ -955,11 +1011,19 @@ func (x *SubstanceSpecificationName) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSpecificationName) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSpecificationName) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationName) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationName{}
 	return unmarshalObject(data, "SubstanceSpecification.name", x)
 }
@@ -1027,11 +1091,19 @@ func (x *SubstanceSpecificationNameOfficial) walk(w *walker) {
 	walkOne(w, "date", x.Date)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSpecificationNameOfficial) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSpecificationNameOfficial) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationNameOfficial) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationNameOfficial{}
 	return unmarshalObject(data, "SubstanceSpecification.name.official", x)
 }
@@ -1149,11 +1221,19 @@ func (x *SubstanceSpecificationRelationship) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SubstanceSpecificationRelationship) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SubstanceSpecificationRelationship) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SubstanceSpecificationRelationship) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SubstanceSpecificationRelationship{}
 	return unmarshalObject(data, "SubstanceSpecification.relationship", x)
 }

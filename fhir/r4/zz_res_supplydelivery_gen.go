@@ -173,11 +173,17 @@ func (x *SupplyDelivery) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SupplyDelivery) SetResourceID(id string) { x.ID = id }
 
+func (x *SupplyDelivery) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SupplyDelivery) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SupplyDelivery into x.
+// JSON null leaves x unchanged.
 func (x *SupplyDelivery) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SupplyDelivery{}
 	return unmarshalResourceInto(data, x)
 }
@@ -243,11 +249,19 @@ func (x *SupplyDeliverySuppliedItem) walk(w *walker) {
 	walkOne(w, "itemReference", x.ItemReference)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SupplyDeliverySuppliedItem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SupplyDeliverySuppliedItem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SupplyDeliverySuppliedItem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SupplyDeliverySuppliedItem{}
 	return unmarshalObject(data, "SupplyDelivery.suppliedItem", x)
 }

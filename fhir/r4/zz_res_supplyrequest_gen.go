@@ -207,11 +207,17 @@ func (x *SupplyRequest) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *SupplyRequest) SetResourceID(id string) { x.ID = id }
 
+func (x *SupplyRequest) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SupplyRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is SupplyRequest into x.
+// JSON null leaves x unchanged.
 func (x *SupplyRequest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SupplyRequest{}
 	return unmarshalResourceInto(data, x)
 }
@@ -291,11 +297,19 @@ func (x *SupplyRequestParameter) walk(w *walker) {
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *SupplyRequestParameter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *SupplyRequestParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *SupplyRequestParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = SupplyRequestParameter{}
 	return unmarshalObject(data, "SupplyRequest.parameter", x)
 }

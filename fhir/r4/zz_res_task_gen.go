@@ -293,11 +293,20 @@ func (x *Task) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *Task) SetResourceID(id string) { x.ID = id }
 
+func (x *Task) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Task) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is Task into x.
-func (x *Task) UnmarshalJSON(data []byte) error { *x = Task{}; return unmarshalResourceInto(data, x) }
+// JSON null leaves x unchanged.
+func (x *Task) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	*x = Task{}
+	return unmarshalResourceInto(data, x)
+}
 
 // TaskRestriction is the backbone element Task.restriction: Constraints on fulfillment tasks
 type TaskRestriction struct {
@@ -362,11 +371,19 @@ func (x *TaskRestriction) walk(w *walker) {
 	walkMany(w, "recipient", x.Recipient)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TaskRestriction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TaskRestriction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TaskRestriction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TaskRestriction{}
 	return unmarshalObject(data, "Task.restriction", x)
 }
@@ -758,11 +775,19 @@ func (x *TaskInput) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TaskInput) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TaskInput) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TaskInput) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TaskInput{}
 	return unmarshalObject(data, "Task.input", x)
 }
@@ -1154,11 +1179,19 @@ func (x *TaskOutput) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TaskOutput) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TaskOutput) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TaskOutput) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TaskOutput{}
 	return unmarshalObject(data, "Task.output", x)
 }

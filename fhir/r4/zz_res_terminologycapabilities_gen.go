@@ -263,11 +263,17 @@ func (x *TerminologyCapabilities) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *TerminologyCapabilities) SetResourceID(id string) { x.ID = id }
 
+func (x *TerminologyCapabilities) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *TerminologyCapabilities) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is TerminologyCapabilities into x.
+// JSON null leaves x unchanged.
 func (x *TerminologyCapabilities) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilities{}
 	return unmarshalResourceInto(data, x)
 }
@@ -331,11 +337,19 @@ func (x *TerminologyCapabilitiesSoftware) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TerminologyCapabilitiesSoftware) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TerminologyCapabilitiesSoftware) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesSoftware) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesSoftware{}
 	return unmarshalObject(data, "TerminologyCapabilities.software", x)
 }
@@ -399,13 +413,19 @@ func (x *TerminologyCapabilitiesImplementation) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesImplementation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesImplementation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesImplementation{}
 	return unmarshalObject(data, "TerminologyCapabilities.implementation", x)
 }
@@ -475,11 +495,19 @@ func (x *TerminologyCapabilitiesCodeSystem) walk(w *walker) {
 	walkOne(w, "subsumption", x.Subsumption)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TerminologyCapabilitiesCodeSystem) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TerminologyCapabilitiesCodeSystem) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesCodeSystem) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesCodeSystem{}
 	return unmarshalObject(data, "TerminologyCapabilities.codeSystem", x)
 }
@@ -573,13 +601,19 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) walk(w *walker) {
 	walkMany(w, "property", x.Property)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesCodeSystemVersion) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesCodeSystemVersion) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesCodeSystemVersion{}
 	return unmarshalObject(data, "TerminologyCapabilities.codeSystem.version", x)
 }
@@ -643,13 +677,19 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walk(w *walker) {
 	walkMany(w, "op", x.Op)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesCodeSystemVersionFilter{}
 	return unmarshalObject(data, "TerminologyCapabilities.codeSystem.version.filter", x)
 }
@@ -735,11 +775,19 @@ func (x *TerminologyCapabilitiesExpansion) walk(w *walker) {
 	walkOne(w, "textFilter", x.TextFilter)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TerminologyCapabilitiesExpansion) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TerminologyCapabilitiesExpansion) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesExpansion) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesExpansion{}
 	return unmarshalObject(data, "TerminologyCapabilities.expansion", x)
 }
@@ -803,13 +851,19 @@ func (x *TerminologyCapabilitiesExpansionParameter) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesExpansionParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesExpansionParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesExpansionParameter{}
 	return unmarshalObject(data, "TerminologyCapabilities.expansion.parameter", x)
 }
@@ -865,11 +919,19 @@ func (x *TerminologyCapabilitiesValidateCode) walk(w *walker) {
 	walkOne(w, "translations", x.Translations)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TerminologyCapabilitiesValidateCode) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TerminologyCapabilitiesValidateCode) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesValidateCode) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesValidateCode{}
 	return unmarshalObject(data, "TerminologyCapabilities.validateCode", x)
 }
@@ -925,11 +987,19 @@ func (x *TerminologyCapabilitiesTranslation) walk(w *walker) {
 	walkOne(w, "needsMap", x.NeedsMap)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TerminologyCapabilitiesTranslation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TerminologyCapabilitiesTranslation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesTranslation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesTranslation{}
 	return unmarshalObject(data, "TerminologyCapabilities.translation", x)
 }
@@ -985,11 +1055,19 @@ func (x *TerminologyCapabilitiesClosure) walk(w *walker) {
 	walkOne(w, "translation", x.Translation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TerminologyCapabilitiesClosure) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TerminologyCapabilitiesClosure) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TerminologyCapabilitiesClosure) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TerminologyCapabilitiesClosure{}
 	return unmarshalObject(data, "TerminologyCapabilities.closure", x)
 }

@@ -175,11 +175,17 @@ func (x *TestReport) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *TestReport) SetResourceID(id string) { x.ID = id }
 
+func (x *TestReport) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *TestReport) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is TestReport into x.
+// JSON null leaves x unchanged.
 func (x *TestReport) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReport{}
 	return unmarshalResourceInto(data, x)
 }
@@ -251,11 +257,19 @@ func (x *TestReportParticipant) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportParticipant) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportParticipant) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportParticipant) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportParticipant{}
 	return unmarshalObject(data, "TestReport.participant", x)
 }
@@ -309,11 +323,19 @@ func (x *TestReportSetup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportSetup) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportSetup) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportSetup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportSetup{}
 	return unmarshalObject(data, "TestReport.setup", x)
 }
@@ -373,11 +395,19 @@ func (x *TestReportSetupAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportSetupAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportSetupAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportSetupAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportSetupAction{}
 	return unmarshalObject(data, "TestReport.setup.action", x)
 }
@@ -449,11 +479,19 @@ func (x *TestReportSetupActionOperation) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportSetupActionOperation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportSetupActionOperation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportSetupActionOperation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportSetupActionOperation{}
 	return unmarshalObject(data, "TestReport.setup.action.operation", x)
 }
@@ -525,11 +563,19 @@ func (x *TestReportSetupActionAssert) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportSetupActionAssert) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportSetupActionAssert) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportSetupActionAssert) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportSetupActionAssert{}
 	return unmarshalObject(data, "TestReport.setup.action.assert", x)
 }
@@ -599,11 +645,19 @@ func (x *TestReportTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportTest) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportTest) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportTest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportTest{}
 	return unmarshalObject(data, "TestReport.test", x)
 }
@@ -663,11 +717,19 @@ func (x *TestReportTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportTestAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportTestAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportTestAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportTestAction{}
 	return unmarshalObject(data, "TestReport.test.action", x)
 }
@@ -721,11 +783,19 @@ func (x *TestReportTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportTeardown) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportTeardown) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportTeardown) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportTeardown{}
 	return unmarshalObject(data, "TestReport.teardown", x)
 }
@@ -779,11 +849,19 @@ func (x *TestReportTeardownAction) walk(w *walker) {
 	walkOne(w, "operation", x.Operation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestReportTeardownAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestReportTeardownAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestReportTeardownAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestReportTeardownAction{}
 	return unmarshalObject(data, "TestReport.teardown.action", x)
 }

@@ -257,11 +257,17 @@ func (x *TestScript) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *TestScript) SetResourceID(id string) { x.ID = id }
 
+func (x *TestScript) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *TestScript) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is TestScript into x.
+// JSON null leaves x unchanged.
 func (x *TestScript) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScript{}
 	return unmarshalResourceInto(data, x)
 }
@@ -323,11 +329,19 @@ func (x *TestScriptOrigin) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptOrigin) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptOrigin) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptOrigin) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptOrigin{}
 	return unmarshalObject(data, "TestScript.origin", x)
 }
@@ -389,11 +403,19 @@ func (x *TestScriptDestination) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptDestination) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptDestination) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptDestination) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptDestination{}
 	return unmarshalObject(data, "TestScript.destination", x)
 }
@@ -453,11 +475,19 @@ func (x *TestScriptMetadata) walk(w *walker) {
 	walkMany(w, "capability", x.Capability)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptMetadata) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptMetadata) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptMetadata) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptMetadata{}
 	return unmarshalObject(data, "TestScript.metadata", x)
 }
@@ -521,11 +551,19 @@ func (x *TestScriptMetadataLink) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptMetadataLink) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptMetadataLink) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptMetadataLink) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptMetadataLink{}
 	return unmarshalObject(data, "TestScript.metadata.link", x)
 }
@@ -629,11 +667,19 @@ func (x *TestScriptMetadataCapability) walk(w *walker) {
 	walkOne(w, "capabilities", x.Capabilities)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptMetadataCapability) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptMetadataCapability) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptMetadataCapability) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptMetadataCapability{}
 	return unmarshalObject(data, "TestScript.metadata.capability", x)
 }
@@ -703,11 +749,19 @@ func (x *TestScriptFixture) walk(w *walker) {
 	walkOne(w, "resource", x.Resource)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptFixture) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptFixture) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptFixture) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptFixture{}
 	return unmarshalObject(data, "TestScript.fixture", x)
 }
@@ -819,11 +873,19 @@ func (x *TestScriptVariable) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptVariable) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptVariable) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptVariable) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptVariable{}
 	return unmarshalObject(data, "TestScript.variable", x)
 }
@@ -877,11 +939,19 @@ func (x *TestScriptSetup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptSetup) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptSetup) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptSetup) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptSetup{}
 	return unmarshalObject(data, "TestScript.setup", x)
 }
@@ -941,11 +1011,19 @@ func (x *TestScriptSetupAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptSetupAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptSetupAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptSetupAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptSetupAction{}
 	return unmarshalObject(data, "TestScript.setup.action", x)
 }
@@ -1125,11 +1203,19 @@ func (x *TestScriptSetupActionOperation) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptSetupActionOperation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptSetupActionOperation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptSetupActionOperation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptSetupActionOperation{}
 	return unmarshalObject(data, "TestScript.setup.action.operation", x)
 }
@@ -1193,13 +1279,19 @@ func (x *TestScriptSetupActionOperationRequestHeader) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptSetupActionOperationRequestHeader) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptSetupActionOperationRequestHeader) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptSetupActionOperationRequestHeader{}
 	return unmarshalObject(data, "TestScript.setup.action.operation.requestHeader", x)
 }
@@ -1423,11 +1515,19 @@ func (x *TestScriptSetupActionAssert) walk(w *walker) {
 	walkOne(w, "warningOnly", x.WarningOnly)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptSetupActionAssert) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptSetupActionAssert) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptSetupActionAssert) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptSetupActionAssert{}
 	return unmarshalObject(data, "TestScript.setup.action.assert", x)
 }
@@ -1497,11 +1597,19 @@ func (x *TestScriptTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptTest) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptTest) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptTest) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptTest{}
 	return unmarshalObject(data, "TestScript.test", x)
 }
@@ -1561,11 +1669,19 @@ func (x *TestScriptTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptTestAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptTestAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptTestAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptTestAction{}
 	return unmarshalObject(data, "TestScript.test.action", x)
 }
@@ -1619,11 +1735,19 @@ func (x *TestScriptTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptTeardown) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptTeardown) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptTeardown) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptTeardown{}
 	return unmarshalObject(data, "TestScript.teardown", x)
 }
@@ -1677,11 +1801,19 @@ func (x *TestScriptTeardownAction) walk(w *walker) {
 	walkOne(w, "operation", x.Operation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *TestScriptTeardownAction) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *TestScriptTeardownAction) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *TestScriptTeardownAction) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = TestScriptTeardownAction{}
 	return unmarshalObject(data, "TestScript.teardown.action", x)
 }

@@ -223,11 +223,17 @@ func (x *ValueSet) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *ValueSet) SetResourceID(id string) { x.ID = id }
 
+func (x *ValueSet) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ValueSet) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is ValueSet into x.
+// JSON null leaves x unchanged.
 func (x *ValueSet) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSet{}
 	return unmarshalResourceInto(data, x)
 }
@@ -303,11 +309,19 @@ func (x *ValueSetCompose) walk(w *walker) {
 	walkMany(w, "exclude", x.Exclude)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ValueSetCompose) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ValueSetCompose) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetCompose) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetCompose{}
 	return unmarshalObject(data, "ValueSet.compose", x)
 }
@@ -391,11 +405,19 @@ func (x *ValueSetComposeInclude) walk(w *walker) {
 	walkMany(w, "valueSet", x.ValueSet)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ValueSetComposeInclude) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ValueSetComposeInclude) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetComposeInclude) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetComposeInclude{}
 	return unmarshalObject(data, "ValueSet.compose.include", x)
 }
@@ -465,11 +487,19 @@ func (x *ValueSetComposeIncludeConcept) walk(w *walker) {
 	walkMany(w, "designation", x.Designation)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ValueSetComposeIncludeConcept) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ValueSetComposeIncludeConcept) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetComposeIncludeConcept) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetComposeIncludeConcept{}
 	return unmarshalObject(data, "ValueSet.compose.include.concept", x)
 }
@@ -539,13 +569,19 @@ func (x *ValueSetComposeIncludeConceptDesignation) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ValueSetComposeIncludeConceptDesignation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetComposeIncludeConceptDesignation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetComposeIncludeConceptDesignation{}
 	return unmarshalObject(data, "ValueSet.compose.include.concept.designation", x)
 }
@@ -617,11 +653,19 @@ func (x *ValueSetComposeIncludeFilter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ValueSetComposeIncludeFilter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ValueSetComposeIncludeFilter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetComposeIncludeFilter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetComposeIncludeFilter{}
 	return unmarshalObject(data, "ValueSet.compose.include.filter", x)
 }
@@ -713,11 +757,19 @@ func (x *ValueSetExpansion) walk(w *walker) {
 	walkMany(w, "contains", x.Contains)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ValueSetExpansion) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ValueSetExpansion) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetExpansion) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetExpansion{}
 	return unmarshalObject(data, "ValueSet.expansion", x)
 }
@@ -829,11 +881,19 @@ func (x *ValueSetExpansionParameter) walk(w *walker) {
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ValueSetExpansionParameter) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ValueSetExpansionParameter) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetExpansionParameter) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetExpansionParameter{}
 	return unmarshalObject(data, "ValueSet.expansion.parameter", x)
 }
@@ -941,11 +1001,19 @@ func (x *ValueSetExpansionContains) walk(w *walker) {
 	walkMany(w, "contains", x.Contains)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *ValueSetExpansionContains) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *ValueSetExpansionContains) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *ValueSetExpansionContains) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = ValueSetExpansionContains{}
 	return unmarshalObject(data, "ValueSet.expansion.contains", x)
 }

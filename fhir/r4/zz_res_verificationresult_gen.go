@@ -185,11 +185,17 @@ func (x *VerificationResult) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *VerificationResult) SetResourceID(id string) { x.ID = id }
 
+func (x *VerificationResult) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *VerificationResult) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is VerificationResult into x.
+// JSON null leaves x unchanged.
 func (x *VerificationResult) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = VerificationResult{}
 	return unmarshalResourceInto(data, x)
 }
@@ -281,11 +287,19 @@ func (x *VerificationResultPrimarySource) walk(w *walker) {
 	walkMany(w, "pushTypeAvailable", x.PushTypeAvailable)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *VerificationResultPrimarySource) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *VerificationResultPrimarySource) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *VerificationResultPrimarySource) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = VerificationResultPrimarySource{}
 	return unmarshalObject(data, "VerificationResult.primarySource", x)
 }
@@ -387,11 +401,19 @@ func (x *VerificationResultAttestation) walk(w *walker) {
 	walkOne(w, "sourceSignature", x.SourceSignature)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *VerificationResultAttestation) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *VerificationResultAttestation) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *VerificationResultAttestation) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = VerificationResultAttestation{}
 	return unmarshalObject(data, "VerificationResult.attestation", x)
 }
@@ -459,11 +481,19 @@ func (x *VerificationResultValidator) walk(w *walker) {
 	walkOne(w, "attestationSignature", x.AttestationSignature)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *VerificationResultValidator) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *VerificationResultValidator) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *VerificationResultValidator) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = VerificationResultValidator{}
 	return unmarshalObject(data, "VerificationResult.validator", x)
 }

@@ -145,11 +145,17 @@ func (x *VisionPrescription) ResourceID() string { return x.ID }
 // SetResourceID sets the resource's logical id.
 func (x *VisionPrescription) SetResourceID(id string) { x.ID = id }
 
+func (x *VisionPrescription) isNil() bool { return x == nil }
+
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *VisionPrescription) MarshalJSON() ([]byte, error) { return marshalResource(x) }
 
 // UnmarshalJSON decodes FHIR JSON whose resourceType is VisionPrescription into x.
+// JSON null leaves x unchanged.
 func (x *VisionPrescription) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = VisionPrescription{}
 	return unmarshalResourceInto(data, x)
 }
@@ -301,11 +307,19 @@ func (x *VisionPrescriptionLensSpecification) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
-func (x *VisionPrescriptionLensSpecification) MarshalJSON() ([]byte, error) { return marshalObject(x) }
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
+func (x *VisionPrescriptionLensSpecification) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
+	return marshalObject(x)
+}
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *VisionPrescriptionLensSpecification) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = VisionPrescriptionLensSpecification{}
 	return unmarshalObject(data, "VisionPrescription.lensSpecification", x)
 }
@@ -369,13 +383,19 @@ func (x *VisionPrescriptionLensSpecificationPrism) walk(w *walker) {
 	walkOne(w, "base", x.Base)
 }
 
-// MarshalJSON encodes x as FHIR JSON.
+// MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *VisionPrescriptionLensSpecificationPrism) MarshalJSON() ([]byte, error) {
+	if x == nil {
+		return []byte("null"), nil
+	}
 	return marshalObject(x)
 }
 
-// UnmarshalJSON decodes FHIR JSON into x.
+// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.
 func (x *VisionPrescriptionLensSpecificationPrism) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
 	*x = VisionPrescriptionLensSpecificationPrism{}
 	return unmarshalObject(data, "VisionPrescription.lensSpecification.prism", x)
 }

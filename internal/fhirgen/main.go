@@ -275,11 +275,12 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 		fmt.Fprintf(b, "// ResourceType returns %q.\nfunc (x *%s) ResourceType() string { return %q }\n\n", s.GoName, s.GoName, s.GoName)
 		fmt.Fprintf(b, "// ResourceID returns the resource's logical id (\"\" if it has none).\nfunc (x *%s) ResourceID() string { return x.ID }\n\n", s.GoName)
 		fmt.Fprintf(b, "// SetResourceID sets the resource's logical id.\nfunc (x *%s) SetResourceID(id string) { x.ID = id }\n\n", s.GoName)
+		fmt.Fprintf(b, "func (x *%s) isNil() bool { return x == nil }\n\n", s.GoName)
 		fmt.Fprintf(b, "// MarshalJSON encodes the resource as FHIR JSON, resourceType first.\nfunc (x *%s) MarshalJSON() ([]byte, error) { return marshalResource(x) }\n\n", s.GoName)
-		fmt.Fprintf(b, "// UnmarshalJSON decodes FHIR JSON whose resourceType is %s into x.\nfunc (x *%s) UnmarshalJSON(data []byte) error { *x = %s{}; return unmarshalResourceInto(data, x) }\n\n", s.GoName, s.GoName, s.GoName)
+		fmt.Fprintf(b, "// UnmarshalJSON decodes FHIR JSON whose resourceType is %s into x.\n// JSON null leaves x unchanged.\nfunc (x *%s) UnmarshalJSON(data []byte) error {\nif isNull(data) {\nreturn nil\n}\n*x = %s{}\nreturn unmarshalResourceInto(data, x)\n}\n\n", s.GoName, s.GoName, s.GoName)
 	} else {
-		fmt.Fprintf(b, "// MarshalJSON encodes x as FHIR JSON.\nfunc (x *%s) MarshalJSON() ([]byte, error) { return marshalObject(x) }\n\n", s.GoName)
-		fmt.Fprintf(b, "// UnmarshalJSON decodes FHIR JSON into x.\nfunc (x *%s) UnmarshalJSON(data []byte) error { *x = %s{}; return unmarshalObject(data, %q, x) }\n\n", s.GoName, s.GoName, s.FHIRPath)
+		fmt.Fprintf(b, "// MarshalJSON encodes x as FHIR JSON (null for a nil x).\nfunc (x *%s) MarshalJSON() ([]byte, error) {\nif x == nil {\nreturn []byte(\"null\"), nil\n}\nreturn marshalObject(x)\n}\n\n", s.GoName)
+		fmt.Fprintf(b, "// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.\nfunc (x *%s) UnmarshalJSON(data []byte) error {\nif isNull(data) {\nreturn nil\n}\n*x = %s{}\nreturn unmarshalObject(data, %q, x)\n}\n\n", s.GoName, s.GoName, s.FHIRPath)
 	}
 }
 
