@@ -1,0 +1,207 @@
+// Package attested connects ACDS clients to attested enclaves only: before
+// a client sends a byte of a request (and so before any bearer token or
+// portal credential leaves the caller), the TLS handshake must show that
+// the server is a genuine enclave running a published code hash.
+//
+// The server's certificate carries the enclave's boot evidence in an X.509
+// extension (attestation.OIDBootEvidence). A [Checker] verifies it offline
+// with package verify, under the caller's [verify.Policy]: the vendor
+// chain and report signature, the measurement against the manifest,
+// simulation only when the policy allows it, and that the certificate's
+// key is the TLS key the quote binds. A server that fails any of these
+// never receives the request: the handshake aborts with a
+// *verify.CertificateError whose Result lists each failed check
+// (verify.Failure.Check) with its typed error (errors.Is with verify.Err*).
+//
+//	m, _ := manifest.Verify(signedManifest, publisherKey, time.Now())
+//	ch := attested.NewChecker(verify.New(verify.Policy{Manifest: m}), nil)
+//	c, err := ch.Client("https://acds.example.org", nil)
+//	sess, err := c.Anon(ctx, "") // sent only to an attested enclave
+//	var ce *verify.CertificateError
+//	if errors.As(err, &ce) { fmt.Println(ce.Result.Reasons()) }
+//
+// Verified evidence is cached per certificate key: only the first
+// connection to an enclave pays for verifying its quote; later connections
+// (new TCP and TLS each) cost a hash and a map lookup. A certificate
+// renewed for the same enclave key with the same evidence is a cache hit;
+// any other change (another key, other evidence bytes, a certificate not
+// valid at the clock) is verified afresh.
+//
+// This package is the glue between package client, which knows nothing
+// of verification, and package verify, which never touches the network:
+// client.NewAttested takes any tls.ConnectionState check, and
+// [Checker.VerifyConnection] is the one for ACDS enclaves. Use
+// [Checker.TLSConfig] for raw TLS connections and [Checker.Transport] for
+// other HTTP clients.
+package attested
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/client"
+	"github.com/acds-project/acds/verify"
+)
+
+// Options configure a Checker. The zero value (or nil) is useful.
+type Options struct {
+	// Now is the clock for the certificate validity check of cache hits;
+	// use the verifier policy's clock. Zero value: time.Now.
+	Now func() time.Time
+	// CacheSize bounds how many verified enclave keys are remembered
+	// (first in, first out). Zero value: 64; negative: no cache (every
+	// connection verifies the evidence).
+	CacheSize int
+}
+
+// Stats count what a Checker did.
+type Stats struct {
+	// Verified counts evidence verifications (cache misses), whether they
+	// passed or not.
+	Verified uint64
+	// Cached counts connections accepted from the cache.
+	Cached uint64
+	// Refused counts connections refused.
+	Refused uint64
+}
+
+// Checker is the attested-TLS peer check of one verifier. It is safe for
+// concurrent use; share one among clients to share its cache.
+type Checker struct {
+	v    *verify.Verifier
+	now  func() time.Time
+	size int
+
+	mu    sync.Mutex
+	cache map[[32]byte]entry // by SHA-256 of the certificate's SubjectPublicKeyInfo
+	order [][32]byte
+
+	verified, cached, refused atomic.Uint64
+}
+
+type entry struct {
+	evidence [32]byte // SHA-256 of the evidence extension's bytes
+	result   *verify.Result
+}
+
+// NewChecker returns a Checker verifying peers with v.
+func NewChecker(v *verify.Verifier, opts *Options) *Checker {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = 64
+	}
+	return &Checker{v: v, now: o.Now, size: o.CacheSize, cache: map[[32]byte]entry{}}
+}
+
+// VerifyConnection is a tls.Config.VerifyConnection: it accepts the
+// handshake only when the peer's leaf certificate passes
+// verify.(*Verifier).VerifyCertificate (evidence valid under the policy,
+// certificate valid at the clock, its key the TLS key the evidence binds),
+// or when the same key with the same evidence passed before and the
+// certificate is valid at the clock. Otherwise it returns a
+// *verify.CertificateError. It does not check the certificate's issuer or
+// names; see [Checker.TLSConfig].
+func (c *Checker) VerifyConnection(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		c.refused.Add(1)
+		return c.v.VerifyConnection(cs) // the typed "no evidence" refusal
+	}
+	leaf := cs.PeerCertificates[0]
+	key := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
+	ev := sha256.Sum256(attestation.BootEvidenceFromCertificate(leaf))
+	if c.size > 0 {
+		now := c.now()
+		c.mu.Lock()
+		e, ok := c.cache[key]
+		c.mu.Unlock()
+		if ok && e.evidence == ev && !now.Before(leaf.NotBefore) && !now.After(leaf.NotAfter) {
+			c.cached.Add(1)
+			return nil
+		}
+	}
+	c.verified.Add(1)
+	r := c.v.VerifyCertificate(leaf)
+	if !r.Valid {
+		c.refused.Add(1)
+		return &verify.CertificateError{Result: r}
+	}
+	if c.size > 0 {
+		c.put(key, entry{evidence: ev, result: r})
+	}
+	return nil
+}
+
+func (c *Checker) put(k [32]byte, e entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cache[k]; !ok {
+		if len(c.order) >= c.size {
+			delete(c.cache, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, k)
+	}
+	c.cache[k] = e
+}
+
+// Result returns the verification result that admitted cert (by its key
+// and evidence), or nil when c has not accepted it. Call it after a
+// connection (for example with http.Response.TLS.PeerCertificates[0]) to
+// learn the enclave's profile and measurement. The Result is shared and
+// must not be modified.
+func (c *Checker) Result(cert *x509.Certificate) *verify.Result {
+	key := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	ev := sha256.Sum256(attestation.BootEvidenceFromCertificate(cert))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.cache[key]; ok && e.evidence == ev {
+		return e.result
+	}
+	return nil
+}
+
+// Stats returns the counts so far.
+func (c *Checker) Stats() Stats {
+	return Stats{Verified: c.verified.Load(), Cached: c.cached.Load(), Refused: c.refused.Load()}
+}
+
+// TLSConfig returns a TLS client configuration (TLS 1.2 or later) for
+// serverName that accepts only attested enclaves: CA verification is off
+// (InsecureSkipVerify; the evidence, not a CA, says whose key it is) and
+// VerifyConnection is c's. crypto/tls still proves that the server holds
+// the certificate's key.
+func (c *Checker) TLSConfig(serverName string) *tls.Config {
+	return &tls.Config{
+		ServerName:         serverName,
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true,
+		VerifyConnection:   c.VerifyConnection,
+	}
+}
+
+// Transport returns a copy of base (nil: http.DefaultTransport) whose TLS
+// connections are checked by c; see client.AttestedTransport for the rules
+// and errors.
+func (c *Checker) Transport(base *http.Transport) (*http.Transport, error) {
+	return client.AttestedTransport(base, c.VerifyConnection)
+}
+
+// Client returns an ACDS API client for baseURL (https only) that talks
+// only to enclaves c accepts; see client.NewAttested for opts and errors.
+// Every call's error wraps the *verify.CertificateError of a refused
+// server.
+func (c *Checker) Client(baseURL string, opts *client.Options) (*client.Client, error) {
+	return client.NewAttested(baseURL, c.VerifyConnection, opts)
+}
