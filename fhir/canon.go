@@ -1,22 +1,15 @@
 package fhir
 
 import (
-	"errors"
-	"math"
 	"slices"
-	"strconv"
 	"unicode/utf8"
 )
 
-// errNumber reports a number that has no canonical form (it overflows a
-// float64).
-var errNumber = errors.New("number out of range for canonical JSON")
-
-// appendCanonical appends the RFC 8785 (JSON Canonicalization Scheme)
-// serialisation of n to buf: object members sorted by the UTF-16 code
-// units of their names, no whitespace, strings with the minimal escapes,
-// numbers in the ECMAScript shortest round-trip form. Object members are
-// sorted in place.
+// appendCanonical appends the canonical serialisation of n to buf: RFC 8785
+// (JSON Canonicalization Scheme) object member order (sorted by the UTF-16
+// code units of their names), no whitespace and strings with the minimal
+// escapes, but numbers exactly as written (see appendNumber). Object
+// members are sorted in place.
 func appendCanonical(buf []byte, n *node) ([]byte, error) {
 	switch n.kind {
 	case kNull:
@@ -135,92 +128,13 @@ func appendString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
-// appendNumber writes lit in the ECMAScript Number.prototype.toString form.
+// appendNumber writes lit exactly as written. The parser has already
+// checked that lit is a JSON number. FHIR gives the written digits of a
+// decimal meaning (1.50 records a precision that 1.5 does not), so the
+// canonical form keeps them instead of RFC 8785's shortest float64 form,
+// which would round away trailing zeros and digits beyond float64
+// precision. The output stays deterministic: the same input gives the
+// same bytes, and canonicalising the output again changes nothing.
 func appendNumber(buf []byte, lit string) ([]byte, error) {
-	// Fast path: small integers without sign issues are already canonical.
-	if len(lit) <= 15 && isPlainInt(lit) {
-		return append(buf, lit...), nil
-	}
-	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return nil, errNumber
-	}
-	return appendES6(buf, f), nil
-}
-
-func isPlainInt(s string) bool {
-	i := 0
-	if s[0] == '-' {
-		i = 1
-		if len(s) == 1 || s == "-0" {
-			return false
-		}
-	}
-	if i < len(s) && s[i] == '0' && len(s) > i+1 {
-		return false
-	}
-	for ; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func appendES6(buf []byte, f float64) []byte {
-	if f == 0 {
-		return append(buf, '0')
-	}
-	if f < 0 {
-		buf = append(buf, '-')
-		f = -f
-	}
-	var tmp [32]byte
-	e := strconv.AppendFloat(tmp[:0], f, 'e', -1, 64) // d.ddde±xx
-	mant := e
-	exp := 0
-	for j := range e {
-		if e[j] == 'e' {
-			mant = e[:j]
-			exp, _ = strconv.Atoi(string(e[j+1:]))
-			break
-		}
-	}
-	digits := make([]byte, 0, len(mant))
-	for _, c := range mant {
-		if c != '.' {
-			digits = append(digits, c)
-		}
-	}
-	k := len(digits)
-	n := exp + 1
-	switch {
-	case k <= n && n <= 21:
-		buf = append(buf, digits...)
-		for range n - k {
-			buf = append(buf, '0')
-		}
-	case 0 < n && n <= 21:
-		buf = append(buf, digits[:n]...)
-		buf = append(buf, '.')
-		buf = append(buf, digits[n:]...)
-	case -6 < n && n <= 0:
-		buf = append(buf, '0', '.')
-		for range -n {
-			buf = append(buf, '0')
-		}
-		buf = append(buf, digits...)
-	default:
-		buf = append(buf, digits[0])
-		if k > 1 {
-			buf = append(buf, '.')
-			buf = append(buf, digits[1:]...)
-		}
-		buf = append(buf, 'e')
-		if n-1 >= 0 {
-			buf = append(buf, '+')
-		}
-		buf = strconv.AppendInt(buf, int64(n-1), 10)
-	}
-	return buf
+	return append(buf, lit...), nil
 }

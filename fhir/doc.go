@@ -30,11 +30,12 @@
 //
 // # Canonical output
 //
-// Output is serialised per RFC 8785 (JSON Canonicalization Scheme):
-// members sorted by UTF-16 code units, no insignificant whitespace,
-// minimal string escapes and ECMAScript number formatting. FHIR decimals
-// therefore lose trailing zeros (1.50 becomes 1.5) and digits beyond
-// float64 precision; the digest is over exactly these bytes.
+// Output is serialised in the manner of RFC 8785 (JSON Canonicalization
+// Scheme): members sorted by UTF-16 code units, no insignificant
+// whitespace, minimal string escapes. Numbers are the one departure: they
+// keep the digits they were written with, because FHIR decimals carry
+// their precision in those digits (1.50 is not 1.5), so nothing of a
+// measured value is lost. The digest is over exactly these bytes.
 //
 // # Normalisation
 //

@@ -94,7 +94,7 @@ const DefaultBaseURL = "https://acds.invalid/fhir"
 // Output is the result of Process.
 type Output struct {
 	Format    string            // the output format
-	JSON      []byte            // canonical JSON (RFC 8785) of the output Bundle
+	JSON      []byte            // canonical JSON of the output Bundle (see Canonical output)
 	Digest    string            // "sha256:" + hex SHA-256 of JSON
 	Outcome   *OperationOutcome // validation findings on the input (warnings only, since it passed)
 	Resources int               // entries in the output, the Provenance included

@@ -145,8 +145,10 @@ func TestProcessErrors(t *testing.T) {
 
 func TestCanonicalJSON(t *testing.T) {
 	cases := map[string]string{
-		`{"b":1,"a":[1.50,-0,1e2,0.000001,1e-7,123456789012345678901234]}`: `{"a":[1.5,0,100,0.000001,1e-7,1.2345678901234569e+23],"b":1}`,
-		`[1e21,1e20,5e-324,0.1,9007199254740993,-1.5E-7,100.0,2e0]`:        `[1e+21,100000000000000000000,5e-324,0.1,9007199254740992,-1.5e-7,100,2]`,
+		// Numbers keep their written digits: a FHIR decimal's precision is
+		// in them, and rounding through float64 would lose data.
+		`{"b":1,"a":[1.50,-0,1e2,0.000001,1e-7,123456789012345678901234]}`: `{"a":[1.50,-0,1e2,0.000001,1e-7,123456789012345678901234],"b":1}`,
+		`[1e21,1e20,5e-324,0.1,9007199254740993,-1.5E-7,100.0,2e0]`:        `[1e21,1e20,5e-324,0.1,9007199254740993,-1.5E-7,100.0,2e0]`,
 		"\ufeff{\"a\":\"\u2028\"}":                                         "{\"a\":\"\u2028\"}",
 		`{"\u20ac":1,"\ud83d\ude00":2,"\r":3,"a\u0001\"\\/":4}`:            "{\"\\r\":3,\"a\\u0001\\\"\\\\/\":4,\"€\":1,\"\U0001F600\":2}",
 	}
@@ -211,5 +213,19 @@ func TestCheckAgreesWithProcess(t *testing.T) {
 		if (cerr == nil) != (perr == nil) || errors.Is(cerr, ErrNotR4) != errors.Is(perr, ErrNotR4) {
 			t.Errorf("%s: Check %v, Process %v", in, cerr, perr)
 		}
+	}
+}
+
+// TestProcessKeepsDecimalPrecision: a measured value written with trailing
+// zeros keeps them in the output, so no precision is lost in processing.
+func TestProcessKeepsDecimalPrecision(t *testing.T) {
+	in := []byte(`{"resourceType":"Observation","id":"o1","status":"final",` +
+		`"code":{"text":"potassium"},"valueQuantity":{"value":4.50,"unit":"mmol/L"}}`)
+	out, err := Process(in, Options{Format: FormatR4, Source: "raw", Measurement: "00", Now: time.Unix(0, 0).UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out.JSON, []byte(`"value":4.50`)) {
+		t.Fatalf("decimal precision lost: %s", out.JSON)
 	}
 }
