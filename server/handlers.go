@@ -191,9 +191,13 @@ func isJSONObject(b []byte) bool {
 }
 
 func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
-	var req acds.ProcessRequest
-	raw, p := readBody(w, r, s.cfg.MaxProcessBody, &req, false)
+	raw, p := readLimited(w, r, s.cfg.MaxProcessBody, false)
 	if p != nil {
+		writeProblem(w, p)
+		return
+	}
+	var req acds.ProcessRequest
+	if p := decodeProcessRequest(raw, &req); p != nil {
 		writeProblem(w, p)
 		return
 	}

@@ -98,6 +98,30 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, op
 
 // readBody is decodeBody that also returns the body's bytes, as read.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, optional bool) ([]byte, *acds.Problem) {
+	body, p := readLimited(w, r, limit, optional)
+	if p != nil {
+		return nil, p
+	}
+	if len(bytes.TrimSpace(body)) == 0 && optional {
+		return body, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return nil, decodeProblem(err, limit, reflect.TypeOf(dst))
+	}
+	// Exactly one JSON value: anything but whitespace after it is an error.
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
+		p := acds.NewProblem(acds.ProblemInvalidRequest, "the body must hold exactly one JSON object; trailing data after it")
+		p.Errors = []acds.FieldError{{Field: "", Message: "trailing data after the JSON object"}}
+		return nil, p
+	}
+	return body, nil
+}
+
+// readLimited checks the media type and reads the body, answering 413 as
+// soon as it exceeds limit.
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional bool) ([]byte, *acds.Problem) {
 	if p := checkJSONContentType(r, optional); p != nil {
 		return nil, p
 	}
@@ -116,22 +140,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, opti
 		}
 		return nil, acds.NewProblem(acds.ProblemInvalidJSON, "the body could not be read")
 	}
-	body := buf.Bytes()
-	if len(bytes.TrimSpace(body)) == 0 && optional {
-		return body, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return nil, decodeProblem(err, limit, reflect.TypeOf(dst))
-	}
-	// Exactly one JSON value: anything but whitespace after it is an error.
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
-		p := acds.NewProblem(acds.ProblemInvalidRequest, "the body must hold exactly one JSON object; trailing data after it")
-		p.Errors = []acds.FieldError{{Field: "", Message: "trailing data after the JSON object"}}
-		return nil, p
-	}
-	return body, nil
+	return buf.Bytes(), nil
 }
 
 func tooLarge(limit int64) *acds.Problem {
