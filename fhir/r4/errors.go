@@ -128,7 +128,7 @@ func (e *DecodeError) finish() {
 		for i := len(rel) - 1; i >= 0; i-- {
 			b.WriteString(rel[i])
 		}
-		if hint, ok := earlierVersionShapes[b.String()]; ok && (e.Err == ErrUnknownProperty || e.Err == ErrInvalidValue) {
+		if hint, ok := earlierVersionShape(b.String()); ok && (e.Err == ErrUnknownProperty || e.Err == ErrInvalidValue) {
 			e.NotR4 = true
 			e.Reason += " (" + hint + "; this looks like DSTU2 or STU3 content, not R4)"
 		}

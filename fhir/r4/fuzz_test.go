@@ -44,6 +44,7 @@ func FuzzUnmarshal(f *testing.F) {
 			}
 			return
 		}
+		n1 := countNodes(t, r)
 		out, err := r4.Marshal(r)
 		if err != nil {
 			t.Fatalf("decoded input does not encode: %v", err)
@@ -55,6 +56,9 @@ func FuzzUnmarshal(f *testing.F) {
 		if err != nil {
 			t.Fatalf("output does not decode: %v\n%s", err, out)
 		}
+		if n2 := countNodes(t, r2); n2 > n1 {
+			t.Fatalf("re-decoded value has %d elements, the first %d", n2, n1)
+		}
 		out2, err := r4.Marshal(r2)
 		if err != nil {
 			t.Fatal(err)
@@ -63,4 +67,12 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("encoding not stable:\n%s\n%s", out, out2)
 		}
 	})
+}
+
+func countNodes(t *testing.T, r r4.Resource) int {
+	n := 0
+	if err := r4.Walk(r, func(*r4.Path, any) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
