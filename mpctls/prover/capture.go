@@ -1,7 +1,6 @@
 package prover
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,11 +12,16 @@ import (
 )
 
 // splitter cuts one direction's byte stream into TLS records, keeping
-// every record. It is fed in stream order by a single goroutine at a time.
+// every record. Each record is assembled straight into its own buffer, so
+// every byte is copied once. It is fed in stream order by a single
+// goroutine at a time.
 type splitter struct {
 	dir     mpctls.Direction
-	buf     []byte
-	records []mpctls.Record // appended under *mu
+	hdr     [mpctls.HeaderLen]byte // header of the record being read
+	hdrN    int                    // bytes of hdr filled
+	cur     []byte                 // the record being read, once its header is known
+	curN    int                    // bytes of cur filled
+	records []mpctls.Record        // appended under *mu
 	mu      *sync.Mutex
 	notify  chan struct{}
 	bytes   int64
@@ -29,24 +33,31 @@ func (s *splitter) feed(p []byte) {
 		return
 	}
 	s.bytes += int64(len(p))
-	// Whole records are cut straight from p; only a partial record at the
-	// end waits in buf for the rest.
-	src := p
-	if len(s.buf) > 0 {
-		s.buf = append(s.buf, p...)
-		src = s.buf
-	}
 	added := false
-	for len(src) >= mpctls.HeaderLen {
-		n := int(binary.BigEndian.Uint16(src[3:5]))
-		if n > mpctls.MaxFragment {
-			s.err = &mpctls.RecordError{Dir: s.dir, Seq: uint64(len(s.records)), Reason: fmt.Sprintf("fragment of %d bytes", n), Err: mpctls.ErrRecordTooLarge}
-			return
+	for len(p) > 0 {
+		if s.cur == nil {
+			k := copy(s.hdr[s.hdrN:], p)
+			s.hdrN += k
+			p = p[k:]
+			if s.hdrN < mpctls.HeaderLen {
+				break
+			}
+			n := int(binary.BigEndian.Uint16(s.hdr[3:5]))
+			if n > mpctls.MaxFragment {
+				s.err = &mpctls.RecordError{Dir: s.dir, Seq: uint64(len(s.records)), Reason: fmt.Sprintf("fragment of %d bytes", n), Err: mpctls.ErrRecordTooLarge}
+				return
+			}
+			s.cur = make([]byte, mpctls.HeaderLen+n)
+			s.curN = copy(s.cur, s.hdr[:])
 		}
-		if len(src) < mpctls.HeaderLen+n {
+		k := copy(s.cur[s.curN:], p)
+		s.curN += k
+		p = p[k:]
+		if s.curN < len(s.cur) {
 			break
 		}
-		raw := bytes.Clone(src[:mpctls.HeaderLen+n])
+		raw := s.cur
+		s.cur, s.curN, s.hdrN = nil, 0, 0
 		s.mu.Lock()
 		s.records = append(s.records, mpctls.Record{
 			Dir:     s.dir,
@@ -56,10 +67,8 @@ func (s *splitter) feed(p []byte) {
 			Raw:     raw,
 		})
 		s.mu.Unlock()
-		src = src[mpctls.HeaderLen+n:]
 		added = true
 	}
-	s.buf = append(s.buf[:0:0], src...)
 	if added {
 		select {
 		case s.notify <- struct{}{}:
@@ -68,12 +77,20 @@ func (s *splitter) feed(p []byte) {
 	}
 }
 
+// pending returns the bytes of an unfinished record.
+func (s *splitter) pending() []byte {
+	if s.cur != nil {
+		return s.cur[:s.curN]
+	}
+	return s.hdr[:s.hdrN]
+}
+
 // finish reports a stream that ended inside a record.
 func (s *splitter) finish() error {
 	if s.err != nil {
 		return s.err
 	}
-	if len(s.buf) > 0 {
+	if len(s.pending()) > 0 {
 		return &mpctls.RecordError{Dir: s.dir, Seq: uint64(len(s.records)), Reason: "stream ends inside a record", Err: mpctls.ErrTruncated}
 	}
 	return nil

@@ -39,12 +39,12 @@ func FuzzSplitter(f *testing.F) {
 			}
 			return
 		}
-		got = append(got, s.buf...)
+		got = append(got, s.pending()...)
 		if !bytes.Equal(got, data) {
 			t.Fatal("records and remainder differ from the input")
 		}
-		if err := s.finish(); (err == nil) != (len(s.buf) == 0) {
-			t.Fatalf("finish: %v with %d bytes left", err, len(s.buf))
+		if err := s.finish(); (err == nil) != (len(s.pending()) == 0) {
+			t.Fatalf("finish: %v with %d bytes left", err, len(s.pending()))
 		}
 	})
 }
