@@ -107,7 +107,7 @@ func newHarness() (*harness, error) {
 	}
 	x.srv, err = server.New(server.Config{
 		Store: x.st, Pipeline: &servertest.Pipeline{}, Enclave: enclaveSeam{x.enclave}, Verifier: servertest.Verifier{},
-		RateLimit: -1, AuthRateLimit: -1, PollInterval: 10 * time.Millisecond, Workers: 1,
+		RateLimit: -1, AuthRateLimit: -1, Workers: 1,
 	})
 	if err != nil {
 		return nil, err
