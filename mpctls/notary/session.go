@@ -37,19 +37,24 @@ type session struct {
 	finalized chan struct{} // closed when a finalize request has been answered
 	claimed   bool          // a finalize request owns it (guarded by n.mu)
 
+	// mu guards the relay state, which the pumps check on every record.
 	mu         sync.Mutex
 	err        error // first error that ended the session, nil if clean
 	watch      helloWatch
 	sniChecked bool
-	tr         mpctls.Transcript
-	hs         []mpctls.Record
-	hsBytes    int
-	hsDone     bool
 	total      int64
-	spool      *os.File
-	spoolW     *bufio.Writer
-	spoolName  string
 	conns      []net.Conn
+
+	// accMu guards the accumulator's state, so that hashing and spooling
+	// a record never holds up the pumps. Lock order: mu, then accMu.
+	accMu     sync.Mutex
+	tr        mpctls.Transcript
+	hs        []mpctls.Record
+	hsBytes   int
+	hsDone    bool
+	spool     *os.File
+	spoolW    *bufio.Writer
+	spoolName string
 }
 
 func newSession(n *Notary, id string) *session {
@@ -78,8 +83,8 @@ func (s *session) abort(err error) {
 
 // discard removes the spool. Safe to call more than once.
 func (s *session) discard() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.accMu.Lock()
+	defer s.accMu.Unlock()
 	if s.spool != nil {
 		s.spool.Close()
 		os.Remove(s.spoolName)
@@ -101,9 +106,9 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 		s.fail(fmt.Errorf("notary: spool: %w", err))
 		return
 	}
-	s.mu.Lock()
+	s.accMu.Lock()
 	s.spool, s.spoolName, s.spoolW = f, f.Name(), bufio.NewWriterSize(f, 64<<10)
-	s.mu.Unlock()
+	s.accMu.Unlock()
 
 	deadline := time.Now().Add(s.n.cfg.SessionTimeout)
 	client.SetDeadline(deadline)
@@ -157,13 +162,19 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 	<-accDone
 	client.Close()
 	server.Close()
-	s.mu.Lock()
-	s.end = s.n.cfg.Now()
+	s.accMu.Lock()
+	var flushErr error
 	if s.spoolW != nil {
-		if err := s.spoolW.Flush(); err != nil && s.err == nil {
-			s.err = fmt.Errorf("notary: spool: %w", err)
+		if err := s.spoolW.Flush(); err != nil {
+			flushErr = fmt.Errorf("notary: spool: %w", err)
 		}
 	}
+	s.accMu.Unlock()
+	if flushErr != nil {
+		s.fail(flushErr)
+	}
+	s.mu.Lock()
+	s.end = s.n.cfg.Now()
 	s.mu.Unlock()
 }
 
@@ -289,8 +300,8 @@ func equalFoldASCII(a, b string) bool {
 // record adds a relayed record to the transcript, the spool and, during
 // the handshake, the in-memory handshake records.
 func (s *session) record(rec mpctls.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.accMu.Lock()
+	defer s.accMu.Unlock()
 	if err := s.tr.Add(rec); err != nil {
 		return err
 	}
@@ -341,6 +352,8 @@ func readSpooled(r io.Reader, dir mpctls.Direction) (mpctls.Record, error) {
 func (s *session) finalize(req FinalizeRequest) (*FinalizeResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.accMu.Lock()
+	defer s.accMu.Unlock()
 	if s.err != nil {
 		return nil, &SessionError{ID: s.id, Err: s.err}
 	}
