@@ -185,7 +185,7 @@ func TestNoRetryAfterContextEnds(t *testing.T) {
 	var calls atomic.Int32
 	base := newServer(t, nil, flaky(100, http.StatusTooManyRequests, "30", &calls))
 	c, _ := client.New(base, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
 	_, err := c.Health(ctx)
@@ -193,7 +193,7 @@ func TestNoRetryAfterContextEnds(t *testing.T) {
 	if !errors.As(err, &p) || p.RetryAfter != 30 {
 		t.Fatalf("err = %v", err)
 	}
-	if time.Since(start) > 250*time.Millisecond || calls.Load() != 1 {
+	if time.Since(start) > 4*time.Second || calls.Load() != 1 {
 		t.Fatalf("waited %v and called %d times although the context ends before the retry", time.Since(start), calls.Load())
 	}
 	// Cancelled mid-backoff: returns promptly.

@@ -21,8 +21,9 @@
 //	if errors.As(err, &ce) { fmt.Println(ce.Result.Reasons()) }
 //
 // Verified evidence is cached per certificate key: only the first
-// connection to an enclave pays for verifying its quote; later connections
-// (new TCP and TLS each) cost a hash and a map lookup. A certificate
+// connection to an enclave pays for verifying its quote (concurrent first
+// handshakes wait for one verification); later connections (new TCP and
+// TLS each) cost a hash and a map lookup. A certificate
 // renewed for the same enclave key with the same evidence is a cache hit;
 // any other change (another key, other evidence bytes, a certificate not
 // valid at the clock) is verified afresh.
@@ -78,12 +79,20 @@ type Checker struct {
 	now  func() time.Time
 	size int
 
-	mu    sync.Mutex
-	cache map[[32]byte]entry // by SHA-256 of the certificate's SubjectPublicKeyInfo
-	order [][32]byte
+	mu       sync.Mutex
+	cache    map[[32]byte]entry // by SHA-256 of the certificate's SubjectPublicKeyInfo
+	order    [][32]byte
+	inflight map[cacheKey]*flight
 
 	verified, cached, refused atomic.Uint64
 }
+
+type cacheKey struct {
+	key, evidence [32]byte // SHA-256 of the SubjectPublicKeyInfo and of the evidence extension
+}
+
+// flight is one verification in progress; done is closed when it ends.
+type flight struct{ done chan struct{} }
 
 type entry struct {
 	evidence [32]byte // SHA-256 of the evidence extension's bytes
@@ -102,7 +111,7 @@ func NewChecker(v *verify.Verifier, opts *Options) *Checker {
 	if o.CacheSize == 0 {
 		o.CacheSize = 64
 	}
-	return &Checker{v: v, now: o.Now, size: o.CacheSize, cache: map[[32]byte]entry{}}
+	return &Checker{v: v, now: o.Now, size: o.CacheSize, cache: map[[32]byte]entry{}, inflight: map[cacheKey]*flight{}}
 }
 
 // VerifyConnection is a tls.Config.VerifyConnection: it accepts the
@@ -119,26 +128,57 @@ func (c *Checker) VerifyConnection(cs tls.ConnectionState) error {
 		return c.v.VerifyConnection(cs) // the typed "no evidence" refusal
 	}
 	leaf := cs.PeerCertificates[0]
-	key := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
-	ev := sha256.Sum256(attestation.BootEvidenceFromCertificate(leaf))
-	if c.size > 0 {
-		now := c.now()
-		c.mu.Lock()
-		e, ok := c.cache[key]
-		c.mu.Unlock()
-		if ok && e.evidence == ev && !now.Before(leaf.NotBefore) && !now.After(leaf.NotAfter) {
-			c.cached.Add(1)
-			return nil
-		}
+	if c.size <= 0 {
+		return c.verify(leaf, cacheKey{}, false)
 	}
+	k := cacheKey{key: sha256.Sum256(leaf.RawSubjectPublicKeyInfo), evidence: sha256.Sum256(attestation.BootEvidenceFromCertificate(leaf))}
+	for waited := false; ; waited = true {
+		c.mu.Lock()
+		e, hit := c.cache[k.key]
+		if hit && e.evidence == k.evidence {
+			c.mu.Unlock()
+			if now := c.now(); !now.Before(leaf.NotBefore) && !now.After(leaf.NotAfter) {
+				c.cached.Add(1)
+				return nil
+			}
+			return c.verify(leaf, k, false) // says why the certificate is not valid now
+		}
+		f, inFlight := c.inflight[k]
+		if waited || !inFlight {
+			// Lead: verify while concurrent handshakes with the same key
+			// and evidence wait, so that only one of them pays. (After
+			// waiting for a leader that failed, verify without leading.)
+			lead := !inFlight
+			if lead {
+				f = &flight{done: make(chan struct{})}
+				c.inflight[k] = f
+			}
+			c.mu.Unlock()
+			err := c.verify(leaf, k, true)
+			if lead {
+				c.mu.Lock()
+				delete(c.inflight, k)
+				c.mu.Unlock()
+				close(f.done)
+			}
+			return err
+		}
+		c.mu.Unlock()
+		<-f.done
+	}
+}
+
+// verify runs the full check and, when store is set and it passes,
+// caches the result under k.
+func (c *Checker) verify(leaf *x509.Certificate, k cacheKey, store bool) error {
 	c.verified.Add(1)
 	r := c.v.VerifyCertificate(leaf)
 	if !r.Valid {
 		c.refused.Add(1)
 		return &verify.CertificateError{Result: r}
 	}
-	if c.size > 0 {
-		c.put(key, entry{evidence: ev, result: r})
+	if store {
+		c.put(k.key, entry{evidence: k.evidence, result: r})
 	}
 	return nil
 }
