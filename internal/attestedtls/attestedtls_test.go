@@ -258,3 +258,55 @@ func TestTLSConfig(t *testing.T) {
 		t.Fatalf("raw TLS without AllowSimulation: %v", err)
 	}
 }
+
+// Concurrent first handshakes with one enclave wait for one verification.
+func TestConcurrentFirstConnectionsVerifyOnce(t *testing.T) {
+	h := getHarness(t)
+	base, l := h.serve(t, h.cert, 0)
+	ch := attested.NewChecker(verify.New(h.policy(t)), nil)
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			c, err := tls.Dial("tcp", base[len("https://"):], ch.TLSConfig("localhost"))
+			if err == nil {
+				c.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := ch.Stats(); s.Verified != 1 || s.Cached != n-1 || l.conns.Load() != n {
+		t.Fatalf("%d concurrent first connections: %+v over %d connections, want 1 verification", n, s, l.conns.Load())
+	}
+}
+
+// The cache is bounded: with room for one key, alternating between two
+// enclaves verifies every time.
+func TestCacheBound(t *testing.T) {
+	h := getHarness(t)
+	other, err := h.other.TLSCertificate(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := h.serve(t, h.cert, 0)
+	b, _ := h.serve(t, other, 0)
+	ch := attested.NewChecker(verify.New(h.policy(t)), &attested.Options{CacheSize: 1})
+	for _, base := range []string{a, b, a, a} {
+		c, err := tls.Dial("tcp", base[len("https://"):], ch.TLSConfig("localhost"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	if s := ch.Stats(); s.Verified != 3 || s.Cached != 1 {
+		t.Fatalf("A, B, A, A with room for one: %+v, want 3 verified, 1 cached", s)
+	}
+	if ch.Result(h.cert.Leaf) == nil || ch.Result(other.Leaf) != nil {
+		t.Fatal("Result does not reflect the cache")
+	}
+}
