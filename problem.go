@@ -27,6 +27,14 @@ const (
 	ProblemRateLimited             = "rate-limited"              // 429: too many requests; see Retry-After
 	ProblemUnavailable             = "unavailable"               // 503: a part of the service is not available
 	ProblemInternal                = "internal"                  // 500: an unexpected server error
+
+	// Codes of failed fetch-and-attest requests (the error of a request
+	// record; never an HTTP answer of this API).
+	ProblemPortalAuthFailed      = "portal-auth-failed"      // 422: the portal refused the credentials
+	ProblemPortalMFARequired     = "portal-mfa-required"     // 422: the portal wants a second factor
+	ProblemPortalUnavailable     = "portal-unavailable"      // 502: the portal could not be reached or kept failing
+	ProblemRecordNotFound        = "record-not-found"        // 404: the portal has no such record for these credentials
+	ProblemPortalResponseInvalid = "portal-response-invalid" // 502: the portal answered something that is not valid FHIR, or too much
 )
 
 // ProblemStatus returns the HTTP status that the server uses for a problem
@@ -45,8 +53,13 @@ func ProblemStatus(code string) int {
 		return http.StatusNotFound
 	case ProblemMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case ProblemUnsupportedSystemType, ProblemUnsupportedOutputFormat, ProblemInvalidFHIR:
+	case ProblemUnsupportedSystemType, ProblemUnsupportedOutputFormat, ProblemInvalidFHIR,
+		ProblemPortalAuthFailed, ProblemPortalMFARequired:
 		return http.StatusUnprocessableEntity
+	case ProblemRecordNotFound:
+		return http.StatusNotFound
+	case ProblemPortalUnavailable, ProblemPortalResponseInvalid:
+		return http.StatusBadGateway
 	case ProblemForbiddenPortal:
 		return http.StatusForbidden
 	case ProblemRateLimited:
@@ -87,6 +100,16 @@ func ProblemTitle(code string) string {
 		return "Rate limited"
 	case ProblemUnavailable:
 		return "Unavailable"
+	case ProblemPortalAuthFailed:
+		return "Portal login failed"
+	case ProblemPortalMFARequired:
+		return "Portal requires multi-factor authentication"
+	case ProblemPortalUnavailable:
+		return "Portal unavailable"
+	case ProblemRecordNotFound:
+		return "Record not found"
+	case ProblemPortalResponseInvalid:
+		return "Portal response invalid"
 	default:
 		return "Internal error"
 	}

@@ -15,10 +15,12 @@ func TestProblemCodes(t *testing.T) {
 		acds.ProblemMethodNotAllowed: 405, acds.ProblemUnsupportedSystemType: 422, acds.ProblemUnsupportedOutputFormat: 422,
 		acds.ProblemInvalidFHIR: 422, acds.ProblemForbiddenPortal: 403, acds.ProblemRateLimited: 429,
 		acds.ProblemUnavailable: 503, acds.ProblemInternal: 500,
+		acds.ProblemPortalAuthFailed: 422, acds.ProblemPortalMFARequired: 422, acds.ProblemPortalUnavailable: 502,
+		acds.ProblemRecordNotFound: 404, acds.ProblemPortalResponseInvalid: 502,
 	}
 	for code, status := range want {
 		p := acds.NewProblem(code, "d")
-		if p.Status != status || p.Type != "urn:acds:problem:"+code || p.Code() != code || p.Title == "" || p.Title != acds.ProblemTitle(code) {
+		if p.Status != status || p.Type != "urn:acds:problem:"+code || p.Code() != code || p.Title == "" || p.Title != acds.ProblemTitle(code) || (code != acds.ProblemInternal && p.Title == "Internal error") {
 			t.Errorf("%s: %+v", code, p)
 		}
 		if !strings.Contains(p.Error(), code) {

@@ -124,6 +124,17 @@ type Fetcher interface {
 // forbidden-portal.
 var ErrForbiddenPortal = errors.New("forbidden portal")
 
+// FetchError is a Fetcher failure with the problem code the request fails
+// with (one of the acds.Problem* codes, e.g. acds.ProblemPortalAuthFailed).
+// A Fetcher error that is neither a FetchError nor ErrForbiddenPortal
+// fails the request with portal-unavailable.
+type FetchError struct {
+	Code   string // an acds.Problem* code
+	Detail string // what happened, without credentials
+}
+
+func (e *FetchError) Error() string { return e.Code + ": " + e.Detail }
+
 // ErrMalformedBundle is returned (wrapped) by a Verifier when the bytes are
 // not an attestation bundle; POST /v1/verify answers 400.
 var ErrMalformedBundle = errors.New("malformed attestation bundle")

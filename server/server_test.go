@@ -568,3 +568,31 @@ func TestHandlerPanicIsInternalProblem(t *testing.T) {
 		t.Fatalf("server down after a panic: %d", resp.StatusCode)
 	}
 }
+
+// A Fetcher's typed failure becomes the request's problem, with its code
+// and status, and without the credentials.
+func TestFetchErrorCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code string
+	}{
+		{&server.FetchError{Code: acds.ProblemPortalAuthFailed, Detail: "portal said no to alice-77 / hunter2-xyz"}, acds.ProblemPortalAuthFailed},
+		{fmt.Errorf("wrapped: %w", &server.FetchError{Code: acds.ProblemRecordNotFound, Detail: "no Patient/1"}), acds.ProblemRecordNotFound},
+		{fmt.Errorf("guard: %w", server.ErrForbiddenPortal), acds.ProblemForbiddenPortal},
+		{errors.New("connection reset"), acds.ProblemPortalUnavailable},
+	} {
+		h := newHarness(t, func(c *server.Config) { c.Fetcher = &servertest.Fetcher{Err: tc.err} })
+		s := h.anon()
+		_, b := h.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
+			SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/", RecordID: "1",
+			Credentials: acds.Credentials{Username: "alice-77", Password: "hunter2-xyz"}, OutputFormat: acds.OutputFHIRR4,
+		})
+		r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second)
+		if r.Status != acds.StatusFailed || r.Error.Code() != tc.code || r.Error.Status != acds.ProblemStatus(tc.code) {
+			t.Fatalf("%v: request = %+v %+v", tc.err, r, r.Error)
+		}
+		if strings.Contains(r.Error.Detail, "alice-77") || strings.Contains(r.Error.Detail, "hunter2-xyz") {
+			t.Fatalf("credentials in the problem: %q", r.Error.Detail)
+		}
+	}
+}

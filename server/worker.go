@@ -188,11 +188,14 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 		if s.workCtx.Err() != nil {
 			return nil, nil, errAbandon
 		}
-		detail := redact(err.Error(), creds.Username, creds.Password)
-		if errors.Is(err, ErrForbiddenPortal) {
-			return nil, acds.NewProblem(acds.ProblemForbiddenPortal, "the portal was refused: "+detail), nil
+		var fe *FetchError
+		switch {
+		case errors.As(err, &fe):
+			return nil, acds.NewProblem(fe.Code, redact(fe.Detail, creds.Username, creds.Password)), nil
+		case errors.Is(err, ErrForbiddenPortal):
+			return nil, acds.NewProblem(acds.ProblemForbiddenPortal, "the portal was refused: "+redact(err.Error(), creds.Username, creds.Password)), nil
 		}
-		return nil, acds.NewProblem(acds.ProblemUnavailable, "fetching the record from the portal failed: "+detail), nil
+		return nil, acds.NewProblem(acds.ProblemPortalUnavailable, "fetching the record from the portal failed: "+redact(err.Error(), creds.Username, creds.Password)), nil
 	}
 	claims := Claims{
 		Source: acds.SourceMPCTLS, NotaryStatements: fetched.NotaryStatements,
