@@ -257,6 +257,9 @@ type NginxConfig struct {
 	// Ciphersuites is the TLS 1.3 suite list (ssl_conf_command
 	// Ciphersuites); empty leaves OpenSSL's default.
 	Ciphersuites string
+	// Curves is ssl_ecdh_curve (e.g. "secp384r1" to make a client whose
+	// first key share is X25519 retry); empty leaves nginx's default.
+	Curves string
 	// Files maps a URL path below / to the content served there.
 	Files map[string][]byte
 }
@@ -302,6 +305,9 @@ func StartNginx(t testing.TB, c NginxConfig) string {
 	}
 	if c.Ciphersuites != "" {
 		fmt.Fprintf(&tlsLines, "    ssl_conf_command Ciphersuites %s;\n", c.Ciphersuites)
+	}
+	if c.Curves != "" {
+		fmt.Fprintf(&tlsLines, "    ssl_ecdh_curve %s;\n", c.Curves)
 	}
 	conf := fmt.Sprintf(`daemon off;
 master_process off;
