@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -27,7 +28,9 @@ import (
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/verify"
 )
@@ -54,9 +57,9 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free port)")
 	fs.StringVar(&f.dataDir, "data-dir", "./acds-data", "directory for the SQLite store and the simulated enclave's keys (created 0700)")
 	fs.StringVar(&f.store, "store", "", "store: empty or \"sqlite\" for <data-dir>/acds.db, \"sqlite:PATH\", or a postgres://… DSN shared by replicas")
-	fs.StringVar(&f.notary, "notary", "", "MPC-TLS notary: empty for the in-process notary, or host:port of an `acds notary` (used by portal fetching)")
-	fs.StringVar(&f.notaryKey, "notary-key", "", "file with the trusted public key of the external notary (required with --notary host:port; used by portal fetching)")
-	fs.StringVar(&f.portalCA, "portal-ca", "", "PEM file of extra root certificates trusted for portals (used by portal fetching)")
+	fs.StringVar(&f.notary, "notary", "", "MPC-TLS notary: empty for the in-process notary, or host:port of an `acds notary`")
+	fs.StringVar(&f.notaryKey, "notary-key", "", "file with the trusted public key of the external notary (required with --notary host:port)")
+	fs.StringVar(&f.portalCA, "portal-ca", "", "PEM file of extra root certificates trusted for portals")
 	fs.BoolVar(&f.allowPrivatePortals, "allow-private-portals", false, "allow portals on loopback, private and link-local addresses (development only)")
 	fs.IntVar(&f.workers, "workers", 2*runtime.NumCPU(), "requests processed concurrently")
 	fs.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second per token; 0 turns the limit off (load tests)")
@@ -67,9 +70,6 @@ func parseServeFlags(e env) (*serveFlags, error) {
 		fmt.Fprintln(e.stderr)
 		fmt.Fprintln(e.stderr, "Serves the ACDS v1 API, prints one line with the listen address once ready,")
 		fmt.Fprintln(e.stderr, "and drains in-flight requests on SIGTERM or interrupt.")
-		fmt.Fprintln(e.stderr)
-		fmt.Fprintln(e.stderr, "Portal fetching (MPC-TLS) is not in this build: --notary, --notary-key and --portal-ca")
-		fmt.Fprintln(e.stderr, "are validated but unused, and fetch-and-attest requests end failed with unavailable.")
 		fmt.Fprintln(e.stderr)
 		fs.PrintDefaults()
 	}
@@ -174,16 +174,21 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	ver, err := newVerifier(encl)
+	fetcher, notaryKeys, inProcess, closeNotary, err := portalFetcher(f, log)
+	if err != nil {
+		return err
+	}
+	defer closeNotary()
+	ver, err := newVerifier(encl, notaryKeys)
 	if err != nil {
 		return err
 	}
 	cfg := server.Config{
 		Store:               st,
 		Pipeline:            fhirPipeline{key: deidKey},
-		Enclave:             enclaveSeam{encl},
+		Enclave:             enclaveSeam{e: encl, notaryKey: inProcess},
 		Verifier:            ver,
-		Fetcher:             nil, // portal fetching (internal/portal, MPC-TLS prover) is not in this build
+		Fetcher:             fetcher,
 		Logger:              log,
 		Workers:             f.workers,
 		RateLimit:           f.rateLimit,
@@ -201,8 +206,6 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	}
 	log.Info("starting", "version", acds.Version, "store", where, "enclave", encl.Profile(),
 		"measurement", hex.EncodeToString(encl.Measurement()), "workers", f.workers)
-	log.Warn("portal fetching is not available in this build: POST /v1/fetch-and-attest requests are accepted and end failed with unavailable",
-		"notary", notaryDesc(f.notary), "portal_ca", f.portalCA != "")
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -252,11 +255,83 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	return nil
 }
 
-func notaryDesc(n string) string {
-	if n == "" {
-		return "in-process"
+// portalFetcher builds the fetch-and-attest path: the portal connectors
+// (internal/portal) behind the SSRF guard, fetching through the MPC-TLS
+// prover and a notary — the in-process one (listening on loopback, its key
+// kept in the data dir) or the external one of --notary/--notary-key. It
+// returns the fetcher, the notary keys to trust, the in-process notary's
+// key (nil for an external notary) and a function that stops the notary.
+func portalFetcher(f *serveFlags, log *slog.Logger) (server.Fetcher, []ed25519.PublicKey, ed25519.PublicKey, func(), error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
 	}
-	return n
+	if f.portalCA != "" {
+		pemBytes, err := os.ReadFile(f.portalCA)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("--portal-ca: %w", err)
+		}
+		if !roots.AppendCertsFromPEM(pemBytes) {
+			return nil, nil, nil, nil, fmt.Errorf("--portal-ca %s: no PEM certificate in it", f.portalCA)
+		}
+	}
+	guard := portal.Guard{AllowPrivate: f.allowPrivatePortals}
+	var (
+		addr      string
+		keys      []ed25519.PublicKey
+		inProcess ed25519.PublicKey
+		stop      = func() {}
+	)
+	if f.notary == "" {
+		key, created, err := loadOrCreateNotaryKey(filepath.Join(f.dataDir, "notary.key"))
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("in-process notary: %w", err)
+		}
+		// The notary resolves and dials the portal itself: it applies the
+		// same address guard as the connectors.
+		n, err := notary.New(notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort})
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("in-process notary: %w", err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("in-process notary: %w", err)
+		}
+		go func() { _ = n.Serve(ln) }()
+		stop = func() { _ = n.Close() }
+		addr, inProcess = ln.Addr().String(), n.PublicKey()
+		keys = []ed25519.PublicKey{inProcess}
+		log.Info("in-process notary started", "addr", addr, "key_created", created)
+	} else {
+		b, err := os.ReadFile(f.notaryKey)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("--notary-key: %w", err)
+		}
+		pub, err := notary.ParsePublicKey(b)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("--notary-key %s: %w", f.notaryKey, err)
+		}
+		addr, keys = f.notary, []ed25519.PublicKey{pub}
+		log.Info("using an external notary", "addr", addr)
+	}
+	pf := &portal.Fetcher{
+		Connector:    portal.Connector{Guard: guard},
+		NewTransport: portal.Notarized{Notary: addr, NotaryKeys: keys, TLSConfig: &tls.Config{RootCAs: roots}}.Factory(),
+	}
+	return fetcherSeam{pf}, keys, inProcess, stop, nil
+}
+
+// fetcherSeam is the server.Fetcher of package portal.
+type fetcherSeam struct{ f *portal.Fetcher }
+
+func (s fetcherSeam) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
+	res, err := s.f.Fetch(ctx, portal.Request{SystemType: r.SystemType, PortalURL: r.PortalURL, RecordID: r.RecordID,
+		Credentials: portal.Credentials{Username: r.Credentials.Username, Password: r.Credentials.Password}})
+	if err != nil {
+		// portal errors never contain the credentials; the server redacts again.
+		return nil, &server.FetchError{Code: portal.ProblemCode(err), Detail: err.Error()}
+	}
+	return &server.Fetched{FHIR: res.FHIR, Host: res.Host, RequestLine: res.RequestLine, NotaryStatements: res.NotaryStatements}, nil
 }
 
 func openStore(ctx context.Context, f *serveFlags) (store.Store, string, error) {
@@ -347,8 +422,13 @@ func invalidFHIR(e *fhir.InvalidError) error {
 	return &server.InvalidFHIRError{Detail: detail, OperationOutcome: oo}
 }
 
-// enclaveSeam is the server.Enclave of an attestation.Enclave.
-type enclaveSeam struct{ e *attestation.Enclave }
+// enclaveSeam is the server.Enclave of an attestation.Enclave. notaryKey,
+// when set, is the in-process notary's key, named in the claims of
+// mpc-tls outputs (verifiers trust it only when their policy says so).
+type enclaveSeam struct {
+	e         *attestation.Enclave
+	notaryKey ed25519.PublicKey
+}
 
 func (s enclaveSeam) Profile() string     { return s.e.Profile() }
 func (s enclaveSeam) Measurement() string { return hex.EncodeToString(s.e.Measurement()) }
@@ -362,6 +442,9 @@ func (s enclaveSeam) Attest(ctx context.Context, c server.Claims) ([]byte, error
 		IssuedAt: c.IssuedAt, Source: attestation.Source{Kind: c.Source, InputDigest: c.InputDigest}}
 	for range c.NotaryStatements {
 		claims.Source.Sessions = append(claims.Source.Sessions, attestation.Session{RequestLine: c.RequestLine, Host: c.Host})
+	}
+	if c.Source == acds.SourceMPCTLS && len(s.notaryKey) != 0 {
+		claims.NotaryKey = s.notaryKey
 	}
 	return s.e.Attest(ctx, claims, c.NotaryStatements)
 }
@@ -387,8 +470,8 @@ func (s enclaveSeam) BootEvidence() acds.Attestation {
 // verify offline with `acds verify`.
 type verifierSeam struct{ v *verify.Verifier }
 
-func newVerifier(e *attestation.Enclave) (verifierSeam, error) {
-	p, err := verify.TrustEnclave(verify.Policy{}, e.BootEvidence(), e.Measurement())
+func newVerifier(e *attestation.Enclave, notaryKeys []ed25519.PublicKey) (verifierSeam, error) {
+	p, err := verify.TrustEnclave(verify.Policy{NotaryKeys: notaryKeys}, e.BootEvidence(), e.Measurement())
 	if err != nil {
 		return verifierSeam{}, fmt.Errorf("verifier policy: %w", err)
 	}

@@ -161,15 +161,11 @@ func TestServeFullFlow(t *testing.T) {
 	if !errors.As(err, &p) || p.Code() != acds.ProblemInvalidFHIR || len(p.OperationOutcome) == 0 {
 		t.Fatalf("invalid FHIR: %v", err)
 	}
-	// fetch-and-attest is accepted and fails honestly: no portal fetching in this build.
-	fa, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemDemo, PortalURL: "https://portal.example",
+	// A portal on a private address is refused before anything is dialled.
+	_, err = c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: "https://127.0.0.1:1/fhir",
 		RecordID: "1", Credentials: acds.Credentials{Username: "serve-USER-9931", Password: "serve-PASSWORD-5517"}, OutputFormat: acds.OutputFHIRR4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := c.Wait(ctx, fa.RequestID)
-	if err != nil || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemUnavailable {
-		t.Fatalf("fetch = %+v %v", rec, err)
+	if !errors.As(err, &p) || p.Code() != acds.ProblemForbiddenPortal {
+		t.Fatalf("private portal: %v", err)
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit code %d; logs:\n%s", code, logs)
@@ -190,7 +186,7 @@ func TestServeFullFlow(t *testing.T) {
 	// A restart on the same data dir keeps sessions and requests.
 	base, _, stop = startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir)
 	c2, _ := client.New(base, &client.Options{Token: sess.Token})
-	if l, err := c2.Requests(ctx, "", 10); err != nil || len(l.Items) != 3 {
+	if l, err := c2.Requests(ctx, "", 10); err != nil || len(l.Items) != 2 {
 		t.Fatalf("after restart: %+v %v", l, err)
 	}
 	stop()
