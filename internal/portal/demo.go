@@ -125,6 +125,7 @@ type Demo struct {
 	txns     map[string]*txn  // login transaction id → state
 	codes    map[string]*authCode
 	servers  []*http.Server
+	closed   bool
 }
 
 type grant struct {
@@ -263,11 +264,16 @@ func (d *Demo) Patients() []PatientInfo {
 }
 
 // Serve serves the portal over HTTPS on l until Close. It returns
-// http.ErrServerClosed after Close.
+// http.ErrServerClosed after Close, at once when Close came first.
 func (d *Demo) Serve(l net.Listener) error {
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: d.TLSConfig(),
 		ErrorLog: nil, IdleTimeout: time.Minute}
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		l.Close()
+		return http.ErrServerClosed
+	}
 	d.servers = append(d.servers, srv)
 	d.mu.Unlock()
 	return srv.ServeTLS(l, "", "")
@@ -277,7 +283,7 @@ func (d *Demo) Serve(l net.Listener) error {
 func (d *Demo) Close() error {
 	d.mu.Lock()
 	srvs := d.servers
-	d.servers = nil
+	d.servers, d.closed = nil, true
 	d.mu.Unlock()
 	var errs []error
 	for _, s := range srvs {
