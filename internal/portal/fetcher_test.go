@@ -1,0 +1,125 @@
+package portal
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/mpctls"
+	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/mpctls/notary/notarytest"
+)
+
+// portalHost is the name the notarized tests use for the demo portal: the
+// test notary resolves every name to 127.0.0.1, and TLS needs a name (SNI)
+// rather than an address.
+const portalHost = "portal.acds.test"
+
+// notarizedSetup starts a demo portal and a real notary (mpctls/notary on
+// loopback) trusting the portal's CA, and returns a Fetcher whose
+// transports are fresh MPC-TLS provers (mpctls/prover) per fetch.
+func notarizedSetup(t testing.TB, opts Options, allow func(netip.AddrPort) error) (*testPortal, *Fetcher, []ed25519.PublicKey) {
+	t.Helper()
+	opts.Hosts = append(opts.Hosts, portalHost)
+	p := startDemo(t, opts)
+	n := notarytest.StartNotary(t, notary.Config{Roots: p.CertPool(), AllowAddr: allow})
+	keys := []ed25519.PublicKey{n.Key}
+	f := &Fetcher{
+		Connector:    *testConnector(),
+		NewTransport: Notarized{Notary: n.Addr, NotaryKeys: keys, TLSConfig: &tls.Config{RootCAs: p.CertPool()}}.Factory(),
+	}
+	return p, f, keys
+}
+
+func TestNotarizedFetchEndToEnd(t *testing.T) {
+	p, f, keys := notarizedSetup(t, Options{Patients: 3}, notarytest.LoopbackOnly)
+	base := "https://" + portalHost + ":" + p.Port + "/fhir"
+	want := p.Patients()[1]
+	for _, st := range []string{SystemFHIRBasic, SystemSMARTForm} {
+		t.Run(st, func(t *testing.T) {
+			res, err := f.Fetch(context.Background(), Request{SystemType: st, PortalURL: base, RecordID: want.ID, Credentials: demoCreds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Resources != want.Resources || res.Host != portalHost {
+				t.Errorf("got %d resources from %q, want %d from %q", res.Resources, res.Host, want.Resources, portalHost)
+			}
+			if !strings.HasPrefix(res.RequestLine, "GET /fhir/Patient/"+want.ID+"/$everything") {
+				t.Errorf("request line %q", res.RequestLine)
+			}
+			if len(res.NotaryStatements) == 0 || len(res.NotaryStatements) != len(res.Sessions) {
+				t.Fatalf("%d statements, %d sessions", len(res.NotaryStatements), len(res.Sessions))
+			}
+			// Every statement is signed by the notary and names the portal;
+			// together the sessions carry exactly the record's bytes.
+			var disclosed []byte
+			for i, stmt := range res.NotaryStatements {
+				s, err := mpctls.VerifyStatement(stmt, keys, mpctls.Expect{SNI: portalHost})
+				if err != nil {
+					t.Fatalf("statement %d: %v", i, err)
+				}
+				if s.SNI != portalHost {
+					t.Errorf("statement %d SNI %q", i, s.SNI)
+				}
+				pres, err := res.Sessions[i].PresentAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := mpctls.VerifyPresentation(stmt, pres, keys)
+				if err != nil {
+					t.Fatalf("presentation %d: %v", i, err)
+				}
+				disclosed = append(disclosed, d.Data()...)
+			}
+			pat := p.records[1].Resources[0].JSON
+			if !bytes.Contains(disclosed, pat) || !bytes.Contains(res.FHIR, pat) {
+				t.Error("the notarized sessions do not carry the Patient resource that was returned")
+			}
+			if bytes.Contains(disclosed, []byte(DemoPassword)) {
+				// Presentations disclose server records only.
+				t.Error("a presentation discloses the password")
+			}
+			if out := fhir.Validate(res.FHIR); out.HasErrors() {
+				t.Errorf("invalid bundle: %v", out.Issues[0])
+			}
+		})
+	}
+}
+
+// TestNotaryGuardRefusesPrivatePortals: with the strict guard as the
+// notary's AllowAddr, a name that resolves to loopback is refused at the
+// notary's connect, and the fetch fails as forbidden.
+func TestNotaryGuardRefusesPrivatePortals(t *testing.T) {
+	p, f, _ := notarizedSetup(t, Options{Patients: 1}, Guard{}.AllowAddrPort)
+	base := "https://" + portalHost + ":" + p.Port + "/fhir"
+	_, err := f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: base, RecordID: PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, ErrForbidden) || ProblemCode(err) != ProblemForbiddenPortal {
+		t.Fatalf("error %v, want forbidden", err)
+	}
+}
+
+func TestNotarizedFetchFailures(t *testing.T) {
+	p, f, _ := notarizedSetup(t, Options{Patients: 1, Failures: Failures{Locked: true}}, notarytest.LoopbackOnly)
+	base := "https://" + portalHost + ":" + p.Port + "/fhir"
+	_, err := f.Fetch(context.Background(), Request{SystemType: SystemSMARTPassword, PortalURL: base, RecordID: PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, ErrAccountLocked) {
+		t.Fatalf("error %v, want locked", err)
+	}
+	// Plain http is refused before anything is dialled.
+	f.Connector.Guard.AllowHTTP = true
+	_, err = f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: "http://" + portalHost + ":" + p.Port + "/fhir", RecordID: PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, ErrForbidden) {
+		t.Fatalf("plain http through the prover: %v, want forbidden", err)
+	}
+	// No transport factory, no fetch.
+	_, err = (&Fetcher{}).Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: base, RecordID: PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, ErrNotarization) {
+		t.Fatalf("no factory: %v", err)
+	}
+}
