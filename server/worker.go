@@ -175,7 +175,7 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 	}
 	plain, err := s.cfg.Enclave.Unseal(req.Sealed, []byte(req.ID))
 	if err != nil {
-		return nil, acds.NewProblem(acds.ProblemInternal, "the sealed credentials could not be unsealed"), nil
+		return nil, acds.NewProblem(acds.ProblemInternal, "the sealed credentials could not be unsealed by this enclave (sealed by another installation, or altered); submit a new request"), nil
 	}
 	var creds acds.Credentials
 	err = json.Unmarshal(plain, &creds)
