@@ -202,6 +202,11 @@ func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc ch
 		if err := s.admit(rec); err != nil {
 			return err
 		}
+		// The record joins the transcript when it arrives, before it is
+		// forwarded: the arrival order then respects causality (a reply
+		// never precedes what it answers), which the handshake check and
+		// its in-memory cut rely on.
+		acc <- rec
 		if !dstGone {
 			if _, err := dst.Write(rec.Raw); err != nil {
 				switch {
@@ -219,7 +224,6 @@ func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc ch
 				}
 			}
 		}
-		acc <- rec
 	}
 }
 
