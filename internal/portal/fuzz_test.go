@@ -1,0 +1,52 @@
+package portal
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// FuzzParseHTML feeds the login-page reader arbitrary pages: it must not
+// panic, and it finds no more forms than the page opens.
+func FuzzParseHTML(f *testing.F) {
+	f.Add(`<form method="post" action="/auth/login"><input type="hidden" name="csrf_token" value="a&amp;b"><input name=username><input type=password name='password'></form>`)
+	f.Add(`<form id=consent><select name=patient><option value=a>A<option value="b" selected>B</select><button name=decision value=allow>ok</button></form>`)
+	f.Add(`<p data-error="account-locked">x</p><!-- <form> --><script>var s = "<form>";</script>`)
+	f.Add(`<form<input<select<option</form></select>`)
+	f.Add(`<a b="unterminated`)
+	f.Add(`<input name=x value=1><option value=2>`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		p := parseHTML(doc)
+		if n := strings.Count(strings.ToLower(doc), "<form"); len(p.forms) > n {
+			t.Fatalf("%d forms from %d <form", len(p.forms), n)
+		}
+		for _, fm := range p.forms {
+			fm.has(func(c htmlControl) bool { return isOTP(c.name) })
+		}
+	})
+}
+
+// FuzzParseHostAddr: numeric host parsing never panics, and whatever it
+// accepts the guard can decide on.
+func FuzzParseHostAddr(f *testing.F) {
+	for _, s := range []string{"2130706433", "0177.0.0.1", "0x7f.1", "127.1", "[::1]", "[fe80::1%25eth0]", "::ffff:127.0.0.1",
+		"portal.example", "1.2.3.4.5", "0x", "08", "4294967295", "4294967296", "1.2.3.", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		a, err := ParseHostAddr(host)
+		if err != nil {
+			return
+		}
+		if !a.IsValid() {
+			t.Fatalf("%q: accepted an invalid address", host)
+		}
+		strict := Guard{}.CheckAddr(a)
+		if a.Unmap().IsLoopback() && strict == nil {
+			t.Fatalf("%q (%s): loopback allowed", host, a)
+		}
+		if (Guard{}).Control("tcp", netip.AddrPortFrom(a.WithZone(""), 443).String(), nil) == nil && strict != nil {
+			t.Fatalf("%q: Control and CheckAddr disagree", host)
+		}
+	})
+}
