@@ -18,6 +18,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/client/attested"
+	"github.com/acds-project/acds/internal/attestedtls"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -43,7 +44,14 @@ func TestAcceptedForTheRightServer(t *testing.T) {
 	for _, v := range versions {
 		t.Run(v.name, func(t *testing.T) {
 			ctx := context.Background()
-			base, l := h.serve(t, h.cert, v.max)
+			// Served as `acds serve --tls` does: attestedtls.Certificates.
+			certs, err := attestedtls.NewCertificates(h.enclave, attestedtls.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := certs.TLSConfig()
+			cfg.MaxVersion = v.max
+			base, l := h.serveTLS(t, cfg)
 			p := h.policy(t)
 			ch := attested.NewChecker(verify.New(p), nil)
 			c := newClient(t, ch, base)

@@ -1,7 +1,13 @@
-// Package attestedtls holds the end-to-end tests and the benchmark of
-// attested TLS to the ACDS service: the real server handler (server.New on
-// SQLite) served over TLS with the certificate of a simulated SEV-SNP
-// enclave (attestation/sim), and clients built with package client/attested.
+// Package attestedtls serves an enclave's attested TLS certificate
+// ([Certificates], for `acds serve --tls`), and holds the end-to-end tests
+// and the benchmark of attested TLS to the ACDS service: the real server
+// handler (server.New on SQLite) served over TLS with the certificate of a
+// simulated SEV-SNP enclave (attestation/sim), and clients built with
+// package client/attested.
+//
+//	certs, err := attestedtls.NewCertificates(enclave, attestedtls.Options{})
+//	hs := &http.Server{Handler: srv.Handler(), TLSConfig: certs.TLSConfig()}
+//	err = hs.ServeTLS(ln, "", "")
 //
 // The tests prove that a client talks to the right enclave and refuses,
 // during the handshake and before a byte of any request reaches the server,
@@ -17,6 +23,4 @@
 // first connection (cold verifier) and on later connections (new TCP and
 // TLS each, cache warm), and one bundle verification, and reports the
 // ratios the issue sets as goals.
-//
-// The package has no exported API.
 package attestedtls

@@ -179,11 +179,17 @@ func (c *countingConn) Read(p []byte) (int, error) {
 // URL and the listener's counters.
 func (x *harness) serve(tb testing.TB, cert tls.Certificate, maxVersion uint16) (string, *listener) {
 	tb.Helper()
+	return x.serveTLS(tb, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, MaxVersion: maxVersion})
+}
+
+// serveTLS is serve with a TLS configuration.
+func (x *harness) serveTLS(tb testing.TB, cfg *tls.Config) (string, *listener) {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l := &listener{Listener: ln, cfg: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, MaxVersion: maxVersion}}
+	l := &listener{Listener: ln, cfg: cfg}
 	hs := &http.Server{Handler: x.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go hs.Serve(l)
 	tb.Cleanup(func() { hs.Close() })
