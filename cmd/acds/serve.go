@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -220,7 +217,8 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	}
 	scheme := "http"
 	if f.tls {
-		cert, err := attestedCertificate(encl)
+		host, _, _ := net.SplitHostPort(f.addr)
+		cert, err := encl.TLSCertificate(0, host)
 		if err != nil {
 			_ = ln.Close()
 			_ = srv.Close(context.Background())
@@ -493,37 +491,4 @@ func (s verifierSeam) Verify(ctx context.Context, bundle, output []byte) (*acds.
 	}
 	resp := r.Response()
 	return &resp, nil
-}
-
-// attestedCertificate makes a self-signed certificate for the enclave's
-// attested TLS key. Clients trust it by checking that its public key is the
-// TLS key bound in the boot evidence (GET /v1/attestation), not by a CA.
-func attestedCertificate(e *attestation.Enclave) (tls.Certificate, error) {
-	signer := e.TLSSigner()
-	if signer == nil {
-		return tls.Certificate{}, errors.New("tls: the enclave has no TLS key")
-	}
-	if _, ok := signer.Public().(*ecdsa.PublicKey); !ok {
-		return tls.Certificate{}, errors.New("tls: the enclave TLS key is not ECDSA")
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "acds attested enclave"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, signer.Public(), signer)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("tls certificate: %w", err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: signer}, nil
 }

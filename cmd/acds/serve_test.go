@@ -215,6 +215,12 @@ func TestServeTLS(t *testing.T) {
 	if len(a.TLSKey) == 0 || !bytes.Equal(a.TLSKey, leafKey) {
 		t.Fatalf("the served certificate's key is not the attested TLS key")
 	}
+	// `acds verify --server` accepts it as a (simulated) enclave.
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"verify", "--server", base, "--allow-simulated"},
+		env{stdout: &out, stderr: &errOut, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}); code != 0 {
+		t.Fatalf("acds verify --server: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
 	stop()
 }
 
