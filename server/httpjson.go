@@ -108,7 +108,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, opti
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return nil, decodeProblem(err, limit, reflect.TypeOf(dst))
+		return nil, decodeProblem(err, limit)
 	}
 	// Exactly one JSON value: anything but whitespace after it is an error.
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) != 0 {
@@ -148,7 +148,7 @@ func tooLarge(limit int64) *acds.Problem {
 }
 
 // decodeProblem maps an encoding/json error to a problem.
-func decodeProblem(err error, limit int64, _ reflect.Type) *acds.Problem {
+func decodeProblem(err error, limit int64) *acds.Problem {
 	var (
 		mbe *http.MaxBytesError
 		se  *json.SyntaxError
