@@ -1,0 +1,108 @@
+// Package portal is how ACDS gets a patient record out of a clinical
+// portal: connectors that log in and fetch FHIR R4 by systemType, the SSRF
+// guard that decides which portals may be reached, a Fetcher that runs
+// every exchange through MPC-TLS provers and collects the notary
+// statements, and the synthetic demo portal that tests, `acds portal` and
+// `acds demo` run against.
+//
+// # Fetching a record
+//
+//	f := &portal.Fetcher{
+//		Connector:    portal.Connector{},             // strict: https, public addresses
+//		NewTransport: portal.Notarized{Notary: addr, NotaryKeys: keys}.Factory(),
+//	}
+//	res, err := f.Fetch(ctx, portal.Request{
+//		SystemType: "smart-form", PortalURL: "https://portal.example/fhir",
+//		RecordID: "123", Credentials: portal.Credentials{Username: u, Password: p},
+//	})
+//	// res.FHIR: one collection Bundle; res.NotaryStatements: one signed
+//	// statement per TLS connection; res.RequestLine: the first FHIR request.
+//	code := portal.ProblemCode(err) // "portal-auth-failed", "record-not-found", …
+//
+// Each Fetch gets a fresh transport (for Notarized, a fresh prover.Dialer),
+// so each TLS connection is one notarized session, and Fetch finalizes
+// them all before it returns, on success and on failure.
+// Connector.Fetch does the same work over any *http.Client, which is what
+// the tests and the benchmark baseline use.
+//
+// # System types
+//
+//   - fhir-basic: HTTP Basic auth on every FHIR request.
+//   - smart-password: GET {base}/.well-known/smart-configuration, then an
+//     OAuth2 password grant at its token_endpoint; the bearer token is
+//     used for the FHIR API.
+//   - smart-form: SMART App Launch. An authorization request with state
+//     and a PKCE S256 challenge; the portal's HTML login form is filled in
+//     (its hidden fields, CSRF token and session cookie kept), its consent
+//     form approved (choosing RecordID when it offers a patient choice);
+//     the redirect to the registered redirect URI is intercepted, never
+//     dialled; the code is exchanged with the verifier. The token's
+//     patient context is the record when RecordID is empty.
+//   - demo: the bundled demo portal, driven with the smart-form flow.
+//
+// The SMART client (client id, redirect URI, scope) is configured per
+// portal origin in Connector.Registrations; origins without one use the
+// demo portal's client.
+//
+// Then the record is fetched: Patient/{id}/$everything and its next
+// links. When the portal has no $everything (404, 400, 405 or 501 on its
+// first page), a read of Patient/{id} tells a missing operation (fall back)
+// from a missing patient (ErrRecordNotFound); the fallback searches each
+// US Core patient-compartment type with ?patient={id} and then reads the
+// resources those refer to (practitioners, organizations, medications),
+// two levels deep. Every resource appears once in the assembled Bundle.
+// Next links must stay on the portal's origin and must not loop.
+//
+// # Limits, retries and errors
+//
+// Connector.MaxBytes (64 MiB) and MaxPages (2000) bound one record;
+// beyond them the error wraps ErrResponseInvalid and ErrLimit. Each
+// exchange is bounded by RequestTimeout and retried up to MaxRetries (3)
+// times after a 429, 500, 502, 503, 504 or a network error, with
+// exponential backoff and jitter, waiting at least the Retry-After the
+// portal asked for; a Retry-After beyond MaxRetryAfter, or the context
+// ending, stops at once. Every error wraps one class — ErrAuthFailed
+// (with ErrAccountLocked), ErrMFARequired, ErrUnavailable,
+// ErrRecordNotFound, ErrResponseInvalid, ErrForbidden,
+// ErrUnsupportedSystemType, ErrInvalidRequest, ErrNotarization — and
+// ProblemCode maps it to the service's problem code. Error texts quote
+// portals only capped and with the request's username, password, access
+// token and authorization code blanked out; Credentials print as a
+// placeholder under every fmt verb.
+//
+// # The SSRF guard
+//
+// Guard's zero value allows https URLs whose addresses are public unicast
+// only. CheckURL refuses other schemes, user information, and hosts that
+// are refused addresses in any numeric form (2130706433, 0177.0.0.1,
+// 0x7f.1, [::ffff:127.0.0.1]). The decisive check is on the address
+// actually dialled, after resolution, so DNS rebinding cannot pass:
+// Guard.Control for a net.Dialer, GuardedDialer, Guard.Transport for a
+// plain client, and Guard.AllowAddrPort as the notary's
+// notary.Config.AllowAddr, since on the MPC-TLS path the notary is the one
+// that resolves and dials the portal. Refused: loopback, private (RFC
+// 1918, fc00::/7), link-local, CGNAT (100.64/10), multicast, unspecified,
+// broadcast and reserved, documentation and benchmarking ranges, cloud
+// metadata addresses (169.254.169.254, fd00:ec2::254, 100.100.100.200,
+// 192.0.0.192), and the IPv4-mapped, IPv4-compatible, NAT64 and 6to4
+// forms of refused IPv4 addresses. AllowPrivate and AllowHTTP are the
+// operator's switches for tests and private deployments. Redirects, form
+// actions, SMART endpoints and next links are checked as well.
+//
+// # The demo portal
+//
+// NewDemo makes a portal with its own CA (CACertPEM) serving
+// deterministic synthetic patients: Patient, Encounter, Condition (SNOMED
+// CT), Observation (LOINC vital signs and laboratory results),
+// MedicationRequest (RxNorm; some through Medication resources),
+// Immunization (CVX), AllergyIntolerance, Procedure, plus the
+// Practitioner and Organization resources they refer to. Every record
+// passes fhir.Validate without errors; sizes run from about 13 KB to
+// 6.5 MB. It offers HTTP Basic, SMART discovery, the password grant, and
+// the App Launch flow with an HTML login form (CSRF token bound to a
+// cookie), a consent page and PKCE; Patient/{id}/$everything with paging
+// (_count, _offset and next links), per-type searches by patient, and
+// reads. Options.Failures injects wrong passwords, locked accounts, MFA,
+// 429 with Retry-After, 503, slow answers, truncated pages and a missing
+// $everything.
+package portal
