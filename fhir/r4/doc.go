@@ -57,7 +57,8 @@
 // are slices of these structs, written as the value array with nulls where
 // an element has no value and an aligned "_name" array when any element has
 // an id or extensions. Decimal values hold the number exactly as written
-// ("1.50"), integers are int64, the other primitives are strings (codes
+// ("1.50"), integers are int64 (the 32-bit range of FHIR integers is
+// validation's to check), the other primitives are strings (codes
 // included: an unknown code decodes, validation reports it). All primitive
 // pointer types implement Primitive, which reads and writes any of them in
 // its JSON lexical form.

@@ -48,3 +48,31 @@ func ExampleUnmarshal_errors() {
 	// fhir r4: Patient.name[0].nickname: unknown property "nickname" (offset 48)
 	// fhir r4: resourceType "MedicationOrder" is not an R4 resource type (offset 33)
 }
+
+// ExampleWalk blanks every date to its year, whatever resource it is in, in
+// the manner of HIPAA Safe Harbor de-identification.
+func ExampleWalk() {
+	r, err := r4.Unmarshal([]byte(`{"resourceType":"Bundle","type":"collection","entry":[
+	  {"resource":{"resourceType":"Patient","birthDate":"1974-12-25"}},
+	  {"resource":{"resourceType":"Encounter","status":"finished","class":{"code":"AMB"},"period":{"start":"2020-03-04T10:00:00Z"}}}]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = r4.Walk(r, func(path *r4.Path, node any) error {
+		if p, ok := node.(r4.Primitive); ok && p.HasValue() {
+			switch p.PrimitiveType() {
+			case "date", "dateTime", "instant":
+				fmt.Println(path, p.Text())
+				return p.SetText(p.Text()[:4])
+			}
+		}
+		return nil
+	})
+	out, _ := r4.Marshal(r)
+	fmt.Println(string(out))
+	// Output:
+	// Bundle.entry[0].resource.birthDate 1974-12-25
+	// Bundle.entry[1].resource.period.start 2020-03-04T10:00:00Z
+	// {"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","birthDate":"1974"}},{"resource":{"resourceType":"Encounter","status":"finished","class":{"code":"AMB"},"period":{"start":"2020"}}}]}
+}

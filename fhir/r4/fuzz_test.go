@@ -19,6 +19,8 @@ import (
 func FuzzUnmarshal(f *testing.F) {
 	f.Add([]byte(`{"resourceType":"Patient","name":[{"given":["a",null],"_given":[null,{"extension":[{"url":"u","valueDecimal":1.50}]}]}]}`))
 	f.Add([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Basic","code":{"text":"\u00e9\ud83d\ude00"}}}]}`))
+	f.Add([]byte(`{"resourceType":"Condition","clinicalStatus":"active","subject":{"reference":"Patient/1"}}`)) // STU3
+	f.Add([]byte(`{"resourceType":"MedicationOrder","patient":{"reference":"Patient/1"}}`))                     // DSTU2
 	if files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "testdata", "synthea", "*.json")); len(files) > 0 {
 		if data, err := os.ReadFile(files[0]); err == nil {
 			var b struct {
