@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"sync"
 
 	"github.com/acds-project/acds/mpctls/notary"
 )
@@ -21,7 +22,8 @@ import (
 //	acds notary [--addr 127.0.0.1:7047] [--key notary.key] [--portal-ca ca.pem]
 //
 // It prints the notary's public key (PEM) and then one line with the
-// listen address once ready. Exit 0 after a clean shutdown, 1 on a
+// listen address once ready, and logs one line per ended session to
+// stderr (id, host, address, byte counts, outcome; never secrets). Exit 0 after a clean shutdown, 1 on a
 // runtime error, 2 on a usage error.
 func runNotary(ctx context.Context, e env) int {
 	flags := flag.NewFlagSet("acds notary", flag.ContinueOnError)
@@ -59,7 +61,15 @@ func runNotary(ctx context.Context, e env) int {
 			return 1
 		}
 	}
-	n, err := notary.New(notary.Config{Key: key, Roots: roots})
+	logw := &notaryLogWriter{w: e.stderr}
+	n, err := notary.New(notary.Config{Key: key, Roots: roots, SessionDone: func(i notary.SessionInfo) {
+		outcome := "signed"
+		if !i.Signed {
+			outcome = "not signed: " + i.Err.Error()
+		}
+		fmt.Fprintf(logw, "acds notary: session %s %s (%s) %d bytes up, %d down: %s\n",
+			i.ID, i.Host, i.Address, i.ClientBytes, i.ServerBytes, outcome)
+	}})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
 		return 1
@@ -95,6 +105,18 @@ func runNotary(ctx context.Context, e env) int {
 		}
 		return 0
 	}
+}
+
+// notaryLogWriter serializes writes from concurrent sessions.
+type notaryLogWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *notaryLogWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // loadOrCreateNotaryKey reads the signing key at path, or creates one

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/tls"
 	"encoding/pem"
 	"io"
 	"net"
@@ -15,19 +17,28 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/mpctls/notary/notarytest"
+	"github.com/acds-project/acds/mpctls/prover"
 )
 
 // startNotaryCmd runs `acds notary` with args and returns the public key
 // block it printed, its listen address and a stop function returning the
 // exit code.
 func startNotaryCmd(t *testing.T, args ...string) (pubPEM []byte, addr string, stop func() int) {
+	pub, addr, stop, _ := startNotaryCmdLog(t, args...)
+	return pub, addr, stop
+}
+
+// startNotaryCmdLog is startNotaryCmd that also returns the command's
+// stderr, to read after stop.
+func startNotaryCmdLog(t *testing.T, args ...string) (pubPEM []byte, addr string, stop func() int, stderr *bytes.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	var stderr bytes.Buffer
+	stderr = new(bytes.Buffer)
 	code := make(chan int, 1)
 	go func() {
-		code <- runNotary(ctx, env{args: args, stdout: pw, stderr: &stderr, getenv: func(string) string { return "" }})
+		code <- runNotary(ctx, env{args: args, stdout: pw, stderr: stderr, getenv: func(string) string { return "" }})
 		pw.Close()
 	}()
 	br := bufio.NewReader(pr)
@@ -54,7 +65,7 @@ func startNotaryCmd(t *testing.T, args ...string) (pubPEM []byte, addr string, s
 			t.Fatal("notary did not stop")
 			return -1
 		}
-	}
+	}, stderr
 }
 
 func TestNotaryCommandCreatesKeyAndServes(t *testing.T) {
@@ -142,5 +153,43 @@ func TestNotaryCommandErrors(t *testing.T) {
 	defer l.Close()
 	if c, _ := run("--addr", l.Addr().String(), "--key", filepath.Join(dir, "k3")); c != 1 {
 		t.Errorf("address in use: exit %d, want 1", c)
+	}
+}
+
+// TestNotaryCommandNotarizes runs a real notarized fetch through `acds
+// notary` trusting a portal CA given with --portal-ca. The command's
+// resolver is the system's, so the portal is "localhost".
+func TestNotaryCommandNotarizes(t *testing.T) {
+	dir := t.TempDir()
+	ca := notarytest.NewCA(t)
+	caFile := filepath.Join(dir, "portal-ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "localhost")}},
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "portal says hi") }))
+	out, addr, stop, stderr := startNotaryCmdLog(t, "--addr", "127.0.0.1:0", "--key", filepath.Join(dir, "k"), "--portal-ca", caFile)
+	pub, err := notary.ParsePublicKey(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &prover.Dialer{Notary: addr, NotaryKeys: []ed25519.PublicKey{pub}, TLSConfig: &tls.Config{RootCAs: ca.Pool()}}
+	tr := &http.Transport{DialTLSContext: d.DialTLSContext}
+	resp, err := (&http.Client{Transport: tr}).Get("https://localhost:" + port + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	tr.CloseIdleConnections()
+	res, err := d.FinalizeAll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := stop(); c != 0 {
+		t.Fatalf("exit %d", c)
+	}
+	if !strings.Contains(stderr.String(), "session "+res[0].SessionID+" localhost") || !strings.Contains(stderr.String(), ": signed") {
+		t.Fatalf("no session log line in %q", stderr.String())
 	}
 }

@@ -30,6 +30,9 @@ var (
 	// ErrDisclosure reports a finalize request that is malformed or
 	// inconsistent with what the notary recorded.
 	ErrDisclosure = errors.New("notary: bad disclosure")
+	// ErrExpired reports a session discarded because no finalize request
+	// came within Config.FinalizeTimeout.
+	ErrExpired = errors.New("notary: session expired before finalization")
 	// ErrClosed reports a notary that has been closed.
 	ErrClosed = errors.New("notary: closed")
 )

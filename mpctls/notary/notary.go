@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acds-project/acds/mpctls"
 )
 
 // Resolver looks up the addresses of a host name. *net.Resolver satisfies it.
@@ -66,6 +68,24 @@ type Config struct {
 	// SpoolDir is where sessions spool their records. Empty means
 	// os.TempDir().
 	SpoolDir string
+	// SessionDone, when set, is called once for every session that ends
+	// after its tunnel opened: finalized, refused at finalization, or
+	// expired unclaimed (not for sessions cut by Close). It is where a
+	// command logs sessions; it must not block. Nil means no call.
+	SessionDone func(SessionInfo)
+}
+
+// SessionInfo describes an ended session for Config.SessionDone. It holds
+// no secret and no plaintext.
+type SessionInfo struct {
+	ID          string
+	Host        string         // CONNECT host (the server name)
+	Address     netip.AddrPort // what the notary resolved and dialled
+	Start, End  time.Time      // statement clock
+	ClientBytes uint64         // TLS bytes the client sent
+	ServerBytes uint64         // TLS bytes the server sent
+	Signed      bool           // a statement was signed
+	Err         error          // why not, when Signed is false
 }
 
 // maxHandshakeBytes bounds the records a session keeps in memory for the
@@ -259,33 +279,45 @@ func (n *Notary) take(id string) *session {
 	return nil
 }
 
-// resolve splits, resolves and vets a CONNECT target.
-func (n *Notary) resolve(ctx context.Context, target string) (host string, addr netip.AddrPort, err error) {
+// resolve splits, resolves and vets a CONNECT target. It returns the
+// allowed addresses in the resolver's order; disallowed ones are left out,
+// and a target with none left is refused.
+func (n *Notary) resolve(ctx context.Context, target string) (host string, addrs []netip.AddrPort, err error) {
 	host, portStr, err := net.SplitHostPort(target)
 	if err != nil || host == "" {
-		return "", addr, fmt.Errorf("%w: %q is not host:port", ErrTarget, target)
+		return "", nil, fmt.Errorf("%w: %q is not host:port", ErrTarget, target)
 	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil || port == 0 {
-		return "", addr, fmt.Errorf("%w: bad port %q", ErrTarget, portStr)
+		return "", nil, fmt.Errorf("%w: bad port %q", ErrTarget, portStr)
 	}
-	var ip netip.Addr
+	var ips []netip.Addr
 	if a, perr := netip.ParseAddr(host); perr == nil {
-		ip = a
+		ips = []netip.Addr{a}
 	} else {
-		ips, lerr := n.cfg.Resolver.LookupNetIP(ctx, "ip", host)
-		if lerr != nil || len(ips) == 0 {
-			return "", addr, fmt.Errorf("%w: cannot resolve %q: %w", ErrTarget, host, lerr)
+		ips, err = n.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return "", nil, fmt.Errorf("%w: cannot resolve %q: %w", ErrTarget, host, err)
 		}
-		ip = ips[0]
-	}
-	addr = netip.AddrPortFrom(ip.Unmap(), uint16(port))
-	if n.cfg.AllowAddr != nil {
-		if err := n.cfg.AllowAddr(addr); err != nil {
-			return "", addr, fmt.Errorf("%w: %s not allowed: %w", ErrTarget, addr, err)
+		if len(ips) == 0 {
+			return "", nil, fmt.Errorf("%w: %q has no address", ErrTarget, host)
 		}
 	}
-	return strings.ToLower(strings.TrimSuffix(host, ".")), addr, nil
+	var refused error
+	for _, ip := range ips {
+		a := netip.AddrPortFrom(ip.Unmap(), uint16(port))
+		if n.cfg.AllowAddr != nil {
+			if err := n.cfg.AllowAddr(a); err != nil {
+				refused = fmt.Errorf("%w: %s not allowed: %w", ErrTarget, a, err)
+				continue
+			}
+		}
+		addrs = append(addrs, a)
+	}
+	if len(addrs) == 0 {
+		return "", nil, refused
+	}
+	return strings.ToLower(strings.TrimSuffix(host, ".")), addrs, nil
 }
 
 func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
@@ -309,16 +341,24 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	host, addr, err := n.resolve(ctx, r.Host)
+	host, addrs, err := n.resolve(ctx, r.Host)
 	if err != nil {
 		n.release(s)
 		writeProblem(w, http.StatusForbidden, ProblemTarget, "bad target", err.Error())
 		return
 	}
-	upstream, err := n.cfg.Dial(ctx, "tcp", addr.String())
-	if err != nil {
+	// Try the addresses in order; the statement names the one that answered.
+	var upstream net.Conn
+	var addr netip.AddrPort
+	for _, a := range addrs {
+		if upstream, err = n.cfg.Dial(ctx, "tcp", a.String()); err == nil {
+			addr = a
+			break
+		}
+	}
+	if upstream == nil {
 		n.release(s)
-		writeProblem(w, http.StatusBadGateway, ProblemTarget, "cannot reach target", fmt.Sprintf("dial %s failed", addr))
+		writeProblem(w, http.StatusBadGateway, ProblemTarget, "cannot reach target", fmt.Sprintf("no address of %s answered", host))
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
@@ -356,12 +396,27 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 			}
 			n.mu.Unlock()
 			if expired {
+				n.report(s, false, ErrExpired)
 				s.discard()
 			}
 		case <-s.finalized:
 		case <-n.quit:
 		}
 	}()
+}
+
+// report calls Config.SessionDone.
+func (n *Notary) report(s *session, signed bool, err error) {
+	if n.cfg.SessionDone == nil {
+		return
+	}
+	s.mu.Lock()
+	info := SessionInfo{ID: s.id, Host: s.host, Address: s.addr, Start: s.start, End: s.end, Signed: signed, Err: err}
+	s.mu.Unlock()
+	s.accMu.Lock()
+	info.ClientBytes, info.ServerBytes = s.tr.Bytes(mpctls.ClientToServer), s.tr.Bytes(mpctls.ServerToClient)
+	s.accMu.Unlock()
+	n.cfg.SessionDone(info)
 }
 
 // maxFinalizeBody bounds a finalize request body.
@@ -391,6 +446,7 @@ func (n *Notary) handleFinalize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.finalize(req)
+	n.report(s, err == nil, err)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrDisclosure):

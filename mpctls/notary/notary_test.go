@@ -327,3 +327,101 @@ func TestServerNameCheckedAcrossFragments(t *testing.T) {
 		t.Fatal("the ClientHello for another name reached the server")
 	}
 }
+
+func TestSessionDoneReports(t *testing.T) {
+	infos := make(chan notary.SessionInfo, 4)
+	n := notarytest.StartNotary(t, notary.Config{
+		FinalizeTimeout: 200 * time.Millisecond,
+		SessionDone:     func(i notary.SessionInfo) { infos <- i },
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	// A refused session, finalized: reported unsigned with the refusal.
+	c, id, _ := tunnel(t, n.Addr, "done.test:"+portOf(l.Addr()))
+	io.WriteString(c, "not tls at all\r\n")
+	expectRefused(t, n, c, id)
+	select {
+	case i := <-infos:
+		if i.ID != id || i.Signed || !errors.Is(i.Err, notary.ErrRefused) || i.Host != "done.test" || !i.Address.Addr().IsLoopback() {
+			t.Fatalf("report %+v", i)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no report for a finalized session")
+	}
+	// A session nobody finalizes: reported as expired.
+	c2, id2, _ := tunnel(t, n.Addr, "done.test:"+portOf(l.Addr()))
+	c2.Close()
+	select {
+	case i := <-infos:
+		if i.ID != id2 || i.Signed || !errors.Is(i.Err, notary.ErrExpired) {
+			t.Fatalf("report %+v", i)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no report for an expired session")
+	}
+	if n.Sessions() != 0 {
+		t.Fatalf("%d sessions held after expiry", n.Sessions())
+	}
+}
+
+type listResolver []netip.Addr
+
+func (r listResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return r, nil
+}
+
+// TestTriesResolvedAddressesInOrder: disallowed addresses are skipped,
+// unreachable ones passed over, and the session names the one that answered.
+func TestTriesResolvedAddressesInOrder(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	infos := make(chan notary.SessionInfo, 1)
+	n := notarytest.StartNotary(t, notary.Config{
+		Resolver: listResolver{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.1")},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if strings.HasPrefix(addr, "127.0.0.2:") {
+				return nil, errors.New("unreachable")
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+		SessionDone: func(i notary.SessionInfo) { infos <- i },
+	})
+	c, id, resp := tunnel(t, n.Addr, "multi.test:"+portOf(l.Addr()))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	io.WriteString(c, "GET / HTTP/1.1\r\n\r\n")
+	expectRefused(t, n, c, id)
+	if i := <-infos; i.Address.String() != "127.0.0.1:"+portOf(l.Addr()) {
+		t.Fatalf("session dialled %v, want 127.0.0.1", i.Address)
+	}
+	// Nothing allowed at all: refused.
+	n2 := notarytest.StartNotary(t, notary.Config{Resolver: listResolver{netip.MustParseAddr("192.0.2.1")}})
+	if _, _, resp := tunnel(t, n2.Addr, "multi.test:443"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("only disallowed addresses: %d, want 403", resp.StatusCode)
+	}
+}

@@ -251,7 +251,9 @@ func TestNotaryClockAndRoots(t *testing.T) {
 	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{cert}}, servePayload())
 
 	pinned := time.Now().Add(-10 * time.Minute).Truncate(time.Millisecond)
-	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), Now: func() time.Time { return pinned }})
+	infos := make(chan notary.SessionInfo, 1)
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), Now: func() time.Time { return pinned },
+		SessionDone: func(i notary.SessionInfo) { infos <- i }})
 	d := &Dialer{Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key}, TLSConfig: &tls.Config{RootCAs: ca.Pool()}, Now: func() time.Time { return pinned }}
 	tr := &http.Transport{DialTLSContext: d.DialTLSContext}
 	if err := get(&http.Client{Transport: tr}, "https://"+host+":"+port+"/payload?n=10", 10); err != nil {
@@ -264,6 +266,9 @@ func TestNotaryClockAndRoots(t *testing.T) {
 	}
 	if !res[0].Parsed.Start.Equal(pinned) || !res[0].Parsed.End.Equal(pinned) {
 		t.Fatalf("statement times %v–%v, want the notary's clock %v", res[0].Parsed.Start, res[0].Parsed.End, pinned)
+	}
+	if i := <-infos; !i.Signed || i.Err != nil || i.ID != res[0].SessionID || i.ServerBytes != res[0].Parsed.ServerBytes || i.ClientBytes != res[0].Parsed.ClientBytes {
+		t.Fatalf("session report %+v does not match the statement", i)
 	}
 
 	for name, cfg := range map[string]notary.Config{
