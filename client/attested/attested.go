@@ -14,7 +14,7 @@
 // (verify.Failure.Check) with its typed error (errors.Is with verify.Err*).
 //
 //	m, _ := manifest.Verify(signedManifest, publisherKey, time.Now())
-//	ch := attested.NewChecker(verify.New(verify.Policy{Manifest: m}), nil)
+//	ch := attested.NewChecker(verify.Policy{Manifest: m}, nil)
 //	c, err := ch.Client("https://acds.example.org", nil)
 //	sess, err := c.Anon(ctx, "") // sent only to an attested enclave
 //	var ce *verify.CertificateError
@@ -23,10 +23,11 @@
 // Verified evidence is cached per certificate key: only the first
 // connection to an enclave pays for verifying its quote (concurrent first
 // handshakes wait for one verification); later connections (new TCP and
-// TLS each) cost a hash and a map lookup. A certificate
-// renewed for the same enclave key with the same evidence is a cache hit;
-// any other change (another key, other evidence bytes, a certificate not
-// valid at the clock) is verified afresh.
+// TLS each) cost a hash, a map lookup and the validity windows of the
+// certificate and the policy's manifest, checked at the policy's clock on
+// every connection. A certificate renewed for the same enclave key with the
+// same evidence is a cache hit; any other change (another key, other
+// evidence bytes, a certificate not valid at the clock) is verified afresh.
 //
 // This package is the glue between package client, which knows nothing
 // of verification, and package verify, which never touches the network:
@@ -40,21 +41,20 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/verify"
 )
 
 // Options configure a Checker. The zero value (or nil) is useful.
 type Options struct {
-	// Now is the clock for the certificate validity check of cache hits;
-	// use the verifier policy's clock. Zero value: time.Now.
-	Now func() time.Time
 	// CacheSize bounds how many verified enclave keys are remembered
 	// (first in, first out). Zero value: 64; negative: no cache (every
 	// connection verifies the evidence).
@@ -72,12 +72,13 @@ type Stats struct {
 	Refused uint64
 }
 
-// Checker is the attested-TLS peer check of one verifier. It is safe for
+// Checker is the attested-TLS peer check of one policy. It is safe for
 // concurrent use; share one among clients to share its cache.
 type Checker struct {
-	v    *verify.Verifier
-	now  func() time.Time
-	size int
+	v        *verify.Verifier
+	now      func() time.Time
+	manifest *manifest.Manifest
+	size     int
 
 	mu       sync.Mutex
 	cache    map[[32]byte]entry // by SHA-256 of the certificate's SubjectPublicKeyInfo
@@ -99,19 +100,23 @@ type entry struct {
 	result   *verify.Result
 }
 
-// NewChecker returns a Checker verifying peers with v.
-func NewChecker(v *verify.Verifier, opts *Options) *Checker {
+// NewChecker returns a Checker accepting the enclaves that policy p
+// accepts (see verify.Policy for its zero values: the zero Policy accepts
+// nothing). p's clock also decides the validity of certificates and of the
+// manifest on cache hits.
+func NewChecker(p verify.Policy, opts *Options) *Checker {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	if o.CacheSize == 0 {
 		o.CacheSize = 64
 	}
-	return &Checker{v: v, now: o.Now, size: o.CacheSize, cache: map[[32]byte]entry{}, inflight: map[cacheKey]*flight{}}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	return &Checker{v: verify.New(p), now: p.Now, manifest: p.Manifest, size: o.CacheSize,
+		cache: map[[32]byte]entry{}, inflight: map[cacheKey]*flight{}}
 }
 
 // VerifyConnection is a tls.Config.VerifyConnection: it accepts the
@@ -119,7 +124,7 @@ func NewChecker(v *verify.Verifier, opts *Options) *Checker {
 // verify.(*Verifier).VerifyCertificate (evidence valid under the policy,
 // certificate valid at the clock, its key the TLS key the evidence binds),
 // or when the same key with the same evidence passed before and the
-// certificate is valid at the clock. Otherwise it returns a
+// certificate (and the policy's manifest) are valid at the clock. Otherwise it returns a
 // *verify.CertificateError. It does not check the certificate's issuer or
 // names; see [Checker.TLSConfig].
 func (c *Checker) VerifyConnection(cs tls.ConnectionState) error {
@@ -128,6 +133,15 @@ func (c *Checker) VerifyConnection(cs tls.ConnectionState) error {
 		return c.v.VerifyConnection(cs) // the typed "no evidence" refusal
 	}
 	leaf := cs.PeerCertificates[0]
+	if c.manifest != nil {
+		// Checked on every connection: a cached acceptance must not outlive
+		// the manifest that allowed it.
+		if err := c.manifest.ValidAt(c.now()); err != nil {
+			c.refused.Add(1)
+			return &verify.CertificateError{Result: &verify.Result{VerifiedAt: c.now(), Failures: []*verify.Failure{
+				{Check: verify.CheckManifest, Err: fmt.Errorf("%w: %w", verify.ErrManifest, err)}}}}
+		}
+	}
 	if c.size <= 0 {
 		return c.verify(leaf, cacheKey{}, false)
 	}

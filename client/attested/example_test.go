@@ -24,7 +24,7 @@ func Example() {
 		fmt.Println("manifest:", err)
 		return
 	}
-	ch := attested.NewChecker(verify.New(verify.Policy{Manifest: m}), nil)
+	ch := attested.NewChecker(verify.Policy{Manifest: m}, nil)
 	c, err := ch.Client("https://acds.example.org", nil)
 	if err != nil {
 		fmt.Println(err)
@@ -47,7 +47,7 @@ func Example() {
 
 // A raw TLS connection to an enclave, checked the same way.
 func ExampleChecker_TLSConfig() {
-	ch := attested.NewChecker(verify.New(verify.Policy{}), nil)
+	ch := attested.NewChecker(verify.Policy{}, nil)
 	cfg := ch.TLSConfig("acds.example.org")
 	_ = cfg // tls.Dial("tcp", "acds.example.org:443", cfg)
 }

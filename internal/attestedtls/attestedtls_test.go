@@ -53,7 +53,7 @@ func TestAcceptedForTheRightServer(t *testing.T) {
 			cfg.MaxVersion = v.max
 			base, l := h.serveTLS(t, cfg)
 			p := h.policy(t)
-			ch := attested.NewChecker(verify.New(p), nil)
+			ch := attested.NewChecker(p, nil)
 			c := newClient(t, ch, base)
 
 			sess, err := c.Anon(ctx, "")
@@ -114,7 +114,7 @@ func TestAcceptedForAnotherGenuineEnclave(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _ := h.serve(t, cert, 0)
-	ch := attested.NewChecker(verify.New(h.policy(t)), nil)
+	ch := attested.NewChecker(h.policy(t), nil)
 	if _, err := newClient(t, ch, base).Health(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestRefusedBeforeAnyRequestByte(t *testing.T) {
 		for _, v := range versions {
 			t.Run(tc.name+"/"+v.name, func(t *testing.T) {
 				base, l := h.serve(t, tc.cert, v.max)
-				ch := attested.NewChecker(verify.New(tc.policy), nil)
+				ch := attested.NewChecker(tc.policy, nil)
 				c := newClient(t, ch, base)
 				before := h.requests.Load()
 
@@ -206,7 +206,7 @@ func TestCachePerCertificateKey(t *testing.T) {
 	h := getHarness(t)
 	ctx := context.Background()
 	p := h.policy(t)
-	ch := attested.NewChecker(verify.New(p), nil)
+	ch := attested.NewChecker(p, nil)
 	base, _ := h.serve(t, h.cert, 0)
 	c := newClient(t, ch, base)
 	for range 3 {
@@ -237,7 +237,7 @@ func TestCachePerCertificateKey(t *testing.T) {
 		t.Fatalf("copied evidence after the genuine one was cached: %v", err)
 	}
 
-	none := attested.NewChecker(verify.New(p), &attested.Options{CacheSize: -1})
+	none := attested.NewChecker(p, &attested.Options{CacheSize: -1})
 	c = newClient(t, none, base)
 	for range 2 {
 		if _, err := c.Health(ctx); err != nil {
@@ -253,7 +253,7 @@ func TestCachePerCertificateKey(t *testing.T) {
 func TestTLSConfig(t *testing.T) {
 	h := getHarness(t)
 	base, _ := h.serve(t, h.cert, 0)
-	ch := attested.NewChecker(verify.New(h.policy(t)), nil)
+	ch := attested.NewChecker(h.policy(t), nil)
 	conn, err := tls.Dial("tcp", base[len("https://"):], ch.TLSConfig("localhost"))
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestTLSConfig(t *testing.T) {
 	conn.Close()
 	p := h.policy(t)
 	p.AllowSimulation = false
-	_, err = tls.Dial("tcp", base[len("https://"):], attested.NewChecker(verify.New(p), nil).TLSConfig("localhost"))
+	_, err = tls.Dial("tcp", base[len("https://"):], attested.NewChecker(p, nil).TLSConfig("localhost"))
 	if !errors.Is(err, verify.ErrSimulation) {
 		t.Fatalf("raw TLS without AllowSimulation: %v", err)
 	}
@@ -271,7 +271,7 @@ func TestTLSConfig(t *testing.T) {
 func TestConcurrentFirstConnectionsVerifyOnce(t *testing.T) {
 	h := getHarness(t)
 	base, l := h.serve(t, h.cert, 0)
-	ch := attested.NewChecker(verify.New(h.policy(t)), nil)
+	ch := attested.NewChecker(h.policy(t), nil)
 	const n = 8
 	errs := make(chan error, n)
 	for range n {
@@ -303,7 +303,7 @@ func TestCacheBound(t *testing.T) {
 	}
 	a, _ := h.serve(t, h.cert, 0)
 	b, _ := h.serve(t, other, 0)
-	ch := attested.NewChecker(verify.New(h.policy(t)), &attested.Options{CacheSize: 1})
+	ch := attested.NewChecker(h.policy(t), &attested.Options{CacheSize: 1})
 	for _, base := range []string{a, b, a, a} {
 		c, err := tls.Dial("tcp", base[len("https://"):], ch.TLSConfig("localhost"))
 		if err != nil {
@@ -316,5 +316,30 @@ func TestCacheBound(t *testing.T) {
 	}
 	if ch.Result(h.cert.Leaf) == nil || ch.Result(other.Leaf) != nil {
 		t.Fatal("Result does not reflect the cache")
+	}
+}
+
+// A cached acceptance does not outlive the manifest that allowed it.
+func TestCachedAcceptanceEndsWithTheManifest(t *testing.T) {
+	h := getHarness(t)
+	base, l := h.serve(t, h.cert, 0)
+	clk := &clock{t: time.Now()}
+	p := h.policy(t) // the manifest is valid for 24 hours
+	p.Now = clk.now
+	ch := attested.NewChecker(p, nil)
+	c := newClient(t, ch, base)
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(25 * time.Hour)
+	before := h.requests.Load()
+	bytesBefore := l.appBytes.Load()
+	_, err := c.Health(context.Background())
+	var ce *verify.CertificateError
+	if !errors.As(err, &ce) || !errors.Is(err, verify.ErrManifest) || ce.Result.Failures[0].Check != verify.CheckManifest {
+		t.Fatalf("after the manifest expired: %v", err)
+	}
+	if h.requests.Load() != before || l.appBytes.Load() != bytesBefore {
+		t.Fatal("a request reached the server after the manifest expired")
 	}
 }

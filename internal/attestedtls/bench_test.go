@@ -69,7 +69,7 @@ func BenchmarkTimeToFirstByte(b *testing.B) {
 	pool.AddCert(h.cert.Leaf)
 	plainCfg := &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12}
 	bareCfg := &tls.Config{InsecureSkipVerify: true, ServerName: "localhost", MinVersion: tls.VersionTLS12}
-	warm := attested.NewChecker(verify.New(p), nil)
+	warm := attested.NewChecker(p, nil)
 	warmCfg := warm.TLSConfig("localhost")
 	for _, cfg := range []*tls.Config{plainCfg, bareCfg, warmCfg} { // warm up both paths and the cache
 		if _, err := firstByte(addr, cfg); err != nil {
@@ -97,7 +97,7 @@ func BenchmarkTimeToFirstByte(b *testing.B) {
 		timed(&plain, func() *tls.Config { return plainCfg }),
 		timed(&bare, func() *tls.Config { return bareCfg }),
 		timed(&later, func() *tls.Config { return warmCfg }),
-		timed(&first, func() *tls.Config { return attested.NewChecker(verify.New(p), nil).TLSConfig("localhost") }),
+		timed(&first, func() *tls.Config { return attested.NewChecker(p, nil).TLSConfig("localhost") }),
 		func() error {
 			v := verify.New(p)
 			start := time.Now()

@@ -14,7 +14,6 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/internal/attestedtls"
-	"github.com/acds-project/acds/verify"
 )
 
 // clock is a settable clock.
@@ -54,7 +53,7 @@ func TestCertificatesRotate(t *testing.T) {
 	}
 	p := h.policy(t)
 	p.Now = clk.now
-	ch := attested.NewChecker(verify.New(p), &attested.Options{Now: clk.now})
+	ch := attested.NewChecker(p, nil)
 	base, _ := h.serveTLS(t, certs.TLSConfig())
 	dial := func() {
 		t.Helper()
