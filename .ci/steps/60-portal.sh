@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Portals: the race detector over the connectors, the demo portal and the
+# notarized Fetcher (real notary and provers on loopback), the `acds
+# portal` command tests, and short fuzz runs of the login-page reader and
+# the numeric host parser of the SSRF guard.
+set -euo pipefail
+
+if ! command -v gcc >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
+fi
+
+echo "-- race detector: internal/portal"
+CGO_ENABLED=1 go test -count=1 -race ./internal/portal/
+
+echo "-- acds portal command"
+go test -count=1 -run 'TestPortalCommand' ./cmd/acds/
+
+echo "-- fuzz: login-page reader and numeric host forms"
+go test -run '^$' -fuzz '^FuzzParseHTML$' -fuzztime 15s ./internal/portal/
+go test -run '^$' -fuzz '^FuzzParseHostAddr$' -fuzztime 15s ./internal/portal/
