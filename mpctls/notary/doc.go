@@ -19,7 +19,8 @@
 // # Wire protocol
 //
 //  1. The prover sends `CONNECT host:port HTTP/1.1`. The notary resolves
-//     host itself, asks Config.AllowAddr, dials the address and answers
+//     host itself, skips the addresses Config.AllowAddr refuses, dials the
+//     others in order until one answers (the statement names it) and answers
 //     `200 Connection Established` with the session id in the
 //     Acds-Notary-Session header (SessionHeader). A full notary answers
 //     503 with Retry-After; a bad, forbidden or unreachable target 403 or
