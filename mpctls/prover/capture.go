@@ -103,6 +103,7 @@ func (s *splitter) finish() error {
 type captureConn struct {
 	net.Conn
 	drain time.Duration
+	max   int64 // bytes both ways before the session is cut
 
 	rmu sync.Mutex // serializes reads, so records are fed in order
 	in  splitter   // server → client
@@ -119,10 +120,11 @@ type captureConn struct {
 	closeErr  error
 }
 
-func newCaptureConn(c net.Conn, drain time.Duration) *captureConn {
+func newCaptureConn(c net.Conn, drain time.Duration, max int64) *captureConn {
 	cc := &captureConn{
 		Conn:   c,
 		drain:  drain,
+		max:    max,
 		notify: make(chan struct{}, 1),
 		closed: make(chan struct{}),
 	}
@@ -141,6 +143,11 @@ func (c *captureConn) Read(p []byte) (int, error) {
 	c.in.feed(p[:n])
 	if err != nil && !isTimeout(err) {
 		c.eof = true
+	}
+	if c.in.bytes+c.out.bytes > c.max {
+		c.eof = true
+		c.closeErr = fmt.Errorf("%w: more than %d bytes", ErrLimit, c.max)
+		return n, c.closeErr
 	}
 	return n, err
 }
@@ -170,7 +177,7 @@ func (c *captureConn) Close() error {
 			c.in.feed(buf[:n])
 			if err != nil {
 				c.eof = true
-				if isTimeout(err) {
+				if isTimeout(err) && c.closeErr == nil {
 					c.closeErr = fmt.Errorf("%w: the notary did not end the tunnel within %v", ErrIncomplete, c.drain)
 				}
 			}

@@ -334,3 +334,19 @@ func TestDialRefusesIPAddress(t *testing.T) {
 		t.Fatal("udp accepted")
 	}
 }
+
+func TestProverByteLimit(t *testing.T) {
+	ca := notarytest.NewCA(t)
+	const host = "plimit.test"
+	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, host)}}, servePayload())
+	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool()})
+	d := &Dialer{Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key}, TLSConfig: &tls.Config{RootCAs: ca.Pool()}, MaxSessionBytes: 64 << 10}
+	tr := &http.Transport{DialTLSContext: d.DialTLSContext}
+	if err := get(&http.Client{Transport: tr}, "https://"+host+":"+port+"/payload?n=1000000", 1000000); err == nil {
+		t.Fatal("a 1 MB response passed a 64 KiB prover limit")
+	}
+	tr.CloseIdleConnections()
+	if _, err := d.FinalizeAll(context.Background()); !errors.Is(err, ErrLimit) {
+		t.Fatalf("finalize of a session over the prover's limit: %v, want ErrLimit", err)
+	}
+}

@@ -37,6 +37,9 @@ var (
 	// ErrIncomplete reports a session that cannot be finalized yet or at
 	// all: still open, failed handshake, tunnel not ended in time.
 	ErrIncomplete = errors.New("prover: session incomplete")
+	// ErrLimit reports a session cut because it exceeded
+	// Dialer.MaxSessionBytes.
+	ErrLimit = errors.New("prover: session limit exceeded")
 )
 
 // NotaryError is a refusal or failure reported by the notary.
@@ -95,6 +98,12 @@ type Dialer struct {
 	// DrainTimeout is how long closing a connection waits for the notary
 	// to end the tunnel after the prover half-closed it. Zero means 5 s.
 	DrainTimeout time.Duration
+	// MaxSessionBytes bounds the TLS bytes one session may carry, both
+	// directions together; the prover keeps every record in memory until
+	// the session is finalized, so this bounds its memory. A session
+	// beyond it is cut (reads fail with ErrLimit) and cannot be finalized.
+	// Zero means 256 MiB, the notary's default.
+	MaxSessionBytes int64
 
 	mu       sync.Mutex
 	sessions []*Session
@@ -175,7 +184,11 @@ func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	if drain <= 0 {
 		drain = 5 * time.Second
 	}
-	capture := newCaptureConn(raw, drain)
+	limit := d.MaxSessionBytes
+	if limit <= 0 {
+		limit = 256 << 20
+	}
+	capture := newCaptureConn(raw, drain, limit)
 	keys := &keyLog{}
 	cfg := d.tlsConfig(host, keys)
 	tc := tls.Client(capture, cfg)
