@@ -266,8 +266,10 @@ func retryAfter(h string, now time.Time) (time.Duration, bool) {
 	if h == "" {
 		return 0, false
 	}
-	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
+	if n, err := strconv.ParseUint(strings.TrimSpace(h), 10, 63); err == nil {
+		return time.Duration(min(n, 1<<32)) * time.Second, true // capped: no overflow
+	} else if errors.Is(err, strconv.ErrRange) {
+		return time.Duration(1<<32) * time.Second, true
 	}
 	if t, err := http.ParseTime(h); err == nil {
 		return max(0, t.Sub(now)), true
