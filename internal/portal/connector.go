@@ -3,6 +3,7 @@ package portal
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -63,6 +64,12 @@ type Registration struct {
 	ClientID    string // required
 	RedirectURI string // required; the connector intercepts the redirect and never dials it
 	Scope       string // empty means "openid launch/patient patient/*.read"
+	// Key, when set, authenticates the client at the token endpoint with
+	// private_key_jwt (RFC 7523): ECDSA P-256 (ES256), P-384 (ES384) or
+	// RSA ≥ 2048 bits (RS384). Nil means a public client.
+	Key crypto.Signer
+	// KeyID is the "kid" of Key's JWS header, when the portal wants one.
+	KeyID string
 }
 
 // Record is a fetched patient record.
@@ -510,8 +517,17 @@ func (s *session) registration() Registration {
 	return r
 }
 
-// token posts a token request and installs the bearer token.
+// token posts a token request and installs the bearer token. A client
+// with a key authenticates with private_key_jwt.
 func (s *session) token(ctx context.Context, op, endpoint string, form url.Values) error {
+	if reg := s.registration(); reg.Key != nil {
+		a, err := clientAssertion(reg.Key, reg.KeyID, reg.ClientID, endpoint, time.Now(), s.c.rand())
+		if err != nil {
+			return &Error{Kind: ErrInvalidRequest, Op: op, Err: err}
+		}
+		form.Set("client_assertion_type", clientAssertionType)
+		form.Set("client_assertion", a)
+	}
 	ex, err := s.do(ctx, op, false, poster(endpoint, form, "application/json"))
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -87,6 +90,11 @@ type Options struct {
 	// PageSize is the number of entries per searchset page, also the
 	// maximum _count a client may ask for. Zero means 250.
 	PageSize int
+	// ClientKey, when set, is the registered client's public key
+	// (*ecdsa.PublicKey P-256/P-384 or *rsa.PublicKey): the token
+	// endpoint then requires private_key_jwt client authentication. Nil
+	// means a public client.
+	ClientKey crypto.PublicKey
 	// Hosts are extra DNS names for the server certificate; "localhost",
 	// 127.0.0.1 and ::1 are always in it.
 	Hosts []string
@@ -124,6 +132,7 @@ type Demo struct {
 	tokens   map[string]grant // access token → grant
 	txns     map[string]*txn  // login transaction id → state
 	codes    map[string]*authCode
+	jtis     map[string]bool // client assertion ids seen
 	servers  []*http.Server
 	closed   bool
 }
@@ -171,11 +180,16 @@ func NewDemo(opts Options) (*Demo, error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 250
 	}
+	if opts.ClientKey != nil {
+		if _, _, _, err := jwtAlg(opts.ClientKey); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Failures.RetryAfter <= 0 {
 		opts.Failures.RetryAfter = time.Second
 	}
 	d := &Demo{opts: opts, now: opts.Now, byRef: map[string]*resource{}, owner: map[string]string{},
-		tokens: map[string]grant{}, txns: map[string]*txn{}, codes: map[string]*authCode{}}
+		tokens: map[string]grant{}, txns: map[string]*txn{}, codes: map[string]*authCode{}, jtis: map[string]bool{}}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -267,7 +281,7 @@ func (d *Demo) Patients() []PatientInfo {
 // http.ErrServerClosed after Close, at once when Close came first.
 func (d *Demo) Serve(l net.Listener) error {
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: d.TLSConfig(),
-		ErrorLog: nil, IdleTimeout: time.Minute}
+		ErrorLog: log.New(io.Discard, "", 0), IdleTimeout: time.Minute}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -317,13 +331,17 @@ func base(r *http.Request) string { return "https://" + r.Host + "/fhir" }
 
 func (d *Demo) smartConfig(w http.ResponseWriter, r *http.Request) {
 	origin := "https://" + r.Host
+	auth := []string{"none"}
+	if d.opts.ClientKey != nil {
+		auth = []string{"private_key_jwt"}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                origin + "/auth",
 		"authorization_endpoint":                origin + "/auth/authorize",
 		"token_endpoint":                        origin + "/auth/token",
 		"grant_types_supported":                 []string{"authorization_code", "password"},
 		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"none"},
+		"token_endpoint_auth_methods_supported": auth,
 		"scopes_supported":                      []string{"openid", "launch/patient", "patient/*.read", "user/*.read", "offline_access"},
 		"response_types_supported":              []string{"code"},
 		"capabilities":                          []string{"launch-standalone", "client-public", "context-standalone-patient", "permission-patient", "permission-user"},
@@ -752,6 +770,23 @@ func (d *Demo) token(w http.ResponseWriter, r *http.Request) {
 	if f.Get("client_id") != d.opts.ClientID {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown client")
 		return
+	}
+	if d.opts.ClientKey != nil {
+		if f.Get("client_assertion_type") != clientAssertionType {
+			oauthError(w, http.StatusUnauthorized, "invalid_client", "private_key_jwt client authentication required")
+			return
+		}
+		jti, err := verifyAssertion(f.Get("client_assertion"), d.opts.ClientKey, d.opts.ClientID, "https://"+r.Host+"/auth/token", d.now())
+		d.mu.Lock()
+		reused := d.jtis[jti]
+		if err == nil {
+			d.jtis[jti] = true
+		}
+		d.mu.Unlock()
+		if err != nil || reused {
+			oauthError(w, http.StatusUnauthorized, "invalid_client", "client assertion refused")
+			return
+		}
 	}
 	var g grant
 	scope := f.Get("scope")

@@ -40,9 +40,11 @@
 //     patient context is the record when RecordID is empty.
 //   - demo: the bundled demo portal, driven with the smart-form flow.
 //
-// The SMART client (client id, redirect URI, scope) is configured per
-// portal origin in Connector.Registrations; origins without one use the
-// demo portal's client.
+// The SMART client (client id, redirect URI, scope, and for confidential
+// clients a private key used for private_key_jwt client authentication,
+// RFC 7523, ES256/ES384/RS384) is configured per portal origin in
+// Connector.Registrations; origins without one use the demo portal's
+// public client.
 //
 // Then the record is fetched: Patient/{id}/$everything and its next
 // links. When the portal has no $everything (404, 400, 405 or 501 on its
