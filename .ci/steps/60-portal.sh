@@ -17,6 +17,7 @@ CGO_ENABLED=1 go test -count=1 -race ./internal/portal/
 echo "-- acds portal command"
 go test -count=1 -run 'TestPortalCommand' ./cmd/acds/
 
-echo "-- fuzz: login-page reader and numeric host forms"
+echo "-- fuzz: login-page reader, numeric host forms, portal answers"
 go test -run '^$' -fuzz '^FuzzParseHTML$' -fuzztime 15s ./internal/portal/
 go test -run '^$' -fuzz '^FuzzParseHostAddr$' -fuzztime 15s ./internal/portal/
+go test -run '^$' -fuzz '^FuzzConnectorPages$' -fuzztime 15s ./internal/portal/

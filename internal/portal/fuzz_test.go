@@ -1,6 +1,11 @@
 package portal
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -47,6 +52,50 @@ func FuzzParseHostAddr(f *testing.F) {
 		}
 		if (Guard{}).Control("tcp", netip.AddrPortFrom(a.WithZone(""), 443).String(), nil) == nil && strict != nil {
 			t.Fatalf("%q: Control and CheckAddr disagree", host)
+		}
+	})
+}
+
+// bodyTransport answers every request with the same status and body, in
+// memory.
+type bodyTransport struct {
+	status int
+	body   []byte
+}
+
+func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: b.status, Header: http.Header{"Content-Type": {"application/fhir+json"}},
+		Body: io.NopCloser(bytes.NewReader(b.body)), Request: r, ContentLength: int64(len(b.body))}, nil
+}
+
+// FuzzConnectorPages feeds the connector arbitrary portal answers (as
+// $everything pages, Patient reads, searches and reference reads): it must
+// not panic or loop, and it returns either a JSON Bundle holding the
+// patient or a classified error.
+func FuzzConnectorPages(f *testing.F) {
+	f.Add(200, []byte(`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient","id":"p1"}}]}`))
+	f.Add(200, []byte(`{"resourceType":"Bundle","link":[{"relation":"next","url":"https://portal.example/fhir/x"}],"entry":[{"resource":{"resourceType":"Patient","id":"p1"}}]}`))
+	f.Add(200, []byte(`{"resourceType":"Bundle","link":[{"relation":"next","url":"https://evil.example/x"}]}`))
+	f.Add(200, []byte(`{"resourceType":"Patient","id":"p1","generalPractitioner":[{"reference":"Practitioner/x"}]}`))
+	f.Add(404, []byte(`{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"not-found"}]}`))
+	f.Add(401, []byte(`{"resourceType":"OperationOutcome","issue":[{"code":"lock-error","details":{"coding":[{"code":"mfa-required"}]}}]}`))
+	f.Add(200, []byte(`{"resourceType":"Bundle","entry":[{"resource":{"resourceType":"Patient","id":"../x"}}]}`))
+	f.Add(200, []byte(`{"resourceType":"Bund`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 100 || status > 599 {
+			status = 200
+		}
+		c := &Connector{MaxRetries: -1, MaxPages: 20, MaxBytes: 1 << 20}
+		hc := &http.Client{Transport: bodyTransport{status: status, body: body}}
+		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: demoCreds})
+		if err != nil {
+			if ProblemCode(err) == ProblemInternal {
+				t.Fatalf("unclassified error: %v", err)
+			}
+			return
+		}
+		if !json.Valid(rec.FHIR) || !strings.Contains(string(rec.FHIR), `"fullUrl":"https://portal.example/fhir/Patient/p1"`) {
+			t.Fatalf("bad record %s", rec.FHIR)
 		}
 	})
 }
