@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Portals: the race detector over the connectors, the demo portal and the
 # notarized Fetcher (real notary and provers on loopback), the `acds
-# portal` command tests, and short fuzz runs of the login-page reader and
-# the numeric host parser of the SSRF guard.
+# portal` command tests, and short fuzz runs of the login-page reader, the
+# numeric host parser of the SSRF guard and the connector's handling of
+# arbitrary portal answers.
 set -euo pipefail
 
 if ! command -v gcc >/dev/null 2>&1; then
