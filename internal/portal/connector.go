@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"net/http/cookiejar"
@@ -37,8 +38,9 @@ func SystemTypes() []string {
 	return []string{SystemFHIRBasic, SystemSMARTPassword, SystemSMARTForm, SystemDemo}
 }
 
-// Credentials are a portal login. Their String and GoString methods
-// print nothing of them, so %v and %#v of a Request are safe.
+// Credentials are a portal login. They print, marshal and log as a
+// placeholder (String, GoString, MarshalJSON, LogValue), so a Request in
+// a log line, an error or a JSON document carries no secret.
 type Credentials struct {
 	Username string
 	Password string
@@ -49,6 +51,13 @@ func (Credentials) String() string { return "[credentials redacted]" }
 
 // GoString returns a placeholder, never the credentials.
 func (Credentials) GoString() string { return "portal.Credentials{[redacted]}" }
+
+// MarshalJSON encodes a placeholder, never the credentials, so a Request
+// logged or stored as JSON carries no secret.
+func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"[redacted]"`), nil }
+
+// LogValue makes log/slog print a placeholder, never the credentials.
+func (Credentials) LogValue() slog.Value { return slog.StringValue("[redacted]") }
 
 // Request is one record to fetch. It mirrors server.FetchRequest.
 type Request struct {

@@ -1,9 +1,12 @@
 package portal
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -195,7 +198,10 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		if !errors.As(err, &pe) {
 			t.Errorf("%s: error %T is not an *Error", st, err)
 		}
-		for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", pe), fmt.Sprintf("%+v %#v", req, req)} {
+		js, _ := json.Marshal(req)
+		var logged bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logged, nil)).Info("fetch", "request", req, "credentials", req.Credentials, "err", err)
+		for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", pe), fmt.Sprintf("%+v %#v %s", req, req, req.Credentials), string(js), logged.String()} {
 			for _, secret := range []string{user, pass, "SECRET"} {
 				if strings.Contains(text, secret) {
 					t.Errorf("%s: %q appears in %q", st, secret, text)
