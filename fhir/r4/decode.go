@@ -18,6 +18,11 @@ type decoder struct {
 	// len(arena) are never written again.
 	arena     []byte
 	chunkSize int
+	// model counts the bytes of Go memory the decoded model uses so far
+	// (struct sizes, string bytes, slice elements); maxModel caps it, so that
+	// input crafted to expand (a small JSON object that becomes a large
+	// struct) cannot exhaust memory.
+	model, maxModel int
 	pos       int
 	keyPos    int // where the last member name started
 	depth     int
@@ -101,6 +106,15 @@ func (d *decoder) skipWS() {
 		}
 	}
 	d.pos = i
+}
+
+// use accounts for n bytes of model memory.
+func (d *decoder) use(n int) error {
+	d.model += n
+	if d.model > d.maxModel {
+		return d.fail(ErrLimit, "decoded model would exceed %d bytes of memory", d.maxModel)
+	}
+	return nil
 }
 
 func (d *decoder) enter() error {
@@ -255,6 +269,9 @@ func (d *decoder) strEscaped(start, i int) (string, error) {
 		switch {
 		case c == '"':
 			d.pos = i + 1
+			if err := d.use(len(buf)); err != nil {
+				return "", err
+			}
 			return string(buf), nil
 		case c == '\\':
 			if i+1 >= len(data) {
@@ -443,9 +460,11 @@ func (d *decoder) intern(b []byte) string {
 	case n == 0:
 		return ""
 	case n > d.chunkSize/4:
+		d.model += n
 		return string(b)
 	}
 	if cap(d.arena)-len(d.arena) < n {
+		d.model += d.chunkSize
 		d.arena = make([]byte, 0, d.chunkSize)
 	}
 	start := len(d.arena)
@@ -639,6 +658,11 @@ func (d *decoder) resourceValue(into Resource) (Resource, error) {
 	r := into
 	if r == nil {
 		r = newResource(rt)
+		if r != nil {
+			if err := d.use(r.size()); err != nil {
+				return nil, err
+			}
+		}
 		if r == nil {
 			err := d.fail(ErrNotR4, "resourceType %q is not an R4 resource type", rt)
 			if rt == "" {
@@ -750,6 +774,9 @@ func decodeObject[T any, P interface {
 		return err
 	}
 	x := new(T)
+	if err := d.use(int(unsafe.Sizeof(*x))); err != nil {
+		return err
+	}
 	if err := P(x).decodeMembers(d, true); err != nil {
 		return err
 	}
@@ -777,6 +804,9 @@ func decodeObjects[T any, P interface {
 		if !more {
 			break
 		}
+		if err := d.use(int(unsafe.Sizeof(zero))); err != nil {
+			return err
+		}
 		s = append(s, zero)
 		if err := d.openObject(); err != nil {
 			return indexError(err, len(s)-1)
@@ -795,6 +825,9 @@ func decodePrimitiveValue[T any, P interface {
 }](d *decoder, dst **T) error {
 	if *dst == nil {
 		*dst = new(T)
+		if err := d.use(int(unsafe.Sizeof(**dst))); err != nil {
+			return err
+		}
 	} else if P(*dst).hasValue() {
 		return d.fail(ErrDuplicateProperty, "duplicate property")
 	}
@@ -807,6 +840,9 @@ func decodePrimitiveElement[T any, P interface {
 }](d *decoder, dst **T) error {
 	if *dst == nil {
 		*dst = new(T)
+		if err := d.use(int(unsafe.Sizeof(**dst))); err != nil {
+			return err
+		}
 	}
 	return P(*dst).decodeElement(d)
 }
@@ -858,6 +894,9 @@ func decodePrimitiveArray[T any, P interface {
 				return d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length")
 			}
 		} else {
+			if err := d.use(int(unsafe.Sizeof(zero))); err != nil {
+				return err
+			}
 			s = append(s, zero)
 		}
 		if !d.null() {

@@ -310,3 +310,20 @@ func TestNilAndNull(t *testing.T) {
 		t.Fatalf("got %s, %v", out, err)
 	}
 }
+
+// TestModelMemoryLimit: a small JSON object can decode into a much larger
+// struct; the default limit stops input built to expand that way, while the
+// official examples (at most about 9 times their compact size) decode.
+func TestModelMemoryLimit(t *testing.T) {
+	in := `{"resourceType":"Basic","code":{"text":"x"},"extension":[` + strings.Repeat(`{"url":"a"},`, 50000) + `{"url":"a"}]}`
+	_, err := r4.Unmarshal([]byte(in))
+	if !errors.Is(err, r4.ErrLimit) {
+		t.Fatalf("expanding input: %v", err)
+	}
+	if _, err := (r4.Options{MaxModelBytes: 1 << 30}).Unmarshal([]byte(in)); err != nil {
+		t.Fatalf("with a larger limit: %v", err)
+	}
+	if _, err := (r4.Options{MaxModelBytes: 100}).Unmarshal([]byte(`{"resourceType":"Patient","name":[{"family":"X"}]}`)); !errors.Is(err, r4.ErrLimit) {
+		t.Fatalf("tiny limit: %v", err)
+	}
+}

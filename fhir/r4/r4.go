@@ -22,6 +22,7 @@ type Resource interface {
 	encodeMembers(e *encoder)
 	walk(w *walker)
 	isNil() bool
+	size() int
 }
 
 // isNull reports whether data is the JSON literal null (with white space).
@@ -37,8 +38,9 @@ func isNull(data []byte) bool {
 
 // Default limits used by Unmarshal and by an Options zero value.
 const (
-	DefaultMaxDepth = 100
-	DefaultMaxBytes = 64 << 20
+	DefaultMaxDepth    = 100
+	DefaultMaxBytes    = 64 << 20
+	DefaultModelFactor = 16
 )
 
 // Options sets decoding limits. The zero value is ready to use.
@@ -49,6 +51,12 @@ type Options struct {
 	// MaxBytes is the largest input accepted. Zero means DefaultMaxBytes
 	// (64 MiB).
 	MaxBytes int
+	// MaxModelBytes caps the memory the decoded Go values may take
+	// (counted as struct, slice element and string sizes), since a small
+	// JSON object can decode into a much larger struct: {"url":"a"} is 11
+	// bytes of JSON and an Extension of about 450 bytes. Zero means
+	// DefaultModelFactor times the input size plus 1 MiB.
+	MaxModelBytes int
 }
 
 // Unmarshal decodes one FHIR R4 resource from JSON with the default limits.
@@ -99,7 +107,11 @@ func (o Options) newDecoder(data []byte) (*decoder, error) {
 	if len(data) > maxBytes {
 		return nil, &DecodeError{Reason: "input larger than " + itoa(maxBytes) + " bytes", Err: ErrLimit}
 	}
-	return &decoder{data: data, chunkSize: min(max(len(data)/4, 512), 64<<10), maxDepth: maxDepth}, nil
+	maxModel := o.MaxModelBytes
+	if maxModel <= 0 {
+		maxModel = DefaultModelFactor*len(data) + 1<<20
+	}
+	return &decoder{data: data, chunkSize: min(max(len(data)/4, 512), 64<<10), maxDepth: maxDepth, maxModel: maxModel}, nil
 }
 
 // end checks that nothing but white space follows the value.

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Account is the FHIR R4 resource Account: A financial tool for tracking value accrued for a particular purpose.
 type Account struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -164,6 +166,8 @@ func (x *Account) ResourceID() string { return x.ID }
 func (x *Account) SetResourceID(id string) { x.ID = id }
 
 func (x *Account) isNil() bool { return x == nil }
+
+func (x *Account) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Account) MarshalJSON() ([]byte, error) { return marshalResource(x) }

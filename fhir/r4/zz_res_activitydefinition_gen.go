@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ActivityDefinition is the FHIR R4 resource ActivityDefinition: This resource allows for the definition of some activity to be performed, independent of a particular patient, practitioner, or other performance context.
 type ActivityDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -456,6 +458,8 @@ func (x *ActivityDefinition) ResourceID() string { return x.ID }
 func (x *ActivityDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *ActivityDefinition) isNil() bool { return x == nil }
+
+func (x *ActivityDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ActivityDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

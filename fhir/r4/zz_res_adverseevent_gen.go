@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // AdverseEvent is the FHIR R4 resource AdverseEvent: Actual or potential/avoided event causing unintended physical injury resulting from or contributed to by medical care, a research study or other healthcare setting factors that requires additional mon…
 type AdverseEvent struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -220,6 +222,8 @@ func (x *AdverseEvent) ResourceID() string { return x.ID }
 func (x *AdverseEvent) SetResourceID(id string) { x.ID = id }
 
 func (x *AdverseEvent) isNil() bool { return x == nil }
+
+func (x *AdverseEvent) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AdverseEvent) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // AllergyIntolerance is the FHIR R4 resource AllergyIntolerance: Risk of harmful or undesirable, physiological response which is unique to an individual and associated with exposure to a substance.
 type AllergyIntolerance struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -226,6 +228,8 @@ func (x *AllergyIntolerance) ResourceID() string { return x.ID }
 func (x *AllergyIntolerance) SetResourceID(id string) { x.ID = id }
 
 func (x *AllergyIntolerance) isNil() bool { return x == nil }
+
+func (x *AllergyIntolerance) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AllergyIntolerance) MarshalJSON() ([]byte, error) { return marshalResource(x) }

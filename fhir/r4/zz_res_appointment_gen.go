@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Appointment is the FHIR R4 resource Appointment: A booking of a healthcare event among patient(s), practitioner(s), related person(s) and/or device(s) for a specific date/time.
 type Appointment struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -242,6 +244,8 @@ func (x *Appointment) ResourceID() string { return x.ID }
 func (x *Appointment) SetResourceID(id string) { x.ID = id }
 
 func (x *Appointment) isNil() bool { return x == nil }
+
+func (x *Appointment) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Appointment) MarshalJSON() ([]byte, error) { return marshalResource(x) }

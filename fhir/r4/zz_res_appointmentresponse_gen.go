@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // AppointmentResponse is the FHIR R4 resource AppointmentResponse: A reply to an appointment request for a patient and/or practitioner(s), such as a confirmation or rejection.
 type AppointmentResponse struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -148,6 +150,8 @@ func (x *AppointmentResponse) ResourceID() string { return x.ID }
 func (x *AppointmentResponse) SetResourceID(id string) { x.ID = id }
 
 func (x *AppointmentResponse) isNil() bool { return x == nil }
+
+func (x *AppointmentResponse) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AppointmentResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }

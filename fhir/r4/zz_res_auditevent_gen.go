@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // AuditEvent is the FHIR R4 resource AuditEvent: A record of an event made for purposes of maintaining a security log.
 type AuditEvent struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -166,6 +168,8 @@ func (x *AuditEvent) ResourceID() string { return x.ID }
 func (x *AuditEvent) SetResourceID(id string) { x.ID = id }
 
 func (x *AuditEvent) isNil() bool { return x == nil }
+
+func (x *AuditEvent) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *AuditEvent) MarshalJSON() ([]byte, error) { return marshalResource(x) }

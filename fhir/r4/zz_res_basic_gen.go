@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Basic is the FHIR R4 resource Basic: Basic is used for handling concepts not yet defined in FHIR, narrative-only resources that don't map to an existing resource, and custom resources not appropriate for inclusion in the FHIR specificati…
 type Basic struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -124,6 +126,8 @@ func (x *Basic) ResourceID() string { return x.ID }
 func (x *Basic) SetResourceID(id string) { x.ID = id }
 
 func (x *Basic) isNil() bool { return x == nil }
+
+func (x *Basic) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Basic) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Binary is the FHIR R4 resource Binary: A resource that represents the data of a single raw artifact as digital content accessible in its native format.
 type Binary struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -90,6 +92,8 @@ func (x *Binary) ResourceID() string { return x.ID }
 func (x *Binary) SetResourceID(id string) { x.ID = id }
 
 func (x *Binary) isNil() bool { return x == nil }
+
+func (x *Binary) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Binary) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // BiologicallyDerivedProduct is the FHIR R4 resource BiologicallyDerivedProduct: A material substance originating from a biological entity intended to be transplanted or infused into another (possibly the same) biological entity.
 type BiologicallyDerivedProduct struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -164,6 +166,8 @@ func (x *BiologicallyDerivedProduct) ResourceID() string { return x.ID }
 func (x *BiologicallyDerivedProduct) SetResourceID(id string) { x.ID = id }
 
 func (x *BiologicallyDerivedProduct) isNil() bool { return x == nil }
+
+func (x *BiologicallyDerivedProduct) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *BiologicallyDerivedProduct) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // BodyStructure is the FHIR R4 resource BodyStructure: Record details about an anatomical structure.
 type BodyStructure struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -144,6 +146,8 @@ func (x *BodyStructure) ResourceID() string { return x.ID }
 func (x *BodyStructure) SetResourceID(id string) { x.ID = id }
 
 func (x *BodyStructure) isNil() bool { return x == nil }
+
+func (x *BodyStructure) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *BodyStructure) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Bundle is the FHIR R4 resource Bundle: A container for a collection of resources.
 type Bundle struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -116,6 +118,8 @@ func (x *Bundle) ResourceID() string { return x.ID }
 func (x *Bundle) SetResourceID(id string) { x.ID = id }
 
 func (x *Bundle) isNil() bool { return x == nil }
+
+func (x *Bundle) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Bundle) MarshalJSON() ([]byte, error) { return marshalResource(x) }

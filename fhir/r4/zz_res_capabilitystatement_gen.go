@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CapabilityStatement is the FHIR R4 resource CapabilityStatement: A Capability Statement documents a set of capabilities (behaviors) of a FHIR Server for a particular version of FHIR that may be used as a statement of actual server functionality or a statement of re…
 type CapabilityStatement struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -284,6 +286,8 @@ func (x *CapabilityStatement) ResourceID() string { return x.ID }
 func (x *CapabilityStatement) SetResourceID(id string) { x.ID = id }
 
 func (x *CapabilityStatement) isNil() bool { return x == nil }
+
+func (x *CapabilityStatement) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CapabilityStatement) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CarePlan is the FHIR R4 resource CarePlan: Describes the intention of how one or more practitioners intend to deliver care for a particular patient, group or community for a period of time, possibly limited to care for a specific condition or …
 type CarePlan struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -244,6 +246,8 @@ func (x *CarePlan) ResourceID() string { return x.ID }
 func (x *CarePlan) SetResourceID(id string) { x.ID = id }
 
 func (x *CarePlan) isNil() bool { return x == nil }
+
+func (x *CarePlan) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CarePlan) MarshalJSON() ([]byte, error) { return marshalResource(x) }

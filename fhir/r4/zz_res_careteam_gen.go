@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CareTeam is the FHIR R4 resource CareTeam: The Care Team includes all the people and organizations who plan to participate in the coordination and delivery of care for a patient.
 type CareTeam struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -174,6 +176,8 @@ func (x *CareTeam) ResourceID() string { return x.ID }
 func (x *CareTeam) SetResourceID(id string) { x.ID = id }
 
 func (x *CareTeam) isNil() bool { return x == nil }
+
+func (x *CareTeam) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CareTeam) MarshalJSON() ([]byte, error) { return marshalResource(x) }

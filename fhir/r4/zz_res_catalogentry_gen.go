@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CatalogEntry is the FHIR R4 resource CatalogEntry: Catalog entries are wrappers that contextualize items included in a catalog.
 type CatalogEntry struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -178,6 +180,8 @@ func (x *CatalogEntry) ResourceID() string { return x.ID }
 func (x *CatalogEntry) SetResourceID(id string) { x.ID = id }
 
 func (x *CatalogEntry) isNil() bool { return x == nil }
+
+func (x *CatalogEntry) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CatalogEntry) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ChargeItem is the FHIR R4 resource ChargeItem: The resource ChargeItem describes the provision of healthcare provider products for a certain patient, therefore referring not only to the product, but containing in addition details of the provision,…
 type ChargeItem struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -280,6 +282,8 @@ func (x *ChargeItem) ResourceID() string { return x.ID }
 func (x *ChargeItem) SetResourceID(id string) { x.ID = id }
 
 func (x *ChargeItem) isNil() bool { return x == nil }
+
+func (x *ChargeItem) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ChargeItem) MarshalJSON() ([]byte, error) { return marshalResource(x) }

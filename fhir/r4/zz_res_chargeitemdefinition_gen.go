@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ChargeItemDefinition is the FHIR R4 resource ChargeItemDefinition: The ChargeItemDefinition resource provides the properties that apply to the (billing) codes necessary to calculate costs and prices.
 type ChargeItemDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -258,6 +260,8 @@ func (x *ChargeItemDefinition) ResourceID() string { return x.ID }
 func (x *ChargeItemDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *ChargeItemDefinition) isNil() bool { return x == nil }
+
+func (x *ChargeItemDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ChargeItemDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

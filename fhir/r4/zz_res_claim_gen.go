@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Claim is the FHIR R4 resource Claim: A provider issued list of professional services and products which have been provided, or are to be provided, to a patient which is sent to an insurer for reimbursement.
 type Claim struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -260,6 +262,8 @@ func (x *Claim) ResourceID() string { return x.ID }
 func (x *Claim) SetResourceID(id string) { x.ID = id }
 
 func (x *Claim) isNil() bool { return x == nil }
+
+func (x *Claim) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Claim) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ClaimResponse is the FHIR R4 resource ClaimResponse: This resource provides the adjudication details from the processing of a Claim resource.
 type ClaimResponse struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -266,6 +268,8 @@ func (x *ClaimResponse) ResourceID() string { return x.ID }
 func (x *ClaimResponse) SetResourceID(id string) { x.ID = id }
 
 func (x *ClaimResponse) isNil() bool { return x == nil }
+
+func (x *ClaimResponse) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ClaimResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ClinicalImpression is the FHIR R4 resource ClinicalImpression: A record of a clinical assessment performed to determine what problem(s) may affect the patient and before planning the treatments or management strategies that are best to manage a patient's conditio…
 type ClinicalImpression struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -230,6 +232,8 @@ func (x *ClinicalImpression) ResourceID() string { return x.ID }
 func (x *ClinicalImpression) SetResourceID(id string) { x.ID = id }
 
 func (x *ClinicalImpression) isNil() bool { return x == nil }
+
+func (x *ClinicalImpression) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ClinicalImpression) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CodeSystem is the FHIR R4 resource CodeSystem: The CodeSystem resource is used to declare the existence of and describe a code system or code system supplement and its key properties, and optionally define a part or all of its content.
 type CodeSystem struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -286,6 +288,8 @@ func (x *CodeSystem) ResourceID() string { return x.ID }
 func (x *CodeSystem) SetResourceID(id string) { x.ID = id }
 
 func (x *CodeSystem) isNil() bool { return x == nil }
+
+func (x *CodeSystem) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CodeSystem) MarshalJSON() ([]byte, error) { return marshalResource(x) }

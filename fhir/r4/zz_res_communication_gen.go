@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Communication is the FHIR R4 resource Communication: An occurrence of information being transmitted; e.g. an alert that was sent to a responsible provider, a public health agency that was notified about a reportable condition.
 type Communication struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -242,6 +244,8 @@ func (x *Communication) ResourceID() string { return x.ID }
 func (x *Communication) SetResourceID(id string) { x.ID = id }
 
 func (x *Communication) isNil() bool { return x == nil }
+
+func (x *Communication) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Communication) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CommunicationRequest is the FHIR R4 resource CommunicationRequest: A request to convey information; e.g. the CDS system proposes that an alert be sent to a responsible provider, the CDS system proposes that the public health agency be notified about a reportable cond…
 type CommunicationRequest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -240,6 +242,8 @@ func (x *CommunicationRequest) ResourceID() string { return x.ID }
 func (x *CommunicationRequest) SetResourceID(id string) { x.ID = id }
 
 func (x *CommunicationRequest) isNil() bool { return x == nil }
+
+func (x *CommunicationRequest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CommunicationRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

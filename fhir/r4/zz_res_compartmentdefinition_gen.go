@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CompartmentDefinition is the FHIR R4 resource CompartmentDefinition: A compartment definition that defines how resources are accessed on a server.
 type CompartmentDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -198,6 +200,8 @@ func (x *CompartmentDefinition) ResourceID() string { return x.ID }
 func (x *CompartmentDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *CompartmentDefinition) isNil() bool { return x == nil }
+
+func (x *CompartmentDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CompartmentDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

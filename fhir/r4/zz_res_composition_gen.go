@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Composition is the FHIR R4 resource Composition: A set of healthcare-related information that is assembled together into a single logical package that provides a single coherent statement of meaning, establishes its own context and that has clinical…
 type Composition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -190,6 +192,8 @@ func (x *Composition) ResourceID() string { return x.ID }
 func (x *Composition) SetResourceID(id string) { x.ID = id }
 
 func (x *Composition) isNil() bool { return x == nil }
+
+func (x *Composition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Composition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ConceptMap is the FHIR R4 resource ConceptMap: A statement of relationships from one set of concepts to one or more other concepts - either concepts in code systems, or data element/data element concepts, or classes in class models.
 type ConceptMap struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -242,6 +244,8 @@ func (x *ConceptMap) ResourceID() string { return x.ID }
 func (x *ConceptMap) SetResourceID(id string) { x.ID = id }
 
 func (x *ConceptMap) isNil() bool { return x == nil }
+
+func (x *ConceptMap) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ConceptMap) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Condition is the FHIR R4 resource Condition: A clinical condition, problem, diagnosis, or other event, situation, issue, or clinical concept that has risen to a level of concern.
 type Condition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -252,6 +254,8 @@ func (x *Condition) ResourceID() string { return x.ID }
 func (x *Condition) SetResourceID(id string) { x.ID = id }
 
 func (x *Condition) isNil() bool { return x == nil }
+
+func (x *Condition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Condition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

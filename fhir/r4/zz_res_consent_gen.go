@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Consent is the FHIR R4 resource Consent: A record of a healthcare consumer’s choices, which permits or denies identified recipient(s) or recipient role(s) to perform one or more actions within a given policy context, for specific purposes an…
 type Consent struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -180,6 +182,8 @@ func (x *Consent) ResourceID() string { return x.ID }
 func (x *Consent) SetResourceID(id string) { x.ID = id }
 
 func (x *Consent) isNil() bool { return x == nil }
+
+func (x *Consent) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Consent) MarshalJSON() ([]byte, error) { return marshalResource(x) }

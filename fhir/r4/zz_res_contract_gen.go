@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Contract is the FHIR R4 resource Contract: Legally enforceable, formally recorded unilateral or bilateral directive i.e., a policy or agreement.
 type Contract struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -320,6 +322,8 @@ func (x *Contract) ResourceID() string { return x.ID }
 func (x *Contract) SetResourceID(id string) { x.ID = id }
 
 func (x *Contract) isNil() bool { return x == nil }
+
+func (x *Contract) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Contract) MarshalJSON() ([]byte, error) { return marshalResource(x) }

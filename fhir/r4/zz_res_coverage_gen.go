@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Coverage is the FHIR R4 resource Coverage: Financial instrument which may be used to reimburse or pay for health care products and services.
 type Coverage struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -206,6 +208,8 @@ func (x *Coverage) ResourceID() string { return x.ID }
 func (x *Coverage) SetResourceID(id string) { x.ID = id }
 
 func (x *Coverage) isNil() bool { return x == nil }
+
+func (x *Coverage) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Coverage) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CoverageEligibilityRequest is the FHIR R4 resource CoverageEligibilityRequest: The CoverageEligibilityRequest provides patient and insurance coverage information to an insurer for them to respond, in the form of an CoverageEligibilityResponse, with information regarding whether …
 type CoverageEligibilityRequest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -190,6 +192,8 @@ func (x *CoverageEligibilityRequest) ResourceID() string { return x.ID }
 func (x *CoverageEligibilityRequest) SetResourceID(id string) { x.ID = id }
 
 func (x *CoverageEligibilityRequest) isNil() bool { return x == nil }
+
+func (x *CoverageEligibilityRequest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CoverageEligibilityRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // CoverageEligibilityResponse is the FHIR R4 resource CoverageEligibilityResponse: This resource provides eligibility and plan details from the processing of an CoverageEligibilityRequest resource.
 type CoverageEligibilityResponse struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -202,6 +204,8 @@ func (x *CoverageEligibilityResponse) ResourceID() string { return x.ID }
 func (x *CoverageEligibilityResponse) SetResourceID(id string) { x.ID = id }
 
 func (x *CoverageEligibilityResponse) isNil() bool { return x == nil }
+
+func (x *CoverageEligibilityResponse) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *CoverageEligibilityResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DetectedIssue is the FHIR R4 resource DetectedIssue: Indicates an actual or potential clinical issue with or between one or more active or proposed clinical actions for a patient; e.g. Drug-drug interaction, Ineffective treatment frequency, Procedure-co…
 type DetectedIssue struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -180,6 +182,8 @@ func (x *DetectedIssue) ResourceID() string { return x.ID }
 func (x *DetectedIssue) SetResourceID(id string) { x.ID = id }
 
 func (x *DetectedIssue) isNil() bool { return x == nil }
+
+func (x *DetectedIssue) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DetectedIssue) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Device is the FHIR R4 resource Device: A type of a manufactured item that is used in the provision of healthcare without being substantially changed through that activity.
 type Device struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -268,6 +270,8 @@ func (x *Device) ResourceID() string { return x.ID }
 func (x *Device) SetResourceID(id string) { x.ID = id }
 
 func (x *Device) isNil() bool { return x == nil }
+
+func (x *Device) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Device) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DeviceDefinition is the FHIR R4 resource DeviceDefinition: The characteristics, operational status and capabilities of a medical-related component of a medical device.
 type DeviceDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -240,6 +242,8 @@ func (x *DeviceDefinition) ResourceID() string { return x.ID }
 func (x *DeviceDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *DeviceDefinition) isNil() bool { return x == nil }
+
+func (x *DeviceDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

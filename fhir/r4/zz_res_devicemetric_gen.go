@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DeviceMetric is the FHIR R4 resource DeviceMetric: Describes a measurement, calculation or setting capability of a medical device.
 type DeviceMetric struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -158,6 +160,8 @@ func (x *DeviceMetric) ResourceID() string { return x.ID }
 func (x *DeviceMetric) SetResourceID(id string) { x.ID = id }
 
 func (x *DeviceMetric) isNil() bool { return x == nil }
+
+func (x *DeviceMetric) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceMetric) MarshalJSON() ([]byte, error) { return marshalResource(x) }

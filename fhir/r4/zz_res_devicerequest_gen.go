@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DeviceRequest is the FHIR R4 resource DeviceRequest: Represents a request for a patient to employ a medical device.
 type DeviceRequest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -268,6 +270,8 @@ func (x *DeviceRequest) ResourceID() string { return x.ID }
 func (x *DeviceRequest) SetResourceID(id string) { x.ID = id }
 
 func (x *DeviceRequest) isNil() bool { return x == nil }
+
+func (x *DeviceRequest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DeviceUseStatement is the FHIR R4 resource DeviceUseStatement: A record of a device being used by a patient where the record is the result of a report from the patient or another clinician.
 type DeviceUseStatement struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -188,6 +190,8 @@ func (x *DeviceUseStatement) ResourceID() string { return x.ID }
 func (x *DeviceUseStatement) SetResourceID(id string) { x.ID = id }
 
 func (x *DeviceUseStatement) isNil() bool { return x == nil }
+
+func (x *DeviceUseStatement) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DeviceUseStatement) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DiagnosticReport is the FHIR R4 resource DiagnosticReport: The findings and interpretation of diagnostic tests performed on patients, groups of patients, devices, and locations, and/or specimens derived from these.
 type DiagnosticReport struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -214,6 +216,8 @@ func (x *DiagnosticReport) ResourceID() string { return x.ID }
 func (x *DiagnosticReport) SetResourceID(id string) { x.ID = id }
 
 func (x *DiagnosticReport) isNil() bool { return x == nil }
+
+func (x *DiagnosticReport) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DiagnosticReport) MarshalJSON() ([]byte, error) { return marshalResource(x) }

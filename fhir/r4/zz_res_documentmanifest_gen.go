@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DocumentManifest is the FHIR R4 resource DocumentManifest: A collection of documents compiled for a purpose together with metadata that applies to the collection.
 type DocumentManifest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -172,6 +174,8 @@ func (x *DocumentManifest) ResourceID() string { return x.ID }
 func (x *DocumentManifest) SetResourceID(id string) { x.ID = id }
 
 func (x *DocumentManifest) isNil() bool { return x == nil }
+
+func (x *DocumentManifest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DocumentManifest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

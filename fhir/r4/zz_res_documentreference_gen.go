@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // DocumentReference is the FHIR R4 resource DocumentReference: A reference to a document of any kind for any purpose.
 type DocumentReference struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -196,6 +198,8 @@ func (x *DocumentReference) ResourceID() string { return x.ID }
 func (x *DocumentReference) SetResourceID(id string) { x.ID = id }
 
 func (x *DocumentReference) isNil() bool { return x == nil }
+
+func (x *DocumentReference) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *DocumentReference) MarshalJSON() ([]byte, error) { return marshalResource(x) }

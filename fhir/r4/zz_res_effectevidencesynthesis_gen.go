@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // EffectEvidenceSynthesis is the FHIR R4 resource EffectEvidenceSynthesis: The EffectEvidenceSynthesis resource describes the difference in an outcome between exposures states in a population where the effect estimate is derived from a combination of research studies.
 type EffectEvidenceSynthesis struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -312,6 +314,8 @@ func (x *EffectEvidenceSynthesis) ResourceID() string { return x.ID }
 func (x *EffectEvidenceSynthesis) SetResourceID(id string) { x.ID = id }
 
 func (x *EffectEvidenceSynthesis) isNil() bool { return x == nil }
+
+func (x *EffectEvidenceSynthesis) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EffectEvidenceSynthesis) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Encounter is the FHIR R4 resource Encounter: An interaction between a patient and healthcare provider(s) for the purpose of providing healthcare service(s) or assessing the health status of a patient.
 type Encounter struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -232,6 +234,8 @@ func (x *Encounter) ResourceID() string { return x.ID }
 func (x *Encounter) SetResourceID(id string) { x.ID = id }
 
 func (x *Encounter) isNil() bool { return x == nil }
+
+func (x *Encounter) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Encounter) MarshalJSON() ([]byte, error) { return marshalResource(x) }

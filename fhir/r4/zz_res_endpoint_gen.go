@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Endpoint is the FHIR R4 resource Endpoint: The technical details of an endpoint that can be used for electronic services, such as for web services providing XDS.b or a REST endpoint for another FHIR server.
 type Endpoint struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -168,6 +170,8 @@ func (x *Endpoint) ResourceID() string { return x.ID }
 func (x *Endpoint) SetResourceID(id string) { x.ID = id }
 
 func (x *Endpoint) isNil() bool { return x == nil }
+
+func (x *Endpoint) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Endpoint) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // EnrollmentRequest is the FHIR R4 resource EnrollmentRequest: This resource provides the insurance enrollment details to the insurer regarding a specified coverage.
 type EnrollmentRequest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -138,6 +140,8 @@ func (x *EnrollmentRequest) ResourceID() string { return x.ID }
 func (x *EnrollmentRequest) SetResourceID(id string) { x.ID = id }
 
 func (x *EnrollmentRequest) isNil() bool { return x == nil }
+
+func (x *EnrollmentRequest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EnrollmentRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // EnrollmentResponse is the FHIR R4 resource EnrollmentResponse: This resource provides enrollment and plan details from the processing of an EnrollmentRequest resource.
 type EnrollmentResponse struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -148,6 +150,8 @@ func (x *EnrollmentResponse) ResourceID() string { return x.ID }
 func (x *EnrollmentResponse) SetResourceID(id string) { x.ID = id }
 
 func (x *EnrollmentResponse) isNil() bool { return x == nil }
+
+func (x *EnrollmentResponse) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EnrollmentResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }

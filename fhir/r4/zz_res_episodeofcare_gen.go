@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // EpisodeOfCare is the FHIR R4 resource EpisodeOfCare: An association between a patient and an organization / healthcare provider(s) during which time encounters may occur.
 type EpisodeOfCare struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -166,6 +168,8 @@ func (x *EpisodeOfCare) ResourceID() string { return x.ID }
 func (x *EpisodeOfCare) SetResourceID(id string) { x.ID = id }
 
 func (x *EpisodeOfCare) isNil() bool { return x == nil }
+
+func (x *EpisodeOfCare) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EpisodeOfCare) MarshalJSON() ([]byte, error) { return marshalResource(x) }

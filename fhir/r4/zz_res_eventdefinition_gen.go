@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // EventDefinition is the FHIR R4 resource EventDefinition: The EventDefinition resource provides a reusable description of when a particular event can occur.
 type EventDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -296,6 +298,8 @@ func (x *EventDefinition) ResourceID() string { return x.ID }
 func (x *EventDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *EventDefinition) isNil() bool { return x == nil }
+
+func (x *EventDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EventDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

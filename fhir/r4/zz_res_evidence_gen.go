@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Evidence is the FHIR R4 resource Evidence: The Evidence resource describes the conditional state (population and any exposures being compared within the population) and outcome (if specified) that the knowledge (evidence, assertion, recommenda…
 type Evidence struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -286,6 +288,8 @@ func (x *Evidence) ResourceID() string { return x.ID }
 func (x *Evidence) SetResourceID(id string) { x.ID = id }
 
 func (x *Evidence) isNil() bool { return x == nil }
+
+func (x *Evidence) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Evidence) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // EvidenceVariable is the FHIR R4 resource EvidenceVariable: The EvidenceVariable resource describes a "PICO" element that knowledge (evidence, assertion, recommendation) is about.
 type EvidenceVariable struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -282,6 +284,8 @@ func (x *EvidenceVariable) ResourceID() string { return x.ID }
 func (x *EvidenceVariable) SetResourceID(id string) { x.ID = id }
 
 func (x *EvidenceVariable) isNil() bool { return x == nil }
+
+func (x *EvidenceVariable) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *EvidenceVariable) MarshalJSON() ([]byte, error) { return marshalResource(x) }

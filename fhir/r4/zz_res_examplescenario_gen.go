@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ExampleScenario is the FHIR R4 resource ExampleScenario: Example of workflow instance.
 type ExampleScenario struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -214,6 +216,8 @@ func (x *ExampleScenario) ResourceID() string { return x.ID }
 func (x *ExampleScenario) SetResourceID(id string) { x.ID = id }
 
 func (x *ExampleScenario) isNil() bool { return x == nil }
+
+func (x *ExampleScenario) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ExampleScenario) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ExplanationOfBenefit is the FHIR R4 resource ExplanationOfBenefit: This resource provides: the claim details; adjudication details from the processing of a Claim; and optionally account balance information, for informing the subscriber of the benefits provided.
 type ExplanationOfBenefit struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -364,6 +366,8 @@ func (x *ExplanationOfBenefit) ResourceID() string { return x.ID }
 func (x *ExplanationOfBenefit) SetResourceID(id string) { x.ID = id }
 
 func (x *ExplanationOfBenefit) isNil() bool { return x == nil }
+
+func (x *ExplanationOfBenefit) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ExplanationOfBenefit) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // FamilyMemberHistory is the FHIR R4 resource FamilyMemberHistory: Significant health conditions for a person related to the patient relevant in the context of care for the patient.
 type FamilyMemberHistory struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -272,6 +274,8 @@ func (x *FamilyMemberHistory) ResourceID() string { return x.ID }
 func (x *FamilyMemberHistory) SetResourceID(id string) { x.ID = id }
 
 func (x *FamilyMemberHistory) isNil() bool { return x == nil }
+
+func (x *FamilyMemberHistory) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *FamilyMemberHistory) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Flag is the FHIR R4 resource Flag: Prospective warnings of potential issues when providing care to the patient.
 type Flag struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -142,6 +144,8 @@ func (x *Flag) ResourceID() string { return x.ID }
 func (x *Flag) SetResourceID(id string) { x.ID = id }
 
 func (x *Flag) isNil() bool { return x == nil }
+
+func (x *Flag) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Flag) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Goal is the FHIR R4 resource Goal: Describes the intended objective(s) for a patient, group or organization care, for example, weight loss, restoring an activity of daily living, obtaining herd immunity via immunization, meeting a proc…
 type Goal struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -202,6 +204,8 @@ func (x *Goal) ResourceID() string { return x.ID }
 func (x *Goal) SetResourceID(id string) { x.ID = id }
 
 func (x *Goal) isNil() bool { return x == nil }
+
+func (x *Goal) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Goal) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // GraphDefinition is the FHIR R4 resource GraphDefinition: A formal computable definition of a graph of resources - that is, a coherent set of resources that form a graph by following references.
 type GraphDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -204,6 +206,8 @@ func (x *GraphDefinition) ResourceID() string { return x.ID }
 func (x *GraphDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *GraphDefinition) isNil() bool { return x == nil }
+
+func (x *GraphDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *GraphDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

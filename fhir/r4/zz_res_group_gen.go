@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Group is the FHIR R4 resource Group: Represents a defined collection of entities that may be discussed or acted upon collectively but which are not expected to act collectively, and are not formally or legally recognized; i.e. a collecti…
 type Group struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -162,6 +164,8 @@ func (x *Group) ResourceID() string { return x.ID }
 func (x *Group) SetResourceID(id string) { x.ID = id }
 
 func (x *Group) isNil() bool { return x == nil }
+
+func (x *Group) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Group) MarshalJSON() ([]byte, error) { return marshalResource(x) }

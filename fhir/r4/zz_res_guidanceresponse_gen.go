@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // GuidanceResponse is the FHIR R4 resource GuidanceResponse: A guidance response is the formal response to a guidance request, including any output parameters returned by the evaluation, as well as the description of any proposed actions to be taken.
 type GuidanceResponse struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -202,6 +204,8 @@ func (x *GuidanceResponse) ResourceID() string { return x.ID }
 func (x *GuidanceResponse) SetResourceID(id string) { x.ID = id }
 
 func (x *GuidanceResponse) isNil() bool { return x == nil }
+
+func (x *GuidanceResponse) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *GuidanceResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }

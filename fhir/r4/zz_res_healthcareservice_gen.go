@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // HealthcareService is the FHIR R4 resource HealthcareService: The details of a healthcare service available at a location.
 type HealthcareService struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -248,6 +250,8 @@ func (x *HealthcareService) ResourceID() string { return x.ID }
 func (x *HealthcareService) SetResourceID(id string) { x.ID = id }
 
 func (x *HealthcareService) isNil() bool { return x == nil }
+
+func (x *HealthcareService) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *HealthcareService) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ImagingStudy is the FHIR R4 resource ImagingStudy: Representation of the content produced in a DICOM imaging study.
 type ImagingStudy struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -222,6 +224,8 @@ func (x *ImagingStudy) ResourceID() string { return x.ID }
 func (x *ImagingStudy) SetResourceID(id string) { x.ID = id }
 
 func (x *ImagingStudy) isNil() bool { return x == nil }
+
+func (x *ImagingStudy) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImagingStudy) MarshalJSON() ([]byte, error) { return marshalResource(x) }

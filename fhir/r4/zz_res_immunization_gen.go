@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Immunization is the FHIR R4 resource Immunization: Describes the event of a patient being administered a vaccine or a record of an immunization as reported by a patient, a clinician or another party.
 type Immunization struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -282,6 +284,8 @@ func (x *Immunization) ResourceID() string { return x.ID }
 func (x *Immunization) SetResourceID(id string) { x.ID = id }
 
 func (x *Immunization) isNil() bool { return x == nil }
+
+func (x *Immunization) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Immunization) MarshalJSON() ([]byte, error) { return marshalResource(x) }

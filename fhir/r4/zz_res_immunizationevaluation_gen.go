@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ImmunizationEvaluation is the FHIR R4 resource ImmunizationEvaluation: Describes a comparison of an immunization event against published recommendations to determine if the administration is "valid" in relation to those recommendations.
 type ImmunizationEvaluation struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -198,6 +200,8 @@ func (x *ImmunizationEvaluation) ResourceID() string { return x.ID }
 func (x *ImmunizationEvaluation) SetResourceID(id string) { x.ID = id }
 
 func (x *ImmunizationEvaluation) isNil() bool { return x == nil }
+
+func (x *ImmunizationEvaluation) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImmunizationEvaluation) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ImmunizationRecommendation is the FHIR R4 resource ImmunizationRecommendation: A patient's point-in-time set of recommendations (i.e. forecasting) according to a published schedule with optional supporting justification.
 type ImmunizationRecommendation struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -124,6 +126,8 @@ func (x *ImmunizationRecommendation) ResourceID() string { return x.ID }
 func (x *ImmunizationRecommendation) SetResourceID(id string) { x.ID = id }
 
 func (x *ImmunizationRecommendation) isNil() bool { return x == nil }
+
+func (x *ImmunizationRecommendation) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImmunizationRecommendation) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ImplementationGuide is the FHIR R4 resource ImplementationGuide: A set of rules of how a particular interoperability or standards problem is solved - typically through the use of FHIR resources.
 type ImplementationGuide struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -238,6 +240,8 @@ func (x *ImplementationGuide) ResourceID() string { return x.ID }
 func (x *ImplementationGuide) SetResourceID(id string) { x.ID = id }
 
 func (x *ImplementationGuide) isNil() bool { return x == nil }
+
+func (x *ImplementationGuide) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ImplementationGuide) MarshalJSON() ([]byte, error) { return marshalResource(x) }

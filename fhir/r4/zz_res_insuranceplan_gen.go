@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // InsurancePlan is the FHIR R4 resource InsurancePlan: Details of a Health Insurance product/plan provided by an organization.
 type InsurancePlan struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -182,6 +184,8 @@ func (x *InsurancePlan) ResourceID() string { return x.ID }
 func (x *InsurancePlan) SetResourceID(id string) { x.ID = id }
 
 func (x *InsurancePlan) isNil() bool { return x == nil }
+
+func (x *InsurancePlan) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *InsurancePlan) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Invoice is the FHIR R4 resource Invoice: Invoice containing collected ChargeItems from an Account with calculated individual and total price for Billing purpose.
 type Invoice struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -196,6 +198,8 @@ func (x *Invoice) ResourceID() string { return x.ID }
 func (x *Invoice) SetResourceID(id string) { x.ID = id }
 
 func (x *Invoice) isNil() bool { return x == nil }
+
+func (x *Invoice) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Invoice) MarshalJSON() ([]byte, error) { return marshalResource(x) }

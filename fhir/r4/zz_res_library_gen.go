@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Library is the FHIR R4 resource Library: The Library resource is a general-purpose container for knowledge asset definitions.
 type Library struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -314,6 +316,8 @@ func (x *Library) ResourceID() string { return x.ID }
 func (x *Library) SetResourceID(id string) { x.ID = id }
 
 func (x *Library) isNil() bool { return x == nil }
+
+func (x *Library) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Library) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Linkage is the FHIR R4 resource Linkage: Identifies two or more records (resource instances) that refer to the same real-world "occurrence".
 type Linkage struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -112,6 +114,8 @@ func (x *Linkage) ResourceID() string { return x.ID }
 func (x *Linkage) SetResourceID(id string) { x.ID = id }
 
 func (x *Linkage) isNil() bool { return x == nil }
+
+func (x *Linkage) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Linkage) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // List is the FHIR R4 resource List: A list is a curated collection of resources.
 type List struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -178,6 +180,8 @@ func (x *List) ResourceID() string { return x.ID }
 func (x *List) SetResourceID(id string) { x.ID = id }
 
 func (x *List) isNil() bool { return x == nil }
+
+func (x *List) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *List) MarshalJSON() ([]byte, error) { return marshalResource(x) }

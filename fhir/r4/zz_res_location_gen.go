@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Location is the FHIR R4 resource Location: Details and position information for a physical place where services are provided and resources and participants may be stored, found, contained, or accommodated.
 type Location struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -206,6 +208,8 @@ func (x *Location) ResourceID() string { return x.ID }
 func (x *Location) SetResourceID(id string) { x.ID = id }
 
 func (x *Location) isNil() bool { return x == nil }
+
+func (x *Location) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Location) MarshalJSON() ([]byte, error) { return marshalResource(x) }

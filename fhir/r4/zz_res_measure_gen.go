@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Measure is the FHIR R4 resource Measure: The Measure resource provides the definition of a quality measure.
 type Measure struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -390,6 +392,8 @@ func (x *Measure) ResourceID() string { return x.ID }
 func (x *Measure) SetResourceID(id string) { x.ID = id }
 
 func (x *Measure) isNil() bool { return x == nil }
+
+func (x *Measure) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Measure) MarshalJSON() ([]byte, error) { return marshalResource(x) }

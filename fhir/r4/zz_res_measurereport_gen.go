@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MeasureReport is the FHIR R4 resource MeasureReport: The MeasureReport resource contains the results of the calculation of a measure; and optionally a reference to the resources involved in that calculation.
 type MeasureReport struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -166,6 +168,8 @@ func (x *MeasureReport) ResourceID() string { return x.ID }
 func (x *MeasureReport) SetResourceID(id string) { x.ID = id }
 
 func (x *MeasureReport) isNil() bool { return x == nil }
+
+func (x *MeasureReport) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MeasureReport) MarshalJSON() ([]byte, error) { return marshalResource(x) }

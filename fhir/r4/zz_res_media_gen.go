@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Media is the FHIR R4 resource Media: A photo, video, or audio recording acquired or used in healthcare.
 type Media struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -246,6 +248,8 @@ func (x *Media) ResourceID() string { return x.ID }
 func (x *Media) SetResourceID(id string) { x.ID = id }
 
 func (x *Media) isNil() bool { return x == nil }
+
+func (x *Media) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Media) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Medication is the FHIR R4 resource Medication: This resource is primarily used for the identification and definition of a medication for the purposes of prescribing, dispensing, and administering a medication as well as for making statements about…
 type Medication struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -142,6 +144,8 @@ func (x *Medication) ResourceID() string { return x.ID }
 func (x *Medication) SetResourceID(id string) { x.ID = id }
 
 func (x *Medication) isNil() bool { return x == nil }
+
+func (x *Medication) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Medication) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicationAdministration is the FHIR R4 resource MedicationAdministration: Describes the event of a patient consuming or otherwise being administered a medication.
 type MedicationAdministration struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -224,6 +226,8 @@ func (x *MedicationAdministration) ResourceID() string { return x.ID }
 func (x *MedicationAdministration) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicationAdministration) isNil() bool { return x == nil }
+
+func (x *MedicationAdministration) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationAdministration) MarshalJSON() ([]byte, error) { return marshalResource(x) }

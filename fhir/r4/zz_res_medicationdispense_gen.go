@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicationDispense is the FHIR R4 resource MedicationDispense: Indicates that a medication product is to be or has been dispensed for a named person/patient.
 type MedicationDispense struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -254,6 +256,8 @@ func (x *MedicationDispense) ResourceID() string { return x.ID }
 func (x *MedicationDispense) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicationDispense) isNil() bool { return x == nil }
+
+func (x *MedicationDispense) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationDispense) MarshalJSON() ([]byte, error) { return marshalResource(x) }

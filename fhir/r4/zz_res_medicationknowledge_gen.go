@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicationKnowledge is the FHIR R4 resource MedicationKnowledge: Information about a medication that is used to support knowledge.
 type MedicationKnowledge struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -230,6 +232,8 @@ func (x *MedicationKnowledge) ResourceID() string { return x.ID }
 func (x *MedicationKnowledge) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicationKnowledge) isNil() bool { return x == nil }
+
+func (x *MedicationKnowledge) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationKnowledge) MarshalJSON() ([]byte, error) { return marshalResource(x) }

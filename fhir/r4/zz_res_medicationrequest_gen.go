@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicationRequest is the FHIR R4 resource MedicationRequest: An order or request for both supply of the medication and the instructions for administration of the medication to a patient.
 type MedicationRequest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -312,6 +314,8 @@ func (x *MedicationRequest) ResourceID() string { return x.ID }
 func (x *MedicationRequest) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicationRequest) isNil() bool { return x == nil }
+
+func (x *MedicationRequest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

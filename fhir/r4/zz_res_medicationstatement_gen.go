@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicationStatement is the FHIR R4 resource MedicationStatement: A record of a medication that is being consumed by a patient.
 type MedicationStatement struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -212,6 +214,8 @@ func (x *MedicationStatement) ResourceID() string { return x.ID }
 func (x *MedicationStatement) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicationStatement) isNil() bool { return x == nil }
+
+func (x *MedicationStatement) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicationStatement) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProduct is the FHIR R4 resource MedicinalProduct: Detailed definition of a medicinal product, typically for uses other than direct patient care (e.g. regulatory use).
 type MedicinalProduct struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -214,6 +216,8 @@ func (x *MedicinalProduct) ResourceID() string { return x.ID }
 func (x *MedicinalProduct) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProduct) isNil() bool { return x == nil }
+
+func (x *MedicinalProduct) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProduct) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductAuthorization is the FHIR R4 resource MedicinalProductAuthorization: The regulatory authorization of a medicinal product.
 type MedicinalProductAuthorization struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -196,6 +198,8 @@ func (x *MedicinalProductAuthorization) ResourceID() string { return x.ID }
 func (x *MedicinalProductAuthorization) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductAuthorization) isNil() bool { return x == nil }
+
+func (x *MedicinalProductAuthorization) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductAuthorization) MarshalJSON() ([]byte, error) { return marshalResource(x) }

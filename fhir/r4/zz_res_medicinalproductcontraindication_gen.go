@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductContraindication is the FHIR R4 resource MedicinalProductContraindication: The clinical particulars - indications, contraindications etc.
 type MedicinalProductContraindication struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -136,6 +138,8 @@ func (x *MedicinalProductContraindication) ResourceID() string { return x.ID }
 func (x *MedicinalProductContraindication) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductContraindication) isNil() bool { return x == nil }
+
+func (x *MedicinalProductContraindication) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductContraindication) MarshalJSON() ([]byte, error) { return marshalResource(x) }

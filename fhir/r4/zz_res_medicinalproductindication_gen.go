@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductIndication is the FHIR R4 resource MedicinalProductIndication: Indication for the Medicinal Product.
 type MedicinalProductIndication struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -146,6 +148,8 @@ func (x *MedicinalProductIndication) ResourceID() string { return x.ID }
 func (x *MedicinalProductIndication) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductIndication) isNil() bool { return x == nil }
+
+func (x *MedicinalProductIndication) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductIndication) MarshalJSON() ([]byte, error) { return marshalResource(x) }

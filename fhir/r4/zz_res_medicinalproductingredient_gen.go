@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductIngredient is the FHIR R4 resource MedicinalProductIngredient: An ingredient of a manufactured item or pharmaceutical product.
 type MedicinalProductIngredient struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -130,6 +132,8 @@ func (x *MedicinalProductIngredient) ResourceID() string { return x.ID }
 func (x *MedicinalProductIngredient) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductIngredient) isNil() bool { return x == nil }
+
+func (x *MedicinalProductIngredient) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductIngredient) MarshalJSON() ([]byte, error) { return marshalResource(x) }

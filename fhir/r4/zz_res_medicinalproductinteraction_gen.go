@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductInteraction is the FHIR R4 resource MedicinalProductInteraction: The interactions of the medicinal product with other medicinal products, or other forms of interactions.
 type MedicinalProductInteraction struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -136,6 +138,8 @@ func (x *MedicinalProductInteraction) ResourceID() string { return x.ID }
 func (x *MedicinalProductInteraction) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductInteraction) isNil() bool { return x == nil }
+
+func (x *MedicinalProductInteraction) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductInteraction) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductManufactured is the FHIR R4 resource MedicinalProductManufactured: The manufactured item as contained in the packaged medicinal product.
 type MedicinalProductManufactured struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -134,6 +136,8 @@ func (x *MedicinalProductManufactured) ResourceID() string { return x.ID }
 func (x *MedicinalProductManufactured) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductManufactured) isNil() bool { return x == nil }
+
+func (x *MedicinalProductManufactured) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductManufactured) MarshalJSON() ([]byte, error) { return marshalResource(x) }

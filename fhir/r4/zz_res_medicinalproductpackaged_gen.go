@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductPackaged is the FHIR R4 resource MedicinalProductPackaged: A medicinal product in a container or package.
 type MedicinalProductPackaged struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -148,6 +150,8 @@ func (x *MedicinalProductPackaged) ResourceID() string { return x.ID }
 func (x *MedicinalProductPackaged) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductPackaged) isNil() bool { return x == nil }
+
+func (x *MedicinalProductPackaged) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductPackaged) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductPharmaceutical is the FHIR R4 resource MedicinalProductPharmaceutical: A pharmaceutical product described in terms of its composition and dose form.
 type MedicinalProductPharmaceutical struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -136,6 +138,8 @@ func (x *MedicinalProductPharmaceutical) ResourceID() string { return x.ID }
 func (x *MedicinalProductPharmaceutical) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductPharmaceutical) isNil() bool { return x == nil }
+
+func (x *MedicinalProductPharmaceutical) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductPharmaceutical) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MedicinalProductUndesirableEffect is the FHIR R4 resource MedicinalProductUndesirableEffect: Describe the undesirable effects of the medicinal product.
 type MedicinalProductUndesirableEffect struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -124,6 +126,8 @@ func (x *MedicinalProductUndesirableEffect) ResourceID() string { return x.ID }
 func (x *MedicinalProductUndesirableEffect) SetResourceID(id string) { x.ID = id }
 
 func (x *MedicinalProductUndesirableEffect) isNil() bool { return x == nil }
+
+func (x *MedicinalProductUndesirableEffect) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MedicinalProductUndesirableEffect) MarshalJSON() ([]byte, error) { return marshalResource(x) }

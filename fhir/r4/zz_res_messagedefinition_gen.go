@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MessageDefinition is the FHIR R4 resource MessageDefinition: Defines the characteristics of a message that can be shared between systems, including the type of event that initiates the message, the content to be transmitted and what response(s), if any, are per…
 type MessageDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -278,6 +280,8 @@ func (x *MessageDefinition) ResourceID() string { return x.ID }
 func (x *MessageDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *MessageDefinition) isNil() bool { return x == nil }
+
+func (x *MessageDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MessageDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MessageHeader is the FHIR R4 resource MessageHeader: The header for a message exchange that is either requesting or responding to an action.
 type MessageHeader struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -168,6 +170,8 @@ func (x *MessageHeader) ResourceID() string { return x.ID }
 func (x *MessageHeader) SetResourceID(id string) { x.ID = id }
 
 func (x *MessageHeader) isNil() bool { return x == nil }
+
+func (x *MessageHeader) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MessageHeader) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // MolecularSequence is the FHIR R4 resource MolecularSequence: Raw data describing a biological sequence.
 type MolecularSequence struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -196,6 +198,8 @@ func (x *MolecularSequence) ResourceID() string { return x.ID }
 func (x *MolecularSequence) SetResourceID(id string) { x.ID = id }
 
 func (x *MolecularSequence) isNil() bool { return x == nil }
+
+func (x *MolecularSequence) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *MolecularSequence) MarshalJSON() ([]byte, error) { return marshalResource(x) }

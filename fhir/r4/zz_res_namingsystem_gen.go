@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // NamingSystem is the FHIR R4 resource NamingSystem: A curated namespace that issues unique symbols within that namespace for the identification of concepts, people, devices, etc.
 type NamingSystem struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -186,6 +188,8 @@ func (x *NamingSystem) ResourceID() string { return x.ID }
 func (x *NamingSystem) SetResourceID(id string) { x.ID = id }
 
 func (x *NamingSystem) isNil() bool { return x == nil }
+
+func (x *NamingSystem) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *NamingSystem) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // NutritionOrder is the FHIR R4 resource NutritionOrder: A request to supply a diet, formula feeding (enteral) or oral nutritional supplement to a patient/resident.
 type NutritionOrder struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -206,6 +208,8 @@ func (x *NutritionOrder) ResourceID() string { return x.ID }
 func (x *NutritionOrder) SetResourceID(id string) { x.ID = id }
 
 func (x *NutritionOrder) isNil() bool { return x == nil }
+
+func (x *NutritionOrder) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *NutritionOrder) MarshalJSON() ([]byte, error) { return marshalResource(x) }

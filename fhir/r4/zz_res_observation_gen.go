@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Observation is the FHIR R4 resource Observation: Measurements and simple assertions made about a patient, device or other subject.
 type Observation struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -332,6 +334,8 @@ func (x *Observation) ResourceID() string { return x.ID }
 func (x *Observation) SetResourceID(id string) { x.ID = id }
 
 func (x *Observation) isNil() bool { return x == nil }
+
+func (x *Observation) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Observation) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ObservationDefinition is the FHIR R4 resource ObservationDefinition: Set of definitional characteristics for a kind of observation or measurement produced or consumed by an orderable health care service.
 type ObservationDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -176,6 +178,8 @@ func (x *ObservationDefinition) ResourceID() string { return x.ID }
 func (x *ObservationDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *ObservationDefinition) isNil() bool { return x == nil }
+
+func (x *ObservationDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ObservationDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // OperationDefinition is the FHIR R4 resource OperationDefinition: A formal computable definition of an operation (on the RESTful interface) or a named query (using the search interaction).
 type OperationDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -290,6 +292,8 @@ func (x *OperationDefinition) ResourceID() string { return x.ID }
 func (x *OperationDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *OperationDefinition) isNil() bool { return x == nil }
+
+func (x *OperationDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *OperationDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // OperationOutcome is the FHIR R4 resource OperationOutcome: A collection of error, warning, or information messages that result from a system action.
 type OperationOutcome struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -98,6 +100,8 @@ func (x *OperationOutcome) ResourceID() string { return x.ID }
 func (x *OperationOutcome) SetResourceID(id string) { x.ID = id }
 
 func (x *OperationOutcome) isNil() bool { return x == nil }
+
+func (x *OperationOutcome) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *OperationOutcome) MarshalJSON() ([]byte, error) { return marshalResource(x) }

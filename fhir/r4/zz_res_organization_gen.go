@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Organization is the FHIR R4 resource Organization: A formally or informally recognized grouping of people or organizations formed for the purpose of achieving some form of collective action.
 type Organization struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -158,6 +160,8 @@ func (x *Organization) ResourceID() string { return x.ID }
 func (x *Organization) SetResourceID(id string) { x.ID = id }
 
 func (x *Organization) isNil() bool { return x == nil }
+
+func (x *Organization) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Organization) MarshalJSON() ([]byte, error) { return marshalResource(x) }

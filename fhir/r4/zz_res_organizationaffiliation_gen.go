@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // OrganizationAffiliation is the FHIR R4 resource OrganizationAffiliation: Defines an affiliation/assotiation/relationship between 2 distinct oganizations, that is not a part-of relationship/sub-division relationship.
 type OrganizationAffiliation struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -166,6 +168,8 @@ func (x *OrganizationAffiliation) ResourceID() string { return x.ID }
 func (x *OrganizationAffiliation) SetResourceID(id string) { x.ID = id }
 
 func (x *OrganizationAffiliation) isNil() bool { return x == nil }
+
+func (x *OrganizationAffiliation) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *OrganizationAffiliation) MarshalJSON() ([]byte, error) { return marshalResource(x) }

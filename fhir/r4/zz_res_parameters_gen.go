@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Parameters is the FHIR R4 resource Parameters: This resource is a non-persisted resource used to pass information into and back from an [operation](operations.html).
 type Parameters struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -74,6 +76,8 @@ func (x *Parameters) ResourceID() string { return x.ID }
 func (x *Parameters) SetResourceID(id string) { x.ID = id }
 
 func (x *Parameters) isNil() bool { return x == nil }
+
+func (x *Parameters) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Parameters) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Patient is the FHIR R4 resource Patient: Demographics and other administrative information about an individual or animal receiving care or other health-related services.
 type Patient struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -214,6 +216,8 @@ func (x *Patient) ResourceID() string { return x.ID }
 func (x *Patient) SetResourceID(id string) { x.ID = id }
 
 func (x *Patient) isNil() bool { return x == nil }
+
+func (x *Patient) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Patient) MarshalJSON() ([]byte, error) { return marshalResource(x) }

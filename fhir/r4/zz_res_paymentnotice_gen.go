@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // PaymentNotice is the FHIR R4 resource PaymentNotice: This resource provides the status of the payment for goods and services rendered, and the request and response resource references.
 type PaymentNotice struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -170,6 +172,8 @@ func (x *PaymentNotice) ResourceID() string { return x.ID }
 func (x *PaymentNotice) SetResourceID(id string) { x.ID = id }
 
 func (x *PaymentNotice) isNil() bool { return x == nil }
+
+func (x *PaymentNotice) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PaymentNotice) MarshalJSON() ([]byte, error) { return marshalResource(x) }

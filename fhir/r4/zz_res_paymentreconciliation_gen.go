@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // PaymentReconciliation is the FHIR R4 resource PaymentReconciliation: This resource provides the details including amount of a payment and allocates the payment items being paid.
 type PaymentReconciliation struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -192,6 +194,8 @@ func (x *PaymentReconciliation) ResourceID() string { return x.ID }
 func (x *PaymentReconciliation) SetResourceID(id string) { x.ID = id }
 
 func (x *PaymentReconciliation) isNil() bool { return x == nil }
+
+func (x *PaymentReconciliation) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PaymentReconciliation) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Person is the FHIR R4 resource Person: Demographics and administrative information about a person independent of a specific health-related context.
 type Person struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -158,6 +160,8 @@ func (x *Person) ResourceID() string { return x.ID }
 func (x *Person) SetResourceID(id string) { x.ID = id }
 
 func (x *Person) isNil() bool { return x == nil }
+
+func (x *Person) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Person) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // PlanDefinition is the FHIR R4 resource PlanDefinition: This resource allows for the definition of various types of plans as a sharable, consumable, and executable artifact.
 type PlanDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -316,6 +318,8 @@ func (x *PlanDefinition) ResourceID() string { return x.ID }
 func (x *PlanDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *PlanDefinition) isNil() bool { return x == nil }
+
+func (x *PlanDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PlanDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

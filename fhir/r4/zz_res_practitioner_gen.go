@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Practitioner is the FHIR R4 resource Practitioner: A person who is directly or indirectly involved in the provisioning of healthcare.
 type Practitioner struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -158,6 +160,8 @@ func (x *Practitioner) ResourceID() string { return x.ID }
 func (x *Practitioner) SetResourceID(id string) { x.ID = id }
 
 func (x *Practitioner) isNil() bool { return x == nil }
+
+func (x *Practitioner) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Practitioner) MarshalJSON() ([]byte, error) { return marshalResource(x) }

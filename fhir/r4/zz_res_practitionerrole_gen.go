@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // PractitionerRole is the FHIR R4 resource PractitionerRole: A specific set of Roles/Locations/specialties/services that a practitioner may perform at an organization for a period of time.
 type PractitionerRole struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -180,6 +182,8 @@ func (x *PractitionerRole) ResourceID() string { return x.ID }
 func (x *PractitionerRole) SetResourceID(id string) { x.ID = id }
 
 func (x *PractitionerRole) isNil() bool { return x == nil }
+
+func (x *PractitionerRole) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *PractitionerRole) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Procedure is the FHIR R4 resource Procedure: An action that is or was performed on or for a patient.
 type Procedure struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -294,6 +296,8 @@ func (x *Procedure) ResourceID() string { return x.ID }
 func (x *Procedure) SetResourceID(id string) { x.ID = id }
 
 func (x *Procedure) isNil() bool { return x == nil }
+
+func (x *Procedure) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Procedure) MarshalJSON() ([]byte, error) { return marshalResource(x) }

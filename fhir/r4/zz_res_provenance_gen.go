@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Provenance is the FHIR R4 resource Provenance: Provenance of a resource is a record that describes entities and processes involved in producing and delivering or otherwise influencing that resource.
 type Provenance struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -164,6 +166,8 @@ func (x *Provenance) ResourceID() string { return x.ID }
 func (x *Provenance) SetResourceID(id string) { x.ID = id }
 
 func (x *Provenance) isNil() bool { return x == nil }
+
+func (x *Provenance) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Provenance) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Questionnaire is the FHIR R4 resource Questionnaire: A structured set of questions intended to guide the collection of answers from end-users.
 type Questionnaire struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -254,6 +256,8 @@ func (x *Questionnaire) ResourceID() string { return x.ID }
 func (x *Questionnaire) SetResourceID(id string) { x.ID = id }
 
 func (x *Questionnaire) isNil() bool { return x == nil }
+
+func (x *Questionnaire) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Questionnaire) MarshalJSON() ([]byte, error) { return marshalResource(x) }

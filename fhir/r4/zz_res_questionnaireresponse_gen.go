@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // QuestionnaireResponse is the FHIR R4 resource QuestionnaireResponse: A structured set of questions and their answers.
 type QuestionnaireResponse struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -164,6 +166,8 @@ func (x *QuestionnaireResponse) ResourceID() string { return x.ID }
 func (x *QuestionnaireResponse) SetResourceID(id string) { x.ID = id }
 
 func (x *QuestionnaireResponse) isNil() bool { return x == nil }
+
+func (x *QuestionnaireResponse) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *QuestionnaireResponse) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // RelatedPerson is the FHIR R4 resource RelatedPerson: Information about a person that is involved in the care for a patient, but who is not the target of healthcare, nor has a formal responsibility in the care process.
 type RelatedPerson struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -170,6 +172,8 @@ func (x *RelatedPerson) ResourceID() string { return x.ID }
 func (x *RelatedPerson) SetResourceID(id string) { x.ID = id }
 
 func (x *RelatedPerson) isNil() bool { return x == nil }
+
+func (x *RelatedPerson) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RelatedPerson) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // RequestGroup is the FHIR R4 resource RequestGroup: A group of related requests that can be used to capture intended activities that have inter-dependencies such as "give this medication after that one".
 type RequestGroup struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -212,6 +214,8 @@ func (x *RequestGroup) ResourceID() string { return x.ID }
 func (x *RequestGroup) SetResourceID(id string) { x.ID = id }
 
 func (x *RequestGroup) isNil() bool { return x == nil }
+
+func (x *RequestGroup) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RequestGroup) MarshalJSON() ([]byte, error) { return marshalResource(x) }

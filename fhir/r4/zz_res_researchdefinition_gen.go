@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ResearchDefinition is the FHIR R4 resource ResearchDefinition: The ResearchDefinition resource describes the conditional state (population and any exposures being compared within the population) and outcome (if specified) that the knowledge (evidence, assertion, …
 type ResearchDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -338,6 +340,8 @@ func (x *ResearchDefinition) ResourceID() string { return x.ID }
 func (x *ResearchDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *ResearchDefinition) isNil() bool { return x == nil }
+
+func (x *ResearchDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

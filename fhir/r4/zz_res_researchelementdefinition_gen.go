@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ResearchElementDefinition is the FHIR R4 resource ResearchElementDefinition: The ResearchElementDefinition resource describes a "PICO" element that knowledge (evidence, assertion, recommendation) is about.
 type ResearchElementDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -336,6 +338,8 @@ func (x *ResearchElementDefinition) ResourceID() string { return x.ID }
 func (x *ResearchElementDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *ResearchElementDefinition) isNil() bool { return x == nil }
+
+func (x *ResearchElementDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchElementDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

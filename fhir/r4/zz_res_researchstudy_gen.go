@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ResearchStudy is the FHIR R4 resource ResearchStudy: A process where a researcher or organization plans and then executes a series of steps intended to increase the field of healthcare-related knowledge.
 type ResearchStudy struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -242,6 +244,8 @@ func (x *ResearchStudy) ResourceID() string { return x.ID }
 func (x *ResearchStudy) SetResourceID(id string) { x.ID = id }
 
 func (x *ResearchStudy) isNil() bool { return x == nil }
+
+func (x *ResearchStudy) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchStudy) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ResearchSubject is the FHIR R4 resource ResearchSubject: A physical entity which is the primary unit of operational and/or administrative interest in a study.
 type ResearchSubject struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -146,6 +148,8 @@ func (x *ResearchSubject) ResourceID() string { return x.ID }
 func (x *ResearchSubject) SetResourceID(id string) { x.ID = id }
 
 func (x *ResearchSubject) isNil() bool { return x == nil }
+
+func (x *ResearchSubject) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ResearchSubject) MarshalJSON() ([]byte, error) { return marshalResource(x) }

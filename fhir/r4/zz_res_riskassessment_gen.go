@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // RiskAssessment is the FHIR R4 resource RiskAssessment: An assessment of the likely outcome(s) for a patient or other subject as well as the likelihood of each outcome.
 type RiskAssessment struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -206,6 +208,8 @@ func (x *RiskAssessment) ResourceID() string { return x.ID }
 func (x *RiskAssessment) SetResourceID(id string) { x.ID = id }
 
 func (x *RiskAssessment) isNil() bool { return x == nil }
+
+func (x *RiskAssessment) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RiskAssessment) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // RiskEvidenceSynthesis is the FHIR R4 resource RiskEvidenceSynthesis: The RiskEvidenceSynthesis resource describes the likelihood of an outcome in a population plus exposure state where the risk estimate is derived from a combination of research studies.
 type RiskEvidenceSynthesis struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -300,6 +302,8 @@ func (x *RiskEvidenceSynthesis) ResourceID() string { return x.ID }
 func (x *RiskEvidenceSynthesis) SetResourceID(id string) { x.ID = id }
 
 func (x *RiskEvidenceSynthesis) isNil() bool { return x == nil }
+
+func (x *RiskEvidenceSynthesis) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *RiskEvidenceSynthesis) MarshalJSON() ([]byte, error) { return marshalResource(x) }

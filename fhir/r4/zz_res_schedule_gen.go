@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Schedule is the FHIR R4 resource Schedule: A container for slots of time that may be available for booking appointments.
 type Schedule struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -144,6 +146,8 @@ func (x *Schedule) ResourceID() string { return x.ID }
 func (x *Schedule) SetResourceID(id string) { x.ID = id }
 
 func (x *Schedule) isNil() bool { return x == nil }
+
+func (x *Schedule) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Schedule) MarshalJSON() ([]byte, error) { return marshalResource(x) }

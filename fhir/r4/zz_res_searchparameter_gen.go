@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SearchParameter is the FHIR R4 resource SearchParameter: A search parameter that defines a named search item that can be used to search/filter on a resource.
 type SearchParameter struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -292,6 +294,8 @@ func (x *SearchParameter) ResourceID() string { return x.ID }
 func (x *SearchParameter) SetResourceID(id string) { x.ID = id }
 
 func (x *SearchParameter) isNil() bool { return x == nil }
+
+func (x *SearchParameter) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SearchParameter) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ServiceRequest is the FHIR R4 resource ServiceRequest: A record of a request for service such as diagnostic investigations, treatments, or operations to be performed.
 type ServiceRequest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -340,6 +342,8 @@ func (x *ServiceRequest) ResourceID() string { return x.ID }
 func (x *ServiceRequest) SetResourceID(id string) { x.ID = id }
 
 func (x *ServiceRequest) isNil() bool { return x == nil }
+
+func (x *ServiceRequest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ServiceRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

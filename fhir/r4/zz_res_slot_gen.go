@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Slot is the FHIR R4 resource Slot: A slot of time on a schedule that may be available for booking appointments.
 type Slot struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -168,6 +170,8 @@ func (x *Slot) ResourceID() string { return x.ID }
 func (x *Slot) SetResourceID(id string) { x.ID = id }
 
 func (x *Slot) isNil() bool { return x == nil }
+
+func (x *Slot) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Slot) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Specimen is the FHIR R4 resource Specimen: A sample to be used for analysis.
 type Specimen struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -174,6 +176,8 @@ func (x *Specimen) ResourceID() string { return x.ID }
 func (x *Specimen) SetResourceID(id string) { x.ID = id }
 
 func (x *Specimen) isNil() bool { return x == nil }
+
+func (x *Specimen) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Specimen) MarshalJSON() ([]byte, error) { return marshalResource(x) }

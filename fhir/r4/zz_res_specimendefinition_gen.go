@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SpecimenDefinition is the FHIR R4 resource SpecimenDefinition: A kind of specimen with associated set of requirements.
 type SpecimenDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -130,6 +132,8 @@ func (x *SpecimenDefinition) ResourceID() string { return x.ID }
 func (x *SpecimenDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *SpecimenDefinition) isNil() bool { return x == nil }
+
+func (x *SpecimenDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SpecimenDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

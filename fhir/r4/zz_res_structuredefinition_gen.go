@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // StructureDefinition is the FHIR R4 resource StructureDefinition: A definition of a FHIR structure.
 type StructureDefinition struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -290,6 +292,8 @@ func (x *StructureDefinition) ResourceID() string { return x.ID }
 func (x *StructureDefinition) SetResourceID(id string) { x.ID = id }
 
 func (x *StructureDefinition) isNil() bool { return x == nil }
+
+func (x *StructureDefinition) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *StructureDefinition) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // StructureMap is the FHIR R4 resource StructureMap: A Map of relationships between 2 structures that can be used to transform data.
 type StructureMap struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -224,6 +226,8 @@ func (x *StructureMap) ResourceID() string { return x.ID }
 func (x *StructureMap) SetResourceID(id string) { x.ID = id }
 
 func (x *StructureMap) isNil() bool { return x == nil }
+
+func (x *StructureMap) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *StructureMap) MarshalJSON() ([]byte, error) { return marshalResource(x) }

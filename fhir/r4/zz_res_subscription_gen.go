@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Subscription is the FHIR R4 resource Subscription: The subscription resource is used to define a push-based subscription from a server to another system.
 type Subscription struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -144,6 +146,8 @@ func (x *Subscription) ResourceID() string { return x.ID }
 func (x *Subscription) SetResourceID(id string) { x.ID = id }
 
 func (x *Subscription) isNil() bool { return x == nil }
+
+func (x *Subscription) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Subscription) MarshalJSON() ([]byte, error) { return marshalResource(x) }

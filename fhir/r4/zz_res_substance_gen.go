@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Substance is the FHIR R4 resource Substance: A homogeneous material with a definite composition.
 type Substance struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -138,6 +140,8 @@ func (x *Substance) ResourceID() string { return x.ID }
 func (x *Substance) SetResourceID(id string) { x.ID = id }
 
 func (x *Substance) isNil() bool { return x == nil }
+
+func (x *Substance) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Substance) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SubstanceNucleicAcid is the FHIR R4 resource SubstanceNucleicAcid: Nucleic acids are defined by three distinct elements: the base, sugar and linkage.
 type SubstanceNucleicAcid struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -126,6 +128,8 @@ func (x *SubstanceNucleicAcid) ResourceID() string { return x.ID }
 func (x *SubstanceNucleicAcid) SetResourceID(id string) { x.ID = id }
 
 func (x *SubstanceNucleicAcid) isNil() bool { return x == nil }
+
+func (x *SubstanceNucleicAcid) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceNucleicAcid) MarshalJSON() ([]byte, error) { return marshalResource(x) }

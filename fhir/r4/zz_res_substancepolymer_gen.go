@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SubstancePolymer is the FHIR R4 resource SubstancePolymer: Todo.
 type SubstancePolymer struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -130,6 +132,8 @@ func (x *SubstancePolymer) ResourceID() string { return x.ID }
 func (x *SubstancePolymer) SetResourceID(id string) { x.ID = id }
 
 func (x *SubstancePolymer) isNil() bool { return x == nil }
+
+func (x *SubstancePolymer) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstancePolymer) MarshalJSON() ([]byte, error) { return marshalResource(x) }

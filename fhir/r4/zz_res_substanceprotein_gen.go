@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SubstanceProtein is the FHIR R4 resource SubstanceProtein: A SubstanceProtein is defined as a single unit of a linear amino acid sequence, or a combination of subunits that are either covalently linked or have a defined invariant stoichiometric relationship.
 type SubstanceProtein struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -120,6 +122,8 @@ func (x *SubstanceProtein) ResourceID() string { return x.ID }
 func (x *SubstanceProtein) SetResourceID(id string) { x.ID = id }
 
 func (x *SubstanceProtein) isNil() bool { return x == nil }
+
+func (x *SubstanceProtein) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceProtein) MarshalJSON() ([]byte, error) { return marshalResource(x) }

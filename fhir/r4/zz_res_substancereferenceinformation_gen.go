@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SubstanceReferenceInformation is the FHIR R4 resource SubstanceReferenceInformation: Todo.
 type SubstanceReferenceInformation struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -124,6 +126,8 @@ func (x *SubstanceReferenceInformation) ResourceID() string { return x.ID }
 func (x *SubstanceReferenceInformation) SetResourceID(id string) { x.ID = id }
 
 func (x *SubstanceReferenceInformation) isNil() bool { return x == nil }
+
+func (x *SubstanceReferenceInformation) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceReferenceInformation) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SubstanceSourceMaterial is the FHIR R4 resource SubstanceSourceMaterial: Source material shall capture information on the taxonomic and anatomical origins as well as the fraction of a material that can result in or can be modified to form a substance.
 type SubstanceSourceMaterial struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -176,6 +178,8 @@ func (x *SubstanceSourceMaterial) ResourceID() string { return x.ID }
 func (x *SubstanceSourceMaterial) SetResourceID(id string) { x.ID = id }
 
 func (x *SubstanceSourceMaterial) isNil() bool { return x == nil }
+
+func (x *SubstanceSourceMaterial) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceSourceMaterial) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SubstanceSpecification is the FHIR R4 resource SubstanceSpecification: The detailed description of a substance, typically at a level beyond what is used for prescribing.
 type SubstanceSpecification struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -210,6 +212,8 @@ func (x *SubstanceSpecification) ResourceID() string { return x.ID }
 func (x *SubstanceSpecification) SetResourceID(id string) { x.ID = id }
 
 func (x *SubstanceSpecification) isNil() bool { return x == nil }
+
+func (x *SubstanceSpecification) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SubstanceSpecification) MarshalJSON() ([]byte, error) { return marshalResource(x) }

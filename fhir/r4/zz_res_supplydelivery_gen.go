@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SupplyDelivery is the FHIR R4 resource SupplyDelivery: Record of delivery of what is supplied.
 type SupplyDelivery struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -174,6 +176,8 @@ func (x *SupplyDelivery) ResourceID() string { return x.ID }
 func (x *SupplyDelivery) SetResourceID(id string) { x.ID = id }
 
 func (x *SupplyDelivery) isNil() bool { return x == nil }
+
+func (x *SupplyDelivery) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SupplyDelivery) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // SupplyRequest is the FHIR R4 resource SupplyRequest: A record of a request for a medication, substance or device used in the healthcare setting.
 type SupplyRequest struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -208,6 +210,8 @@ func (x *SupplyRequest) ResourceID() string { return x.ID }
 func (x *SupplyRequest) SetResourceID(id string) { x.ID = id }
 
 func (x *SupplyRequest) isNil() bool { return x == nil }
+
+func (x *SupplyRequest) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *SupplyRequest) MarshalJSON() ([]byte, error) { return marshalResource(x) }

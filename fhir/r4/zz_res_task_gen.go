@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // Task is the FHIR R4 resource Task: A task to be performed.
 type Task struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -294,6 +296,8 @@ func (x *Task) ResourceID() string { return x.ID }
 func (x *Task) SetResourceID(id string) { x.ID = id }
 
 func (x *Task) isNil() bool { return x == nil }
+
+func (x *Task) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *Task) MarshalJSON() ([]byte, error) { return marshalResource(x) }

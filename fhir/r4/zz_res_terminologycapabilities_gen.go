@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // TerminologyCapabilities is the FHIR R4 resource TerminologyCapabilities: A TerminologyCapabilities resource documents a set of capabilities (behaviors) of a FHIR Terminology Server that may be used as a statement of actual server functionality or a statement of required or…
 type TerminologyCapabilities struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -264,6 +266,8 @@ func (x *TerminologyCapabilities) ResourceID() string { return x.ID }
 func (x *TerminologyCapabilities) SetResourceID(id string) { x.ID = id }
 
 func (x *TerminologyCapabilities) isNil() bool { return x == nil }
+
+func (x *TerminologyCapabilities) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *TerminologyCapabilities) MarshalJSON() ([]byte, error) { return marshalResource(x) }

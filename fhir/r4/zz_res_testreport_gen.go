@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // TestReport is the FHIR R4 resource TestReport: A summary of information based on the results of executing a TestScript.
 type TestReport struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -176,6 +178,8 @@ func (x *TestReport) ResourceID() string { return x.ID }
 func (x *TestReport) SetResourceID(id string) { x.ID = id }
 
 func (x *TestReport) isNil() bool { return x == nil }
+
+func (x *TestReport) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *TestReport) MarshalJSON() ([]byte, error) { return marshalResource(x) }

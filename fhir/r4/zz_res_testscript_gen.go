@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // TestScript is the FHIR R4 resource TestScript: A structured set of tests against a FHIR server or client implementation to determine compliance against the FHIR specification.
 type TestScript struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -258,6 +260,8 @@ func (x *TestScript) ResourceID() string { return x.ID }
 func (x *TestScript) SetResourceID(id string) { x.ID = id }
 
 func (x *TestScript) isNil() bool { return x == nil }
+
+func (x *TestScript) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *TestScript) MarshalJSON() ([]byte, error) { return marshalResource(x) }

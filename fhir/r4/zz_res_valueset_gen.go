@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // ValueSet is the FHIR R4 resource ValueSet: A ValueSet resource instance specifies a set of codes drawn from one or more code systems, intended for use in a particular context.
 type ValueSet struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -224,6 +226,8 @@ func (x *ValueSet) ResourceID() string { return x.ID }
 func (x *ValueSet) SetResourceID(id string) { x.ID = id }
 
 func (x *ValueSet) isNil() bool { return x == nil }
+
+func (x *ValueSet) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *ValueSet) MarshalJSON() ([]byte, error) { return marshalResource(x) }

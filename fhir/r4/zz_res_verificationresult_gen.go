@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // VerificationResult is the FHIR R4 resource VerificationResult: Describes validation requirements, source(s), status and dates for one or more elements.
 type VerificationResult struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -186,6 +188,8 @@ func (x *VerificationResult) ResourceID() string { return x.ID }
 func (x *VerificationResult) SetResourceID(id string) { x.ID = id }
 
 func (x *VerificationResult) isNil() bool { return x == nil }
+
+func (x *VerificationResult) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *VerificationResult) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -2,6 +2,8 @@
 
 package r4
 
+import "unsafe"
+
 // VisionPrescription is the FHIR R4 resource VisionPrescription: An authorization for the provision of glasses and/or contact lenses to a patient.
 type VisionPrescription struct {
 	// ID is "id" (0..1): Logical id of this artifact.
@@ -146,6 +148,8 @@ func (x *VisionPrescription) ResourceID() string { return x.ID }
 func (x *VisionPrescription) SetResourceID(id string) { x.ID = id }
 
 func (x *VisionPrescription) isNil() bool { return x == nil }
+
+func (x *VisionPrescription) size() int { return int(unsafe.Sizeof(*x)) }
 
 // MarshalJSON encodes the resource as FHIR JSON, resourceType first.
 func (x *VisionPrescription) MarshalJSON() ([]byte, error) { return marshalResource(x) }

@@ -76,6 +76,9 @@ func generate(defs string) (map[string][]byte, error) {
 		if !ok {
 			b = new(bytes.Buffer)
 			b.WriteString(header)
+			if strings.HasPrefix(name, "res_") {
+				b.WriteString("import \"unsafe\"\n\n")
+			}
 			bufs[name] = b
 		}
 		return b
@@ -276,6 +279,7 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 		fmt.Fprintf(b, "// ResourceID returns the resource's logical id (\"\" if it has none).\nfunc (x *%s) ResourceID() string { return x.ID }\n\n", s.GoName)
 		fmt.Fprintf(b, "// SetResourceID sets the resource's logical id.\nfunc (x *%s) SetResourceID(id string) { x.ID = id }\n\n", s.GoName)
 		fmt.Fprintf(b, "func (x *%s) isNil() bool { return x == nil }\n\n", s.GoName)
+		fmt.Fprintf(b, "func (x *%s) size() int { return int(unsafe.Sizeof(*x)) }\n\n", s.GoName)
 		fmt.Fprintf(b, "// MarshalJSON encodes the resource as FHIR JSON, resourceType first.\nfunc (x *%s) MarshalJSON() ([]byte, error) { return marshalResource(x) }\n\n", s.GoName)
 		fmt.Fprintf(b, "// UnmarshalJSON decodes FHIR JSON whose resourceType is %s into x.\n// JSON null leaves x unchanged.\nfunc (x *%s) UnmarshalJSON(data []byte) error {\nif isNull(data) {\nreturn nil\n}\n*x = %s{}\nreturn unmarshalResourceInto(data, x)\n}\n\n", s.GoName, s.GoName, s.GoName)
 	} else {
