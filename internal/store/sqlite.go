@@ -120,7 +120,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	s.wdb, err = sql.Open("sqlite", abs+"?"+common+
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=secure_delete(1)"+
-		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstopPages))
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walRestartPages))
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
@@ -160,7 +160,8 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fail(fmt.Errorf("store: open sqlite: %w", err))
 	}
-	s.ckdb, err = sql.Open("sqlite", abs+"?"+common+"&_pragma=synchronous(FULL)")
+	s.ckdb, err = sql.Open("sqlite", abs+"?"+fmt.Sprintf("_pragma=busy_timeout(%d)", ckBusyTimeout.Milliseconds())+
+		"&_pragma=synchronous(FULL)")
 	if err != nil {
 		return fail(fmt.Errorf("store: open sqlite: %w", err))
 	}
@@ -319,16 +320,24 @@ func (s *SQLite) write(ctx context.Context, single bool, fn func(w *writeConn) e
 // stalling every request of that batch behind a large write and two
 // fsyncs. Instead a background goroutine runs PASSIVE checkpoints on a
 // connection of its own, concurrently with the writer (WAL lets a writer
-// append while a checkpointer copies); the autocheckpoint stays as a
-// backstop that only fires if the WAL grows far beyond the usual size.
+// append while a checkpointer copies). Under sustained writes a background
+// checkpoint never catches up with the end of the log, so the log would
+// never restart and would keep growing; the writer's own autocheckpoint,
+// at walRestartPages, bounds it: by then the background checkpointer has
+// copied nearly every frame, so the inline checkpoint has little left to
+// copy, completes, and the log restarts from its beginning.
 //
 // The WAL holds old page images, among them values since erased (sealed
 // credentials, deleted requests). Under load they are soon overwritten as
 // the log restarts; when writes pause, the checkpointer truncates the log
-// to zero bytes so that they do not linger at rest.
+// to zero bytes so that they do not linger at rest. It does so only once
+// a passive checkpoint has copied every frame, and gives up after
+// ckBusyTimeout if a reader is in the way, so that the truncation (which
+// holds off writers while it is pending) is brief.
 const (
-	checkpointEvery  = 200 * time.Millisecond
-	walBackstopPages = 20000 // ~80 MB at 4 KiB pages
+	checkpointEvery = 200 * time.Millisecond
+	walRestartPages = 4000 // ~16 MB at 4 KiB pages
+	ckBusyTimeout   = 100 * time.Millisecond
 )
 
 func (s *SQLite) checkpointer() {
@@ -351,7 +360,11 @@ func (s *SQLite) checkpointer() {
 				_, _ = s.ckdb.Exec("PRAGMA wal_checkpoint(PASSIVE)")
 			case dirty:
 				var busy, logPages, done int
-				err := s.ckdb.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
+				err := s.ckdb.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done)
+				if err != nil || busy != 0 || done < logPages || s.commits.Load() != seen {
+					continue // not caught up, or writes resumed: later
+				}
+				err = s.ckdb.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
 				dirty = err != nil || busy != 0
 			}
 		}
