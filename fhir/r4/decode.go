@@ -23,10 +23,10 @@ type decoder struct {
 	// input crafted to expand (a small JSON object that becomes a large
 	// struct) cannot exhaust memory.
 	model, maxModel int
-	pos       int
-	keyPos    int // where the last member name started
-	depth     int
-	maxDepth  int
+	pos             int
+	keyPos          int // where the last member name started
+	depth           int
+	maxDepth        int
 }
 
 // strSpecial marks the bytes that end the fast path of string scanning.
