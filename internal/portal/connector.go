@@ -179,6 +179,9 @@ func orDuration(d, def time.Duration) time.Duration {
 // fhirID is the FHIR id syntax.
 var fhirID = regexp.MustCompile(`^[A-Za-z0-9\-.]{1,64}$`)
 
+// fhirType is the syntax of a resource type name.
+var fhirType = regexp.MustCompile(`^[A-Z][A-Za-z]{1,63}$`)
+
 // maxAuthPage caps one login page or token answer.
 const maxAuthPage = 1 << 20
 
@@ -955,17 +958,17 @@ func (s *session) pagesOf(ctx context.Context, u string, got *collected) error {
 
 // addResource checks a resource's type and id and collects it.
 func (s *session) addResource(got *collected, raw json.RawMessage, wantType, wantID string) error {
-	var h struct {
-		ResourceType string `json:"resourceType"`
-		ID           string `json:"id"`
+	if wantType != "" && !json.Valid(raw) { // a read's body; page entries were checked with their page
+		return &Error{Kind: ErrResponseInvalid, Op: "GET " + wantType + "/" + wantID, Detail: "the answer is not JSON"}
 	}
-	if err := json.Unmarshal(raw, &h); err != nil || h.ResourceType == "" || !fhirID.MatchString(h.ID) {
+	typ, id, err := resourceHeader(raw)
+	if err != nil || !fhirType.MatchString(typ) || !fhirID.MatchString(id) {
 		return &Error{Kind: ErrResponseInvalid, Op: "reading resources", Detail: "an entry is not a resource with a type and an id"}
 	}
-	if wantType != "" && (h.ResourceType != wantType || h.ID != wantID) {
+	if wantType != "" && (typ != wantType || id != wantID) {
 		return &Error{Kind: ErrResponseInvalid, Op: "GET " + wantType + "/" + wantID, Detail: "the portal answered another resource"}
 	}
-	got.add(h.ResourceType+"/"+h.ID, raw)
+	got.add(typ+"/"+id, raw)
 	return nil
 }
 

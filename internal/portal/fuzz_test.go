@@ -99,3 +99,31 @@ func FuzzConnectorPages(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResourceHeader checks the fast header scan against encoding/json
+// (with exact, case-sensitive keys as FHIR JSON has them) on valid JSON,
+// and that it never panics on anything else.
+func FuzzResourceHeader(f *testing.F) {
+	for _, s := range []string{`{"resourceType":"Patient","id":"p1"}`, `{"a":{"id":"x"},"id":"y","resourceType":"Obs\u0065rvation"}`,
+		`{"id":1}`, `{"x":[1,{"y":"}"}],"id":"a\"b"}`, ` { "resourceType" : "A" , "id" : "b" } `, `[]`, `{"id":"a"`, `{"resourceType":"A","resourceType":"B"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		typ, id, err := resourceHeader(b)
+		var m map[string]any
+		if !json.Valid(b) || json.Unmarshal(b, &m) != nil {
+			return // only valid JSON objects have an oracle
+		}
+		ts, tok := m["resourceType"].(string)
+		is, iok := m["id"].(string)
+		if (m["resourceType"] != nil && !tok) || (m["id"] != nil && !iok) {
+			if err == nil {
+				t.Fatalf("non-string field accepted: %q %q", typ, id)
+			}
+			return
+		}
+		if err != nil || typ != ts || id != is {
+			t.Fatalf("scan %q %q %v; encoding/json %q %q", typ, id, err, ts, is)
+		}
+	})
+}
