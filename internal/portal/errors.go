@@ -97,6 +97,8 @@ type Error struct {
 	Err    error  // the cause, when there is one
 }
 
+// Error renders "portal: <op>: <class> (HTTP <status>): <detail>: <cause>",
+// leaving out the parts that are empty.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("portal: ")
@@ -133,6 +135,7 @@ type ForbiddenError struct {
 	Reason string // e.g. "loopback address", "scheme http is not allowed"
 }
 
+// Error renders "forbidden portal <target>: <reason>".
 func (e *ForbiddenError) Error() string {
 	return fmt.Sprintf("forbidden portal %s: %s", e.Target, e.Reason)
 }
