@@ -25,6 +25,7 @@ import (
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/attestedtls"
 	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/mpctls/notary"
@@ -217,14 +218,17 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	}
 	scheme := "http"
 	if f.tls {
-		host, _, _ := net.SplitHostPort(f.addr)
-		cert, err := encl.TLSCertificate(0, host)
+		// The certificate carries the boot evidence and is reissued for the
+		// same enclave key before it expires, so attested clients keep
+		// accepting a long-running server.
+		hosts, _ := attestedtls.ListenHosts(f.addr)
+		certs, err := attestedtls.NewCertificates(encl, attestedtls.Options{Hosts: hosts})
 		if err != nil {
 			_ = ln.Close()
 			_ = srv.Close(context.Background())
 			return err
 		}
-		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		hs.TLSConfig = certs.TLSConfig()
 		ln = tls.NewListener(ln, hs.TLSConfig)
 		scheme = "https"
 	}
