@@ -390,10 +390,14 @@ func deidentificationKey(e *attestation.Enclave, path string) ([]byte, error) {
 type fhirPipeline struct{ key []byte }
 
 func (p fhirPipeline) Check(ctx context.Context, input []byte) error {
-	if oo := fhir.Validate(input); oo != nil && oo.ErrorCount() > 0 {
-		return invalidFHIR(&fhir.InvalidError{Outcome: oo})
+	// fhir.Check accepts exactly what fhir.Process will, and flags
+	// content of other FHIR versions as not R4.
+	err := fhir.Check(input, fhir.Options{})
+	var inv *fhir.InvalidError
+	if errors.As(err, &inv) {
+		return invalidFHIR(inv)
 	}
-	return nil
+	return err
 }
 
 func (p fhirPipeline) Process(ctx context.Context, input []byte, o server.ProcessOptions) (*server.Output, error) {
