@@ -214,11 +214,13 @@ func (v *Verifier) checkEvidence(boot *attestation.BootEvidence, at, now time.Ti
 			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
 			return false
 		}
+		// Policy checks apart from the cryptographic ones: debug, and the
+		// TCB status (only "UpToDate") when collateral let it be evaluated.
+		if err := tdx.Validate(ev, tdx.Policy{AllowDebug: v.p.AllowDebug}); err != nil {
+			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
+			return false
+		}
 		if ev.Debug {
-			if !v.p.AllowDebug {
-				r.fail(CheckEvidence, fmt.Errorf("%w: TD is debuggable", ErrEvidence))
-				return false
-			}
 			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (AllowDebug)")
 		}
 		if !ev.TCB.Evaluated {
