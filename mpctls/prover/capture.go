@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acds-project/acds/mpctls"
@@ -24,7 +25,7 @@ type splitter struct {
 	records []mpctls.Record        // appended under *mu
 	mu      *sync.Mutex
 	notify  chan struct{}
-	bytes   int64
+	bytes   atomic.Int64 // read by the other direction's goroutine
 	err     error
 }
 
@@ -32,7 +33,7 @@ func (s *splitter) feed(p []byte) {
 	if s.err != nil || len(p) == 0 {
 		return
 	}
-	s.bytes += int64(len(p))
+	s.bytes.Add(int64(len(p)))
 	added := false
 	for len(p) > 0 {
 		if s.cur == nil {
@@ -144,7 +145,7 @@ func (c *captureConn) Read(p []byte) (int, error) {
 	if err != nil && !isTimeout(err) {
 		c.eof = true
 	}
-	if c.in.bytes+c.out.bytes > c.max {
+	if c.in.bytes.Load()+c.out.bytes.Load() > c.max {
 		c.eof = true
 		c.closeErr = fmt.Errorf("%w: more than %d bytes", ErrLimit, c.max)
 		return n, c.closeErr
