@@ -29,6 +29,7 @@ const (
 type codecs struct {
 	writers sync.Pool
 	readers sync.Pool
+	limit   int // largest decoded value; 0 means maxDecoded
 }
 
 // compress returns b deflated at BestSpeed when that makes it at least an
@@ -71,14 +72,18 @@ func (c *codecs) decompress(b []byte, codec int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	defer c.readers.Put(r)
+	limit := c.limit
+	if limit <= 0 {
+		limit = maxDecoded
+	}
 	var out bytes.Buffer
-	out.Grow(min(len(b)*8, maxDecoded))
-	n, err := out.ReadFrom(io.LimitReader(r, maxDecoded+1))
+	out.Grow(min(len(b)*8, limit))
+	n, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if n > maxDecoded {
-		return nil, fmt.Errorf("%w: decodes to more than %d bytes", ErrCorrupt, maxDecoded)
+	if n > int64(limit) {
+		return nil, fmt.Errorf("%w: decodes to more than %d bytes", ErrCorrupt, limit)
 	}
 	return out.Bytes(), nil
 }

@@ -38,18 +38,18 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestCodecRejects(t *testing.T) {
-	var c codecs
+	c := codecs{limit: 1 << 20}
 	if _, err := c.decompress([]byte("not deflate at all"), codecDeflate); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("garbage: %v", err)
 	}
 	if _, err := c.decompress(nil, 7); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("unknown codec: %v", err)
 	}
-	// A bomb: more than maxDecoded bytes of zeros compress to little.
+	// A bomb: more than the limit of zeros compresses to little.
 	var buf bytes.Buffer
-	w, _ := flate.NewWriter(&buf, flate.BestCompression)
-	zeros := make([]byte, 1<<20)
-	for range maxDecoded/len(zeros) + 1 {
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	zeros := make([]byte, 64<<10)
+	for range c.limit/len(zeros) + 1 {
 		_, _ = w.Write(zeros)
 	}
 	_ = w.Close()
