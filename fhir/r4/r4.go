@@ -38,8 +38,13 @@ func isNull(data []byte) bool {
 
 // Default limits used by Unmarshal and by an Options zero value.
 const (
-	DefaultMaxDepth    = 100
-	DefaultMaxBytes    = 64 << 20
+	// DefaultMaxDepth is the default nesting limit for objects and arrays.
+	DefaultMaxDepth = 100
+	// DefaultMaxBytes is the default input size limit.
+	DefaultMaxBytes = 64 << 20
+	// DefaultModelFactor times the input size, plus 1 MiB, is the default
+	// memory limit for the decoded model. The official R4 examples need at
+	// most about 9 times their compact JSON size.
 	DefaultModelFactor = 16
 )
 
