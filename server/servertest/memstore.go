@@ -5,7 +5,6 @@
 package servertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -18,13 +17,17 @@ import (
 	"github.com/acds-project/acds/internal/store"
 )
 
-// MemStore is an in-memory store.Store. It keeps every semantic of the
-// interface (owner isolation, newest-first cursor pages, leases, attempts)
-// but nothing survives the process. The zero value is not usable; call
-// NewMemStore.
+// MemStore is an in-memory store.Store. It passes the store conformance
+// suite (internal/store/storetest), so server tests that use it rely on the
+// same behaviour as with SQLite or PostgreSQL: argument validation
+// (ErrInvalid), owner isolation, microsecond UTC times, newest-first pages
+// with opaque cursors, leases and attempts, context cancellation and
+// ErrClosed after Close. Nothing survives the process. The zero value is not
+// usable; call NewMemStore.
 type MemStore struct {
 	mu          sync.Mutex
 	sessions    map[string]store.Session // by pseudonym
+	byToken     map[string]string        // token hash -> pseudonym
 	passphrases map[string]string
 	requests    map[string]*store.Request
 	closed      bool
@@ -34,6 +37,7 @@ type MemStore struct {
 func NewMemStore() *MemStore {
 	return &MemStore{
 		sessions:    make(map[string]store.Session),
+		byToken:     make(map[string]string),
 		passphrases: make(map[string]string),
 		requests:    make(map[string]*store.Request),
 	}
@@ -41,7 +45,22 @@ func NewMemStore() *MemStore {
 
 var _ store.Store = (*MemStore)(nil)
 
-func (m *MemStore) lock() error {
+// Limits, as the real backends apply them.
+const (
+	// maxName bounds ids, owners, pseudonyms and worker names.
+	maxName = 200
+	// maxEncodedHash bounds a stored passphrase hash.
+	maxEncodedHash = 1024
+	// minLimit and maxLimit clamp a page's size.
+	minLimit, maxLimit = 1, 100
+)
+
+// begin checks ctx, then takes the lock; it fails with ErrClosed after
+// Close. On success the caller must unlock m.mu.
+func (m *MemStore) begin(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memstore: %w", err)
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -50,43 +69,93 @@ func (m *MemStore) lock() error {
 	return nil
 }
 
+// dbTime is a time as the stores keep it: UTC, microsecond precision.
+func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// dbOptTime is dbTime that keeps the zero time zero.
+func dbOptTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return dbTime(t)
+}
+
+func checkName(what, v string) error {
+	if v == "" {
+		return fmt.Errorf("memstore: empty %s: %w", what, store.ErrInvalid)
+	}
+	if len(v) > maxName {
+		return fmt.Errorf("memstore: %s longer than %d bytes: %w", what, maxName, store.ErrInvalid)
+	}
+	return nil
+}
+
+// validName reports whether v could name a stored row; lookups by a name
+// that could not are simply not found.
+func validName(v string) bool { return v != "" && len(v) <= maxName }
+
+func checkTokenHash(h []byte) error {
+	if len(h) != 32 {
+		return fmt.Errorf("memstore: token hash is %d bytes, want 32: %w", len(h), store.ErrInvalid)
+	}
+	return nil
+}
+
 // CreateSession implements store.Store.
 func (m *MemStore) CreateSession(ctx context.Context, s store.Session) error {
-	if err := m.lock(); err != nil {
+	if err := checkName("pseudonym", s.Pseudonym); err != nil {
+		return err
+	}
+	if err := checkTokenHash(s.TokenHash); err != nil {
+		return err
+	}
+	if s.CreatedAt.IsZero() || s.ExpiresAt.IsZero() {
+		return fmt.Errorf("memstore: session times must be set: %w", store.ErrInvalid)
+	}
+	if err := m.begin(ctx); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
 	if _, ok := m.sessions[s.Pseudonym]; ok {
 		return store.ErrConflict
 	}
-	for _, o := range m.sessions {
-		if bytes.Equal(o.TokenHash, s.TokenHash) {
-			return store.ErrConflict
-		}
+	if _, ok := m.byToken[string(s.TokenHash)]; ok {
+		return store.ErrConflict
 	}
 	s.TokenHash = slices.Clone(s.TokenHash)
+	s.CreatedAt, s.ExpiresAt = dbTime(s.CreatedAt), dbTime(s.ExpiresAt)
 	m.sessions[s.Pseudonym] = s
+	m.byToken[string(s.TokenHash)] = s.Pseudonym
 	return nil
 }
 
 // SessionByTokenHash implements store.Store.
 func (m *MemStore) SessionByTokenHash(ctx context.Context, h []byte) (store.Session, error) {
-	if err := m.lock(); err != nil {
+	if err := checkTokenHash(h); err != nil {
+		return store.Session{}, err
+	}
+	if err := m.begin(ctx); err != nil {
 		return store.Session{}, err
 	}
 	defer m.mu.Unlock()
-	for _, s := range m.sessions {
-		if bytes.Equal(s.TokenHash, h) {
-			s.TokenHash = slices.Clone(s.TokenHash)
-			return s, nil
-		}
+	p, ok := m.byToken[string(h)]
+	if !ok {
+		return store.Session{}, store.ErrNotFound
 	}
-	return store.Session{}, store.ErrNotFound
+	s := m.sessions[p]
+	s.TokenHash = slices.Clone(s.TokenHash)
+	return s, nil
 }
 
-// SetPassphrase implements store.Store.
+// SetPassphrase implements store.Store. It replaces an existing passphrase.
 func (m *MemStore) SetPassphrase(ctx context.Context, pseudonym, enc string) error {
-	if err := m.lock(); err != nil {
+	if err := checkName("pseudonym", pseudonym); err != nil {
+		return err
+	}
+	if enc == "" || len(enc) > maxEncodedHash {
+		return fmt.Errorf("memstore: encoded passphrase hash must be 1..%d bytes: %w", maxEncodedHash, store.ErrInvalid)
+	}
+	if err := m.begin(ctx); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
@@ -96,7 +165,10 @@ func (m *MemStore) SetPassphrase(ctx context.Context, pseudonym, enc string) err
 
 // Passphrase implements store.Store.
 func (m *MemStore) Passphrase(ctx context.Context, pseudonym string) (string, error) {
-	if err := m.lock(); err != nil {
+	if err := checkName("pseudonym", pseudonym); err != nil {
+		return "", err
+	}
+	if err := m.begin(ctx); err != nil {
 		return "", err
 	}
 	defer m.mu.Unlock()
@@ -109,14 +181,16 @@ func (m *MemStore) Passphrase(ctx context.Context, pseudonym string) (string, er
 
 // DeleteExpiredSessions implements store.Store.
 func (m *MemStore) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
-	if err := m.lock(); err != nil {
+	if err := m.begin(ctx); err != nil {
 		return 0, err
 	}
 	defer m.mu.Unlock()
+	now = dbTime(now)
 	n := 0
 	for k, s := range m.sessions {
 		if s.ExpiresAt.Before(now) {
 			delete(m.sessions, k)
+			delete(m.byToken, string(s.TokenHash))
 			n++
 		}
 	}
@@ -132,24 +206,52 @@ func clone(r *store.Request) store.Request {
 	return c
 }
 
-// CreateRequest implements store.Store.
+// CreateRequest implements store.Store. As the real backends, it stores the
+// request as StatusProcessing with no attempts, lease, result or error,
+// whatever r says about those, and sets UpdatedAt to CreatedAt.
 func (m *MemStore) CreateRequest(ctx context.Context, r store.Request) error {
-	if err := m.lock(); err != nil {
+	if err := checkName("request id", r.ID); err != nil {
+		return err
+	}
+	if err := checkName("owner", r.Owner); err != nil {
+		return err
+	}
+	if r.Kind != store.KindProcess && r.Kind != store.KindFetchAndAttest {
+		return fmt.Errorf("memstore: unknown request kind %q: %w", r.Kind, store.ErrInvalid)
+	}
+	if r.Status != "" && r.Status != store.StatusProcessing {
+		return fmt.Errorf("memstore: a new request must be %s, not %q: %w", store.StatusProcessing, r.Status, store.ErrInvalid)
+	}
+	if r.CreatedAt.IsZero() {
+		return fmt.Errorf("memstore: request created_at must be set: %w", store.ErrInvalid)
+	}
+	if err := m.begin(ctx); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
 	if _, ok := m.requests[r.ID]; ok {
 		return store.ErrConflict
 	}
-	c := clone(&r)
-	c.Status = store.StatusProcessing
-	m.requests[r.ID] = &c
+	created := dbTime(r.CreatedAt)
+	m.requests[r.ID] = &store.Request{
+		ID:        r.ID,
+		Owner:     r.Owner,
+		Kind:      r.Kind,
+		Status:    store.StatusProcessing,
+		Input:     slices.Clone(r.Input),
+		Sealed:    slices.Clone(r.Sealed),
+		CreatedAt: created,
+		UpdatedAt: created,
+	}
 	return nil
 }
 
 // GetRequest implements store.Store.
 func (m *MemStore) GetRequest(ctx context.Context, owner, id string) (store.Request, error) {
-	if err := m.lock(); err != nil {
+	if !validName(owner) || !validName(id) {
+		return store.Request{}, store.ErrNotFound
+	}
+	if err := m.begin(ctx); err != nil {
 		return store.Request{}, err
 	}
 	defer m.mu.Unlock()
@@ -168,26 +270,55 @@ func newer(a, b *store.Request) bool {
 	return a.ID > b.ID
 }
 
+// A cursor names the last request of a page: base64url (no padding) of
+// "m1.<created_at in microseconds>.<id>". Anything this store did not
+// issue is ErrInvalid.
+const cursorPrefix = "m1."
+
+// maxCursor bounds the encoded cursor read from a client.
+const maxCursor = 4 * (len(cursorPrefix) + 21 + 1 + maxName) / 3
+
 func encodeCursor(r *store.Request) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(r.CreatedAt.UnixNano(), 10) + "/" + r.ID))
+	raw := cursorPrefix + strconv.FormatInt(r.CreatedAt.UnixMicro(), 10) + "." + r.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
 func decodeCursor(c string) (*store.Request, error) {
+	bad := func(why string) (*store.Request, error) {
+		return nil, fmt.Errorf("memstore: bad page cursor: %s: %w", why, store.ErrInvalid)
+	}
+	if len(c) > maxCursor {
+		return bad("too long")
+	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return nil, fmt.Errorf("memstore: bad cursor: %w", store.ErrInvalid)
+		return bad("not base64url")
 	}
-	ts, id, ok := strings.Cut(string(b), "/")
-	n, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil {
-		return nil, fmt.Errorf("memstore: bad cursor: %w", store.ErrInvalid)
+	rest, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		return bad("unknown version")
 	}
-	return &store.Request{CreatedAt: time.Unix(0, n), ID: id}, nil
+	ts, id, ok := strings.Cut(rest, ".")
+	if !ok {
+		return bad("missing id")
+	}
+	us, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || ts != strconv.FormatInt(us, 10) {
+		return bad("bad time")
+	}
+	if !validName(id) {
+		return bad("bad id")
+	}
+	return &store.Request{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, nil
 }
 
-// ListRequests implements store.Store.
+// ListRequests implements store.Store. A cursor it did not issue is
+// ErrInvalid.
 func (m *MemStore) ListRequests(ctx context.Context, owner string, p store.Page) ([]store.Request, string, error) {
-	limit := min(max(p.Limit, 1), 100)
+	if err := checkName("owner", owner); err != nil {
+		return nil, "", err
+	}
+	limit := min(max(p.Limit, minLimit), maxLimit)
 	var after *store.Request
 	if p.Cursor != "" {
 		var err error
@@ -195,7 +326,7 @@ func (m *MemStore) ListRequests(ctx context.Context, owner string, p store.Page)
 			return nil, "", err
 		}
 	}
-	if err := m.lock(); err != nil {
+	if err := m.begin(ctx); err != nil {
 		return nil, "", err
 	}
 	defer m.mu.Unlock()
@@ -225,7 +356,10 @@ func (m *MemStore) ListRequests(ctx context.Context, owner string, p store.Page)
 
 // DeleteRequest implements store.Store.
 func (m *MemStore) DeleteRequest(ctx context.Context, owner, id string) error {
-	if err := m.lock(); err != nil {
+	if !validName(owner) || !validName(id) {
+		return store.ErrNotFound
+	}
+	if err := m.begin(ctx); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
@@ -237,16 +371,30 @@ func (m *MemStore) DeleteRequest(ctx context.Context, owner, id string) error {
 	return nil
 }
 
-// Claim implements store.Store.
+// Claim implements store.Store. The store's mutex serialises claims, so no
+// two callers can lease the same request.
 func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Request, error) {
-	if err := m.lock(); err != nil {
+	if err := checkName("worker", o.Worker); err != nil {
+		return nil, err
+	}
+	if o.Lease <= 0 {
+		return nil, fmt.Errorf("memstore: lease must be positive: %w", store.ErrInvalid)
+	}
+	if o.MaxAttempts < 0 {
+		return nil, fmt.Errorf("memstore: negative max attempts: %w", store.ErrInvalid)
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	now := dbTime(o.Now)
+	if err := m.begin(ctx); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
 	for {
 		var oldest *store.Request
 		for _, r := range m.requests {
-			if r.Status != store.StatusProcessing || (r.LeaseOwner != "" && r.LeaseUntil.After(o.Now)) {
+			if r.Status != store.StatusProcessing || (!r.LeaseUntil.IsZero() && r.LeaseUntil.After(now)) {
 				continue
 			}
 			if oldest == nil || newer(oldest, r) {
@@ -256,26 +404,28 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 		if oldest == nil {
 			return nil, nil
 		}
-		if oldest.Attempts >= o.MaxAttempts {
+		if o.MaxAttempts > 0 && oldest.Attempts >= o.MaxAttempts {
 			oldest.Status = store.StatusFailed
 			oldest.Error = slices.Clone(o.Exhausted)
 			oldest.Sealed = nil
 			oldest.LeaseOwner, oldest.LeaseUntil = "", time.Time{}
-			oldest.UpdatedAt, oldest.CompletedAt = o.Now, o.Now
+			oldest.UpdatedAt, oldest.CompletedAt = now, now
 			continue
 		}
 		oldest.Attempts++
 		oldest.LeaseOwner = o.Worker
-		oldest.LeaseUntil = o.Now.Add(o.Lease)
-		oldest.UpdatedAt = o.Now
+		oldest.LeaseUntil = dbTime(now.Add(o.Lease))
+		oldest.UpdatedAt = now
 		c := clone(oldest)
 		return &c, nil
 	}
 }
 
+// leased returns the request id if worker holds its lease (even one that
+// has run out but was not re-claimed); ErrLeaseLost otherwise.
 func (m *MemStore) leased(id, worker string) (*store.Request, error) {
 	r, ok := m.requests[id]
-	if !ok || r.Status != store.StatusProcessing || r.LeaseOwner != worker {
+	if !ok || r.Status != store.StatusProcessing || worker == "" || r.LeaseOwner != worker {
 		return nil, store.ErrLeaseLost
 	}
 	return r, nil
@@ -283,7 +433,7 @@ func (m *MemStore) leased(id, worker string) (*store.Request, error) {
 
 // Heartbeat implements store.Store.
 func (m *MemStore) Heartbeat(ctx context.Context, id, worker string, until time.Time) error {
-	if err := m.lock(); err != nil {
+	if err := m.begin(ctx); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
@@ -291,12 +441,12 @@ func (m *MemStore) Heartbeat(ctx context.Context, id, worker string, until time.
 	if err != nil {
 		return err
 	}
-	r.LeaseUntil = until
+	r.LeaseUntil = dbOptTime(until)
 	return nil
 }
 
-func (m *MemStore) end(id, worker, status string, result, problem []byte, now time.Time) error {
-	if err := m.lock(); err != nil {
+func (m *MemStore) end(ctx context.Context, id, worker, status string, result, problem []byte, now time.Time) error {
+	if err := m.begin(ctx); err != nil {
 		return err
 	}
 	defer m.mu.Unlock()
@@ -304,6 +454,7 @@ func (m *MemStore) end(id, worker, status string, result, problem []byte, now ti
 	if err != nil {
 		return err
 	}
+	now = dbOptTime(now)
 	r.Status = status
 	r.Result, r.Error = slices.Clone(result), slices.Clone(problem)
 	r.Sealed = nil
@@ -314,23 +465,24 @@ func (m *MemStore) end(id, worker, status string, result, problem []byte, now ti
 
 // Complete implements store.Store.
 func (m *MemStore) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
-	return m.end(id, worker, store.StatusCompleted, result, nil, now)
+	return m.end(ctx, id, worker, store.StatusCompleted, result, nil, now)
 }
 
 // Fail implements store.Store.
 func (m *MemStore) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
-	return m.end(id, worker, store.StatusFailed, nil, problem, now)
+	return m.end(ctx, id, worker, store.StatusFailed, nil, problem, now)
 }
 
 // EraseSealedBefore implements store.Store.
 func (m *MemStore) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
-	if err := m.lock(); err != nil {
+	if err := m.begin(ctx); err != nil {
 		return 0, err
 	}
 	defer m.mu.Unlock()
+	t = dbTime(t)
 	n := 0
 	for _, r := range m.requests {
-		if len(r.Sealed) > 0 && r.CreatedAt.Before(t) {
+		if r.Sealed != nil && r.CreatedAt.Before(t) {
 			r.Sealed = nil
 			n++
 		}
@@ -338,7 +490,8 @@ func (m *MemStore) EraseSealedBefore(ctx context.Context, t time.Time) (int, err
 	return n, nil
 }
 
-// Close implements store.Store.
+// Close implements store.Store. It is idempotent; every other method
+// returns ErrClosed afterwards (Snapshot still works).
 func (m *MemStore) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
