@@ -18,3 +18,25 @@ func TestMemStoreConformance(t *testing.T) {
 		return s
 	})
 }
+
+// Snapshot is the fake's own door for tests: it returns copies, and keeps
+// working after Close so a test can inspect what a closed server left.
+func TestMemStoreSnapshot(t *testing.T) {
+	s := servertest.NewMemStore()
+	r := storetest.NewRequest("anon-a", storetest.T0)
+	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("sealed")
+	if err := s.CreateRequest(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	if len(snap) != 1 || snap[0].ID != r.ID || string(snap[0].Sealed) != "sealed" {
+		t.Fatalf("snapshot = %+v", snap)
+	}
+	snap[0].Sealed[0] = 'X'
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Snapshot(); len(got) != 1 || string(got[0].Sealed) != "sealed" {
+		t.Fatalf("snapshot after close = %+v; want the stored row unchanged", got)
+	}
+}
