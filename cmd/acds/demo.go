@@ -100,6 +100,9 @@ type stackOptions struct {
 	// Patients and Seed make the demo portal's population.
 	Patients int
 	Seed     uint64
+	// Username and Password are the portal's account; empty means the
+	// demo account.
+	Username, Password string
 	// TLS serves the API with attested TLS.
 	TLS bool
 	// Log receives the server's logs (JSON); nil discards them.
@@ -129,7 +132,7 @@ type stack struct {
 // fetcher through the MPC-TLS prover) on free loopback ports, and returns
 // once the server is serving.
 func startStack(ctx context.Context, o stackOptions) (*stack, error) {
-	d, err := portal.NewDemo(portal.Options{Seed: o.Seed, Patients: o.Patients})
+	d, err := portal.NewDemo(portal.Options{Seed: o.Seed, Patients: o.Patients, Username: o.Username, Password: o.Password})
 	if err != nil {
 		return nil, fmt.Errorf("demo portal: %w", err)
 	}
