@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,8 +18,11 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
+	"github.com/acds-project/acds/client/attested"
+	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/verify"
 )
 
 // TestDemo runs `acds demo` in-process: it must exit 0 and print a
@@ -266,4 +270,104 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// TestFetchAndAttestEndToEnd extends TestServeFetchAndAttest to every
+// systemType and both outputFormats, over attested TLS: each completed
+// request's output is a normalised FHIR R4 collection Bundle (it passes
+// fhir.Check) ending in a Provenance that names the portal and the
+// enclave's measurement, in the requested outputFormat (the request field
+// picks it; there is no server default), and its bundle verifies offline
+// with valid, enclaveHashMatch, mpcTlsVerified and teeQuoteVerified.
+func TestFetchAndAttestEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := startStack(ctx, stackOptions{Dir: t.TempDir(), Patients: 3, Seed: 11, TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	policy, err := demoPolicy(s.NotaryKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := attested.NewChecker(policy, nil).Client(s.BaseURL, &client.Options{PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.Anon(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.WithToken(sess.Token)
+	p := s.Portal.Patients()[0]
+	family := strings.Fields(p.Name)[len(strings.Fields(p.Name))-1]
+	measurement := hex.EncodeToString(s.Enclave.Measurement())
+	v := verify.New(policy)
+
+	cases := []struct{ system, format string }{
+		{acds.SystemFHIRBasic, acds.OutputFHIRR4},
+		{acds.SystemSMARTPassword, acds.OutputFHIRR4Deidentified},
+		{acds.SystemSMARTForm, acds.OutputFHIRR4},
+		{acds.SystemDemo, acds.OutputFHIRR4Deidentified},
+	}
+	ids := make([]string, len(cases))
+	for i, tc := range cases {
+		acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: tc.system, PortalURL: s.PortalURL, RecordID: p.ID,
+			Credentials: acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}, OutputFormat: tc.format})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.system, err)
+		}
+		ids[i] = acc.RequestID
+	}
+	for i, tc := range cases {
+		rec, err := c.Wait(ctx, ids[i])
+		if err != nil || rec.Status != acds.StatusCompleted {
+			t.Errorf("%s/%s: %+v %+v %v", tc.system, tc.format, rec, rec.Error, err)
+			continue
+		}
+		out := rec.Result.Output
+		if rec.Result.OutputFormat != tc.format {
+			t.Errorf("%s: outputFormat %q, want %q", tc.system, rec.Result.OutputFormat, tc.format)
+		}
+		if err := fhir.Check(out, fhir.Options{}); err != nil {
+			t.Errorf("%s/%s: the output is not valid FHIR R4: %v", tc.system, tc.format, err)
+		}
+		var b struct {
+			ResourceType, Type string
+			Entry              []struct{ Resource json.RawMessage }
+		}
+		if err := json.Unmarshal(out, &b); err != nil || b.ResourceType != "Bundle" || b.Type != "collection" || len(b.Entry) < 2 {
+			t.Errorf("%s: output is not a collection Bundle: %v", tc.system, err)
+			continue
+		}
+		prov := string(b.Entry[len(b.Entry)-1].Resource)
+		for _, want := range []string{`"resourceType":"Provenance"`, `"system":"` + fhir.SourceSystem + `","value":"localhost"`,
+			`"system":"` + fhir.MeasurementSystem + `","value":"` + measurement + `"`} {
+			if !strings.Contains(prov, want) {
+				t.Errorf("%s: the last entry lacks %s: %.400s", tc.system, want, prov)
+			}
+		}
+		if got := strings.Contains(string(out), family); got != (tc.format == acds.OutputFHIRR4) {
+			t.Errorf("%s/%s: patient family name %q in output = %v", tc.system, tc.format, family, got)
+		}
+		res, err := verifyResult(v, rec.Result)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Valid || !res.EnclaveHashMatch || !res.MPCTLSVerified || !res.TEEQuoteVerified || !res.OutputChecked {
+			t.Errorf("%s/%s: offline verification %s: %v", tc.system, tc.format, flagsLine(res), res.Reasons())
+		}
+		if res.Claims == nil || res.Claims.OutputFormat != tc.format || len(res.Claims.Source.Sessions) == 0 ||
+			res.Claims.Source.Sessions[0].Host != "localhost" {
+			t.Errorf("%s: claims %+v", tc.system, res.Claims)
+		}
+		// The same bundle with another output must not verify.
+		tampered := *rec.Result
+		tampered.Output = append(json.RawMessage{}, out...)
+		tampered.Output[len(tampered.Output)-2] = ' '
+		if res, err := verifyResult(v, &tampered); err == nil && res.Valid {
+			t.Errorf("%s: a changed output verified", tc.system)
+		}
+	}
 }
