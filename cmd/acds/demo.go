@@ -29,11 +29,11 @@ import (
 	"github.com/acds-project/acds/verify"
 )
 
-// demoSeed and demoPatient pick the record the demo fetches: patient 2 of
-// seed 1, a record of a few hundred KB.
+// demoSeed, demoPatients and demoPatient pick the demo portal's population
+// and the record the demo fetches: patient 2 of seed 1, about 60 KB.
 const (
 	demoSeed     = 1
-	demoPatients = 5
+	demoPatients = 3
 	demoPatient  = 1 // index into the portal's patients
 )
 

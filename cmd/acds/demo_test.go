@@ -200,7 +200,7 @@ func plainFetch(ctx context.Context, d *portal.Demo, base, id string) (int, erro
 // completedAt) to a, which leaves out Wait's polling.
 func BenchmarkFetchAndAttest(b *testing.B) {
 	ctx := context.Background()
-	s, err := startStack(ctx, stackOptions{Dir: b.TempDir(), Patients: 5, Seed: 1,
+	s, err := startStack(ctx, stackOptions{Dir: b.TempDir(), Patients: 4, Seed: 1,
 		Tune: func(c *server.Config) { c.RateLimit = -1 }})
 	if err != nil {
 		b.Fatal(err)
