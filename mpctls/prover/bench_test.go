@@ -54,8 +54,15 @@ func (c countingConn) Write(p []byte) (int, error) {
 //	                         process CPU time (user+system) per fetch: server,
 //	                         notary and prover all run in this process, so
 //	                         this is the total work, robust to a busy machine
+//	floor-ms, floor-cpu-ms   the floor: a direct fetch plus only the work the
+//	                         design must add (one more TCP hop, SHA-256 of the
+//	                         records at both ends, one AEAD pass at the prover,
+//	                         the spool write; see floor_test.go)
+//	floor/direct, notarized/floor (and their -cpu twins)
+//	                         what the design costs at least, and how far the
+//	                         implementation is above that
 //
-// ns/op is one direct plus one notarized fetch. One Dialer serves every
+// ns/op is one floor, one direct and one notarized fetch. One Dialer serves every
 // notarized fetch, as in an enclave that keeps its dialer.
 //
 // Two links to the server: "loopback" (the server next door: the
@@ -107,10 +114,24 @@ func benchFetch(b *testing.B, ca *notarytest.CA, n *notarytest.Notary, host, por
 				},
 			}
 			b.SetBytes(int64(size))
+			relay := startFloorRelay(b, "127.0.0.1:"+port, b.TempDir())
+			var floor, floorCPU time.Duration
 			for i := 0; i < b.N; i++ {
-				// (a) direct.
+				// (c) the floor: direct, plus only the work the design
+				// must add (see floor_test.go).
 				cpu0 := cpuTime()
 				start := time.Now()
+				ftr := floorTransport(relay, &tls.Config{RootCAs: ca.Pool(), ServerName: host})
+				if err := get(&http.Client{Transport: ftr}, url, size); err != nil {
+					b.Fatal(err)
+				}
+				ftr.CloseIdleConnections()
+				floor += time.Since(start)
+				floorCPU += cpuTime() - cpu0
+
+				// (a) direct.
+				cpu0 = cpuTime()
+				start = time.Now()
 				tr := &http.Transport{
 					TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: host},
 					DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -164,6 +185,12 @@ func benchFetch(b *testing.B, ca *notarytest.CA, n *notarytest.Notary, host, por
 			b.ReportMetric(float64(directCPU.Microseconds())/1e3/N, "direct-cpu-ms")
 			b.ReportMetric(float64(notarizedCPU.Microseconds())/1e3/N, "notarized-cpu-ms")
 			b.ReportMetric(float64(notarizedCPU)/float64(directCPU), "cpu-ratio")
+			b.ReportMetric(float64(floor.Microseconds())/1e3/N, "floor-ms")
+			b.ReportMetric(float64(floorCPU.Microseconds())/1e3/N, "floor-cpu-ms")
+			b.ReportMetric(float64(floor)/float64(direct), "floor/direct")
+			b.ReportMetric(float64(notarized)/float64(floor), "notarized/floor")
+			b.ReportMetric(float64(floorCPU)/float64(directCPU), "floor/direct-cpu")
+			b.ReportMetric(float64(notarizedCPU)/float64(floorCPU), "notarized/floor-cpu")
 		}
 	}
 }
