@@ -81,7 +81,7 @@ func runDemo(ctx context.Context, e env) int {
 	if !*keep {
 		defer os.RemoveAll(dir)
 	}
-	code, err := demo(ctx, e, dir, *keep)
+	code, err := demo(ctx, e, dir, demoOptions{keep: *keep})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds demo: FAILED: %v\n", err)
 		if *keep {
@@ -239,9 +239,18 @@ func demoPolicy(notaryKey ed25519.PublicKey) (verify.Policy, error) {
 	return p, nil
 }
 
+// demoOptions adjust a demo run.
+type demoOptions struct {
+	keep bool
+	// offlinePolicy, when set, changes the offline verification policy
+	// (tests make verification fail with it).
+	offlinePolicy func(*verify.Policy)
+}
+
 // demo runs the flow; it returns the exit code, with an error saying what
 // failed when it is not 0.
-func demo(ctx context.Context, e env, dir string, keep bool) (int, error) {
+func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
+	keep := o.keep
 	prog := newProgress(e.stderr)
 	t0 := time.Now()
 	logf, err := os.OpenFile(filepath.Join(dir, "acds.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -306,6 +315,9 @@ func demo(ctx context.Context, e env, dir string, keep bool) (int, error) {
 	// 3. Verify both offline: nothing the server says is trusted.
 	prog.step("verifying both attestation bundles offline")
 	t3 := time.Now()
+	if o.offlinePolicy != nil {
+		o.offlinePolicy(&policy)
+	}
 	v := verify.New(policy)
 	fres, err := verifyResult(v, fetched.Result)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
@@ -376,5 +377,69 @@ func TestFetchAndAttestEndToEnd(t *testing.T) {
 		if res, err := verifyResult(v, &tampered); err == nil && res.Valid {
 			t.Errorf("%s: a changed output verified", tc.system)
 		}
+	}
+}
+
+// TestDemoNotVerified: when the offline policy does not accept the bundles
+// (here: another notary key, so MPC-TLS does not verify), the demo says
+// NOT VERIFIED, names what failed and exits 1.
+func TestDemoNotVerified(t *testing.T) {
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	otherNotary := make(ed25519.PublicKey, ed25519.PublicKeySize)
+	code, err := demo(ctx, env{stdout: &stdout, stderr: &stderr}, t.TempDir(), demoOptions{
+		offlinePolicy: func(p *verify.Policy) { p.NotaryKeys = []ed25519.PublicKey{otherNotary} }})
+	if code != 1 || err == nil || !strings.Contains(err.Error(), "the fetch-and-attest bundle did not verify") ||
+		strings.Contains(err.Error(), "the process bundle") {
+		t.Fatalf("code %d, err %v", code, err)
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "fetch-and-attest: valid=false") || !strings.Contains(out, "mpcTlsVerified=false") ||
+		!strings.Contains(out, "result: NOT VERIFIED") || strings.Contains(out, "everything verified") {
+		t.Errorf("summary:\n%s", out)
+	}
+}
+
+// TestDemoCancelled: an interrupted demo stops with a non-zero exit and a
+// message, and leaves no data behind.
+func TestDemoCancelled(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stderr lockedBuffer
+	if code := runDemo(ctx, env{stdout: io.Discard, stderr: &stderr}); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(stderr.String(), "acds demo: FAILED: ") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "acds-demo-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestProgressTerminal: on a terminal the waiting status is one line
+// rewritten in place and cleared by the next step; elsewhere it is a plain
+// line at most every two seconds.
+func TestProgressTerminal(t *testing.T) {
+	var b strings.Builder
+	p := &progress{w: &b, tty: true}
+	p.status("fetch: processing 0.1s")
+	p.status("fetch: processing 0.2s")
+	p.step("fetch: completed")
+	want := "\r\033[K  fetch: processing 0.1s\r\033[K  fetch: processing 0.2s\r\033[K• fetch: completed\n"
+	if b.String() != want {
+		t.Errorf("tty progress = %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	p = &progress{w: &b}
+	p.step("start")
+	p.status("fetch: processing 0.1s") // within two seconds of the step: not shown
+	p.last = time.Now().Add(-3 * time.Second)
+	p.status("fetch: processing 3.1s")
+	if want := "• start\n  fetch: processing 3.1s\n"; b.String() != want {
+		t.Errorf("plain progress = %q, want %q", b.String(), want)
 	}
 }
