@@ -48,6 +48,7 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^processed: the fetched record as fhir_r4_deidentified$`),
 		regexp.MustCompile(`(?m)^  fetch-and-attest: valid=true enclaveHashMatch=true mpcTlsVerified=true teeQuoteVerified=true$`),
 		regexp.MustCompile(`(?m)^  process: +valid=true enclaveHashMatch=true mpcTlsVerified=false teeQuoteVerified=true \(mpcTls does not apply`),
+		regexp.MustCompile(`(?m)^  attested TLS: the enclave's evidence was verified in the handshake \(1 verification, \d+ connections from the cache, 0 refused\)$`),
 		regexp.MustCompile(`(?m)^timings: startup \S+, fetch-and-attest \S+, process \S+, offline verification \S+, total \S+$`),
 		regexp.MustCompile(`(?m)^result: everything verified$`),
 	} {
