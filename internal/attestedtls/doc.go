@@ -9,6 +9,13 @@
 //	hs := &http.Server{Handler: srv.Handler(), TLSConfig: certs.TLSConfig()}
 //	err = hs.ServeTLS(ln, "", "")
 //
+// The certificates are self-signed by default. With Options.Issuer an
+// operator CA (attestation.Issuer) issues them instead: the enclave makes
+// a certificate request carrying the boot evidence, the CA signs it, and
+// the enclave serves the result only if it is for its key and carries its
+// evidence. Clients that trust the CA (RootCAs) then check the chain and
+// host name as well as the evidence; the CA never replaces the evidence.
+//
 // The tests prove that a client talks to the right enclave and refuses,
 // during the handshake and before a byte of any request reaches the server,
 // a certificate whose key the quote does not bind (evidence copied from
@@ -16,7 +23,10 @@
 // without Policy.AllowSimulation, a tampered evidence extension, an expired
 // certificate and a plain TLS server, each with the typed error of the
 // check that failed; and that verified evidence is cached per certificate
-// key.
+// key. With an operator CA, a client that trusts it accepts the CA-issued
+// certificate and refuses one from another CA, a CA-issued certificate for
+// a key the quote does not bind and an expired one; a client without
+// RootCAs still decides by the evidence.
 //
 // BenchmarkTimeToFirstByte measures, in one run, the time to the first
 // response byte of GET /v1/health over plain TLS, over attested TLS on a
