@@ -45,6 +45,8 @@ type serveFlags struct {
 	workers             int
 	rateLimit           float64
 	tls                 bool
+	tlsCACert           string
+	tlsCAKey            string
 	logLevel            string
 }
 
@@ -62,12 +64,18 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.IntVar(&f.workers, "workers", 2*runtime.NumCPU(), "requests processed concurrently")
 	fs.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second per token; 0 turns the limit off (load tests)")
 	fs.BoolVar(&f.tls, "tls", false, "serve HTTPS with the enclave's attested TLS key")
+	fs.StringVar(&f.tlsCACert, "tls-ca-cert", "", "with --tls: PEM file of an operator CA certificate (then its chain) that issues the attested certificate instead of self-signing it")
+	fs.StringVar(&f.tlsCAKey, "tls-ca-key", "", "with --tls: PEM file of the operator CA's private key (not group/world-readable; needs --tls-ca-cert)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(e.stderr, "usage: acds serve [flags]")
 		fmt.Fprintln(e.stderr)
 		fmt.Fprintln(e.stderr, "Serves the ACDS v1 API, prints one line with the listen address once ready,")
 		fmt.Fprintln(e.stderr, "and drains in-flight requests on SIGTERM or interrupt.")
+		fmt.Fprintln(e.stderr)
+		fmt.Fprintln(e.stderr, "With --tls the certificate carries the enclave's boot evidence and is")
+		fmt.Fprintln(e.stderr, "self-signed, or issued by an operator CA with --tls-ca-cert and --tls-ca-key;")
+		fmt.Fprintln(e.stderr, "clients verify the evidence either way (acds verify --server).")
 		fmt.Fprintln(e.stderr)
 		fs.PrintDefaults()
 	}
@@ -106,6 +114,11 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	if f.notaryKey != "" {
 		if _, err := os.Stat(f.notaryKey); err != nil {
 			return nil, fmt.Errorf("--notary-key: %w", err)
+		}
+	}
+	if f.tlsCACert != "" || f.tlsCAKey != "" {
+		if _, err := loadTLSIssuer(f); err != nil {
+			return nil, err
 		}
 	}
 	if f.portalCA != "" {
@@ -221,8 +234,15 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 		// The certificate carries the boot evidence and is reissued for the
 		// same enclave key before it expires, so attested clients keep
 		// accepting a long-running server.
+		// With --tls-ca-cert/--tls-ca-key an operator CA issues them.
 		hosts, _ := attestedtls.ListenHosts(f.addr)
-		certs, err := attestedtls.NewCertificates(encl, attestedtls.Options{Hosts: hosts})
+		issuer, err := loadTLSIssuer(f)
+		if err != nil {
+			_ = ln.Close()
+			_ = srv.Close(context.Background())
+			return err
+		}
+		certs, err := attestedtls.NewCertificates(encl, attestedtls.Options{Hosts: hosts, Issuer: issuer})
 		if err != nil {
 			_ = ln.Close()
 			_ = srv.Close(context.Background())
@@ -255,6 +275,62 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 		return serveErr
 	}
 	return nil
+}
+
+// loadTLSIssuer returns the operator CA of --tls-ca-cert and --tls-ca-key,
+// or nil when neither is set. Both are needed, only with --tls, and the key
+// file must not be readable by group or others. Errors name the files,
+// never the key's content.
+func loadTLSIssuer(f *serveFlags) (*attestation.Issuer, error) {
+	switch {
+	case f.tlsCACert == "" && f.tlsCAKey == "":
+		return nil, nil
+	case f.tlsCACert == "" || f.tlsCAKey == "":
+		return nil, errors.New("--tls-ca-cert and --tls-ca-key go together")
+	case !f.tls:
+		return nil, errors.New("--tls-ca-cert and --tls-ca-key need --tls")
+	}
+	fi, err := os.Stat(f.tlsCAKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca-key: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("--tls-ca-key %s: mode %04o lets group or others read it; chmod 600 it", f.tlsCAKey, fi.Mode().Perm())
+	}
+	certPEM, err := readLimited(f.tlsCACert, attestation.MaxIssuerPEMSize)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca-cert: %w", err)
+	}
+	keyPEM, err := readLimited(f.tlsCAKey, attestation.MaxIssuerPEMSize)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca-key: %w", err)
+	}
+	ca, err := attestation.ParseIssuer(certPEM, keyPEM)
+	clear(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca-cert %s, --tls-ca-key %s: %w", f.tlsCACert, f.tlsCAKey, err)
+	}
+	if err := ca.Check(time.Now()); err != nil {
+		return nil, fmt.Errorf("--tls-ca-cert %s: %w", f.tlsCACert, err)
+	}
+	return ca, nil
+}
+
+// readLimited reads a file of at most limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
 }
 
 // portalFetcher builds the fetch-and-attest path: the portal connectors
