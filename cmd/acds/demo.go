@@ -395,8 +395,14 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 	prog.step(fmt.Sprintf("%s: accepted as %s", label, id))
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
+	// Poll often at first (the demo's requests take a fraction of a
+	// second), then within the server's per-token rate limit.
+	interval := func() time.Duration {
+		if time.Since(start) < time.Second {
+			return 20 * time.Millisecond
+		}
+		return 200 * time.Millisecond
+	}
 	for {
 		r, err := c.Request(wctx, id)
 		if err != nil {
@@ -414,10 +420,12 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 			return r, nil
 		}
 		prog.status(fmt.Sprintf("%s: %s %s", label, r.Status, round(time.Since(start).Truncate(100*time.Millisecond))))
+		t := time.NewTimer(interval())
 		select {
 		case <-wctx.Done():
+			t.Stop()
 			return nil, fmt.Errorf("%s: %w", label, wctx.Err())
-		case <-tick.C:
+		case <-t.C:
 		}
 	}
 }
