@@ -145,10 +145,18 @@ func NewRecordReader(r io.Reader, dir Direction) *RecordReader {
 // wrapping ErrTruncated. After any error, Next keeps returning it.
 // The returned Raw is freshly allocated and owned by the caller.
 func (rr *RecordReader) Next() (Record, error) {
+	return rr.NextInto(nil)
+}
+
+// NextInto is Next, but assembles the record in buf when buf has the
+// capacity for it (HeaderLen+MaxFragment always suffices), so a caller
+// that recycles its buffers reads records without allocating. The
+// returned Raw then aliases buf; otherwise it is freshly allocated.
+func (rr *RecordReader) NextInto(buf []byte) (Record, error) {
 	if rr.err != nil {
 		return Record{}, rr.err
 	}
-	rec, err := rr.next()
+	rec, err := rr.next(buf)
 	if err != nil {
 		rr.err = err
 		return Record{}, err
@@ -157,7 +165,7 @@ func (rr *RecordReader) Next() (Record, error) {
 	return rec, nil
 }
 
-func (rr *RecordReader) next() (Record, error) {
+func (rr *RecordReader) next(buf []byte) (Record, error) {
 	if !rr.dir.Valid() {
 		return Record{}, fmt.Errorf("%w: invalid direction %d", ErrMalformedRecord, rr.dir)
 	}
@@ -181,7 +189,12 @@ func (rr *RecordReader) next() (Record, error) {
 	if err := checkHeader(typ, ver, length); err != nil {
 		return Record{}, fail(errors.Unwrap(err), err.Error())
 	}
-	raw := make([]byte, HeaderLen+length)
+	var raw []byte
+	if cap(buf) >= HeaderLen+length {
+		raw = buf[:HeaderLen+length]
+	} else {
+		raw = make([]byte, HeaderLen+length)
+	}
 	copy(raw, rr.hdr[:])
 	if _, err := io.ReadFull(rr.r, raw[HeaderLen:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

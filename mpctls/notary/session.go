@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +21,32 @@ import (
 // accQueue bounds the relayed records waiting to be hashed and spooled:
 // at most accQueue × 18 KiB per session.
 const accQueue = 32
+
+// recBuf is a record buffer shared by a pump, which forwards the record,
+// and the accumulator, which hashes and spools it. Whichever finishes
+// last hands it back to the pump's free list, so a session reuses a few
+// buffers instead of allocating (and zeroing) one per record.
+type recBuf struct {
+	raw  []byte
+	refs atomic.Int32
+	free chan *recBuf
+}
+
+// release drops one reference; the last returns the buffer for reuse.
+func (b *recBuf) release() {
+	if b.refs.Add(-1) == 0 {
+		select {
+		case b.free <- b:
+		default: // the free list is full: let the buffer go
+		}
+	}
+}
+
+// accItem is one relayed record on its way to the accumulator.
+type accItem struct {
+	rec mpctls.Record
+	buf *recBuf
+}
 
 // session is one notarized tunnel: its relay state, transcript and spool.
 type session struct {
@@ -117,19 +144,19 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 	// Hashing and spooling run beside the relay, not in its way: the
 	// pumps hand each relayed record to the accumulator, whose channel
 	// order is the arrival order. The channel bounds what is in flight.
-	acc := make(chan mpctls.Record, accQueue)
+	acc := make(chan accItem, accQueue)
 	accDone := make(chan struct{})
 	go func() {
 		defer close(accDone)
 		failed := false
-		for rec := range acc {
-			if failed {
-				continue
+		for it := range acc {
+			if !failed {
+				if err := s.record(it.rec); err != nil {
+					failed = true
+					s.abort(err)
+				}
 			}
-			if err := s.record(rec); err != nil {
-				failed = true
-				s.abort(err)
-			}
+			it.buf.release()
 		}
 	}()
 	type result struct {
@@ -180,11 +207,21 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 
 // pump relays the records of one direction. It returns nil when the
 // source ended cleanly at a record boundary.
-func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc chan<- mpctls.Record) error {
+func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc chan<- accItem) error {
 	rr := mpctls.NewRecordReader(src, dir)
 	dstGone := false
+	// Record buffers come back here once forwarded and accumulated. The
+	// records in flight are bounded by the acc queue, so this is too.
+	free := make(chan *recBuf, accQueue+2)
 	for {
-		rec, err := rr.Next()
+		var buf *recBuf
+		select {
+		case buf = <-free:
+		default:
+			buf = &recBuf{raw: make([]byte, 0, mpctls.HeaderLen+mpctls.MaxFragment), free: free}
+		}
+		buf.refs.Store(2)
+		rec, err := rr.NextInto(buf.raw)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				closeWrite(dst)
@@ -206,25 +243,36 @@ func (s *session) pump(dir mpctls.Direction, src io.Reader, dst net.Conn, acc ch
 		// forwarded: the arrival order then respects causality (a reply
 		// never precedes what it answers), which the handshake check and
 		// its in-memory cut rely on.
-		acc <- rec
-		if !dstGone {
-			if _, err := dst.Write(rec.Raw); err != nil {
-				switch {
-				case isTimeout(err):
-					return fmt.Errorf("%w: %s direction timed out: %w", ErrLimit, dir, err)
-				case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET):
-					// The receiver is gone (a server that reset after its
-					// last response, a prover that closed). The record was
-					// still seen coming from its sender, so it stays in the
-					// transcript; the rest of this direction is read and
-					// recorded but no longer forwarded.
-					dstGone = true
-				default:
-					return fmt.Errorf("notary: relaying %s record %d: %w", dir, rec.Seq, err)
-				}
-			}
+		acc <- accItem{rec, buf}
+		err = s.forward(dir, dst, rec, &dstGone)
+		buf.release()
+		if err != nil {
+			return err
 		}
 	}
+}
+
+// forward writes rec to dst unless dst has gone (see dstGone).
+func (s *session) forward(dir mpctls.Direction, dst net.Conn, rec mpctls.Record, dstGone *bool) error {
+	if *dstGone {
+		return nil
+	}
+	if _, err := dst.Write(rec.Raw); err != nil {
+		switch {
+		case isTimeout(err):
+			return fmt.Errorf("%w: %s direction timed out: %w", ErrLimit, dir, err)
+		case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET):
+			// The receiver is gone (a server that reset after its
+			// last response, a prover that closed). The record was
+			// still seen coming from its sender, so it stays in the
+			// transcript; the rest of this direction is read and
+			// recorded but no longer forwarded.
+			*dstGone = true
+		default:
+			return fmt.Errorf("notary: relaying %s record %d: %w", dir, rec.Seq, err)
+		}
+	}
+	return nil
 }
 
 // resetAsEOF reports a connection reset as the end of the stream. Servers
@@ -314,6 +362,8 @@ func (s *session) record(rec mpctls.Record) error {
 		if s.hsBytes > maxHandshakeBytes {
 			return fmt.Errorf("%w: handshake above %d bytes", ErrLimit, maxHandshakeBytes)
 		}
+		// The record's buffer is recycled once accumulated: keep a copy.
+		rec.Raw = append([]byte(nil), rec.Raw...)
 		s.hs = append(s.hs, rec)
 		if rec.Dir == mpctls.ClientToServer && rec.Type == recordTypeAppData {
 			s.hsDone = true
