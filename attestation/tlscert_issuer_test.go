@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -294,6 +295,25 @@ func TestParseIssuer(t *testing.T) {
 		t.Fatalf("chain of %d, want leaf, intermediate, root as configured", len(cert.Certificate))
 	}
 
+	// Ed25519 CA over the enclave's P-256 key.
+	_, ek, _ := ed25519.GenerateKey(rand.Reader)
+	etmpl := &x509.Certificate{SerialNumber: big.NewInt(6), Subject: pkix.Name{CommonName: "ed25519 CA"},
+		NotBefore: issued.Add(-time.Hour), NotAfter: issued.Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	eder, _ := x509.CreateCertificate(rand.Reader, etmpl, etmpl, ek.Public(), ek)
+	ep8, _ := x509.MarshalPKCS8PrivateKey(ek)
+	eca, err := attestation.ParseIssuer(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: eder}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: ep8}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecert, err := e.IssuedTLSCertificate(eca, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ecert.Leaf.CheckSignatureFrom(eca.Certificate); err != nil {
+		t.Fatalf("ed25519 CA: %v", err)
+	}
+
 	other := testCA(t, "other", nil, issued.Add(-time.Hour), issued.Add(time.Hour))
 	otherKey, _ := x509.MarshalPKCS8PrivateKey(other.Signer)
 	otherPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: otherKey})
@@ -355,6 +375,32 @@ func FuzzIssue(f *testing.F) {
 		bound, err := boot.TLSPublicKey()
 		if err != nil || bound == nil || !bound.Equal(leaf.PublicKey) {
 			t.Fatal("issued a certificate for a key its evidence does not bind")
+		}
+	})
+}
+
+// FuzzParseIssuer: any pair of files yields an issuer whose key is its
+// certificate's, or a typed error.
+func FuzzParseIssuer(f *testing.F) {
+	ca := testCA(f, "operator root", nil, issued.Add(-time.Hour), issued.Add(time.Hour))
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Certificate.Raw})
+	p8, _ := x509.MarshalPKCS8PrivateKey(ca.Signer)
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: p8})
+	f.Add(certPEM, keyPEM)
+	f.Add(certPEM, certPEM)
+	f.Add(keyPEM, keyPEM)
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n"), []byte{})
+	f.Fuzz(func(t *testing.T, certPEM, keyPEM []byte) {
+		got, err := attestation.ParseIssuer(certPEM, keyPEM)
+		if err != nil {
+			if !errors.Is(err, attestation.ErrMalformed) && !errors.Is(err, attestation.ErrIssuer) && !errors.Is(err, attestation.ErrTooLarge) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			return
+		}
+		pub, ok := got.Signer.Public().(interface{ Equal(crypto.PublicKey) bool })
+		if !ok || !pub.Equal(got.Certificate.PublicKey) {
+			t.Fatal("an issuer whose key is not its certificate's")
 		}
 	})
 }
