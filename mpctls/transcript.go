@@ -31,6 +31,19 @@ func LeafHash(r Record) [32]byte {
 	return leafHash(h, r)
 }
 
+// LeafHasher computes Merkle leaf hashes like LeafHash, reusing one
+// SHA-256 state across records. The zero value is ready to use; a
+// LeafHasher is not safe for concurrent use.
+type LeafHasher struct{ h hash.Hash }
+
+// Sum returns the Merkle leaf hash of r.
+func (l *LeafHasher) Sum(r Record) [32]byte {
+	if l.h == nil {
+		l.h = sha256.New()
+	}
+	return leafHash(l.h, r)
+}
+
 func leafHash(h hash.Hash, r Record) [32]byte {
 	var pre [10]byte
 	pre[0] = 0x00

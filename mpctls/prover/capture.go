@@ -23,6 +23,8 @@ type splitter struct {
 	cur     []byte                 // the record being read, once its header is known
 	curN    int                    // bytes of cur filled
 	records []mpctls.Record        // appended under *mu
+	leaves  [][32]byte             // Merkle leaf hash of each record, appended under *mu
+	hasher  mpctls.LeafHasher
 	mu      *sync.Mutex
 	notify  chan struct{}
 	bytes   atomic.Int64 // read by the other direction's goroutine
@@ -59,14 +61,19 @@ func (s *splitter) feed(p []byte) {
 		}
 		raw := s.cur
 		s.cur, s.curN, s.hdrN = nil, 0, 0
-		s.mu.Lock()
-		s.records = append(s.records, mpctls.Record{
+		rec := mpctls.Record{
 			Dir:     s.dir,
 			Seq:     uint64(len(s.records)),
 			Type:    raw[0],
 			Version: binary.BigEndian.Uint16(raw[1:3]),
 			Raw:     raw,
-		})
+		}
+		// Hash the record while its bytes are still in this core's
+		// cache: a second pass later, on another goroutine, costs more.
+		leaf := s.hasher.Sum(rec)
+		s.mu.Lock()
+		s.records = append(s.records, rec)
+		s.leaves = append(s.leaves, leaf)
 		s.mu.Unlock()
 		added = true
 	}
@@ -213,6 +220,15 @@ func (c *captureConn) snapshot() (client, server []mpctls.Record, err error) {
 		return nil, nil, err
 	}
 	return c.out.records, c.in.records, nil
+}
+
+// leaves returns the Merkle leaf hashes of the records captured so far,
+// indexed by direction and sequence number.
+func (c *captureConn) leaves() (leaves [3][][32]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	leaves[mpctls.ClientToServer], leaves[mpctls.ServerToClient] = c.out.leaves, c.in.leaves
+	return leaves
 }
 
 // records returns the records captured so far. The slices are safe to

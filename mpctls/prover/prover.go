@@ -334,7 +334,6 @@ type Session struct {
 	state    tls.ConnectionState
 	skeys    serverKeys
 	chk      *checker
-	leaves   [3][][32]byte // leaf hashes per direction, by sequence number
 	chkErr   error
 	verified chan struct{}
 
@@ -346,8 +345,9 @@ type Session struct {
 
 // start derives the server keys from the key log once the handshake is
 // complete and starts checking records as they stream in: every server
-// record is authenticated and every record's Merkle leaf hash computed
-// while the session runs, so Finalize has little left to do.
+// record is authenticated while the session runs (and every record's
+// Merkle leaf hash is computed as it is captured), so Finalize has little
+// left to do.
 func (s *Session) start() error {
 	st := s.conn.ConnectionState()
 	suite, err := mpctls.SuiteByID(st.CipherSuite)
@@ -398,7 +398,7 @@ func (s *Session) start() error {
 // check processes captured records until the connection has closed.
 func (s *Session) check() {
 	defer close(s.verified)
-	var next [3]int
+	next := 0
 	for {
 		var closed bool
 		select {
@@ -406,16 +406,9 @@ func (s *Session) check() {
 			closed = true
 		default:
 		}
-		client, server := s.capture.records()
-		for ; next[mpctls.ClientToServer] < len(client); next[mpctls.ClientToServer]++ {
-			s.leaves[mpctls.ClientToServer] = append(s.leaves[mpctls.ClientToServer], mpctls.LeafHash(client[next[mpctls.ClientToServer]]))
-		}
-		for ; next[mpctls.ServerToClient] < len(server); next[mpctls.ServerToClient]++ {
-			r := server[next[mpctls.ServerToClient]]
-			s.leaves[mpctls.ServerToClient] = append(s.leaves[mpctls.ServerToClient], mpctls.LeafHash(r))
-			if s.chkErr == nil {
-				s.chkErr = s.chk.add(r)
-			}
+		_, server := s.capture.records()
+		for ; next < len(server) && s.chkErr == nil; next++ {
+			s.chkErr = s.chk.add(server[next])
 		}
 		if closed {
 			return
@@ -554,11 +547,12 @@ func wireBytes(rs []mpctls.Record) uint64 {
 }
 
 // root computes the Merkle root over records (in leaf order) from the leaf
-// hashes the check goroutine computed while the session ran. It builds
+// hashes the capture computed while the session ran. It builds
 // the same tree as mpctls.Transcript: RFC 6962, node = SHA-256(0x01 ‖ left
 // ‖ right). Should it disagree with a statement, Finalize asks the
 // authoritative mpctls.Transcript before declaring a mismatch.
 func (s *Session) root(records []mpctls.Record) [32]byte {
+	leaves := s.capture.leaves()
 	type sub struct {
 		h    [32]byte
 		size uint64
@@ -572,7 +566,7 @@ func (s *Session) root(records []mpctls.Record) [32]byte {
 		return sha256.Sum256(buf[:])
 	}
 	for _, r := range records {
-		cur := sub{s.leaves[r.Dir][r.Seq], 1}
+		cur := sub{leaves[r.Dir][r.Seq], 1}
 		for len(stack) > 0 && stack[len(stack)-1].size == cur.size {
 			top := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
