@@ -248,6 +248,9 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 			_ = srv.Close(context.Background())
 			return err
 		}
+		if issuer != nil {
+			log.Info("attested TLS certificates issued by an operator CA", "ca", issuer.Certificate.Subject.String())
+		}
 		hs.TLSConfig = certs.TLSConfig()
 		ln = tls.NewListener(ln, hs.TLSConfig)
 		scheme = "https"

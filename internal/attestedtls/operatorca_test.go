@@ -13,7 +13,9 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,6 +239,17 @@ func TestOperatorCA(t *testing.T) {
 	}
 }
 
+// countingSigner counts the CA's signatures.
+type countingSigner struct {
+	crypto.Signer
+	n atomic.Int64
+}
+
+func (s *countingSigner) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	s.n.Add(1)
+	return s.Signer.Sign(r, digest, opts)
+}
+
 // Certificates issued by the operator CA rotate for the same key and never
 // outlive the CA certificate; once the CA has ended nothing is issued.
 func TestOperatorCARotation(t *testing.T) {
@@ -244,6 +257,8 @@ func TestOperatorCARotation(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	start := clk.now()
 	ca := operatorCA(t, "short-lived operator CA", start.Add(-time.Hour), start.Add(4*time.Hour))
+	signed := &countingSigner{Signer: ca.Signer}
+	ca.Signer = signed
 	e, err := attestation.New(context.Background(), h.backend, attestation.Options{TLS: true, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
@@ -278,13 +293,25 @@ func TestOperatorCARotation(t *testing.T) {
 	if !bytes.Equal(c2.Leaf.RawSubjectPublicKeyInfo, c1.Leaf.RawSubjectPublicKeyInfo) {
 		t.Fatal("a reissued certificate has another key")
 	}
-	// In its last third, but a new one would end no later: kept.
+	// In its last third, but a new one would end no later: kept, and not
+	// re-signed on every handshake.
 	clk.add(time.Hour)
 	if get() != c2 {
 		t.Fatal("replaced by a certificate that ends no later")
 	}
-	if get() != c2 {
-		t.Fatal("replaced on the next handshake")
+	n := signed.n.Load()
+	for range 10 {
+		if get() != c2 {
+			t.Fatal("replaced on a later handshake")
+		}
+	}
+	if signed.n.Load() != n {
+		t.Fatalf("the CA signed %d more certificates that gain nothing", signed.n.Load()-n)
+	}
+	clk.add(7 * time.Minute) // past a thirtieth of the validity (6 min): tried again
+	get()
+	if signed.n.Load() != n+1 {
+		t.Fatalf("%d signatures after the retry delay, want 1", signed.n.Load()-n)
 	}
 
 	p := h.policy(t)
