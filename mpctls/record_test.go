@@ -99,3 +99,55 @@ func TestRecordCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordReaderNextInto checks that NextInto assembles records in the
+// caller's buffer when it is large enough, allocates when it is not, and
+// reads the same records as Next either way.
+func TestRecordReaderNextInto(t *testing.T) {
+	want := []Record{
+		rec(ClientToServer, 0, RecordHandshake, []byte{1, 0, 0, 0}),
+		rec(ClientToServer, 1, RecordApplicationData, bytes.Repeat([]byte{9}, MaxFragment)),
+		rec(ClientToServer, 2, RecordApplicationData, []byte{1, 2, 3}),
+	}
+	var stream []byte
+	for _, r := range want {
+		stream = append(stream, r.Raw...)
+	}
+	rr := NewRecordReader(bytes.NewReader(stream), ClientToServer)
+	big := make([]byte, 0, HeaderLen+MaxFragment)
+	small := make([]byte, 0, 8)
+	for i, w := range want {
+		buf := big
+		if i == 1 {
+			buf = small // too small for the full-size record
+		}
+		got, err := rr.NextInto(buf)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if got.Seq != w.Seq || got.Type != w.Type || !bytes.Equal(got.Raw, w.Raw) {
+			t.Fatalf("record %d: got %+v", i, got)
+		}
+		aliased := &got.Raw[0] == &buf[:1][0]
+		if fits := cap(buf) >= len(w.Raw); aliased != fits {
+			t.Fatalf("record %d: aliases the buffer %v, buffer fits %v", i, aliased, fits)
+		}
+	}
+	if _, err := rr.NextInto(big); err != io.EOF {
+		t.Fatalf("end: got %v, want io.EOF", err)
+	}
+}
+
+// TestLeafHasher checks that a reused LeafHasher agrees with LeafHash.
+func TestLeafHasher(t *testing.T) {
+	var lh LeafHasher
+	for i, r := range []Record{
+		rec(ServerToClient, 0, RecordHandshake, []byte{2, 0, 0, 0}),
+		rec(ServerToClient, 1, RecordApplicationData, bytes.Repeat([]byte{5}, 1000)),
+		rec(ClientToServer, 0, RecordHandshake, []byte{1, 0, 0, 0}),
+	} {
+		if lh.Sum(r) != LeafHash(r) {
+			t.Fatalf("record %d: LeafHasher and LeafHash disagree", i)
+		}
+	}
+}
