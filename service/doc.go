@@ -1,0 +1,35 @@
+// Package service runs the real ACDS server inside your own Go program:
+// the same wiring as `acds serve`, as a value you open, mount and close.
+//
+// Package server is the API and its request lifecycle; it reaches storage,
+// FHIR processing, the enclave, portal fetching and verification only
+// through seams (server.Config). Package service fills those seams with
+// the real implementations:
+//
+//   - a durable store: SQLite in the data directory by default, or
+//     PostgreSQL shared by several replicas (Options.Store, OpenStore);
+//   - a simulated SEV-SNP enclave whose keys and per-installation root are
+//     sealed in the data directory (a simulated quote proves the code
+//     path, not hardware; verifiers must allow simulation explicitly);
+//   - the FHIR R4 pipeline of package fhir, with a de-identification key
+//     made once per installation and kept sealed by the enclave;
+//   - portal fetching through the MPC-TLS prover and a notary: an
+//     in-process one on loopback by default, or an external `acds notary`
+//     (Options.Notary, Options.NotaryKey);
+//   - POST /v1/verify with package verify, trusting this enclave.
+//
+// Open starts all of it and returns a Service; Handler is an http.Handler
+// to mount under any prefix, and Close drains the workers, stops the
+// notary and closes the store:
+//
+//	svc, err := service.Open(ctx, service.Options{DataDir: "./acds-data"})
+//	if err != nil { … }
+//	defer svc.Close(context.Background())
+//	mux.Handle("/clinical/", http.StripPrefix("/clinical", svc.Handler()))
+//
+// Every accepted request (a 202) is on disk before the answer, so a
+// restart with the same data directory continues where it stopped.
+//
+// The package never reads flags or environment variables and never prints:
+// everything comes from Options, and logs go to Options.Logger.
+package service

@@ -1,0 +1,316 @@
+package service
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/internal/attestedtls"
+	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/verify"
+)
+
+// ErrInvalidOptions is wrapped by the errors of Open and OpenStore for
+// options that can never work (a missing data directory, an unknown store,
+// an external notary without its key, PortalCA without a certificate).
+var ErrInvalidOptions = errors.New("service: invalid options")
+
+// Options configure Open. The zero value of every field but DataDir is
+// documented and useful.
+type Options struct {
+	// DataDir is the installation's directory: the SQLite database (by
+	// default), the simulated enclave's sealed keys and per-installation
+	// root, the sealed de-identification key and the in-process notary's
+	// key. It is created with mode 0700 when missing. Required.
+	DataDir string
+
+	// Store names the durable store (see OpenStore): "" or "sqlite" for
+	// DataDir/acds.db, "sqlite:PATH", or a "postgres://…" DSN shared by
+	// several replicas. Ignored when Server.Store is set.
+	Store string
+
+	// Notary is the host:port of an external MPC-TLS notary (`acds
+	// notary`). Zero value: an in-process notary listening on
+	// 127.0.0.1 on a free port, its Ed25519 key kept in DataDir/notary.key.
+	Notary string
+	// NotaryKey is the external notary's public key, which statements must
+	// be signed with. Required with Notary, refused without it.
+	NotaryKey ed25519.PublicKey
+
+	// PortalCA is PEM certificates trusted as portal roots in addition to
+	// the system's (a test portal's CA, an internal CA). Zero value: the
+	// system roots only. It must hold at least one certificate when set.
+	PortalCA []byte
+	// AllowPrivatePortals admits portals on loopback, private, link-local
+	// and metadata addresses, at the API and at every dial of the fetcher
+	// and the in-process notary. Zero value: only public addresses, the
+	// production setting.
+	AllowPrivatePortals bool
+
+	// TLS has the enclave make a second, attested key for TLS, bound by
+	// the same boot quote; TLSConfig then serves certificates for it that
+	// carry the boot evidence. Zero value: no TLS key, and TLSConfig fails.
+	TLS bool
+
+	// Logger receives structured logs (never secrets). Zero value:
+	// discarded. It is also the server's logger unless Server.Logger is set.
+	Logger *slog.Logger
+
+	// Server is the base server configuration: its limits, workers, lease,
+	// clock and so on, with the zero values documented in server.Config.
+	// Open sets Pipeline, Enclave, Verifier, Fetcher and
+	// AllowPrivatePortals, and Store unless it is set; a Store set here is
+	// used as is and Close does not close it.
+	Server server.Config
+	// Configure, when set, is called with the complete server
+	// configuration just before the server starts, and may change it (a
+	// test wraps the store or the fetcher). Zero value: no change.
+	Configure func(*server.Config)
+}
+
+// Service is a running ACDS server with its real dependencies: the
+// durable store, the enclave (a simulated SEV-SNP chip whose keys live in
+// the data directory), the FHIR pipeline with the installation's
+// de-identification key, the portal fetcher through the MPC-TLS prover and
+// a notary, and the verifier behind POST /v1/verify. Mount Handler where
+// the API should answer and Close the Service when done. Its methods are
+// safe for concurrent use.
+type Service struct {
+	srv        *server.Server
+	st         Store
+	ownStore   bool
+	storeName  string
+	encl       *attestation.Enclave
+	policy     verify.Policy
+	notaryAddr string
+	notaryKeys []ed25519.PublicKey
+	inProcess  ed25519.PublicKey // the in-process notary's key; nil for an external one
+	stopNotary func() error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the store, starts the enclave and the notary (unless an
+// external one is configured), and starts a server wired to them. It does
+// not listen for HTTP: mount Handler in your own http.Server or mux.
+// On error everything opened so far is closed again.
+func Open(ctx context.Context, o Options) (_ *Service, err error) {
+	if o.DataDir == "" {
+		return nil, fmt.Errorf("%w: DataDir is required", ErrInvalidOptions)
+	}
+	switch {
+	case o.Notary != "" && len(o.NotaryKey) != ed25519.PublicKeySize:
+		return nil, fmt.Errorf("%w: Notary needs NotaryKey, the external notary's %d-byte Ed25519 public key", ErrInvalidOptions, ed25519.PublicKeySize)
+	case o.Notary == "" && o.NotaryKey != nil:
+		return nil, fmt.Errorf("%w: NotaryKey is only for an external Notary", ErrInvalidOptions)
+	}
+	if o.Notary != "" {
+		if _, _, err := net.SplitHostPort(o.Notary); err != nil {
+			return nil, fmt.Errorf("%w: Notary %q: want host:port: %w", ErrInvalidOptions, o.Notary, err)
+		}
+	}
+	roots, err := portalRoots(o.PortalCA)
+	if err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+
+	s := &Service{stopNotary: func() error { return nil }}
+	defer func() {
+		if err != nil {
+			_ = s.release()
+		}
+	}()
+	if o.Server.Store != nil {
+		s.st, s.storeName = o.Server.Store, "provided"
+	} else {
+		if s.st, s.storeName, err = openStore(ctx, o.Store, o.DataDir); err != nil {
+			return nil, err
+		}
+		s.ownStore = true
+	}
+	if s.encl, err = sim.Open(ctx, filepath.Join(o.DataDir, "enclave"), attestation.Options{TLS: o.TLS}); err != nil {
+		return nil, fmt.Errorf("enclave: %w", err)
+	}
+	deidKey, err := deidentificationKey(s.encl, filepath.Join(o.DataDir, "deidentify.key.sealed"))
+	if err != nil {
+		return nil, err
+	}
+	guard := portal.Guard{AllowPrivate: o.AllowPrivatePortals}
+	if err := s.startNotary(o, guard, roots, log); err != nil {
+		return nil, err
+	}
+	if s.policy, err = trustPolicy(s.encl, s.notaryKeys); err != nil {
+		return nil, err
+	}
+	fetcher := &portal.Fetcher{
+		Connector:    portal.Connector{Guard: guard},
+		NewTransport: portal.Notarized{Notary: s.notaryAddr, NotaryKeys: s.notaryKeys, TLSConfig: &tls.Config{RootCAs: roots}}.Factory(),
+	}
+
+	cfg := o.Server
+	cfg.Store = s.st
+	cfg.Pipeline = fhirPipeline{key: deidKey}
+	cfg.Enclave = enclaveSeam{e: s.encl, notaryKey: s.inProcess}
+	cfg.Verifier = verifierSeam{verify.New(s.policy)}
+	cfg.Fetcher = fetcherSeam{fetcher}
+	cfg.AllowPrivatePortals = o.AllowPrivatePortals
+	if cfg.Logger == nil {
+		cfg.Logger = log
+	}
+	if o.Configure != nil {
+		o.Configure(&cfg)
+	}
+	if s.srv, err = server.New(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// portalRoots is the system roots plus the certificates of caPEM.
+func portalRoots(caPEM []byte) (*x509.CertPool, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	if len(caPEM) != 0 && !roots.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("%w: PortalCA holds no PEM certificate", ErrInvalidOptions)
+	}
+	return roots, nil
+}
+
+// startNotary starts the in-process notary on loopback, or takes the
+// external one of o, and records its address and the trusted keys.
+func (s *Service) startNotary(o Options, guard portal.Guard, roots *x509.CertPool, log *slog.Logger) error {
+	if o.Notary != "" {
+		s.notaryAddr, s.notaryKeys = o.Notary, []ed25519.PublicKey{slices.Clone(o.NotaryKey)}
+		log.Info("using an external notary", "addr", o.Notary)
+		return nil
+	}
+	key, created, err := notaryKey(filepath.Join(o.DataDir, "notary.key"))
+	if err != nil {
+		return fmt.Errorf("in-process notary: %w", err)
+	}
+	// The notary resolves and dials the portal itself: it applies the
+	// same address guard as the connectors.
+	n, err := notary.New(notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort})
+	if err != nil {
+		return fmt.Errorf("in-process notary: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("in-process notary: %w", err)
+	}
+	go func() { _ = n.Serve(ln) }()
+	s.stopNotary = n.Close
+	s.notaryAddr, s.inProcess = ln.Addr().String(), n.PublicKey()
+	s.notaryKeys = []ed25519.PublicKey{s.inProcess}
+	log.Info("in-process notary started", "addr", s.notaryAddr, "key_created", created)
+	return nil
+}
+
+// Handler is the HTTP handler of the v1 API (see server.Server.Handler):
+// it serves paths that start with /v1/ and can be mounted under any prefix
+// with http.StripPrefix.
+func (s *Service) Handler() http.Handler { return s.srv.Handler() }
+
+// Server is the running server.
+func (s *Service) Server() *server.Server { return s.srv }
+
+// Store is the durable store the server uses.
+func (s *Service) Store() Store { return s.st }
+
+// StoreName describes the store for logs without any secret:
+// "sqlite:PATH", "postgres", or "provided" for Options.Server.Store.
+func (s *Service) StoreName() string { return s.storeName }
+
+// Enclave is the running enclave: its profile, measurement (the code hash
+// verifiers expect) and boot evidence.
+func (s *Service) Enclave() *attestation.Enclave { return s.encl }
+
+// NotaryAddr is the host:port of the MPC-TLS notary in use.
+func (s *Service) NotaryAddr() string { return s.notaryAddr }
+
+// NotaryKey is the in-process notary's public key, or nil when an
+// external notary is configured. Offline verifiers trust it only when
+// their policy names it (verify.Policy.NotaryKeys).
+func (s *Service) NotaryKey() ed25519.PublicKey { return slices.Clone(s.inProcess) }
+
+// Policy is the verification policy of POST /v1/verify: this enclave's
+// measurement (and, for the simulated profile, this installation's root)
+// and the notary key in use. It trusts what the server says about itself;
+// an independent verifier builds its policy from published reference
+// values instead.
+func (s *Service) Policy() verify.Policy {
+	p := s.policy
+	p.NotaryKeys = slices.Clone(p.NotaryKeys)
+	p.SimulatedRoots = slices.Clone(p.SimulatedRoots)
+	return p
+}
+
+// TLSConfig returns a TLS server configuration that serves the enclave's
+// attested certificate: for the TLS key the boot quote binds, carrying
+// the boot evidence, reissued for the same key before it expires. It is
+// self-signed, or issued by issuer when not nil. hosts are extra DNS names
+// or IP addresses for the certificate ("localhost", 127.0.0.1 and ::1 are
+// always included). It needs Options.TLS (else it wraps
+// attestation.ErrNoTLSKey).
+func (s *Service) TLSConfig(issuer *attestation.Issuer, hosts ...string) (*tls.Config, error) {
+	certs, err := attestedtls.NewCertificates(s.encl, attestedtls.Options{Hosts: hosts, Issuer: issuer})
+	if err != nil {
+		return nil, fmt.Errorf("attested TLS: %w", err)
+	}
+	return certs.TLSConfig(), nil
+}
+
+// Close drains the server (see server.Server.Close: in-flight requests
+// finish until ctx ends, and are re-claimed after a restart otherwise),
+// then stops the in-process notary and closes the store it opened. Stop
+// serving Handler first: requests accepted after Close fail. Close
+// returns ctx.Err() when it had to abandon work; further calls return the
+// first call's result.
+func (s *Service) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		var err error
+		if s.srv != nil {
+			err = s.srv.Close(ctx)
+		}
+		s.closeErr = errors.Join(err, s.release())
+	})
+	return s.closeErr
+}
+
+// release stops the notary and closes an owned store.
+func (s *Service) release() error {
+	var errs []error
+	if err := s.stopNotary(); err != nil && !errors.Is(err, net.ErrClosed) {
+		errs = append(errs, fmt.Errorf("notary: %w", err))
+	}
+	if s.ownStore && s.st != nil {
+		if err := s.st.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
