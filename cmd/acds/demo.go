@@ -26,6 +26,7 @@ import (
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/service"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -157,15 +158,8 @@ func startStack(ctx context.Context, o stackOptions) (*stack, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	ready := &readyWriter{line: make(chan string, 1)}
-	tune := func(c *server.Config) {
-		if es, ok := c.Enclave.(enclaveSeam); ok {
-			s.NotaryKey, s.Enclave = es.notaryKey, es.e
-		}
-		if o.Tune != nil {
-			o.Tune(c)
-		}
-	}
-	go func() { s.serveDone <- serve(sctx, f, ready, log, tune) }()
+	opened := func(svc *service.Service) { s.NotaryKey, s.Enclave = svc.NotaryKey(), svc.Enclave() }
+	go func() { s.serveDone <- serve(sctx, f, ready, log, o.Tune, opened) }()
 	select {
 	case line := <-ready.line:
 		_, url, ok := strings.Cut(line, " serving on ")

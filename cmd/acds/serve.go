@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
@@ -15,22 +13,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/attestation/sevsnp"
-	"github.com/acds-project/acds/attestation/sim"
-	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/attestedtls"
-	"github.com/acds-project/acds/internal/portal"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/server"
-	"github.com/acds-project/acds/verify"
+	"github.com/acds-project/acds/service"
 )
 
 // serveFlags are the flags of `acds serve` (DESIGN §8; stable API).
@@ -165,56 +157,27 @@ func runServe(ctx context.Context, e env) int {
 	return 0
 }
 
-// serve runs the server for f. tune, when not nil, adjusts the server
-// configuration before start (tests shorten the lease with it).
-func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logger, tune func(*server.Config)) error {
-	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	st, where, err := openStore(ctx, f)
+// serve runs the server for f, wired by package service. tune, when not
+// nil, adjusts the server configuration before start (tests shorten the
+// lease with it); opened functions receive the service before it serves
+// (the demo takes its enclave and notary key).
+func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logger, tune func(*server.Config), opened ...func(*service.Service)) error {
+	opts, err := serviceOptions(f)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
-	encl, err := sim.Open(ctx, filepath.Join(f.dataDir, "enclave"), attestation.Options{TLS: f.tls})
-	if err != nil {
-		return fmt.Errorf("enclave: %w", err)
-	}
-	deidKey, err := deidentificationKey(encl, filepath.Join(f.dataDir, "deidentify.key.sealed"))
+	opts.Logger, opts.Configure = log, tune
+	svc, err := service.Open(ctx, opts)
 	if err != nil {
 		return err
 	}
-	fetcher, notaryKeys, inProcess, closeNotary, err := portalFetcher(f, log)
-	if err != nil {
-		return err
+	// Close is idempotent: this closes the notary and the store on the
+	// early returns; the drain below closes them on the normal path.
+	defer svc.Close(context.Background())
+	for _, fn := range opened {
+		fn(svc)
 	}
-	defer closeNotary()
-	ver, err := newVerifier(encl, notaryKeys)
-	if err != nil {
-		return err
-	}
-	cfg := server.Config{
-		Store:               st,
-		Pipeline:            fhirPipeline{key: deidKey},
-		Enclave:             enclaveSeam{e: encl, notaryKey: inProcess},
-		Verifier:            ver,
-		Fetcher:             fetcher,
-		Logger:              log,
-		Workers:             f.workers,
-		RateLimit:           f.rateLimit,
-		AllowPrivatePortals: f.allowPrivatePortals,
-	}
-	if f.rateLimit == 0 {
-		cfg.RateLimit = -1
-	}
-	if tune != nil {
-		tune(&cfg)
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		return err
-	}
+	srv, encl, where := svc.Server(), svc.Enclave(), svc.StoreName()
 	log.Info("starting", "version", acds.Version, "store", where, "enclave", encl.Profile(),
 		"measurement", hex.EncodeToString(encl.Measurement()), "workers", f.workers)
 
@@ -270,7 +233,7 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	if err := hs.Shutdown(drain); err != nil {
 		log.Warn("HTTP shutdown incomplete", "err", err)
 	}
-	if err := srv.Close(drain); err != nil {
+	if err := svc.Close(drain); err != nil {
 		log.Warn("workers did not finish in time; their requests will be re-claimed", "err", err)
 	}
 	log.Info("stopped")
@@ -336,246 +299,35 @@ func readLimited(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// portalFetcher builds the fetch-and-attest path: the portal connectors
-// (internal/portal) behind the SSRF guard, fetching through the MPC-TLS
-// prover and a notary — the in-process one (listening on loopback, its key
-// kept in the data dir) or the external one of --notary/--notary-key. It
-// returns the fetcher, the notary keys to trust, the in-process notary's
-// key (nil for an external notary) and a function that stops the notary.
-func portalFetcher(f *serveFlags, log *slog.Logger) (server.Fetcher, []ed25519.PublicKey, ed25519.PublicKey, func(), error) {
-	roots, err := x509.SystemCertPool()
-	if err != nil || roots == nil {
-		roots = x509.NewCertPool()
+// serviceOptions are the service options of the serve flags: it reads the
+// --notary-key and --portal-ca files.
+func serviceOptions(f *serveFlags) (service.Options, error) {
+	o := service.Options{
+		DataDir:             f.dataDir,
+		Store:               f.store,
+		Notary:              f.notary,
+		AllowPrivatePortals: f.allowPrivatePortals,
+		TLS:                 f.tls,
+		Server:              server.Config{Workers: f.workers, RateLimit: f.rateLimit},
 	}
-	if f.portalCA != "" {
-		pemBytes, err := os.ReadFile(f.portalCA)
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("--portal-ca: %w", err)
-		}
-		if !roots.AppendCertsFromPEM(pemBytes) {
-			return nil, nil, nil, nil, fmt.Errorf("--portal-ca %s: no PEM certificate in it", f.portalCA)
-		}
+	if f.rateLimit == 0 {
+		o.Server.RateLimit = -1 // --rate-limit 0 turns the limit off
 	}
-	guard := portal.Guard{AllowPrivate: f.allowPrivatePortals}
-	var (
-		addr      string
-		keys      []ed25519.PublicKey
-		inProcess ed25519.PublicKey
-		stop      = func() {}
-	)
-	if f.notary == "" {
-		key, created, err := loadOrCreateNotaryKey(filepath.Join(f.dataDir, "notary.key"))
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("in-process notary: %w", err)
-		}
-		// The notary resolves and dials the portal itself: it applies the
-		// same address guard as the connectors.
-		n, err := notary.New(notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort})
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("in-process notary: %w", err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("in-process notary: %w", err)
-		}
-		go func() { _ = n.Serve(ln) }()
-		stop = func() { _ = n.Close() }
-		addr, inProcess = ln.Addr().String(), n.PublicKey()
-		keys = []ed25519.PublicKey{inProcess}
-		log.Info("in-process notary started", "addr", addr, "key_created", created)
-	} else {
+	if f.notaryKey != "" {
 		b, err := os.ReadFile(f.notaryKey)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("--notary-key: %w", err)
+			return o, fmt.Errorf("--notary-key: %w", err)
 		}
-		pub, err := notary.ParsePublicKey(b)
+		if o.NotaryKey, err = notary.ParsePublicKey(b); err != nil {
+			return o, fmt.Errorf("--notary-key %s: %w", f.notaryKey, err)
+		}
+	}
+	if f.portalCA != "" {
+		b, err := os.ReadFile(f.portalCA)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("--notary-key %s: %w", f.notaryKey, err)
+			return o, fmt.Errorf("--portal-ca: %w", err)
 		}
-		addr, keys = f.notary, []ed25519.PublicKey{pub}
-		log.Info("using an external notary", "addr", addr)
+		o.PortalCA = b
 	}
-	pf := &portal.Fetcher{
-		Connector:    portal.Connector{Guard: guard},
-		NewTransport: portal.Notarized{Notary: addr, NotaryKeys: keys, TLSConfig: &tls.Config{RootCAs: roots}}.Factory(),
-	}
-	return fetcherSeam{pf}, keys, inProcess, stop, nil
-}
-
-// fetcherSeam is the server.Fetcher of package portal.
-type fetcherSeam struct{ f *portal.Fetcher }
-
-func (s fetcherSeam) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
-	res, err := s.f.Fetch(ctx, portal.Request{SystemType: r.SystemType, PortalURL: r.PortalURL, RecordID: r.RecordID,
-		Credentials: portal.Credentials{Username: r.Credentials.Username, Password: r.Credentials.Password}})
-	if err != nil {
-		// portal errors never contain the credentials; the server redacts again.
-		return nil, &server.FetchError{Code: portal.ProblemCode(err), Detail: err.Error()}
-	}
-	return &server.Fetched{FHIR: res.FHIR, Host: res.Host, RequestLine: res.RequestLine, NotaryStatements: res.NotaryStatements}, nil
-}
-
-func openStore(ctx context.Context, f *serveFlags) (store.Store, string, error) {
-	switch {
-	case strings.HasPrefix(f.store, "postgres://"), strings.HasPrefix(f.store, "postgresql://"):
-		st, err := store.OpenPostgres(ctx, f.store)
-		if err != nil {
-			return nil, "", fmt.Errorf("store: %w", err)
-		}
-		return st, "postgres", nil
-	default:
-		path := filepath.Join(f.dataDir, "acds.db")
-		if p, ok := strings.CutPrefix(f.store, "sqlite:"); ok {
-			path = p
-		}
-		st, err := store.OpenSQLite(ctx, path)
-		if err != nil {
-			return nil, "", fmt.Errorf("store: %w", err)
-		}
-		return st, "sqlite:" + path, nil
-	}
-}
-
-// deidentificationKey returns the 32-byte HMAC key for de-identification
-// pseudonyms. It is made once per installation and kept in path sealed by
-// the enclave, so the same installation pseudonymises consistently and the
-// key is never at rest in the clear.
-func deidentificationKey(e *attestation.Enclave, path string) ([]byte, error) {
-	const ad = "acds/v1/deidentification-key"
-	if sealed, err := os.ReadFile(path); err == nil {
-		key, err := e.Open(sealed, []byte(ad))
-		if err != nil {
-			return nil, fmt.Errorf("de-identification key %s: %w", path, err)
-		}
-		return key, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("de-identification key: %w", err)
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	sealed, err := e.Seal(key, []byte(ad))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(path, sealed, 0o600); err != nil {
-		return nil, fmt.Errorf("de-identification key: %w", err)
-	}
-	return key, nil
-}
-
-// fhirPipeline is the server.Pipeline of package fhir.
-type fhirPipeline struct{ key []byte }
-
-func (p fhirPipeline) Check(ctx context.Context, input []byte) error {
-	// fhir.Check accepts exactly what fhir.Process will, and flags
-	// content of other FHIR versions as not R4.
-	err := fhir.Check(input, fhir.Options{})
-	var inv *fhir.InvalidError
-	if errors.As(err, &inv) {
-		return invalidFHIR(inv)
-	}
-	return err
-}
-
-func (p fhirPipeline) Process(ctx context.Context, input []byte, o server.ProcessOptions) (*server.Output, error) {
-	out, err := fhir.Process(input, fhir.Options{Format: o.Format, Source: o.Source, Measurement: o.Measurement, Now: o.Now, DeidentKey: p.key})
-	var inv *fhir.InvalidError
-	if errors.As(err, &inv) {
-		return nil, invalidFHIR(inv)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &server.Output{JSON: out.JSON, Digest: out.Digest}, nil
-}
-
-func invalidFHIR(e *fhir.InvalidError) error {
-	oo, err := e.Outcome.MarshalJSON()
-	if err != nil {
-		oo = nil
-	}
-	n := e.Outcome.ErrorCount()
-	detail := fmt.Sprintf("%d errors", n)
-	if n == 1 {
-		detail = "1 error"
-	}
-	if e.NotR4 {
-		detail += " (the content is not FHIR R4)"
-	}
-	return &server.InvalidFHIRError{Detail: detail, OperationOutcome: oo}
-}
-
-// enclaveSeam is the server.Enclave of an attestation.Enclave. notaryKey,
-// when set, is the in-process notary's key, named in the claims of
-// mpc-tls outputs (verifiers trust it only when their policy says so).
-type enclaveSeam struct {
-	e         *attestation.Enclave
-	notaryKey ed25519.PublicKey
-}
-
-func (s enclaveSeam) Profile() string     { return s.e.Profile() }
-func (s enclaveSeam) Measurement() string { return hex.EncodeToString(s.e.Measurement()) }
-func (s enclaveSeam) Seal(p, ad []byte) ([]byte, error) {
-	return s.e.Seal(p, ad)
-}
-func (s enclaveSeam) Unseal(c, ad []byte) ([]byte, error) { return s.e.Open(c, ad) }
-
-func (s enclaveSeam) Attest(ctx context.Context, c server.Claims) ([]byte, error) {
-	claims := attestation.Claims{RequestID: c.RequestID, OutputFormat: c.OutputFormat, OutputDigest: c.OutputDigest,
-		IssuedAt: c.IssuedAt, Source: attestation.Source{Kind: c.Source, InputDigest: c.InputDigest}}
-	for range c.NotaryStatements {
-		claims.Source.Sessions = append(claims.Source.Sessions, attestation.Session{RequestLine: c.RequestLine, Host: c.Host})
-	}
-	if c.Source == acds.SourceMPCTLS && len(s.notaryKey) != 0 {
-		claims.NotaryKey = s.notaryKey
-	}
-	return s.e.Attest(ctx, claims, c.NotaryStatements)
-}
-
-func (s enclaveSeam) BootEvidence() acds.Attestation {
-	b := s.e.BootEvidence()
-	a := acds.Attestation{Profile: b.Profile, Measurement: hex.EncodeToString(s.e.Measurement()),
-		Evidence: b.Evidence, Certificates: [][]byte{}, SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce,
-		Boot: s.e.MarshalBootEvidence()}
-	if ev, err := sevsnp.ParseEvidence(b.Evidence); err == nil {
-		for _, c := range [][]byte{ev.VCEK, ev.ASK, ev.ARK} {
-			if len(c) > 0 {
-				a.Certificates = append(a.Certificates, c)
-			}
-		}
-	}
-	return a
-}
-
-// verifierSeam is the server.Verifier of package verify, trusting this
-// server's own enclave (its measurement and, for the simulated profile,
-// its installation's root). For trust that does not depend on the server,
-// verify offline with `acds verify`.
-type verifierSeam struct{ v *verify.Verifier }
-
-func newVerifier(e *attestation.Enclave, notaryKeys []ed25519.PublicKey) (verifierSeam, error) {
-	p, err := verify.TrustEnclave(verify.Policy{NotaryKeys: notaryKeys}, e.BootEvidence(), e.Measurement())
-	if err != nil {
-		return verifierSeam{}, fmt.Errorf("verifier policy: %w", err)
-	}
-	return verifierSeam{verify.New(p)}, nil
-}
-
-func (s verifierSeam) Verify(ctx context.Context, bundle, output []byte) (*acds.VerifyResponse, error) {
-	var (
-		r   *verify.Result
-		err error
-	)
-	if output != nil {
-		r, err = s.v.VerifyOutput(bundle, output)
-	} else {
-		r, err = s.v.Verify(bundle)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", server.ErrMalformedBundle, err)
-	}
-	resp := r.Response()
-	return &resp, nil
+	return o, nil
 }
