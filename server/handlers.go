@@ -418,13 +418,30 @@ func wireRequest(r store.Request) (acds.Request, error) {
 	return out, nil
 }
 
+// handleGet answers GET /v1/requests/{id}; with ?wait=N it long-polls
+// (see longPoll): the answer is held while the request is processing, for
+// at most N seconds.
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	wait, p := parseWait(r.URL.Query())
+	if p != nil {
+		writeProblem(w, p)
+		return
+	}
 	id := r.PathValue("id")
 	if uuid.Validate(id) != nil {
 		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such request"))
 		return
 	}
-	req, err := s.cfg.Store.GetRequest(r.Context(), ownerFrom(r), id)
+	var req store.Request
+	var err error
+	if wait > 0 {
+		req, err = s.longPoll(r.Context(), ownerFrom(r), id, wait)
+		if r.Context().Err() != nil {
+			return // the client is gone: no one to answer
+		}
+	} else {
+		req, err = s.cfg.Store.GetRequest(r.Context(), ownerFrom(r), id)
+	}
 	if isNotFound(err) {
 		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such request"))
 		return

@@ -33,6 +33,7 @@ type Server struct {
 	handler     http.Handler
 
 	wake      chan struct{} // accepted work: wake an idle worker
+	waiters   *waiters      // long-polling GETs and the requests local workers run
 	stopClaim context.CancelFunc
 	claimCtx  context.Context // done when workers must stop claiming
 	abortWork context.CancelFunc
@@ -57,6 +58,7 @@ func New(cfg Config) (*Server, error) {
 		started:  c.Now(),
 		instance: hex.EncodeToString(id[:]),
 		wake:     make(chan struct{}, max(c.Workers, 1)),
+		waiters:  newWaiters(),
 	}
 	s.sessions = newSessionCache(100_000)
 	s.argon = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))

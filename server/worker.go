@@ -68,6 +68,10 @@ func (s *Server) worker(id string) {
 func (s *Server) run(worker string, req *store.Request) {
 	log := s.log.With("request_id", req.ID, "worker", worker, "attempt", req.Attempts)
 	log.Info("request claimed", "kind", req.Kind)
+	// Long-polling GETs wait for this; the end (or abandon) wakes them,
+	// after the outcome is stored.
+	s.waiters.started(req.ID)
+	defer s.waiters.stopped(req.ID)
 	ctx, cancel := context.WithTimeout(s.workCtx, s.cfg.ProcessTimeout)
 	defer cancel()
 
