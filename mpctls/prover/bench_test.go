@@ -50,6 +50,8 @@ func (c countingConn) Write(p []byte) (int, error) {
 //	                         records themselves: CONNECT and finalize (goal ≤ 4096)
 //	statement-B              signed statement size (goal ≤ 1024)
 //	present-verify-ms        VerifyPresentation of every server record
+//	finalize-ms              the part of notarized-ms spent in FinalizeAll,
+//	                         after the connection closed
 //	direct-cpu-ms, notarized-cpu-ms, cpu-ratio
 //	                         process CPU time (user+system) per fetch: server,
 //	                         notary and prover all run in this process, so
@@ -115,7 +117,7 @@ func benchFetch(b *testing.B, ca *notarytest.CA, n *notarytest.Notary, host, por
 			}
 			b.SetBytes(int64(size))
 			relay := startFloorRelay(b, "127.0.0.1:"+port, b.TempDir())
-			var floor, floorCPU time.Duration
+			var floor, floorCPU, finalize time.Duration
 			for i := 0; i < b.N; i++ {
 				// (c) the floor: direct, plus only the work the design
 				// must add (see floor_test.go).
@@ -155,7 +157,9 @@ func benchFetch(b *testing.B, ca *notarytest.CA, n *notarytest.Notary, host, por
 					b.Fatal(err)
 				}
 				ntr.CloseIdleConnections()
+				fin := time.Now()
 				res, err := d.FinalizeAll(context.Background())
+				finalize += time.Since(fin)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -185,6 +189,7 @@ func benchFetch(b *testing.B, ca *notarytest.CA, n *notarytest.Notary, host, por
 			b.ReportMetric(float64(directCPU.Microseconds())/1e3/N, "direct-cpu-ms")
 			b.ReportMetric(float64(notarizedCPU.Microseconds())/1e3/N, "notarized-cpu-ms")
 			b.ReportMetric(float64(notarizedCPU)/float64(directCPU), "cpu-ratio")
+			b.ReportMetric(float64(finalize.Microseconds())/1e3/N, "finalize-ms")
 			b.ReportMetric(float64(floor.Microseconds())/1e3/N, "floor-ms")
 			b.ReportMetric(float64(floorCPU.Microseconds())/1e3/N, "floor-cpu-ms")
 			b.ReportMetric(float64(floor)/float64(direct), "floor/direct")
