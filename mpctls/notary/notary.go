@@ -458,4 +458,7 @@ func (n *Notary) handleFinalize(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+	// Send the statement now: the deferred release (removing a spool of
+	// up to MaxSessionBytes) need not hold up the prover.
+	_ = http.NewResponseController(w).Flush()
 }
