@@ -3,51 +3,77 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/hex"
-	"errors"
-	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/attestation/sim"
-	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
-	"github.com/acds-project/acds/verify"
+	"github.com/acds-project/acds/service"
 )
 
-// newServer is an ACDS server on loopback: with real = true, the FHIR
-// pipeline, a simulated enclave and package verify (the wiring of
-// examples/embed); otherwise servertest's fakes, whose enclave has no
-// evidence, so its bundles never verify.
+// newServer is an ACDS server on loopback: with real = true, the real
+// service (package service: SQLite store in a temporary data directory,
+// FHIR pipeline, simulated enclave, package verify); otherwise
+// servertest's fakes, whose enclave has no evidence, so its bundles never
+// verify.
 func newServer(t *testing.T, real bool) *httptest.Server {
 	t.Helper()
-	cfg := server.Config{Store: servertest.NewMemStore(), Pipeline: &servertest.Pipeline{},
-		Enclave: servertest.NewEnclave(), Verifier: servertest.Verifier{}}
+	var h http.Handler
 	if real {
-		encl, err := sim.Open(context.Background(), t.TempDir(), attestation.Options{})
+		h = openService(t, false).Handler()
+	} else {
+		srv, err := server.New(server.Config{Store: servertest.NewMemStore(), Pipeline: &servertest.Pipeline{},
+			Enclave: servertest.NewEnclave(), Verifier: servertest.Verifier{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := verify.TrustEnclave(verify.Policy{}, encl.BootEvidence(), encl.Measurement())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Pipeline, cfg.Enclave, cfg.Verifier = pipeline{}, enclave{encl}, verifier{verify.New(p)}
+		t.Cleanup(func() { _ = srv.Close(context.Background()) })
+		h = srv.Handler()
 	}
-	srv, err := server.New(cfg)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// openService opens the real service in a temporary data directory, with
+// an attested TLS key when tlsKey is set.
+func openService(t *testing.T, tlsKey bool) *service.Service {
+	t.Helper()
+	svc, err := service.Open(context.Background(), service.Options{DataDir: t.TempDir(), TLS: tlsKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = srv.Close(context.Background()) })
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	return ts
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	return svc
+}
+
+// newTLSServer serves the real service over attested TLS on loopback (as
+// `acds serve --tls`) and returns its https URL and the enclave's code
+// hash (hex).
+func newTLSServer(t *testing.T) (string, string) {
+	t.Helper()
+	svc := openService(t, true)
+	cfg, err := svc.TLSConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: svc.Handler(), TLSConfig: cfg, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = hs.Serve(tls.NewListener(ln, cfg)) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return "https://" + ln.Addr().String(), hex.EncodeToString(svc.Enclave().Measurement())
 }
 
 func TestQuickstart(t *testing.T) {
@@ -68,6 +94,33 @@ func TestQuickstart(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(out, "attestation.b64")); err != nil || len(bytes.TrimSpace(b)) == 0 {
 		t.Errorf("attestation.b64: %v", err)
+	}
+}
+
+// TestQuickstartAttestedTLS runs the quickstart against the real service
+// over attested TLS: the client checks the enclave's evidence for the
+// given code hash before it sends anything, and refuses another hash.
+func TestQuickstartAttestedTLS(t *testing.T) {
+	url, measurement := newTLSServer(t)
+	var stdout, stderr bytes.Buffer
+	args := []string{"-server", url, "-measurement", measurement, "-allow-simulated", "-out", filepath.Join(t.TempDir(), "out")}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "valid=true") {
+		t.Errorf("stdout lacks valid=true:\n%s", stdout.String())
+	}
+	other := strings.Repeat("00", len(measurement)/2)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"-server", url, "-measurement", other, "-allow-simulated"}, &stdout, &stderr); code != 1 {
+		t.Fatalf("another code hash: exit %d, want 1\n%s", code, stderr.String())
+	}
+	if strings.Contains(stdout.String(), "session anon_") {
+		t.Error("the client opened a session with an enclave it did not accept")
+	}
+	if !strings.Contains(stderr.String(), "measurement") {
+		t.Errorf("stderr does not name the measurement check: %s", stderr.String())
 	}
 }
 
@@ -102,60 +155,4 @@ func TestQuickstartFailures(t *testing.T) {
 			}
 		})
 	}
-}
-
-// The seams of the real server (as in examples/embed).
-
-type pipeline struct{}
-
-func (pipeline) Check(ctx context.Context, input []byte) error {
-	return fhirError(fhir.Check(input, fhir.Options{}))
-}
-
-func (pipeline) Process(ctx context.Context, input []byte, o server.ProcessOptions) (*server.Output, error) {
-	out, err := fhir.Process(input, fhir.Options{Format: o.Format, Source: o.Source, Measurement: o.Measurement, Now: o.Now})
-	if err != nil {
-		return nil, fhirError(err)
-	}
-	return &server.Output{JSON: out.JSON, Digest: out.Digest}, nil
-}
-
-func fhirError(err error) error {
-	var inv *fhir.InvalidError
-	if !errors.As(err, &inv) {
-		return err
-	}
-	oo, _ := inv.Outcome.MarshalJSON()
-	return &server.InvalidFHIRError{Detail: fmt.Sprintf("%d errors", inv.Outcome.ErrorCount()), OperationOutcome: oo}
-}
-
-type enclave struct{ e *attestation.Enclave }
-
-func (s enclave) Profile() string                     { return s.e.Profile() }
-func (s enclave) Measurement() string                 { return hex.EncodeToString(s.e.Measurement()) }
-func (s enclave) Seal(p, ad []byte) ([]byte, error)   { return s.e.Seal(p, ad) }
-func (s enclave) Unseal(c, ad []byte) ([]byte, error) { return s.e.Open(c, ad) }
-func (s enclave) BootEvidence() acds.Attestation {
-	b := s.e.BootEvidence()
-	return acds.Attestation{Profile: b.Profile, Measurement: s.Measurement(), Evidence: b.Evidence, Certificates: [][]byte{},
-		SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce, Boot: s.e.MarshalBootEvidence()}
-}
-func (s enclave) Attest(ctx context.Context, c server.Claims) ([]byte, error) {
-	return s.e.Attest(ctx, attestation.Claims{RequestID: c.RequestID, OutputFormat: c.OutputFormat, OutputDigest: c.OutputDigest,
-		IssuedAt: c.IssuedAt, Source: attestation.Source{Kind: c.Source, InputDigest: c.InputDigest}}, nil)
-}
-
-type verifier struct{ v *verify.Verifier }
-
-func (s verifier) Verify(ctx context.Context, bundle, output []byte) (*acds.VerifyResponse, error) {
-	verifyBundle := func() (*verify.Result, error) { return s.v.VerifyOutput(bundle, output) }
-	if output == nil {
-		verifyBundle = func() (*verify.Result, error) { return s.v.Verify(bundle) }
-	}
-	r, err := verifyBundle()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", server.ErrMalformedBundle, err)
-	}
-	resp := r.Response()
-	return &resp, nil
 }
