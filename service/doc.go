@@ -30,6 +30,16 @@
 // Every accepted request (a 202) is on disk before the answer, so a
 // restart with the same data directory continues where it stopped.
 //
+// With Options.TLS the enclave also makes an attested TLS key; TLSConfig
+// returns a tls.Config whose certificate carries the boot evidence, so
+// clients (client/attested, `acds verify --server`) check they talk to the
+// enclave before sending anything. Serve it with tls.NewListener.
+//
+// Policy is the verification policy the server applies to itself at
+// POST /v1/verify. Anyone who should not trust the server verifies offline
+// with package verify and a policy built from published code hashes; the
+// in-process notary's key (NotaryKey) is then trusted only when named.
+//
 // The package never reads flags or environment variables and never prints:
 // everything comes from Options, and logs go to Options.Logger.
 package service
