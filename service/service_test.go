@@ -35,6 +35,18 @@ const sampleBundle = `{"resourceType":"Bundle","type":"collection","entry":[
  {"fullUrl":"urn:uuid:7f8a4e1e-2b1c-4c55-9f2e-0a1b2c3d4e5f",
   "resource":{"resourceType":"Patient","id":"p1","name":[{"family":"Chalmers","given":["Peter"]}],"birthDate":"1974-12-25"}}]}`
 
+// dataDir is a fresh data directory whose simulated chip is made with
+// 2048-bit ARK and ASK keys, to keep the tests quick on a loaded machine
+// (Open makes 4096-bit ones, as AMD's, for a new installation).
+func dataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := sim.NewBackend(filepath.Join(dir, "enclave"), sim.Options{RSABits: 2048}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // open opens a service in dir with o and serves its handler on loopback.
 func open(t *testing.T, o service.Options) (*service.Service, *client.Client) {
 	t.Helper()
@@ -96,7 +108,7 @@ func process(t *testing.T, ctx context.Context, c *client.Client, format string)
 func TestProcessAndVerify(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir := t.TempDir()
+	dir := dataDir(t)
 	svc, c := open(t, service.Options{DataDir: dir})
 	if want := "sqlite:" + filepath.Join(dir, "acds.db"); svc.StoreName() != want {
 		t.Errorf("StoreName = %q, want %q", svc.StoreName(), want)
@@ -149,7 +161,7 @@ func TestProcessAndVerify(t *testing.T) {
 func TestReopen(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir := t.TempDir()
+	dir := dataDir(t)
 	svc1, c1 := open(t, service.Options{DataDir: dir})
 	c1, token := session(t, ctx, c1)
 	first := process(t, ctx, c1, acds.OutputFHIRR4Deidentified)
@@ -226,7 +238,7 @@ func (p blockingPipeline) Process(ctx context.Context, input []byte, o server.Pr
 func TestCloseDrains(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir := t.TempDir()
+	dir := dataDir(t)
 	bp := blockingPipeline{started: make(chan struct{}, 1), release: make(chan struct{})}
 	svc, c := open(t, service.Options{DataDir: dir, Configure: func(c *server.Config) {
 		bp.Pipeline = c.Pipeline
@@ -334,11 +346,12 @@ func TestProvidedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc, c := open(t, service.Options{DataDir: filepath.Join(dir, "data"), Server: server.Config{Store: st}})
+	data := dataDir(t)
+	svc, c := open(t, service.Options{DataDir: data, Server: server.Config{Store: st}})
 	if svc.Store() != st || svc.StoreName() != "provided" {
 		t.Fatalf("Store() = %v (%s), want the provided store", svc.Store(), svc.StoreName())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "data", "acds.db")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(data, "acds.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a default database was made next to a provided store: %v", err)
 	}
 	c, _ = session(t, ctx, c)
@@ -359,7 +372,7 @@ func TestProvidedStore(t *testing.T) {
 func TestAttestedTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	svc, err := service.Open(ctx, service.Options{DataDir: t.TempDir(), TLS: true})
+	svc, err := service.Open(ctx, service.Options{DataDir: dataDir(t), TLS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +408,7 @@ func TestAttestedTLS(t *testing.T) {
 		t.Fatal("a client expecting another measurement accepted the server")
 	}
 
-	plain, err := service.Open(ctx, service.Options{DataDir: t.TempDir()})
+	plain, err := service.Open(ctx, service.Options{DataDir: dataDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +440,7 @@ func TestFetchAndAttest(t *testing.T) {
 		RecordID: demo.Patients()[0].ID, OutputFormat: acds.OutputFHIRR4,
 		Credentials: acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}}
 
-	svc, c := open(t, service.Options{DataDir: t.TempDir(), PortalCA: demo.CACertPEM(), AllowPrivatePortals: true})
+	svc, c := open(t, service.Options{DataDir: dataDir(t), PortalCA: demo.CACertPEM(), AllowPrivatePortals: true})
 	c, _ = session(t, ctx, c)
 	acc, err := c.FetchAndAttest(ctx, req)
 	if err != nil {
@@ -447,7 +460,7 @@ func TestFetchAndAttest(t *testing.T) {
 		t.Fatalf("verified without trusting the notary: %+v %v", r, err)
 	}
 
-	_, strict := open(t, service.Options{DataDir: t.TempDir(), PortalCA: demo.CACertPEM()})
+	_, strict := open(t, service.Options{DataDir: dataDir(t), PortalCA: demo.CACertPEM()})
 	strict, _ = session(t, ctx, strict)
 	_, err = strict.FetchAndAttest(ctx, req)
 	var p *acds.Problem
@@ -465,7 +478,7 @@ func TestPostgres(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir := t.TempDir()
+	dir := dataDir(t)
 	svc, c := open(t, service.Options{DataDir: dir, Store: dsn})
 	if svc.StoreName() != "postgres" {
 		t.Errorf("StoreName = %q", svc.StoreName())
