@@ -11,7 +11,7 @@ import (
 
 // The seams: the server reaches FHIR processing, the enclave, portal
 // fetching and offline verification only through these small interfaces,
-// so that it never depends on their implementations. cmd/acds wires the
+// so that it never depends on their implementations. Package service wires the
 // real ones; server/servertest has fakes for tests.
 
 // Pipeline turns FHIR input bytes into the output of a format inside the
