@@ -183,7 +183,6 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		_ = srv.Close(context.Background())
 		return fmt.Errorf("listen: %w", err)
 	}
 	hs := &http.Server{
@@ -202,19 +201,17 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 		issuer, err := loadTLSIssuer(f)
 		if err != nil {
 			_ = ln.Close()
-			_ = srv.Close(context.Background())
 			return err
 		}
-		certs, err := attestedtls.NewCertificates(encl, attestedtls.Options{Hosts: hosts, Issuer: issuer})
+		tlsCfg, err := svc.TLSConfig(issuer, hosts...)
 		if err != nil {
 			_ = ln.Close()
-			_ = srv.Close(context.Background())
 			return err
 		}
 		if issuer != nil {
 			log.Info("attested TLS certificates issued by an operator CA", "ca", issuer.Certificate.Subject.String())
 		}
-		hs.TLSConfig = certs.TLSConfig()
+		hs.TLSConfig = tlsCfg
 		ln = tls.NewListener(ln, hs.TLSConfig)
 		scheme = "https"
 	}
