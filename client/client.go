@@ -5,8 +5,10 @@
 // reachable with errors.As; its Code method gives the stable problem code.
 // Requests answered 429 (rate-limited) or 503 (unavailable) are retried with
 // bounded, jittered exponential backoff that honours Retry-After, and never
-// once the context has ended. Wait polls a request until it completes or
-// fails.
+// once the context has ended. Wait follows a request until it completes
+// or fails: it long-polls (GET /v1/requests/{id}?wait=N, the server answers
+// as soon as the request ends) and falls back to polling servers that do
+// not support it.
 //
 //	c, _ := client.New("http://127.0.0.1:8080", nil)
 //	sess, _ := c.Anon(ctx, "")
@@ -52,8 +54,16 @@ type Options struct {
 	// MaxRetryAfter is the longest Retry-After the client waits for; a
 	// longer one ends the retries with the problem. Zero means 60 s.
 	MaxRetryAfter time.Duration
-	// PollInterval is Wait's first polling interval; it doubles up to 5 s.
-	// Zero means 250 ms.
+	// LongPoll is how long each of Wait's requests asks the server to hold
+	// the answer while the request is processing (the wait parameter,
+	// whole seconds from 1 to 30). Zero means 25 s, or less when
+	// HTTPClient has a shorter Timeout (at most half of it); negative turns
+	// long-polling off, so that Wait polls.
+	LongPoll time.Duration
+	// PollInterval is Wait's first pause between polls when it polls (long
+	// polling off or unsupported by the server) or when the server answers
+	// a long-poll early; it doubles up to 1 s (or PollInterval when that is
+	// longer). Zero means 250 ms.
 	PollInterval time.Duration
 	// UserAgent is sent as User-Agent. Zero means "acds-go-client/" + acds.Version.
 	UserAgent string
@@ -223,18 +233,52 @@ func (c *Client) Attestation(ctx context.Context) (*acds.Attestation, error) {
 	return &a, nil
 }
 
-// Wait polls a request until it has completed or failed and returns its
+// maxPollInterval caps the growth of Wait's pause between polls.
+const maxPollInterval = time.Second
+
+// Wait follows a request until it has completed or failed and returns its
 // record; a failed request is returned with a nil error (its Error field
-// holds the problem). It returns ctx's error when ctx ends first.
+// holds the problem). It returns ctx's error when ctx ends first, and
+// sends nothing after that.
+//
+// Wait long-polls: each GET /v1/requests/{id}?wait=N is held by the server
+// until the request ends or N seconds pass (see Options.LongPoll), so a
+// completion is seen as soon as the server stores it and the record (with
+// its output) is downloaded once. When the server refuses the wait
+// parameter with 400 (a server older than long-polling), Wait polls
+// instead, every PollInterval, doubling up to 1 s. When a long-poll comes
+// back early still processing (a server closing, holding too many waiting
+// requests, or ignoring the parameter), Wait pauses the same way before it
+// asks again, so it never spins.
 func (c *Client) Wait(ctx context.Context, id string) (*acds.Request, error) {
+	path := "/v1/requests/" + url.PathEscape(id)
+	hold := c.longPollSeconds()
 	interval := c.opt.PollInterval
 	for {
-		r, err := c.Request(ctx, id)
+		var q url.Values
+		if hold > 0 {
+			q = url.Values{"wait": {strconv.Itoa(hold)}}
+		}
+		start := time.Now()
+		var r acds.Request
+		err := c.do(ctx, http.MethodGet, path, q, nil, http.StatusOK, &r)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var p *acds.Problem
+		if hold > 0 && errors.As(err, &p) && p.Status == http.StatusBadRequest {
+			hold = 0 // the server does not know wait: poll from now on
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		if r.Done() {
-			return r, nil
+			return &r, nil
+		}
+		if hold > 0 && time.Since(start) >= time.Duration(hold)*time.Second*9/10 {
+			interval = c.opt.PollInterval
+			continue // held for the whole wait: ask again at once
 		}
 		t := time.NewTimer(interval)
 		select {
@@ -243,8 +287,23 @@ func (c *Client) Wait(ctx context.Context, id string) (*acds.Request, error) {
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		interval = min(2*interval, 5*time.Second)
+		interval = min(2*interval, max(maxPollInterval, c.opt.PollInterval))
 	}
+}
+
+// longPollSeconds is the wait parameter Wait sends, 0 for none.
+func (c *Client) longPollSeconds() int {
+	d := c.opt.LongPoll
+	if d < 0 {
+		return 0
+	}
+	if d == 0 {
+		d = 25 * time.Second
+		if c.hc.Timeout > 0 {
+			d = min(d, c.hc.Timeout/2)
+		}
+	}
+	return int(min(max(d/time.Second, 0), 30))
 }
 
 // maxErrorBody caps how much of an error response is read.

@@ -21,7 +21,7 @@ const bundle = `{"resourceType":"Bundle","type":"collection","entry":[{"resource
 
 // newServer runs the real server handler (with servertest fakes) under a
 // prefix and returns its base URL.
-func newServer(t *testing.T, mod func(*server.Config), wrap func(http.Handler) http.Handler) string {
+func newServer(t testing.TB, mod func(*server.Config), wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	cfg := server.Config{
 		Store: servertest.NewMemStore(), Pipeline: &servertest.Pipeline{}, Enclave: servertest.NewEnclave(),
