@@ -173,6 +173,9 @@ func (s *Server) longPoll(ctx context.Context, owner, id string, seconds int) (s
 			}
 			return req, err
 		}
+		// The answer needs none of the input (up to MaxProcessBody) or
+		// the sealed credentials: do not hold them while waiting.
+		req.Input, req.Sealed = nil, nil
 		last, woken := false, false
 		for !woken {
 			select {
