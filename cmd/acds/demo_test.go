@@ -7,12 +7,10 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +20,6 @@ import (
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/portal"
-	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -143,142 +140,6 @@ func TestDescribeOutputNeedsProvenance(t *testing.T) {
 	if _, _, err := describeOutput([]byte(`{`)); err == nil {
 		t.Error("invalid JSON was described")
 	}
-}
-
-// plainFetch fetches Patient/{id}/$everything with a plain net/http client
-// and Basic auth over a fresh TLS connection, following next links, and
-// returns the bytes read.
-func plainFetch(ctx context.Context, d *portal.Demo, base, id string) (int, error) {
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: d.CertPool()}}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr}
-	next := base + "/Patient/" + id + "/$everything"
-	total := 0
-	for next != "" {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, next, nil)
-		if err != nil {
-			return 0, err
-		}
-		req.SetBasicAuth(portal.DemoUsername, portal.DemoPassword)
-		req.Header.Set("Accept", "application/fhir+json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("%s: %s", next, resp.Status)
-		}
-		total += len(body)
-		var page struct {
-			Link []struct {
-				Relation string `json:"relation"`
-				URL      string `json:"url"`
-			} `json:"link"`
-		}
-		if err := json.Unmarshal(body, &page); err != nil {
-			return 0, err
-		}
-		next = ""
-		for _, l := range page.Link {
-			if l.Relation == "next" {
-				next = l.URL
-			}
-		}
-	}
-	return total, nil
-}
-
-// BenchmarkFetchAndAttest fetches the same ~1 MB demo patient (patient 4
-// of seed 1), alternating (a) a plain net/http client with Basic auth and
-// (b) fetch-and-attest end to end — accept, seal, notarized fetch through
-// the MPC-TLS prover and notary, FHIR pipeline, attestation, stored result
-// — observed through client.Wait. It reports the median of each, the ratio
-// b/a (goal ≤ 1.5), the time to the 202 (accept-ms: validation, sealing,
-// the fsynced insert) and the server-side time (server-ms: createdAt to
-// completedAt) with its ratio to a, which leaves out the accept round trip
-// and Wait's polling (client.Wait doubles its interval, so it can see the
-// result up to about as late again as it took).
-func BenchmarkFetchAndAttest(b *testing.B) {
-	ctx := context.Background()
-	s, err := startStack(ctx, stackOptions{Dir: b.TempDir(), Patients: 4, Seed: 1,
-		Tune: func(c *server.Config) { c.RateLimit = -1 }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	p := s.Portal.Patients()[3]
-	c, _ := client.New(s.BaseURL, &client.Options{PollInterval: 5 * time.Millisecond})
-	sess, err := c.Anon(ctx, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c = c.WithToken(sess.Token)
-	var accept []time.Duration
-	attest := func() (time.Duration, error) {
-		t := time.Now()
-		acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: s.PortalURL,
-			RecordID: p.ID, Credentials: acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword},
-			OutputFormat: acds.OutputFHIRR4})
-		if err != nil {
-			return 0, err
-		}
-		accept = append(accept, time.Since(t))
-		rec, err := c.Wait(ctx, acc.RequestID)
-		if err != nil {
-			return 0, err
-		}
-		if rec.Status != acds.StatusCompleted || rec.CompletedAt == nil {
-			return 0, fmt.Errorf("request %s: %+v", rec.Status, rec.Error)
-		}
-		return rec.CompletedAt.Sub(rec.CreatedAt), nil
-	}
-	// Warm up both paths once (connections, page cache, JIT-free but
-	// allocator warm-up).
-	if _, err := plainFetch(ctx, s.Portal, s.PortalURL, p.ID); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := attest(); err != nil {
-		b.Fatal(err)
-	}
-	var plain, e2e, serverSide []time.Duration
-	size := 0
-	b.ResetTimer()
-	for range b.N {
-		t := time.Now()
-		n, err := plainFetch(ctx, s.Portal, s.PortalURL, p.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		plain = append(plain, time.Since(t))
-		size = n
-		t = time.Now()
-		sd, err := attest()
-		if err != nil {
-			b.Fatal(err)
-		}
-		e2e = append(e2e, time.Since(t))
-		serverSide = append(serverSide, sd)
-	}
-	b.StopTimer()
-	a, bb, ss := median(plain), median(e2e), median(serverSide)
-	b.ReportMetric(float64(size), "portal-bytes")
-	b.ReportMetric(float64(a.Microseconds())/1000, "plain-ms")
-	b.ReportMetric(float64(bb.Microseconds())/1000, "attested-ms")
-	b.ReportMetric(float64(ss.Microseconds())/1000, "server-ms")
-	b.ReportMetric(float64(median(accept).Microseconds())/1000, "accept-ms")
-	b.ReportMetric(float64(bb)/float64(a), "ratio-b/a")
-	b.ReportMetric(float64(ss)/float64(a), "ratio-server/a")
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // TestFetchAndAttestEndToEnd extends TestServeFetchAndAttest to every
