@@ -135,6 +135,9 @@ func (w *waiters) size() (total, ids int) {
 // integer from 1 to maxWaitSeconds, is known. It returns 0 when absent.
 func parseWait(q url.Values) (int, *acds.Problem) {
 	for k := range q {
+		if k == "" {
+			return 0, fieldProblem("query", "a query parameter without a name; known: wait")
+		}
 		if k != "wait" {
 			return 0, fieldProblem(k, "unknown query parameter; known: wait")
 		}
