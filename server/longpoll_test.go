@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 )
@@ -204,22 +206,34 @@ func TestLongPollTimesOut(t *testing.T) {
 }
 
 // TestLongPollOtherReplica: a request completed by another server sharing
-// the store is seen by re-reading the store while waiting.
+// the store (the fake, and a real SQLite database) is seen by re-reading
+// the store while waiting.
 func TestLongPollOtherReplica(t *testing.T) {
-	g := newGate()
-	shared := servertest.NewMemStore()
-	front := newHarness(t, func(c *server.Config) { c.Store = shared; c.Workers = -1 })
-	newHarness(t, func(c *server.Config) { c.Store = shared; c.Pipeline = &servertest.Pipeline{Hook: g.hook} })
-	server.SetLongPollTiming(front.srv, time.Second, 20*time.Millisecond)
-	s := front.anon()
-	id := submit(t, front, s.Token)
-	<-g.reached // the other replica runs it
-	got := getAsync(context.Background(), front, "/v1/requests/"+id+"?wait=30", s.Token)
-	waitWaiters(t, front.srv, 1)
-	g.release()
-	p := await(t, got, 10*time.Second)
-	if r := decode[acds.Request](t, p.body); p.status != 200 || r.Status != acds.StatusCompleted {
-		t.Fatalf("%d %s", p.status, p.body)
+	for name, open := range map[string]func(t *testing.T) store.Store{
+		"memstore": func(*testing.T) store.Store { return servertest.NewMemStore() },
+		"sqlite": func(t *testing.T) store.Store {
+			st := openSQLite(t, filepath.Join(t.TempDir(), "acds.db"))
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := newGate()
+			shared := open(t)
+			front := newHarness(t, func(c *server.Config) { c.Store = shared; c.Workers = -1 })
+			newHarness(t, func(c *server.Config) { c.Store = shared; c.Pipeline = &servertest.Pipeline{Hook: g.hook} })
+			server.SetLongPollTiming(front.srv, time.Second, 20*time.Millisecond)
+			s := front.anon()
+			id := submit(t, front, s.Token)
+			<-g.reached // the other replica runs it
+			got := getAsync(context.Background(), front, "/v1/requests/"+id+"?wait=30", s.Token)
+			waitWaiters(t, front.srv, 1)
+			g.release()
+			p := await(t, got, 10*time.Second)
+			if r := decode[acds.Request](t, p.body); p.status != 200 || r.Status != acds.StatusCompleted || r.Result == nil {
+				t.Fatalf("%d %s", p.status, p.body)
+			}
+		})
 	}
 }
 
