@@ -262,6 +262,9 @@ func (c *Client) Wait(ctx context.Context, id string) (*acds.Request, error) {
 		start := time.Now()
 		var r acds.Request
 		err := c.do(ctx, http.MethodGet, path, q, nil, http.StatusOK, &r)
+		if err == nil && r.Done() {
+			return &r, nil
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -272,9 +275,6 @@ func (c *Client) Wait(ctx context.Context, id string) (*acds.Request, error) {
 		}
 		if err != nil {
 			return nil, err
-		}
-		if r.Done() {
-			return &r, nil
 		}
 		if hold > 0 && time.Since(start) >= time.Duration(hold)*time.Second*9/10 {
 			interval = c.opt.PollInterval
