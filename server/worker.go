@@ -125,8 +125,7 @@ func (s *Server) run(worker string, req *store.Request) {
 		err = s.cfg.Store.Fail(endCtx, req.ID, worker, b, now)
 		log.Info("request failed", "problem", problem.Code(), "detail", problem.Detail)
 	} else {
-		b, _ := marshal(result)
-		err = s.cfg.Store.Complete(endCtx, req.ID, worker, b, now)
+		err = s.cfg.Store.Complete(endCtx, req.ID, worker, resultRecord(result), now)
 		log.Info("request completed", "output_digest", result.OutputDigest)
 	}
 	if err != nil {
@@ -273,4 +272,30 @@ func redact(msg string, secrets ...string) string {
 		}
 	}
 	return msg
+}
+
+// resultRecord is the stored JSON of r: an acds.Result object whose output
+// member is r.Output byte for byte. It is assembled around the output
+// instead of encoding it with encoding/json, which would scan and copy the
+// output (megabytes for a large record) once more only to compact what
+// the Pipeline already wrote as canonical JSON — and would change the
+// digested bytes if it were not. The Pipeline contract (Output.JSON is
+// JSON) is what makes the record valid; the three other members are
+// encoded as JSON strings, as marshal would.
+func resultRecord(r *acds.Result) []byte {
+	format, _ := marshal(r.OutputFormat) // strings always encode
+	digest, _ := marshal(r.OutputDigest)
+	bundle, _ := marshal(r.AttestationBundle)
+	const (
+		f = `{"outputFormat":`
+		o = `,"output":`
+		d = `,"outputDigest":`
+		a = `,"attestationBundle":`
+	)
+	b := make([]byte, 0, len(f)+len(format)+len(o)+len(r.Output)+len(d)+len(digest)+len(a)+len(bundle)+1)
+	b = append(append(b, f...), format...)
+	b = append(append(b, o...), r.Output...)
+	b = append(append(b, d...), digest...)
+	b = append(append(b, a...), bundle...)
+	return append(b, '}')
 }
