@@ -389,20 +389,26 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 	prog.step(fmt.Sprintf("%s: accepted as %s", label, id))
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	// Poll often at first (the demo's requests take a fraction of a
-	// second), then within the server's per-token rate limit.
-	interval := func() time.Duration {
-		if time.Since(start) < time.Second {
-			return 20 * time.Millisecond
-		}
-		return 200 * time.Millisecond
+	// client.Wait long-polls, so the completion is seen as soon as it is
+	// stored; the ticker only redraws the progress line meanwhile.
+	type outcome struct {
+		r   *acds.Request
+		err error
 	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := c.Wait(wctx, id)
+		done <- outcome{r, err}
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		r, err := c.Request(wctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", label, err)
-		}
-		if r.Done() {
+		select {
+		case o := <-done:
+			if o.err != nil {
+				return nil, fmt.Errorf("%s: %w", label, o.err)
+			}
+			r := o.r
 			if r.Status != acds.StatusCompleted || r.Result == nil {
 				prog.step(fmt.Sprintf("%s: %s after %s", label, r.Status, round(time.Since(start))))
 				if r.Error != nil {
@@ -412,14 +418,8 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 			}
 			prog.step(fmt.Sprintf("%s: completed in %s", label, round(time.Since(start))))
 			return r, nil
-		}
-		prog.status(fmt.Sprintf("%s: %s %s", label, r.Status, round(time.Since(start).Truncate(100*time.Millisecond))))
-		t := time.NewTimer(interval())
-		select {
-		case <-wctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%s: %w", label, wctx.Err())
-		case <-t.C:
+		case <-tick.C:
+			prog.status(fmt.Sprintf("%s: processing %s", label, round(time.Since(start).Truncate(100*time.Millisecond))))
 		}
 	}
 }
