@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	kflate "github.com/klauspost/compress/flate"
 )
 
 // Blob codecs of the SQLite backend (columns input_codec, result_codec).
@@ -25,14 +27,18 @@ const (
 )
 
 // codecs holds reusable DEFLATE writers and readers (allocating a
-// compressor per write would cost more than the compression).
+// compressor per write would cost more than the compression). Writing uses
+// github.com/klauspost/compress/flate at level 1: the same raw DEFLATE
+// format (RFC 1951) as compress/flate, which reads it, at about twice the
+// speed of compress/flate's BestSpeed and a similar ratio on FHIR JSON
+// (the compression runs on the accept path of every request).
 type codecs struct {
 	writers sync.Pool
 	readers sync.Pool
 	limit   int // largest decoded value; 0 means maxDecoded
 }
 
-// compress returns b deflated at BestSpeed when that makes it at least an
+// compress returns b deflated at level 1 when that makes it at least an
 // eighth smaller, else b itself; and the codec to store with it.
 func (c *codecs) compress(b []byte) ([]byte, int) {
 	if len(b) < compressMin {
@@ -40,9 +46,9 @@ func (c *codecs) compress(b []byte) ([]byte, int) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(b) / 4)
-	w, _ := c.writers.Get().(*flate.Writer)
+	w, _ := c.writers.Get().(*kflate.Writer)
 	if w == nil {
-		w, _ = flate.NewWriter(&buf, flate.BestSpeed) // cannot fail for a valid level
+		w, _ = kflate.NewWriter(&buf, kflate.BestSpeed) // cannot fail for a valid level
 	} else {
 		w.Reset(&buf)
 	}
