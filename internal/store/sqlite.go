@@ -36,8 +36,11 @@ import (
 // queued and then committed together: one transaction, one fsync, and one
 // failing write (say a duplicate id) does not undo the others (SQLite undoes
 // a failed statement by itself; multi-statement writes get a savepoint).
-// Every caller still returns only after the commit that holds its write has
-// been synced. Under concurrency this amortises the fsync over many writes;
+// Writes that arrive while a batch's statements run still join that batch
+// before its COMMIT, so they share its fsync rather than wait for the next
+// one. Every caller still returns only after the commit that holds its
+// write has been synced: a nil error from a write means its row is in the
+// fsynced WAL. Under concurrency this amortises the fsync over many writes;
 // a lone write pays one fsync. The writer's statements are prepared once.
 //
 // Checkpoints (copying the WAL back into the database file) run in the
@@ -381,17 +384,22 @@ func (s *SQLite) writer() {
 		case j := <-s.jobs:
 			batch = append(batch[:0], j)
 		}
-	more:
-		for len(batch) < maxGroupCommit {
-			select {
-			case j := <-s.jobs:
-				batch = append(batch, j)
-			default:
-				break more
-			}
-		}
-		s.commit(batch)
+		batch = s.commit(s.drain(batch))
 	}
+}
+
+// drain adds the jobs already waiting to batch, up to maxGroupCommit,
+// without blocking.
+func (s *SQLite) drain(batch []*writeJob) []*writeJob {
+	for len(batch) < maxGroupCommit {
+		select {
+		case j := <-s.jobs:
+			batch = append(batch, j)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // commit runs a batch of jobs in one transaction and reports each job's
@@ -399,60 +407,73 @@ func (s *SQLite) writer() {
 // single statement, by its savepoint otherwise). An error that may have
 // broken the transaction, or a failed COMMIT, rolls back and fails every
 // job of the batch.
-func (s *SQLite) commit(batch []*writeJob) {
+//
+// Jobs that arrive while the batch's statements run join it before the
+// COMMIT (up to maxGroupCommit), so that they share its fsync instead of
+// waiting for the next one; a job is reported only after the COMMIT that
+// holds it has returned, that is after its write is synced (see the
+// type's Durability section). commit returns the batch, which it may
+// have grown, for reuse.
+func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 	w := s.w
-	errs := make([]error, len(batch))
+	errs := make([]error, 0, len(batch))
 	finish := func() {
 		for i, j := range batch {
 			j.done <- errs[i]
 		}
 	}
-	abort := func(err error) {
+	abort := func(err error) []*writeJob {
 		_, _ = w.exec("ROLLBACK")
-		for i := range errs {
+		for i := range batch {
+			if i >= len(errs) {
+				errs = append(errs, nil)
+			}
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
 		finish()
+		return batch
 	}
 	if _, err := w.exec("BEGIN IMMEDIATE"); err != nil {
-		abort(fmt.Errorf("store: begin: %w", err))
-		return
+		return abort(fmt.Errorf("store: begin: %w", err))
 	}
-	for i, j := range batch {
+	for i := 0; ; i++ {
+		if i == len(batch) {
+			if batch = s.drain(batch); i == len(batch) {
+				break
+			}
+		}
+		j := batch[i]
+		errs = append(errs, nil)
 		if err := j.ctx.Err(); err != nil {
 			errs[i] = err
 			continue
 		}
 		if j.single {
 			if errs[i] = s.run(j); errs[i] != nil && !statementUndone(errs[i]) {
-				abort(fmt.Errorf("store: transaction rolled back: %w", errs[i]))
-				return
+				return abort(fmt.Errorf("store: transaction rolled back: %w", errs[i]))
 			}
 			continue
 		}
 		if _, err := w.exec("SAVEPOINT job"); err != nil {
-			abort(fmt.Errorf("store: savepoint: %w", err))
-			return
+			return abort(fmt.Errorf("store: savepoint: %w", err))
 		}
 		if errs[i] = s.run(j); errs[i] != nil {
 			if _, err := w.exec("ROLLBACK TO job"); err != nil {
-				abort(fmt.Errorf("store: rollback to savepoint: %w", err))
-				return
+				return abort(fmt.Errorf("store: rollback to savepoint: %w", err))
 			}
 		}
 		if _, err := w.exec("RELEASE job"); err != nil {
-			abort(fmt.Errorf("store: release savepoint: %w", err))
-			return
+			return abort(fmt.Errorf("store: release savepoint: %w", err))
 		}
 	}
 	if _, err := w.exec("COMMIT"); err != nil {
-		abort(fmt.Errorf("store: commit: %w", err))
-		return
+		return abort(fmt.Errorf("store: commit: %w", err))
 	}
 	s.commits.Add(1)
 	finish()
+	return batch
 }
 
 // statementUndone tells whether a single-statement job that failed with
