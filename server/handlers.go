@@ -378,6 +378,12 @@ func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind s
 		ID: id, Owner: ownerFrom(r), Kind: kind, Status: store.StatusProcessing,
 		Input: input, Sealed: sealed, CreatedAt: now, UpdatedAt: now,
 	}
+	// Durability: the 202 below is written only after CreateRequest has
+	// returned nil, and the stores return nil only once the row is on
+	// stable storage (SQLite: the group commit holding it has fsynced the
+	// WAL under synchronous=FULL; PostgreSQL: the COMMIT returned, its WAL
+	// record flushed with the default synchronous_commit=on). A
+	// crash after this point cannot lose the request.
 	if err := s.cfg.Store.CreateRequest(r.Context(), req); err != nil {
 		s.storeFailed(w, "create request", err)
 		return
