@@ -884,21 +884,6 @@ type notFound struct{ status int }
 
 func (e *notFound) Error() string { return "not found: HTTP " + strconv.Itoa(e.status) }
 
-type searchPage struct {
-	ResourceType string `json:"resourceType"`
-	Type         string `json:"type"`
-	Link         []struct {
-		Relation string `json:"relation"`
-		URL      string `json:"url"`
-	} `json:"link"`
-	Entry []struct {
-		Resource json.RawMessage `json:"resource"`
-		Search   *struct {
-			Mode string `json:"mode"`
-		} `json:"search"`
-	} `json:"entry"`
-}
-
 // pagesOf reads a searchset and its next pages into got.
 func (s *session) pagesOf(ctx context.Context, u string, got *collected) error {
 	seen := map[string]bool{}
@@ -924,27 +909,25 @@ func (s *session) pagesOf(ctx context.Context, u string, got *collected) error {
 		default:
 			return &Error{Kind: ErrResponseInvalid, Op: op, Status: ex.status, Detail: s.outcomeText(ex.body)}
 		}
-		var p searchPage
-		if err := json.Unmarshal(ex.body, &p); err != nil {
+		// One validating pass over the page, then a walk that takes each
+		// resource as a slice of the body: decoding the page with
+		// encoding/json scanned it twice and copied every resource.
+		p, err := scanPage(ex.body)
+		if err != nil {
 			return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "the page is not JSON (truncated?)", Err: err}
 		}
-		if p.ResourceType != "Bundle" {
+		if p.resourceType != "Bundle" {
 			return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "the answer is not a Bundle"}
 		}
-		for _, e := range p.Entry {
-			if e.Search != nil && e.Search.Mode == "outcome" {
+		for _, e := range p.entries {
+			if e.outcome {
 				continue
 			}
-			if err := s.addResource(got, e.Resource, "", ""); err != nil {
+			if err := s.addHeader(got, e.resource, e.typ, e.id, e.headerErr, "", ""); err != nil {
 				return err
 			}
 		}
-		u = ""
-		for _, l := range p.Link {
-			if l.Relation == "next" {
-				u = l.URL
-			}
-		}
+		u = p.next
 		if u != "" {
 			nu, err := ex.url.Parse(u)
 			if err != nil || nu.Scheme != s.base.Scheme || nu.Host != s.base.Host {
@@ -962,7 +945,13 @@ func (s *session) addResource(got *collected, raw json.RawMessage, wantType, wan
 		return &Error{Kind: ErrResponseInvalid, Op: "GET " + wantType + "/" + wantID, Detail: "the answer is not JSON"}
 	}
 	typ, id, err := resourceHeader(raw)
-	if err != nil || !fhirType.MatchString(typ) || !fhirID.MatchString(id) {
+	return s.addHeader(got, raw, typ, id, err, wantType, wantID)
+}
+
+// addHeader is addResource for a resource whose header was read already
+// (typ, id and the error of reading them).
+func (s *session) addHeader(got *collected, raw json.RawMessage, typ, id string, err error, wantType, wantID string) error {
+	if err != nil || raw == nil || !fhirType.MatchString(typ) || !fhirID.MatchString(id) {
 		return &Error{Kind: ErrResponseInvalid, Op: "reading resources", Detail: "an entry is not a resource with a type and an id"}
 	}
 	if wantType != "" && (typ != wantType || id != wantID) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/netip"
@@ -126,4 +127,98 @@ func FuzzResourceHeader(f *testing.F) {
 			t.Fatalf("scan %q %q %v; encoding/json %q %q", typ, id, err, ts, is)
 		}
 	})
+}
+
+// FuzzScanPage checks the page walk against encoding/json with exact,
+// case-sensitive keys (a map decode) on every input: both accept or both
+// refuse it, and they find the same type, next link and entries, each
+// entry's resource byte for byte, with the type and id resourceHeader
+// reads from it.
+func FuzzScanPage(f *testing.F) {
+	for _, s := range []string{
+		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient","id":"p1"}}]}`,
+		`{"resourceType":"Bundle","link":[{"relation":"self","url":"a"},{"relation":"next","url":"b"}],"entry":[{"search":{"mode":"outcome"},"resource":{"resourceType":"OperationOutcome"}},null,{"resource":null},{}]}`,
+		` { "resourc\u0065Type" : "Bundle" , "entry" : [ { "resource" : { "id" : "x" } } ] , "entry" : null } `,
+		`{"resourceType":"Bundle","Entry":[{"resource":{}}]}`, `{"entry":{}}`, `{"entry":[1]}`, `{"link":[{"url":1}]}`,
+		`{"resourceType":1}`, `{"entry":[{"search":"x"}]}`, `[]`, `{"resourceType":"Bund`, `{"a":"\"}"}`,
+		`{"entry":[{"resource":{"resourceType":1,"id":"a"}},{"resource":[1]},{"resource":"x"},{"resource":{"i\u0064":"b","resourceType":"A"}}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := scanPage(b)
+		want, werr := pageByEncodingJSON(b)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("scanPage error %v, encoding/json error %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if (p.resourceType == "Bundle") != (want.resourceType == "Bundle") || p.next != want.next || len(p.entries) != len(want.entries) {
+			t.Fatalf("scanPage %q %q %d entries; encoding/json %q %q %d", p.resourceType, p.next, len(p.entries),
+				want.resourceType, want.next, len(want.entries))
+		}
+		for i := range p.entries {
+			if !bytes.Equal(p.entries[i].resource, want.entries[i].resource) || p.entries[i].outcome != want.entries[i].outcome {
+				t.Fatalf("entry %d: scanPage %q %v; encoding/json %q %v", i, p.entries[i].resource, p.entries[i].outcome,
+					want.entries[i].resource, want.entries[i].outcome)
+			}
+			if r := p.entries[i].resource; r != nil {
+				typ, id, err := resourceHeader(r)
+				if typ != p.entries[i].typ || id != p.entries[i].id || (err == nil) != (p.entries[i].headerErr == nil) {
+					t.Fatalf("entry %d header %q %q %v; resourceHeader %q %q %v", i, p.entries[i].typ, p.entries[i].id,
+						p.entries[i].headerErr, typ, id, err)
+				}
+			}
+		}
+	})
+}
+
+// pageByEncodingJSON is FuzzScanPage's oracle.
+func pageByEncodingJSON(b []byte) (*page, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, err
+	}
+	if top == nil {
+		return nil, errors.New("not an object")
+	}
+	var p page
+	if v, ok := top["resourceType"]; ok {
+		if err := json.Unmarshal(v, &p.resourceType); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := top["link"]; ok {
+		var links []struct{ Relation, URL string }
+		if err := json.Unmarshal(v, &links); err != nil {
+			return nil, err
+		}
+		for _, l := range links {
+			if l.Relation == "next" {
+				p.next = l.URL
+			}
+		}
+	}
+	if v, ok := top["entry"]; ok {
+		var entries []map[string]json.RawMessage
+		if err := json.Unmarshal(v, &entries); err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			var pe pageEntry
+			if r, ok := e["resource"]; ok && string(r) != "null" {
+				pe.resource = r
+			}
+			if s, ok := e["search"]; ok {
+				var m *struct{ Mode string }
+				if err := json.Unmarshal(s, &m); err != nil {
+					return nil, err
+				}
+				pe.outcome = m != nil && m.Mode == "outcome"
+			}
+			p.entries = append(p.entries, pe)
+		}
+	}
+	return &p, nil
 }
