@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
@@ -44,14 +45,17 @@ import (
 // serve` also checks the FHIR there (fhir.Check, benchmarked in package
 // fhir), which adds its own cost per byte. Rate limiting is off as with
 // `acds serve --rate-limit 0`. As a diagnostic, nodisk-req/s is the same
-// server on the in-memory store. Each server's goroutines carry the pprof
-// label bench=acds|bare|floor|nodisk, so a -cpuprofile splits by server
+// server on the in-memory store, and checked-req/s (with checked-ratio to
+// bare) the same server on a SQLite store of its own with the acceptance-
+// time FHIR check of `acds serve` (fhir.Check) as its Checker: what a
+// deployment pays per byte on top of req/s. Each server's goroutines
+// carry the pprof label bench=acds|bare|floor|nodisk|checked, so a -cpuprofile splits by server
 // (go tool pprof -tagfocus bench=acds ...). Run it with:
 //
 //	go test ./server -run '^$' -bench ProcessAccept -benchtime 3000x
 //
 // The phases run one after the other in the order bare, nodisk, floor,
-// acds; on a shared machine repeat the run (-count 5) and compare the
+// checked, acds; on a shared machine repeat the run (-count 5) and compare the
 // ratios, which are measured seconds apart, rather than absolute rates.
 func BenchmarkProcessAccept(b *testing.B) {
 	const clients = 32
@@ -134,10 +138,31 @@ func BenchmarkProcessAccept(b *testing.B) {
 		memTokens[i] = decode[acds.Session](b, mustRead(b, resp)).Token
 	}
 
+	// The server as `acds serve` runs it: fhir.Check at acceptance.
+	var ckSt *store.SQLite
+	labelled("checked", func() { ckSt = openSQLite(b, filepath.Join(b.TempDir(), "checked.db")) })
+	defer ckSt.Close()
+	ckSrv, err := server.New(server.Config{Store: ckSt, Pipeline: fhirChecked{processOnly{&servertest.Pipeline{}}}, Enclave: servertest.NewEnclave(), Workers: -1, RateLimit: -1, AuthRateLimit: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ckSrv.Close(context.Background())
+	ckTS := httptest.NewServer(withLabel("checked", ckSrv.Handler()))
+	defer ckTS.Close()
+	ckTokens := make([]string, clients)
+	for i := range ckTokens {
+		resp, err := hc.Post(ckTS.URL+"/v1/auth/anon", "application/json", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ckTokens[i] = decode[acds.Session](b, mustRead(b, resp)).Token
+	}
+
 	n := b.N
 	bareRate, bareP50, bareP99 := drive(b, hc, bare.URL+"/v1/process", nil, body, n, clients)
 	memRate, _, _ := drive(b, hc, memTS.URL+"/v1/process", memTokens, body, n, clients)
 	floorRate, floorP50, floorP99 := drive(b, hc, floor.URL+"/v1/process", nil, body, n, clients)
+	ckRate, _, ckP99 := drive(b, hc, ckTS.URL+"/v1/process", ckTokens, body, n, clients)
 	b.ResetTimer()
 	rate, p50, p99 := drive(b, hc, acdsTS.URL+"/v1/process", tokens, body, n, clients)
 	b.StopTimer()
@@ -154,6 +179,17 @@ func BenchmarkProcessAccept(b *testing.B) {
 	b.ReportMetric(float64(floorP99.Microseconds())/1000, "floor-p99-ms")
 	b.ReportMetric(rate/floorRate, "floor-ratio")
 	b.ReportMetric(memRate, "nodisk-req/s")
+	b.ReportMetric(ckRate, "checked-req/s")
+	b.ReportMetric(float64(ckP99.Microseconds())/1000, "checked-p99-ms")
+	b.ReportMetric(ckRate/bareRate, "checked-ratio")
+}
+
+// fhirChecked adds the acceptance-time check of `acds serve` to a
+// pipeline: fhir.Check, which accepts exactly what fhir.Process will.
+type fhirChecked struct{ processOnly }
+
+func (fhirChecked) Check(_ context.Context, input []byte) error {
+	return fhir.Check(input, fhir.Options{})
 }
 
 // labelled runs f with the pprof label bench=name; goroutines f starts
