@@ -389,7 +389,7 @@ func (s *session) once(ctx context.Context, op string, data bool, build func(ctx
 	if !data {
 		limit = min(limit, maxAuthPage)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	body, err := readBody(resp, limit+1)
 	s.bytes += int64(len(body))
 	if err != nil {
 		return nil, &Error{Kind: ErrUnavailable, Op: op, Status: resp.StatusCode, Err: err}, 0
@@ -407,6 +407,20 @@ func (s *session) once(ctx context.Context, op string, data bool, build func(ctx
 		return nil, e, wait
 	}
 	return &exchange{status: resp.StatusCode, header: resp.Header, body: body, url: resp.Request.URL}, nil, 0
+}
+
+// readBody reads at most max bytes of resp's body. When the portal
+// announced the length (within max), the buffer is allocated once at that
+// size instead of growing (and being copied) as io.ReadAll's does, which
+// for a megabyte page cost several copies.
+func readBody(resp *http.Response, max int64) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n >= max {
+		return io.ReadAll(io.LimitReader(resp.Body, max))
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, max))
+	return buf.Bytes(), err
 }
 
 // requestLine renders req as an HTTP/1.1 request line.
