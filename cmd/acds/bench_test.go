@@ -43,7 +43,8 @@ import (
 //	(c) floor: the least work any correct implementation must do for that
 //	    request, with no HTTP API, JSON envelope, polling or queue: the
 //	    notarized fetch through the real prover and a notary (portal
-//	    Fetcher, same connector), fhir.Process on the fetched bytes, one
+//	    Fetcher, same connector; the notary is a second instance of the
+//	    one the server runs in process, on loopback too), fhir.Process on the fetched bytes, one
 //	    enclave attestation (enclave Attest, the same enclave) and one
 //	    durable write of output and bundle to SQLite (WAL,
 //	    synchronous=FULL: the commit is fsynced).
@@ -55,7 +56,10 @@ import (
 // completedAt, which leaves out the accept round trip and the delivery)
 // and the delivery (delivery-ms: completedAt to client.Wait returning the
 // record: storing the result, waking the long-poll, reading the record
-// back, encoding, sending and decoding it; same machine, same clock).
+// back, encoding, sending and decoding it; same machine, same clock), with
+// the store's part of (b) timed through a wrapping store: the claim, the
+// write of the result and the read of the completed request
+// (store-claim-ms, store-complete-ms, store-get-ms).
 func BenchmarkFetchAndAttest(b *testing.B) {
 	ctx := context.Background()
 	ts := &timedStore{}
