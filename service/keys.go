@@ -1,16 +1,12 @@
 package service
 
 import (
-	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/mpctls/notary"
 )
 
 // deidentificationKey returns the 32-byte HMAC key for de-identification
@@ -40,50 +36,6 @@ func deidentificationKey(e *attestation.Enclave, path string) ([]byte, error) {
 		return nil, fmt.Errorf("de-identification key: %w", err)
 	}
 	return key, nil
-}
-
-// notaryKey reads the in-process notary's signing key at path, or creates
-// one there (mode 0600, never overwriting) when the file does not exist. A
-// key file readable by group or others is refused. Errors never contain
-// the key.
-func notaryKey(path string) (key ed25519.PrivateKey, created bool, err error) {
-	f, err := os.Open(path)
-	if err == nil {
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return nil, false, fmt.Errorf("key file: %w", err)
-		}
-		if st.Mode().Perm()&0o077 != 0 {
-			return nil, false, fmt.Errorf("key file %s is accessible by group or others (mode %v); chmod 600 it", path, st.Mode().Perm())
-		}
-		b, err := io.ReadAll(io.LimitReader(f, 64<<10))
-		if err != nil {
-			return nil, false, fmt.Errorf("key file: %w", err)
-		}
-		key, err := notary.ParsePrivateKey(b)
-		clear(b)
-		if err != nil {
-			return nil, false, fmt.Errorf("key file %s: %w", path, err)
-		}
-		return key, false, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, false, fmt.Errorf("key file: %w", err)
-	}
-	_, key, err = ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, false, err
-	}
-	b, err := notary.MarshalPrivateKey(key)
-	if err != nil {
-		return nil, false, err
-	}
-	defer clear(b)
-	if err := writeNew(path, b); err != nil {
-		return nil, false, fmt.Errorf("key file: %w", err)
-	}
-	return key, true, nil
 }
 
 // writeNew creates path with mode 0600 and writes b to it; it never

@@ -208,7 +208,7 @@ func (s *Service) startNotary(o Options, guard portal.Guard, roots *x509.CertPoo
 		log.Info("using an external notary", "addr", o.Notary)
 		return nil
 	}
-	key, created, err := notaryKey(filepath.Join(o.DataDir, "notary.key"))
+	key, created, err := notary.LoadOrCreateKey(filepath.Join(o.DataDir, "notary.key"))
 	if err != nil {
 		return fmt.Errorf("in-process notary: %w", err)
 	}

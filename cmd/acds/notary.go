@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"sync"
@@ -41,7 +38,7 @@ func runNotary(ctx context.Context, e env) int {
 		fmt.Fprintf(e.stderr, "acds notary: unexpected argument %q\n", flags.Arg(0))
 		return 2
 	}
-	key, created, err := loadOrCreateNotaryKey(*keyFile)
+	key, created, err := notary.LoadOrCreateKey(*keyFile)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
 		return 1
@@ -117,55 +114,4 @@ func (l *notaryLogWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// loadOrCreateNotaryKey reads the signing key at path, or creates one
-// there (mode 0600, never overwriting) when the file does not exist. A key
-// file readable by group or others is refused.
-func loadOrCreateNotaryKey(path string) (ed25519.PrivateKey, bool, error) {
-	f, err := os.Open(path)
-	if err == nil {
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return nil, false, fmt.Errorf("key file: %w", err)
-		}
-		if st.Mode().Perm()&0o077 != 0 {
-			return nil, false, fmt.Errorf("key file %s is accessible by group or others (mode %v); chmod 600 it", path, st.Mode().Perm())
-		}
-		b, err := io.ReadAll(io.LimitReader(f, 64<<10))
-		if err != nil {
-			return nil, false, fmt.Errorf("key file: %w", err)
-		}
-		key, err := notary.ParsePrivateKey(b)
-		if err != nil {
-			return nil, false, fmt.Errorf("key file %s: %w", path, err)
-		}
-		return key, false, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, false, fmt.Errorf("key file: %w", err)
-	}
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, false, err
-	}
-	b, err := notary.MarshalPrivateKey(key)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, false, fmt.Errorf("key file: %w", err)
-	}
-	if _, err := out.Write(b); err != nil {
-		out.Close()
-		os.Remove(path)
-		return nil, false, fmt.Errorf("key file: %w", err)
-	}
-	if err := out.Close(); err != nil {
-		os.Remove(path)
-		return nil, false, fmt.Errorf("key file: %w", err)
-	}
-	return key, true, nil
 }
