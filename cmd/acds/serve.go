@@ -49,7 +49,7 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address (host:port; port 0 picks a free port)")
 	fs.StringVar(&f.dataDir, "data-dir", "./acds-data", "directory for the SQLite store and the simulated enclave's keys (created 0700)")
 	fs.StringVar(&f.store, "store", "", "store: empty or \"sqlite\" for <data-dir>/acds.db, \"sqlite:PATH\", or a postgres://… DSN shared by replicas")
-	fs.StringVar(&f.notary, "notary", "", "MPC-TLS notary: empty for the in-process notary, or host:port of an `acds notary`")
+	fs.StringVar(&f.notary, "notary", "", "MPC-TLS notary: empty for the in-process notary, or the `host:port` of an acds notary")
 	fs.StringVar(&f.notaryKey, "notary-key", "", "file with the trusted public key of the external notary (required with --notary host:port)")
 	fs.StringVar(&f.portalCA, "portal-ca", "", "PEM file of extra root certificates trusted for portals")
 	fs.BoolVar(&f.allowPrivatePortals, "allow-private-portals", false, "allow portals on loopback, private and link-local addresses (development only)")
