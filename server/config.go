@@ -12,7 +12,7 @@ import (
 // Defaults for the zero values of Config.
 const (
 	DefaultTokenLifetime  = 24 * time.Hour
-	DefaultMaxProcessBody = 32 << 20 // 32 MiB, POST /v1/process
+	DefaultMaxProcessBody = 32 << 20 // 32 MiB, POST /v1/process and POST /v1/verify (which carries the output)
 	DefaultMaxBody        = 64 << 10 // 64 KiB, every other body
 	DefaultRateLimit      = 20       // requests per second per token
 	DefaultAuthRateLimit  = 2        // requests per second per address on /v1/auth/* and /v1/verify
@@ -49,7 +49,8 @@ type Config struct {
 
 	// TokenLifetime is how long a bearer token is valid. Zero means 24 h.
 	TokenLifetime time.Duration
-	// MaxProcessBody limits the POST /v1/process body in bytes. Zero means 32 MiB.
+	// MaxProcessBody limits the POST /v1/process body in bytes, and the POST
+	// /v1/verify body, which may carry the output it checks. Zero means 32 MiB.
 	MaxProcessBody int64
 	// MaxBody limits every other body in bytes. Zero means 64 KiB.
 	MaxBody int64

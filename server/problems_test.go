@@ -87,6 +87,9 @@ func TestEveryProblemCode(t *testing.T) {
 		{name: "private v6 portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "https://[fd00::1]/"), code: acds.ProblemForbiddenPortal},
 		{name: "localhost portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "https://localhost/"), code: acds.ProblemForbiddenPortal},
 		{name: "decimal ip portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "https://2130706433/"), code: acds.ProblemForbiddenPortal},
+		// /v1/verify carries the output it checks, so it has the /v1/process limit, not MaxBody.
+		{name: "verify body too large", method: "POST", path: "/v1/verify", body: `{"bundle":"aGVsbG8=","output":"` + strings.Repeat("a", 5000) + `"}`, code: acds.ProblemPayloadTooLarge},
+		{name: "verify body above MaxBody is read", method: "POST", path: "/v1/verify", body: `{"bundle":"!","output":"` + strings.Repeat("a", 2000) + `"}`, code: acds.ProblemInvalidRequest, wantField: "bundle"},
 		{name: "no verifier", h: noVerifier, method: "POST", path: "/v1/verify", body: `{"bundle":"aGVsbG8="}`, code: acds.ProblemUnavailable},
 	}
 	for _, c := range cases {
