@@ -153,12 +153,14 @@ type VerifyRequest struct {
 
 // VerifyDetails are the details of a verification.
 type VerifyDetails struct {
-	Profile      string    `json:"profile"`
-	Measurement  string    `json:"measurement"`
-	IssuedAt     time.Time `json:"issuedAt"`
-	RequestID    string    `json:"requestId"`
-	OutputDigest string    `json:"outputDigest"`
-	Source       string    `json:"source"` // SourceMPCTLS or SourceRaw
+	// Each field below is omitted when verification did not establish it
+	// (for example, the claims of a bundle whose signature failed).
+	Profile      string    `json:"profile,omitempty"`
+	Measurement  string    `json:"measurement,omitempty"`
+	IssuedAt     time.Time `json:"issuedAt,omitzero"`
+	RequestID    string    `json:"requestId,omitempty"`
+	OutputDigest string    `json:"outputDigest,omitempty"`
+	Source       string    `json:"source,omitempty"` // SourceMPCTLS or SourceRaw
 	PortalHost   string    `json:"portalHost,omitempty"`
 	// Reasons lists every check that failed and every relaxation that applied.
 	Reasons []string `json:"reasons"`
