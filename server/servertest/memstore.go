@@ -6,11 +6,8 @@ package servertest
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,12 +44,11 @@ var _ store.Store = (*MemStore)(nil)
 
 // Limits, as the real backends apply them.
 const (
-	// maxName bounds ids, owners, pseudonyms and worker names.
+	// maxName bounds ids, owners, pseudonyms and worker names (as
+	// store.CheckName).
 	maxName = 200
 	// maxEncodedHash bounds a stored passphrase hash.
 	maxEncodedHash = 1024
-	// minLimit and maxLimit clamp a page's size.
-	minLimit, maxLimit = 1, 100
 )
 
 // begin checks ctx, then takes the lock; it fails with ErrClosed after
@@ -70,7 +66,7 @@ func (m *MemStore) begin(ctx context.Context) error {
 }
 
 // dbTime is a time as the stores keep it: UTC, microsecond precision.
-func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+func dbTime(t time.Time) time.Time { return store.StoredTime(t) }
 
 // dbOptTime is dbTime that keeps the zero time zero.
 func dbOptTime(t time.Time) time.Time {
@@ -80,37 +76,14 @@ func dbOptTime(t time.Time) time.Time {
 	return dbTime(t)
 }
 
-func checkName(what, v string) error {
-	if v == "" {
-		return fmt.Errorf("memstore: empty %s: %w", what, store.ErrInvalid)
-	}
-	if len(v) > maxName {
-		return fmt.Errorf("memstore: %s longer than %d bytes: %w", what, maxName, store.ErrInvalid)
-	}
-	return nil
-}
-
 // validName reports whether v could name a stored row; lookups by a name
 // that could not are simply not found.
 func validName(v string) bool { return v != "" && len(v) <= maxName }
 
-func checkTokenHash(h []byte) error {
-	if len(h) != 32 {
-		return fmt.Errorf("memstore: token hash is %d bytes, want 32: %w", len(h), store.ErrInvalid)
-	}
-	return nil
-}
-
 // CreateSession implements store.Store.
 func (m *MemStore) CreateSession(ctx context.Context, s store.Session) error {
-	if err := checkName("pseudonym", s.Pseudonym); err != nil {
+	if err := store.CheckSession(s); err != nil {
 		return err
-	}
-	if err := checkTokenHash(s.TokenHash); err != nil {
-		return err
-	}
-	if s.CreatedAt.IsZero() || s.ExpiresAt.IsZero() {
-		return fmt.Errorf("memstore: session times must be set: %w", store.ErrInvalid)
 	}
 	if err := m.begin(ctx); err != nil {
 		return err
@@ -131,7 +104,7 @@ func (m *MemStore) CreateSession(ctx context.Context, s store.Session) error {
 
 // SessionByTokenHash implements store.Store.
 func (m *MemStore) SessionByTokenHash(ctx context.Context, h []byte) (store.Session, error) {
-	if err := checkTokenHash(h); err != nil {
+	if err := store.CheckTokenHash(h); err != nil {
 		return store.Session{}, err
 	}
 	if err := m.begin(ctx); err != nil {
@@ -149,7 +122,7 @@ func (m *MemStore) SessionByTokenHash(ctx context.Context, h []byte) (store.Sess
 
 // SetPassphrase implements store.Store. It replaces an existing passphrase.
 func (m *MemStore) SetPassphrase(ctx context.Context, pseudonym, enc string) error {
-	if err := checkName("pseudonym", pseudonym); err != nil {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
 		return err
 	}
 	if enc == "" || len(enc) > maxEncodedHash {
@@ -165,7 +138,7 @@ func (m *MemStore) SetPassphrase(ctx context.Context, pseudonym, enc string) err
 
 // Passphrase implements store.Store.
 func (m *MemStore) Passphrase(ctx context.Context, pseudonym string) (string, error) {
-	if err := checkName("pseudonym", pseudonym); err != nil {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
 		return "", err
 	}
 	if err := m.begin(ctx); err != nil {
@@ -210,20 +183,8 @@ func clone(r *store.Request) store.Request {
 // request as StatusProcessing with no attempts, lease, result or error,
 // whatever r says about those, and sets UpdatedAt to CreatedAt.
 func (m *MemStore) CreateRequest(ctx context.Context, r store.Request) error {
-	if err := checkName("request id", r.ID); err != nil {
+	if err := store.CheckNewRequest(r); err != nil {
 		return err
-	}
-	if err := checkName("owner", r.Owner); err != nil {
-		return err
-	}
-	if r.Kind != store.KindProcess && r.Kind != store.KindFetchAndAttest {
-		return fmt.Errorf("memstore: unknown request kind %q: %w", r.Kind, store.ErrInvalid)
-	}
-	if r.Status != "" && r.Status != store.StatusProcessing {
-		return fmt.Errorf("memstore: a new request must be %s, not %q: %w", store.StatusProcessing, r.Status, store.ErrInvalid)
-	}
-	if r.CreatedAt.IsZero() {
-		return fmt.Errorf("memstore: request created_at must be set: %w", store.ErrInvalid)
 	}
 	if err := m.begin(ctx); err != nil {
 		return err
@@ -270,61 +231,20 @@ func newer(a, b *store.Request) bool {
 	return a.ID > b.ID
 }
 
-// A cursor names the last request of a page: base64url (no padding) of
-// "m1.<created_at in microseconds>.<id>". Anything this store did not
-// issue is ErrInvalid.
-const cursorPrefix = "m1."
-
-// maxCursor bounds the encoded cursor read from a client.
-const maxCursor = 4 * (len(cursorPrefix) + 21 + 1 + maxName) / 3
-
-func encodeCursor(r *store.Request) string {
-	raw := cursorPrefix + strconv.FormatInt(r.CreatedAt.UnixMicro(), 10) + "." + r.ID
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
-}
-
-func decodeCursor(c string) (*store.Request, error) {
-	bad := func(why string) (*store.Request, error) {
-		return nil, fmt.Errorf("memstore: bad page cursor: %s: %w", why, store.ErrInvalid)
-	}
-	if len(c) > maxCursor {
-		return bad("too long")
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return bad("not base64url")
-	}
-	rest, ok := strings.CutPrefix(string(b), cursorPrefix)
-	if !ok {
-		return bad("unknown version")
-	}
-	ts, id, ok := strings.Cut(rest, ".")
-	if !ok {
-		return bad("missing id")
-	}
-	us, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || ts != strconv.FormatInt(us, 10) {
-		return bad("bad time")
-	}
-	if !validName(id) {
-		return bad("bad id")
-	}
-	return &store.Request{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, nil
-}
-
-// ListRequests implements store.Store. A cursor it did not issue is
-// ErrInvalid.
+// ListRequests implements store.Store, with the real stores' cursor
+// format (store.EncodeCursor); anything else is ErrInvalid.
 func (m *MemStore) ListRequests(ctx context.Context, owner string, p store.Page) ([]store.Request, string, error) {
-	if err := checkName("owner", owner); err != nil {
+	if err := store.CheckName("owner", owner); err != nil {
 		return nil, "", err
 	}
-	limit := min(max(p.Limit, minLimit), maxLimit)
+	limit := store.ClampLimit(p.Limit)
 	var after *store.Request
 	if p.Cursor != "" {
-		var err error
-		if after, err = decodeCursor(p.Cursor); err != nil {
+		createdAt, id, err := store.DecodeCursor(p.Cursor)
+		if err != nil {
 			return nil, "", err
 		}
+		after = &store.Request{CreatedAt: createdAt, ID: id}
 	}
 	if err := m.begin(ctx); err != nil {
 		return nil, "", err
@@ -345,7 +265,7 @@ func (m *MemStore) ListRequests(ctx context.Context, owner string, p store.Page)
 	next := ""
 	if len(all) > limit {
 		all = all[:limit]
-		next = encodeCursor(all[limit-1])
+		next = store.EncodeCursor(all[limit-1].CreatedAt, all[limit-1].ID)
 	}
 	out := make([]store.Request, len(all))
 	for i, r := range all {
@@ -374,19 +294,11 @@ func (m *MemStore) DeleteRequest(ctx context.Context, owner, id string) error {
 // Claim implements store.Store. The store's mutex serialises claims, so no
 // two callers can lease the same request.
 func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Request, error) {
-	if err := checkName("worker", o.Worker); err != nil {
+	o, err := store.NormalizeClaim(o)
+	if err != nil {
 		return nil, err
 	}
-	if o.Lease <= 0 {
-		return nil, fmt.Errorf("memstore: lease must be positive: %w", store.ErrInvalid)
-	}
-	if o.MaxAttempts < 0 {
-		return nil, fmt.Errorf("memstore: negative max attempts: %w", store.ErrInvalid)
-	}
-	if o.Now.IsZero() {
-		o.Now = time.Now()
-	}
-	now := dbTime(o.Now)
+	now := o.Now
 	if err := m.begin(ctx); err != nil {
 		return nil, err
 	}
