@@ -36,4 +36,4 @@ if command -v gcc >/dev/null 2>&1; then
 fi
 
 # 5. A short fuzz run of the decoder.
-go test -run '^$' -fuzz '^FuzzUnmarshal$' -fuzztime 20s ./fhir/r4/
+bash .ci/fuzz.sh FuzzUnmarshal ./fhir/r4/ 20s

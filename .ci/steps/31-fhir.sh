@@ -20,5 +20,5 @@ fi
 go test -count=1 -run 'TestOfficialExamples|TestDeterministicAndCurrent' ./fhir/ ./internal/fhirgen/spec/
 
 # 3. Short fuzz runs (the seed corpora already replay in go test).
-go test -run '^$' -fuzz '^FuzzValidate$' -fuzztime 45s ./fhir/
-go test -run '^$' -fuzz '^FuzzProcess$' -fuzztime 45s ./fhir/
+bash .ci/fuzz.sh FuzzValidate ./fhir/ 45s
+bash .ci/fuzz.sh FuzzProcess ./fhir/ 45s

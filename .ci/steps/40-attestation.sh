@@ -26,7 +26,7 @@ fi
 
 fuzz() { # fuzz TARGET PACKAGE
   echo "-- fuzz $1 in $2"
-  go test -run '^$' -fuzz "^$1\$" -fuzztime "${ACDS_FUZZTIME:-20s}" "$2"
+  bash .ci/fuzz.sh "$1" "$2" "${ACDS_FUZZTIME:-20s}"
 }
 fuzz FuzzVerify ./verify/
 fuzz FuzzParseBundle ./attestation/

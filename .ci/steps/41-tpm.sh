@@ -18,5 +18,5 @@ echo "-- attestation/tpm against the TPM simulator"
 CGO_ENABLED=1 go test -count=1 -tags tpmsim ./attestation/tpm/...
 
 echo "-- fuzz the TDX and TPM evidence parsers briefly"
-go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 20s ./attestation/tdx/
-go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 20s ./attestation/tpm/
+bash .ci/fuzz.sh FuzzVerify ./attestation/tdx/ 20s
+bash .ci/fuzz.sh FuzzVerify ./attestation/tpm/ 20s

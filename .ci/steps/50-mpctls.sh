@@ -24,5 +24,5 @@ go test -count=1 -race ./mpctls/
 
 echo "-- mpctls: fuzz"
 for target in FuzzRecordReader FuzzParseStatement FuzzPresentation FuzzVerifyHandshake; do
-  go test -run='^$' -fuzz="^${target}\$" -fuzztime=15s -fuzzminimizetime=2s ./mpctls/
+  bash .ci/fuzz.sh "$target" ./mpctls/ 15s
 done

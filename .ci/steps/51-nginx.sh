@@ -29,5 +29,5 @@ echo "-- race detector: notary and prover"
 CGO_ENABLED=1 go test -count=1 -race ./mpctls/notary/... ./mpctls/prover/ 
 
 echo "-- fuzz the notary's hello policy and the prover's record splitter"
-go test -run '^$' -fuzz '^FuzzHelloWatch$' -fuzztime 15s ./mpctls/notary/
-go test -run '^$' -fuzz '^FuzzSplitter$' -fuzztime 15s ./mpctls/prover/
+bash .ci/fuzz.sh FuzzHelloWatch ./mpctls/notary/ 15s
+bash .ci/fuzz.sh FuzzSplitter ./mpctls/prover/ 15s

@@ -19,6 +19,6 @@ echo "-- acds portal command"
 go test -count=1 -run 'TestPortalCommand' ./cmd/acds/
 
 echo "-- fuzz: login-page reader, numeric host forms, portal answers"
-go test -run '^$' -fuzz '^FuzzParseHTML$' -fuzztime 15s ./internal/portal/
-go test -run '^$' -fuzz '^FuzzParseHostAddr$' -fuzztime 15s ./internal/portal/
-go test -run '^$' -fuzz '^FuzzConnectorPages$' -fuzztime 15s ./internal/portal/
+bash .ci/fuzz.sh FuzzParseHTML ./internal/portal/ 15s
+bash .ci/fuzz.sh FuzzParseHostAddr ./internal/portal/ 15s
+bash .ci/fuzz.sh FuzzConnectorPages ./internal/portal/ 15s
