@@ -1,0 +1,100 @@
+package fhir
+
+import (
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
+)
+
+// specFrame is one element on the current path of a specWalk: the node
+// r4.Walk handed over, with its definition from the spec tables.
+type specFrame struct {
+	// Node is what r4.Walk passed: an r4.Resource for the root and for
+	// nested resources, otherwise a pointer to the element (*r4.HumanName,
+	// *r4.String, *r4.PatientContact…).
+	Node any
+	// Type is the node's type definition: the concrete resource type for
+	// resources, else the element's data, primitive or backbone type. Nil
+	// when the tables hold none.
+	Type *spec.Type
+	// Elem is the element of the parent that holds the node; nil for the
+	// root resource and when the tables hold none.
+	Elem *spec.Element
+	// Name and Index are the last step of the node's path (Index -1 when
+	// the element does not repeat); Name is "" for the root.
+	Name  string
+	Index int
+	// Present lists the JSON names of the children visited so far, each
+	// once, in visiting order. At leave it holds every child that is set
+	// (plain-string members such as id and Extension.url excepted, which
+	// r4.Walk does not visit). Its storage is reused after leave.
+	Present []string
+}
+
+// has reports whether a child named name was visited.
+func (f *specFrame) has(name string) bool {
+	for _, p := range f.Present {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// specWalk walks r depth-first like r4.Walk, calling enter for every node
+// before its children and leave after them, each with the node's frame and
+// the frames of its ancestors (stack[len(stack)-1] is the node itself,
+// stack[0] the root). path is r4.Walk's path of the node during enter; it
+// is not valid during leave. An error from enter other than
+// r4.SkipChildren ends the walk and is returned; leave is still called for
+// every frame entered. enter and leave may be nil.
+func specWalk(r r4.Resource, enter func(path *r4.Path, stack []specFrame) error, leave func(stack []specFrame)) error {
+	var frames []specFrame
+	pop := func(to int) {
+		for len(frames) > to {
+			if leave != nil {
+				leave(frames)
+			}
+			frames = frames[:len(frames)-1]
+		}
+	}
+	err := r4.Walk(r, func(path *r4.Path, node any) error {
+		depth := path.Len()
+		pop(depth)
+		f := specFrame{Node: node, Index: -1}
+		if len(frames) < cap(frames) {
+			// Reuse the Present storage of the frame last popped here.
+			f.Present = frames[:len(frames)+1][len(frames)].Present[:0]
+		}
+		if depth > 0 {
+			seg := path.Segments()[depth-1]
+			f.Name, f.Index = seg.Name, seg.Index
+			parent := &frames[depth-1]
+			if n := len(parent.Present); n == 0 || parent.Present[n-1] != seg.Name {
+				parent.Present = append(parent.Present, seg.Name)
+			}
+			if pt := parent.Type; pt != nil {
+				if pt.Kind == spec.Primitive {
+					// A primitive's children are those of Element (id, extension).
+					pt = elementType
+				}
+				f.Elem = pt.Element(seg.Name)
+			}
+		}
+		if res, ok := node.(r4.Resource); ok {
+			f.Type = spec.Lookup(res.ResourceType())
+		} else if f.Elem != nil {
+			f.Type = f.Elem.TypeDef()
+		}
+		frames = append(frames, f)
+		if enter == nil {
+			return nil
+		}
+		return enter(path, frames)
+	})
+	pop(0)
+	return err
+}
+
+// elementType is the definition of Element, whose children (id,
+// extension) every primitive has.
+var elementType = spec.Lookup("Element")
