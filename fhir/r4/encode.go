@@ -7,7 +7,9 @@ import (
 )
 
 // encoder appends FHIR JSON to buf. The generated encodeMembers methods write
-// members in definition order; empty objects and arrays are never written.
+// members in definition order (Marshal), the encodeCanonical methods in
+// RFC 8785 order (AppendCanonical); empty objects and arrays are never
+// written.
 // Strings are escaped as RFC 8785 (JCS) prescribes, so the output can be
 // canonicalised by reordering members alone.
 type encoder struct {
