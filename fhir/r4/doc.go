@@ -41,6 +41,25 @@
 // of dates, ids, URIs and the like, cardinality, references and invariants.
 // Those are validation's job (package fhir).
 //
+// # Canonical form
+//
+// AppendCanonical and MarshalCanonical write the canonical JSON form that
+// the pipeline hashes: RFC 8785 (JSON Canonicalization Scheme) member order,
+// the members of every object, nested resources included, sorted by the
+// UTF-16 code units of their names ("resourceType" is an ordinary member, and
+// a primitive's "given" and "_given" sort apart); no white space; RFC 8785
+// string escapes (\" \\ \b \f \n \r \t, other control characters as
+// \u00xx in lower-case hex, everything else as itself); decimals as written
+// and integers in decimal (FHIR gives a decimal's written precision meaning,
+// so RFC 8785's shortest float64 form is not used). Empty objects and arrays
+// and absent values are never written, and an item of a repeating primitive
+// with neither a value nor an id or extension is left out of both arrays
+// (Marshal leaves it out too). The order is fixed by the generator, so
+// encoding does no sorting; the bytes are those package fhir's own
+// canonicalisation gives for the same JSON content. The only errors are
+// values that cannot be written (a Decimal that is not a JSON number, a
+// string that is not UTF-8), reported with the element's path.
+//
 // # Primitives
 //
 // Each FHIR primitive type is a struct holding the value plus the element id
@@ -59,7 +78,8 @@
 // constructors (NewBoolean(false)) to set zero values. Repeating primitives
 // are slices of these structs, written as the value array with nulls where
 // an element has no value and an aligned "_name" array when any element has
-// an id or extensions. Decimal values hold the number exactly as written
+// an id or extensions; an element with neither a value nor an id or
+// extension is left out of both arrays, so Clear removes it. Decimal values hold the number exactly as written
 // ("1.50"), integers are int64 (the 32-bit range of FHIR integers is
 // validation's to check), the other primitives are strings (codes
 // included: an unknown code decodes, validation reports it). All primitive

@@ -7,12 +7,18 @@ import (
 )
 
 // encoder appends FHIR JSON to buf. The generated encodeMembers methods write
-// members in definition order; empty objects and arrays are never written.
+// members in definition order (Marshal), the encodeCanonical methods in
+// RFC 8785 order (AppendCanonical); empty objects and arrays are never
+// written.
 // Strings are escaped as RFC 8785 (JCS) prescribes, so the output can be
 // canonicalised by reordering members alone.
 type encoder struct {
 	buf []byte
 	err error // the first invalid value met (for example a malformed decimal)
+	// canonical is set by AppendCanonical: invalid UTF-8 is an error
+	// instead of being replaced, and steps records where the error is.
+	canonical bool
+	steps     []pathStep
 }
 
 const hexDigits = "0123456789abcdef"
@@ -49,8 +55,10 @@ func (e *encoder) plainString(k, v string) {
 	e.str(v)
 }
 
-// str writes s as a JSON string. Invalid UTF-8 is replaced by U+FFFD, so the
-// output is always valid JSON.
+// str writes s as a JSON string with the RFC 8785 escapes. Invalid UTF-8 is
+// replaced by U+FFFD, so the output is always valid JSON; the canonical
+// encoder reports it as an error instead, since the replacement would make
+// different values hash alike.
 func (e *encoder) str(s string) {
 	buf := append(e.buf, '"')
 	start := 0
@@ -84,6 +92,9 @@ func (e *encoder) str(s string) {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
+			if e.canonical && e.err == nil {
+				e.err = fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidValue)
+			}
 			buf = append(buf, s[start:i]...)
 			buf = append(buf, "\uFFFD"...)
 			i++
@@ -118,10 +129,47 @@ func (e *encoder) decimal(s string) {
 	e.buf = append(e.buf, s...)
 }
 
+// validNumber reports whether s is a JSON number (the grammar the decoder
+// accepts). It does not allocate: it runs for every decimal encoded.
 func validNumber(s string) bool {
-	d := decoder{data: []byte(s), chunkSize: len(s) + 64}
-	_, _, err := d.number()
-	return err == nil && d.pos == len(s)
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = skipDigits(s, i)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := skipDigits(s, i+1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := skipDigits(s, i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
+}
+
+func skipDigits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func (e *encoder) primitiveElement(id string, ext []Extension) {
@@ -235,7 +283,10 @@ func encodePrimitive[T any, P interface {
 }
 
 // encodePrimitives writes a repeating primitive: the value array with null
-// for elements without a value, and the companion array aligned with it.
+// for items that have only an id or extensions, and the companion array
+// aligned with it. An item with neither a value nor an id or extension is
+// left out of both (null in both arrays is not valid FHIR), so clearing a
+// primitive in place removes it.
 func encodePrimitives[T any, P interface {
 	*T
 	primitiveCodec
@@ -248,11 +299,18 @@ func encodePrimitives[T any, P interface {
 	if values {
 		e.key(k)
 		e.buf = append(e.buf, '[')
+		n := 0
 		for i := range s {
-			if i > 0 {
+			p := P(&s[i])
+			v := p.hasValue()
+			if !v && !p.hasElement() {
+				continue
+			}
+			if n > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			if p := P(&s[i]); p.hasValue() {
+			n++
+			if v {
 				p.encodeValue(e)
 			} else {
 				e.buf = append(e.buf, "null"...)
@@ -263,11 +321,18 @@ func encodePrimitives[T any, P interface {
 	if elements {
 		e.key(ek)
 		e.buf = append(e.buf, '[')
+		n := 0
 		for i := range s {
-			if i > 0 {
+			p := P(&s[i])
+			el := p.hasElement()
+			if !el && !p.hasValue() {
+				continue
+			}
+			if n > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			if p := P(&s[i]); p.hasElement() {
+			n++
+			if el {
 				p.encodeElement(e)
 			} else {
 				e.buf = append(e.buf, "null"...)

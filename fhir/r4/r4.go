@@ -20,6 +20,7 @@ type Resource interface {
 
 	decodeMembers(d *decoder, first bool) error
 	encodeMembers(e *encoder)
+	encodeCanonical(e *encoder)
 	walk(w *walker)
 	isNil() bool
 	size() int

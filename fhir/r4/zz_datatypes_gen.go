@@ -134,6 +134,30 @@ func (x *Address) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Address", x)
 }
 
+func (x *Address) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_city":`, x.City)
+	canonicalPrimitiveElement(e, `"_country":`, x.Country)
+	canonicalPrimitiveElement(e, `"_district":`, x.District)
+	canonicalPrimitiveElements(e, `"_line":`, x.Line)
+	canonicalPrimitiveElement(e, `"_postalCode":`, x.PostalCode)
+	canonicalPrimitiveElement(e, `"_state":`, x.State)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalPrimitiveValue(e, `"city":`, x.City)
+	canonicalPrimitiveValue(e, `"country":`, x.Country)
+	canonicalPrimitiveValue(e, `"district":`, x.District)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"line":`, x.Line)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"postalCode":`, x.PostalCode)
+	canonicalPrimitiveValue(e, `"state":`, x.State)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+}
+
 // Age is the FHIR R4 data type Age: Base StructureDefinition for Age Type: A duration of time during which an organism (or a process) has existed.
 type Age struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -228,6 +252,21 @@ func (x *Age) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Age", x)
 }
 
+func (x *Age) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_comparator":`, x.Comparator)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_unit":`, x.Unit)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comparator":`, x.Comparator)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"unit":`, x.Unit)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // Annotation is the FHIR R4 data type Annotation: Base StructureDefinition for Annotation Type: A text note which also contains information about who made the statement and when.
 type Annotation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -310,6 +349,18 @@ func (x *Annotation) UnmarshalJSON(data []byte) error {
 	}
 	*x = Annotation{}
 	return unmarshalObject(data, "Annotation", x)
+}
+
+func (x *Annotation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authorString":`, x.AuthorString)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalPrimitiveElement(e, `"_time":`, x.Time)
+	canonicalObject(e, `"authorReference":`, x.AuthorReference)
+	canonicalPrimitiveValue(e, `"authorString":`, x.AuthorString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"time":`, x.Time)
 }
 
 // Attachment is the FHIR R4 data type Attachment: Base StructureDefinition for Attachment Type: For referring to data content defined in other formats.
@@ -430,6 +481,27 @@ func (x *Attachment) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Attachment", x)
 }
 
+func (x *Attachment) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_contentType":`, x.ContentType)
+	canonicalPrimitiveElement(e, `"_creation":`, x.Creation)
+	canonicalPrimitiveElement(e, `"_data":`, x.Data)
+	canonicalPrimitiveElement(e, `"_hash":`, x.Hash)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_size":`, x.Size)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveValue(e, `"contentType":`, x.ContentType)
+	canonicalPrimitiveValue(e, `"creation":`, x.Creation)
+	canonicalPrimitiveValue(e, `"data":`, x.Data)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"hash":`, x.Hash)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"size":`, x.Size)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+}
+
 // CodeableConcept is the FHIR R4 data type CodeableConcept: Base StructureDefinition for CodeableConcept Type: A concept that may be defined by a formal reference to a terminology or ontology or may be provided by text.
 type CodeableConcept struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -496,6 +568,14 @@ func (x *CodeableConcept) UnmarshalJSON(data []byte) error {
 	}
 	*x = CodeableConcept{}
 	return unmarshalObject(data, "CodeableConcept", x)
+}
+
+func (x *CodeableConcept) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObjects(e, `"coding":`, x.Coding)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
 }
 
 // Coding is the FHIR R4 data type Coding: Base StructureDefinition for Coding Type: A reference to a code defined by a terminology system.
@@ -592,6 +672,21 @@ func (x *Coding) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Coding", x)
 }
 
+func (x *Coding) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_userSelected":`, x.UserSelected)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"userSelected":`, x.UserSelected)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ContactDetail is the FHIR R4 data type ContactDetail: Base StructureDefinition for ContactDetail Type: Specifies contact information for a person or organization.
 type ContactDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -658,6 +753,14 @@ func (x *ContactDetail) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContactDetail{}
 	return unmarshalObject(data, "ContactDetail", x)
+}
+
+func (x *ContactDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
 }
 
 // ContactPoint is the FHIR R4 data type ContactPoint: Base StructureDefinition for ContactPoint Type: Details for all kinds of technology mediated contact points for a person or organization, including telephone, email, etc.
@@ -752,6 +855,20 @@ func (x *ContactPoint) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ContactPoint", x)
 }
 
+func (x *ContactPoint) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_rank":`, x.Rank)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"rank":`, x.Rank)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // Contributor is the FHIR R4 data type Contributor: Base StructureDefinition for Contributor Type: A contributor to the content of a knowledge asset, including authors, editors, reviewers, and endorsers.
 type Contributor struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -826,6 +943,16 @@ func (x *Contributor) UnmarshalJSON(data []byte) error {
 	}
 	*x = Contributor{}
 	return unmarshalObject(data, "Contributor", x)
+}
+
+func (x *Contributor) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // Count is the FHIR R4 data type Count: Base StructureDefinition for Count Type: A measured amount (or an amount that can potentially be measured).
@@ -920,6 +1047,21 @@ func (x *Count) UnmarshalJSON(data []byte) error {
 	}
 	*x = Count{}
 	return unmarshalObject(data, "Count", x)
+}
+
+func (x *Count) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_comparator":`, x.Comparator)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_unit":`, x.Unit)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comparator":`, x.Comparator)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"unit":`, x.Unit)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // DataRequirement is the FHIR R4 data type DataRequirement: Base StructureDefinition for DataRequirement Type: Describes a required data item for evaluation in terms of the type of data, and optional code or date-based filters of the data.
@@ -1038,6 +1180,24 @@ func (x *DataRequirement) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "DataRequirement", x)
 }
 
+func (x *DataRequirement) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_limit":`, x.Limit)
+	canonicalPrimitiveElements(e, `"_mustSupport":`, x.MustSupport)
+	canonicalPrimitiveElements(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"codeFilter":`, x.CodeFilter)
+	canonicalObjects(e, `"dateFilter":`, x.DateFilter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"limit":`, x.Limit)
+	canonicalPrimitiveValues(e, `"mustSupport":`, x.MustSupport)
+	canonicalPrimitiveValues(e, `"profile":`, x.Profile)
+	canonicalObjects(e, `"sort":`, x.Sort)
+	canonicalObject(e, `"subjectCodeableConcept":`, x.SubjectCodeableConcept)
+	canonicalObject(e, `"subjectReference":`, x.SubjectReference)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // DataRequirementCodeFilter is the backbone element DataRequirement.codeFilter: What codes are expected
 type DataRequirementCodeFilter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1120,6 +1280,18 @@ func (x *DataRequirementCodeFilter) UnmarshalJSON(data []byte) error {
 	}
 	*x = DataRequirementCodeFilter{}
 	return unmarshalObject(data, "DataRequirement.codeFilter", x)
+}
+
+func (x *DataRequirementCodeFilter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveElement(e, `"_searchParam":`, x.SearchParam)
+	canonicalPrimitiveElement(e, `"_valueSet":`, x.ValueSet)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
+	canonicalPrimitiveValue(e, `"searchParam":`, x.SearchParam)
+	canonicalPrimitiveValue(e, `"valueSet":`, x.ValueSet)
 }
 
 // DataRequirementDateFilter is the backbone element DataRequirement.dateFilter: What dates/date ranges are expected
@@ -1212,6 +1384,19 @@ func (x *DataRequirementDateFilter) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "DataRequirement.dateFilter", x)
 }
 
+func (x *DataRequirementDateFilter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveElement(e, `"_searchParam":`, x.SearchParam)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
+	canonicalPrimitiveValue(e, `"searchParam":`, x.SearchParam)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalObject(e, `"valueDuration":`, x.ValueDuration)
+	canonicalObject(e, `"valuePeriod":`, x.ValuePeriod)
+}
+
 // DataRequirementSort is the backbone element DataRequirement.sort: Order of the results
 type DataRequirementSort struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1280,6 +1465,15 @@ func (x *DataRequirementSort) UnmarshalJSON(data []byte) error {
 	}
 	*x = DataRequirementSort{}
 	return unmarshalObject(data, "DataRequirement.sort", x)
+}
+
+func (x *DataRequirementSort) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_direction":`, x.Direction)
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveValue(e, `"direction":`, x.Direction)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
 }
 
 // Distance is the FHIR R4 data type Distance: Base StructureDefinition for Distance Type: A length - a value with a unit that is a physical distance.
@@ -1374,6 +1568,21 @@ func (x *Distance) UnmarshalJSON(data []byte) error {
 	}
 	*x = Distance{}
 	return unmarshalObject(data, "Distance", x)
+}
+
+func (x *Distance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_comparator":`, x.Comparator)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_unit":`, x.Unit)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comparator":`, x.Comparator)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"unit":`, x.Unit)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // Dosage is the FHIR R4 data type Dosage: Base StructureDefinition for Dosage Type: Indicates how the medication is/was taken or should be taken by the patient.
@@ -1528,6 +1737,30 @@ func (x *Dosage) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Dosage", x)
 }
 
+func (x *Dosage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_asNeededBoolean":`, x.AsNeededBoolean)
+	canonicalPrimitiveElement(e, `"_patientInstruction":`, x.PatientInstruction)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObjects(e, `"additionalInstruction":`, x.AdditionalInstruction)
+	canonicalPrimitiveValue(e, `"asNeededBoolean":`, x.AsNeededBoolean)
+	canonicalObject(e, `"asNeededCodeableConcept":`, x.AsNeededCodeableConcept)
+	canonicalObjects(e, `"doseAndRate":`, x.DoseAndRate)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"maxDosePerAdministration":`, x.MaxDosePerAdministration)
+	canonicalObject(e, `"maxDosePerLifetime":`, x.MaxDosePerLifetime)
+	canonicalObject(e, `"maxDosePerPeriod":`, x.MaxDosePerPeriod)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"patientInstruction":`, x.PatientInstruction)
+	canonicalObject(e, `"route":`, x.Route)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObject(e, `"site":`, x.Site)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalObject(e, `"timing":`, x.Timing)
+}
+
 // DosageDoseAndRate is the backbone element Dosage.doseAndRate: Amount of medication administered
 type DosageDoseAndRate struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1616,6 +1849,17 @@ func (x *DosageDoseAndRate) UnmarshalJSON(data []byte) error {
 	}
 	*x = DosageDoseAndRate{}
 	return unmarshalObject(data, "Dosage.doseAndRate", x)
+}
+
+func (x *DosageDoseAndRate) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"doseQuantity":`, x.DoseQuantity)
+	canonicalObject(e, `"doseRange":`, x.DoseRange)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"rateQuantity":`, x.RateQuantity)
+	canonicalObject(e, `"rateRange":`, x.RateRange)
+	canonicalObject(e, `"rateRatio":`, x.RateRatio)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // Duration is the FHIR R4 data type Duration: Base StructureDefinition for Duration Type: A length of time.
@@ -1710,6 +1954,21 @@ func (x *Duration) UnmarshalJSON(data []byte) error {
 	}
 	*x = Duration{}
 	return unmarshalObject(data, "Duration", x)
+}
+
+func (x *Duration) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_comparator":`, x.Comparator)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_unit":`, x.Unit)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comparator":`, x.Comparator)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"unit":`, x.Unit)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // ElementDefinition is the FHIR R4 data type ElementDefinition: Base StructureDefinition for ElementDefinition Type: Captures constraints on each element within the resource, profile, or extension.
@@ -3142,6 +3401,303 @@ func (x *ElementDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ElementDefinition", x)
 }
 
+func (x *ElementDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_alias":`, x.Alias)
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElements(e, `"_condition":`, x.Condition)
+	canonicalPrimitiveElement(e, `"_contentReference":`, x.ContentReference)
+	canonicalPrimitiveElement(e, `"_defaultValueBase64Binary":`, x.DefaultValueBase64Binary)
+	canonicalPrimitiveElement(e, `"_defaultValueBoolean":`, x.DefaultValueBoolean)
+	canonicalPrimitiveElement(e, `"_defaultValueCanonical":`, x.DefaultValueCanonical)
+	canonicalPrimitiveElement(e, `"_defaultValueCode":`, x.DefaultValueCode)
+	canonicalPrimitiveElement(e, `"_defaultValueDate":`, x.DefaultValueDate)
+	canonicalPrimitiveElement(e, `"_defaultValueDateTime":`, x.DefaultValueDateTime)
+	canonicalPrimitiveElement(e, `"_defaultValueDecimal":`, x.DefaultValueDecimal)
+	canonicalPrimitiveElement(e, `"_defaultValueId":`, x.DefaultValueID)
+	canonicalPrimitiveElement(e, `"_defaultValueInstant":`, x.DefaultValueInstant)
+	canonicalPrimitiveElement(e, `"_defaultValueInteger":`, x.DefaultValueInteger)
+	canonicalPrimitiveElement(e, `"_defaultValueMarkdown":`, x.DefaultValueMarkdown)
+	canonicalPrimitiveElement(e, `"_defaultValueOid":`, x.DefaultValueOID)
+	canonicalPrimitiveElement(e, `"_defaultValuePositiveInt":`, x.DefaultValuePositiveInt)
+	canonicalPrimitiveElement(e, `"_defaultValueString":`, x.DefaultValueString)
+	canonicalPrimitiveElement(e, `"_defaultValueTime":`, x.DefaultValueTime)
+	canonicalPrimitiveElement(e, `"_defaultValueUnsignedInt":`, x.DefaultValueUnsignedInt)
+	canonicalPrimitiveElement(e, `"_defaultValueUri":`, x.DefaultValueURI)
+	canonicalPrimitiveElement(e, `"_defaultValueUrl":`, x.DefaultValueURL)
+	canonicalPrimitiveElement(e, `"_defaultValueUuid":`, x.DefaultValueUUID)
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_fixedBase64Binary":`, x.FixedBase64Binary)
+	canonicalPrimitiveElement(e, `"_fixedBoolean":`, x.FixedBoolean)
+	canonicalPrimitiveElement(e, `"_fixedCanonical":`, x.FixedCanonical)
+	canonicalPrimitiveElement(e, `"_fixedCode":`, x.FixedCode)
+	canonicalPrimitiveElement(e, `"_fixedDate":`, x.FixedDate)
+	canonicalPrimitiveElement(e, `"_fixedDateTime":`, x.FixedDateTime)
+	canonicalPrimitiveElement(e, `"_fixedDecimal":`, x.FixedDecimal)
+	canonicalPrimitiveElement(e, `"_fixedId":`, x.FixedID)
+	canonicalPrimitiveElement(e, `"_fixedInstant":`, x.FixedInstant)
+	canonicalPrimitiveElement(e, `"_fixedInteger":`, x.FixedInteger)
+	canonicalPrimitiveElement(e, `"_fixedMarkdown":`, x.FixedMarkdown)
+	canonicalPrimitiveElement(e, `"_fixedOid":`, x.FixedOID)
+	canonicalPrimitiveElement(e, `"_fixedPositiveInt":`, x.FixedPositiveInt)
+	canonicalPrimitiveElement(e, `"_fixedString":`, x.FixedString)
+	canonicalPrimitiveElement(e, `"_fixedTime":`, x.FixedTime)
+	canonicalPrimitiveElement(e, `"_fixedUnsignedInt":`, x.FixedUnsignedInt)
+	canonicalPrimitiveElement(e, `"_fixedUri":`, x.FixedURI)
+	canonicalPrimitiveElement(e, `"_fixedUrl":`, x.FixedURL)
+	canonicalPrimitiveElement(e, `"_fixedUuid":`, x.FixedUUID)
+	canonicalPrimitiveElement(e, `"_isModifier":`, x.IsModifier)
+	canonicalPrimitiveElement(e, `"_isModifierReason":`, x.IsModifierReason)
+	canonicalPrimitiveElement(e, `"_isSummary":`, x.IsSummary)
+	canonicalPrimitiveElement(e, `"_label":`, x.Label)
+	canonicalPrimitiveElement(e, `"_max":`, x.Max)
+	canonicalPrimitiveElement(e, `"_maxLength":`, x.MaxLength)
+	canonicalPrimitiveElement(e, `"_maxValueDate":`, x.MaxValueDate)
+	canonicalPrimitiveElement(e, `"_maxValueDateTime":`, x.MaxValueDateTime)
+	canonicalPrimitiveElement(e, `"_maxValueDecimal":`, x.MaxValueDecimal)
+	canonicalPrimitiveElement(e, `"_maxValueInstant":`, x.MaxValueInstant)
+	canonicalPrimitiveElement(e, `"_maxValueInteger":`, x.MaxValueInteger)
+	canonicalPrimitiveElement(e, `"_maxValuePositiveInt":`, x.MaxValuePositiveInt)
+	canonicalPrimitiveElement(e, `"_maxValueTime":`, x.MaxValueTime)
+	canonicalPrimitiveElement(e, `"_maxValueUnsignedInt":`, x.MaxValueUnsignedInt)
+	canonicalPrimitiveElement(e, `"_meaningWhenMissing":`, x.MeaningWhenMissing)
+	canonicalPrimitiveElement(e, `"_min":`, x.Min)
+	canonicalPrimitiveElement(e, `"_minValueDate":`, x.MinValueDate)
+	canonicalPrimitiveElement(e, `"_minValueDateTime":`, x.MinValueDateTime)
+	canonicalPrimitiveElement(e, `"_minValueDecimal":`, x.MinValueDecimal)
+	canonicalPrimitiveElement(e, `"_minValueInstant":`, x.MinValueInstant)
+	canonicalPrimitiveElement(e, `"_minValueInteger":`, x.MinValueInteger)
+	canonicalPrimitiveElement(e, `"_minValuePositiveInt":`, x.MinValuePositiveInt)
+	canonicalPrimitiveElement(e, `"_minValueTime":`, x.MinValueTime)
+	canonicalPrimitiveElement(e, `"_minValueUnsignedInt":`, x.MinValueUnsignedInt)
+	canonicalPrimitiveElement(e, `"_mustSupport":`, x.MustSupport)
+	canonicalPrimitiveElement(e, `"_orderMeaning":`, x.OrderMeaning)
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveElement(e, `"_patternBase64Binary":`, x.PatternBase64Binary)
+	canonicalPrimitiveElement(e, `"_patternBoolean":`, x.PatternBoolean)
+	canonicalPrimitiveElement(e, `"_patternCanonical":`, x.PatternCanonical)
+	canonicalPrimitiveElement(e, `"_patternCode":`, x.PatternCode)
+	canonicalPrimitiveElement(e, `"_patternDate":`, x.PatternDate)
+	canonicalPrimitiveElement(e, `"_patternDateTime":`, x.PatternDateTime)
+	canonicalPrimitiveElement(e, `"_patternDecimal":`, x.PatternDecimal)
+	canonicalPrimitiveElement(e, `"_patternId":`, x.PatternID)
+	canonicalPrimitiveElement(e, `"_patternInstant":`, x.PatternInstant)
+	canonicalPrimitiveElement(e, `"_patternInteger":`, x.PatternInteger)
+	canonicalPrimitiveElement(e, `"_patternMarkdown":`, x.PatternMarkdown)
+	canonicalPrimitiveElement(e, `"_patternOid":`, x.PatternOID)
+	canonicalPrimitiveElement(e, `"_patternPositiveInt":`, x.PatternPositiveInt)
+	canonicalPrimitiveElement(e, `"_patternString":`, x.PatternString)
+	canonicalPrimitiveElement(e, `"_patternTime":`, x.PatternTime)
+	canonicalPrimitiveElement(e, `"_patternUnsignedInt":`, x.PatternUnsignedInt)
+	canonicalPrimitiveElement(e, `"_patternUri":`, x.PatternURI)
+	canonicalPrimitiveElement(e, `"_patternUrl":`, x.PatternURL)
+	canonicalPrimitiveElement(e, `"_patternUuid":`, x.PatternUUID)
+	canonicalPrimitiveElements(e, `"_representation":`, x.Representation)
+	canonicalPrimitiveElement(e, `"_requirements":`, x.Requirements)
+	canonicalPrimitiveElement(e, `"_short":`, x.Short)
+	canonicalPrimitiveElement(e, `"_sliceIsConstraining":`, x.SliceIsConstraining)
+	canonicalPrimitiveElement(e, `"_sliceName":`, x.SliceName)
+	canonicalPrimitiveValues(e, `"alias":`, x.Alias)
+	canonicalObject(e, `"base":`, x.Base)
+	canonicalObject(e, `"binding":`, x.Binding)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalPrimitiveValues(e, `"condition":`, x.Condition)
+	canonicalObjects(e, `"constraint":`, x.Constraint)
+	canonicalPrimitiveValue(e, `"contentReference":`, x.ContentReference)
+	canonicalObject(e, `"defaultValueAddress":`, x.DefaultValueAddress)
+	canonicalObject(e, `"defaultValueAge":`, x.DefaultValueAge)
+	canonicalObject(e, `"defaultValueAnnotation":`, x.DefaultValueAnnotation)
+	canonicalObject(e, `"defaultValueAttachment":`, x.DefaultValueAttachment)
+	canonicalPrimitiveValue(e, `"defaultValueBase64Binary":`, x.DefaultValueBase64Binary)
+	canonicalPrimitiveValue(e, `"defaultValueBoolean":`, x.DefaultValueBoolean)
+	canonicalPrimitiveValue(e, `"defaultValueCanonical":`, x.DefaultValueCanonical)
+	canonicalPrimitiveValue(e, `"defaultValueCode":`, x.DefaultValueCode)
+	canonicalObject(e, `"defaultValueCodeableConcept":`, x.DefaultValueCodeableConcept)
+	canonicalObject(e, `"defaultValueCoding":`, x.DefaultValueCoding)
+	canonicalObject(e, `"defaultValueContactDetail":`, x.DefaultValueContactDetail)
+	canonicalObject(e, `"defaultValueContactPoint":`, x.DefaultValueContactPoint)
+	canonicalObject(e, `"defaultValueContributor":`, x.DefaultValueContributor)
+	canonicalObject(e, `"defaultValueCount":`, x.DefaultValueCount)
+	canonicalObject(e, `"defaultValueDataRequirement":`, x.DefaultValueDataRequirement)
+	canonicalPrimitiveValue(e, `"defaultValueDate":`, x.DefaultValueDate)
+	canonicalPrimitiveValue(e, `"defaultValueDateTime":`, x.DefaultValueDateTime)
+	canonicalPrimitiveValue(e, `"defaultValueDecimal":`, x.DefaultValueDecimal)
+	canonicalObject(e, `"defaultValueDistance":`, x.DefaultValueDistance)
+	canonicalObject(e, `"defaultValueDosage":`, x.DefaultValueDosage)
+	canonicalObject(e, `"defaultValueDuration":`, x.DefaultValueDuration)
+	canonicalObject(e, `"defaultValueExpression":`, x.DefaultValueExpression)
+	canonicalObject(e, `"defaultValueHumanName":`, x.DefaultValueHumanName)
+	canonicalPrimitiveValue(e, `"defaultValueId":`, x.DefaultValueID)
+	canonicalObject(e, `"defaultValueIdentifier":`, x.DefaultValueIdentifier)
+	canonicalPrimitiveValue(e, `"defaultValueInstant":`, x.DefaultValueInstant)
+	canonicalPrimitiveValue(e, `"defaultValueInteger":`, x.DefaultValueInteger)
+	canonicalPrimitiveValue(e, `"defaultValueMarkdown":`, x.DefaultValueMarkdown)
+	canonicalObject(e, `"defaultValueMeta":`, x.DefaultValueMeta)
+	canonicalObject(e, `"defaultValueMoney":`, x.DefaultValueMoney)
+	canonicalPrimitiveValue(e, `"defaultValueOid":`, x.DefaultValueOID)
+	canonicalObject(e, `"defaultValueParameterDefinition":`, x.DefaultValueParameterDefinition)
+	canonicalObject(e, `"defaultValuePeriod":`, x.DefaultValuePeriod)
+	canonicalPrimitiveValue(e, `"defaultValuePositiveInt":`, x.DefaultValuePositiveInt)
+	canonicalObject(e, `"defaultValueQuantity":`, x.DefaultValueQuantity)
+	canonicalObject(e, `"defaultValueRange":`, x.DefaultValueRange)
+	canonicalObject(e, `"defaultValueRatio":`, x.DefaultValueRatio)
+	canonicalObject(e, `"defaultValueReference":`, x.DefaultValueReference)
+	canonicalObject(e, `"defaultValueRelatedArtifact":`, x.DefaultValueRelatedArtifact)
+	canonicalObject(e, `"defaultValueSampledData":`, x.DefaultValueSampledData)
+	canonicalObject(e, `"defaultValueSignature":`, x.DefaultValueSignature)
+	canonicalPrimitiveValue(e, `"defaultValueString":`, x.DefaultValueString)
+	canonicalPrimitiveValue(e, `"defaultValueTime":`, x.DefaultValueTime)
+	canonicalObject(e, `"defaultValueTiming":`, x.DefaultValueTiming)
+	canonicalObject(e, `"defaultValueTriggerDefinition":`, x.DefaultValueTriggerDefinition)
+	canonicalPrimitiveValue(e, `"defaultValueUnsignedInt":`, x.DefaultValueUnsignedInt)
+	canonicalPrimitiveValue(e, `"defaultValueUri":`, x.DefaultValueURI)
+	canonicalPrimitiveValue(e, `"defaultValueUrl":`, x.DefaultValueURL)
+	canonicalObject(e, `"defaultValueUsageContext":`, x.DefaultValueUsageContext)
+	canonicalPrimitiveValue(e, `"defaultValueUuid":`, x.DefaultValueUUID)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalObjects(e, `"example":`, x.Example)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"fixedAddress":`, x.FixedAddress)
+	canonicalObject(e, `"fixedAge":`, x.FixedAge)
+	canonicalObject(e, `"fixedAnnotation":`, x.FixedAnnotation)
+	canonicalObject(e, `"fixedAttachment":`, x.FixedAttachment)
+	canonicalPrimitiveValue(e, `"fixedBase64Binary":`, x.FixedBase64Binary)
+	canonicalPrimitiveValue(e, `"fixedBoolean":`, x.FixedBoolean)
+	canonicalPrimitiveValue(e, `"fixedCanonical":`, x.FixedCanonical)
+	canonicalPrimitiveValue(e, `"fixedCode":`, x.FixedCode)
+	canonicalObject(e, `"fixedCodeableConcept":`, x.FixedCodeableConcept)
+	canonicalObject(e, `"fixedCoding":`, x.FixedCoding)
+	canonicalObject(e, `"fixedContactDetail":`, x.FixedContactDetail)
+	canonicalObject(e, `"fixedContactPoint":`, x.FixedContactPoint)
+	canonicalObject(e, `"fixedContributor":`, x.FixedContributor)
+	canonicalObject(e, `"fixedCount":`, x.FixedCount)
+	canonicalObject(e, `"fixedDataRequirement":`, x.FixedDataRequirement)
+	canonicalPrimitiveValue(e, `"fixedDate":`, x.FixedDate)
+	canonicalPrimitiveValue(e, `"fixedDateTime":`, x.FixedDateTime)
+	canonicalPrimitiveValue(e, `"fixedDecimal":`, x.FixedDecimal)
+	canonicalObject(e, `"fixedDistance":`, x.FixedDistance)
+	canonicalObject(e, `"fixedDosage":`, x.FixedDosage)
+	canonicalObject(e, `"fixedDuration":`, x.FixedDuration)
+	canonicalObject(e, `"fixedExpression":`, x.FixedExpression)
+	canonicalObject(e, `"fixedHumanName":`, x.FixedHumanName)
+	canonicalPrimitiveValue(e, `"fixedId":`, x.FixedID)
+	canonicalObject(e, `"fixedIdentifier":`, x.FixedIdentifier)
+	canonicalPrimitiveValue(e, `"fixedInstant":`, x.FixedInstant)
+	canonicalPrimitiveValue(e, `"fixedInteger":`, x.FixedInteger)
+	canonicalPrimitiveValue(e, `"fixedMarkdown":`, x.FixedMarkdown)
+	canonicalObject(e, `"fixedMeta":`, x.FixedMeta)
+	canonicalObject(e, `"fixedMoney":`, x.FixedMoney)
+	canonicalPrimitiveValue(e, `"fixedOid":`, x.FixedOID)
+	canonicalObject(e, `"fixedParameterDefinition":`, x.FixedParameterDefinition)
+	canonicalObject(e, `"fixedPeriod":`, x.FixedPeriod)
+	canonicalPrimitiveValue(e, `"fixedPositiveInt":`, x.FixedPositiveInt)
+	canonicalObject(e, `"fixedQuantity":`, x.FixedQuantity)
+	canonicalObject(e, `"fixedRange":`, x.FixedRange)
+	canonicalObject(e, `"fixedRatio":`, x.FixedRatio)
+	canonicalObject(e, `"fixedReference":`, x.FixedReference)
+	canonicalObject(e, `"fixedRelatedArtifact":`, x.FixedRelatedArtifact)
+	canonicalObject(e, `"fixedSampledData":`, x.FixedSampledData)
+	canonicalObject(e, `"fixedSignature":`, x.FixedSignature)
+	canonicalPrimitiveValue(e, `"fixedString":`, x.FixedString)
+	canonicalPrimitiveValue(e, `"fixedTime":`, x.FixedTime)
+	canonicalObject(e, `"fixedTiming":`, x.FixedTiming)
+	canonicalObject(e, `"fixedTriggerDefinition":`, x.FixedTriggerDefinition)
+	canonicalPrimitiveValue(e, `"fixedUnsignedInt":`, x.FixedUnsignedInt)
+	canonicalPrimitiveValue(e, `"fixedUri":`, x.FixedURI)
+	canonicalPrimitiveValue(e, `"fixedUrl":`, x.FixedURL)
+	canonicalObject(e, `"fixedUsageContext":`, x.FixedUsageContext)
+	canonicalPrimitiveValue(e, `"fixedUuid":`, x.FixedUUID)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"isModifier":`, x.IsModifier)
+	canonicalPrimitiveValue(e, `"isModifierReason":`, x.IsModifierReason)
+	canonicalPrimitiveValue(e, `"isSummary":`, x.IsSummary)
+	canonicalPrimitiveValue(e, `"label":`, x.Label)
+	canonicalObjects(e, `"mapping":`, x.Mapping)
+	canonicalPrimitiveValue(e, `"max":`, x.Max)
+	canonicalPrimitiveValue(e, `"maxLength":`, x.MaxLength)
+	canonicalPrimitiveValue(e, `"maxValueDate":`, x.MaxValueDate)
+	canonicalPrimitiveValue(e, `"maxValueDateTime":`, x.MaxValueDateTime)
+	canonicalPrimitiveValue(e, `"maxValueDecimal":`, x.MaxValueDecimal)
+	canonicalPrimitiveValue(e, `"maxValueInstant":`, x.MaxValueInstant)
+	canonicalPrimitiveValue(e, `"maxValueInteger":`, x.MaxValueInteger)
+	canonicalPrimitiveValue(e, `"maxValuePositiveInt":`, x.MaxValuePositiveInt)
+	canonicalObject(e, `"maxValueQuantity":`, x.MaxValueQuantity)
+	canonicalPrimitiveValue(e, `"maxValueTime":`, x.MaxValueTime)
+	canonicalPrimitiveValue(e, `"maxValueUnsignedInt":`, x.MaxValueUnsignedInt)
+	canonicalPrimitiveValue(e, `"meaningWhenMissing":`, x.MeaningWhenMissing)
+	canonicalPrimitiveValue(e, `"min":`, x.Min)
+	canonicalPrimitiveValue(e, `"minValueDate":`, x.MinValueDate)
+	canonicalPrimitiveValue(e, `"minValueDateTime":`, x.MinValueDateTime)
+	canonicalPrimitiveValue(e, `"minValueDecimal":`, x.MinValueDecimal)
+	canonicalPrimitiveValue(e, `"minValueInstant":`, x.MinValueInstant)
+	canonicalPrimitiveValue(e, `"minValueInteger":`, x.MinValueInteger)
+	canonicalPrimitiveValue(e, `"minValuePositiveInt":`, x.MinValuePositiveInt)
+	canonicalObject(e, `"minValueQuantity":`, x.MinValueQuantity)
+	canonicalPrimitiveValue(e, `"minValueTime":`, x.MinValueTime)
+	canonicalPrimitiveValue(e, `"minValueUnsignedInt":`, x.MinValueUnsignedInt)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"mustSupport":`, x.MustSupport)
+	canonicalPrimitiveValue(e, `"orderMeaning":`, x.OrderMeaning)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
+	canonicalObject(e, `"patternAddress":`, x.PatternAddress)
+	canonicalObject(e, `"patternAge":`, x.PatternAge)
+	canonicalObject(e, `"patternAnnotation":`, x.PatternAnnotation)
+	canonicalObject(e, `"patternAttachment":`, x.PatternAttachment)
+	canonicalPrimitiveValue(e, `"patternBase64Binary":`, x.PatternBase64Binary)
+	canonicalPrimitiveValue(e, `"patternBoolean":`, x.PatternBoolean)
+	canonicalPrimitiveValue(e, `"patternCanonical":`, x.PatternCanonical)
+	canonicalPrimitiveValue(e, `"patternCode":`, x.PatternCode)
+	canonicalObject(e, `"patternCodeableConcept":`, x.PatternCodeableConcept)
+	canonicalObject(e, `"patternCoding":`, x.PatternCoding)
+	canonicalObject(e, `"patternContactDetail":`, x.PatternContactDetail)
+	canonicalObject(e, `"patternContactPoint":`, x.PatternContactPoint)
+	canonicalObject(e, `"patternContributor":`, x.PatternContributor)
+	canonicalObject(e, `"patternCount":`, x.PatternCount)
+	canonicalObject(e, `"patternDataRequirement":`, x.PatternDataRequirement)
+	canonicalPrimitiveValue(e, `"patternDate":`, x.PatternDate)
+	canonicalPrimitiveValue(e, `"patternDateTime":`, x.PatternDateTime)
+	canonicalPrimitiveValue(e, `"patternDecimal":`, x.PatternDecimal)
+	canonicalObject(e, `"patternDistance":`, x.PatternDistance)
+	canonicalObject(e, `"patternDosage":`, x.PatternDosage)
+	canonicalObject(e, `"patternDuration":`, x.PatternDuration)
+	canonicalObject(e, `"patternExpression":`, x.PatternExpression)
+	canonicalObject(e, `"patternHumanName":`, x.PatternHumanName)
+	canonicalPrimitiveValue(e, `"patternId":`, x.PatternID)
+	canonicalObject(e, `"patternIdentifier":`, x.PatternIdentifier)
+	canonicalPrimitiveValue(e, `"patternInstant":`, x.PatternInstant)
+	canonicalPrimitiveValue(e, `"patternInteger":`, x.PatternInteger)
+	canonicalPrimitiveValue(e, `"patternMarkdown":`, x.PatternMarkdown)
+	canonicalObject(e, `"patternMeta":`, x.PatternMeta)
+	canonicalObject(e, `"patternMoney":`, x.PatternMoney)
+	canonicalPrimitiveValue(e, `"patternOid":`, x.PatternOID)
+	canonicalObject(e, `"patternParameterDefinition":`, x.PatternParameterDefinition)
+	canonicalObject(e, `"patternPeriod":`, x.PatternPeriod)
+	canonicalPrimitiveValue(e, `"patternPositiveInt":`, x.PatternPositiveInt)
+	canonicalObject(e, `"patternQuantity":`, x.PatternQuantity)
+	canonicalObject(e, `"patternRange":`, x.PatternRange)
+	canonicalObject(e, `"patternRatio":`, x.PatternRatio)
+	canonicalObject(e, `"patternReference":`, x.PatternReference)
+	canonicalObject(e, `"patternRelatedArtifact":`, x.PatternRelatedArtifact)
+	canonicalObject(e, `"patternSampledData":`, x.PatternSampledData)
+	canonicalObject(e, `"patternSignature":`, x.PatternSignature)
+	canonicalPrimitiveValue(e, `"patternString":`, x.PatternString)
+	canonicalPrimitiveValue(e, `"patternTime":`, x.PatternTime)
+	canonicalObject(e, `"patternTiming":`, x.PatternTiming)
+	canonicalObject(e, `"patternTriggerDefinition":`, x.PatternTriggerDefinition)
+	canonicalPrimitiveValue(e, `"patternUnsignedInt":`, x.PatternUnsignedInt)
+	canonicalPrimitiveValue(e, `"patternUri":`, x.PatternURI)
+	canonicalPrimitiveValue(e, `"patternUrl":`, x.PatternURL)
+	canonicalObject(e, `"patternUsageContext":`, x.PatternUsageContext)
+	canonicalPrimitiveValue(e, `"patternUuid":`, x.PatternUUID)
+	canonicalPrimitiveValues(e, `"representation":`, x.Representation)
+	canonicalPrimitiveValue(e, `"requirements":`, x.Requirements)
+	canonicalPrimitiveValue(e, `"short":`, x.Short)
+	canonicalPrimitiveValue(e, `"sliceIsConstraining":`, x.SliceIsConstraining)
+	canonicalPrimitiveValue(e, `"sliceName":`, x.SliceName)
+	canonicalObject(e, `"slicing":`, x.Slicing)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // ElementDefinitionSlicing is the backbone element ElementDefinition.slicing: This element is sliced - slices follow
 type ElementDefinitionSlicing struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -3226,6 +3782,18 @@ func (x *ElementDefinitionSlicing) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ElementDefinition.slicing", x)
 }
 
+func (x *ElementDefinitionSlicing) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_ordered":`, x.Ordered)
+	canonicalPrimitiveElement(e, `"_rules":`, x.Rules)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"discriminator":`, x.Discriminator)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"ordered":`, x.Ordered)
+	canonicalPrimitiveValue(e, `"rules":`, x.Rules)
+}
+
 // ElementDefinitionSlicingDiscriminator is the backbone element ElementDefinition.slicing.discriminator: Element values that are used to distinguish the slices
 type ElementDefinitionSlicingDiscriminator struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -3294,6 +3862,15 @@ func (x *ElementDefinitionSlicingDiscriminator) UnmarshalJSON(data []byte) error
 	}
 	*x = ElementDefinitionSlicingDiscriminator{}
 	return unmarshalObject(data, "ElementDefinition.slicing.discriminator", x)
+}
+
+func (x *ElementDefinitionSlicingDiscriminator) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // ElementDefinitionBase is the backbone element ElementDefinition.base: Base definition information for tools
@@ -3372,6 +3949,17 @@ func (x *ElementDefinitionBase) UnmarshalJSON(data []byte) error {
 	}
 	*x = ElementDefinitionBase{}
 	return unmarshalObject(data, "ElementDefinition.base", x)
+}
+
+func (x *ElementDefinitionBase) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_max":`, x.Max)
+	canonicalPrimitiveElement(e, `"_min":`, x.Min)
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"max":`, x.Max)
+	canonicalPrimitiveValue(e, `"min":`, x.Min)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
 }
 
 // ElementDefinitionType is the backbone element ElementDefinition.type: Data type and Profile for this element
@@ -3466,6 +4054,21 @@ func (x *ElementDefinitionType) UnmarshalJSON(data []byte) error {
 	}
 	*x = ElementDefinitionType{}
 	return unmarshalObject(data, "ElementDefinition.type", x)
+}
+
+func (x *ElementDefinitionType) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_aggregation":`, x.Aggregation)
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElements(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElements(e, `"_targetProfile":`, x.TargetProfile)
+	canonicalPrimitiveElement(e, `"_versioning":`, x.Versioning)
+	canonicalPrimitiveValues(e, `"aggregation":`, x.Aggregation)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValues(e, `"targetProfile":`, x.TargetProfile)
+	canonicalPrimitiveValue(e, `"versioning":`, x.Versioning)
 }
 
 // ElementDefinitionExample is the backbone element ElementDefinition.example: Example value (as defined for type)
@@ -3868,6 +4471,82 @@ func (x *ElementDefinitionExample) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ElementDefinition.example", x)
 }
 
+func (x *ElementDefinitionExample) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_label":`, x.Label)
+	canonicalPrimitiveElement(e, `"_valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueCanonical":`, x.ValueCanonical)
+	canonicalPrimitiveElement(e, `"_valueCode":`, x.ValueCode)
+	canonicalPrimitiveElement(e, `"_valueDate":`, x.ValueDate)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueId":`, x.ValueID)
+	canonicalPrimitiveElement(e, `"_valueInstant":`, x.ValueInstant)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueMarkdown":`, x.ValueMarkdown)
+	canonicalPrimitiveElement(e, `"_valueOid":`, x.ValueOID)
+	canonicalPrimitiveElement(e, `"_valuePositiveInt":`, x.ValuePositiveInt)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalPrimitiveElement(e, `"_valueUnsignedInt":`, x.ValueUnsignedInt)
+	canonicalPrimitiveElement(e, `"_valueUri":`, x.ValueURI)
+	canonicalPrimitiveElement(e, `"_valueUrl":`, x.ValueURL)
+	canonicalPrimitiveElement(e, `"_valueUuid":`, x.ValueUUID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"label":`, x.Label)
+	canonicalObject(e, `"valueAddress":`, x.ValueAddress)
+	canonicalObject(e, `"valueAge":`, x.ValueAge)
+	canonicalObject(e, `"valueAnnotation":`, x.ValueAnnotation)
+	canonicalObject(e, `"valueAttachment":`, x.ValueAttachment)
+	canonicalPrimitiveValue(e, `"valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveValue(e, `"valueCanonical":`, x.ValueCanonical)
+	canonicalPrimitiveValue(e, `"valueCode":`, x.ValueCode)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalObject(e, `"valueCoding":`, x.ValueCoding)
+	canonicalObject(e, `"valueContactDetail":`, x.ValueContactDetail)
+	canonicalObject(e, `"valueContactPoint":`, x.ValueContactPoint)
+	canonicalObject(e, `"valueContributor":`, x.ValueContributor)
+	canonicalObject(e, `"valueCount":`, x.ValueCount)
+	canonicalObject(e, `"valueDataRequirement":`, x.ValueDataRequirement)
+	canonicalPrimitiveValue(e, `"valueDate":`, x.ValueDate)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalObject(e, `"valueDistance":`, x.ValueDistance)
+	canonicalObject(e, `"valueDosage":`, x.ValueDosage)
+	canonicalObject(e, `"valueDuration":`, x.ValueDuration)
+	canonicalObject(e, `"valueExpression":`, x.ValueExpression)
+	canonicalObject(e, `"valueHumanName":`, x.ValueHumanName)
+	canonicalPrimitiveValue(e, `"valueId":`, x.ValueID)
+	canonicalObject(e, `"valueIdentifier":`, x.ValueIdentifier)
+	canonicalPrimitiveValue(e, `"valueInstant":`, x.ValueInstant)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveValue(e, `"valueMarkdown":`, x.ValueMarkdown)
+	canonicalObject(e, `"valueMeta":`, x.ValueMeta)
+	canonicalObject(e, `"valueMoney":`, x.ValueMoney)
+	canonicalPrimitiveValue(e, `"valueOid":`, x.ValueOID)
+	canonicalObject(e, `"valueParameterDefinition":`, x.ValueParameterDefinition)
+	canonicalObject(e, `"valuePeriod":`, x.ValuePeriod)
+	canonicalPrimitiveValue(e, `"valuePositiveInt":`, x.ValuePositiveInt)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
+	canonicalObject(e, `"valueRatio":`, x.ValueRatio)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalObject(e, `"valueRelatedArtifact":`, x.ValueRelatedArtifact)
+	canonicalObject(e, `"valueSampledData":`, x.ValueSampledData)
+	canonicalObject(e, `"valueSignature":`, x.ValueSignature)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
+	canonicalObject(e, `"valueTiming":`, x.ValueTiming)
+	canonicalObject(e, `"valueTriggerDefinition":`, x.ValueTriggerDefinition)
+	canonicalPrimitiveValue(e, `"valueUnsignedInt":`, x.ValueUnsignedInt)
+	canonicalPrimitiveValue(e, `"valueUri":`, x.ValueURI)
+	canonicalPrimitiveValue(e, `"valueUrl":`, x.ValueURL)
+	canonicalObject(e, `"valueUsageContext":`, x.ValueUsageContext)
+	canonicalPrimitiveValue(e, `"valueUuid":`, x.ValueUUID)
+}
+
 // ElementDefinitionConstraint is the backbone element ElementDefinition.constraint: Condition that must evaluate to true
 type ElementDefinitionConstraint struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -3978,6 +4657,25 @@ func (x *ElementDefinitionConstraint) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ElementDefinition.constraint", x)
 }
 
+func (x *ElementDefinitionConstraint) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_human":`, x.Human)
+	canonicalPrimitiveElement(e, `"_key":`, x.Key)
+	canonicalPrimitiveElement(e, `"_requirements":`, x.Requirements)
+	canonicalPrimitiveElement(e, `"_severity":`, x.Severity)
+	canonicalPrimitiveElement(e, `"_source":`, x.Source)
+	canonicalPrimitiveElement(e, `"_xpath":`, x.Xpath)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"human":`, x.Human)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"key":`, x.Key)
+	canonicalPrimitiveValue(e, `"requirements":`, x.Requirements)
+	canonicalPrimitiveValue(e, `"severity":`, x.Severity)
+	canonicalPrimitiveValue(e, `"source":`, x.Source)
+	canonicalPrimitiveValue(e, `"xpath":`, x.Xpath)
+}
+
 // ElementDefinitionBinding is the backbone element ElementDefinition.binding: ValueSet details if this is coded
 type ElementDefinitionBinding struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -4054,6 +4752,17 @@ func (x *ElementDefinitionBinding) UnmarshalJSON(data []byte) error {
 	}
 	*x = ElementDefinitionBinding{}
 	return unmarshalObject(data, "ElementDefinition.binding", x)
+}
+
+func (x *ElementDefinitionBinding) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_strength":`, x.Strength)
+	canonicalPrimitiveElement(e, `"_valueSet":`, x.ValueSet)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"strength":`, x.Strength)
+	canonicalPrimitiveValue(e, `"valueSet":`, x.ValueSet)
 }
 
 // ElementDefinitionMapping is the backbone element ElementDefinition.mapping: Map element to another set of definitions
@@ -4140,6 +4849,19 @@ func (x *ElementDefinitionMapping) UnmarshalJSON(data []byte) error {
 	}
 	*x = ElementDefinitionMapping{}
 	return unmarshalObject(data, "ElementDefinition.mapping", x)
+}
+
+func (x *ElementDefinitionMapping) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_identity":`, x.Identity)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_map":`, x.Map)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"identity":`, x.Identity)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"map":`, x.Map)
 }
 
 // Expression is the FHIR R4 data type Expression: Base StructureDefinition for Expression Type: A expression that is evaluated in a specified context and returns a value.
@@ -4234,6 +4956,21 @@ func (x *Expression) UnmarshalJSON(data []byte) error {
 	}
 	*x = Expression{}
 	return unmarshalObject(data, "Expression", x)
+}
+
+func (x *Expression) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_reference":`, x.Reference)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"reference":`, x.Reference)
 }
 
 // Extension is the FHIR R4 data type Extension: Base StructureDefinition for Extension Type: Optional Extension Element - found in all resources.
@@ -4633,6 +5370,81 @@ func (x *Extension) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Extension", x)
 }
 
+func (x *Extension) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueCanonical":`, x.ValueCanonical)
+	canonicalPrimitiveElement(e, `"_valueCode":`, x.ValueCode)
+	canonicalPrimitiveElement(e, `"_valueDate":`, x.ValueDate)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueId":`, x.ValueID)
+	canonicalPrimitiveElement(e, `"_valueInstant":`, x.ValueInstant)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueMarkdown":`, x.ValueMarkdown)
+	canonicalPrimitiveElement(e, `"_valueOid":`, x.ValueOID)
+	canonicalPrimitiveElement(e, `"_valuePositiveInt":`, x.ValuePositiveInt)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalPrimitiveElement(e, `"_valueUnsignedInt":`, x.ValueUnsignedInt)
+	canonicalPrimitiveElement(e, `"_valueUri":`, x.ValueURI)
+	canonicalPrimitiveElement(e, `"_valueUrl":`, x.ValueURL)
+	canonicalPrimitiveElement(e, `"_valueUuid":`, x.ValueUUID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalString(e, `"url":`, x.URL)
+	canonicalObject(e, `"valueAddress":`, x.ValueAddress)
+	canonicalObject(e, `"valueAge":`, x.ValueAge)
+	canonicalObject(e, `"valueAnnotation":`, x.ValueAnnotation)
+	canonicalObject(e, `"valueAttachment":`, x.ValueAttachment)
+	canonicalPrimitiveValue(e, `"valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveValue(e, `"valueCanonical":`, x.ValueCanonical)
+	canonicalPrimitiveValue(e, `"valueCode":`, x.ValueCode)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalObject(e, `"valueCoding":`, x.ValueCoding)
+	canonicalObject(e, `"valueContactDetail":`, x.ValueContactDetail)
+	canonicalObject(e, `"valueContactPoint":`, x.ValueContactPoint)
+	canonicalObject(e, `"valueContributor":`, x.ValueContributor)
+	canonicalObject(e, `"valueCount":`, x.ValueCount)
+	canonicalObject(e, `"valueDataRequirement":`, x.ValueDataRequirement)
+	canonicalPrimitiveValue(e, `"valueDate":`, x.ValueDate)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalObject(e, `"valueDistance":`, x.ValueDistance)
+	canonicalObject(e, `"valueDosage":`, x.ValueDosage)
+	canonicalObject(e, `"valueDuration":`, x.ValueDuration)
+	canonicalObject(e, `"valueExpression":`, x.ValueExpression)
+	canonicalObject(e, `"valueHumanName":`, x.ValueHumanName)
+	canonicalPrimitiveValue(e, `"valueId":`, x.ValueID)
+	canonicalObject(e, `"valueIdentifier":`, x.ValueIdentifier)
+	canonicalPrimitiveValue(e, `"valueInstant":`, x.ValueInstant)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveValue(e, `"valueMarkdown":`, x.ValueMarkdown)
+	canonicalObject(e, `"valueMeta":`, x.ValueMeta)
+	canonicalObject(e, `"valueMoney":`, x.ValueMoney)
+	canonicalPrimitiveValue(e, `"valueOid":`, x.ValueOID)
+	canonicalObject(e, `"valueParameterDefinition":`, x.ValueParameterDefinition)
+	canonicalObject(e, `"valuePeriod":`, x.ValuePeriod)
+	canonicalPrimitiveValue(e, `"valuePositiveInt":`, x.ValuePositiveInt)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
+	canonicalObject(e, `"valueRatio":`, x.ValueRatio)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalObject(e, `"valueRelatedArtifact":`, x.ValueRelatedArtifact)
+	canonicalObject(e, `"valueSampledData":`, x.ValueSampledData)
+	canonicalObject(e, `"valueSignature":`, x.ValueSignature)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
+	canonicalObject(e, `"valueTiming":`, x.ValueTiming)
+	canonicalObject(e, `"valueTriggerDefinition":`, x.ValueTriggerDefinition)
+	canonicalPrimitiveValue(e, `"valueUnsignedInt":`, x.ValueUnsignedInt)
+	canonicalPrimitiveValue(e, `"valueUri":`, x.ValueURI)
+	canonicalPrimitiveValue(e, `"valueUrl":`, x.ValueURL)
+	canonicalObject(e, `"valueUsageContext":`, x.ValueUsageContext)
+	canonicalPrimitiveValue(e, `"valueUuid":`, x.ValueUUID)
+}
+
 // HumanName is the FHIR R4 data type HumanName: Base StructureDefinition for HumanName Type: A human's name with the ability to identify parts and usage.
 type HumanName struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -4741,6 +5553,24 @@ func (x *HumanName) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "HumanName", x)
 }
 
+func (x *HumanName) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_family":`, x.Family)
+	canonicalPrimitiveElements(e, `"_given":`, x.Given)
+	canonicalPrimitiveElements(e, `"_prefix":`, x.Prefix)
+	canonicalPrimitiveElements(e, `"_suffix":`, x.Suffix)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"family":`, x.Family)
+	canonicalPrimitiveValues(e, `"given":`, x.Given)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValues(e, `"prefix":`, x.Prefix)
+	canonicalPrimitiveValues(e, `"suffix":`, x.Suffix)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+}
+
 // Identifier is the FHIR R4 data type Identifier: Base StructureDefinition for Identifier Type: An identifier - identifies some entity uniquely and unambiguously.
 type Identifier struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -4837,6 +5667,20 @@ func (x *Identifier) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Identifier", x)
 }
 
+func (x *Identifier) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObject(e, `"assigner":`, x.Assigner)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // MarketingStatus is the FHIR R4 data type MarketingStatus: Base StructureDefinition for MarketingStatus Type: The marketing status describes the date when a medicinal product is actually put on the market or the date as of which it is no longer available.
 type MarketingStatus struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -4927,6 +5771,18 @@ func (x *MarketingStatus) UnmarshalJSON(data []byte) error {
 	}
 	*x = MarketingStatus{}
 	return unmarshalObject(data, "MarketingStatus", x)
+}
+
+func (x *MarketingStatus) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_restoreDate":`, x.RestoreDate)
+	canonicalObject(e, `"country":`, x.Country)
+	canonicalObject(e, `"dateRange":`, x.DateRange)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"restoreDate":`, x.RestoreDate)
+	canonicalObject(e, `"status":`, x.Status)
 }
 
 // Meta is the FHIR R4 data type Meta: Base StructureDefinition for Meta Type: The metadata about a resource.
@@ -5027,6 +5883,21 @@ func (x *Meta) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Meta", x)
 }
 
+func (x *Meta) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_lastUpdated":`, x.LastUpdated)
+	canonicalPrimitiveElements(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_source":`, x.Source)
+	canonicalPrimitiveElement(e, `"_versionId":`, x.VersionID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"lastUpdated":`, x.LastUpdated)
+	canonicalPrimitiveValues(e, `"profile":`, x.Profile)
+	canonicalObjects(e, `"security":`, x.Security)
+	canonicalPrimitiveValue(e, `"source":`, x.Source)
+	canonicalObjects(e, `"tag":`, x.Tag)
+	canonicalPrimitiveValue(e, `"versionId":`, x.VersionID)
+}
+
 // Money is the FHIR R4 data type Money: Base StructureDefinition for Money Type: An amount of economic utility in some recognized currency.
 type Money struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -5097,6 +5968,15 @@ func (x *Money) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Money", x)
 }
 
+func (x *Money) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_currency":`, x.Currency)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"currency":`, x.Currency)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // Narrative is the FHIR R4 data type Narrative: Base StructureDefinition for Narrative Type: A human-readable summary of the resource conveying the essential clinical and business information for the resource.
 type Narrative struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -5165,6 +6045,15 @@ func (x *Narrative) UnmarshalJSON(data []byte) error {
 	}
 	*x = Narrative{}
 	return unmarshalObject(data, "Narrative", x)
+}
+
+func (x *Narrative) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_div":`, x.Div)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveValue(e, `"div":`, x.Div)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
 }
 
 // ParameterDefinition is the FHIR R4 data type ParameterDefinition: Base StructureDefinition for ParameterDefinition Type: The parameters to the module.
@@ -5277,6 +6166,25 @@ func (x *ParameterDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ParameterDefinition", x)
 }
 
+func (x *ParameterDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_max":`, x.Max)
+	canonicalPrimitiveElement(e, `"_min":`, x.Min)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"max":`, x.Max)
+	canonicalPrimitiveValue(e, `"min":`, x.Min)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+}
+
 // Period is the FHIR R4 data type Period: Base StructureDefinition for Period Type: A time period defined by a start and end date and optionally time.
 type Period struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -5345,6 +6253,15 @@ func (x *Period) UnmarshalJSON(data []byte) error {
 	}
 	*x = Period{}
 	return unmarshalObject(data, "Period", x)
+}
+
+func (x *Period) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
 }
 
 // Population is the FHIR R4 data type Population: Base StructureDefinition for Population Type: A populatioof people with some set of grouping criteria.
@@ -5435,6 +6352,17 @@ func (x *Population) UnmarshalJSON(data []byte) error {
 	}
 	*x = Population{}
 	return unmarshalObject(data, "Population", x)
+}
+
+func (x *Population) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"ageCodeableConcept":`, x.AgeCodeableConcept)
+	canonicalObject(e, `"ageRange":`, x.AgeRange)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"gender":`, x.Gender)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"physiologicalCondition":`, x.PhysiologicalCondition)
+	canonicalObject(e, `"race":`, x.Race)
 }
 
 // ProdCharacteristic is the FHIR R4 data type ProdCharacteristic: Base StructureDefinition for ProdCharacteristic Type: The marketing status describes the date when a medicinal product is actually put on the market or the date as of which it is no longer available.
@@ -5569,6 +6497,26 @@ func (x *ProdCharacteristic) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ProdCharacteristic", x)
 }
 
+func (x *ProdCharacteristic) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_color":`, x.Color)
+	canonicalPrimitiveElements(e, `"_imprint":`, x.Imprint)
+	canonicalPrimitiveElement(e, `"_shape":`, x.Shape)
+	canonicalPrimitiveValues(e, `"color":`, x.Color)
+	canonicalObject(e, `"depth":`, x.Depth)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"externalDiameter":`, x.ExternalDiameter)
+	canonicalObject(e, `"height":`, x.Height)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"image":`, x.Image)
+	canonicalPrimitiveValues(e, `"imprint":`, x.Imprint)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"nominalVolume":`, x.NominalVolume)
+	canonicalObject(e, `"scoring":`, x.Scoring)
+	canonicalPrimitiveValue(e, `"shape":`, x.Shape)
+	canonicalObject(e, `"weight":`, x.Weight)
+	canonicalObject(e, `"width":`, x.Width)
+}
+
 // ProductShelfLife is the FHIR R4 data type ProductShelfLife: Base StructureDefinition for ProductShelfLife Type: The shelf-life and storage information for a medicinal product item or container can be described using this class.
 type ProductShelfLife struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -5651,6 +6599,16 @@ func (x *ProductShelfLife) UnmarshalJSON(data []byte) error {
 	}
 	*x = ProductShelfLife{}
 	return unmarshalObject(data, "ProductShelfLife", x)
+}
+
+func (x *ProductShelfLife) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"specialPrecautionsForStorage":`, x.SpecialPrecautionsForStorage)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // Quantity is the FHIR R4 data type Quantity: Base StructureDefinition for Quantity Type: A measured amount (or an amount that can potentially be measured).
@@ -5747,6 +6705,21 @@ func (x *Quantity) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Quantity", x)
 }
 
+func (x *Quantity) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_comparator":`, x.Comparator)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_unit":`, x.Unit)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comparator":`, x.Comparator)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"unit":`, x.Unit)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // Range is the FHIR R4 data type Range: Base StructureDefinition for Range Type: A set of ordered Quantities defined by a low and high limit.
 type Range struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -5813,6 +6786,13 @@ func (x *Range) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Range", x)
 }
 
+func (x *Range) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"high":`, x.High)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"low":`, x.Low)
+}
+
 // Ratio is the FHIR R4 data type Ratio: Base StructureDefinition for Ratio Type: A relationship of two Quantity values - expressed as a numerator and a denominator.
 type Ratio struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -5877,6 +6857,13 @@ func (x *Ratio) UnmarshalJSON(data []byte) error {
 	}
 	*x = Ratio{}
 	return unmarshalObject(data, "Ratio", x)
+}
+
+func (x *Ratio) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"denominator":`, x.Denominator)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"numerator":`, x.Numerator)
 }
 
 // Reference is the FHIR R4 data type Reference: Base StructureDefinition for Reference Type: A reference from one resource to another.
@@ -5961,6 +6948,18 @@ func (x *Reference) UnmarshalJSON(data []byte) error {
 	}
 	*x = Reference{}
 	return unmarshalObject(data, "Reference", x)
+}
+
+func (x *Reference) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_reference":`, x.Reference)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"reference":`, x.Reference)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // RelatedArtifact is the FHIR R4 data type RelatedArtifact: Base StructureDefinition for RelatedArtifact Type: Related artifacts such as additional documentation, justification, or bibliographic references.
@@ -6071,6 +7070,24 @@ func (x *RelatedArtifact) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "RelatedArtifact", x)
 }
 
+func (x *RelatedArtifact) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_citation":`, x.Citation)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_label":`, x.Label)
+	canonicalPrimitiveElement(e, `"_resource":`, x.Resource)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveValue(e, `"citation":`, x.Citation)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObject(e, `"document":`, x.Document)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"label":`, x.Label)
+	canonicalPrimitiveValue(e, `"resource":`, x.Resource)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+}
+
 // SampledData is the FHIR R4 data type SampledData: Base StructureDefinition for SampledData Type: A series of measurements taken by a device, with upper and lower limits.
 type SampledData struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -6179,6 +7196,24 @@ func (x *SampledData) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SampledData", x)
 }
 
+func (x *SampledData) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_data":`, x.Data)
+	canonicalPrimitiveElement(e, `"_dimensions":`, x.Dimensions)
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElement(e, `"_lowerLimit":`, x.LowerLimit)
+	canonicalPrimitiveElement(e, `"_period":`, x.Period)
+	canonicalPrimitiveElement(e, `"_upperLimit":`, x.UpperLimit)
+	canonicalPrimitiveValue(e, `"data":`, x.Data)
+	canonicalPrimitiveValue(e, `"dimensions":`, x.Dimensions)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"lowerLimit":`, x.LowerLimit)
+	canonicalObject(e, `"origin":`, x.Origin)
+	canonicalPrimitiveValue(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"upperLimit":`, x.UpperLimit)
+}
+
 // Signature is the FHIR R4 data type Signature: Base StructureDefinition for Signature Type: A signature along with supporting context.
 type Signature struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -6283,6 +7318,22 @@ func (x *Signature) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Signature", x)
 }
 
+func (x *Signature) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_data":`, x.Data)
+	canonicalPrimitiveElement(e, `"_sigFormat":`, x.SigFormat)
+	canonicalPrimitiveElement(e, `"_targetFormat":`, x.TargetFormat)
+	canonicalPrimitiveElement(e, `"_when":`, x.When)
+	canonicalPrimitiveValue(e, `"data":`, x.Data)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"onBehalfOf":`, x.OnBehalfOf)
+	canonicalPrimitiveValue(e, `"sigFormat":`, x.SigFormat)
+	canonicalPrimitiveValue(e, `"targetFormat":`, x.TargetFormat)
+	canonicalObjects(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"when":`, x.When)
+	canonicalObject(e, `"who":`, x.Who)
+}
+
 // SubstanceAmount is the FHIR R4 data type SubstanceAmount: Base StructureDefinition for SubstanceAmount Type: Chemical substances are a single substance type whose primary defining element is the molecular structure.
 type SubstanceAmount struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -6383,6 +7434,20 @@ func (x *SubstanceAmount) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceAmount", x)
 }
 
+func (x *SubstanceAmount) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_amountString":`, x.AmountString)
+	canonicalPrimitiveElement(e, `"_amountText":`, x.AmountText)
+	canonicalObject(e, `"amountQuantity":`, x.AmountQuantity)
+	canonicalObject(e, `"amountRange":`, x.AmountRange)
+	canonicalPrimitiveValue(e, `"amountString":`, x.AmountString)
+	canonicalPrimitiveValue(e, `"amountText":`, x.AmountText)
+	canonicalObject(e, `"amountType":`, x.AmountType)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"referenceRange":`, x.ReferenceRange)
+}
+
 // SubstanceAmountReferenceRange is the backbone element SubstanceAmount.referenceRange: Reference range of possible or expected values
 type SubstanceAmountReferenceRange struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -6447,6 +7512,13 @@ func (x *SubstanceAmountReferenceRange) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceAmountReferenceRange{}
 	return unmarshalObject(data, "SubstanceAmount.referenceRange", x)
+}
+
+func (x *SubstanceAmountReferenceRange) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"highLimit":`, x.HighLimit)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"lowLimit":`, x.LowLimit)
 }
 
 // Timing is the FHIR R4 data type Timing: Base StructureDefinition for Timing Type: Specifies an event that may occur multiple times.
@@ -6527,6 +7599,16 @@ func (x *Timing) UnmarshalJSON(data []byte) error {
 	}
 	*x = Timing{}
 	return unmarshalObject(data, "Timing", x)
+}
+
+func (x *Timing) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_event":`, x.Event)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValues(e, `"event":`, x.Event)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"repeat":`, x.Repeat)
 }
 
 // TimingRepeat is the backbone element Timing.repeat: When the event is to occur
@@ -6713,6 +7795,42 @@ func (x *TimingRepeat) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Timing.repeat", x)
 }
 
+func (x *TimingRepeat) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_count":`, x.Count)
+	canonicalPrimitiveElement(e, `"_countMax":`, x.CountMax)
+	canonicalPrimitiveElements(e, `"_dayOfWeek":`, x.DayOfWeek)
+	canonicalPrimitiveElement(e, `"_duration":`, x.Duration)
+	canonicalPrimitiveElement(e, `"_durationMax":`, x.DurationMax)
+	canonicalPrimitiveElement(e, `"_durationUnit":`, x.DurationUnit)
+	canonicalPrimitiveElement(e, `"_frequency":`, x.Frequency)
+	canonicalPrimitiveElement(e, `"_frequencyMax":`, x.FrequencyMax)
+	canonicalPrimitiveElement(e, `"_offset":`, x.Offset)
+	canonicalPrimitiveElement(e, `"_period":`, x.Period)
+	canonicalPrimitiveElement(e, `"_periodMax":`, x.PeriodMax)
+	canonicalPrimitiveElement(e, `"_periodUnit":`, x.PeriodUnit)
+	canonicalPrimitiveElements(e, `"_timeOfDay":`, x.TimeOfDay)
+	canonicalPrimitiveElements(e, `"_when":`, x.When)
+	canonicalObject(e, `"boundsDuration":`, x.BoundsDuration)
+	canonicalObject(e, `"boundsPeriod":`, x.BoundsPeriod)
+	canonicalObject(e, `"boundsRange":`, x.BoundsRange)
+	canonicalPrimitiveValue(e, `"count":`, x.Count)
+	canonicalPrimitiveValue(e, `"countMax":`, x.CountMax)
+	canonicalPrimitiveValues(e, `"dayOfWeek":`, x.DayOfWeek)
+	canonicalPrimitiveValue(e, `"duration":`, x.Duration)
+	canonicalPrimitiveValue(e, `"durationMax":`, x.DurationMax)
+	canonicalPrimitiveValue(e, `"durationUnit":`, x.DurationUnit)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"frequency":`, x.Frequency)
+	canonicalPrimitiveValue(e, `"frequencyMax":`, x.FrequencyMax)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"offset":`, x.Offset)
+	canonicalPrimitiveValue(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"periodMax":`, x.PeriodMax)
+	canonicalPrimitiveValue(e, `"periodUnit":`, x.PeriodUnit)
+	canonicalPrimitiveValues(e, `"timeOfDay":`, x.TimeOfDay)
+	canonicalPrimitiveValues(e, `"when":`, x.When)
+}
+
 // TriggerDefinition is the FHIR R4 data type TriggerDefinition: Base StructureDefinition for TriggerDefinition Type: A description of a triggering event.
 type TriggerDefinition struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -6823,6 +7941,23 @@ func (x *TriggerDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TriggerDefinition", x)
 }
 
+func (x *TriggerDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_timingDate":`, x.TimingDate)
+	canonicalPrimitiveElement(e, `"_timingDateTime":`, x.TimingDateTime)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObject(e, `"condition":`, x.Condition)
+	canonicalObjects(e, `"data":`, x.Data)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"timingDate":`, x.TimingDate)
+	canonicalPrimitiveValue(e, `"timingDateTime":`, x.TimingDateTime)
+	canonicalObject(e, `"timingReference":`, x.TimingReference)
+	canonicalObject(e, `"timingTiming":`, x.TimingTiming)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // UsageContext is the FHIR R4 data type UsageContext: Base StructureDefinition for UsageContext Type: Specifies clinical/business/etc.
 type UsageContext struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -6905,4 +8040,14 @@ func (x *UsageContext) UnmarshalJSON(data []byte) error {
 	}
 	*x = UsageContext{}
 	return unmarshalObject(data, "UsageContext", x)
+}
+
+func (x *UsageContext) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
 }

@@ -1139,3 +1139,51 @@ func (x *XHTML) SetText(s string) error { x.Value, x.Present = s, true; return n
 
 // NewXHTML returns a XHTML holding v.
 func NewXHTML(v string) *XHTML { return &XHTML{Value: v, Present: true} }
+
+func (x *Base64Binary) encodeCanonicalElement(e *encoder) {
+	e.canonicalPrimitiveElement(x.ID, x.Extension)
+}
+
+func (x *Boolean) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *Canonical) encodeCanonicalElement(e *encoder) {
+	e.canonicalPrimitiveElement(x.ID, x.Extension)
+}
+
+func (x *Code) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *Date) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *DateTime) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *Decimal) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *ID) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *Instant) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *Integer) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *Markdown) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *OID) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *PositiveInt) encodeCanonicalElement(e *encoder) {
+	e.canonicalPrimitiveElement(x.ID, x.Extension)
+}
+
+func (x *String) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *Time) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *URI) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *URL) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *UUID) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }
+
+func (x *UnsignedInt) encodeCanonicalElement(e *encoder) {
+	e.canonicalPrimitiveElement(x.ID, x.Extension)
+}
+
+func (x *XHTML) encodeCanonicalElement(e *encoder) { e.canonicalPrimitiveElement(x.ID, x.Extension) }

@@ -182,6 +182,34 @@ func (x *Account) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Account) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"coverage":`, x.Coverage)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"guarantor":`, x.Guarantor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"owner":`, x.Owner)
+	canonicalObject(e, `"partOf":`, x.PartOf)
+	e.key(`"resourceType":"Account"`)
+	canonicalObject(e, `"servicePeriod":`, x.ServicePeriod)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // AccountCoverage is the backbone element Account.coverage: The party(s) that are responsible for covering the payment of this account, and what order should they be applied to the account
 type AccountCoverage struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -254,6 +282,15 @@ func (x *AccountCoverage) UnmarshalJSON(data []byte) error {
 	}
 	*x = AccountCoverage{}
 	return unmarshalObject(data, "Account.coverage", x)
+}
+
+func (x *AccountCoverage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalObject(e, `"coverage":`, x.Coverage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
 }
 
 // AccountGuarantor is the backbone element Account.guarantor: The parties ultimately responsible for balancing the Account
@@ -334,4 +371,14 @@ func (x *AccountGuarantor) UnmarshalJSON(data []byte) error {
 	}
 	*x = AccountGuarantor{}
 	return unmarshalObject(data, "Account.guarantor", x)
+}
+
+func (x *AccountGuarantor) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_onHold":`, x.OnHold)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"onHold":`, x.OnHold)
+	canonicalObject(e, `"party":`, x.Party)
+	canonicalObject(e, `"period":`, x.Period)
 }

@@ -474,6 +474,96 @@ func (x *ActivityDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ActivityDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_approvalDate":`, x.ApprovalDate)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_doNotPerform":`, x.DoNotPerform)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_intent":`, x.Intent)
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveElements(e, `"_library":`, x.Library)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_subtitle":`, x.Subtitle)
+	canonicalPrimitiveElement(e, `"_timingDateTime":`, x.TimingDateTime)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_transform":`, x.Transform)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_usage":`, x.Usage)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"approvalDate":`, x.ApprovalDate)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObjects(e, `"bodySite":`, x.BodySite)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"doNotPerform":`, x.DoNotPerform)
+	canonicalObjects(e, `"dosage":`, x.Dosage)
+	canonicalObjects(e, `"dynamicValue":`, x.DynamicValue)
+	canonicalObjects(e, `"editor":`, x.Editor)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObjects(e, `"endorser":`, x.Endorser)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"intent":`, x.Intent)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveValues(e, `"library":`, x.Library)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"observationRequirement":`, x.ObservationRequirement)
+	canonicalObjects(e, `"observationResultRequirement":`, x.ObservationResultRequirement)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObject(e, `"productCodeableConcept":`, x.ProductCodeableConcept)
+	canonicalObject(e, `"productReference":`, x.ProductReference)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"relatedArtifact":`, x.RelatedArtifact)
+	e.key(`"resourceType":"ActivityDefinition"`)
+	canonicalObjects(e, `"reviewer":`, x.Reviewer)
+	canonicalObjects(e, `"specimenRequirement":`, x.SpecimenRequirement)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subjectCodeableConcept":`, x.SubjectCodeableConcept)
+	canonicalObject(e, `"subjectReference":`, x.SubjectReference)
+	canonicalPrimitiveValue(e, `"subtitle":`, x.Subtitle)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"timingAge":`, x.TimingAge)
+	canonicalPrimitiveValue(e, `"timingDateTime":`, x.TimingDateTime)
+	canonicalObject(e, `"timingDuration":`, x.TimingDuration)
+	canonicalObject(e, `"timingPeriod":`, x.TimingPeriod)
+	canonicalObject(e, `"timingRange":`, x.TimingRange)
+	canonicalObject(e, `"timingTiming":`, x.TimingTiming)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObjects(e, `"topic":`, x.Topic)
+	canonicalPrimitiveValue(e, `"transform":`, x.Transform)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalPrimitiveValue(e, `"usage":`, x.Usage)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ActivityDefinitionParticipant is the backbone element ActivityDefinition.participant: Who should participate in the action
 type ActivityDefinitionParticipant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -548,6 +638,15 @@ func (x *ActivityDefinitionParticipant) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ActivityDefinition.participant", x)
 }
 
+func (x *ActivityDefinitionParticipant) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"role":`, x.Role)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // ActivityDefinitionDynamicValue is the backbone element ActivityDefinition.dynamicValue: Dynamic aspects of the definition
 type ActivityDefinitionDynamicValue struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -620,4 +719,13 @@ func (x *ActivityDefinitionDynamicValue) UnmarshalJSON(data []byte) error {
 	}
 	*x = ActivityDefinitionDynamicValue{}
 	return unmarshalObject(data, "ActivityDefinition.dynamicValue", x)
+}
+
+func (x *ActivityDefinitionDynamicValue) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalObject(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
 }

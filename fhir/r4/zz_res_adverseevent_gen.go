@@ -238,6 +238,44 @@ func (x *AdverseEvent) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *AdverseEvent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_actuality":`, x.Actuality)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_detected":`, x.Detected)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_recordedDate":`, x.RecordedDate)
+	canonicalPrimitiveValue(e, `"actuality":`, x.Actuality)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"contributor":`, x.Contributor)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"detected":`, x.Detected)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObject(e, `"event":`, x.Event)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"outcome":`, x.Outcome)
+	canonicalPrimitiveValue(e, `"recordedDate":`, x.RecordedDate)
+	canonicalObject(e, `"recorder":`, x.Recorder)
+	canonicalObjects(e, `"referenceDocument":`, x.ReferenceDocument)
+	e.key(`"resourceType":"AdverseEvent"`)
+	canonicalObjects(e, `"resultingCondition":`, x.ResultingCondition)
+	canonicalObject(e, `"seriousness":`, x.Seriousness)
+	canonicalObject(e, `"severity":`, x.Severity)
+	canonicalObjects(e, `"study":`, x.Study)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObjects(e, `"subjectMedicalHistory":`, x.SubjectMedicalHistory)
+	canonicalObjects(e, `"suspectEntity":`, x.SuspectEntity)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // AdverseEventSuspectEntity is the backbone element AdverseEvent.suspectEntity: The suspected agent causing the adverse event
 type AdverseEventSuspectEntity struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -308,6 +346,14 @@ func (x *AdverseEventSuspectEntity) UnmarshalJSON(data []byte) error {
 	}
 	*x = AdverseEventSuspectEntity{}
 	return unmarshalObject(data, "AdverseEvent.suspectEntity", x)
+}
+
+func (x *AdverseEventSuspectEntity) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"causality":`, x.Causality)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"instance":`, x.Instance)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // AdverseEventSuspectEntityCausality is the backbone element AdverseEvent.suspectEntity.causality: Information on the possible cause of the event
@@ -394,4 +440,15 @@ func (x *AdverseEventSuspectEntityCausality) UnmarshalJSON(data []byte) error {
 	}
 	*x = AdverseEventSuspectEntityCausality{}
 	return unmarshalObject(data, "AdverseEvent.suspectEntity.causality", x)
+}
+
+func (x *AdverseEventSuspectEntityCausality) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_productRelatedness":`, x.ProductRelatedness)
+	canonicalObject(e, `"assessment":`, x.Assessment)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"productRelatedness":`, x.ProductRelatedness)
 }

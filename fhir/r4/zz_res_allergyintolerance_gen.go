@@ -244,6 +244,47 @@ func (x *AllergyIntolerance) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *AllergyIntolerance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_category":`, x.Category)
+	canonicalPrimitiveElement(e, `"_criticality":`, x.Criticality)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastOccurrence":`, x.LastOccurrence)
+	canonicalPrimitiveElement(e, `"_onsetDateTime":`, x.OnsetDateTime)
+	canonicalPrimitiveElement(e, `"_onsetString":`, x.OnsetString)
+	canonicalPrimitiveElement(e, `"_recordedDate":`, x.RecordedDate)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObject(e, `"asserter":`, x.Asserter)
+	canonicalPrimitiveValues(e, `"category":`, x.Category)
+	canonicalObject(e, `"clinicalStatus":`, x.ClinicalStatus)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"criticality":`, x.Criticality)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastOccurrence":`, x.LastOccurrence)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"onsetAge":`, x.OnsetAge)
+	canonicalPrimitiveValue(e, `"onsetDateTime":`, x.OnsetDateTime)
+	canonicalObject(e, `"onsetPeriod":`, x.OnsetPeriod)
+	canonicalObject(e, `"onsetRange":`, x.OnsetRange)
+	canonicalPrimitiveValue(e, `"onsetString":`, x.OnsetString)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObjects(e, `"reaction":`, x.Reaction)
+	canonicalPrimitiveValue(e, `"recordedDate":`, x.RecordedDate)
+	canonicalObject(e, `"recorder":`, x.Recorder)
+	e.key(`"resourceType":"AllergyIntolerance"`)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalObject(e, `"verificationStatus":`, x.VerificationStatus)
+}
+
 // AllergyIntoleranceReaction is the backbone element AllergyIntolerance.reaction: Adverse Reaction Events linked to exposure to substance
 type AllergyIntoleranceReaction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -350,4 +391,20 @@ func (x *AllergyIntoleranceReaction) UnmarshalJSON(data []byte) error {
 	}
 	*x = AllergyIntoleranceReaction{}
 	return unmarshalObject(data, "AllergyIntolerance.reaction", x)
+}
+
+func (x *AllergyIntoleranceReaction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_onset":`, x.Onset)
+	canonicalPrimitiveElement(e, `"_severity":`, x.Severity)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"exposureRoute":`, x.ExposureRoute)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"manifestation":`, x.Manifestation)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"onset":`, x.Onset)
+	canonicalPrimitiveValue(e, `"severity":`, x.Severity)
+	canonicalObject(e, `"substance":`, x.Substance)
 }

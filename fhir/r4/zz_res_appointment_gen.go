@@ -260,6 +260,51 @@ func (x *Appointment) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Appointment) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_minutesDuration":`, x.MinutesDuration)
+	canonicalPrimitiveElement(e, `"_patientInstruction":`, x.PatientInstruction)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"appointmentType":`, x.AppointmentType)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObject(e, `"cancelationReason":`, x.CancelationReason)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalPrimitiveValue(e, `"minutesDuration":`, x.MinutesDuration)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	canonicalPrimitiveValue(e, `"patientInstruction":`, x.PatientInstruction)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObjects(e, `"requestedPeriod":`, x.RequestedPeriod)
+	e.key(`"resourceType":"Appointment"`)
+	canonicalObjects(e, `"serviceCategory":`, x.ServiceCategory)
+	canonicalObjects(e, `"serviceType":`, x.ServiceType)
+	canonicalObjects(e, `"slot":`, x.Slot)
+	canonicalObjects(e, `"specialty":`, x.Specialty)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"supportingInformation":`, x.SupportingInformation)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // AppointmentParticipant is the backbone element Appointment.participant: Participants involved in appointment
 type AppointmentParticipant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -352,4 +397,17 @@ func (x *AppointmentParticipant) UnmarshalJSON(data []byte) error {
 	}
 	*x = AppointmentParticipant{}
 	return unmarshalObject(data, "Appointment.participant", x)
+}
+
+func (x *AppointmentParticipant) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_required":`, x.Required)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"required":`, x.Required)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"type":`, x.Type)
 }

@@ -165,3 +165,29 @@ func (x *AppointmentResponse) UnmarshalJSON(data []byte) error {
 	*x = AppointmentResponse{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *AppointmentResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_participantStatus":`, x.ParticipantStatus)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObject(e, `"appointment":`, x.Appointment)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"participantStatus":`, x.ParticipantStatus)
+	canonicalObjects(e, `"participantType":`, x.ParticipantType)
+	e.key(`"resourceType":"AppointmentResponse"`)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
+	canonicalObject(e, `"text":`, x.Text)
+}

@@ -184,6 +184,35 @@ func (x *AuditEvent) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *AuditEvent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_action":`, x.Action)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_outcome":`, x.Outcome)
+	canonicalPrimitiveElement(e, `"_outcomeDesc":`, x.OutcomeDesc)
+	canonicalPrimitiveElement(e, `"_recorded":`, x.Recorded)
+	canonicalPrimitiveValue(e, `"action":`, x.Action)
+	canonicalObjects(e, `"agent":`, x.Agent)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"entity":`, x.Entity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"outcome":`, x.Outcome)
+	canonicalPrimitiveValue(e, `"outcomeDesc":`, x.OutcomeDesc)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"purposeOfEvent":`, x.PurposeOfEvent)
+	canonicalPrimitiveValue(e, `"recorded":`, x.Recorded)
+	e.key(`"resourceType":"AuditEvent"`)
+	canonicalObject(e, `"source":`, x.Source)
+	canonicalObjects(e, `"subtype":`, x.Subtype)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // AuditEventAgent is the backbone element AuditEvent.agent: Actor involved in the event
 type AuditEventAgent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -318,6 +347,27 @@ func (x *AuditEventAgent) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "AuditEvent.agent", x)
 }
 
+func (x *AuditEventAgent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_altId":`, x.AltID)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElements(e, `"_policy":`, x.Policy)
+	canonicalPrimitiveElement(e, `"_requestor":`, x.Requestor)
+	canonicalPrimitiveValue(e, `"altId":`, x.AltID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObject(e, `"media":`, x.Media)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"network":`, x.Network)
+	canonicalPrimitiveValues(e, `"policy":`, x.Policy)
+	canonicalObjects(e, `"purposeOfUse":`, x.PurposeOfUse)
+	canonicalPrimitiveValue(e, `"requestor":`, x.Requestor)
+	canonicalObjects(e, `"role":`, x.Role)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"who":`, x.Who)
+}
+
 // AuditEventAgentNetwork is the backbone element AuditEvent.agent.network: Logical network location for application activity
 type AuditEventAgentNetwork struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -392,6 +442,16 @@ func (x *AuditEventAgentNetwork) UnmarshalJSON(data []byte) error {
 	}
 	*x = AuditEventAgentNetwork{}
 	return unmarshalObject(data, "AuditEvent.agent.network", x)
+}
+
+func (x *AuditEventAgentNetwork) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_address":`, x.Address)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"address":`, x.Address)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // AuditEventSource is the backbone element AuditEvent.source: Audit Event Reporter
@@ -472,6 +532,16 @@ func (x *AuditEventSource) UnmarshalJSON(data []byte) error {
 	}
 	*x = AuditEventSource{}
 	return unmarshalObject(data, "AuditEvent.source", x)
+}
+
+func (x *AuditEventSource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_site":`, x.Site)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"observer":`, x.Observer)
+	canonicalPrimitiveValue(e, `"site":`, x.Site)
+	canonicalObjects(e, `"type":`, x.Type)
 }
 
 // AuditEventEntity is the backbone element AuditEvent.entity: Data or objects used
@@ -594,6 +664,24 @@ func (x *AuditEventEntity) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "AuditEvent.entity", x)
 }
 
+func (x *AuditEventEntity) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_query":`, x.Query)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"lifecycle":`, x.Lifecycle)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"query":`, x.Query)
+	canonicalObject(e, `"role":`, x.Role)
+	canonicalObjects(e, `"securityLabel":`, x.SecurityLabel)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"what":`, x.What)
+}
+
 // AuditEventEntityDetail is the backbone element AuditEvent.entity.detail: Additional Information about the entity
 type AuditEventEntityDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -676,4 +764,16 @@ func (x *AuditEventEntityDetail) UnmarshalJSON(data []byte) error {
 	}
 	*x = AuditEventEntityDetail{}
 	return unmarshalObject(data, "AuditEvent.entity.detail", x)
+}
+
+func (x *AuditEventEntityDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
 }

@@ -141,3 +141,23 @@ func (x *Basic) UnmarshalJSON(data []byte) error {
 	*x = Basic{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *Basic) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"Basic"`)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}

@@ -107,3 +107,18 @@ func (x *Binary) UnmarshalJSON(data []byte) error {
 	*x = Binary{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *Binary) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_contentType":`, x.ContentType)
+	canonicalPrimitiveElement(e, `"_data":`, x.Data)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"contentType":`, x.ContentType)
+	canonicalPrimitiveValue(e, `"data":`, x.Data)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	e.key(`"resourceType":"Binary"`)
+	canonicalObject(e, `"securityContext":`, x.SecurityContext)
+}

@@ -182,6 +182,34 @@ func (x *BiologicallyDerivedProduct) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *BiologicallyDerivedProduct) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_productCategory":`, x.ProductCategory)
+	canonicalPrimitiveElement(e, `"_quantity":`, x.Quantity)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"collection":`, x.Collection)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"manipulation":`, x.Manipulation)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"parent":`, x.Parent)
+	canonicalObjects(e, `"processing":`, x.Processing)
+	canonicalPrimitiveValue(e, `"productCategory":`, x.ProductCategory)
+	canonicalObject(e, `"productCode":`, x.ProductCode)
+	canonicalPrimitiveValue(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"request":`, x.Request)
+	e.key(`"resourceType":"BiologicallyDerivedProduct"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"storage":`, x.Storage)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // BiologicallyDerivedProductCollection is the backbone element BiologicallyDerivedProduct.collection: How this product was collected
 type BiologicallyDerivedProductCollection struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -266,6 +294,17 @@ func (x *BiologicallyDerivedProductCollection) UnmarshalJSON(data []byte) error 
 	}
 	*x = BiologicallyDerivedProductCollection{}
 	return unmarshalObject(data, "BiologicallyDerivedProduct.collection", x)
+}
+
+func (x *BiologicallyDerivedProductCollection) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_collectedDateTime":`, x.CollectedDateTime)
+	canonicalPrimitiveValue(e, `"collectedDateTime":`, x.CollectedDateTime)
+	canonicalObject(e, `"collectedPeriod":`, x.CollectedPeriod)
+	canonicalObject(e, `"collector":`, x.Collector)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"source":`, x.Source)
 }
 
 // BiologicallyDerivedProductProcessing is the backbone element BiologicallyDerivedProduct.processing: Any processing of the product during collection
@@ -362,6 +401,19 @@ func (x *BiologicallyDerivedProductProcessing) UnmarshalJSON(data []byte) error 
 	return unmarshalObject(data, "BiologicallyDerivedProduct.processing", x)
 }
 
+func (x *BiologicallyDerivedProductProcessing) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_timeDateTime":`, x.TimeDateTime)
+	canonicalObject(e, `"additive":`, x.Additive)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"procedure":`, x.Procedure)
+	canonicalPrimitiveValue(e, `"timeDateTime":`, x.TimeDateTime)
+	canonicalObject(e, `"timePeriod":`, x.TimePeriod)
+}
+
 // BiologicallyDerivedProductManipulation is the backbone element BiologicallyDerivedProduct.manipulation: Any manipulation of product post-collection
 type BiologicallyDerivedProductManipulation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -442,6 +494,17 @@ func (x *BiologicallyDerivedProductManipulation) UnmarshalJSON(data []byte) erro
 	}
 	*x = BiologicallyDerivedProductManipulation{}
 	return unmarshalObject(data, "BiologicallyDerivedProduct.manipulation", x)
+}
+
+func (x *BiologicallyDerivedProductManipulation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_timeDateTime":`, x.TimeDateTime)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"timeDateTime":`, x.TimeDateTime)
+	canonicalObject(e, `"timePeriod":`, x.TimePeriod)
 }
 
 // BiologicallyDerivedProductStorage is the backbone element BiologicallyDerivedProduct.storage: Product storage
@@ -532,4 +595,17 @@ func (x *BiologicallyDerivedProductStorage) UnmarshalJSON(data []byte) error {
 	}
 	*x = BiologicallyDerivedProductStorage{}
 	return unmarshalObject(data, "BiologicallyDerivedProduct.storage", x)
+}
+
+func (x *BiologicallyDerivedProductStorage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_scale":`, x.Scale)
+	canonicalPrimitiveElement(e, `"_temperature":`, x.Temperature)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"duration":`, x.Duration)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"scale":`, x.Scale)
+	canonicalPrimitiveValue(e, `"temperature":`, x.Temperature)
 }

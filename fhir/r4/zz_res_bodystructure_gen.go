@@ -161,3 +161,27 @@ func (x *BodyStructure) UnmarshalJSON(data []byte) error {
 	*x = BodyStructure{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *BodyStructure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"image":`, x.Image)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObjects(e, `"locationQualifier":`, x.LocationQualifier)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"morphology":`, x.Morphology)
+	canonicalObject(e, `"patient":`, x.Patient)
+	e.key(`"resourceType":"BodyStructure"`)
+	canonicalObject(e, `"text":`, x.Text)
+}

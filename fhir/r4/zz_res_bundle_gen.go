@@ -134,6 +134,26 @@ func (x *Bundle) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Bundle) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_timestamp":`, x.Timestamp)
+	canonicalPrimitiveElement(e, `"_total":`, x.Total)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"entry":`, x.Entry)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"link":`, x.Link)
+	canonicalObject(e, `"meta":`, x.Meta)
+	e.key(`"resourceType":"Bundle"`)
+	canonicalObject(e, `"signature":`, x.Signature)
+	canonicalPrimitiveValue(e, `"timestamp":`, x.Timestamp)
+	canonicalPrimitiveValue(e, `"total":`, x.Total)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // BundleLink is the backbone element Bundle.link: Links related to this Bundle
 type BundleLink struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -208,6 +228,16 @@ func (x *BundleLink) UnmarshalJSON(data []byte) error {
 	}
 	*x = BundleLink{}
 	return unmarshalObject(data, "Bundle.link", x)
+}
+
+func (x *BundleLink) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_relation":`, x.Relation)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"relation":`, x.Relation)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
 }
 
 // BundleEntry is the backbone element Bundle.entry: Entry in the bundle - will have a resource or information
@@ -308,6 +338,19 @@ func (x *BundleEntry) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Bundle.entry", x)
 }
 
+func (x *BundleEntry) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_fullUrl":`, x.FullURL)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"fullUrl":`, x.FullURL)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"link":`, x.Link)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"request":`, x.Request)
+	e.canonicalResource(`"resource":`, x.Resource)
+	canonicalObject(e, `"response":`, x.Response)
+	canonicalObject(e, `"search":`, x.Search)
+}
+
 // BundleEntrySearch is the backbone element Bundle.entry.search: Search related information
 type BundleEntrySearch struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -382,6 +425,16 @@ func (x *BundleEntrySearch) UnmarshalJSON(data []byte) error {
 	}
 	*x = BundleEntrySearch{}
 	return unmarshalObject(data, "Bundle.entry.search", x)
+}
+
+func (x *BundleEntrySearch) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_score":`, x.Score)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"score":`, x.Score)
 }
 
 // BundleEntryRequest is the backbone element Bundle.entry.request: Additional execution information (transaction/batch/history)
@@ -492,6 +545,24 @@ func (x *BundleEntryRequest) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Bundle.entry.request", x)
 }
 
+func (x *BundleEntryRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_ifMatch":`, x.IfMatch)
+	canonicalPrimitiveElement(e, `"_ifModifiedSince":`, x.IfModifiedSince)
+	canonicalPrimitiveElement(e, `"_ifNoneExist":`, x.IfNoneExist)
+	canonicalPrimitiveElement(e, `"_ifNoneMatch":`, x.IfNoneMatch)
+	canonicalPrimitiveElement(e, `"_method":`, x.Method)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"ifMatch":`, x.IfMatch)
+	canonicalPrimitiveValue(e, `"ifModifiedSince":`, x.IfModifiedSince)
+	canonicalPrimitiveValue(e, `"ifNoneExist":`, x.IfNoneExist)
+	canonicalPrimitiveValue(e, `"ifNoneMatch":`, x.IfNoneMatch)
+	canonicalPrimitiveValue(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+}
+
 // BundleEntryResponse is the backbone element Bundle.entry.response: Results of execution (transaction/batch/history)
 type BundleEntryResponse struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -588,4 +659,19 @@ func (x *BundleEntryResponse) UnmarshalJSON(data []byte) error {
 	}
 	*x = BundleEntryResponse{}
 	return unmarshalObject(data, "Bundle.entry.response", x)
+}
+
+func (x *BundleEntryResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_etag":`, x.Etag)
+	canonicalPrimitiveElement(e, `"_lastModified":`, x.LastModified)
+	canonicalPrimitiveElement(e, `"_location":`, x.Location)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveValue(e, `"etag":`, x.Etag)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"lastModified":`, x.LastModified)
+	canonicalPrimitiveValue(e, `"location":`, x.Location)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.canonicalResource(`"outcome":`, x.Outcome)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
 }

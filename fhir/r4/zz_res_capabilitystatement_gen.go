@@ -302,6 +302,64 @@ func (x *CapabilityStatement) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CapabilityStatement) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_fhirVersion":`, x.FhirVersion)
+	canonicalPrimitiveElements(e, `"_format":`, x.Format)
+	canonicalPrimitiveElements(e, `"_implementationGuide":`, x.ImplementationGuide)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_imports":`, x.Imports)
+	canonicalPrimitiveElements(e, `"_instantiates":`, x.Instantiates)
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElements(e, `"_patchFormat":`, x.PatchFormat)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"document":`, x.Document)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"fhirVersion":`, x.FhirVersion)
+	canonicalPrimitiveValues(e, `"format":`, x.Format)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"implementation":`, x.Implementation)
+	canonicalPrimitiveValues(e, `"implementationGuide":`, x.ImplementationGuide)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"imports":`, x.Imports)
+	canonicalPrimitiveValues(e, `"instantiates":`, x.Instantiates)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"messaging":`, x.Messaging)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValues(e, `"patchFormat":`, x.PatchFormat)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"CapabilityStatement"`)
+	canonicalObjects(e, `"rest":`, x.Rest)
+	canonicalObject(e, `"software":`, x.Software)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // CapabilityStatementSoftware is the backbone element CapabilityStatement.software: Software that is covered by this capability statement
 type CapabilityStatementSoftware struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -386,6 +444,18 @@ func (x *CapabilityStatementSoftware) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "CapabilityStatement.software", x)
 }
 
+func (x *CapabilityStatementSoftware) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_releaseDate":`, x.ReleaseDate)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"releaseDate":`, x.ReleaseDate)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // CapabilityStatementImplementation is the backbone element CapabilityStatement.implementation: If this describes a specific instance
 type CapabilityStatementImplementation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -466,6 +536,17 @@ func (x *CapabilityStatementImplementation) UnmarshalJSON(data []byte) error {
 	}
 	*x = CapabilityStatementImplementation{}
 	return unmarshalObject(data, "CapabilityStatement.implementation", x)
+}
+
+func (x *CapabilityStatementImplementation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalObject(e, `"custodian":`, x.Custodian)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
 }
 
 // CapabilityStatementRest is the backbone element CapabilityStatement.rest: If the endpoint is a RESTful one
@@ -582,6 +663,23 @@ func (x *CapabilityStatementRest) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "CapabilityStatement.rest", x)
 }
 
+func (x *CapabilityStatementRest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_compartment":`, x.Compartment)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveValues(e, `"compartment":`, x.Compartment)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"interaction":`, x.Interaction)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"operation":`, x.Operation)
+	canonicalObjects(e, `"resource":`, x.Resource)
+	canonicalObjects(e, `"searchParam":`, x.SearchParam)
+	canonicalObject(e, `"security":`, x.Security)
+}
+
 // CapabilityStatementRestSecurity is the backbone element CapabilityStatement.rest.security: Information about security of implementation
 type CapabilityStatementRestSecurity struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -662,6 +760,17 @@ func (x *CapabilityStatementRestSecurity) UnmarshalJSON(data []byte) error {
 	}
 	*x = CapabilityStatementRestSecurity{}
 	return unmarshalObject(data, "CapabilityStatement.rest.security", x)
+}
+
+func (x *CapabilityStatementRestSecurity) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_cors":`, x.Cors)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveValue(e, `"cors":`, x.Cors)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"service":`, x.Service)
 }
 
 // CapabilityStatementRestResource is the backbone element CapabilityStatement.rest.resource: Resource served on the REST interface
@@ -854,6 +963,43 @@ func (x *CapabilityStatementRestResource) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "CapabilityStatement.rest.resource", x)
 }
 
+func (x *CapabilityStatementRestResource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_conditionalCreate":`, x.ConditionalCreate)
+	canonicalPrimitiveElement(e, `"_conditionalDelete":`, x.ConditionalDelete)
+	canonicalPrimitiveElement(e, `"_conditionalRead":`, x.ConditionalRead)
+	canonicalPrimitiveElement(e, `"_conditionalUpdate":`, x.ConditionalUpdate)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_readHistory":`, x.ReadHistory)
+	canonicalPrimitiveElements(e, `"_referencePolicy":`, x.ReferencePolicy)
+	canonicalPrimitiveElements(e, `"_searchInclude":`, x.SearchInclude)
+	canonicalPrimitiveElements(e, `"_searchRevInclude":`, x.SearchRevInclude)
+	canonicalPrimitiveElements(e, `"_supportedProfile":`, x.SupportedProfile)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_updateCreate":`, x.UpdateCreate)
+	canonicalPrimitiveElement(e, `"_versioning":`, x.Versioning)
+	canonicalPrimitiveValue(e, `"conditionalCreate":`, x.ConditionalCreate)
+	canonicalPrimitiveValue(e, `"conditionalDelete":`, x.ConditionalDelete)
+	canonicalPrimitiveValue(e, `"conditionalRead":`, x.ConditionalRead)
+	canonicalPrimitiveValue(e, `"conditionalUpdate":`, x.ConditionalUpdate)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"interaction":`, x.Interaction)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"operation":`, x.Operation)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"readHistory":`, x.ReadHistory)
+	canonicalPrimitiveValues(e, `"referencePolicy":`, x.ReferencePolicy)
+	canonicalPrimitiveValues(e, `"searchInclude":`, x.SearchInclude)
+	canonicalObjects(e, `"searchParam":`, x.SearchParam)
+	canonicalPrimitiveValues(e, `"searchRevInclude":`, x.SearchRevInclude)
+	canonicalPrimitiveValues(e, `"supportedProfile":`, x.SupportedProfile)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"updateCreate":`, x.UpdateCreate)
+	canonicalPrimitiveValue(e, `"versioning":`, x.Versioning)
+}
+
 // CapabilityStatementRestResourceInteraction is the backbone element CapabilityStatement.rest.resource.interaction: What operations are supported?
 type CapabilityStatementRestResourceInteraction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -928,6 +1074,16 @@ func (x *CapabilityStatementRestResourceInteraction) UnmarshalJSON(data []byte) 
 	}
 	*x = CapabilityStatementRestResourceInteraction{}
 	return unmarshalObject(data, "CapabilityStatement.rest.resource.interaction", x)
+}
+
+func (x *CapabilityStatementRestResourceInteraction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // CapabilityStatementRestResourceSearchParam is the backbone element CapabilityStatement.rest.resource.searchParam: Search parameters supported by implementation
@@ -1022,6 +1178,20 @@ func (x *CapabilityStatementRestResourceSearchParam) UnmarshalJSON(data []byte) 
 	return unmarshalObject(data, "CapabilityStatement.rest.resource.searchParam", x)
 }
 
+func (x *CapabilityStatementRestResourceSearchParam) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // CapabilityStatementRestResourceOperation is the backbone element CapabilityStatement.rest.resource.operation: Definition of a resource operation
 type CapabilityStatementRestResourceOperation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1106,6 +1276,18 @@ func (x *CapabilityStatementRestResourceOperation) UnmarshalJSON(data []byte) er
 	return unmarshalObject(data, "CapabilityStatement.rest.resource.operation", x)
 }
 
+func (x *CapabilityStatementRestResourceOperation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+}
+
 // CapabilityStatementRestInteraction is the backbone element CapabilityStatement.rest.interaction: What operations are supported?
 type CapabilityStatementRestInteraction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1180,6 +1362,16 @@ func (x *CapabilityStatementRestInteraction) UnmarshalJSON(data []byte) error {
 	}
 	*x = CapabilityStatementRestInteraction{}
 	return unmarshalObject(data, "CapabilityStatement.rest.interaction", x)
+}
+
+func (x *CapabilityStatementRestInteraction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // CapabilityStatementMessaging is the backbone element CapabilityStatement.messaging: If messaging is supported
@@ -1270,6 +1462,18 @@ func (x *CapabilityStatementMessaging) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "CapabilityStatement.messaging", x)
 }
 
+func (x *CapabilityStatementMessaging) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_reliableCache":`, x.ReliableCache)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"reliableCache":`, x.ReliableCache)
+	canonicalObjects(e, `"supportedMessage":`, x.SupportedMessage)
+}
+
 // CapabilityStatementMessagingEndpoint is the backbone element CapabilityStatement.messaging.endpoint: Where messages should be sent
 type CapabilityStatementMessagingEndpoint struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1342,6 +1546,15 @@ func (x *CapabilityStatementMessagingEndpoint) UnmarshalJSON(data []byte) error 
 	}
 	*x = CapabilityStatementMessagingEndpoint{}
 	return unmarshalObject(data, "CapabilityStatement.messaging.endpoint", x)
+}
+
+func (x *CapabilityStatementMessagingEndpoint) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_address":`, x.Address)
+	canonicalPrimitiveValue(e, `"address":`, x.Address)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"protocol":`, x.Protocol)
 }
 
 // CapabilityStatementMessagingSupportedMessage is the backbone element CapabilityStatement.messaging.supportedMessage: Messages supported by this system
@@ -1418,6 +1631,16 @@ func (x *CapabilityStatementMessagingSupportedMessage) UnmarshalJSON(data []byte
 	}
 	*x = CapabilityStatementMessagingSupportedMessage{}
 	return unmarshalObject(data, "CapabilityStatement.messaging.supportedMessage", x)
+}
+
+func (x *CapabilityStatementMessagingSupportedMessage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // CapabilityStatementDocument is the backbone element CapabilityStatement.document: Document definition
@@ -1502,4 +1725,16 @@ func (x *CapabilityStatementDocument) UnmarshalJSON(data []byte) error {
 	}
 	*x = CapabilityStatementDocument{}
 	return unmarshalObject(data, "CapabilityStatement.document", x)
+}
+
+func (x *CapabilityStatementDocument) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
 }

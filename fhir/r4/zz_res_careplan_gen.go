@@ -262,6 +262,50 @@ func (x *CarePlan) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CarePlan) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_intent":`, x.Intent)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalObjects(e, `"activity":`, x.Activity)
+	canonicalObjects(e, `"addresses":`, x.Addresses)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObjects(e, `"careTeam":`, x.CareTeam)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"contributor":`, x.Contributor)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"goal":`, x.Goal)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"intent":`, x.Intent)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"replaces":`, x.Replaces)
+	e.key(`"resourceType":"CarePlan"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObjects(e, `"supportingInfo":`, x.SupportingInfo)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+}
+
 // CarePlanActivity is the backbone element CarePlan.activity: Action to occur as part of plan
 type CarePlanActivity struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -350,6 +394,17 @@ func (x *CarePlanActivity) UnmarshalJSON(data []byte) error {
 	}
 	*x = CarePlanActivity{}
 	return unmarshalObject(data, "CarePlan.activity", x)
+}
+
+func (x *CarePlanActivity) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"outcomeCodeableConcept":`, x.OutcomeCodeableConcept)
+	canonicalObjects(e, `"outcomeReference":`, x.OutcomeReference)
+	canonicalObjects(e, `"progress":`, x.Progress)
+	canonicalObject(e, `"reference":`, x.Reference)
 }
 
 // CarePlanActivityDetail is the backbone element CarePlan.activity.detail: In-line definition of activity
@@ -544,4 +599,37 @@ func (x *CarePlanActivityDetail) UnmarshalJSON(data []byte) error {
 	}
 	*x = CarePlanActivityDetail{}
 	return unmarshalObject(data, "CarePlan.activity.detail", x)
+}
+
+func (x *CarePlanActivityDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_doNotPerform":`, x.DoNotPerform)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalPrimitiveElement(e, `"_scheduledString":`, x.ScheduledString)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"dailyAmount":`, x.DailyAmount)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"doNotPerform":`, x.DoNotPerform)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"goal":`, x.Goal)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObject(e, `"productCodeableConcept":`, x.ProductCodeableConcept)
+	canonicalObject(e, `"productReference":`, x.ProductReference)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObject(e, `"scheduledPeriod":`, x.ScheduledPeriod)
+	canonicalPrimitiveValue(e, `"scheduledString":`, x.ScheduledString)
+	canonicalObject(e, `"scheduledTiming":`, x.ScheduledTiming)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReason":`, x.StatusReason)
 }

@@ -192,6 +192,35 @@ func (x *CareTeam) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CareTeam) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"managingOrganization":`, x.ManagingOrganization)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	e.key(`"resourceType":"CareTeam"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // CareTeamParticipant is the backbone element CareTeam.participant: Members of the team
 type CareTeamParticipant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -274,4 +303,14 @@ func (x *CareTeamParticipant) UnmarshalJSON(data []byte) error {
 	}
 	*x = CareTeamParticipant{}
 	return unmarshalObject(data, "CareTeam.participant", x)
+}
+
+func (x *CareTeamParticipant) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"member":`, x.Member)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"onBehalfOf":`, x.OnBehalfOf)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"role":`, x.Role)
 }

@@ -196,6 +196,37 @@ func (x *CatalogEntry) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CatalogEntry) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastUpdated":`, x.LastUpdated)
+	canonicalPrimitiveElement(e, `"_orderable":`, x.Orderable)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_validTo":`, x.ValidTo)
+	canonicalObjects(e, `"additionalCharacteristic":`, x.AdditionalCharacteristic)
+	canonicalObjects(e, `"additionalClassification":`, x.AdditionalClassification)
+	canonicalObjects(e, `"additionalIdentifier":`, x.AdditionalIdentifier)
+	canonicalObjects(e, `"classification":`, x.Classification)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastUpdated":`, x.LastUpdated)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"orderable":`, x.Orderable)
+	canonicalObject(e, `"referencedItem":`, x.ReferencedItem)
+	canonicalObjects(e, `"relatedEntry":`, x.RelatedEntry)
+	e.key(`"resourceType":"CatalogEntry"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"validTo":`, x.ValidTo)
+	canonicalObject(e, `"validityPeriod":`, x.ValidityPeriod)
+}
+
 // CatalogEntryRelatedEntry is the backbone element CatalogEntry.relatedEntry: An item that this catalog entry is related to
 type CatalogEntryRelatedEntry struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -268,4 +299,13 @@ func (x *CatalogEntryRelatedEntry) UnmarshalJSON(data []byte) error {
 	}
 	*x = CatalogEntryRelatedEntry{}
 	return unmarshalObject(data, "CatalogEntry.relatedEntry", x)
+}
+
+func (x *CatalogEntryRelatedEntry) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_relationtype":`, x.Relationtype)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"item":`, x.Item)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"relationtype":`, x.Relationtype)
 }

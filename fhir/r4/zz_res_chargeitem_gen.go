@@ -298,6 +298,56 @@ func (x *ChargeItem) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ChargeItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_definitionCanonical":`, x.DefinitionCanonical)
+	canonicalPrimitiveElements(e, `"_definitionUri":`, x.DefinitionURI)
+	canonicalPrimitiveElement(e, `"_enteredDate":`, x.EnteredDate)
+	canonicalPrimitiveElement(e, `"_factorOverride":`, x.FactorOverride)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElement(e, `"_overrideReason":`, x.OverrideReason)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"account":`, x.Account)
+	canonicalObjects(e, `"bodysite":`, x.Bodysite)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"context":`, x.Context)
+	canonicalObject(e, `"costCenter":`, x.CostCenter)
+	canonicalPrimitiveValues(e, `"definitionCanonical":`, x.DefinitionCanonical)
+	canonicalPrimitiveValues(e, `"definitionUri":`, x.DefinitionURI)
+	canonicalPrimitiveValue(e, `"enteredDate":`, x.EnteredDate)
+	canonicalObject(e, `"enterer":`, x.Enterer)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factorOverride":`, x.FactorOverride)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalObject(e, `"occurrencePeriod":`, x.OccurrencePeriod)
+	canonicalObject(e, `"occurrenceTiming":`, x.OccurrenceTiming)
+	canonicalPrimitiveValue(e, `"overrideReason":`, x.OverrideReason)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObject(e, `"performingOrganization":`, x.PerformingOrganization)
+	canonicalObject(e, `"priceOverride":`, x.PriceOverride)
+	canonicalObject(e, `"productCodeableConcept":`, x.ProductCodeableConcept)
+	canonicalObject(e, `"productReference":`, x.ProductReference)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"reason":`, x.Reason)
+	canonicalObject(e, `"requestingOrganization":`, x.RequestingOrganization)
+	e.key(`"resourceType":"ChargeItem"`)
+	canonicalObjects(e, `"service":`, x.Service)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObjects(e, `"supportingInformation":`, x.SupportingInformation)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // ChargeItemPerformer is the backbone element ChargeItem.performer: Who performed charged service
 type ChargeItemPerformer struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -368,4 +418,12 @@ func (x *ChargeItemPerformer) UnmarshalJSON(data []byte) error {
 	}
 	*x = ChargeItemPerformer{}
 	return unmarshalObject(data, "ChargeItem.performer", x)
+}
+
+func (x *ChargeItemPerformer) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"function":`, x.Function)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -276,6 +276,57 @@ func (x *ChargeItemDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ChargeItemDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_approvalDate":`, x.ApprovalDate)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElements(e, `"_derivedFromUri":`, x.DerivedFromURI)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveElements(e, `"_partOf":`, x.PartOf)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElements(e, `"_replaces":`, x.Replaces)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"applicability":`, x.Applicability)
+	canonicalPrimitiveValue(e, `"approvalDate":`, x.ApprovalDate)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValues(e, `"derivedFromUri":`, x.DerivedFromURI)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"instance":`, x.Instance)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastReviewDate":`, x.LastReviewDate)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"partOf":`, x.PartOf)
+	canonicalObjects(e, `"propertyGroup":`, x.PropertyGroup)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValues(e, `"replaces":`, x.Replaces)
+	e.key(`"resourceType":"ChargeItemDefinition"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ChargeItemDefinitionApplicability is the backbone element ChargeItemDefinition.applicability: Whether or not the billing code is applicable
 type ChargeItemDefinitionApplicability struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -360,6 +411,18 @@ func (x *ChargeItemDefinitionApplicability) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ChargeItemDefinition.applicability", x)
 }
 
+func (x *ChargeItemDefinitionApplicability) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // ChargeItemDefinitionPropertyGroup is the backbone element ChargeItemDefinition.propertyGroup: Group of properties which are applicable under the same conditions
 type ChargeItemDefinitionPropertyGroup struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -430,6 +493,14 @@ func (x *ChargeItemDefinitionPropertyGroup) UnmarshalJSON(data []byte) error {
 	}
 	*x = ChargeItemDefinitionPropertyGroup{}
 	return unmarshalObject(data, "ChargeItemDefinition.propertyGroup", x)
+}
+
+func (x *ChargeItemDefinitionPropertyGroup) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"applicability":`, x.Applicability)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"priceComponent":`, x.PriceComponent)
 }
 
 // ChargeItemDefinitionPropertyGroupPriceComponent is the backbone element ChargeItemDefinition.propertyGroup.priceComponent: Components of total line item price
@@ -518,4 +589,16 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) UnmarshalJSON(data []b
 	}
 	*x = ChargeItemDefinitionPropertyGroupPriceComponent{}
 	return unmarshalObject(data, "ChargeItemDefinition.propertyGroup.priceComponent", x)
+}
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }

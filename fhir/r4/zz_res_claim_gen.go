@@ -278,6 +278,50 @@ func (x *Claim) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Claim) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalObject(e, `"accident":`, x.Accident)
+	canonicalObject(e, `"billablePeriod":`, x.BillablePeriod)
+	canonicalObjects(e, `"careTeam":`, x.CareTeam)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalObjects(e, `"diagnosis":`, x.Diagnosis)
+	canonicalObject(e, `"enterer":`, x.Enterer)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"facility":`, x.Facility)
+	canonicalObject(e, `"fundsReserve":`, x.FundsReserve)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"insurance":`, x.Insurance)
+	canonicalObject(e, `"insurer":`, x.Insurer)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"originalPrescription":`, x.OriginalPrescription)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"payee":`, x.Payee)
+	canonicalObject(e, `"prescription":`, x.Prescription)
+	canonicalObject(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"procedure":`, x.Procedure)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"referral":`, x.Referral)
+	canonicalObjects(e, `"related":`, x.Related)
+	e.key(`"resourceType":"Claim"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subType":`, x.SubType)
+	canonicalObjects(e, `"supportingInfo":`, x.SupportingInfo)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"total":`, x.Total)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+}
+
 // ClaimRelated is the backbone element Claim.related: Prior or corollary claims
 type ClaimRelated struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -356,6 +400,15 @@ func (x *ClaimRelated) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Claim.related", x)
 }
 
+func (x *ClaimRelated) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"claim":`, x.Claim)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reference":`, x.Reference)
+	canonicalObject(e, `"relationship":`, x.Relationship)
+}
+
 // ClaimPayee is the backbone element Claim.payee: Recipient of benefits payable
 type ClaimPayee struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -426,6 +479,14 @@ func (x *ClaimPayee) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimPayee{}
 	return unmarshalObject(data, "Claim.payee", x)
+}
+
+func (x *ClaimPayee) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"party":`, x.Party)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // ClaimCareTeam is the backbone element Claim.careTeam: Members of the care team
@@ -520,6 +581,19 @@ func (x *ClaimCareTeam) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimCareTeam{}
 	return unmarshalObject(data, "Claim.careTeam", x)
+}
+
+func (x *ClaimCareTeam) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_responsible":`, x.Responsible)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"qualification":`, x.Qualification)
+	canonicalPrimitiveValue(e, `"responsible":`, x.Responsible)
+	canonicalObject(e, `"role":`, x.Role)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
 }
 
 // ClaimSupportingInfo is the backbone element Claim.supportingInfo: Supporting information
@@ -656,6 +730,27 @@ func (x *ClaimSupportingInfo) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Claim.supportingInfo", x)
 }
 
+func (x *ClaimSupportingInfo) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveElement(e, `"_timingDate":`, x.TimingDate)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reason":`, x.Reason)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"timingDate":`, x.TimingDate)
+	canonicalObject(e, `"timingPeriod":`, x.TimingPeriod)
+	canonicalObject(e, `"valueAttachment":`, x.ValueAttachment)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+}
+
 // ClaimDiagnosis is the backbone element Claim.diagnosis: Pertinent diagnosis information
 type ClaimDiagnosis struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -752,6 +847,19 @@ func (x *ClaimDiagnosis) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimDiagnosis{}
 	return unmarshalObject(data, "Claim.diagnosis", x)
+}
+
+func (x *ClaimDiagnosis) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObject(e, `"diagnosisCodeableConcept":`, x.DiagnosisCodeableConcept)
+	canonicalObject(e, `"diagnosisReference":`, x.DiagnosisReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"onAdmission":`, x.OnAdmission)
+	canonicalObject(e, `"packageCode":`, x.PackageCode)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"type":`, x.Type)
 }
 
 // ClaimProcedure is the backbone element Claim.procedure: Clinical procedures performed
@@ -852,6 +960,20 @@ func (x *ClaimProcedure) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimProcedure{}
 	return unmarshalObject(data, "Claim.procedure", x)
+}
+
+func (x *ClaimProcedure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"procedureCodeableConcept":`, x.ProcedureCodeableConcept)
+	canonicalObject(e, `"procedureReference":`, x.ProcedureReference)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"type":`, x.Type)
+	canonicalObjects(e, `"udi":`, x.Udi)
 }
 
 // ClaimInsurance is the backbone element Claim.insurance: Patient insurance information
@@ -964,6 +1086,23 @@ func (x *ClaimInsurance) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Claim.insurance", x)
 }
 
+func (x *ClaimInsurance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_businessArrangement":`, x.BusinessArrangement)
+	canonicalPrimitiveElement(e, `"_focal":`, x.Focal)
+	canonicalPrimitiveElements(e, `"_preAuthRef":`, x.PreAuthRef)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"businessArrangement":`, x.BusinessArrangement)
+	canonicalObject(e, `"claimResponse":`, x.ClaimResponse)
+	canonicalObject(e, `"coverage":`, x.Coverage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"focal":`, x.Focal)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"preAuthRef":`, x.PreAuthRef)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+}
+
 // ClaimAccident is the backbone element Claim.accident: Details of the event
 type ClaimAccident struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1048,6 +1187,17 @@ func (x *ClaimAccident) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimAccident{}
 	return unmarshalObject(data, "Claim.accident", x)
+}
+
+func (x *ClaimAccident) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"locationAddress":`, x.LocationAddress)
+	canonicalObject(e, `"locationReference":`, x.LocationReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // ClaimItem is the backbone element Claim.item: Product or service provided
@@ -1268,6 +1418,43 @@ func (x *ClaimItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Claim.item", x)
 }
 
+func (x *ClaimItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_careTeamSequence":`, x.CareTeamSequence)
+	canonicalPrimitiveElements(e, `"_diagnosisSequence":`, x.DiagnosisSequence)
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_informationSequence":`, x.InformationSequence)
+	canonicalPrimitiveElements(e, `"_procedureSequence":`, x.ProcedureSequence)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveElement(e, `"_servicedDate":`, x.ServicedDate)
+	canonicalObject(e, `"bodySite":`, x.BodySite)
+	canonicalPrimitiveValues(e, `"careTeamSequence":`, x.CareTeamSequence)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalPrimitiveValues(e, `"diagnosisSequence":`, x.DiagnosisSequence)
+	canonicalObjects(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"informationSequence":`, x.InformationSequence)
+	canonicalObject(e, `"locationAddress":`, x.LocationAddress)
+	canonicalObject(e, `"locationCodeableConcept":`, x.LocationCodeableConcept)
+	canonicalObject(e, `"locationReference":`, x.LocationReference)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"procedureSequence":`, x.ProcedureSequence)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"revenue":`, x.Revenue)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"servicedDate":`, x.ServicedDate)
+	canonicalObject(e, `"servicedPeriod":`, x.ServicedPeriod)
+	canonicalObjects(e, `"subSite":`, x.SubSite)
+	canonicalObjects(e, `"udi":`, x.Udi)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ClaimItemDetail is the backbone element Claim.item.detail: Product or service provided
 type ClaimItemDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1404,6 +1591,26 @@ func (x *ClaimItemDetail) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Claim.item.detail", x)
 }
 
+func (x *ClaimItemDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"revenue":`, x.Revenue)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"subDetail":`, x.SubDetail)
+	canonicalObjects(e, `"udi":`, x.Udi)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ClaimItemDetailSubDetail is the backbone element Claim.item.detail.subDetail: Product or service provided
 type ClaimItemDetailSubDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1532,4 +1739,23 @@ func (x *ClaimItemDetailSubDetail) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimItemDetailSubDetail{}
 	return unmarshalObject(data, "Claim.item.detail.subDetail", x)
+}
+
+func (x *ClaimItemDetailSubDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"revenue":`, x.Revenue)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"udi":`, x.Udi)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
 }

@@ -284,6 +284,53 @@ func (x *ClaimResponse) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ClaimResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_disposition":`, x.Disposition)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_outcome":`, x.Outcome)
+	canonicalPrimitiveElement(e, `"_preAuthRef":`, x.PreAuthRef)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalObjects(e, `"addItem":`, x.AddItem)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"communicationRequest":`, x.CommunicationRequest)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalPrimitiveValue(e, `"disposition":`, x.Disposition)
+	canonicalObjects(e, `"error":`, x.Error)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"form":`, x.Form)
+	canonicalObject(e, `"formCode":`, x.FormCode)
+	canonicalObject(e, `"fundsReserve":`, x.FundsReserve)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"insurance":`, x.Insurance)
+	canonicalObject(e, `"insurer":`, x.Insurer)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"outcome":`, x.Outcome)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"payeeType":`, x.PayeeType)
+	canonicalObject(e, `"payment":`, x.Payment)
+	canonicalObject(e, `"preAuthPeriod":`, x.PreAuthPeriod)
+	canonicalPrimitiveValue(e, `"preAuthRef":`, x.PreAuthRef)
+	canonicalObjects(e, `"processNote":`, x.ProcessNote)
+	canonicalObject(e, `"request":`, x.Request)
+	canonicalObject(e, `"requestor":`, x.Requestor)
+	e.key(`"resourceType":"ClaimResponse"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subType":`, x.SubType)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"total":`, x.Total)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+}
+
 // ClaimResponseItem is the backbone element ClaimResponse.item: Adjudication for claim line items
 type ClaimResponseItem struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -372,6 +419,18 @@ func (x *ClaimResponseItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ClaimResponse.item", x)
 }
 
+func (x *ClaimResponseItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_itemSequence":`, x.ItemSequence)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"itemSequence":`, x.ItemSequence)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+}
+
 // ClaimResponseItemAdjudication is the backbone element ClaimResponse.item.adjudication: Adjudication details
 type ClaimResponseItemAdjudication struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -456,6 +515,17 @@ func (x *ClaimResponseItemAdjudication) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimResponseItemAdjudication{}
 	return unmarshalObject(data, "ClaimResponse.item.adjudication", x)
+}
+
+func (x *ClaimResponseItemAdjudication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reason":`, x.Reason)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // ClaimResponseItemDetail is the backbone element ClaimResponse.item.detail: Adjudication for claim details
@@ -546,6 +616,18 @@ func (x *ClaimResponseItemDetail) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ClaimResponse.item.detail", x)
 }
 
+func (x *ClaimResponseItemDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_detailSequence":`, x.DetailSequence)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalPrimitiveValue(e, `"detailSequence":`, x.DetailSequence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObjects(e, `"subDetail":`, x.SubDetail)
+}
+
 // ClaimResponseItemDetailSubDetail is the backbone element ClaimResponse.item.detail.subDetail: Adjudication for claim sub-details
 type ClaimResponseItemDetailSubDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -626,6 +708,17 @@ func (x *ClaimResponseItemDetailSubDetail) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimResponseItemDetailSubDetail{}
 	return unmarshalObject(data, "ClaimResponse.item.detail.subDetail", x)
+}
+
+func (x *ClaimResponseItemDetailSubDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveElement(e, `"_subDetailSequence":`, x.SubDetailSequence)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveValue(e, `"subDetailSequence":`, x.SubDetailSequence)
 }
 
 // ClaimResponseAddItem is the backbone element ClaimResponse.addItem: Insurer added line items
@@ -826,6 +919,39 @@ func (x *ClaimResponseAddItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ClaimResponse.addItem", x)
 }
 
+func (x *ClaimResponseAddItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_detailSequence":`, x.DetailSequence)
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_itemSequence":`, x.ItemSequence)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveElement(e, `"_servicedDate":`, x.ServicedDate)
+	canonicalPrimitiveElements(e, `"_subdetailSequence":`, x.SubdetailSequence)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObject(e, `"bodySite":`, x.BodySite)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalPrimitiveValues(e, `"detailSequence":`, x.DetailSequence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"itemSequence":`, x.ItemSequence)
+	canonicalObject(e, `"locationAddress":`, x.LocationAddress)
+	canonicalObject(e, `"locationCodeableConcept":`, x.LocationCodeableConcept)
+	canonicalObject(e, `"locationReference":`, x.LocationReference)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObjects(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalPrimitiveValue(e, `"servicedDate":`, x.ServicedDate)
+	canonicalObject(e, `"servicedPeriod":`, x.ServicedPeriod)
+	canonicalObjects(e, `"subSite":`, x.SubSite)
+	canonicalPrimitiveValues(e, `"subdetailSequence":`, x.SubdetailSequence)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ClaimResponseAddItemDetail is the backbone element ClaimResponse.addItem.detail: Insurer added line details
 type ClaimResponseAddItemDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -944,6 +1070,23 @@ func (x *ClaimResponseAddItemDetail) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ClaimResponse.addItem.detail", x)
 }
 
+func (x *ClaimResponseAddItemDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"subDetail":`, x.SubDetail)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ClaimResponseAddItemDetailSubDetail is the backbone element ClaimResponse.addItem.detail.subDetail: Insurer added line items
 type ClaimResponseAddItemDetailSubDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1056,6 +1199,22 @@ func (x *ClaimResponseAddItemDetailSubDetail) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ClaimResponse.addItem.detail.subDetail", x)
 }
 
+func (x *ClaimResponseAddItemDetailSubDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ClaimResponseTotal is the backbone element ClaimResponse.total: Adjudication totals
 type ClaimResponseTotal struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1126,6 +1285,14 @@ func (x *ClaimResponseTotal) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimResponseTotal{}
 	return unmarshalObject(data, "ClaimResponse.total", x)
+}
+
+func (x *ClaimResponseTotal) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ClaimResponsePayment is the backbone element ClaimResponse.payment: Payment Details
@@ -1226,6 +1393,19 @@ func (x *ClaimResponsePayment) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ClaimResponse.payment", x)
 }
 
+func (x *ClaimResponsePayment) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalObject(e, `"adjustment":`, x.Adjustment)
+	canonicalObject(e, `"adjustmentReason":`, x.AdjustmentReason)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ClaimResponseProcessNote is the backbone element ClaimResponse.processNote: Note concerning adjudication
 type ClaimResponseProcessNote struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1314,6 +1494,19 @@ func (x *ClaimResponseProcessNote) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimResponseProcessNote{}
 	return unmarshalObject(data, "ClaimResponse.processNote", x)
+}
+
+func (x *ClaimResponseProcessNote) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_number":`, x.Number)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"number":`, x.Number)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // ClaimResponseInsurance is the backbone element ClaimResponse.insurance: Patient insurance information
@@ -1412,6 +1605,20 @@ func (x *ClaimResponseInsurance) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ClaimResponse.insurance", x)
 }
 
+func (x *ClaimResponseInsurance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_businessArrangement":`, x.BusinessArrangement)
+	canonicalPrimitiveElement(e, `"_focal":`, x.Focal)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"businessArrangement":`, x.BusinessArrangement)
+	canonicalObject(e, `"claimResponse":`, x.ClaimResponse)
+	canonicalObject(e, `"coverage":`, x.Coverage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"focal":`, x.Focal)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+}
+
 // ClaimResponseError is the backbone element ClaimResponse.error: Processing errors
 type ClaimResponseError struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1500,4 +1707,17 @@ func (x *ClaimResponseError) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClaimResponseError{}
 	return unmarshalObject(data, "ClaimResponse.error", x)
+}
+
+func (x *ClaimResponseError) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_detailSequence":`, x.DetailSequence)
+	canonicalPrimitiveElement(e, `"_itemSequence":`, x.ItemSequence)
+	canonicalPrimitiveElement(e, `"_subDetailSequence":`, x.SubDetailSequence)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"detailSequence":`, x.DetailSequence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"itemSequence":`, x.ItemSequence)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"subDetailSequence":`, x.SubDetailSequence)
 }

@@ -248,6 +248,47 @@ func (x *ClinicalImpression) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ClinicalImpression) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElements(e, `"_protocol":`, x.Protocol)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_summary":`, x.Summary)
+	canonicalObject(e, `"assessor":`, x.Assessor)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"finding":`, x.Finding)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"investigation":`, x.Investigation)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"previous":`, x.Previous)
+	canonicalObjects(e, `"problem":`, x.Problem)
+	canonicalObjects(e, `"prognosisCodeableConcept":`, x.PrognosisCodeableConcept)
+	canonicalObjects(e, `"prognosisReference":`, x.PrognosisReference)
+	canonicalPrimitiveValues(e, `"protocol":`, x.Protocol)
+	e.key(`"resourceType":"ClinicalImpression"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalPrimitiveValue(e, `"summary":`, x.Summary)
+	canonicalObjects(e, `"supportingInfo":`, x.SupportingInfo)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // ClinicalImpressionInvestigation is the backbone element ClinicalImpression.investigation: One or more sets of investigations (signs, symptoms, etc.)
 type ClinicalImpressionInvestigation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -318,6 +359,14 @@ func (x *ClinicalImpressionInvestigation) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClinicalImpressionInvestigation{}
 	return unmarshalObject(data, "ClinicalImpression.investigation", x)
+}
+
+func (x *ClinicalImpressionInvestigation) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ClinicalImpressionFinding is the backbone element ClinicalImpression.finding: Possible or likely findings and diagnoses
@@ -398,4 +447,14 @@ func (x *ClinicalImpressionFinding) UnmarshalJSON(data []byte) error {
 	}
 	*x = ClinicalImpressionFinding{}
 	return unmarshalObject(data, "ClinicalImpression.finding", x)
+}
+
+func (x *ClinicalImpressionFinding) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_basis":`, x.Basis)
+	canonicalPrimitiveValue(e, `"basis":`, x.Basis)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"itemCodeableConcept":`, x.ItemCodeableConcept)
+	canonicalObject(e, `"itemReference":`, x.ItemReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -304,6 +304,65 @@ func (x *CodeSystem) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CodeSystem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_caseSensitive":`, x.CaseSensitive)
+	canonicalPrimitiveElement(e, `"_compositional":`, x.Compositional)
+	canonicalPrimitiveElement(e, `"_content":`, x.Content)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_count":`, x.Count)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_hierarchyMeaning":`, x.HierarchyMeaning)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_supplements":`, x.Supplements)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_valueSet":`, x.ValueSet)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveElement(e, `"_versionNeeded":`, x.VersionNeeded)
+	canonicalPrimitiveValue(e, `"caseSensitive":`, x.CaseSensitive)
+	canonicalPrimitiveValue(e, `"compositional":`, x.Compositional)
+	canonicalObjects(e, `"concept":`, x.Concept)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"content":`, x.Content)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"count":`, x.Count)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"filter":`, x.Filter)
+	canonicalPrimitiveValue(e, `"hierarchyMeaning":`, x.HierarchyMeaning)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"property":`, x.Property)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"CodeSystem"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValue(e, `"supplements":`, x.Supplements)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"valueSet":`, x.ValueSet)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+	canonicalPrimitiveValue(e, `"versionNeeded":`, x.VersionNeeded)
+}
+
 // CodeSystemFilter is the backbone element CodeSystem.filter: Filter that can be used in a value set
 type CodeSystemFilter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -396,6 +455,20 @@ func (x *CodeSystemFilter) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "CodeSystem.filter", x)
 }
 
+func (x *CodeSystemFilter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElements(e, `"_operator":`, x.Operator)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"operator":`, x.Operator)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // CodeSystemProperty is the backbone element CodeSystem.property: Additional information supplied about each concept
 type CodeSystemProperty struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -486,6 +559,20 @@ func (x *CodeSystemProperty) UnmarshalJSON(data []byte) error {
 	}
 	*x = CodeSystemProperty{}
 	return unmarshalObject(data, "CodeSystem.property", x)
+}
+
+func (x *CodeSystemProperty) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_uri":`, x.URI)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"uri":`, x.URI)
 }
 
 // CodeSystemConcept is the backbone element CodeSystem.concept: Concepts in the code system
@@ -590,6 +677,21 @@ func (x *CodeSystemConcept) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "CodeSystem.concept", x)
 }
 
+func (x *CodeSystemConcept) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"concept":`, x.Concept)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalObjects(e, `"designation":`, x.Designation)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"property":`, x.Property)
+}
+
 // CodeSystemConceptDesignation is the backbone element CodeSystem.concept.designation: Additional representations for the concept
 type CodeSystemConceptDesignation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -670,6 +772,17 @@ func (x *CodeSystemConceptDesignation) UnmarshalJSON(data []byte) error {
 	}
 	*x = CodeSystemConceptDesignation{}
 	return unmarshalObject(data, "CodeSystem.concept.designation", x)
+}
+
+func (x *CodeSystemConceptDesignation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"use":`, x.Use)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // CodeSystemConceptProperty is the backbone element CodeSystem.concept.property: Property value for the concept
@@ -792,4 +905,25 @@ func (x *CodeSystemConceptProperty) UnmarshalJSON(data []byte) error {
 	}
 	*x = CodeSystemConceptProperty{}
 	return unmarshalObject(data, "CodeSystem.concept.property", x)
+}
+
+func (x *CodeSystemConceptProperty) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueCode":`, x.ValueCode)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveValue(e, `"valueCode":`, x.ValueCode)
+	canonicalObject(e, `"valueCoding":`, x.ValueCoding)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
 }

@@ -260,6 +260,49 @@ func (x *Communication) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Communication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_received":`, x.Received)
+	canonicalPrimitiveElement(e, `"_sent":`, x.Sent)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"about":`, x.About)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"inResponseTo":`, x.InResponseTo)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"medium":`, x.Medium)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObjects(e, `"payload":`, x.Payload)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalPrimitiveValue(e, `"received":`, x.Received)
+	canonicalObjects(e, `"recipient":`, x.Recipient)
+	e.key(`"resourceType":"Communication"`)
+	canonicalObject(e, `"sender":`, x.Sender)
+	canonicalPrimitiveValue(e, `"sent":`, x.Sent)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"topic":`, x.Topic)
+}
+
 // CommunicationPayload is the backbone element Communication.payload: Message payload
 type CommunicationPayload struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -338,4 +381,14 @@ func (x *CommunicationPayload) UnmarshalJSON(data []byte) error {
 	}
 	*x = CommunicationPayload{}
 	return unmarshalObject(data, "Communication.payload", x)
+}
+
+func (x *CommunicationPayload) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_contentString":`, x.ContentString)
+	canonicalObject(e, `"contentAttachment":`, x.ContentAttachment)
+	canonicalObject(e, `"contentReference":`, x.ContentReference)
+	canonicalPrimitiveValue(e, `"contentString":`, x.ContentString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -258,6 +258,48 @@ func (x *CommunicationRequest) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CommunicationRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authoredOn":`, x.AuthoredOn)
+	canonicalPrimitiveElement(e, `"_doNotPerform":`, x.DoNotPerform)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"about":`, x.About)
+	canonicalPrimitiveValue(e, `"authoredOn":`, x.AuthoredOn)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"doNotPerform":`, x.DoNotPerform)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"groupIdentifier":`, x.GroupIdentifier)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"medium":`, x.Medium)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalObject(e, `"occurrencePeriod":`, x.OccurrencePeriod)
+	canonicalObjects(e, `"payload":`, x.Payload)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObjects(e, `"recipient":`, x.Recipient)
+	canonicalObjects(e, `"replaces":`, x.Replaces)
+	canonicalObject(e, `"requester":`, x.Requester)
+	e.key(`"resourceType":"CommunicationRequest"`)
+	canonicalObject(e, `"sender":`, x.Sender)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // CommunicationRequestPayload is the backbone element CommunicationRequest.payload: Message payload
 type CommunicationRequestPayload struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -336,4 +378,14 @@ func (x *CommunicationRequestPayload) UnmarshalJSON(data []byte) error {
 	}
 	*x = CommunicationRequestPayload{}
 	return unmarshalObject(data, "CommunicationRequest.payload", x)
+}
+
+func (x *CommunicationRequestPayload) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_contentString":`, x.ContentString)
+	canonicalObject(e, `"contentAttachment":`, x.ContentAttachment)
+	canonicalObject(e, `"contentReference":`, x.ContentReference)
+	canonicalPrimitiveValue(e, `"contentString":`, x.ContentString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

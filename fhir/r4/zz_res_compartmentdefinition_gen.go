@@ -216,6 +216,45 @@ func (x *CompartmentDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CompartmentDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_search":`, x.Search)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	canonicalObjects(e, `"resource":`, x.Resource)
+	e.key(`"resourceType":"CompartmentDefinition"`)
+	canonicalPrimitiveValue(e, `"search":`, x.Search)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // CompartmentDefinitionResource is the backbone element CompartmentDefinition.resource: How a resource is related to the compartment
 type CompartmentDefinitionResource struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -298,4 +337,16 @@ func (x *CompartmentDefinitionResource) UnmarshalJSON(data []byte) error {
 	}
 	*x = CompartmentDefinitionResource{}
 	return unmarshalObject(data, "CompartmentDefinition.resource", x)
+}
+
+func (x *CompartmentDefinitionResource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElements(e, `"_param":`, x.Param)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"param":`, x.Param)
 }

@@ -208,6 +208,39 @@ func (x *Composition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Composition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_confidentiality":`, x.Confidentiality)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalObjects(e, `"attester":`, x.Attester)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalPrimitiveValue(e, `"confidentiality":`, x.Confidentiality)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"custodian":`, x.Custodian)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"event":`, x.Event)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"relatesTo":`, x.RelatesTo)
+	e.key(`"resourceType":"Composition"`)
+	canonicalObjects(e, `"section":`, x.Section)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // CompositionAttester is the backbone element Composition.attester: Attests to accuracy of composition
 type CompositionAttester struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -290,6 +323,17 @@ func (x *CompositionAttester) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Composition.attester", x)
 }
 
+func (x *CompositionAttester) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_time":`, x.Time)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"party":`, x.Party)
+	canonicalPrimitiveValue(e, `"time":`, x.Time)
+}
+
 // CompositionRelatesTo is the backbone element Composition.relatesTo: Relationships to other compositions/documents
 type CompositionRelatesTo struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -370,6 +414,16 @@ func (x *CompositionRelatesTo) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Composition.relatesTo", x)
 }
 
+func (x *CompositionRelatesTo) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"targetIdentifier":`, x.TargetIdentifier)
+	canonicalObject(e, `"targetReference":`, x.TargetReference)
+}
+
 // CompositionEvent is the backbone element Composition.event: The clinical service(s) being documented
 type CompositionEvent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -446,6 +500,15 @@ func (x *CompositionEvent) UnmarshalJSON(data []byte) error {
 	}
 	*x = CompositionEvent{}
 	return unmarshalObject(data, "Composition.event", x)
+}
+
+func (x *CompositionEvent) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
 }
 
 // CompositionSection is the backbone element Composition.section: Composition is broken into sections
@@ -570,4 +633,22 @@ func (x *CompositionSection) UnmarshalJSON(data []byte) error {
 	}
 	*x = CompositionSection{}
 	return unmarshalObject(data, "Composition.section", x)
+}
+
+func (x *CompositionSection) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"emptyReason":`, x.EmptyReason)
+	canonicalObjects(e, `"entry":`, x.Entry)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"focus":`, x.Focus)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"orderedBy":`, x.OrderedBy)
+	canonicalObjects(e, `"section":`, x.Section)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
 }

@@ -260,6 +260,55 @@ func (x *ConceptMap) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ConceptMap) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_sourceCanonical":`, x.SourceCanonical)
+	canonicalPrimitiveElement(e, `"_sourceUri":`, x.SourceURI)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_targetCanonical":`, x.TargetCanonical)
+	canonicalPrimitiveElement(e, `"_targetUri":`, x.TargetURI)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"group":`, x.Group)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"ConceptMap"`)
+	canonicalPrimitiveValue(e, `"sourceCanonical":`, x.SourceCanonical)
+	canonicalPrimitiveValue(e, `"sourceUri":`, x.SourceURI)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValue(e, `"targetCanonical":`, x.TargetCanonical)
+	canonicalPrimitiveValue(e, `"targetUri":`, x.TargetURI)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ConceptMapGroup is the backbone element ConceptMap.group: Same source and target systems
 type ConceptMapGroup struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -364,6 +413,22 @@ func (x *ConceptMapGroup) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ConceptMap.group", x)
 }
 
+func (x *ConceptMapGroup) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_source":`, x.Source)
+	canonicalPrimitiveElement(e, `"_sourceVersion":`, x.SourceVersion)
+	canonicalPrimitiveElement(e, `"_target":`, x.Target)
+	canonicalPrimitiveElement(e, `"_targetVersion":`, x.TargetVersion)
+	canonicalObjects(e, `"element":`, x.Element)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"source":`, x.Source)
+	canonicalPrimitiveValue(e, `"sourceVersion":`, x.SourceVersion)
+	canonicalPrimitiveValue(e, `"target":`, x.Target)
+	canonicalPrimitiveValue(e, `"targetVersion":`, x.TargetVersion)
+	canonicalObject(e, `"unmapped":`, x.Unmapped)
+}
+
 // ConceptMapGroupElement is the backbone element ConceptMap.group.element: Mappings for a concept from the source set
 type ConceptMapGroupElement struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -444,6 +509,17 @@ func (x *ConceptMapGroupElement) UnmarshalJSON(data []byte) error {
 	}
 	*x = ConceptMapGroupElement{}
 	return unmarshalObject(data, "ConceptMap.group.element", x)
+}
+
+func (x *ConceptMapGroupElement) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"target":`, x.Target)
 }
 
 // ConceptMapGroupElementTarget is the backbone element ConceptMap.group.element.target: Concept in target system for element
@@ -550,6 +626,22 @@ func (x *ConceptMapGroupElementTarget) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ConceptMap.group.element.target", x)
 }
 
+func (x *ConceptMapGroupElementTarget) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_equivalence":`, x.Equivalence)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"dependsOn":`, x.DependsOn)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalPrimitiveValue(e, `"equivalence":`, x.Equivalence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"product":`, x.Product)
+}
+
 // ConceptMapGroupElementTargetDependsOn is the backbone element ConceptMap.group.element.target.dependsOn: Other elements required for this mapping (from context)
 type ConceptMapGroupElementTargetDependsOn struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -642,6 +734,20 @@ func (x *ConceptMapGroupElementTargetDependsOn) UnmarshalJSON(data []byte) error
 	return unmarshalObject(data, "ConceptMap.group.element.target.dependsOn", x)
 }
 
+func (x *ConceptMapGroupElementTargetDependsOn) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_property":`, x.Property)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"property":`, x.Property)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // ConceptMapGroupUnmapped is the backbone element ConceptMap.group.unmapped: What to do when there is no mapping for the source concept
 type ConceptMapGroupUnmapped struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -732,4 +838,18 @@ func (x *ConceptMapGroupUnmapped) UnmarshalJSON(data []byte) error {
 	}
 	*x = ConceptMapGroupUnmapped{}
 	return unmarshalObject(data, "ConceptMap.group.unmapped", x)
+}
+
+func (x *ConceptMapGroupUnmapped) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
 }

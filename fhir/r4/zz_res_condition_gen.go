@@ -270,6 +270,50 @@ func (x *Condition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Condition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_abatementDateTime":`, x.AbatementDateTime)
+	canonicalPrimitiveElement(e, `"_abatementString":`, x.AbatementString)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_onsetDateTime":`, x.OnsetDateTime)
+	canonicalPrimitiveElement(e, `"_onsetString":`, x.OnsetString)
+	canonicalPrimitiveElement(e, `"_recordedDate":`, x.RecordedDate)
+	canonicalObject(e, `"abatementAge":`, x.AbatementAge)
+	canonicalPrimitiveValue(e, `"abatementDateTime":`, x.AbatementDateTime)
+	canonicalObject(e, `"abatementPeriod":`, x.AbatementPeriod)
+	canonicalObject(e, `"abatementRange":`, x.AbatementRange)
+	canonicalPrimitiveValue(e, `"abatementString":`, x.AbatementString)
+	canonicalObject(e, `"asserter":`, x.Asserter)
+	canonicalObjects(e, `"bodySite":`, x.BodySite)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObject(e, `"clinicalStatus":`, x.ClinicalStatus)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"evidence":`, x.Evidence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"onsetAge":`, x.OnsetAge)
+	canonicalPrimitiveValue(e, `"onsetDateTime":`, x.OnsetDateTime)
+	canonicalObject(e, `"onsetPeriod":`, x.OnsetPeriod)
+	canonicalObject(e, `"onsetRange":`, x.OnsetRange)
+	canonicalPrimitiveValue(e, `"onsetString":`, x.OnsetString)
+	canonicalPrimitiveValue(e, `"recordedDate":`, x.RecordedDate)
+	canonicalObject(e, `"recorder":`, x.Recorder)
+	e.key(`"resourceType":"Condition"`)
+	canonicalObject(e, `"severity":`, x.Severity)
+	canonicalObjects(e, `"stage":`, x.Stage)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"verificationStatus":`, x.VerificationStatus)
+}
+
 // ConditionStage is the backbone element Condition.stage: Stage/grade, usually assessed formally
 type ConditionStage struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -348,6 +392,15 @@ func (x *ConditionStage) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Condition.stage", x)
 }
 
+func (x *ConditionStage) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"assessment":`, x.Assessment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"summary":`, x.Summary)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ConditionEvidence is the backbone element Condition.evidence: Supporting evidence
 type ConditionEvidence struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -418,4 +471,12 @@ func (x *ConditionEvidence) UnmarshalJSON(data []byte) error {
 	}
 	*x = ConditionEvidence{}
 	return unmarshalObject(data, "Condition.evidence", x)
+}
+
+func (x *ConditionEvidence) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

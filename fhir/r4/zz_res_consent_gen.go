@@ -198,6 +198,36 @@ func (x *Consent) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Consent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_dateTime":`, x.DateTime)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"dateTime":`, x.DateTime)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"organization":`, x.Organization)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"policy":`, x.Policy)
+	canonicalObject(e, `"policyRule":`, x.PolicyRule)
+	canonicalObject(e, `"provision":`, x.Provision)
+	e.key(`"resourceType":"Consent"`)
+	canonicalObject(e, `"scope":`, x.Scope)
+	canonicalObject(e, `"sourceAttachment":`, x.SourceAttachment)
+	canonicalObject(e, `"sourceReference":`, x.SourceReference)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"verification":`, x.Verification)
+}
+
 // ConsentPolicy is the backbone element Consent.policy: Policies covered by this consent
 type ConsentPolicy struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -272,6 +302,16 @@ func (x *ConsentPolicy) UnmarshalJSON(data []byte) error {
 	}
 	*x = ConsentPolicy{}
 	return unmarshalObject(data, "Consent.policy", x)
+}
+
+func (x *ConsentPolicy) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authority":`, x.Authority)
+	canonicalPrimitiveElement(e, `"_uri":`, x.URI)
+	canonicalPrimitiveValue(e, `"authority":`, x.Authority)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"uri":`, x.URI)
 }
 
 // ConsentVerification is the backbone element Consent.verification: Consent Verified by patient or family
@@ -354,6 +394,17 @@ func (x *ConsentVerification) UnmarshalJSON(data []byte) error {
 	}
 	*x = ConsentVerification{}
 	return unmarshalObject(data, "Consent.verification", x)
+}
+
+func (x *ConsentVerification) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_verificationDate":`, x.VerificationDate)
+	canonicalPrimitiveElement(e, `"_verified":`, x.Verified)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"verificationDate":`, x.VerificationDate)
+	canonicalPrimitiveValue(e, `"verified":`, x.Verified)
+	canonicalObject(e, `"verifiedWith":`, x.VerifiedWith)
 }
 
 // ConsentProvision is the backbone element Consent.provision: Constraints to the base Consent.policyRule
@@ -484,6 +535,24 @@ func (x *ConsentProvision) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Consent.provision", x)
 }
 
+func (x *ConsentProvision) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalObjects(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"class":`, x.Class)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"data":`, x.Data)
+	canonicalObject(e, `"dataPeriod":`, x.DataPeriod)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"provision":`, x.Provision)
+	canonicalObjects(e, `"purpose":`, x.Purpose)
+	canonicalObjects(e, `"securityLabel":`, x.SecurityLabel)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // ConsentProvisionActor is the backbone element Consent.provision.actor: Who|what controlled by this rule (or group, by role)
 type ConsentProvisionActor struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -554,6 +623,14 @@ func (x *ConsentProvisionActor) UnmarshalJSON(data []byte) error {
 	}
 	*x = ConsentProvisionActor{}
 	return unmarshalObject(data, "Consent.provision.actor", x)
+}
+
+func (x *ConsentProvisionActor) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reference":`, x.Reference)
+	canonicalObject(e, `"role":`, x.Role)
 }
 
 // ConsentProvisionData is the backbone element Consent.provision.data: Data controlled by this rule
@@ -628,4 +705,13 @@ func (x *ConsentProvisionData) UnmarshalJSON(data []byte) error {
 	}
 	*x = ConsentProvisionData{}
 	return unmarshalObject(data, "Consent.provision.data", x)
+}
+
+func (x *ConsentProvisionData) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_meaning":`, x.Meaning)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"meaning":`, x.Meaning)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reference":`, x.Reference)
 }

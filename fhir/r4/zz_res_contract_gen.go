@@ -338,6 +338,64 @@ func (x *Contract) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Contract) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_alias":`, x.Alias)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_issued":`, x.Issued)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_subtitle":`, x.Subtitle)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValues(e, `"alias":`, x.Alias)
+	canonicalObject(e, `"applies":`, x.Applies)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalObjects(e, `"authority":`, x.Authority)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"contentDefinition":`, x.ContentDefinition)
+	canonicalObject(e, `"contentDerivative":`, x.ContentDerivative)
+	canonicalObjects(e, `"domain":`, x.Domain)
+	canonicalObject(e, `"expirationType":`, x.ExpirationType)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"friendly":`, x.Friendly)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValue(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"issued":`, x.Issued)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"legal":`, x.Legal)
+	canonicalObject(e, `"legalState":`, x.LegalState)
+	canonicalObject(e, `"legallyBindingAttachment":`, x.LegallyBindingAttachment)
+	canonicalObject(e, `"legallyBindingReference":`, x.LegallyBindingReference)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"relevantHistory":`, x.RelevantHistory)
+	e.key(`"resourceType":"Contract"`)
+	canonicalObjects(e, `"rule":`, x.Rule)
+	canonicalObject(e, `"scope":`, x.Scope)
+	canonicalObjects(e, `"signer":`, x.Signer)
+	canonicalObjects(e, `"site":`, x.Site)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"subType":`, x.SubType)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalPrimitiveValue(e, `"subtitle":`, x.Subtitle)
+	canonicalObjects(e, `"supportingInfo":`, x.SupportingInfo)
+	canonicalObjects(e, `"term":`, x.Term)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObject(e, `"topicCodeableConcept":`, x.TopicCodeableConcept)
+	canonicalObject(e, `"topicReference":`, x.TopicReference)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ContractContentDefinition is the backbone element Contract.contentDefinition: Contract precursor content
 type ContractContentDefinition struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -438,6 +496,21 @@ func (x *ContractContentDefinition) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractContentDefinition{}
 	return unmarshalObject(data, "Contract.contentDefinition", x)
+}
+
+func (x *ContractContentDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_publicationDate":`, x.PublicationDate)
+	canonicalPrimitiveElement(e, `"_publicationStatus":`, x.PublicationStatus)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"publicationDate":`, x.PublicationDate)
+	canonicalPrimitiveValue(e, `"publicationStatus":`, x.PublicationStatus)
+	canonicalObject(e, `"publisher":`, x.Publisher)
+	canonicalObject(e, `"subType":`, x.SubType)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // ContractTerm is the backbone element Contract.term: Contract Term List
@@ -582,6 +655,27 @@ func (x *ContractTerm) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Contract.term", x)
 }
 
+func (x *ContractTerm) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_issued":`, x.Issued)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalObject(e, `"applies":`, x.Applies)
+	canonicalObjects(e, `"asset":`, x.Asset)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"group":`, x.Group)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"issued":`, x.Issued)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"offer":`, x.Offer)
+	canonicalObjects(e, `"securityLabel":`, x.SecurityLabel)
+	canonicalObject(e, `"subType":`, x.SubType)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalObject(e, `"topicCodeableConcept":`, x.TopicCodeableConcept)
+	canonicalObject(e, `"topicReference":`, x.TopicReference)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ContractTermSecurityLabel is the backbone element Contract.term.securityLabel: Protection for the Term
 type ContractTermSecurityLabel struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -666,6 +760,17 @@ func (x *ContractTermSecurityLabel) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractTermSecurityLabel{}
 	return unmarshalObject(data, "Contract.term.securityLabel", x)
+}
+
+func (x *ContractTermSecurityLabel) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_number":`, x.Number)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObject(e, `"classification":`, x.Classification)
+	canonicalObjects(e, `"control":`, x.Control)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"number":`, x.Number)
 }
 
 // ContractTermOffer is the backbone element Contract.term.offer: Context of the Contract term
@@ -794,6 +899,25 @@ func (x *ContractTermOffer) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Contract.term.offer", x)
 }
 
+func (x *ContractTermOffer) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_linkId":`, x.LinkID)
+	canonicalPrimitiveElements(e, `"_securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObjects(e, `"answer":`, x.Answer)
+	canonicalObject(e, `"decision":`, x.Decision)
+	canonicalObjects(e, `"decisionMode":`, x.DecisionMode)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValues(e, `"linkId":`, x.LinkID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"party":`, x.Party)
+	canonicalPrimitiveValues(e, `"securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalObject(e, `"topic":`, x.Topic)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ContractTermOfferParty is the backbone element Contract.term.offer.party: Offer Recipient
 type ContractTermOfferParty struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -864,6 +988,14 @@ func (x *ContractTermOfferParty) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractTermOfferParty{}
 	return unmarshalObject(data, "Contract.term.offer.party", x)
+}
+
+func (x *ContractTermOfferParty) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"reference":`, x.Reference)
+	canonicalObject(e, `"role":`, x.Role)
 }
 
 // ContractTermOfferAnswer is the backbone element Contract.term.offer.answer: Response to offer text
@@ -1012,6 +1144,32 @@ func (x *ContractTermOfferAnswer) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractTermOfferAnswer{}
 	return unmarshalObject(data, "Contract.term.offer.answer", x)
+}
+
+func (x *ContractTermOfferAnswer) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueDate":`, x.ValueDate)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalPrimitiveElement(e, `"_valueUri":`, x.ValueURI)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"valueAttachment":`, x.ValueAttachment)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCoding":`, x.ValueCoding)
+	canonicalPrimitiveValue(e, `"valueDate":`, x.ValueDate)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
+	canonicalPrimitiveValue(e, `"valueUri":`, x.ValueURI)
 }
 
 // ContractTermAsset is the backbone element Contract.term.asset: Contract Term Asset List
@@ -1172,6 +1330,31 @@ func (x *ContractTermAsset) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Contract.term.asset", x)
 }
 
+func (x *ContractTermAsset) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_condition":`, x.Condition)
+	canonicalPrimitiveElements(e, `"_linkId":`, x.LinkID)
+	canonicalPrimitiveElements(e, `"_securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObjects(e, `"answer":`, x.Answer)
+	canonicalPrimitiveValue(e, `"condition":`, x.Condition)
+	canonicalObjects(e, `"context":`, x.Context)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"linkId":`, x.LinkID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"period":`, x.Period)
+	canonicalObjects(e, `"periodType":`, x.PeriodType)
+	canonicalObject(e, `"relationship":`, x.Relationship)
+	canonicalObject(e, `"scope":`, x.Scope)
+	canonicalPrimitiveValues(e, `"securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalObjects(e, `"subtype":`, x.Subtype)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalObjects(e, `"type":`, x.Type)
+	canonicalObjects(e, `"typeReference":`, x.TypeReference)
+	canonicalObjects(e, `"usePeriod":`, x.UsePeriod)
+	canonicalObjects(e, `"valuedItem":`, x.ValuedItem)
+}
+
 // ContractTermAssetContext is the backbone element Contract.term.asset.context: Circumstance of the asset
 type ContractTermAssetContext struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1250,6 +1433,16 @@ func (x *ContractTermAssetContext) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractTermAssetContext{}
 	return unmarshalObject(data, "Contract.term.asset.context", x)
+}
+
+func (x *ContractTermAssetContext) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reference":`, x.Reference)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
 }
 
 // ContractTermAssetValuedItem is the backbone element Contract.term.asset.valuedItem: Contract Valued Item List
@@ -1414,6 +1607,34 @@ func (x *ContractTermAssetValuedItem) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractTermAssetValuedItem{}
 	return unmarshalObject(data, "Contract.term.asset.valuedItem", x)
+}
+
+func (x *ContractTermAssetValuedItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_effectiveTime":`, x.EffectiveTime)
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_linkId":`, x.LinkID)
+	canonicalPrimitiveElement(e, `"_payment":`, x.Payment)
+	canonicalPrimitiveElement(e, `"_paymentDate":`, x.PaymentDate)
+	canonicalPrimitiveElement(e, `"_points":`, x.Points)
+	canonicalPrimitiveElements(e, `"_securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalPrimitiveValue(e, `"effectiveTime":`, x.EffectiveTime)
+	canonicalObject(e, `"entityCodeableConcept":`, x.EntityCodeableConcept)
+	canonicalObject(e, `"entityReference":`, x.EntityReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValues(e, `"linkId":`, x.LinkID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValue(e, `"payment":`, x.Payment)
+	canonicalPrimitiveValue(e, `"paymentDate":`, x.PaymentDate)
+	canonicalPrimitiveValue(e, `"points":`, x.Points)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"recipient":`, x.Recipient)
+	canonicalObject(e, `"responsible":`, x.Responsible)
+	canonicalPrimitiveValues(e, `"securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
 }
 
 // ContractTermAction is the backbone element Contract.term.action: Entity being ascribed responsibility
@@ -1632,6 +1853,44 @@ func (x *ContractTermAction) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Contract.term.action", x)
 }
 
+func (x *ContractTermAction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_contextLinkId":`, x.ContextLinkID)
+	canonicalPrimitiveElement(e, `"_doNotPerform":`, x.DoNotPerform)
+	canonicalPrimitiveElements(e, `"_linkId":`, x.LinkID)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElements(e, `"_performerLinkId":`, x.PerformerLinkID)
+	canonicalPrimitiveElements(e, `"_reason":`, x.Reason)
+	canonicalPrimitiveElements(e, `"_reasonLinkId":`, x.ReasonLinkID)
+	canonicalPrimitiveElements(e, `"_requesterLinkId":`, x.RequesterLinkID)
+	canonicalPrimitiveElements(e, `"_securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalObject(e, `"context":`, x.Context)
+	canonicalPrimitiveValues(e, `"contextLinkId":`, x.ContextLinkID)
+	canonicalPrimitiveValue(e, `"doNotPerform":`, x.DoNotPerform)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"intent":`, x.Intent)
+	canonicalPrimitiveValues(e, `"linkId":`, x.LinkID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalObject(e, `"occurrencePeriod":`, x.OccurrencePeriod)
+	canonicalObject(e, `"occurrenceTiming":`, x.OccurrenceTiming)
+	canonicalObject(e, `"performer":`, x.Performer)
+	canonicalPrimitiveValues(e, `"performerLinkId":`, x.PerformerLinkID)
+	canonicalObject(e, `"performerRole":`, x.PerformerRole)
+	canonicalObjects(e, `"performerType":`, x.PerformerType)
+	canonicalPrimitiveValues(e, `"reason":`, x.Reason)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalPrimitiveValues(e, `"reasonLinkId":`, x.ReasonLinkID)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObjects(e, `"requester":`, x.Requester)
+	canonicalPrimitiveValues(e, `"requesterLinkId":`, x.RequesterLinkID)
+	canonicalPrimitiveValues(e, `"securityLabelNumber":`, x.SecurityLabelNumber)
+	canonicalObject(e, `"status":`, x.Status)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ContractTermActionSubject is the backbone element Contract.term.action.subject: Entity of the action
 type ContractTermActionSubject struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1702,6 +1961,14 @@ func (x *ContractTermActionSubject) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractTermActionSubject{}
 	return unmarshalObject(data, "Contract.term.action.subject", x)
+}
+
+func (x *ContractTermActionSubject) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"reference":`, x.Reference)
+	canonicalObject(e, `"role":`, x.Role)
 }
 
 // ContractSigner is the backbone element Contract.signer: Contract Signatory
@@ -1782,6 +2049,15 @@ func (x *ContractSigner) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Contract.signer", x)
 }
 
+func (x *ContractSigner) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"party":`, x.Party)
+	canonicalObjects(e, `"signature":`, x.Signature)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ContractFriendly is the backbone element Contract.friendly: Contract Friendly Language
 type ContractFriendly struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1852,6 +2128,14 @@ func (x *ContractFriendly) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractFriendly{}
 	return unmarshalObject(data, "Contract.friendly", x)
+}
+
+func (x *ContractFriendly) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"contentAttachment":`, x.ContentAttachment)
+	canonicalObject(e, `"contentReference":`, x.ContentReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ContractLegal is the backbone element Contract.legal: Contract Legal Language
@@ -1926,6 +2210,14 @@ func (x *ContractLegal) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Contract.legal", x)
 }
 
+func (x *ContractLegal) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"contentAttachment":`, x.ContentAttachment)
+	canonicalObject(e, `"contentReference":`, x.ContentReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // ContractRule is the backbone element Contract.rule: Computable Contract Language
 type ContractRule struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1996,4 +2288,12 @@ func (x *ContractRule) UnmarshalJSON(data []byte) error {
 	}
 	*x = ContractRule{}
 	return unmarshalObject(data, "Contract.rule", x)
+}
+
+func (x *ContractRule) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"contentAttachment":`, x.ContentAttachment)
+	canonicalObject(e, `"contentReference":`, x.ContentReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -224,6 +224,43 @@ func (x *Coverage) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Coverage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_dependent":`, x.Dependent)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_network":`, x.Network)
+	canonicalPrimitiveElement(e, `"_order":`, x.Order)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_subrogation":`, x.Subrogation)
+	canonicalPrimitiveElement(e, `"_subscriberId":`, x.SubscriberID)
+	canonicalObject(e, `"beneficiary":`, x.Beneficiary)
+	canonicalObjects(e, `"class":`, x.Class)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"contract":`, x.Contract)
+	canonicalObjects(e, `"costToBeneficiary":`, x.CostToBeneficiary)
+	canonicalPrimitiveValue(e, `"dependent":`, x.Dependent)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"network":`, x.Network)
+	canonicalPrimitiveValue(e, `"order":`, x.Order)
+	canonicalObjects(e, `"payor":`, x.Payor)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"policyHolder":`, x.PolicyHolder)
+	canonicalObject(e, `"relationship":`, x.Relationship)
+	e.key(`"resourceType":"Coverage"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValue(e, `"subrogation":`, x.Subrogation)
+	canonicalObject(e, `"subscriber":`, x.Subscriber)
+	canonicalPrimitiveValue(e, `"subscriberId":`, x.SubscriberID)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // CoverageClass is the backbone element Coverage.class: Additional coverage classifications
 type CoverageClass struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -304,6 +341,17 @@ func (x *CoverageClass) UnmarshalJSON(data []byte) error {
 	}
 	*x = CoverageClass{}
 	return unmarshalObject(data, "Coverage.class", x)
+}
+
+func (x *CoverageClass) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // CoverageCostToBeneficiary is the backbone element Coverage.costToBeneficiary: Patient payments for services/products
@@ -390,6 +438,16 @@ func (x *CoverageCostToBeneficiary) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Coverage.costToBeneficiary", x)
 }
 
+func (x *CoverageCostToBeneficiary) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"exception":`, x.Exception)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"valueMoney":`, x.ValueMoney)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+}
+
 // CoverageCostToBeneficiaryException is the backbone element Coverage.costToBeneficiary.exception: Exceptions for patient payments
 type CoverageCostToBeneficiaryException struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -460,4 +518,12 @@ func (x *CoverageCostToBeneficiaryException) UnmarshalJSON(data []byte) error {
 	}
 	*x = CoverageCostToBeneficiaryException{}
 	return unmarshalObject(data, "Coverage.costToBeneficiary.exception", x)
+}
+
+func (x *CoverageCostToBeneficiaryException) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"type":`, x.Type)
 }

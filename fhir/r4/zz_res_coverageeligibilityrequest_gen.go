@@ -208,6 +208,39 @@ func (x *CoverageEligibilityRequest) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CoverageEligibilityRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElements(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_servicedDate":`, x.ServicedDate)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalObject(e, `"enterer":`, x.Enterer)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"facility":`, x.Facility)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"insurance":`, x.Insurance)
+	canonicalObject(e, `"insurer":`, x.Insurer)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"priority":`, x.Priority)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalPrimitiveValues(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"CoverageEligibilityRequest"`)
+	canonicalPrimitiveValue(e, `"servicedDate":`, x.ServicedDate)
+	canonicalObject(e, `"servicedPeriod":`, x.ServicedPeriod)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"supportingInfo":`, x.SupportingInfo)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // CoverageEligibilityRequestSupportingInfo is the backbone element CoverageEligibilityRequest.supportingInfo: Supporting information
 type CoverageEligibilityRequestSupportingInfo struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -290,6 +323,17 @@ func (x *CoverageEligibilityRequestSupportingInfo) UnmarshalJSON(data []byte) er
 	return unmarshalObject(data, "CoverageEligibilityRequest.supportingInfo", x)
 }
 
+func (x *CoverageEligibilityRequestSupportingInfo) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_appliesToAll":`, x.AppliesToAll)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"appliesToAll":`, x.AppliesToAll)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"information":`, x.Information)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+}
+
 // CoverageEligibilityRequestInsurance is the backbone element CoverageEligibilityRequest.insurance: Patient insurance information
 type CoverageEligibilityRequestInsurance struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -370,6 +414,17 @@ func (x *CoverageEligibilityRequestInsurance) UnmarshalJSON(data []byte) error {
 	}
 	*x = CoverageEligibilityRequestInsurance{}
 	return unmarshalObject(data, "CoverageEligibilityRequest.insurance", x)
+}
+
+func (x *CoverageEligibilityRequestInsurance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_businessArrangement":`, x.BusinessArrangement)
+	canonicalPrimitiveElement(e, `"_focal":`, x.Focal)
+	canonicalPrimitiveValue(e, `"businessArrangement":`, x.BusinessArrangement)
+	canonicalObject(e, `"coverage":`, x.Coverage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"focal":`, x.Focal)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // CoverageEligibilityRequestItem is the backbone element CoverageEligibilityRequest.item: Item to be evaluated for eligibiity
@@ -494,6 +549,23 @@ func (x *CoverageEligibilityRequestItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "CoverageEligibilityRequest.item", x)
 }
 
+func (x *CoverageEligibilityRequestItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_supportingInfoSequence":`, x.SupportingInfoSequence)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"diagnosis":`, x.Diagnosis)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"facility":`, x.Facility)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalPrimitiveValues(e, `"supportingInfoSequence":`, x.SupportingInfoSequence)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // CoverageEligibilityRequestItemDiagnosis is the backbone element CoverageEligibilityRequest.item.diagnosis: Applicable diagnosis
 type CoverageEligibilityRequestItemDiagnosis struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -564,4 +636,12 @@ func (x *CoverageEligibilityRequestItemDiagnosis) UnmarshalJSON(data []byte) err
 	}
 	*x = CoverageEligibilityRequestItemDiagnosis{}
 	return unmarshalObject(data, "CoverageEligibilityRequest.item.diagnosis", x)
+}
+
+func (x *CoverageEligibilityRequestItemDiagnosis) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"diagnosisCodeableConcept":`, x.DiagnosisCodeableConcept)
+	canonicalObject(e, `"diagnosisReference":`, x.DiagnosisReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -220,6 +220,43 @@ func (x *CoverageEligibilityResponse) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *CoverageEligibilityResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_disposition":`, x.Disposition)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_outcome":`, x.Outcome)
+	canonicalPrimitiveElement(e, `"_preAuthRef":`, x.PreAuthRef)
+	canonicalPrimitiveElements(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_servicedDate":`, x.ServicedDate)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalPrimitiveValue(e, `"disposition":`, x.Disposition)
+	canonicalObjects(e, `"error":`, x.Error)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"form":`, x.Form)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"insurance":`, x.Insurance)
+	canonicalObject(e, `"insurer":`, x.Insurer)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"outcome":`, x.Outcome)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalPrimitiveValue(e, `"preAuthRef":`, x.PreAuthRef)
+	canonicalPrimitiveValues(e, `"purpose":`, x.Purpose)
+	canonicalObject(e, `"request":`, x.Request)
+	canonicalObject(e, `"requestor":`, x.Requestor)
+	e.key(`"resourceType":"CoverageEligibilityResponse"`)
+	canonicalPrimitiveValue(e, `"servicedDate":`, x.ServicedDate)
+	canonicalObject(e, `"servicedPeriod":`, x.ServicedPeriod)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // CoverageEligibilityResponseInsurance is the backbone element CoverageEligibilityResponse.insurance: Patient insurance information
 type CoverageEligibilityResponseInsurance struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -304,6 +341,17 @@ func (x *CoverageEligibilityResponseInsurance) UnmarshalJSON(data []byte) error 
 	}
 	*x = CoverageEligibilityResponseInsurance{}
 	return unmarshalObject(data, "CoverageEligibilityResponse.insurance", x)
+}
+
+func (x *CoverageEligibilityResponseInsurance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_inforce":`, x.Inforce)
+	canonicalObject(e, `"benefitPeriod":`, x.BenefitPeriod)
+	canonicalObject(e, `"coverage":`, x.Coverage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"inforce":`, x.Inforce)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // CoverageEligibilityResponseInsuranceItem is the backbone element CoverageEligibilityResponse.insurance.item: Benefits and authorization details
@@ -460,6 +508,31 @@ func (x *CoverageEligibilityResponseInsuranceItem) UnmarshalJSON(data []byte) er
 	return unmarshalObject(data, "CoverageEligibilityResponse.insurance.item", x)
 }
 
+func (x *CoverageEligibilityResponseInsuranceItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authorizationRequired":`, x.AuthorizationRequired)
+	canonicalPrimitiveElement(e, `"_authorizationUrl":`, x.AuthorizationURL)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_excluded":`, x.Excluded)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"authorizationRequired":`, x.AuthorizationRequired)
+	canonicalObjects(e, `"authorizationSupporting":`, x.AuthorizationSupporting)
+	canonicalPrimitiveValue(e, `"authorizationUrl":`, x.AuthorizationURL)
+	canonicalObjects(e, `"benefit":`, x.Benefit)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"excluded":`, x.Excluded)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"network":`, x.Network)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"term":`, x.Term)
+	canonicalObject(e, `"unit":`, x.Unit)
+}
+
 // CoverageEligibilityResponseInsuranceItemBenefit is the backbone element CoverageEligibilityResponse.insurance.item.benefit: Benefit Summary
 type CoverageEligibilityResponseInsuranceItemBenefit struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -570,6 +643,23 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) UnmarshalJSON(data []b
 	return unmarshalObject(data, "CoverageEligibilityResponse.insurance.item.benefit", x)
 }
 
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allowedString":`, x.AllowedString)
+	canonicalPrimitiveElement(e, `"_allowedUnsignedInt":`, x.AllowedUnsignedInt)
+	canonicalPrimitiveElement(e, `"_usedString":`, x.UsedString)
+	canonicalPrimitiveElement(e, `"_usedUnsignedInt":`, x.UsedUnsignedInt)
+	canonicalObject(e, `"allowedMoney":`, x.AllowedMoney)
+	canonicalPrimitiveValue(e, `"allowedString":`, x.AllowedString)
+	canonicalPrimitiveValue(e, `"allowedUnsignedInt":`, x.AllowedUnsignedInt)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"usedMoney":`, x.UsedMoney)
+	canonicalPrimitiveValue(e, `"usedString":`, x.UsedString)
+	canonicalPrimitiveValue(e, `"usedUnsignedInt":`, x.UsedUnsignedInt)
+}
+
 // CoverageEligibilityResponseError is the backbone element CoverageEligibilityResponse.error: Processing errors
 type CoverageEligibilityResponseError struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -634,4 +724,11 @@ func (x *CoverageEligibilityResponseError) UnmarshalJSON(data []byte) error {
 	}
 	*x = CoverageEligibilityResponseError{}
 	return unmarshalObject(data, "CoverageEligibilityResponse.error", x)
+}
+
+func (x *CoverageEligibilityResponseError) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -198,6 +198,38 @@ func (x *DetectedIssue) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *DetectedIssue) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_detail":`, x.Detail)
+	canonicalPrimitiveElement(e, `"_identifiedDateTime":`, x.IdentifiedDateTime)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_reference":`, x.Reference)
+	canonicalPrimitiveElement(e, `"_severity":`, x.Severity)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"evidence":`, x.Evidence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"identifiedDateTime":`, x.IdentifiedDateTime)
+	canonicalObject(e, `"identifiedPeriod":`, x.IdentifiedPeriod)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"implicated":`, x.Implicated)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"mitigation":`, x.Mitigation)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalPrimitiveValue(e, `"reference":`, x.Reference)
+	e.key(`"resourceType":"DetectedIssue"`)
+	canonicalPrimitiveValue(e, `"severity":`, x.Severity)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // DetectedIssueEvidence is the backbone element DetectedIssue.evidence: Supporting evidence
 type DetectedIssueEvidence struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -268,6 +300,14 @@ func (x *DetectedIssueEvidence) UnmarshalJSON(data []byte) error {
 	}
 	*x = DetectedIssueEvidence{}
 	return unmarshalObject(data, "DetectedIssue.evidence", x)
+}
+
+func (x *DetectedIssueEvidence) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // DetectedIssueMitigation is the backbone element DetectedIssue.mitigation: Step taken to address
@@ -348,4 +388,14 @@ func (x *DetectedIssueMitigation) UnmarshalJSON(data []byte) error {
 	}
 	*x = DetectedIssueMitigation{}
 	return unmarshalObject(data, "DetectedIssue.mitigation", x)
+}
+
+func (x *DetectedIssueMitigation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalObject(e, `"action":`, x.Action)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -286,6 +286,56 @@ func (x *Device) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Device) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_distinctIdentifier":`, x.DistinctIdentifier)
+	canonicalPrimitiveElement(e, `"_expirationDate":`, x.ExpirationDate)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lotNumber":`, x.LotNumber)
+	canonicalPrimitiveElement(e, `"_manufactureDate":`, x.ManufactureDate)
+	canonicalPrimitiveElement(e, `"_manufacturer":`, x.Manufacturer)
+	canonicalPrimitiveElement(e, `"_modelNumber":`, x.ModelNumber)
+	canonicalPrimitiveElement(e, `"_partNumber":`, x.PartNumber)
+	canonicalPrimitiveElement(e, `"_serialNumber":`, x.SerialNumber)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"definition":`, x.Definition)
+	canonicalObjects(e, `"deviceName":`, x.DeviceName)
+	canonicalPrimitiveValue(e, `"distinctIdentifier":`, x.DistinctIdentifier)
+	canonicalPrimitiveValue(e, `"expirationDate":`, x.ExpirationDate)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalPrimitiveValue(e, `"lotNumber":`, x.LotNumber)
+	canonicalPrimitiveValue(e, `"manufactureDate":`, x.ManufactureDate)
+	canonicalPrimitiveValue(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalPrimitiveValue(e, `"modelNumber":`, x.ModelNumber)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"owner":`, x.Owner)
+	canonicalObject(e, `"parent":`, x.Parent)
+	canonicalPrimitiveValue(e, `"partNumber":`, x.PartNumber)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObjects(e, `"property":`, x.Property)
+	e.key(`"resourceType":"Device"`)
+	canonicalObjects(e, `"safety":`, x.Safety)
+	canonicalPrimitiveValue(e, `"serialNumber":`, x.SerialNumber)
+	canonicalObjects(e, `"specialization":`, x.Specialization)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObjects(e, `"udiCarrier":`, x.UdiCarrier)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"version":`, x.Version)
+}
+
 // DeviceUdiCarrier is the backbone element Device.udiCarrier: Unique Device Identifier (UDI) Barcode string
 type DeviceUdiCarrier struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -394,6 +444,24 @@ func (x *DeviceUdiCarrier) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Device.udiCarrier", x)
 }
 
+func (x *DeviceUdiCarrier) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_carrierAIDC":`, x.CarrierAIDC)
+	canonicalPrimitiveElement(e, `"_carrierHRF":`, x.CarrierHRF)
+	canonicalPrimitiveElement(e, `"_deviceIdentifier":`, x.DeviceIdentifier)
+	canonicalPrimitiveElement(e, `"_entryType":`, x.EntryType)
+	canonicalPrimitiveElement(e, `"_issuer":`, x.Issuer)
+	canonicalPrimitiveElement(e, `"_jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"carrierAIDC":`, x.CarrierAIDC)
+	canonicalPrimitiveValue(e, `"carrierHRF":`, x.CarrierHRF)
+	canonicalPrimitiveValue(e, `"deviceIdentifier":`, x.DeviceIdentifier)
+	canonicalPrimitiveValue(e, `"entryType":`, x.EntryType)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"issuer":`, x.Issuer)
+	canonicalPrimitiveValue(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // DeviceDeviceName is the backbone element Device.deviceName: The name of the device as given by the manufacturer
 type DeviceDeviceName struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -470,6 +538,16 @@ func (x *DeviceDeviceName) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Device.deviceName", x)
 }
 
+func (x *DeviceDeviceName) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // DeviceSpecialization is the backbone element Device.specialization: The capabilities supported on a  device, the standards to which the device conforms for a particular purpose, and used for the communication
 type DeviceSpecialization struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -542,6 +620,15 @@ func (x *DeviceSpecialization) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceSpecialization{}
 	return unmarshalObject(data, "Device.specialization", x)
+}
+
+func (x *DeviceSpecialization) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"systemType":`, x.SystemType)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
 }
 
 // DeviceVersion is the backbone element Device.version: The actual design of the device or software version running on the device
@@ -624,6 +711,16 @@ func (x *DeviceVersion) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Device.version", x)
 }
 
+func (x *DeviceVersion) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObject(e, `"component":`, x.Component)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // DeviceProperty is the backbone element Device.property: The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties
 type DeviceProperty struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -700,4 +797,13 @@ func (x *DeviceProperty) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceProperty{}
 	return unmarshalObject(data, "Device.property", x)
+}
+
+func (x *DeviceProperty) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObjects(e, `"valueCode":`, x.ValueCode)
+	canonicalObjects(e, `"valueQuantity":`, x.ValueQuantity)
 }

@@ -258,6 +258,48 @@ func (x *DeviceDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *DeviceDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_manufacturerString":`, x.ManufacturerString)
+	canonicalPrimitiveElement(e, `"_modelNumber":`, x.ModelNumber)
+	canonicalPrimitiveElement(e, `"_onlineInformation":`, x.OnlineInformation)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElements(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"capability":`, x.Capability)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"deviceName":`, x.DeviceName)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"languageCode":`, x.LanguageCode)
+	canonicalObject(e, `"manufacturerReference":`, x.ManufacturerReference)
+	canonicalPrimitiveValue(e, `"manufacturerString":`, x.ManufacturerString)
+	canonicalObjects(e, `"material":`, x.Material)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalPrimitiveValue(e, `"modelNumber":`, x.ModelNumber)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"onlineInformation":`, x.OnlineInformation)
+	canonicalObject(e, `"owner":`, x.Owner)
+	canonicalObject(e, `"parentDevice":`, x.ParentDevice)
+	canonicalObject(e, `"physicalCharacteristics":`, x.PhysicalCharacteristics)
+	canonicalObjects(e, `"property":`, x.Property)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	e.key(`"resourceType":"DeviceDefinition"`)
+	canonicalObjects(e, `"safety":`, x.Safety)
+	canonicalObjects(e, `"shelfLifeStorage":`, x.ShelfLifeStorage)
+	canonicalObjects(e, `"specialization":`, x.Specialization)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObjects(e, `"udiDeviceIdentifier":`, x.UdiDeviceIdentifier)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalPrimitiveValues(e, `"version":`, x.Version)
+}
+
 // DeviceDefinitionUdiDeviceIdentifier is the backbone element DeviceDefinition.udiDeviceIdentifier: Unique Device Identifier (UDI) Barcode string
 type DeviceDefinitionUdiDeviceIdentifier struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -342,6 +384,18 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "DeviceDefinition.udiDeviceIdentifier", x)
 }
 
+func (x *DeviceDefinitionUdiDeviceIdentifier) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_deviceIdentifier":`, x.DeviceIdentifier)
+	canonicalPrimitiveElement(e, `"_issuer":`, x.Issuer)
+	canonicalPrimitiveElement(e, `"_jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"deviceIdentifier":`, x.DeviceIdentifier)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"issuer":`, x.Issuer)
+	canonicalPrimitiveValue(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // DeviceDefinitionDeviceName is the backbone element DeviceDefinition.deviceName: A name given to the device to identify it
 type DeviceDefinitionDeviceName struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -416,6 +470,16 @@ func (x *DeviceDefinitionDeviceName) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceDefinitionDeviceName{}
 	return unmarshalObject(data, "DeviceDefinition.deviceName", x)
+}
+
+func (x *DeviceDefinitionDeviceName) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // DeviceDefinitionSpecialization is the backbone element DeviceDefinition.specialization: The capabilities supported on a  device, the standards to which the device conforms for a particular purpose, and used for the communication
@@ -494,6 +558,16 @@ func (x *DeviceDefinitionSpecialization) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "DeviceDefinition.specialization", x)
 }
 
+func (x *DeviceDefinitionSpecialization) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_systemType":`, x.SystemType)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"systemType":`, x.SystemType)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // DeviceDefinitionCapability is the backbone element DeviceDefinition.capability: Device capabilities
 type DeviceDefinitionCapability struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -564,6 +638,14 @@ func (x *DeviceDefinitionCapability) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceDefinitionCapability{}
 	return unmarshalObject(data, "DeviceDefinition.capability", x)
+}
+
+func (x *DeviceDefinitionCapability) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // DeviceDefinitionProperty is the backbone element DeviceDefinition.property: The actual configuration settings of a device as it actually operates, e.g., regulation status, time properties
@@ -642,6 +724,15 @@ func (x *DeviceDefinitionProperty) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceDefinitionProperty{}
 	return unmarshalObject(data, "DeviceDefinition.property", x)
+}
+
+func (x *DeviceDefinitionProperty) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObjects(e, `"valueCode":`, x.ValueCode)
+	canonicalObjects(e, `"valueQuantity":`, x.ValueQuantity)
 }
 
 // DeviceDefinitionMaterial is the backbone element DeviceDefinition.material: A substance used to create the material(s) of which the device is made
@@ -724,4 +815,15 @@ func (x *DeviceDefinitionMaterial) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceDefinitionMaterial{}
 	return unmarshalObject(data, "DeviceDefinition.material", x)
+}
+
+func (x *DeviceDefinitionMaterial) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allergenicIndicator":`, x.AllergenicIndicator)
+	canonicalPrimitiveElement(e, `"_alternate":`, x.Alternate)
+	canonicalPrimitiveValue(e, `"allergenicIndicator":`, x.AllergenicIndicator)
+	canonicalPrimitiveValue(e, `"alternate":`, x.Alternate)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"substance":`, x.Substance)
 }

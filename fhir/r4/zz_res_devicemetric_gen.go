@@ -176,6 +176,33 @@ func (x *DeviceMetric) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *DeviceMetric) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_category":`, x.Category)
+	canonicalPrimitiveElement(e, `"_color":`, x.Color)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_operationalStatus":`, x.OperationalStatus)
+	canonicalObjects(e, `"calibration":`, x.Calibration)
+	canonicalPrimitiveValue(e, `"category":`, x.Category)
+	canonicalPrimitiveValue(e, `"color":`, x.Color)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"measurementPeriod":`, x.MeasurementPeriod)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"operationalStatus":`, x.OperationalStatus)
+	canonicalObject(e, `"parent":`, x.Parent)
+	e.key(`"resourceType":"DeviceMetric"`)
+	canonicalObject(e, `"source":`, x.Source)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"unit":`, x.Unit)
+}
+
 // DeviceMetricCalibration is the backbone element DeviceMetric.calibration: Describes the calibrations that have been performed or that are required to be performed
 type DeviceMetricCalibration struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -258,4 +285,16 @@ func (x *DeviceMetricCalibration) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceMetricCalibration{}
 	return unmarshalObject(data, "DeviceMetric.calibration", x)
+}
+
+func (x *DeviceMetricCalibration) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_state":`, x.State)
+	canonicalPrimitiveElement(e, `"_time":`, x.Time)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"state":`, x.State)
+	canonicalPrimitiveValue(e, `"time":`, x.Time)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }

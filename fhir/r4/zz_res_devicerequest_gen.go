@@ -286,6 +286,54 @@ func (x *DeviceRequest) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *DeviceRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authoredOn":`, x.AuthoredOn)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_intent":`, x.Intent)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveValue(e, `"authoredOn":`, x.AuthoredOn)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObject(e, `"codeCodeableConcept":`, x.CodeCodeableConcept)
+	canonicalObject(e, `"codeReference":`, x.CodeReference)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"groupIdentifier":`, x.GroupIdentifier)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalObjects(e, `"insurance":`, x.Insurance)
+	canonicalPrimitiveValue(e, `"intent":`, x.Intent)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalObject(e, `"occurrencePeriod":`, x.OccurrencePeriod)
+	canonicalObject(e, `"occurrenceTiming":`, x.OccurrenceTiming)
+	canonicalObjects(e, `"parameter":`, x.Parameter)
+	canonicalObject(e, `"performer":`, x.Performer)
+	canonicalObject(e, `"performerType":`, x.PerformerType)
+	canonicalObjects(e, `"priorRequest":`, x.PriorRequest)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObjects(e, `"relevantHistory":`, x.RelevantHistory)
+	canonicalObject(e, `"requester":`, x.Requester)
+	e.key(`"resourceType":"DeviceRequest"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObjects(e, `"supportingInfo":`, x.SupportingInfo)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // DeviceRequestParameter is the backbone element DeviceRequest.parameter: Device details
 type DeviceRequestParameter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -376,4 +424,16 @@ func (x *DeviceRequestParameter) UnmarshalJSON(data []byte) error {
 	}
 	*x = DeviceRequestParameter{}
 	return unmarshalObject(data, "DeviceRequest.parameter", x)
+}
+
+func (x *DeviceRequestParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
 }

@@ -232,6 +232,43 @@ func (x *DiagnosticReport) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *DiagnosticReport) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_conclusion":`, x.Conclusion)
+	canonicalPrimitiveElement(e, `"_effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_issued":`, x.Issued)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"conclusion":`, x.Conclusion)
+	canonicalObjects(e, `"conclusionCode":`, x.ConclusionCode)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"imagingStudy":`, x.ImagingStudy)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"issued":`, x.Issued)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"media":`, x.Media)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"presentedForm":`, x.PresentedForm)
+	e.key(`"resourceType":"DiagnosticReport"`)
+	canonicalObjects(e, `"result":`, x.Result)
+	canonicalObjects(e, `"resultsInterpreter":`, x.ResultsInterpreter)
+	canonicalObjects(e, `"specimen":`, x.Specimen)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // DiagnosticReportMedia is the backbone element DiagnosticReport.media: Key images associated with this report
 type DiagnosticReportMedia struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -304,4 +341,13 @@ func (x *DiagnosticReportMedia) UnmarshalJSON(data []byte) error {
 	}
 	*x = DiagnosticReportMedia{}
 	return unmarshalObject(data, "DiagnosticReport.media", x)
+}
+
+func (x *DiagnosticReportMedia) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"link":`, x.Link)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

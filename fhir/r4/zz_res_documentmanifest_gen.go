@@ -190,6 +190,36 @@ func (x *DocumentManifest) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *DocumentManifest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_source":`, x.Source)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"author":`, x.Author)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"content":`, x.Content)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"masterIdentifier":`, x.MasterIdentifier)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"recipient":`, x.Recipient)
+	canonicalObjects(e, `"related":`, x.Related)
+	e.key(`"resourceType":"DocumentManifest"`)
+	canonicalPrimitiveValue(e, `"source":`, x.Source)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // DocumentManifestRelated is the backbone element DocumentManifest.related: Related things
 type DocumentManifestRelated struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -260,4 +290,12 @@ func (x *DocumentManifestRelated) UnmarshalJSON(data []byte) error {
 	}
 	*x = DocumentManifestRelated{}
 	return unmarshalObject(data, "DocumentManifest.related", x)
+}
+
+func (x *DocumentManifestRelated) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"ref":`, x.Ref)
 }

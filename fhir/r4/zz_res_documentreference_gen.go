@@ -214,6 +214,40 @@ func (x *DocumentReference) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *DocumentReference) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_docStatus":`, x.DocStatus)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"authenticator":`, x.Authenticator)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"content":`, x.Content)
+	canonicalObject(e, `"context":`, x.Context)
+	canonicalObject(e, `"custodian":`, x.Custodian)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"docStatus":`, x.DocStatus)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"masterIdentifier":`, x.MasterIdentifier)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"relatesTo":`, x.RelatesTo)
+	e.key(`"resourceType":"DocumentReference"`)
+	canonicalObjects(e, `"securityLabel":`, x.SecurityLabel)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // DocumentReferenceRelatesTo is the backbone element DocumentReference.relatesTo: Relationships to other documents
 type DocumentReferenceRelatesTo struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -288,6 +322,15 @@ func (x *DocumentReferenceRelatesTo) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "DocumentReference.relatesTo", x)
 }
 
+func (x *DocumentReferenceRelatesTo) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"target":`, x.Target)
+}
+
 // DocumentReferenceContent is the backbone element DocumentReference.content: Document referenced
 type DocumentReferenceContent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -358,6 +401,14 @@ func (x *DocumentReferenceContent) UnmarshalJSON(data []byte) error {
 	}
 	*x = DocumentReferenceContent{}
 	return unmarshalObject(data, "DocumentReference.content", x)
+}
+
+func (x *DocumentReferenceContent) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"attachment":`, x.Attachment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"format":`, x.Format)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // DocumentReferenceContext is the backbone element DocumentReference.context: Clinical context of document
@@ -460,4 +511,17 @@ func (x *DocumentReferenceContext) UnmarshalJSON(data []byte) error {
 	}
 	*x = DocumentReferenceContext{}
 	return unmarshalObject(data, "DocumentReference.context", x)
+}
+
+func (x *DocumentReferenceContext) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"event":`, x.Event)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"facilityType":`, x.FacilityType)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"practiceSetting":`, x.PracticeSetting)
+	canonicalObjects(e, `"related":`, x.Related)
+	canonicalObject(e, `"sourcePatientInfo":`, x.SourcePatientInfo)
 }

@@ -330,6 +330,64 @@ func (x *EffectEvidenceSynthesis) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *EffectEvidenceSynthesis) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_approvalDate":`, x.ApprovalDate)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"approvalDate":`, x.ApprovalDate)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObjects(e, `"certainty":`, x.Certainty)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"editor":`, x.Editor)
+	canonicalObjects(e, `"effectEstimate":`, x.EffectEstimate)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObjects(e, `"endorser":`, x.Endorser)
+	canonicalObject(e, `"exposure":`, x.Exposure)
+	canonicalObject(e, `"exposureAlternative":`, x.ExposureAlternative)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastReviewDate":`, x.LastReviewDate)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"outcome":`, x.Outcome)
+	canonicalObject(e, `"population":`, x.Population)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalObjects(e, `"relatedArtifact":`, x.RelatedArtifact)
+	e.key(`"resourceType":"EffectEvidenceSynthesis"`)
+	canonicalObjects(e, `"resultsByExposure":`, x.ResultsByExposure)
+	canonicalObjects(e, `"reviewer":`, x.Reviewer)
+	canonicalObject(e, `"sampleSize":`, x.SampleSize)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"studyType":`, x.StudyType)
+	canonicalObject(e, `"synthesisType":`, x.SynthesisType)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObjects(e, `"topic":`, x.Topic)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // EffectEvidenceSynthesisSampleSize is the backbone element EffectEvidenceSynthesis.sampleSize: What sample size was involved?
 type EffectEvidenceSynthesisSampleSize struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -412,6 +470,18 @@ func (x *EffectEvidenceSynthesisSampleSize) UnmarshalJSON(data []byte) error {
 	}
 	*x = EffectEvidenceSynthesisSampleSize{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.sampleSize", x)
+}
+
+func (x *EffectEvidenceSynthesisSampleSize) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_numberOfParticipants":`, x.NumberOfParticipants)
+	canonicalPrimitiveElement(e, `"_numberOfStudies":`, x.NumberOfStudies)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"numberOfParticipants":`, x.NumberOfParticipants)
+	canonicalPrimitiveValue(e, `"numberOfStudies":`, x.NumberOfStudies)
 }
 
 // EffectEvidenceSynthesisResultsByExposure is the backbone element EffectEvidenceSynthesis.resultsByExposure: What was the result per exposure?
@@ -500,6 +570,18 @@ func (x *EffectEvidenceSynthesisResultsByExposure) UnmarshalJSON(data []byte) er
 	}
 	*x = EffectEvidenceSynthesisResultsByExposure{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.resultsByExposure", x)
+}
+
+func (x *EffectEvidenceSynthesisResultsByExposure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_exposureState":`, x.ExposureState)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"exposureState":`, x.ExposureState)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"riskEvidenceSynthesis":`, x.RiskEvidenceSynthesis)
+	canonicalObject(e, `"variantState":`, x.VariantState)
 }
 
 // EffectEvidenceSynthesisEffectEstimate is the backbone element EffectEvidenceSynthesis.effectEstimate: What was the estimated effect
@@ -602,6 +684,20 @@ func (x *EffectEvidenceSynthesisEffectEstimate) UnmarshalJSON(data []byte) error
 	return unmarshalObject(data, "EffectEvidenceSynthesis.effectEstimate", x)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimate) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"precisionEstimate":`, x.PrecisionEstimate)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"unitOfMeasure":`, x.UnitOfMeasure)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+	canonicalObject(e, `"variantState":`, x.VariantState)
+}
+
 // EffectEvidenceSynthesisEffectEstimatePrecisionEstimate is the backbone element EffectEvidenceSynthesis.effectEstimate.precisionEstimate: How precise the estimate is
 type EffectEvidenceSynthesisEffectEstimatePrecisionEstimate struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -692,6 +788,19 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) UnmarshalJSON(d
 	return unmarshalObject(data, "EffectEvidenceSynthesis.effectEstimate.precisionEstimate", x)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_from":`, x.From)
+	canonicalPrimitiveElement(e, `"_level":`, x.Level)
+	canonicalPrimitiveElement(e, `"_to":`, x.To)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"from":`, x.From)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"level":`, x.Level)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"to":`, x.To)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // EffectEvidenceSynthesisCertainty is the backbone element EffectEvidenceSynthesis.certainty: How certain is the effect
 type EffectEvidenceSynthesisCertainty struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -770,6 +879,15 @@ func (x *EffectEvidenceSynthesisCertainty) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "EffectEvidenceSynthesis.certainty", x)
 }
 
+func (x *EffectEvidenceSynthesisCertainty) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"certaintySubcomponent":`, x.CertaintySubcomponent)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"rating":`, x.Rating)
+}
+
 // EffectEvidenceSynthesisCertaintyCertaintySubcomponent is the backbone element EffectEvidenceSynthesis.certainty.certaintySubcomponent: A component that contributes to the overall certainty
 type EffectEvidenceSynthesisCertaintyCertaintySubcomponent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -846,4 +964,13 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) UnmarshalJSON(da
 	}
 	*x = EffectEvidenceSynthesisCertaintyCertaintySubcomponent{}
 	return unmarshalObject(data, "EffectEvidenceSynthesis.certainty.certaintySubcomponent", x)
+}
+
+func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"rating":`, x.Rating)
+	canonicalObject(e, `"type":`, x.Type)
 }

@@ -250,6 +250,44 @@ func (x *Encounter) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Encounter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"account":`, x.Account)
+	canonicalObjects(e, `"appointment":`, x.Appointment)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObject(e, `"class":`, x.Class)
+	canonicalObjects(e, `"classHistory":`, x.ClassHistory)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"diagnosis":`, x.Diagnosis)
+	canonicalObjects(e, `"episodeOfCare":`, x.EpisodeOfCare)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"hospitalization":`, x.Hospitalization)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"length":`, x.Length)
+	canonicalObjects(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"partOf":`, x.PartOf)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	e.key(`"resourceType":"Encounter"`)
+	canonicalObject(e, `"serviceProvider":`, x.ServiceProvider)
+	canonicalObject(e, `"serviceType":`, x.ServiceType)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"statusHistory":`, x.StatusHistory)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // EncounterStatusHistory is the backbone element Encounter.statusHistory: List of past encounter statuses
 type EncounterStatusHistory struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -324,6 +362,15 @@ func (x *EncounterStatusHistory) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Encounter.statusHistory", x)
 }
 
+func (x *EncounterStatusHistory) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+}
+
 // EncounterClassHistory is the backbone element Encounter.classHistory: List of past encounter classes
 type EncounterClassHistory struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -394,6 +441,14 @@ func (x *EncounterClassHistory) UnmarshalJSON(data []byte) error {
 	}
 	*x = EncounterClassHistory{}
 	return unmarshalObject(data, "Encounter.classHistory", x)
+}
+
+func (x *EncounterClassHistory) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"class":`, x.Class)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
 }
 
 // EncounterParticipant is the backbone element Encounter.participant: List of participants involved in the encounter
@@ -474,6 +529,15 @@ func (x *EncounterParticipant) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Encounter.participant", x)
 }
 
+func (x *EncounterParticipant) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"individual":`, x.Individual)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // EncounterDiagnosis is the backbone element Encounter.diagnosis: The list of diagnosis relevant to this encounter
 type EncounterDiagnosis struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -552,6 +616,16 @@ func (x *EncounterDiagnosis) UnmarshalJSON(data []byte) error {
 	}
 	*x = EncounterDiagnosis{}
 	return unmarshalObject(data, "Encounter.diagnosis", x)
+}
+
+func (x *EncounterDiagnosis) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_rank":`, x.Rank)
+	canonicalObject(e, `"condition":`, x.Condition)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"rank":`, x.Rank)
+	canonicalObject(e, `"use":`, x.Use)
 }
 
 // EncounterHospitalization is the backbone element Encounter.hospitalization: Details about the admission to a healthcare service
@@ -668,6 +742,21 @@ func (x *EncounterHospitalization) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Encounter.hospitalization", x)
 }
 
+func (x *EncounterHospitalization) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"admitSource":`, x.AdmitSource)
+	canonicalObject(e, `"destination":`, x.Destination)
+	canonicalObjects(e, `"dietPreference":`, x.DietPreference)
+	canonicalObject(e, `"dischargeDisposition":`, x.DischargeDisposition)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"origin":`, x.Origin)
+	canonicalObject(e, `"preAdmissionIdentifier":`, x.PreAdmissionIdentifier)
+	canonicalObject(e, `"reAdmission":`, x.ReAdmission)
+	canonicalObjects(e, `"specialArrangement":`, x.SpecialArrangement)
+	canonicalObjects(e, `"specialCourtesy":`, x.SpecialCourtesy)
+}
+
 // EncounterLocation is the backbone element Encounter.location: List of locations where the patient has been
 type EncounterLocation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -752,4 +841,15 @@ func (x *EncounterLocation) UnmarshalJSON(data []byte) error {
 	}
 	*x = EncounterLocation{}
 	return unmarshalObject(data, "Encounter.location", x)
+}
+
+func (x *EncounterLocation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"physicalType":`, x.PhysicalType)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
 }

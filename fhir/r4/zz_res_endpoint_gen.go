@@ -185,3 +185,33 @@ func (x *Endpoint) UnmarshalJSON(data []byte) error {
 	*x = Endpoint{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *Endpoint) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_address":`, x.Address)
+	canonicalPrimitiveElements(e, `"_header":`, x.Header)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElements(e, `"_payloadMimeType":`, x.PayloadMimeType)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveValue(e, `"address":`, x.Address)
+	canonicalObject(e, `"connectionType":`, x.ConnectionType)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValues(e, `"header":`, x.Header)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"managingOrganization":`, x.ManagingOrganization)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValues(e, `"payloadMimeType":`, x.PayloadMimeType)
+	canonicalObjects(e, `"payloadType":`, x.PayloadType)
+	canonicalObject(e, `"period":`, x.Period)
+	e.key(`"resourceType":"Endpoint"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}

@@ -155,3 +155,26 @@ func (x *EnrollmentRequest) UnmarshalJSON(data []byte) error {
 	*x = EnrollmentRequest{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *EnrollmentRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"candidate":`, x.Candidate)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"coverage":`, x.Coverage)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"insurer":`, x.Insurer)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"provider":`, x.Provider)
+	e.key(`"resourceType":"EnrollmentRequest"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}

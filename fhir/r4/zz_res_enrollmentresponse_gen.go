@@ -165,3 +165,29 @@ func (x *EnrollmentResponse) UnmarshalJSON(data []byte) error {
 	*x = EnrollmentResponse{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *EnrollmentResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_disposition":`, x.Disposition)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_outcome":`, x.Outcome)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalPrimitiveValue(e, `"disposition":`, x.Disposition)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"organization":`, x.Organization)
+	canonicalPrimitiveValue(e, `"outcome":`, x.Outcome)
+	canonicalObject(e, `"request":`, x.Request)
+	canonicalObject(e, `"requestProvider":`, x.RequestProvider)
+	e.key(`"resourceType":"EnrollmentResponse"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}

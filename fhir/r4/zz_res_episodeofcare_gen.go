@@ -184,6 +184,33 @@ func (x *EpisodeOfCare) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *EpisodeOfCare) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"account":`, x.Account)
+	canonicalObject(e, `"careManager":`, x.CareManager)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"diagnosis":`, x.Diagnosis)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"managingOrganization":`, x.ManagingOrganization)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"referralRequest":`, x.ReferralRequest)
+	e.key(`"resourceType":"EpisodeOfCare"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"statusHistory":`, x.StatusHistory)
+	canonicalObjects(e, `"team":`, x.Team)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // EpisodeOfCareStatusHistory is the backbone element EpisodeOfCare.statusHistory: Past list of status codes (the current status may be included to cover the start date of the status)
 type EpisodeOfCareStatusHistory struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -256,6 +283,15 @@ func (x *EpisodeOfCareStatusHistory) UnmarshalJSON(data []byte) error {
 	}
 	*x = EpisodeOfCareStatusHistory{}
 	return unmarshalObject(data, "EpisodeOfCare.statusHistory", x)
+}
+
+func (x *EpisodeOfCareStatusHistory) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
 }
 
 // EpisodeOfCareDiagnosis is the backbone element EpisodeOfCare.diagnosis: The list of diagnosis relevant to this episode of care
@@ -336,4 +372,14 @@ func (x *EpisodeOfCareDiagnosis) UnmarshalJSON(data []byte) error {
 	}
 	*x = EpisodeOfCareDiagnosis{}
 	return unmarshalObject(data, "EpisodeOfCare.diagnosis", x)
+}
+
+func (x *EpisodeOfCareDiagnosis) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_rank":`, x.Rank)
+	canonicalObject(e, `"condition":`, x.Condition)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"rank":`, x.Rank)
+	canonicalObject(e, `"role":`, x.Role)
 }

@@ -232,6 +232,47 @@ func (x *ExampleScenario) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ExampleScenario) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveElements(e, `"_workflow":`, x.Workflow)
+	canonicalObjects(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"instance":`, x.Instance)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"process":`, x.Process)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"ExampleScenario"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+	canonicalPrimitiveValues(e, `"workflow":`, x.Workflow)
+}
+
 // ExampleScenarioActor is the backbone element ExampleScenario.actor: Actor participating in the resource
 type ExampleScenarioActor struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -322,6 +363,20 @@ func (x *ExampleScenarioActor) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExampleScenarioActor{}
 	return unmarshalObject(data, "ExampleScenario.actor", x)
+}
+
+func (x *ExampleScenarioActor) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_actorId":`, x.ActorID)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"actorId":`, x.ActorID)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // ExampleScenarioInstance is the backbone element ExampleScenario.instance: Each resource and each version that is present in the workflow
@@ -428,6 +483,22 @@ func (x *ExampleScenarioInstance) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExampleScenario.instance", x)
 }
 
+func (x *ExampleScenarioInstance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_resourceId":`, x.ResourceID)
+	canonicalPrimitiveElement(e, `"_resourceType":`, x.ResourceType)
+	canonicalObjects(e, `"containedInstance":`, x.ContainedInstance)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"resourceId":`, x.ResourceID)
+	canonicalPrimitiveValue(e, `"resourceType":`, x.ResourceType)
+	canonicalObjects(e, `"version":`, x.Version)
+}
+
 // ExampleScenarioInstanceVersion is the backbone element ExampleScenario.instance.version: A specific version of the resource
 type ExampleScenarioInstanceVersion struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -504,6 +575,16 @@ func (x *ExampleScenarioInstanceVersion) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExampleScenario.instance.version", x)
 }
 
+func (x *ExampleScenarioInstanceVersion) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_versionId":`, x.VersionID)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"versionId":`, x.VersionID)
+}
+
 // ExampleScenarioInstanceContainedInstance is the backbone element ExampleScenario.instance.containedInstance: Resources contained in the instance
 type ExampleScenarioInstanceContainedInstance struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -578,6 +659,16 @@ func (x *ExampleScenarioInstanceContainedInstance) UnmarshalJSON(data []byte) er
 	}
 	*x = ExampleScenarioInstanceContainedInstance{}
 	return unmarshalObject(data, "ExampleScenario.instance.containedInstance", x)
+}
+
+func (x *ExampleScenarioInstanceContainedInstance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_resourceId":`, x.ResourceID)
+	canonicalPrimitiveElement(e, `"_versionId":`, x.VersionID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"resourceId":`, x.ResourceID)
+	canonicalPrimitiveValue(e, `"versionId":`, x.VersionID)
 }
 
 // ExampleScenarioProcess is the backbone element ExampleScenario.process: Each major process - a group of operations
@@ -678,6 +769,21 @@ func (x *ExampleScenarioProcess) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExampleScenario.process", x)
 }
 
+func (x *ExampleScenarioProcess) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_postConditions":`, x.PostConditions)
+	canonicalPrimitiveElement(e, `"_preConditions":`, x.PreConditions)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"postConditions":`, x.PostConditions)
+	canonicalPrimitiveValue(e, `"preConditions":`, x.PreConditions)
+	canonicalObjects(e, `"step":`, x.Step)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+}
+
 // ExampleScenarioProcessStep is the backbone element ExampleScenario.process.step: Each step of the process
 type ExampleScenarioProcessStep struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -762,6 +868,17 @@ func (x *ExampleScenarioProcessStep) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExampleScenarioProcessStep{}
 	return unmarshalObject(data, "ExampleScenario.process.step", x)
+}
+
+func (x *ExampleScenarioProcessStep) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_pause":`, x.Pause)
+	canonicalObjects(e, `"alternative":`, x.Alternative)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operation":`, x.Operation)
+	canonicalPrimitiveValue(e, `"pause":`, x.Pause)
+	canonicalObjects(e, `"process":`, x.Process)
 }
 
 // ExampleScenarioProcessStepOperation is the backbone element ExampleScenario.process.step.operation: Each interaction or action
@@ -900,6 +1017,30 @@ func (x *ExampleScenarioProcessStepOperation) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExampleScenario.process.step.operation", x)
 }
 
+func (x *ExampleScenarioProcessStepOperation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_initiator":`, x.Initiator)
+	canonicalPrimitiveElement(e, `"_initiatorActive":`, x.InitiatorActive)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_number":`, x.Number)
+	canonicalPrimitiveElement(e, `"_receiver":`, x.Receiver)
+	canonicalPrimitiveElement(e, `"_receiverActive":`, x.ReceiverActive)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"initiator":`, x.Initiator)
+	canonicalPrimitiveValue(e, `"initiatorActive":`, x.InitiatorActive)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"number":`, x.Number)
+	canonicalPrimitiveValue(e, `"receiver":`, x.Receiver)
+	canonicalPrimitiveValue(e, `"receiverActive":`, x.ReceiverActive)
+	canonicalObject(e, `"request":`, x.Request)
+	canonicalObject(e, `"response":`, x.Response)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // ExampleScenarioProcessStepAlternative is the backbone element ExampleScenario.process.step.alternative: Alternate non-typical step action
 type ExampleScenarioProcessStepAlternative struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -980,4 +1121,15 @@ func (x *ExampleScenarioProcessStepAlternative) UnmarshalJSON(data []byte) error
 	}
 	*x = ExampleScenarioProcessStepAlternative{}
 	return unmarshalObject(data, "ExampleScenario.process.step.alternative", x)
+}
+
+func (x *ExampleScenarioProcessStepAlternative) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"step":`, x.Step)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
 }

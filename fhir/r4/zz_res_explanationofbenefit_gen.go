@@ -382,6 +382,70 @@ func (x *ExplanationOfBenefit) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ExplanationOfBenefit) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_disposition":`, x.Disposition)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_outcome":`, x.Outcome)
+	canonicalPrimitiveElements(e, `"_preAuthRef":`, x.PreAuthRef)
+	canonicalPrimitiveElement(e, `"_precedence":`, x.Precedence)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalObject(e, `"accident":`, x.Accident)
+	canonicalObjects(e, `"addItem":`, x.AddItem)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"benefitBalance":`, x.BenefitBalance)
+	canonicalObject(e, `"benefitPeriod":`, x.BenefitPeriod)
+	canonicalObject(e, `"billablePeriod":`, x.BillablePeriod)
+	canonicalObjects(e, `"careTeam":`, x.CareTeam)
+	canonicalObject(e, `"claim":`, x.Claim)
+	canonicalObject(e, `"claimResponse":`, x.ClaimResponse)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalObjects(e, `"diagnosis":`, x.Diagnosis)
+	canonicalPrimitiveValue(e, `"disposition":`, x.Disposition)
+	canonicalObject(e, `"enterer":`, x.Enterer)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"facility":`, x.Facility)
+	canonicalObject(e, `"form":`, x.Form)
+	canonicalObject(e, `"formCode":`, x.FormCode)
+	canonicalObject(e, `"fundsReserve":`, x.FundsReserve)
+	canonicalObject(e, `"fundsReserveRequested":`, x.FundsReserveRequested)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"insurance":`, x.Insurance)
+	canonicalObject(e, `"insurer":`, x.Insurer)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"originalPrescription":`, x.OriginalPrescription)
+	canonicalPrimitiveValue(e, `"outcome":`, x.Outcome)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"payee":`, x.Payee)
+	canonicalObject(e, `"payment":`, x.Payment)
+	canonicalPrimitiveValues(e, `"preAuthRef":`, x.PreAuthRef)
+	canonicalObjects(e, `"preAuthRefPeriod":`, x.PreAuthRefPeriod)
+	canonicalPrimitiveValue(e, `"precedence":`, x.Precedence)
+	canonicalObject(e, `"prescription":`, x.Prescription)
+	canonicalObject(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"procedure":`, x.Procedure)
+	canonicalObjects(e, `"processNote":`, x.ProcessNote)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"referral":`, x.Referral)
+	canonicalObjects(e, `"related":`, x.Related)
+	e.key(`"resourceType":"ExplanationOfBenefit"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subType":`, x.SubType)
+	canonicalObjects(e, `"supportingInfo":`, x.SupportingInfo)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"total":`, x.Total)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+}
+
 // ExplanationOfBenefitRelated is the backbone element ExplanationOfBenefit.related: Prior or corollary claims
 type ExplanationOfBenefitRelated struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -460,6 +524,15 @@ func (x *ExplanationOfBenefitRelated) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.related", x)
 }
 
+func (x *ExplanationOfBenefitRelated) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"claim":`, x.Claim)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reference":`, x.Reference)
+	canonicalObject(e, `"relationship":`, x.Relationship)
+}
+
 // ExplanationOfBenefitPayee is the backbone element ExplanationOfBenefit.payee: Recipient of benefits payable
 type ExplanationOfBenefitPayee struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -530,6 +603,14 @@ func (x *ExplanationOfBenefitPayee) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExplanationOfBenefitPayee{}
 	return unmarshalObject(data, "ExplanationOfBenefit.payee", x)
+}
+
+func (x *ExplanationOfBenefitPayee) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"party":`, x.Party)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // ExplanationOfBenefitCareTeam is the backbone element ExplanationOfBenefit.careTeam: Care Team members
@@ -624,6 +705,19 @@ func (x *ExplanationOfBenefitCareTeam) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExplanationOfBenefitCareTeam{}
 	return unmarshalObject(data, "ExplanationOfBenefit.careTeam", x)
+}
+
+func (x *ExplanationOfBenefitCareTeam) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_responsible":`, x.Responsible)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"qualification":`, x.Qualification)
+	canonicalPrimitiveValue(e, `"responsible":`, x.Responsible)
+	canonicalObject(e, `"role":`, x.Role)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
 }
 
 // ExplanationOfBenefitSupportingInfo is the backbone element ExplanationOfBenefit.supportingInfo: Supporting information
@@ -760,6 +854,27 @@ func (x *ExplanationOfBenefitSupportingInfo) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.supportingInfo", x)
 }
 
+func (x *ExplanationOfBenefitSupportingInfo) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveElement(e, `"_timingDate":`, x.TimingDate)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reason":`, x.Reason)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"timingDate":`, x.TimingDate)
+	canonicalObject(e, `"timingPeriod":`, x.TimingPeriod)
+	canonicalObject(e, `"valueAttachment":`, x.ValueAttachment)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+}
+
 // ExplanationOfBenefitDiagnosis is the backbone element ExplanationOfBenefit.diagnosis: Pertinent diagnosis information
 type ExplanationOfBenefitDiagnosis struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -856,6 +971,19 @@ func (x *ExplanationOfBenefitDiagnosis) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExplanationOfBenefitDiagnosis{}
 	return unmarshalObject(data, "ExplanationOfBenefit.diagnosis", x)
+}
+
+func (x *ExplanationOfBenefitDiagnosis) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObject(e, `"diagnosisCodeableConcept":`, x.DiagnosisCodeableConcept)
+	canonicalObject(e, `"diagnosisReference":`, x.DiagnosisReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"onAdmission":`, x.OnAdmission)
+	canonicalObject(e, `"packageCode":`, x.PackageCode)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"type":`, x.Type)
 }
 
 // ExplanationOfBenefitProcedure is the backbone element ExplanationOfBenefit.procedure: Clinical procedures performed
@@ -958,6 +1086,20 @@ func (x *ExplanationOfBenefitProcedure) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.procedure", x)
 }
 
+func (x *ExplanationOfBenefitProcedure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"procedureCodeableConcept":`, x.ProcedureCodeableConcept)
+	canonicalObject(e, `"procedureReference":`, x.ProcedureReference)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"type":`, x.Type)
+	canonicalObjects(e, `"udi":`, x.Udi)
+}
+
 // ExplanationOfBenefitInsurance is the backbone element ExplanationOfBenefit.insurance: Patient insurance information
 type ExplanationOfBenefitInsurance struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1038,6 +1180,17 @@ func (x *ExplanationOfBenefitInsurance) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExplanationOfBenefitInsurance{}
 	return unmarshalObject(data, "ExplanationOfBenefit.insurance", x)
+}
+
+func (x *ExplanationOfBenefitInsurance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_focal":`, x.Focal)
+	canonicalPrimitiveElements(e, `"_preAuthRef":`, x.PreAuthRef)
+	canonicalObject(e, `"coverage":`, x.Coverage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"focal":`, x.Focal)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"preAuthRef":`, x.PreAuthRef)
 }
 
 // ExplanationOfBenefitAccident is the backbone element ExplanationOfBenefit.accident: Details of the event
@@ -1124,6 +1277,17 @@ func (x *ExplanationOfBenefitAccident) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExplanationOfBenefitAccident{}
 	return unmarshalObject(data, "ExplanationOfBenefit.accident", x)
+}
+
+func (x *ExplanationOfBenefitAccident) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"locationAddress":`, x.LocationAddress)
+	canonicalObject(e, `"locationReference":`, x.LocationReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // ExplanationOfBenefitItem is the backbone element ExplanationOfBenefit.item: Product or service provided
@@ -1358,6 +1522,46 @@ func (x *ExplanationOfBenefitItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.item", x)
 }
 
+func (x *ExplanationOfBenefitItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_careTeamSequence":`, x.CareTeamSequence)
+	canonicalPrimitiveElements(e, `"_diagnosisSequence":`, x.DiagnosisSequence)
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_informationSequence":`, x.InformationSequence)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveElements(e, `"_procedureSequence":`, x.ProcedureSequence)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveElement(e, `"_servicedDate":`, x.ServicedDate)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObject(e, `"bodySite":`, x.BodySite)
+	canonicalPrimitiveValues(e, `"careTeamSequence":`, x.CareTeamSequence)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalPrimitiveValues(e, `"diagnosisSequence":`, x.DiagnosisSequence)
+	canonicalObjects(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"informationSequence":`, x.InformationSequence)
+	canonicalObject(e, `"locationAddress":`, x.LocationAddress)
+	canonicalObject(e, `"locationCodeableConcept":`, x.LocationCodeableConcept)
+	canonicalObject(e, `"locationReference":`, x.LocationReference)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveValues(e, `"procedureSequence":`, x.ProcedureSequence)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"revenue":`, x.Revenue)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalPrimitiveValue(e, `"servicedDate":`, x.ServicedDate)
+	canonicalObject(e, `"servicedPeriod":`, x.ServicedPeriod)
+	canonicalObjects(e, `"subSite":`, x.SubSite)
+	canonicalObjects(e, `"udi":`, x.Udi)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ExplanationOfBenefitItemAdjudication is the backbone element ExplanationOfBenefit.item.adjudication: Adjudication details
 type ExplanationOfBenefitItemAdjudication struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1442,6 +1646,17 @@ func (x *ExplanationOfBenefitItemAdjudication) UnmarshalJSON(data []byte) error 
 	}
 	*x = ExplanationOfBenefitItemAdjudication{}
 	return unmarshalObject(data, "ExplanationOfBenefit.item.adjudication", x)
+}
+
+func (x *ExplanationOfBenefitItemAdjudication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reason":`, x.Reason)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // ExplanationOfBenefitItemDetail is the backbone element ExplanationOfBenefit.item.detail: Additional items
@@ -1594,6 +1809,29 @@ func (x *ExplanationOfBenefitItemDetail) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.item.detail", x)
 }
 
+func (x *ExplanationOfBenefitItemDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"revenue":`, x.Revenue)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"subDetail":`, x.SubDetail)
+	canonicalObjects(e, `"udi":`, x.Udi)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ExplanationOfBenefitItemDetailSubDetail is the backbone element ExplanationOfBenefit.item.detail.subDetail: Additional items
 type ExplanationOfBenefitItemDetailSubDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1736,6 +1974,28 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) UnmarshalJSON(data []byte) err
 	}
 	*x = ExplanationOfBenefitItemDetailSubDetail{}
 	return unmarshalObject(data, "ExplanationOfBenefit.item.detail.subDetail", x)
+}
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"revenue":`, x.Revenue)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObjects(e, `"udi":`, x.Udi)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
 }
 
 // ExplanationOfBenefitAddItem is the backbone element ExplanationOfBenefit.addItem: Insurer added line items
@@ -1936,6 +2196,39 @@ func (x *ExplanationOfBenefitAddItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.addItem", x)
 }
 
+func (x *ExplanationOfBenefitAddItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_detailSequence":`, x.DetailSequence)
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_itemSequence":`, x.ItemSequence)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalPrimitiveElement(e, `"_servicedDate":`, x.ServicedDate)
+	canonicalPrimitiveElements(e, `"_subDetailSequence":`, x.SubDetailSequence)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObject(e, `"bodySite":`, x.BodySite)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalPrimitiveValues(e, `"detailSequence":`, x.DetailSequence)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"itemSequence":`, x.ItemSequence)
+	canonicalObject(e, `"locationAddress":`, x.LocationAddress)
+	canonicalObject(e, `"locationCodeableConcept":`, x.LocationCodeableConcept)
+	canonicalObject(e, `"locationReference":`, x.LocationReference)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObjects(e, `"programCode":`, x.ProgramCode)
+	canonicalObjects(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalPrimitiveValue(e, `"servicedDate":`, x.ServicedDate)
+	canonicalObject(e, `"servicedPeriod":`, x.ServicedPeriod)
+	canonicalPrimitiveValues(e, `"subDetailSequence":`, x.SubDetailSequence)
+	canonicalObjects(e, `"subSite":`, x.SubSite)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ExplanationOfBenefitAddItemDetail is the backbone element ExplanationOfBenefit.addItem.detail: Insurer added line items
 type ExplanationOfBenefitAddItemDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -2054,6 +2347,23 @@ func (x *ExplanationOfBenefitAddItemDetail) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.addItem.detail", x)
 }
 
+func (x *ExplanationOfBenefitAddItemDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"subDetail":`, x.SubDetail)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ExplanationOfBenefitAddItemDetailSubDetail is the backbone element ExplanationOfBenefit.addItem.detail.subDetail: Insurer added line items
 type ExplanationOfBenefitAddItemDetailSubDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -2166,6 +2476,22 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) UnmarshalJSON(data []byte) 
 	return unmarshalObject(data, "ExplanationOfBenefit.addItem.detail.subDetail", x)
 }
 
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElements(e, `"_noteNumber":`, x.NoteNumber)
+	canonicalObjects(e, `"adjudication":`, x.Adjudication)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"net":`, x.Net)
+	canonicalPrimitiveValues(e, `"noteNumber":`, x.NoteNumber)
+	canonicalObject(e, `"productOrService":`, x.ProductOrService)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"unitPrice":`, x.UnitPrice)
+}
+
 // ExplanationOfBenefitTotal is the backbone element ExplanationOfBenefit.total: Adjudication totals
 type ExplanationOfBenefitTotal struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -2236,6 +2562,14 @@ func (x *ExplanationOfBenefitTotal) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExplanationOfBenefitTotal{}
 	return unmarshalObject(data, "ExplanationOfBenefit.total", x)
+}
+
+func (x *ExplanationOfBenefitTotal) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ExplanationOfBenefitPayment is the backbone element ExplanationOfBenefit.payment: Payment Details
@@ -2336,6 +2670,19 @@ func (x *ExplanationOfBenefitPayment) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.payment", x)
 }
 
+func (x *ExplanationOfBenefitPayment) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalObject(e, `"adjustment":`, x.Adjustment)
+	canonicalObject(e, `"adjustmentReason":`, x.AdjustmentReason)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ExplanationOfBenefitProcessNote is the backbone element ExplanationOfBenefit.processNote: Note concerning adjudication
 type ExplanationOfBenefitProcessNote struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -2424,6 +2771,19 @@ func (x *ExplanationOfBenefitProcessNote) UnmarshalJSON(data []byte) error {
 	}
 	*x = ExplanationOfBenefitProcessNote{}
 	return unmarshalObject(data, "ExplanationOfBenefit.processNote", x)
+}
+
+func (x *ExplanationOfBenefitProcessNote) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_number":`, x.Number)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"number":`, x.Number)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // ExplanationOfBenefitBenefitBalance is the backbone element ExplanationOfBenefit.benefitBalance: Balance by Benefit Category
@@ -2540,6 +2900,23 @@ func (x *ExplanationOfBenefitBenefitBalance) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ExplanationOfBenefit.benefitBalance", x)
 }
 
+func (x *ExplanationOfBenefitBenefitBalance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_excluded":`, x.Excluded)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"excluded":`, x.Excluded)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"financial":`, x.Financial)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"network":`, x.Network)
+	canonicalObject(e, `"term":`, x.Term)
+	canonicalObject(e, `"unit":`, x.Unit)
+}
+
 // ExplanationOfBenefitBenefitBalanceFinancial is the backbone element ExplanationOfBenefit.benefitBalance.financial: Benefit Summary
 type ExplanationOfBenefitBenefitBalanceFinancial struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -2640,4 +3017,19 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) UnmarshalJSON(data []byte)
 	}
 	*x = ExplanationOfBenefitBenefitBalanceFinancial{}
 	return unmarshalObject(data, "ExplanationOfBenefit.benefitBalance.financial", x)
+}
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allowedString":`, x.AllowedString)
+	canonicalPrimitiveElement(e, `"_allowedUnsignedInt":`, x.AllowedUnsignedInt)
+	canonicalPrimitiveElement(e, `"_usedUnsignedInt":`, x.UsedUnsignedInt)
+	canonicalObject(e, `"allowedMoney":`, x.AllowedMoney)
+	canonicalPrimitiveValue(e, `"allowedString":`, x.AllowedString)
+	canonicalPrimitiveValue(e, `"allowedUnsignedInt":`, x.AllowedUnsignedInt)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"usedMoney":`, x.UsedMoney)
+	canonicalPrimitiveValue(e, `"usedUnsignedInt":`, x.UsedUnsignedInt)
 }

@@ -290,6 +290,58 @@ func (x *FamilyMemberHistory) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *FamilyMemberHistory) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_ageString":`, x.AgeString)
+	canonicalPrimitiveElement(e, `"_bornDate":`, x.BornDate)
+	canonicalPrimitiveElement(e, `"_bornString":`, x.BornString)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_deceasedBoolean":`, x.DeceasedBoolean)
+	canonicalPrimitiveElement(e, `"_deceasedDate":`, x.DeceasedDate)
+	canonicalPrimitiveElement(e, `"_deceasedString":`, x.DeceasedString)
+	canonicalPrimitiveElement(e, `"_estimatedAge":`, x.EstimatedAge)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"ageAge":`, x.AgeAge)
+	canonicalObject(e, `"ageRange":`, x.AgeRange)
+	canonicalPrimitiveValue(e, `"ageString":`, x.AgeString)
+	canonicalPrimitiveValue(e, `"bornDate":`, x.BornDate)
+	canonicalObject(e, `"bornPeriod":`, x.BornPeriod)
+	canonicalPrimitiveValue(e, `"bornString":`, x.BornString)
+	canonicalObjects(e, `"condition":`, x.Condition)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"dataAbsentReason":`, x.DataAbsentReason)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObject(e, `"deceasedAge":`, x.DeceasedAge)
+	canonicalPrimitiveValue(e, `"deceasedBoolean":`, x.DeceasedBoolean)
+	canonicalPrimitiveValue(e, `"deceasedDate":`, x.DeceasedDate)
+	canonicalObject(e, `"deceasedRange":`, x.DeceasedRange)
+	canonicalPrimitiveValue(e, `"deceasedString":`, x.DeceasedString)
+	canonicalPrimitiveValue(e, `"estimatedAge":`, x.EstimatedAge)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObject(e, `"relationship":`, x.Relationship)
+	e.key(`"resourceType":"FamilyMemberHistory"`)
+	canonicalObject(e, `"sex":`, x.Sex)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // FamilyMemberHistoryCondition is the backbone element FamilyMemberHistory.condition: Condition that the related person had
 type FamilyMemberHistoryCondition struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -400,4 +452,20 @@ func (x *FamilyMemberHistoryCondition) UnmarshalJSON(data []byte) error {
 	}
 	*x = FamilyMemberHistoryCondition{}
 	return unmarshalObject(data, "FamilyMemberHistory.condition", x)
+}
+
+func (x *FamilyMemberHistoryCondition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_contributedToDeath":`, x.ContributedToDeath)
+	canonicalPrimitiveElement(e, `"_onsetString":`, x.OnsetString)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"contributedToDeath":`, x.ContributedToDeath)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"onsetAge":`, x.OnsetAge)
+	canonicalObject(e, `"onsetPeriod":`, x.OnsetPeriod)
+	canonicalObject(e, `"onsetRange":`, x.OnsetRange)
+	canonicalPrimitiveValue(e, `"onsetString":`, x.OnsetString)
+	canonicalObject(e, `"outcome":`, x.Outcome)
 }

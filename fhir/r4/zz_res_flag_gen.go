@@ -159,3 +159,26 @@ func (x *Flag) UnmarshalJSON(data []byte) error {
 	*x = Flag{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *Flag) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	e.key(`"resourceType":"Flag"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}

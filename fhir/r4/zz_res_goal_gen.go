@@ -220,6 +220,41 @@ func (x *Goal) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Goal) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lifecycleStatus":`, x.LifecycleStatus)
+	canonicalPrimitiveElement(e, `"_startDate":`, x.StartDate)
+	canonicalPrimitiveElement(e, `"_statusDate":`, x.StatusDate)
+	canonicalPrimitiveElement(e, `"_statusReason":`, x.StatusReason)
+	canonicalObject(e, `"achievementStatus":`, x.AchievementStatus)
+	canonicalObjects(e, `"addresses":`, x.Addresses)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"description":`, x.Description)
+	canonicalObject(e, `"expressedBy":`, x.ExpressedBy)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lifecycleStatus":`, x.LifecycleStatus)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"outcomeCode":`, x.OutcomeCode)
+	canonicalObjects(e, `"outcomeReference":`, x.OutcomeReference)
+	canonicalObject(e, `"priority":`, x.Priority)
+	e.key(`"resourceType":"Goal"`)
+	canonicalObject(e, `"startCodeableConcept":`, x.StartCodeableConcept)
+	canonicalPrimitiveValue(e, `"startDate":`, x.StartDate)
+	canonicalPrimitiveValue(e, `"statusDate":`, x.StatusDate)
+	canonicalPrimitiveValue(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObjects(e, `"target":`, x.Target)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // GoalTarget is the backbone element Goal.target: Target outcome for the goal
 type GoalTarget struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -346,4 +381,24 @@ func (x *GoalTarget) UnmarshalJSON(data []byte) error {
 	}
 	*x = GoalTarget{}
 	return unmarshalObject(data, "Goal.target", x)
+}
+
+func (x *GoalTarget) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_detailBoolean":`, x.DetailBoolean)
+	canonicalPrimitiveElement(e, `"_detailInteger":`, x.DetailInteger)
+	canonicalPrimitiveElement(e, `"_detailString":`, x.DetailString)
+	canonicalPrimitiveElement(e, `"_dueDate":`, x.DueDate)
+	canonicalPrimitiveValue(e, `"detailBoolean":`, x.DetailBoolean)
+	canonicalObject(e, `"detailCodeableConcept":`, x.DetailCodeableConcept)
+	canonicalPrimitiveValue(e, `"detailInteger":`, x.DetailInteger)
+	canonicalObject(e, `"detailQuantity":`, x.DetailQuantity)
+	canonicalObject(e, `"detailRange":`, x.DetailRange)
+	canonicalObject(e, `"detailRatio":`, x.DetailRatio)
+	canonicalPrimitiveValue(e, `"detailString":`, x.DetailString)
+	canonicalPrimitiveValue(e, `"dueDate":`, x.DueDate)
+	canonicalObject(e, `"dueDuration":`, x.DueDuration)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"measure":`, x.Measure)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -222,6 +222,46 @@ func (x *GraphDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *GraphDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"link":`, x.Link)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"GraphDefinition"`)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // GraphDefinitionLink is the backbone element GraphDefinition.link: Links this graph makes rules about
 type GraphDefinitionLink struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -328,6 +368,23 @@ func (x *GraphDefinitionLink) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "GraphDefinition.link", x)
 }
 
+func (x *GraphDefinitionLink) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_max":`, x.Max)
+	canonicalPrimitiveElement(e, `"_min":`, x.Min)
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveElement(e, `"_sliceName":`, x.SliceName)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"max":`, x.Max)
+	canonicalPrimitiveValue(e, `"min":`, x.Min)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
+	canonicalPrimitiveValue(e, `"sliceName":`, x.SliceName)
+	canonicalObjects(e, `"target":`, x.Target)
+}
+
 // GraphDefinitionLinkTarget is the backbone element GraphDefinition.link.target: Potential target for the link
 type GraphDefinitionLinkTarget struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -422,6 +479,20 @@ func (x *GraphDefinitionLinkTarget) UnmarshalJSON(data []byte) error {
 	}
 	*x = GraphDefinitionLinkTarget{}
 	return unmarshalObject(data, "GraphDefinition.link.target", x)
+}
+
+func (x *GraphDefinitionLinkTarget) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_params":`, x.Params)
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"compartment":`, x.Compartment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"link":`, x.Link)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"params":`, x.Params)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // GraphDefinitionLinkTargetCompartment is the backbone element GraphDefinition.link.target.compartment: Compartment Consistency Rules
@@ -522,4 +593,20 @@ func (x *GraphDefinitionLinkTargetCompartment) UnmarshalJSON(data []byte) error 
 	}
 	*x = GraphDefinitionLinkTargetCompartment{}
 	return unmarshalObject(data, "GraphDefinition.link.target.compartment", x)
+}
+
+func (x *GraphDefinitionLinkTargetCompartment) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_rule":`, x.Rule)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"rule":`, x.Rule)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
 }

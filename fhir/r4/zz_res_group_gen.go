@@ -180,6 +180,35 @@ func (x *Group) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Group) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_actual":`, x.Actual)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_quantity":`, x.Quantity)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalPrimitiveValue(e, `"actual":`, x.Actual)
+	canonicalObjects(e, `"characteristic":`, x.Characteristic)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"managingEntity":`, x.ManagingEntity)
+	canonicalObjects(e, `"member":`, x.Member)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"quantity":`, x.Quantity)
+	e.key(`"resourceType":"Group"`)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // GroupCharacteristic is the backbone element Group.characteristic: Include / Exclude group members by Trait
 type GroupCharacteristic struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -292,6 +321,22 @@ func (x *GroupCharacteristic) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Group.characteristic", x)
 }
 
+func (x *GroupCharacteristic) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_exclude":`, x.Exclude)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"exclude":`, x.Exclude)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+}
+
 // GroupMember is the backbone element Group.member: Who or what is in group
 type GroupMember struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -370,4 +415,14 @@ func (x *GroupMember) UnmarshalJSON(data []byte) error {
 	}
 	*x = GroupMember{}
 	return unmarshalObject(data, "Group.member", x)
+}
+
+func (x *GroupMember) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_inactive":`, x.Inactive)
+	canonicalObject(e, `"entity":`, x.Entity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"inactive":`, x.Inactive)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
 }

@@ -266,6 +266,50 @@ func (x *HealthcareService) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *HealthcareService) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_appointmentRequired":`, x.AppointmentRequired)
+	canonicalPrimitiveElement(e, `"_availabilityExceptions":`, x.AvailabilityExceptions)
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_extraDetails":`, x.ExtraDetails)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalPrimitiveValue(e, `"appointmentRequired":`, x.AppointmentRequired)
+	canonicalPrimitiveValue(e, `"availabilityExceptions":`, x.AvailabilityExceptions)
+	canonicalObjects(e, `"availableTime":`, x.AvailableTime)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObjects(e, `"characteristic":`, x.Characteristic)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"communication":`, x.Communication)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"coverageArea":`, x.CoverageArea)
+	canonicalObjects(e, `"eligibility":`, x.Eligibility)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"extraDetails":`, x.ExtraDetails)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"notAvailable":`, x.NotAvailable)
+	canonicalObject(e, `"photo":`, x.Photo)
+	canonicalObjects(e, `"program":`, x.Program)
+	canonicalObject(e, `"providedBy":`, x.ProvidedBy)
+	canonicalObjects(e, `"referralMethod":`, x.ReferralMethod)
+	e.key(`"resourceType":"HealthcareService"`)
+	canonicalObjects(e, `"serviceProvisionCode":`, x.ServiceProvisionCode)
+	canonicalObjects(e, `"specialty":`, x.Specialty)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // HealthcareServiceEligibility is the backbone element HealthcareService.eligibility: Specific eligibility requirements required to use the service
 type HealthcareServiceEligibility struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -338,6 +382,15 @@ func (x *HealthcareServiceEligibility) UnmarshalJSON(data []byte) error {
 	}
 	*x = HealthcareServiceEligibility{}
 	return unmarshalObject(data, "HealthcareService.eligibility", x)
+}
+
+func (x *HealthcareServiceEligibility) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // HealthcareServiceAvailableTime is the backbone element HealthcareService.availableTime: Times the Service Site is available
@@ -432,6 +485,20 @@ func (x *HealthcareServiceAvailableTime) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "HealthcareService.availableTime", x)
 }
 
+func (x *HealthcareServiceAvailableTime) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allDay":`, x.AllDay)
+	canonicalPrimitiveElement(e, `"_availableEndTime":`, x.AvailableEndTime)
+	canonicalPrimitiveElement(e, `"_availableStartTime":`, x.AvailableStartTime)
+	canonicalPrimitiveElements(e, `"_daysOfWeek":`, x.DaysOfWeek)
+	canonicalPrimitiveValue(e, `"allDay":`, x.AllDay)
+	canonicalPrimitiveValue(e, `"availableEndTime":`, x.AvailableEndTime)
+	canonicalPrimitiveValue(e, `"availableStartTime":`, x.AvailableStartTime)
+	canonicalPrimitiveValues(e, `"daysOfWeek":`, x.DaysOfWeek)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // HealthcareServiceNotAvailable is the backbone element HealthcareService.notAvailable: Not available during this time due to provided reason
 type HealthcareServiceNotAvailable struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -504,4 +571,13 @@ func (x *HealthcareServiceNotAvailable) UnmarshalJSON(data []byte) error {
 	}
 	*x = HealthcareServiceNotAvailable{}
 	return unmarshalObject(data, "HealthcareService.notAvailable", x)
+}
+
+func (x *HealthcareServiceNotAvailable) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"during":`, x.During)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

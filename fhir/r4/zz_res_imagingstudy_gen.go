@@ -240,6 +240,45 @@ func (x *ImagingStudy) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ImagingStudy) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_numberOfInstances":`, x.NumberOfInstances)
+	canonicalPrimitiveElement(e, `"_numberOfSeries":`, x.NumberOfSeries)
+	canonicalPrimitiveElement(e, `"_started":`, x.Started)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"interpreter":`, x.Interpreter)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modality":`, x.Modality)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"numberOfInstances":`, x.NumberOfInstances)
+	canonicalPrimitiveValue(e, `"numberOfSeries":`, x.NumberOfSeries)
+	canonicalObjects(e, `"procedureCode":`, x.ProcedureCode)
+	canonicalObject(e, `"procedureReference":`, x.ProcedureReference)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObject(e, `"referrer":`, x.Referrer)
+	e.key(`"resourceType":"ImagingStudy"`)
+	canonicalObjects(e, `"series":`, x.Series)
+	canonicalPrimitiveValue(e, `"started":`, x.Started)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // ImagingStudySeries is the backbone element ImagingStudy.series: Each study has one or more series of instances
 type ImagingStudySeries struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -382,6 +421,29 @@ func (x *ImagingStudySeries) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ImagingStudy.series", x)
 }
 
+func (x *ImagingStudySeries) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_number":`, x.Number)
+	canonicalPrimitiveElement(e, `"_numberOfInstances":`, x.NumberOfInstances)
+	canonicalPrimitiveElement(e, `"_started":`, x.Started)
+	canonicalPrimitiveElement(e, `"_uid":`, x.Uid)
+	canonicalObject(e, `"bodySite":`, x.BodySite)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"instance":`, x.Instance)
+	canonicalObject(e, `"laterality":`, x.Laterality)
+	canonicalObject(e, `"modality":`, x.Modality)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"number":`, x.Number)
+	canonicalPrimitiveValue(e, `"numberOfInstances":`, x.NumberOfInstances)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"specimen":`, x.Specimen)
+	canonicalPrimitiveValue(e, `"started":`, x.Started)
+	canonicalPrimitiveValue(e, `"uid":`, x.Uid)
+}
+
 // ImagingStudySeriesPerformer is the backbone element ImagingStudy.series.performer: Who performed the series
 type ImagingStudySeriesPerformer struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -452,6 +514,14 @@ func (x *ImagingStudySeriesPerformer) UnmarshalJSON(data []byte) error {
 	}
 	*x = ImagingStudySeriesPerformer{}
 	return unmarshalObject(data, "ImagingStudy.series.performer", x)
+}
+
+func (x *ImagingStudySeriesPerformer) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"function":`, x.Function)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ImagingStudySeriesInstance is the backbone element ImagingStudy.series.instance: A single SOP instance from the series
@@ -542,4 +612,17 @@ func (x *ImagingStudySeriesInstance) UnmarshalJSON(data []byte) error {
 	}
 	*x = ImagingStudySeriesInstance{}
 	return unmarshalObject(data, "ImagingStudy.series.instance", x)
+}
+
+func (x *ImagingStudySeriesInstance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_number":`, x.Number)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_uid":`, x.Uid)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"number":`, x.Number)
+	canonicalObject(e, `"sopClass":`, x.SopClass)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"uid":`, x.Uid)
 }

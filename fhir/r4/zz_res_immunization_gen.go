@@ -300,6 +300,57 @@ func (x *Immunization) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Immunization) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_expirationDate":`, x.ExpirationDate)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_isSubpotent":`, x.IsSubpotent)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lotNumber":`, x.LotNumber)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElement(e, `"_occurrenceString":`, x.OccurrenceString)
+	canonicalPrimitiveElement(e, `"_primarySource":`, x.PrimarySource)
+	canonicalPrimitiveElement(e, `"_recorded":`, x.Recorded)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"doseQuantity":`, x.DoseQuantity)
+	canonicalObjects(e, `"education":`, x.Education)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalPrimitiveValue(e, `"expirationDate":`, x.ExpirationDate)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"fundingSource":`, x.FundingSource)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"isSubpotent":`, x.IsSubpotent)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalPrimitiveValue(e, `"lotNumber":`, x.LotNumber)
+	canonicalObject(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveValue(e, `"occurrenceString":`, x.OccurrenceString)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalPrimitiveValue(e, `"primarySource":`, x.PrimarySource)
+	canonicalObjects(e, `"programEligibility":`, x.ProgramEligibility)
+	canonicalObjects(e, `"protocolApplied":`, x.ProtocolApplied)
+	canonicalObjects(e, `"reaction":`, x.Reaction)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalPrimitiveValue(e, `"recorded":`, x.Recorded)
+	canonicalObject(e, `"reportOrigin":`, x.ReportOrigin)
+	e.key(`"resourceType":"Immunization"`)
+	canonicalObject(e, `"route":`, x.Route)
+	canonicalObject(e, `"site":`, x.Site)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReason":`, x.StatusReason)
+	canonicalObjects(e, `"subpotentReason":`, x.SubpotentReason)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"vaccineCode":`, x.VaccineCode)
+}
+
 // ImmunizationPerformer is the backbone element Immunization.performer: Who performed event
 type ImmunizationPerformer struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -370,6 +421,14 @@ func (x *ImmunizationPerformer) UnmarshalJSON(data []byte) error {
 	}
 	*x = ImmunizationPerformer{}
 	return unmarshalObject(data, "Immunization.performer", x)
+}
+
+func (x *ImmunizationPerformer) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"function":`, x.Function)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ImmunizationEducation is the backbone element Immunization.education: Educational material presented to patient
@@ -464,6 +523,20 @@ func (x *ImmunizationEducation) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Immunization.education", x)
 }
 
+func (x *ImmunizationEducation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentType":`, x.DocumentType)
+	canonicalPrimitiveElement(e, `"_presentationDate":`, x.PresentationDate)
+	canonicalPrimitiveElement(e, `"_publicationDate":`, x.PublicationDate)
+	canonicalPrimitiveElement(e, `"_reference":`, x.Reference)
+	canonicalPrimitiveValue(e, `"documentType":`, x.DocumentType)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"presentationDate":`, x.PresentationDate)
+	canonicalPrimitiveValue(e, `"publicationDate":`, x.PublicationDate)
+	canonicalPrimitiveValue(e, `"reference":`, x.Reference)
+}
+
 // ImmunizationReaction is the backbone element Immunization.reaction: Details of a reaction that follows immunization
 type ImmunizationReaction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -544,6 +617,17 @@ func (x *ImmunizationReaction) UnmarshalJSON(data []byte) error {
 	}
 	*x = ImmunizationReaction{}
 	return unmarshalObject(data, "Immunization.reaction", x)
+}
+
+func (x *ImmunizationReaction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_reported":`, x.Reported)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObject(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"reported":`, x.Reported)
 }
 
 // ImmunizationProtocolApplied is the backbone element Immunization.protocolApplied: Protocol followed by the provider
@@ -656,4 +740,22 @@ func (x *ImmunizationProtocolApplied) UnmarshalJSON(data []byte) error {
 	}
 	*x = ImmunizationProtocolApplied{}
 	return unmarshalObject(data, "Immunization.protocolApplied", x)
+}
+
+func (x *ImmunizationProtocolApplied) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_doseNumberPositiveInt":`, x.DoseNumberPositiveInt)
+	canonicalPrimitiveElement(e, `"_doseNumberString":`, x.DoseNumberString)
+	canonicalPrimitiveElement(e, `"_series":`, x.Series)
+	canonicalPrimitiveElement(e, `"_seriesDosesPositiveInt":`, x.SeriesDosesPositiveInt)
+	canonicalPrimitiveElement(e, `"_seriesDosesString":`, x.SeriesDosesString)
+	canonicalObject(e, `"authority":`, x.Authority)
+	canonicalPrimitiveValue(e, `"doseNumberPositiveInt":`, x.DoseNumberPositiveInt)
+	canonicalPrimitiveValue(e, `"doseNumberString":`, x.DoseNumberString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"series":`, x.Series)
+	canonicalPrimitiveValue(e, `"seriesDosesPositiveInt":`, x.SeriesDosesPositiveInt)
+	canonicalPrimitiveValue(e, `"seriesDosesString":`, x.SeriesDosesString)
+	canonicalObjects(e, `"targetDisease":`, x.TargetDisease)
 }

@@ -142,6 +142,26 @@ func (x *ImmunizationRecommendation) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ImmunizationRecommendation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObject(e, `"authority":`, x.Authority)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObjects(e, `"recommendation":`, x.Recommendation)
+	e.key(`"resourceType":"ImmunizationRecommendation"`)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // ImmunizationRecommendationRecommendation is the backbone element ImmunizationRecommendation.recommendation: Vaccine administration recommendations
 type ImmunizationRecommendationRecommendation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -298,6 +318,32 @@ func (x *ImmunizationRecommendationRecommendation) UnmarshalJSON(data []byte) er
 	return unmarshalObject(data, "ImmunizationRecommendation.recommendation", x)
 }
 
+func (x *ImmunizationRecommendationRecommendation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_doseNumberPositiveInt":`, x.DoseNumberPositiveInt)
+	canonicalPrimitiveElement(e, `"_doseNumberString":`, x.DoseNumberString)
+	canonicalPrimitiveElement(e, `"_series":`, x.Series)
+	canonicalPrimitiveElement(e, `"_seriesDosesPositiveInt":`, x.SeriesDosesPositiveInt)
+	canonicalPrimitiveElement(e, `"_seriesDosesString":`, x.SeriesDosesString)
+	canonicalObjects(e, `"contraindicatedVaccineCode":`, x.ContraindicatedVaccineCode)
+	canonicalObjects(e, `"dateCriterion":`, x.DateCriterion)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"doseNumberPositiveInt":`, x.DoseNumberPositiveInt)
+	canonicalPrimitiveValue(e, `"doseNumberString":`, x.DoseNumberString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"forecastReason":`, x.ForecastReason)
+	canonicalObject(e, `"forecastStatus":`, x.ForecastStatus)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"series":`, x.Series)
+	canonicalPrimitiveValue(e, `"seriesDosesPositiveInt":`, x.SeriesDosesPositiveInt)
+	canonicalPrimitiveValue(e, `"seriesDosesString":`, x.SeriesDosesString)
+	canonicalObjects(e, `"supportingImmunization":`, x.SupportingImmunization)
+	canonicalObjects(e, `"supportingPatientInformation":`, x.SupportingPatientInformation)
+	canonicalObject(e, `"targetDisease":`, x.TargetDisease)
+	canonicalObjects(e, `"vaccineCode":`, x.VaccineCode)
+}
+
 // ImmunizationRecommendationRecommendationDateCriterion is the backbone element ImmunizationRecommendation.recommendation.dateCriterion: Dates governing proposed immunization
 type ImmunizationRecommendationRecommendationDateCriterion struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -370,4 +416,13 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) UnmarshalJSON(da
 	}
 	*x = ImmunizationRecommendationRecommendationDateCriterion{}
 	return unmarshalObject(data, "ImmunizationRecommendation.recommendation.dateCriterion", x)
+}
+
+func (x *ImmunizationRecommendationRecommendationDateCriterion) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }

@@ -256,6 +256,53 @@ func (x *ImplementationGuide) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ImplementationGuide) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElements(e, `"_fhirVersion":`, x.FhirVersion)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_license":`, x.License)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_packageId":`, x.PackageID)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObject(e, `"definition":`, x.Definition)
+	canonicalObjects(e, `"dependsOn":`, x.DependsOn)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValues(e, `"fhirVersion":`, x.FhirVersion)
+	canonicalObjects(e, `"global":`, x.Global)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"license":`, x.License)
+	canonicalObject(e, `"manifest":`, x.Manifest)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"packageId":`, x.PackageID)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	e.key(`"resourceType":"ImplementationGuide"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ImplementationGuideDependsOn is the backbone element ImplementationGuide.dependsOn: Another Implementation guide this depends on
 type ImplementationGuideDependsOn struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -340,6 +387,18 @@ func (x *ImplementationGuideDependsOn) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ImplementationGuide.dependsOn", x)
 }
 
+func (x *ImplementationGuideDependsOn) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_packageId":`, x.PackageID)
+	canonicalPrimitiveElement(e, `"_uri":`, x.URI)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"packageId":`, x.PackageID)
+	canonicalPrimitiveValue(e, `"uri":`, x.URI)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ImplementationGuideGlobal is the backbone element ImplementationGuide.global: Profiles that apply globally
 type ImplementationGuideGlobal struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -414,6 +473,16 @@ func (x *ImplementationGuideGlobal) UnmarshalJSON(data []byte) error {
 	}
 	*x = ImplementationGuideGlobal{}
 	return unmarshalObject(data, "ImplementationGuide.global", x)
+}
+
+func (x *ImplementationGuideGlobal) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // ImplementationGuideDefinition is the backbone element ImplementationGuide.definition: Information needed to build the IG
@@ -506,6 +575,17 @@ func (x *ImplementationGuideDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ImplementationGuide.definition", x)
 }
 
+func (x *ImplementationGuideDefinition) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"grouping":`, x.Grouping)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"page":`, x.Page)
+	canonicalObjects(e, `"parameter":`, x.Parameter)
+	canonicalObjects(e, `"resource":`, x.Resource)
+	canonicalObjects(e, `"template":`, x.Template)
+}
+
 // ImplementationGuideDefinitionGrouping is the backbone element ImplementationGuide.definition.grouping: Grouping used to present related resources in the IG
 type ImplementationGuideDefinitionGrouping struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -580,6 +660,16 @@ func (x *ImplementationGuideDefinitionGrouping) UnmarshalJSON(data []byte) error
 	}
 	*x = ImplementationGuideDefinitionGrouping{}
 	return unmarshalObject(data, "ImplementationGuide.definition.grouping", x)
+}
+
+func (x *ImplementationGuideDefinitionGrouping) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
 }
 
 // ImplementationGuideDefinitionResource is the backbone element ImplementationGuide.definition.resource: Resource in the implementation guide
@@ -696,6 +786,25 @@ func (x *ImplementationGuideDefinitionResource) UnmarshalJSON(data []byte) error
 	return unmarshalObject(data, "ImplementationGuide.definition.resource", x)
 }
 
+func (x *ImplementationGuideDefinitionResource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_exampleBoolean":`, x.ExampleBoolean)
+	canonicalPrimitiveElement(e, `"_exampleCanonical":`, x.ExampleCanonical)
+	canonicalPrimitiveElements(e, `"_fhirVersion":`, x.FhirVersion)
+	canonicalPrimitiveElement(e, `"_groupingId":`, x.GroupingID)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"exampleBoolean":`, x.ExampleBoolean)
+	canonicalPrimitiveValue(e, `"exampleCanonical":`, x.ExampleCanonical)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValues(e, `"fhirVersion":`, x.FhirVersion)
+	canonicalPrimitiveValue(e, `"groupingId":`, x.GroupingID)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"reference":`, x.Reference)
+}
+
 // ImplementationGuideDefinitionPage is the backbone element ImplementationGuide.definition.page: Page/Section in the Guide
 type ImplementationGuideDefinitionPage struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -792,6 +901,20 @@ func (x *ImplementationGuideDefinitionPage) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ImplementationGuide.definition.page", x)
 }
 
+func (x *ImplementationGuideDefinitionPage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_generation":`, x.Generation)
+	canonicalPrimitiveElement(e, `"_nameUrl":`, x.NameURL)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"generation":`, x.Generation)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"nameReference":`, x.NameReference)
+	canonicalPrimitiveValue(e, `"nameUrl":`, x.NameURL)
+	canonicalObjects(e, `"page":`, x.Page)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+}
+
 // ImplementationGuideDefinitionParameter is the backbone element ImplementationGuide.definition.parameter: Defines how IG is built by tools
 type ImplementationGuideDefinitionParameter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -866,6 +989,16 @@ func (x *ImplementationGuideDefinitionParameter) UnmarshalJSON(data []byte) erro
 	}
 	*x = ImplementationGuideDefinitionParameter{}
 	return unmarshalObject(data, "ImplementationGuide.definition.parameter", x)
+}
+
+func (x *ImplementationGuideDefinitionParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // ImplementationGuideDefinitionTemplate is the backbone element ImplementationGuide.definition.template: A template for building resources
@@ -950,6 +1083,18 @@ func (x *ImplementationGuideDefinitionTemplate) UnmarshalJSON(data []byte) error
 	}
 	*x = ImplementationGuideDefinitionTemplate{}
 	return unmarshalObject(data, "ImplementationGuide.definition.template", x)
+}
+
+func (x *ImplementationGuideDefinitionTemplate) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_scope":`, x.Scope)
+	canonicalPrimitiveElement(e, `"_source":`, x.Source)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"scope":`, x.Scope)
+	canonicalPrimitiveValue(e, `"source":`, x.Source)
 }
 
 // ImplementationGuideManifest is the backbone element ImplementationGuide.manifest: Information about an assembled IG
@@ -1048,6 +1193,20 @@ func (x *ImplementationGuideManifest) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ImplementationGuide.manifest", x)
 }
 
+func (x *ImplementationGuideManifest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_image":`, x.Image)
+	canonicalPrimitiveElements(e, `"_other":`, x.Other)
+	canonicalPrimitiveElement(e, `"_rendering":`, x.Rendering)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"image":`, x.Image)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"other":`, x.Other)
+	canonicalObjects(e, `"page":`, x.Page)
+	canonicalPrimitiveValue(e, `"rendering":`, x.Rendering)
+	canonicalObjects(e, `"resource":`, x.Resource)
+}
+
 // ImplementationGuideManifestResource is the backbone element ImplementationGuide.manifest.resource: Resource in the implementation guide
 type ImplementationGuideManifestResource struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1138,6 +1297,19 @@ func (x *ImplementationGuideManifestResource) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ImplementationGuide.manifest.resource", x)
 }
 
+func (x *ImplementationGuideManifestResource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_exampleBoolean":`, x.ExampleBoolean)
+	canonicalPrimitiveElement(e, `"_exampleCanonical":`, x.ExampleCanonical)
+	canonicalPrimitiveElement(e, `"_relativePath":`, x.RelativePath)
+	canonicalPrimitiveValue(e, `"exampleBoolean":`, x.ExampleBoolean)
+	canonicalPrimitiveValue(e, `"exampleCanonical":`, x.ExampleCanonical)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reference":`, x.Reference)
+	canonicalPrimitiveValue(e, `"relativePath":`, x.RelativePath)
+}
+
 // ImplementationGuideManifestPage is the backbone element ImplementationGuide.manifest.page: HTML page within the parent IG
 type ImplementationGuideManifestPage struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1220,4 +1392,16 @@ func (x *ImplementationGuideManifestPage) UnmarshalJSON(data []byte) error {
 	}
 	*x = ImplementationGuideManifestPage{}
 	return unmarshalObject(data, "ImplementationGuide.manifest.page", x)
+}
+
+func (x *ImplementationGuideManifestPage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_anchor":`, x.Anchor)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveValues(e, `"anchor":`, x.Anchor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
 }

@@ -200,6 +200,37 @@ func (x *InsurancePlan) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *InsurancePlan) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_alias":`, x.Alias)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"administeredBy":`, x.AdministeredBy)
+	canonicalPrimitiveValues(e, `"alias":`, x.Alias)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"coverage":`, x.Coverage)
+	canonicalObjects(e, `"coverageArea":`, x.CoverageArea)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"network":`, x.Network)
+	canonicalObject(e, `"ownedBy":`, x.OwnedBy)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"plan":`, x.Plan)
+	e.key(`"resourceType":"InsurancePlan"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // InsurancePlanContact is the backbone element InsurancePlan.contact: Contact for the product
 type InsurancePlanContact struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -284,6 +315,16 @@ func (x *InsurancePlanContact) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "InsurancePlan.contact", x)
 }
 
+func (x *InsurancePlanContact) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"address":`, x.Address)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"name":`, x.Name)
+	canonicalObject(e, `"purpose":`, x.Purpose)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+}
+
 // InsurancePlanCoverage is the backbone element InsurancePlan.coverage: Coverage details
 type InsurancePlanCoverage struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -360,6 +401,15 @@ func (x *InsurancePlanCoverage) UnmarshalJSON(data []byte) error {
 	}
 	*x = InsurancePlanCoverage{}
 	return unmarshalObject(data, "InsurancePlan.coverage", x)
+}
+
+func (x *InsurancePlanCoverage) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"benefit":`, x.Benefit)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"network":`, x.Network)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // InsurancePlanCoverageBenefit is the backbone element InsurancePlan.coverage.benefit: List of benefits
@@ -442,6 +492,16 @@ func (x *InsurancePlanCoverageBenefit) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "InsurancePlan.coverage.benefit", x)
 }
 
+func (x *InsurancePlanCoverageBenefit) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_requirement":`, x.Requirement)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"limit":`, x.Limit)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"requirement":`, x.Requirement)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // InsurancePlanCoverageBenefitLimit is the backbone element InsurancePlan.coverage.benefit.limit: Benefit limits
 type InsurancePlanCoverageBenefitLimit struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -512,6 +572,14 @@ func (x *InsurancePlanCoverageBenefitLimit) UnmarshalJSON(data []byte) error {
 	}
 	*x = InsurancePlanCoverageBenefitLimit{}
 	return unmarshalObject(data, "InsurancePlan.coverage.benefit.limit", x)
+}
+
+func (x *InsurancePlanCoverageBenefitLimit) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"value":`, x.Value)
 }
 
 // InsurancePlanPlan is the backbone element InsurancePlan.plan: Plan details
@@ -610,6 +678,18 @@ func (x *InsurancePlanPlan) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "InsurancePlan.plan", x)
 }
 
+func (x *InsurancePlanPlan) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"coverageArea":`, x.CoverageArea)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"generalCost":`, x.GeneralCost)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"network":`, x.Network)
+	canonicalObjects(e, `"specificCost":`, x.SpecificCost)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // InsurancePlanPlanGeneralCost is the backbone element InsurancePlan.plan.generalCost: Overall costs
 type InsurancePlanPlanGeneralCost struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -698,6 +778,18 @@ func (x *InsurancePlanPlanGeneralCost) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "InsurancePlan.plan.generalCost", x)
 }
 
+func (x *InsurancePlanPlanGeneralCost) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_groupSize":`, x.GroupSize)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObject(e, `"cost":`, x.Cost)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"groupSize":`, x.GroupSize)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // InsurancePlanPlanSpecificCost is the backbone element InsurancePlan.plan.specificCost: Specific costs
 type InsurancePlanPlanSpecificCost struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -770,6 +862,14 @@ func (x *InsurancePlanPlanSpecificCost) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "InsurancePlan.plan.specificCost", x)
 }
 
+func (x *InsurancePlanPlanSpecificCost) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"benefit":`, x.Benefit)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // InsurancePlanPlanSpecificCostBenefit is the backbone element InsurancePlan.plan.specificCost.benefit: Benefits list
 type InsurancePlanPlanSpecificCostBenefit struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -840,6 +940,14 @@ func (x *InsurancePlanPlanSpecificCostBenefit) UnmarshalJSON(data []byte) error 
 	}
 	*x = InsurancePlanPlanSpecificCostBenefit{}
 	return unmarshalObject(data, "InsurancePlan.plan.specificCost.benefit", x)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefit) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"cost":`, x.Cost)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // InsurancePlanPlanSpecificCostBenefitCost is the backbone element InsurancePlan.plan.specificCost.benefit.cost: List of the costs
@@ -924,4 +1032,14 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) UnmarshalJSON(data []byte) er
 	}
 	*x = InsurancePlanPlanSpecificCostBenefitCost{}
 	return unmarshalObject(data, "InsurancePlan.plan.specificCost.benefit.cost", x)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"applicability":`, x.Applicability)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"qualifiers":`, x.Qualifiers)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"value":`, x.Value)
 }

@@ -214,6 +214,40 @@ func (x *Invoice) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Invoice) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_cancelledReason":`, x.CancelledReason)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_paymentTerms":`, x.PaymentTerms)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"account":`, x.Account)
+	canonicalPrimitiveValue(e, `"cancelledReason":`, x.CancelledReason)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"issuer":`, x.Issuer)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"lineItem":`, x.LineItem)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	canonicalPrimitiveValue(e, `"paymentTerms":`, x.PaymentTerms)
+	canonicalObject(e, `"recipient":`, x.Recipient)
+	e.key(`"resourceType":"Invoice"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"totalGross":`, x.TotalGross)
+	canonicalObject(e, `"totalNet":`, x.TotalNet)
+	canonicalObjects(e, `"totalPriceComponent":`, x.TotalPriceComponent)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // InvoiceParticipant is the backbone element Invoice.participant: Participant in creation of this Invoice
 type InvoiceParticipant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -284,6 +318,14 @@ func (x *InvoiceParticipant) UnmarshalJSON(data []byte) error {
 	}
 	*x = InvoiceParticipant{}
 	return unmarshalObject(data, "Invoice.participant", x)
+}
+
+func (x *InvoiceParticipant) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"role":`, x.Role)
 }
 
 // InvoiceLineItem is the backbone element Invoice.lineItem: Line items of this Invoice
@@ -372,6 +414,17 @@ func (x *InvoiceLineItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Invoice.lineItem", x)
 }
 
+func (x *InvoiceLineItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalObject(e, `"chargeItemCodeableConcept":`, x.ChargeItemCodeableConcept)
+	canonicalObject(e, `"chargeItemReference":`, x.ChargeItemReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"priceComponent":`, x.PriceComponent)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+}
+
 // InvoiceLineItemPriceComponent is the backbone element Invoice.lineItem.priceComponent: Components of total line item price
 type InvoiceLineItemPriceComponent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -458,4 +511,16 @@ func (x *InvoiceLineItemPriceComponent) UnmarshalJSON(data []byte) error {
 	}
 	*x = InvoiceLineItemPriceComponent{}
 	return unmarshalObject(data, "Invoice.lineItem.priceComponent", x)
+}
+
+func (x *InvoiceLineItemPriceComponent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_factor":`, x.Factor)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"factor":`, x.Factor)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }

@@ -130,6 +130,24 @@ func (x *Linkage) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Linkage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObject(e, `"author":`, x.Author)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"Linkage"`)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // LinkageItem is the backbone element Linkage.item: Item to be linked
 type LinkageItem struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -202,4 +220,13 @@ func (x *LinkageItem) UnmarshalJSON(data []byte) error {
 	}
 	*x = LinkageItem{}
 	return unmarshalObject(data, "Linkage.item", x)
+}
+
+func (x *LinkageItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"resource":`, x.Resource)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }

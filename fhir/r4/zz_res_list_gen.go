@@ -196,6 +196,37 @@ func (x *List) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *List) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObject(e, `"emptyReason":`, x.EmptyReason)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"entry":`, x.Entry)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"orderedBy":`, x.OrderedBy)
+	e.key(`"resourceType":"List"`)
+	canonicalObject(e, `"source":`, x.Source)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+}
+
 // ListEntry is the backbone element List.entry: Entries in the list
 type ListEntry struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -282,4 +313,16 @@ func (x *ListEntry) UnmarshalJSON(data []byte) error {
 	}
 	*x = ListEntry{}
 	return unmarshalObject(data, "List.entry", x)
+}
+
+func (x *ListEntry) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_deleted":`, x.Deleted)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"deleted":`, x.Deleted)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"flag":`, x.Flag)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"item":`, x.Item)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

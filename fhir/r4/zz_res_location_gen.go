@@ -224,6 +224,43 @@ func (x *Location) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Location) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_alias":`, x.Alias)
+	canonicalPrimitiveElement(e, `"_availabilityExceptions":`, x.AvailabilityExceptions)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"address":`, x.Address)
+	canonicalPrimitiveValues(e, `"alias":`, x.Alias)
+	canonicalPrimitiveValue(e, `"availabilityExceptions":`, x.AvailabilityExceptions)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"hoursOfOperation":`, x.HoursOfOperation)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"managingOrganization":`, x.ManagingOrganization)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"operationalStatus":`, x.OperationalStatus)
+	canonicalObject(e, `"partOf":`, x.PartOf)
+	canonicalObject(e, `"physicalType":`, x.PhysicalType)
+	canonicalObject(e, `"position":`, x.Position)
+	e.key(`"resourceType":"Location"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // LocationPosition is the backbone element Location.position: The absolute geographic location
 type LocationPosition struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -306,6 +343,18 @@ func (x *LocationPosition) UnmarshalJSON(data []byte) error {
 	}
 	*x = LocationPosition{}
 	return unmarshalObject(data, "Location.position", x)
+}
+
+func (x *LocationPosition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_altitude":`, x.Altitude)
+	canonicalPrimitiveElement(e, `"_latitude":`, x.Latitude)
+	canonicalPrimitiveElement(e, `"_longitude":`, x.Longitude)
+	canonicalPrimitiveValue(e, `"altitude":`, x.Altitude)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"latitude":`, x.Latitude)
+	canonicalPrimitiveValue(e, `"longitude":`, x.Longitude)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // LocationHoursOfOperation is the backbone element Location.hoursOfOperation: What days/times during a week is this location usually open
@@ -398,4 +447,18 @@ func (x *LocationHoursOfOperation) UnmarshalJSON(data []byte) error {
 	}
 	*x = LocationHoursOfOperation{}
 	return unmarshalObject(data, "Location.hoursOfOperation", x)
+}
+
+func (x *LocationHoursOfOperation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allDay":`, x.AllDay)
+	canonicalPrimitiveElement(e, `"_closingTime":`, x.ClosingTime)
+	canonicalPrimitiveElements(e, `"_daysOfWeek":`, x.DaysOfWeek)
+	canonicalPrimitiveElement(e, `"_openingTime":`, x.OpeningTime)
+	canonicalPrimitiveValue(e, `"allDay":`, x.AllDay)
+	canonicalPrimitiveValue(e, `"closingTime":`, x.ClosingTime)
+	canonicalPrimitiveValues(e, `"daysOfWeek":`, x.DaysOfWeek)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"openingTime":`, x.OpeningTime)
 }

@@ -408,6 +408,85 @@ func (x *Measure) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Measure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_approvalDate":`, x.ApprovalDate)
+	canonicalPrimitiveElement(e, `"_clinicalRecommendationStatement":`, x.ClinicalRecommendationStatement)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElements(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_disclaimer":`, x.Disclaimer)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_guidance":`, x.Guidance)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveElements(e, `"_library":`, x.Library)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_rateAggregation":`, x.RateAggregation)
+	canonicalPrimitiveElement(e, `"_rationale":`, x.Rationale)
+	canonicalPrimitiveElement(e, `"_riskAdjustment":`, x.RiskAdjustment)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_subtitle":`, x.Subtitle)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_usage":`, x.Usage)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"approvalDate":`, x.ApprovalDate)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalPrimitiveValue(e, `"clinicalRecommendationStatement":`, x.ClinicalRecommendationStatement)
+	canonicalObject(e, `"compositeScoring":`, x.CompositeScoring)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValues(e, `"definition":`, x.Definition)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"disclaimer":`, x.Disclaimer)
+	canonicalObjects(e, `"editor":`, x.Editor)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObjects(e, `"endorser":`, x.Endorser)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"group":`, x.Group)
+	canonicalPrimitiveValue(e, `"guidance":`, x.Guidance)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"improvementNotation":`, x.ImprovementNotation)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveValues(e, `"library":`, x.Library)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	canonicalPrimitiveValue(e, `"rateAggregation":`, x.RateAggregation)
+	canonicalPrimitiveValue(e, `"rationale":`, x.Rationale)
+	canonicalObjects(e, `"relatedArtifact":`, x.RelatedArtifact)
+	e.key(`"resourceType":"Measure"`)
+	canonicalObjects(e, `"reviewer":`, x.Reviewer)
+	canonicalPrimitiveValue(e, `"riskAdjustment":`, x.RiskAdjustment)
+	canonicalObject(e, `"scoring":`, x.Scoring)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subjectCodeableConcept":`, x.SubjectCodeableConcept)
+	canonicalObject(e, `"subjectReference":`, x.SubjectReference)
+	canonicalPrimitiveValue(e, `"subtitle":`, x.Subtitle)
+	canonicalObjects(e, `"supplementalData":`, x.SupplementalData)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObjects(e, `"topic":`, x.Topic)
+	canonicalObjects(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalPrimitiveValue(e, `"usage":`, x.Usage)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // MeasureGroup is the backbone element Measure.group: Population criteria group
 type MeasureGroup struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -494,6 +573,17 @@ func (x *MeasureGroup) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Measure.group", x)
 }
 
+func (x *MeasureGroup) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"population":`, x.Population)
+	canonicalObjects(e, `"stratifier":`, x.Stratifier)
+}
+
 // MeasureGroupPopulation is the backbone element Measure.group.population: Population criteria
 type MeasureGroupPopulation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -572,6 +662,16 @@ func (x *MeasureGroupPopulation) UnmarshalJSON(data []byte) error {
 	}
 	*x = MeasureGroupPopulation{}
 	return unmarshalObject(data, "Measure.group.population", x)
+}
+
+func (x *MeasureGroupPopulation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"criteria":`, x.Criteria)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // MeasureGroupStratifier is the backbone element Measure.group.stratifier: Stratifier criteria for the measure
@@ -660,6 +760,17 @@ func (x *MeasureGroupStratifier) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Measure.group.stratifier", x)
 }
 
+func (x *MeasureGroupStratifier) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"component":`, x.Component)
+	canonicalObject(e, `"criteria":`, x.Criteria)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // MeasureGroupStratifierComponent is the backbone element Measure.group.stratifier.component: Stratifier criteria component for the measure
 type MeasureGroupStratifierComponent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -738,6 +849,16 @@ func (x *MeasureGroupStratifierComponent) UnmarshalJSON(data []byte) error {
 	}
 	*x = MeasureGroupStratifierComponent{}
 	return unmarshalObject(data, "Measure.group.stratifier.component", x)
+}
+
+func (x *MeasureGroupStratifierComponent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"criteria":`, x.Criteria)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // MeasureSupplementalData is the backbone element Measure.supplementalData: What other data should be reported with the measure
@@ -824,4 +945,15 @@ func (x *MeasureSupplementalData) UnmarshalJSON(data []byte) error {
 	}
 	*x = MeasureSupplementalData{}
 	return unmarshalObject(data, "Measure.supplementalData", x)
+}
+
+func (x *MeasureSupplementalData) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"criteria":`, x.Criteria)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"usage":`, x.Usage)
 }

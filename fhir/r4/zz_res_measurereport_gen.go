@@ -184,6 +184,35 @@ func (x *MeasureReport) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MeasureReport) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_measure":`, x.Measure)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"evaluatedResource":`, x.EvaluatedResource)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"group":`, x.Group)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"improvementNotation":`, x.ImprovementNotation)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"measure":`, x.Measure)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"reporter":`, x.Reporter)
+	e.key(`"resourceType":"MeasureReport"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // MeasureReportGroup is the backbone element MeasureReport.group: Measure results for each group
 type MeasureReportGroup struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -268,6 +297,16 @@ func (x *MeasureReportGroup) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MeasureReport.group", x)
 }
 
+func (x *MeasureReportGroup) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"measureScore":`, x.MeasureScore)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"population":`, x.Population)
+	canonicalObjects(e, `"stratifier":`, x.Stratifier)
+}
+
 // MeasureReportGroupPopulation is the backbone element MeasureReport.group.population: The populations in the group
 type MeasureReportGroupPopulation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -348,6 +387,16 @@ func (x *MeasureReportGroupPopulation) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MeasureReport.group.population", x)
 }
 
+func (x *MeasureReportGroupPopulation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_count":`, x.Count)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"count":`, x.Count)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"subjectResults":`, x.SubjectResults)
+}
+
 // MeasureReportGroupStratifier is the backbone element MeasureReport.group.stratifier: Stratification results
 type MeasureReportGroupStratifier struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -418,6 +467,14 @@ func (x *MeasureReportGroupStratifier) UnmarshalJSON(data []byte) error {
 	}
 	*x = MeasureReportGroupStratifier{}
 	return unmarshalObject(data, "MeasureReport.group.stratifier", x)
+}
+
+func (x *MeasureReportGroupStratifier) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"stratum":`, x.Stratum)
 }
 
 // MeasureReportGroupStratifierStratum is the backbone element MeasureReport.group.stratifier.stratum: Stratum results, one for each unique value, or set of values, in the stratifier, or stratifier components
@@ -504,6 +561,16 @@ func (x *MeasureReportGroupStratifierStratum) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MeasureReport.group.stratifier.stratum", x)
 }
 
+func (x *MeasureReportGroupStratifierStratum) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"component":`, x.Component)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"measureScore":`, x.MeasureScore)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"population":`, x.Population)
+	canonicalObject(e, `"value":`, x.Value)
+}
+
 // MeasureReportGroupStratifierStratumComponent is the backbone element MeasureReport.group.stratifier.stratum.component: Stratifier component values
 type MeasureReportGroupStratifierStratumComponent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -574,6 +641,14 @@ func (x *MeasureReportGroupStratifierStratumComponent) UnmarshalJSON(data []byte
 	}
 	*x = MeasureReportGroupStratifierStratumComponent{}
 	return unmarshalObject(data, "MeasureReport.group.stratifier.stratum.component", x)
+}
+
+func (x *MeasureReportGroupStratifierStratumComponent) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"value":`, x.Value)
 }
 
 // MeasureReportGroupStratifierStratumPopulation is the backbone element MeasureReport.group.stratifier.stratum.population: Population results in this stratum
@@ -654,4 +729,14 @@ func (x *MeasureReportGroupStratifierStratumPopulation) UnmarshalJSON(data []byt
 	}
 	*x = MeasureReportGroupStratifierStratumPopulation{}
 	return unmarshalObject(data, "MeasureReport.group.stratifier.stratum.population", x)
+}
+
+func (x *MeasureReportGroupStratifierStratumPopulation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_count":`, x.Count)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"count":`, x.Count)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"subjectResults":`, x.SubjectResults)
 }

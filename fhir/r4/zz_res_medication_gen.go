@@ -160,6 +160,29 @@ func (x *Medication) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Medication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"batch":`, x.Batch)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"form":`, x.Form)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"ingredient":`, x.Ingredient)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"Medication"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // MedicationIngredient is the backbone element Medication.ingredient: Active or inactive ingredient
 type MedicationIngredient struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -246,6 +269,17 @@ func (x *MedicationIngredient) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Medication.ingredient", x)
 }
 
+func (x *MedicationIngredient) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_isActive":`, x.IsActive)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"isActive":`, x.IsActive)
+	canonicalObject(e, `"itemCodeableConcept":`, x.ItemCodeableConcept)
+	canonicalObject(e, `"itemReference":`, x.ItemReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"strength":`, x.Strength)
+}
+
 // MedicationBatch is the backbone element Medication.batch: Details about packaged medications
 type MedicationBatch struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -320,4 +354,14 @@ func (x *MedicationBatch) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationBatch{}
 	return unmarshalObject(data, "Medication.batch", x)
+}
+
+func (x *MedicationBatch) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_expirationDate":`, x.ExpirationDate)
+	canonicalPrimitiveElement(e, `"_lotNumber":`, x.LotNumber)
+	canonicalPrimitiveValue(e, `"expirationDate":`, x.ExpirationDate)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"lotNumber":`, x.LotNumber)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -242,6 +242,44 @@ func (x *MedicationAdministration) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicationAdministration) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiates":`, x.Instantiates)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"context":`, x.Context)
+	canonicalObjects(e, `"device":`, x.Device)
+	canonicalObject(e, `"dosage":`, x.Dosage)
+	canonicalPrimitiveValue(e, `"effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObjects(e, `"eventHistory":`, x.EventHistory)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiates":`, x.Instantiates)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"medicationCodeableConcept":`, x.MedicationCodeableConcept)
+	canonicalObject(e, `"medicationReference":`, x.MedicationReference)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObject(e, `"request":`, x.Request)
+	e.key(`"resourceType":"MedicationAdministration"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObjects(e, `"supportingInformation":`, x.SupportingInformation)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // MedicationAdministrationPerformer is the backbone element MedicationAdministration.performer: Who performed the medication administration and what they did
 type MedicationAdministrationPerformer struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -312,6 +350,14 @@ func (x *MedicationAdministrationPerformer) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationAdministrationPerformer{}
 	return unmarshalObject(data, "MedicationAdministration.performer", x)
+}
+
+func (x *MedicationAdministrationPerformer) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"function":`, x.Function)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // MedicationAdministrationDosage is the backbone element MedicationAdministration.dosage: Details of how medication was taken
@@ -416,4 +462,18 @@ func (x *MedicationAdministrationDosage) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationAdministrationDosage{}
 	return unmarshalObject(data, "MedicationAdministration.dosage", x)
+}
+
+func (x *MedicationAdministrationDosage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObject(e, `"dose":`, x.Dose)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"rateQuantity":`, x.RateQuantity)
+	canonicalObject(e, `"rateRatio":`, x.RateRatio)
+	canonicalObject(e, `"route":`, x.Route)
+	canonicalObject(e, `"site":`, x.Site)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
 }

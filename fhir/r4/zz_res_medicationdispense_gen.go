@@ -272,6 +272,49 @@ func (x *MedicationDispense) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicationDispense) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_whenHandedOver":`, x.WhenHandedOver)
+	canonicalPrimitiveElement(e, `"_whenPrepared":`, x.WhenPrepared)
+	canonicalObjects(e, `"authorizingPrescription":`, x.AuthorizingPrescription)
+	canonicalObject(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"context":`, x.Context)
+	canonicalObject(e, `"daysSupply":`, x.DaysSupply)
+	canonicalObject(e, `"destination":`, x.Destination)
+	canonicalObjects(e, `"detectedIssue":`, x.DetectedIssue)
+	canonicalObjects(e, `"dosageInstruction":`, x.DosageInstruction)
+	canonicalObjects(e, `"eventHistory":`, x.EventHistory)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObject(e, `"medicationCodeableConcept":`, x.MedicationCodeableConcept)
+	canonicalObject(e, `"medicationReference":`, x.MedicationReference)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"receiver":`, x.Receiver)
+	e.key(`"resourceType":"MedicationDispense"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReasonCodeableConcept":`, x.StatusReasonCodeableConcept)
+	canonicalObject(e, `"statusReasonReference":`, x.StatusReasonReference)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"substitution":`, x.Substitution)
+	canonicalObjects(e, `"supportingInformation":`, x.SupportingInformation)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"whenHandedOver":`, x.WhenHandedOver)
+	canonicalPrimitiveValue(e, `"whenPrepared":`, x.WhenPrepared)
+}
+
 // MedicationDispensePerformer is the backbone element MedicationDispense.performer: Who performed event
 type MedicationDispensePerformer struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -342,6 +385,14 @@ func (x *MedicationDispensePerformer) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationDispensePerformer{}
 	return unmarshalObject(data, "MedicationDispense.performer", x)
+}
+
+func (x *MedicationDispensePerformer) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"function":`, x.Function)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // MedicationDispenseSubstitution is the backbone element MedicationDispense.substitution: Whether a substitution was performed on the dispense
@@ -428,4 +479,15 @@ func (x *MedicationDispenseSubstitution) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationDispenseSubstitution{}
 	return unmarshalObject(data, "MedicationDispense.substitution", x)
+}
+
+func (x *MedicationDispenseSubstitution) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_wasSubstituted":`, x.WasSubstituted)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"reason":`, x.Reason)
+	canonicalObjects(e, `"responsibleParty":`, x.ResponsibleParty)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"wasSubstituted":`, x.WasSubstituted)
 }

@@ -248,6 +248,45 @@ func (x *MedicationKnowledge) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicationKnowledge) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_preparationInstruction":`, x.PreparationInstruction)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElements(e, `"_synonym":`, x.Synonym)
+	canonicalObjects(e, `"administrationGuidelines":`, x.AdministrationGuidelines)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObjects(e, `"associatedMedication":`, x.AssociatedMedication)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"contraindication":`, x.Contraindication)
+	canonicalObjects(e, `"cost":`, x.Cost)
+	canonicalObject(e, `"doseForm":`, x.DoseForm)
+	canonicalObjects(e, `"drugCharacteristic":`, x.DrugCharacteristic)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"ingredient":`, x.Ingredient)
+	canonicalObjects(e, `"intendedRoute":`, x.IntendedRoute)
+	canonicalObjects(e, `"kinetics":`, x.Kinetics)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObjects(e, `"medicineClassification":`, x.MedicineClassification)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"monitoringProgram":`, x.MonitoringProgram)
+	canonicalObjects(e, `"monograph":`, x.Monograph)
+	canonicalObject(e, `"packaging":`, x.Packaging)
+	canonicalPrimitiveValue(e, `"preparationInstruction":`, x.PreparationInstruction)
+	canonicalObjects(e, `"productType":`, x.ProductType)
+	canonicalObjects(e, `"regulatory":`, x.Regulatory)
+	canonicalObjects(e, `"relatedMedicationKnowledge":`, x.RelatedMedicationKnowledge)
+	e.key(`"resourceType":"MedicationKnowledge"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValues(e, `"synonym":`, x.Synonym)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // MedicationKnowledgeRelatedMedicationKnowledge is the backbone element MedicationKnowledge.relatedMedicationKnowledge: Associated or related medication information
 type MedicationKnowledgeRelatedMedicationKnowledge struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -320,6 +359,14 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) UnmarshalJSON(data []byt
 	return unmarshalObject(data, "MedicationKnowledge.relatedMedicationKnowledge", x)
 }
 
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"reference":`, x.Reference)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // MedicationKnowledgeMonograph is the backbone element MedicationKnowledge.monograph: Associated documentation about the medication
 type MedicationKnowledgeMonograph struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -390,6 +437,14 @@ func (x *MedicationKnowledgeMonograph) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationKnowledgeMonograph{}
 	return unmarshalObject(data, "MedicationKnowledge.monograph", x)
+}
+
+func (x *MedicationKnowledgeMonograph) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"source":`, x.Source)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // MedicationKnowledgeIngredient is the backbone element MedicationKnowledge.ingredient: Active or inactive ingredient
@@ -478,6 +533,17 @@ func (x *MedicationKnowledgeIngredient) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MedicationKnowledge.ingredient", x)
 }
 
+func (x *MedicationKnowledgeIngredient) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_isActive":`, x.IsActive)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"isActive":`, x.IsActive)
+	canonicalObject(e, `"itemCodeableConcept":`, x.ItemCodeableConcept)
+	canonicalObject(e, `"itemReference":`, x.ItemReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"strength":`, x.Strength)
+}
+
 // MedicationKnowledgeCost is the backbone element MedicationKnowledge.cost: The pricing of the medication
 type MedicationKnowledgeCost struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -558,6 +624,16 @@ func (x *MedicationKnowledgeCost) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MedicationKnowledge.cost", x)
 }
 
+func (x *MedicationKnowledgeCost) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_source":`, x.Source)
+	canonicalObject(e, `"cost":`, x.Cost)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"source":`, x.Source)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // MedicationKnowledgeMonitoringProgram is the backbone element MedicationKnowledge.monitoringProgram: Program under which a medication is reviewed
 type MedicationKnowledgeMonitoringProgram struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -630,6 +706,15 @@ func (x *MedicationKnowledgeMonitoringProgram) UnmarshalJSON(data []byte) error 
 	}
 	*x = MedicationKnowledgeMonitoringProgram{}
 	return unmarshalObject(data, "MedicationKnowledge.monitoringProgram", x)
+}
+
+func (x *MedicationKnowledgeMonitoringProgram) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // MedicationKnowledgeAdministrationGuidelines is the backbone element MedicationKnowledge.administrationGuidelines: Guidelines for administration of the medication
@@ -716,6 +801,16 @@ func (x *MedicationKnowledgeAdministrationGuidelines) UnmarshalJSON(data []byte)
 	return unmarshalObject(data, "MedicationKnowledge.administrationGuidelines", x)
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelines) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"dosage":`, x.Dosage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"indicationCodeableConcept":`, x.IndicationCodeableConcept)
+	canonicalObject(e, `"indicationReference":`, x.IndicationReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"patientCharacteristics":`, x.PatientCharacteristics)
+}
+
 // MedicationKnowledgeAdministrationGuidelinesDosage is the backbone element MedicationKnowledge.administrationGuidelines.dosage: Dosage for the medication for the specific guidelines
 type MedicationKnowledgeAdministrationGuidelinesDosage struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -786,6 +881,14 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) UnmarshalJSON(data [
 	}
 	*x = MedicationKnowledgeAdministrationGuidelinesDosage{}
 	return unmarshalObject(data, "MedicationKnowledge.administrationGuidelines.dosage", x)
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"dosage":`, x.Dosage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics is the backbone element MedicationKnowledge.administrationGuidelines.patientCharacteristics: Characteristics of the patient that are relevant to the administration guidelines
@@ -868,6 +971,16 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) Unma
 	return unmarshalObject(data, "MedicationKnowledge.administrationGuidelines.patientCharacteristics", x)
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_value":`, x.Value)
+	canonicalObject(e, `"characteristicCodeableConcept":`, x.CharacteristicCodeableConcept)
+	canonicalObject(e, `"characteristicQuantity":`, x.CharacteristicQuantity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"value":`, x.Value)
+}
+
 // MedicationKnowledgeMedicineClassification is the backbone element MedicationKnowledge.medicineClassification: Categorization of the medication within a formulary or classification system
 type MedicationKnowledgeMedicineClassification struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -940,6 +1053,14 @@ func (x *MedicationKnowledgeMedicineClassification) UnmarshalJSON(data []byte) e
 	return unmarshalObject(data, "MedicationKnowledge.medicineClassification", x)
 }
 
+func (x *MedicationKnowledgeMedicineClassification) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"classification":`, x.Classification)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // MedicationKnowledgePackaging is the backbone element MedicationKnowledge.packaging: Details about packaged medications
 type MedicationKnowledgePackaging struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1010,6 +1131,14 @@ func (x *MedicationKnowledgePackaging) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationKnowledgePackaging{}
 	return unmarshalObject(data, "MedicationKnowledge.packaging", x)
+}
+
+func (x *MedicationKnowledgePackaging) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // MedicationKnowledgeDrugCharacteristic is the backbone element MedicationKnowledge.drugCharacteristic: Specifies descriptive properties of the medicine
@@ -1106,6 +1235,19 @@ func (x *MedicationKnowledgeDrugCharacteristic) UnmarshalJSON(data []byte) error
 	return unmarshalObject(data, "MedicationKnowledge.drugCharacteristic", x)
 }
 
+func (x *MedicationKnowledgeDrugCharacteristic) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"valueBase64Binary":`, x.ValueBase64Binary)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+}
+
 // MedicationKnowledgeRegulatory is the backbone element MedicationKnowledge.regulatory: Regulatory information about a medication
 type MedicationKnowledgeRegulatory struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1190,6 +1332,16 @@ func (x *MedicationKnowledgeRegulatory) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MedicationKnowledge.regulatory", x)
 }
 
+func (x *MedicationKnowledgeRegulatory) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"maxDispense":`, x.MaxDispense)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"regulatoryAuthority":`, x.RegulatoryAuthority)
+	canonicalObjects(e, `"schedule":`, x.Schedule)
+	canonicalObjects(e, `"substitution":`, x.Substitution)
+}
+
 // MedicationKnowledgeRegulatorySubstitution is the backbone element MedicationKnowledge.regulatory.substitution: Specifies if changes are allowed when dispensing a medication from a regulatory perspective
 type MedicationKnowledgeRegulatorySubstitution struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1264,6 +1416,15 @@ func (x *MedicationKnowledgeRegulatorySubstitution) UnmarshalJSON(data []byte) e
 	return unmarshalObject(data, "MedicationKnowledge.regulatory.substitution", x)
 }
 
+func (x *MedicationKnowledgeRegulatorySubstitution) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allowed":`, x.Allowed)
+	canonicalPrimitiveValue(e, `"allowed":`, x.Allowed)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // MedicationKnowledgeRegulatorySchedule is the backbone element MedicationKnowledge.regulatory.schedule: Specifies the schedule of a medication in jurisdiction
 type MedicationKnowledgeRegulatorySchedule struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1328,6 +1489,13 @@ func (x *MedicationKnowledgeRegulatorySchedule) UnmarshalJSON(data []byte) error
 	}
 	*x = MedicationKnowledgeRegulatorySchedule{}
 	return unmarshalObject(data, "MedicationKnowledge.regulatory.schedule", x)
+}
+
+func (x *MedicationKnowledgeRegulatorySchedule) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"schedule":`, x.Schedule)
 }
 
 // MedicationKnowledgeRegulatoryMaxDispense is the backbone element MedicationKnowledge.regulatory.maxDispense: The maximum number of units of the medication that can be dispensed in a period
@@ -1400,6 +1568,14 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) UnmarshalJSON(data []byte) er
 	}
 	*x = MedicationKnowledgeRegulatoryMaxDispense{}
 	return unmarshalObject(data, "MedicationKnowledge.regulatory.maxDispense", x)
+}
+
+func (x *MedicationKnowledgeRegulatoryMaxDispense) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"quantity":`, x.Quantity)
 }
 
 // MedicationKnowledgeKinetics is the backbone element MedicationKnowledge.kinetics: The time course of drug absorption, distribution, metabolism and excretion of a medication from the body
@@ -1478,4 +1654,13 @@ func (x *MedicationKnowledgeKinetics) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationKnowledgeKinetics{}
 	return unmarshalObject(data, "MedicationKnowledge.kinetics", x)
+}
+
+func (x *MedicationKnowledgeKinetics) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"areaUnderCurve":`, x.AreaUnderCurve)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"halfLifePeriod":`, x.HalfLifePeriod)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"lethalDose50":`, x.LethalDose50)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -330,6 +330,62 @@ func (x *MedicationRequest) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicationRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authoredOn":`, x.AuthoredOn)
+	canonicalPrimitiveElement(e, `"_doNotPerform":`, x.DoNotPerform)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_intent":`, x.Intent)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_reportedBoolean":`, x.ReportedBoolean)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveValue(e, `"authoredOn":`, x.AuthoredOn)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObjects(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"courseOfTherapyType":`, x.CourseOfTherapyType)
+	canonicalObjects(e, `"detectedIssue":`, x.DetectedIssue)
+	canonicalObject(e, `"dispenseRequest":`, x.DispenseRequest)
+	canonicalPrimitiveValue(e, `"doNotPerform":`, x.DoNotPerform)
+	canonicalObjects(e, `"dosageInstruction":`, x.DosageInstruction)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"eventHistory":`, x.EventHistory)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"groupIdentifier":`, x.GroupIdentifier)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalObjects(e, `"insurance":`, x.Insurance)
+	canonicalPrimitiveValue(e, `"intent":`, x.Intent)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"medicationCodeableConcept":`, x.MedicationCodeableConcept)
+	canonicalObject(e, `"medicationReference":`, x.MedicationReference)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"performer":`, x.Performer)
+	canonicalObject(e, `"performerType":`, x.PerformerType)
+	canonicalObject(e, `"priorPrescription":`, x.PriorPrescription)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObject(e, `"recorder":`, x.Recorder)
+	canonicalPrimitiveValue(e, `"reportedBoolean":`, x.ReportedBoolean)
+	canonicalObject(e, `"reportedReference":`, x.ReportedReference)
+	canonicalObject(e, `"requester":`, x.Requester)
+	e.key(`"resourceType":"MedicationRequest"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"substitution":`, x.Substitution)
+	canonicalObjects(e, `"supportingInformation":`, x.SupportingInformation)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // MedicationRequestDispenseRequest is the backbone element MedicationRequest.dispenseRequest: Medication supply authorization
 type MedicationRequestDispenseRequest struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -434,6 +490,20 @@ func (x *MedicationRequestDispenseRequest) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MedicationRequest.dispenseRequest", x)
 }
 
+func (x *MedicationRequestDispenseRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_numberOfRepeatsAllowed":`, x.NumberOfRepeatsAllowed)
+	canonicalObject(e, `"dispenseInterval":`, x.DispenseInterval)
+	canonicalObject(e, `"expectedSupplyDuration":`, x.ExpectedSupplyDuration)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"initialFill":`, x.InitialFill)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"numberOfRepeatsAllowed":`, x.NumberOfRepeatsAllowed)
+	canonicalObject(e, `"performer":`, x.Performer)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"validityPeriod":`, x.ValidityPeriod)
+}
+
 // MedicationRequestDispenseRequestInitialFill is the backbone element MedicationRequest.dispenseRequest.initialFill: First fill details
 type MedicationRequestDispenseRequestInitialFill struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -504,6 +574,14 @@ func (x *MedicationRequestDispenseRequestInitialFill) UnmarshalJSON(data []byte)
 	}
 	*x = MedicationRequestDispenseRequestInitialFill{}
 	return unmarshalObject(data, "MedicationRequest.dispenseRequest.initialFill", x)
+}
+
+func (x *MedicationRequestDispenseRequestInitialFill) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"duration":`, x.Duration)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"quantity":`, x.Quantity)
 }
 
 // MedicationRequestSubstitution is the backbone element MedicationRequest.substitution: Any restrictions on medication substitution
@@ -584,4 +662,14 @@ func (x *MedicationRequestSubstitution) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicationRequestSubstitution{}
 	return unmarshalObject(data, "MedicationRequest.substitution", x)
+}
+
+func (x *MedicationRequestSubstitution) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allowedBoolean":`, x.AllowedBoolean)
+	canonicalPrimitiveValue(e, `"allowedBoolean":`, x.AllowedBoolean)
+	canonicalObject(e, `"allowedCodeableConcept":`, x.AllowedCodeableConcept)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reason":`, x.Reason)
 }

@@ -232,6 +232,41 @@ func (x *MedicinalProduct) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProduct) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElements(e, `"_specialMeasures":`, x.SpecialMeasures)
+	canonicalObject(e, `"additionalMonitoringIndicator":`, x.AdditionalMonitoringIndicator)
+	canonicalObjects(e, `"attachedDocument":`, x.AttachedDocument)
+	canonicalObjects(e, `"clinicalTrial":`, x.ClinicalTrial)
+	canonicalObject(e, `"combinedPharmaceuticalDoseForm":`, x.CombinedPharmaceuticalDoseForm)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"crossReference":`, x.CrossReference)
+	canonicalObject(e, `"domain":`, x.Domain)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"legalStatusOfSupply":`, x.LegalStatusOfSupply)
+	canonicalObjects(e, `"manufacturingBusinessOperation":`, x.ManufacturingBusinessOperation)
+	canonicalObjects(e, `"marketingStatus":`, x.MarketingStatus)
+	canonicalObjects(e, `"masterFile":`, x.MasterFile)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"name":`, x.Name)
+	canonicalObjects(e, `"packagedMedicinalProduct":`, x.PackagedMedicinalProduct)
+	canonicalObject(e, `"paediatricUseIndicator":`, x.PaediatricUseIndicator)
+	canonicalObjects(e, `"pharmaceuticalProduct":`, x.PharmaceuticalProduct)
+	canonicalObjects(e, `"productClassification":`, x.ProductClassification)
+	e.key(`"resourceType":"MedicinalProduct"`)
+	canonicalObjects(e, `"specialDesignation":`, x.SpecialDesignation)
+	canonicalPrimitiveValues(e, `"specialMeasures":`, x.SpecialMeasures)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // MedicinalProductName is the backbone element MedicinalProduct.name: The product's name, including full name and possibly coded parts
 type MedicinalProductName struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -312,6 +347,16 @@ func (x *MedicinalProductName) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MedicinalProduct.name", x)
 }
 
+func (x *MedicinalProductName) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_productName":`, x.ProductName)
+	canonicalObjects(e, `"countryLanguage":`, x.CountryLanguage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"namePart":`, x.NamePart)
+	canonicalPrimitiveValue(e, `"productName":`, x.ProductName)
+}
+
 // MedicinalProductNameNamePart is the backbone element MedicinalProduct.name.namePart: Coding words or phrases of the name
 type MedicinalProductNameNamePart struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -384,6 +429,15 @@ func (x *MedicinalProductNameNamePart) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicinalProductNameNamePart{}
 	return unmarshalObject(data, "MedicinalProduct.name.namePart", x)
+}
+
+func (x *MedicinalProductNameNamePart) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_part":`, x.Part)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"part":`, x.Part)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // MedicinalProductNameCountryLanguage is the backbone element MedicinalProduct.name.countryLanguage: Country where the name applies
@@ -462,6 +516,15 @@ func (x *MedicinalProductNameCountryLanguage) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicinalProductNameCountryLanguage{}
 	return unmarshalObject(data, "MedicinalProduct.name.countryLanguage", x)
+}
+
+func (x *MedicinalProductNameCountryLanguage) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"country":`, x.Country)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObject(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // MedicinalProductManufacturingBusinessOperation is the backbone element MedicinalProduct.manufacturingBusinessOperation: An operation applied to the product, for manufacturing or adminsitrative purpose
@@ -560,6 +623,19 @@ func (x *MedicinalProductManufacturingBusinessOperation) UnmarshalJSON(data []by
 	}
 	*x = MedicinalProductManufacturingBusinessOperation{}
 	return unmarshalObject(data, "MedicinalProduct.manufacturingBusinessOperation", x)
+}
+
+func (x *MedicinalProductManufacturingBusinessOperation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_effectiveDate":`, x.EffectiveDate)
+	canonicalObject(e, `"authorisationReferenceNumber":`, x.AuthorisationReferenceNumber)
+	canonicalObject(e, `"confidentialityIndicator":`, x.ConfidentialityIndicator)
+	canonicalPrimitiveValue(e, `"effectiveDate":`, x.EffectiveDate)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operationType":`, x.OperationType)
+	canonicalObject(e, `"regulator":`, x.Regulator)
 }
 
 // MedicinalProductSpecialDesignation is the backbone element MedicinalProduct.specialDesignation: Indicates if the medicinal product has an orphan designation for the treatment of a rare disease
@@ -670,4 +746,19 @@ func (x *MedicinalProductSpecialDesignation) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicinalProductSpecialDesignation{}
 	return unmarshalObject(data, "MedicinalProduct.specialDesignation", x)
+}
+
+func (x *MedicinalProductSpecialDesignation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObject(e, `"indicationCodeableConcept":`, x.IndicationCodeableConcept)
+	canonicalObject(e, `"indicationReference":`, x.IndicationReference)
+	canonicalObject(e, `"intendedUse":`, x.IntendedUse)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"species":`, x.Species)
+	canonicalObject(e, `"status":`, x.Status)
+	canonicalObject(e, `"type":`, x.Type)
 }

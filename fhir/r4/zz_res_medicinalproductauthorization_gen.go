@@ -214,6 +214,40 @@ func (x *MedicinalProductAuthorization) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProductAuthorization) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_dateOfFirstAuthorization":`, x.DateOfFirstAuthorization)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_internationalBirthDate":`, x.InternationalBirthDate)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_restoreDate":`, x.RestoreDate)
+	canonicalPrimitiveElement(e, `"_statusDate":`, x.StatusDate)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"country":`, x.Country)
+	canonicalObject(e, `"dataExclusivityPeriod":`, x.DataExclusivityPeriod)
+	canonicalPrimitiveValue(e, `"dateOfFirstAuthorization":`, x.DateOfFirstAuthorization)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"holder":`, x.Holder)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"internationalBirthDate":`, x.InternationalBirthDate)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObjects(e, `"jurisdictionalAuthorization":`, x.JurisdictionalAuthorization)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"legalBasis":`, x.LegalBasis)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"procedure":`, x.Procedure)
+	canonicalObject(e, `"regulator":`, x.Regulator)
+	e.key(`"resourceType":"MedicinalProductAuthorization"`)
+	canonicalPrimitiveValue(e, `"restoreDate":`, x.RestoreDate)
+	canonicalObject(e, `"status":`, x.Status)
+	canonicalPrimitiveValue(e, `"statusDate":`, x.StatusDate)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"validityPeriod":`, x.ValidityPeriod)
+}
+
 // MedicinalProductAuthorizationJurisdictionalAuthorization is the backbone element MedicinalProductAuthorization.jurisdictionalAuthorization: Authorization in areas within a country
 type MedicinalProductAuthorizationJurisdictionalAuthorization struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -302,6 +336,17 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) UnmarshalJSON
 	}
 	*x = MedicinalProductAuthorizationJurisdictionalAuthorization{}
 	return unmarshalObject(data, "MedicinalProductAuthorization.jurisdictionalAuthorization", x)
+}
+
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"country":`, x.Country)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObject(e, `"legalStatusOfSupply":`, x.LegalStatusOfSupply)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"validityPeriod":`, x.ValidityPeriod)
 }
 
 // MedicinalProductAuthorizationProcedure is the backbone element MedicinalProductAuthorization.procedure: The regulatory procedure for granting or amending a marketing authorization
@@ -394,4 +439,16 @@ func (x *MedicinalProductAuthorizationProcedure) UnmarshalJSON(data []byte) erro
 	}
 	*x = MedicinalProductAuthorizationProcedure{}
 	return unmarshalObject(data, "MedicinalProductAuthorization.procedure", x)
+}
+
+func (x *MedicinalProductAuthorizationProcedure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_dateDateTime":`, x.DateDateTime)
+	canonicalObjects(e, `"application":`, x.Application)
+	canonicalPrimitiveValue(e, `"dateDateTime":`, x.DateDateTime)
+	canonicalObject(e, `"datePeriod":`, x.DatePeriod)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
 }

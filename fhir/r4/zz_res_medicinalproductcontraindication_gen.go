@@ -154,6 +154,27 @@ func (x *MedicinalProductContraindication) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProductContraindication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObjects(e, `"comorbidity":`, x.Comorbidity)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"disease":`, x.Disease)
+	canonicalObject(e, `"diseaseStatus":`, x.DiseaseStatus)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"otherTherapy":`, x.OtherTherapy)
+	canonicalObjects(e, `"population":`, x.Population)
+	e.key(`"resourceType":"MedicinalProductContraindication"`)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"therapeuticIndication":`, x.TherapeuticIndication)
+}
+
 // MedicinalProductContraindicationOtherTherapy is the backbone element MedicinalProductContraindication.otherTherapy: Information about the use of the medicinal product in relation to other therapies described as part of the indication
 type MedicinalProductContraindicationOtherTherapy struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -230,4 +251,13 @@ func (x *MedicinalProductContraindicationOtherTherapy) UnmarshalJSON(data []byte
 	}
 	*x = MedicinalProductContraindicationOtherTherapy{}
 	return unmarshalObject(data, "MedicinalProductContraindication.otherTherapy", x)
+}
+
+func (x *MedicinalProductContraindicationOtherTherapy) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"medicationCodeableConcept":`, x.MedicationCodeableConcept)
+	canonicalObject(e, `"medicationReference":`, x.MedicationReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"therapyRelationshipType":`, x.TherapyRelationshipType)
 }

@@ -164,6 +164,29 @@ func (x *MedicinalProductIndication) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProductIndication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObjects(e, `"comorbidity":`, x.Comorbidity)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"diseaseStatus":`, x.DiseaseStatus)
+	canonicalObject(e, `"diseaseSymptomProcedure":`, x.DiseaseSymptomProcedure)
+	canonicalObject(e, `"duration":`, x.Duration)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"intendedEffect":`, x.IntendedEffect)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"otherTherapy":`, x.OtherTherapy)
+	canonicalObjects(e, `"population":`, x.Population)
+	e.key(`"resourceType":"MedicinalProductIndication"`)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"undesirableEffect":`, x.UndesirableEffect)
+}
+
 // MedicinalProductIndicationOtherTherapy is the backbone element MedicinalProductIndication.otherTherapy: Information about the use of the medicinal product in relation to other therapies described as part of the indication
 type MedicinalProductIndicationOtherTherapy struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -240,4 +263,13 @@ func (x *MedicinalProductIndicationOtherTherapy) UnmarshalJSON(data []byte) erro
 	}
 	*x = MedicinalProductIndicationOtherTherapy{}
 	return unmarshalObject(data, "MedicinalProductIndication.otherTherapy", x)
+}
+
+func (x *MedicinalProductIndicationOtherTherapy) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"medicationCodeableConcept":`, x.MedicationCodeableConcept)
+	canonicalObject(e, `"medicationReference":`, x.MedicationReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"therapyRelationshipType":`, x.TherapyRelationshipType)
 }

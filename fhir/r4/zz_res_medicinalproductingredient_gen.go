@@ -148,6 +148,27 @@ func (x *MedicinalProductIngredient) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProductIngredient) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allergenicIndicator":`, x.AllergenicIndicator)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"allergenicIndicator":`, x.AllergenicIndicator)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"MedicinalProductIngredient"`)
+	canonicalObject(e, `"role":`, x.Role)
+	canonicalObjects(e, `"specifiedSubstance":`, x.SpecifiedSubstance)
+	canonicalObject(e, `"substance":`, x.Substance)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // MedicinalProductIngredientSpecifiedSubstance is the backbone element MedicinalProductIngredient.specifiedSubstance: A specified substance that comprises this ingredient
 type MedicinalProductIngredientSpecifiedSubstance struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -230,6 +251,16 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) UnmarshalJSON(data []byte
 	}
 	*x = MedicinalProductIngredientSpecifiedSubstance{}
 	return unmarshalObject(data, "MedicinalProductIngredient.specifiedSubstance", x)
+}
+
+func (x *MedicinalProductIngredientSpecifiedSubstance) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"confidentiality":`, x.Confidentiality)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"group":`, x.Group)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"strength":`, x.Strength)
 }
 
 // MedicinalProductIngredientSpecifiedSubstanceStrength is the backbone element MedicinalProductIngredient.specifiedSubstance.strength: Quantity of the substance or specified substance present in the manufactured item or pharmaceutical product
@@ -336,6 +367,20 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) UnmarshalJSON(dat
 	return unmarshalObject(data, "MedicinalProductIngredient.specifiedSubstance.strength", x)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_measurementPoint":`, x.MeasurementPoint)
+	canonicalObject(e, `"concentration":`, x.Concentration)
+	canonicalObject(e, `"concentrationLowLimit":`, x.ConcentrationLowLimit)
+	canonicalObjects(e, `"country":`, x.Country)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"measurementPoint":`, x.MeasurementPoint)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"presentation":`, x.Presentation)
+	canonicalObject(e, `"presentationLowLimit":`, x.PresentationLowLimit)
+	canonicalObjects(e, `"referenceStrength":`, x.ReferenceStrength)
+}
+
 // MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength is the backbone element MedicinalProductIngredient.specifiedSubstance.strength.referenceStrength: Strength expressed in terms of a reference substance
 type MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -428,6 +473,18 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	return unmarshalObject(data, "MedicinalProductIngredient.specifiedSubstance.strength.referenceStrength", x)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_measurementPoint":`, x.MeasurementPoint)
+	canonicalObjects(e, `"country":`, x.Country)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"measurementPoint":`, x.MeasurementPoint)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"strength":`, x.Strength)
+	canonicalObject(e, `"strengthLowLimit":`, x.StrengthLowLimit)
+	canonicalObject(e, `"substance":`, x.Substance)
+}
+
 // MedicinalProductIngredientSubstance is the backbone element MedicinalProductIngredient.substance: The ingredient substance
 type MedicinalProductIngredientSubstance struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -498,4 +555,12 @@ func (x *MedicinalProductIngredientSubstance) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicinalProductIngredientSubstance{}
 	return unmarshalObject(data, "MedicinalProductIngredient.substance", x)
+}
+
+func (x *MedicinalProductIngredientSubstance) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"strength":`, x.Strength)
 }

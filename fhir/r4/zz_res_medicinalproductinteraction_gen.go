@@ -154,6 +154,28 @@ func (x *MedicinalProductInteraction) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProductInteraction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"effect":`, x.Effect)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"incidence":`, x.Incidence)
+	canonicalObjects(e, `"interactant":`, x.Interactant)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"management":`, x.Management)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"MedicinalProductInteraction"`)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // MedicinalProductInteractionInteractant is the backbone element MedicinalProductInteraction.interactant: The specific medication, food or laboratory test that interacts
 type MedicinalProductInteractionInteractant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -224,4 +246,12 @@ func (x *MedicinalProductInteractionInteractant) UnmarshalJSON(data []byte) erro
 	}
 	*x = MedicinalProductInteractionInteractant{}
 	return unmarshalObject(data, "MedicinalProductInteraction.interactant", x)
+}
+
+func (x *MedicinalProductInteractionInteractant) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"itemCodeableConcept":`, x.ItemCodeableConcept)
+	canonicalObject(e, `"itemReference":`, x.ItemReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

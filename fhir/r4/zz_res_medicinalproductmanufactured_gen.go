@@ -151,3 +151,24 @@ func (x *MedicinalProductManufactured) UnmarshalJSON(data []byte) error {
 	*x = MedicinalProductManufactured{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *MedicinalProductManufactured) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"ingredient":`, x.Ingredient)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"manufacturedDoseForm":`, x.ManufacturedDoseForm)
+	canonicalObjects(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"otherCharacteristics":`, x.OtherCharacteristics)
+	canonicalObject(e, `"physicalCharacteristics":`, x.PhysicalCharacteristics)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	e.key(`"resourceType":"MedicinalProductManufactured"`)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"unitOfPresentation":`, x.UnitOfPresentation)
+}

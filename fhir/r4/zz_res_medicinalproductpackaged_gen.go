@@ -166,6 +166,30 @@ func (x *MedicinalProductPackaged) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProductPackaged) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObjects(e, `"batchIdentifier":`, x.BatchIdentifier)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"legalStatusOfSupply":`, x.LegalStatusOfSupply)
+	canonicalObjects(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObject(e, `"marketingAuthorization":`, x.MarketingAuthorization)
+	canonicalObjects(e, `"marketingStatus":`, x.MarketingStatus)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"packageItem":`, x.PackageItem)
+	e.key(`"resourceType":"MedicinalProductPackaged"`)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // MedicinalProductPackagedBatchIdentifier is the backbone element MedicinalProductPackaged.batchIdentifier: Batch numbering
 type MedicinalProductPackagedBatchIdentifier struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -236,6 +260,14 @@ func (x *MedicinalProductPackagedBatchIdentifier) UnmarshalJSON(data []byte) err
 	}
 	*x = MedicinalProductPackagedBatchIdentifier{}
 	return unmarshalObject(data, "MedicinalProductPackaged.batchIdentifier", x)
+}
+
+func (x *MedicinalProductPackagedBatchIdentifier) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"immediatePackaging":`, x.ImmediatePackaging)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"outerPackaging":`, x.OuterPackaging)
 }
 
 // MedicinalProductPackagedPackageItem is the backbone element MedicinalProductPackaged.packageItem: A packaging item, as a contained for medicine, possibly with other packaging items within
@@ -368,4 +400,22 @@ func (x *MedicinalProductPackagedPackageItem) UnmarshalJSON(data []byte) error {
 	}
 	*x = MedicinalProductPackagedPackageItem{}
 	return unmarshalObject(data, "MedicinalProductPackaged.packageItem", x)
+}
+
+func (x *MedicinalProductPackagedPackageItem) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"alternateMaterial":`, x.AlternateMaterial)
+	canonicalObjects(e, `"device":`, x.Device)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"manufacturedItem":`, x.ManufacturedItem)
+	canonicalObjects(e, `"manufacturer":`, x.Manufacturer)
+	canonicalObjects(e, `"material":`, x.Material)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"otherCharacteristics":`, x.OtherCharacteristics)
+	canonicalObjects(e, `"packageItem":`, x.PackageItem)
+	canonicalObject(e, `"physicalCharacteristics":`, x.PhysicalCharacteristics)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"shelfLifeStorage":`, x.ShelfLifeStorage)
+	canonicalObject(e, `"type":`, x.Type)
 }

@@ -154,6 +154,27 @@ func (x *MedicinalProductPharmaceutical) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MedicinalProductPharmaceutical) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObject(e, `"administrableDoseForm":`, x.AdministrableDoseForm)
+	canonicalObjects(e, `"characteristics":`, x.Characteristics)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"device":`, x.Device)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"ingredient":`, x.Ingredient)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"MedicinalProductPharmaceutical"`)
+	canonicalObjects(e, `"routeOfAdministration":`, x.RouteOfAdministration)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"unitOfPresentation":`, x.UnitOfPresentation)
+}
+
 // MedicinalProductPharmaceuticalCharacteristics is the backbone element MedicinalProductPharmaceutical.characteristics: Characteristics e.g. a products onset of action
 type MedicinalProductPharmaceuticalCharacteristics struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -224,6 +245,14 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) UnmarshalJSON(data []byt
 	}
 	*x = MedicinalProductPharmaceuticalCharacteristics{}
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.characteristics", x)
+}
+
+func (x *MedicinalProductPharmaceuticalCharacteristics) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"status":`, x.Status)
 }
 
 // MedicinalProductPharmaceuticalRouteOfAdministration is the backbone element MedicinalProductPharmaceutical.routeOfAdministration: The path by which the pharmaceutical product is taken into or makes contact with the body
@@ -328,6 +357,19 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) UnmarshalJSON(data
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.routeOfAdministration", x)
 }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"firstDose":`, x.FirstDose)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"maxDosePerDay":`, x.MaxDosePerDay)
+	canonicalObject(e, `"maxDosePerTreatmentPeriod":`, x.MaxDosePerTreatmentPeriod)
+	canonicalObject(e, `"maxSingleDose":`, x.MaxSingleDose)
+	canonicalObject(e, `"maxTreatmentPeriod":`, x.MaxTreatmentPeriod)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"targetSpecies":`, x.TargetSpecies)
+}
+
 // MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies is the backbone element MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies: A species for which this route applies
 type MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -398,6 +440,14 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) Unmar
 	}
 	*x = MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies{}
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies", x)
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"withdrawalPeriod":`, x.WithdrawalPeriod)
 }
 
 // MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod is the backbone element MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies.withdrawalPeriod: A species specific time during which consumption of animal product is not appropriate
@@ -478,4 +528,14 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 	}
 	*x = MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod{}
 	return unmarshalObject(data, "MedicinalProductPharmaceutical.routeOfAdministration.targetSpecies.withdrawalPeriod", x)
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_supportingInformation":`, x.SupportingInformation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"supportingInformation":`, x.SupportingInformation)
+	canonicalObject(e, `"tissue":`, x.Tissue)
+	canonicalObject(e, `"value":`, x.Value)
 }

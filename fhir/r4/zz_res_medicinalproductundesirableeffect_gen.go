@@ -141,3 +141,22 @@ func (x *MedicinalProductUndesirableEffect) UnmarshalJSON(data []byte) error {
 	*x = MedicinalProductUndesirableEffect{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *MedicinalProductUndesirableEffect) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObject(e, `"classification":`, x.Classification)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"frequencyOfOccurrence":`, x.FrequencyOfOccurrence)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"population":`, x.Population)
+	e.key(`"resourceType":"MedicinalProductUndesirableEffect"`)
+	canonicalObjects(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"symptomConditionEffect":`, x.SymptomConditionEffect)
+	canonicalObject(e, `"text":`, x.Text)
+}

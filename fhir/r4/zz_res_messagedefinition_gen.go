@@ -296,6 +296,63 @@ func (x *MessageDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MessageDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_base":`, x.Base)
+	canonicalPrimitiveElement(e, `"_category":`, x.Category)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_eventUri":`, x.EventURI)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElements(e, `"_graph":`, x.Graph)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElements(e, `"_parent":`, x.Parent)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElements(e, `"_replaces":`, x.Replaces)
+	canonicalPrimitiveElement(e, `"_responseRequired":`, x.ResponseRequired)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"allowedResponse":`, x.AllowedResponse)
+	canonicalPrimitiveValue(e, `"base":`, x.Base)
+	canonicalPrimitiveValue(e, `"category":`, x.Category)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"eventCoding":`, x.EventCoding)
+	canonicalPrimitiveValue(e, `"eventUri":`, x.EventURI)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"focus":`, x.Focus)
+	canonicalPrimitiveValues(e, `"graph":`, x.Graph)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValues(e, `"parent":`, x.Parent)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	canonicalPrimitiveValues(e, `"replaces":`, x.Replaces)
+	e.key(`"resourceType":"MessageDefinition"`)
+	canonicalPrimitiveValue(e, `"responseRequired":`, x.ResponseRequired)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // MessageDefinitionFocus is the backbone element MessageDefinition.focus: Resource(s) that are the subject of the event
 type MessageDefinitionFocus struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -388,6 +445,20 @@ func (x *MessageDefinitionFocus) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MessageDefinition.focus", x)
 }
 
+func (x *MessageDefinitionFocus) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_max":`, x.Max)
+	canonicalPrimitiveElement(e, `"_min":`, x.Min)
+	canonicalPrimitiveElement(e, `"_profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"max":`, x.Max)
+	canonicalPrimitiveValue(e, `"min":`, x.Min)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"profile":`, x.Profile)
+}
+
 // MessageDefinitionAllowedResponse is the backbone element MessageDefinition.allowedResponse: Responses to this message
 type MessageDefinitionAllowedResponse struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -462,4 +533,14 @@ func (x *MessageDefinitionAllowedResponse) UnmarshalJSON(data []byte) error {
 	}
 	*x = MessageDefinitionAllowedResponse{}
 	return unmarshalObject(data, "MessageDefinition.allowedResponse", x)
+}
+
+func (x *MessageDefinitionAllowedResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_message":`, x.Message)
+	canonicalPrimitiveElement(e, `"_situation":`, x.Situation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"message":`, x.Message)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"situation":`, x.Situation)
 }

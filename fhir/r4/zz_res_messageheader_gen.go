@@ -186,6 +186,34 @@ func (x *MessageHeader) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MessageHeader) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_eventUri":`, x.EventURI)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObject(e, `"author":`, x.Author)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalObjects(e, `"destination":`, x.Destination)
+	canonicalObject(e, `"enterer":`, x.Enterer)
+	canonicalObject(e, `"eventCoding":`, x.EventCoding)
+	canonicalPrimitiveValue(e, `"eventUri":`, x.EventURI)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"focus":`, x.Focus)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"reason":`, x.Reason)
+	e.key(`"resourceType":"MessageHeader"`)
+	canonicalObject(e, `"response":`, x.Response)
+	canonicalObject(e, `"responsible":`, x.Responsible)
+	canonicalObject(e, `"sender":`, x.Sender)
+	canonicalObject(e, `"source":`, x.Source)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // MessageHeaderDestination is the backbone element MessageHeader.destination: Message destination application(s)
 type MessageHeaderDestination struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -272,6 +300,18 @@ func (x *MessageHeaderDestination) UnmarshalJSON(data []byte) error {
 	}
 	*x = MessageHeaderDestination{}
 	return unmarshalObject(data, "MessageHeader.destination", x)
+}
+
+func (x *MessageHeaderDestination) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_endpoint":`, x.Endpoint)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"receiver":`, x.Receiver)
+	canonicalObject(e, `"target":`, x.Target)
 }
 
 // MessageHeaderSource is the backbone element MessageHeader.source: Message source application
@@ -372,6 +412,21 @@ func (x *MessageHeaderSource) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MessageHeader.source", x)
 }
 
+func (x *MessageHeaderSource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_endpoint":`, x.Endpoint)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_software":`, x.Software)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObject(e, `"contact":`, x.Contact)
+	canonicalPrimitiveValue(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"software":`, x.Software)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // MessageHeaderResponse is the backbone element MessageHeader.response: If this is a reply to prior message
 type MessageHeaderResponse struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -452,4 +507,15 @@ func (x *MessageHeaderResponse) UnmarshalJSON(data []byte) error {
 	}
 	*x = MessageHeaderResponse{}
 	return unmarshalObject(data, "MessageHeader.response", x)
+}
+
+func (x *MessageHeaderResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObject(e, `"details":`, x.Details)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -214,6 +214,40 @@ func (x *MolecularSequence) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *MolecularSequence) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_coordinateSystem":`, x.CoordinateSystem)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_observedSeq":`, x.ObservedSeq)
+	canonicalPrimitiveElement(e, `"_readCoverage":`, x.ReadCoverage)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"coordinateSystem":`, x.CoordinateSystem)
+	canonicalObject(e, `"device":`, x.Device)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"observedSeq":`, x.ObservedSeq)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"pointer":`, x.Pointer)
+	canonicalObjects(e, `"quality":`, x.Quality)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalPrimitiveValue(e, `"readCoverage":`, x.ReadCoverage)
+	canonicalObject(e, `"referenceSeq":`, x.ReferenceSeq)
+	canonicalObjects(e, `"repository":`, x.Repository)
+	e.key(`"resourceType":"MolecularSequence"`)
+	canonicalObject(e, `"specimen":`, x.Specimen)
+	canonicalObjects(e, `"structureVariant":`, x.StructureVariant)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalObjects(e, `"variant":`, x.Variant)
+}
+
 // MolecularSequenceReferenceSeq is the backbone element MolecularSequence.referenceSeq: A sequence used as reference
 type MolecularSequenceReferenceSeq struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -340,6 +374,27 @@ func (x *MolecularSequenceReferenceSeq) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MolecularSequence.referenceSeq", x)
 }
 
+func (x *MolecularSequenceReferenceSeq) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_genomeBuild":`, x.GenomeBuild)
+	canonicalPrimitiveElement(e, `"_orientation":`, x.Orientation)
+	canonicalPrimitiveElement(e, `"_referenceSeqString":`, x.ReferenceSeqString)
+	canonicalPrimitiveElement(e, `"_strand":`, x.Strand)
+	canonicalPrimitiveElement(e, `"_windowEnd":`, x.WindowEnd)
+	canonicalPrimitiveElement(e, `"_windowStart":`, x.WindowStart)
+	canonicalObject(e, `"chromosome":`, x.Chromosome)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"genomeBuild":`, x.GenomeBuild)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"orientation":`, x.Orientation)
+	canonicalObject(e, `"referenceSeqId":`, x.ReferenceSeqID)
+	canonicalObject(e, `"referenceSeqPointer":`, x.ReferenceSeqPointer)
+	canonicalPrimitiveValue(e, `"referenceSeqString":`, x.ReferenceSeqString)
+	canonicalPrimitiveValue(e, `"strand":`, x.Strand)
+	canonicalPrimitiveValue(e, `"windowEnd":`, x.WindowEnd)
+	canonicalPrimitiveValue(e, `"windowStart":`, x.WindowStart)
+}
+
 // MolecularSequenceVariant is the backbone element MolecularSequence.variant: Variant in sequence
 type MolecularSequenceVariant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -444,6 +499,23 @@ func (x *MolecularSequenceVariant) UnmarshalJSON(data []byte) error {
 	}
 	*x = MolecularSequenceVariant{}
 	return unmarshalObject(data, "MolecularSequence.variant", x)
+}
+
+func (x *MolecularSequenceVariant) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_cigar":`, x.Cigar)
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_observedAllele":`, x.ObservedAllele)
+	canonicalPrimitiveElement(e, `"_referenceAllele":`, x.ReferenceAllele)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveValue(e, `"cigar":`, x.Cigar)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"observedAllele":`, x.ObservedAllele)
+	canonicalPrimitiveValue(e, `"referenceAllele":`, x.ReferenceAllele)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
+	canonicalObject(e, `"variantPointer":`, x.VariantPointer)
 }
 
 // MolecularSequenceQuality is the backbone element MolecularSequence.quality: An set of value as quality of sequence
@@ -618,6 +690,38 @@ func (x *MolecularSequenceQuality) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MolecularSequence.quality", x)
 }
 
+func (x *MolecularSequenceQuality) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_fScore":`, x.FScore)
+	canonicalPrimitiveElement(e, `"_gtFP":`, x.GtFP)
+	canonicalPrimitiveElement(e, `"_precision":`, x.Precision)
+	canonicalPrimitiveElement(e, `"_queryFP":`, x.QueryFP)
+	canonicalPrimitiveElement(e, `"_queryTP":`, x.QueryTP)
+	canonicalPrimitiveElement(e, `"_recall":`, x.Recall)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveElement(e, `"_truthFN":`, x.TruthFN)
+	canonicalPrimitiveElement(e, `"_truthTP":`, x.TruthTP)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"fScore":`, x.FScore)
+	canonicalPrimitiveValue(e, `"gtFP":`, x.GtFP)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"precision":`, x.Precision)
+	canonicalPrimitiveValue(e, `"queryFP":`, x.QueryFP)
+	canonicalPrimitiveValue(e, `"queryTP":`, x.QueryTP)
+	canonicalPrimitiveValue(e, `"recall":`, x.Recall)
+	canonicalObject(e, `"roc":`, x.Roc)
+	canonicalObject(e, `"score":`, x.Score)
+	canonicalObject(e, `"standardSequence":`, x.StandardSequence)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
+	canonicalPrimitiveValue(e, `"truthFN":`, x.TruthFN)
+	canonicalPrimitiveValue(e, `"truthTP":`, x.TruthTP)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // MolecularSequenceQualityRoc is the backbone element MolecularSequence.quality.roc: Receiver Operator Characteristic (ROC) Curve
 type MolecularSequenceQualityRoc struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -734,6 +838,26 @@ func (x *MolecularSequenceQualityRoc) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MolecularSequence.quality.roc", x)
 }
 
+func (x *MolecularSequenceQualityRoc) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_fMeasure":`, x.FMeasure)
+	canonicalPrimitiveElements(e, `"_numFN":`, x.NumFN)
+	canonicalPrimitiveElements(e, `"_numFP":`, x.NumFP)
+	canonicalPrimitiveElements(e, `"_numTP":`, x.NumTP)
+	canonicalPrimitiveElements(e, `"_precision":`, x.Precision)
+	canonicalPrimitiveElements(e, `"_score":`, x.Score)
+	canonicalPrimitiveElements(e, `"_sensitivity":`, x.Sensitivity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValues(e, `"fMeasure":`, x.FMeasure)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"numFN":`, x.NumFN)
+	canonicalPrimitiveValues(e, `"numFP":`, x.NumFP)
+	canonicalPrimitiveValues(e, `"numTP":`, x.NumTP)
+	canonicalPrimitiveValues(e, `"precision":`, x.Precision)
+	canonicalPrimitiveValues(e, `"score":`, x.Score)
+	canonicalPrimitiveValues(e, `"sensitivity":`, x.Sensitivity)
+}
+
 // MolecularSequenceRepository is the backbone element MolecularSequence.repository: External repository which contains detailed report related with observedSeq in this resource
 type MolecularSequenceRepository struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -842,6 +966,24 @@ func (x *MolecularSequenceRepository) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MolecularSequence.repository", x)
 }
 
+func (x *MolecularSequenceRepository) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_datasetId":`, x.DatasetID)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_readsetId":`, x.ReadsetID)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_variantsetId":`, x.VariantsetID)
+	canonicalPrimitiveValue(e, `"datasetId":`, x.DatasetID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"readsetId":`, x.ReadsetID)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalPrimitiveValue(e, `"variantsetId":`, x.VariantsetID)
+}
+
 // MolecularSequenceStructureVariant is the backbone element MolecularSequence.structureVariant: Structural variant
 type MolecularSequenceStructureVariant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -936,6 +1078,19 @@ func (x *MolecularSequenceStructureVariant) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "MolecularSequence.structureVariant", x)
 }
 
+func (x *MolecularSequenceStructureVariant) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_exact":`, x.Exact)
+	canonicalPrimitiveElement(e, `"_length":`, x.Length)
+	canonicalPrimitiveValue(e, `"exact":`, x.Exact)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"inner":`, x.Inner)
+	canonicalPrimitiveValue(e, `"length":`, x.Length)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"outer":`, x.Outer)
+	canonicalObject(e, `"variantType":`, x.VariantType)
+}
+
 // MolecularSequenceStructureVariantOuter is the backbone element MolecularSequence.structureVariant.outer: Structural variant outer
 type MolecularSequenceStructureVariantOuter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1012,6 +1167,16 @@ func (x *MolecularSequenceStructureVariantOuter) UnmarshalJSON(data []byte) erro
 	return unmarshalObject(data, "MolecularSequence.structureVariant.outer", x)
 }
 
+func (x *MolecularSequenceStructureVariantOuter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
+}
+
 // MolecularSequenceStructureVariantInner is the backbone element MolecularSequence.structureVariant.inner: Structural variant inner
 type MolecularSequenceStructureVariantInner struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1086,4 +1251,14 @@ func (x *MolecularSequenceStructureVariantInner) UnmarshalJSON(data []byte) erro
 	}
 	*x = MolecularSequenceStructureVariantInner{}
 	return unmarshalObject(data, "MolecularSequence.structureVariant.inner", x)
+}
+
+func (x *MolecularSequenceStructureVariantInner) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
 }

@@ -204,6 +204,41 @@ func (x *NamingSystem) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *NamingSystem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_responsible":`, x.Responsible)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_usage":`, x.Usage)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	e.key(`"resourceType":"NamingSystem"`)
+	canonicalPrimitiveValue(e, `"responsible":`, x.Responsible)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObjects(e, `"uniqueId":`, x.UniqueID)
+	canonicalPrimitiveValue(e, `"usage":`, x.Usage)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+}
+
 // NamingSystemUniqueId is the backbone element NamingSystem.uniqueId: Unique identifiers used for system
 type NamingSystemUniqueId struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -300,4 +335,19 @@ func (x *NamingSystemUniqueId) UnmarshalJSON(data []byte) error {
 	}
 	*x = NamingSystemUniqueId{}
 	return unmarshalObject(data, "NamingSystem.uniqueId", x)
+}
+
+func (x *NamingSystemUniqueId) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_preferred":`, x.Preferred)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalPrimitiveValue(e, `"preferred":`, x.Preferred)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }

@@ -224,6 +224,43 @@ func (x *NutritionOrder) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *NutritionOrder) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_dateTime":`, x.DateTime)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiates":`, x.Instantiates)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_intent":`, x.Intent)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"allergyIntolerance":`, x.AllergyIntolerance)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"dateTime":`, x.DateTime)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObject(e, `"enteralFormula":`, x.EnteralFormula)
+	canonicalObjects(e, `"excludeFoodModifier":`, x.ExcludeFoodModifier)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"foodPreferenceModifier":`, x.FoodPreferenceModifier)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiates":`, x.Instantiates)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"intent":`, x.Intent)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"oralDiet":`, x.OralDiet)
+	canonicalObject(e, `"orderer":`, x.Orderer)
+	canonicalObject(e, `"patient":`, x.Patient)
+	e.key(`"resourceType":"NutritionOrder"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"supplement":`, x.Supplement)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // NutritionOrderOralDiet is the backbone element NutritionOrder.oralDiet: Oral diet components
 type NutritionOrderOralDiet struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -322,6 +359,19 @@ func (x *NutritionOrderOralDiet) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "NutritionOrder.oralDiet", x)
 }
 
+func (x *NutritionOrderOralDiet) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_instruction":`, x.Instruction)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"fluidConsistencyType":`, x.FluidConsistencyType)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"instruction":`, x.Instruction)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"nutrient":`, x.Nutrient)
+	canonicalObjects(e, `"schedule":`, x.Schedule)
+	canonicalObjects(e, `"texture":`, x.Texture)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // NutritionOrderOralDietNutrient is the backbone element NutritionOrder.oralDiet.nutrient: Required  nutrient modifications
 type NutritionOrderOralDietNutrient struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -394,6 +444,14 @@ func (x *NutritionOrderOralDietNutrient) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "NutritionOrder.oralDiet.nutrient", x)
 }
 
+func (x *NutritionOrderOralDietNutrient) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // NutritionOrderOralDietTexture is the backbone element NutritionOrder.oralDiet.texture: Required  texture modifications
 type NutritionOrderOralDietTexture struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -464,6 +522,14 @@ func (x *NutritionOrderOralDietTexture) UnmarshalJSON(data []byte) error {
 	}
 	*x = NutritionOrderOralDietTexture{}
 	return unmarshalObject(data, "NutritionOrder.oralDiet.texture", x)
+}
+
+func (x *NutritionOrderOralDietTexture) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"foodType":`, x.FoodType)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // NutritionOrderSupplement is the backbone element NutritionOrder.supplement: Supplement components
@@ -558,6 +624,19 @@ func (x *NutritionOrderSupplement) UnmarshalJSON(data []byte) error {
 	}
 	*x = NutritionOrderSupplement{}
 	return unmarshalObject(data, "NutritionOrder.supplement", x)
+}
+
+func (x *NutritionOrderSupplement) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_instruction":`, x.Instruction)
+	canonicalPrimitiveElement(e, `"_productName":`, x.ProductName)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"instruction":`, x.Instruction)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"productName":`, x.ProductName)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"schedule":`, x.Schedule)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // NutritionOrderEnteralFormula is the backbone element NutritionOrder.enteralFormula: Enteral formula components
@@ -680,6 +759,24 @@ func (x *NutritionOrderEnteralFormula) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "NutritionOrder.enteralFormula", x)
 }
 
+func (x *NutritionOrderEnteralFormula) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_additiveProductName":`, x.AdditiveProductName)
+	canonicalPrimitiveElement(e, `"_administrationInstruction":`, x.AdministrationInstruction)
+	canonicalPrimitiveElement(e, `"_baseFormulaProductName":`, x.BaseFormulaProductName)
+	canonicalPrimitiveValue(e, `"additiveProductName":`, x.AdditiveProductName)
+	canonicalObject(e, `"additiveType":`, x.AdditiveType)
+	canonicalObjects(e, `"administration":`, x.Administration)
+	canonicalPrimitiveValue(e, `"administrationInstruction":`, x.AdministrationInstruction)
+	canonicalPrimitiveValue(e, `"baseFormulaProductName":`, x.BaseFormulaProductName)
+	canonicalObject(e, `"baseFormulaType":`, x.BaseFormulaType)
+	canonicalObject(e, `"caloricDensity":`, x.CaloricDensity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"maxVolumeToDeliver":`, x.MaxVolumeToDeliver)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"routeofAdministration":`, x.RouteofAdministration)
+}
+
 // NutritionOrderEnteralFormulaAdministration is the backbone element NutritionOrder.enteralFormula.administration: Formula feeding instruction as structured data
 type NutritionOrderEnteralFormulaAdministration struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -762,4 +859,14 @@ func (x *NutritionOrderEnteralFormulaAdministration) UnmarshalJSON(data []byte) 
 	}
 	*x = NutritionOrderEnteralFormulaAdministration{}
 	return unmarshalObject(data, "NutritionOrder.enteralFormula.administration", x)
+}
+
+func (x *NutritionOrderEnteralFormulaAdministration) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"rateQuantity":`, x.RateQuantity)
+	canonicalObject(e, `"rateRatio":`, x.RateRatio)
+	canonicalObject(e, `"schedule":`, x.Schedule)
 }

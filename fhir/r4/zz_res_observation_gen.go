@@ -350,6 +350,66 @@ func (x *Observation) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Observation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalPrimitiveElement(e, `"_effectiveInstant":`, x.EffectiveInstant)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_issued":`, x.Issued)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObject(e, `"bodySite":`, x.BodySite)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"component":`, x.Component)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"dataAbsentReason":`, x.DataAbsentReason)
+	canonicalObjects(e, `"derivedFrom":`, x.DerivedFrom)
+	canonicalObject(e, `"device":`, x.Device)
+	canonicalPrimitiveValue(e, `"effectiveDateTime":`, x.EffectiveDateTime)
+	canonicalPrimitiveValue(e, `"effectiveInstant":`, x.EffectiveInstant)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObject(e, `"effectiveTiming":`, x.EffectiveTiming)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"focus":`, x.Focus)
+	canonicalObjects(e, `"hasMember":`, x.HasMember)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"interpretation":`, x.Interpretation)
+	canonicalPrimitiveValue(e, `"issued":`, x.Issued)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"referenceRange":`, x.ReferenceRange)
+	e.key(`"resourceType":"Observation"`)
+	canonicalObject(e, `"specimen":`, x.Specimen)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalObject(e, `"valuePeriod":`, x.ValuePeriod)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
+	canonicalObject(e, `"valueRatio":`, x.ValueRatio)
+	canonicalObject(e, `"valueSampledData":`, x.ValueSampledData)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
+}
+
 // ObservationReferenceRange is the backbone element Observation.referenceRange: Provides guide for interpretation
 type ObservationReferenceRange struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -446,6 +506,19 @@ func (x *ObservationReferenceRange) UnmarshalJSON(data []byte) error {
 	}
 	*x = ObservationReferenceRange{}
 	return unmarshalObject(data, "Observation.referenceRange", x)
+}
+
+func (x *ObservationReferenceRange) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObject(e, `"age":`, x.Age)
+	canonicalObjects(e, `"appliesTo":`, x.AppliesTo)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"high":`, x.High)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"low":`, x.Low)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // ObservationComponent is the backbone element Observation.component: Component results
@@ -606,4 +679,30 @@ func (x *ObservationComponent) UnmarshalJSON(data []byte) error {
 	}
 	*x = ObservationComponent{}
 	return unmarshalObject(data, "Observation.component", x)
+}
+
+func (x *ObservationComponent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"dataAbsentReason":`, x.DataAbsentReason)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"interpretation":`, x.Interpretation)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"referenceRange":`, x.ReferenceRange)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalObject(e, `"valuePeriod":`, x.ValuePeriod)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
+	canonicalObject(e, `"valueRatio":`, x.ValueRatio)
+	canonicalObject(e, `"valueSampledData":`, x.ValueSampledData)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
 }

@@ -194,6 +194,36 @@ func (x *ObservationDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ObservationDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_multipleResultsAllowed":`, x.MultipleResultsAllowed)
+	canonicalPrimitiveElements(e, `"_permittedDataType":`, x.PermittedDataType)
+	canonicalPrimitiveElement(e, `"_preferredReportName":`, x.PreferredReportName)
+	canonicalObject(e, `"abnormalCodedValueSet":`, x.AbnormalCodedValueSet)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"criticalCodedValueSet":`, x.CriticalCodedValueSet)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"multipleResultsAllowed":`, x.MultipleResultsAllowed)
+	canonicalObject(e, `"normalCodedValueSet":`, x.NormalCodedValueSet)
+	canonicalPrimitiveValues(e, `"permittedDataType":`, x.PermittedDataType)
+	canonicalPrimitiveValue(e, `"preferredReportName":`, x.PreferredReportName)
+	canonicalObjects(e, `"qualifiedInterval":`, x.QualifiedInterval)
+	canonicalObject(e, `"quantitativeDetails":`, x.QuantitativeDetails)
+	e.key(`"resourceType":"ObservationDefinition"`)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"validCodedValueSet":`, x.ValidCodedValueSet)
+}
+
 // ObservationDefinitionQuantitativeDetails is the backbone element ObservationDefinition.quantitativeDetails: Characteristics of quantitative results
 type ObservationDefinitionQuantitativeDetails struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -280,6 +310,18 @@ func (x *ObservationDefinitionQuantitativeDetails) UnmarshalJSON(data []byte) er
 	}
 	*x = ObservationDefinitionQuantitativeDetails{}
 	return unmarshalObject(data, "ObservationDefinition.quantitativeDetails", x)
+}
+
+func (x *ObservationDefinitionQuantitativeDetails) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_conversionFactor":`, x.ConversionFactor)
+	canonicalPrimitiveElement(e, `"_decimalPrecision":`, x.DecimalPrecision)
+	canonicalPrimitiveValue(e, `"conversionFactor":`, x.ConversionFactor)
+	canonicalObject(e, `"customaryUnit":`, x.CustomaryUnit)
+	canonicalPrimitiveValue(e, `"decimalPrecision":`, x.DecimalPrecision)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"unit":`, x.Unit)
 }
 
 // ObservationDefinitionQualifiedInterval is the backbone element ObservationDefinition.qualifiedInterval: Qualified range for continuous and ordinal observation results
@@ -394,4 +436,21 @@ func (x *ObservationDefinitionQualifiedInterval) UnmarshalJSON(data []byte) erro
 	}
 	*x = ObservationDefinitionQualifiedInterval{}
 	return unmarshalObject(data, "ObservationDefinition.qualifiedInterval", x)
+}
+
+func (x *ObservationDefinitionQualifiedInterval) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_category":`, x.Category)
+	canonicalPrimitiveElement(e, `"_condition":`, x.Condition)
+	canonicalPrimitiveElement(e, `"_gender":`, x.Gender)
+	canonicalObject(e, `"age":`, x.Age)
+	canonicalObjects(e, `"appliesTo":`, x.AppliesTo)
+	canonicalPrimitiveValue(e, `"category":`, x.Category)
+	canonicalPrimitiveValue(e, `"condition":`, x.Condition)
+	canonicalObject(e, `"context":`, x.Context)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"gender":`, x.Gender)
+	canonicalObject(e, `"gestationalAge":`, x.GestationalAge)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"range":`, x.Range)
 }

@@ -308,6 +308,67 @@ func (x *OperationDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *OperationDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_affectsState":`, x.AffectsState)
+	canonicalPrimitiveElement(e, `"_base":`, x.Base)
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_inputProfile":`, x.InputProfile)
+	canonicalPrimitiveElement(e, `"_instance":`, x.Instance)
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_outputProfile":`, x.OutputProfile)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElements(e, `"_resource":`, x.Resource)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"affectsState":`, x.AffectsState)
+	canonicalPrimitiveValue(e, `"base":`, x.Base)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"inputProfile":`, x.InputProfile)
+	canonicalPrimitiveValue(e, `"instance":`, x.Instance)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"outputProfile":`, x.OutputProfile)
+	canonicalObjects(e, `"overload":`, x.Overload)
+	canonicalObjects(e, `"parameter":`, x.Parameter)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	canonicalPrimitiveValues(e, `"resource":`, x.Resource)
+	e.key(`"resourceType":"OperationDefinition"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // OperationDefinitionParameter is the backbone element OperationDefinition.parameter: Parameters for the operation/query
 type OperationDefinitionParameter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -450,6 +511,31 @@ func (x *OperationDefinitionParameter) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "OperationDefinition.parameter", x)
 }
 
+func (x *OperationDefinitionParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_max":`, x.Max)
+	canonicalPrimitiveElement(e, `"_min":`, x.Min)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_searchType":`, x.SearchType)
+	canonicalPrimitiveElements(e, `"_targetProfile":`, x.TargetProfile)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_use":`, x.Use)
+	canonicalObject(e, `"binding":`, x.Binding)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"max":`, x.Max)
+	canonicalPrimitiveValue(e, `"min":`, x.Min)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"part":`, x.Part)
+	canonicalObjects(e, `"referencedFrom":`, x.ReferencedFrom)
+	canonicalPrimitiveValue(e, `"searchType":`, x.SearchType)
+	canonicalPrimitiveValues(e, `"targetProfile":`, x.TargetProfile)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"use":`, x.Use)
+}
+
 // OperationDefinitionParameterBinding is the backbone element OperationDefinition.parameter.binding: ValueSet details if this is coded
 type OperationDefinitionParameterBinding struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -524,6 +610,16 @@ func (x *OperationDefinitionParameterBinding) UnmarshalJSON(data []byte) error {
 	}
 	*x = OperationDefinitionParameterBinding{}
 	return unmarshalObject(data, "OperationDefinition.parameter.binding", x)
+}
+
+func (x *OperationDefinitionParameterBinding) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_strength":`, x.Strength)
+	canonicalPrimitiveElement(e, `"_valueSet":`, x.ValueSet)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"strength":`, x.Strength)
+	canonicalPrimitiveValue(e, `"valueSet":`, x.ValueSet)
 }
 
 // OperationDefinitionParameterReferencedFrom is the backbone element OperationDefinition.parameter.referencedFrom: References to this parameter
@@ -602,6 +698,16 @@ func (x *OperationDefinitionParameterReferencedFrom) UnmarshalJSON(data []byte) 
 	return unmarshalObject(data, "OperationDefinition.parameter.referencedFrom", x)
 }
 
+func (x *OperationDefinitionParameterReferencedFrom) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_source":`, x.Source)
+	canonicalPrimitiveElement(e, `"_sourceId":`, x.SourceID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"source":`, x.Source)
+	canonicalPrimitiveValue(e, `"sourceId":`, x.SourceID)
+}
+
 // OperationDefinitionOverload is the backbone element OperationDefinition.overload: Define overloaded variants for when  generating code
 type OperationDefinitionOverload struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -676,4 +782,14 @@ func (x *OperationDefinitionOverload) UnmarshalJSON(data []byte) error {
 	}
 	*x = OperationDefinitionOverload{}
 	return unmarshalObject(data, "OperationDefinition.overload", x)
+}
+
+func (x *OperationDefinitionOverload) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElements(e, `"_parameterName":`, x.ParameterName)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"parameterName":`, x.ParameterName)
 }

@@ -116,6 +116,21 @@ func (x *OperationOutcome) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *OperationOutcome) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"issue":`, x.Issue)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"OperationOutcome"`)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // OperationOutcomeIssue is the backbone element OperationOutcome.issue: A single issue associated with the action
 type OperationOutcomeIssue struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -220,4 +235,21 @@ func (x *OperationOutcomeIssue) UnmarshalJSON(data []byte) error {
 	}
 	*x = OperationOutcomeIssue{}
 	return unmarshalObject(data, "OperationOutcome.issue", x)
+}
+
+func (x *OperationOutcomeIssue) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_diagnostics":`, x.Diagnostics)
+	canonicalPrimitiveElements(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElements(e, `"_location":`, x.Location)
+	canonicalPrimitiveElement(e, `"_severity":`, x.Severity)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObject(e, `"details":`, x.Details)
+	canonicalPrimitiveValue(e, `"diagnostics":`, x.Diagnostics)
+	canonicalPrimitiveValues(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"location":`, x.Location)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"severity":`, x.Severity)
 }

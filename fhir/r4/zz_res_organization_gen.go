@@ -176,6 +176,33 @@ func (x *Organization) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Organization) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElements(e, `"_alias":`, x.Alias)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObjects(e, `"address":`, x.Address)
+	canonicalPrimitiveValues(e, `"alias":`, x.Alias)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"partOf":`, x.PartOf)
+	e.key(`"resourceType":"Organization"`)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"type":`, x.Type)
+}
+
 // OrganizationContact is the backbone element Organization.contact: Contact for the organization for a certain purpose
 type OrganizationContact struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -258,4 +285,14 @@ func (x *OrganizationContact) UnmarshalJSON(data []byte) error {
 	}
 	*x = OrganizationContact{}
 	return unmarshalObject(data, "Organization.contact", x)
+}
+
+func (x *OrganizationContact) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"address":`, x.Address)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"name":`, x.Name)
+	canonicalObject(e, `"purpose":`, x.Purpose)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
 }

@@ -183,3 +183,30 @@ func (x *OrganizationAffiliation) UnmarshalJSON(data []byte) error {
 	*x = OrganizationAffiliation{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *OrganizationAffiliation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObjects(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"healthcareService":`, x.HealthcareService)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"network":`, x.Network)
+	canonicalObject(e, `"organization":`, x.Organization)
+	canonicalObject(e, `"participatingOrganization":`, x.ParticipatingOrganization)
+	canonicalObject(e, `"period":`, x.Period)
+	e.key(`"resourceType":"OrganizationAffiliation"`)
+	canonicalObjects(e, `"specialty":`, x.Specialty)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+}

@@ -232,6 +232,45 @@ func (x *Patient) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Patient) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_birthDate":`, x.BirthDate)
+	canonicalPrimitiveElement(e, `"_deceasedBoolean":`, x.DeceasedBoolean)
+	canonicalPrimitiveElement(e, `"_deceasedDateTime":`, x.DeceasedDateTime)
+	canonicalPrimitiveElement(e, `"_gender":`, x.Gender)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_multipleBirthBoolean":`, x.MultipleBirthBoolean)
+	canonicalPrimitiveElement(e, `"_multipleBirthInteger":`, x.MultipleBirthInteger)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObjects(e, `"address":`, x.Address)
+	canonicalPrimitiveValue(e, `"birthDate":`, x.BirthDate)
+	canonicalObjects(e, `"communication":`, x.Communication)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"deceasedBoolean":`, x.DeceasedBoolean)
+	canonicalPrimitiveValue(e, `"deceasedDateTime":`, x.DeceasedDateTime)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"gender":`, x.Gender)
+	canonicalObjects(e, `"generalPractitioner":`, x.GeneralPractitioner)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"link":`, x.Link)
+	canonicalObject(e, `"managingOrganization":`, x.ManagingOrganization)
+	canonicalObject(e, `"maritalStatus":`, x.MaritalStatus)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"multipleBirthBoolean":`, x.MultipleBirthBoolean)
+	canonicalPrimitiveValue(e, `"multipleBirthInteger":`, x.MultipleBirthInteger)
+	canonicalObjects(e, `"name":`, x.Name)
+	canonicalObjects(e, `"photo":`, x.Photo)
+	e.key(`"resourceType":"Patient"`)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // PatientContact is the backbone element Patient.contact: A contact party (e.g. guardian, partner, friend) for the patient
 type PatientContact struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -336,6 +375,20 @@ func (x *PatientContact) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Patient.contact", x)
 }
 
+func (x *PatientContact) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_gender":`, x.Gender)
+	canonicalObject(e, `"address":`, x.Address)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"gender":`, x.Gender)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"name":`, x.Name)
+	canonicalObject(e, `"organization":`, x.Organization)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"relationship":`, x.Relationship)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+}
+
 // PatientCommunication is the backbone element Patient.communication: A language which may be used to communicate with the patient about his or her health
 type PatientCommunication struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -410,6 +463,15 @@ func (x *PatientCommunication) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Patient.communication", x)
 }
 
+func (x *PatientCommunication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_preferred":`, x.Preferred)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"preferred":`, x.Preferred)
+}
+
 // PatientLink is the backbone element Patient.link: Link to another patient resource that concerns the same actual person
 type PatientLink struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -482,4 +544,13 @@ func (x *PatientLink) UnmarshalJSON(data []byte) error {
 	}
 	*x = PatientLink{}
 	return unmarshalObject(data, "Patient.link", x)
+}
+
+func (x *PatientLink) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"other":`, x.Other)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }

@@ -187,3 +187,32 @@ func (x *PaymentNotice) UnmarshalJSON(data []byte) error {
 	*x = PaymentNotice{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *PaymentNotice) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_paymentDate":`, x.PaymentDate)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"amount":`, x.Amount)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"payee":`, x.Payee)
+	canonicalObject(e, `"payment":`, x.Payment)
+	canonicalPrimitiveValue(e, `"paymentDate":`, x.PaymentDate)
+	canonicalObject(e, `"paymentStatus":`, x.PaymentStatus)
+	canonicalObject(e, `"provider":`, x.Provider)
+	canonicalObject(e, `"recipient":`, x.Recipient)
+	canonicalObject(e, `"request":`, x.Request)
+	e.key(`"resourceType":"PaymentNotice"`)
+	canonicalObject(e, `"response":`, x.Response)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}

@@ -210,6 +210,40 @@ func (x *PaymentReconciliation) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *PaymentReconciliation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_disposition":`, x.Disposition)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_outcome":`, x.Outcome)
+	canonicalPrimitiveElement(e, `"_paymentDate":`, x.PaymentDate)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalObjects(e, `"detail":`, x.Detail)
+	canonicalPrimitiveValue(e, `"disposition":`, x.Disposition)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"formCode":`, x.FormCode)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"outcome":`, x.Outcome)
+	canonicalObject(e, `"paymentAmount":`, x.PaymentAmount)
+	canonicalPrimitiveValue(e, `"paymentDate":`, x.PaymentDate)
+	canonicalObject(e, `"paymentIdentifier":`, x.PaymentIdentifier)
+	canonicalObject(e, `"paymentIssuer":`, x.PaymentIssuer)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"processNote":`, x.ProcessNote)
+	canonicalObject(e, `"request":`, x.Request)
+	canonicalObject(e, `"requestor":`, x.Requestor)
+	e.key(`"resourceType":"PaymentReconciliation"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // PaymentReconciliationDetail is the backbone element PaymentReconciliation.detail: Settlement particulars
 type PaymentReconciliationDetail struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -332,6 +366,23 @@ func (x *PaymentReconciliationDetail) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "PaymentReconciliation.detail", x)
 }
 
+func (x *PaymentReconciliationDetail) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"payee":`, x.Payee)
+	canonicalObject(e, `"predecessor":`, x.Predecessor)
+	canonicalObject(e, `"request":`, x.Request)
+	canonicalObject(e, `"response":`, x.Response)
+	canonicalObject(e, `"responsible":`, x.Responsible)
+	canonicalObject(e, `"submitter":`, x.Submitter)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // PaymentReconciliationProcessNote is the backbone element PaymentReconciliation.processNote: Note concerning processing
 type PaymentReconciliationProcessNote struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -406,4 +457,14 @@ func (x *PaymentReconciliationProcessNote) UnmarshalJSON(data []byte) error {
 	}
 	*x = PaymentReconciliationProcessNote{}
 	return unmarshalObject(data, "PaymentReconciliation.processNote", x)
+}
+
+func (x *PaymentReconciliationProcessNote) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }

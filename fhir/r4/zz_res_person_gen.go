@@ -176,6 +176,33 @@ func (x *Person) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Person) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_birthDate":`, x.BirthDate)
+	canonicalPrimitiveElement(e, `"_gender":`, x.Gender)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObjects(e, `"address":`, x.Address)
+	canonicalPrimitiveValue(e, `"birthDate":`, x.BirthDate)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"gender":`, x.Gender)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"link":`, x.Link)
+	canonicalObject(e, `"managingOrganization":`, x.ManagingOrganization)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"name":`, x.Name)
+	canonicalObject(e, `"photo":`, x.Photo)
+	e.key(`"resourceType":"Person"`)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // PersonLink is the backbone element Person.link: Link to a resource that concerns the same actual person
 type PersonLink struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -248,4 +275,13 @@ func (x *PersonLink) UnmarshalJSON(data []byte) error {
 	}
 	*x = PersonLink{}
 	return unmarshalObject(data, "Person.link", x)
+}
+
+func (x *PersonLink) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_assurance":`, x.Assurance)
+	canonicalPrimitiveValue(e, `"assurance":`, x.Assurance)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"target":`, x.Target)
 }

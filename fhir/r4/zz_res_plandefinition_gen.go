@@ -334,6 +334,68 @@ func (x *PlanDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *PlanDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_approvalDate":`, x.ApprovalDate)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveElements(e, `"_library":`, x.Library)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_subtitle":`, x.Subtitle)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_usage":`, x.Usage)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalPrimitiveValue(e, `"approvalDate":`, x.ApprovalDate)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"editor":`, x.Editor)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObjects(e, `"endorser":`, x.Endorser)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"goal":`, x.Goal)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveValues(e, `"library":`, x.Library)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	canonicalObjects(e, `"relatedArtifact":`, x.RelatedArtifact)
+	e.key(`"resourceType":"PlanDefinition"`)
+	canonicalObjects(e, `"reviewer":`, x.Reviewer)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subjectCodeableConcept":`, x.SubjectCodeableConcept)
+	canonicalObject(e, `"subjectReference":`, x.SubjectReference)
+	canonicalPrimitiveValue(e, `"subtitle":`, x.Subtitle)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObjects(e, `"topic":`, x.Topic)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalPrimitiveValue(e, `"usage":`, x.Usage)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // PlanDefinitionGoal is the backbone element PlanDefinition.goal: What the plan is trying to accomplish
 type PlanDefinitionGoal struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -436,6 +498,19 @@ func (x *PlanDefinitionGoal) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "PlanDefinition.goal", x)
 }
 
+func (x *PlanDefinitionGoal) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"addresses":`, x.Addresses)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObject(e, `"description":`, x.Description)
+	canonicalObjects(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"priority":`, x.Priority)
+	canonicalObject(e, `"start":`, x.Start)
+	canonicalObjects(e, `"target":`, x.Target)
+}
+
 // PlanDefinitionGoalTarget is the backbone element PlanDefinition.goal.target: Target outcome for the goal
 type PlanDefinitionGoalTarget struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -524,6 +599,17 @@ func (x *PlanDefinitionGoalTarget) UnmarshalJSON(data []byte) error {
 	}
 	*x = PlanDefinitionGoalTarget{}
 	return unmarshalObject(data, "PlanDefinition.goal.target", x)
+}
+
+func (x *PlanDefinitionGoalTarget) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"detailCodeableConcept":`, x.DetailCodeableConcept)
+	canonicalObject(e, `"detailQuantity":`, x.DetailQuantity)
+	canonicalObject(e, `"detailRange":`, x.DetailRange)
+	canonicalObject(e, `"due":`, x.Due)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"measure":`, x.Measure)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // PlanDefinitionAction is the backbone element PlanDefinition.action: Action defined by the plan
@@ -820,6 +906,61 @@ func (x *PlanDefinitionAction) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "PlanDefinition.action", x)
 }
 
+func (x *PlanDefinitionAction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_cardinalityBehavior":`, x.CardinalityBehavior)
+	canonicalPrimitiveElement(e, `"_definitionCanonical":`, x.DefinitionCanonical)
+	canonicalPrimitiveElement(e, `"_definitionUri":`, x.DefinitionURI)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElements(e, `"_goalId":`, x.GoalID)
+	canonicalPrimitiveElement(e, `"_groupingBehavior":`, x.GroupingBehavior)
+	canonicalPrimitiveElement(e, `"_precheckBehavior":`, x.PrecheckBehavior)
+	canonicalPrimitiveElement(e, `"_prefix":`, x.Prefix)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_requiredBehavior":`, x.RequiredBehavior)
+	canonicalPrimitiveElement(e, `"_selectionBehavior":`, x.SelectionBehavior)
+	canonicalPrimitiveElement(e, `"_textEquivalent":`, x.TextEquivalent)
+	canonicalPrimitiveElement(e, `"_timingDateTime":`, x.TimingDateTime)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_transform":`, x.Transform)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalPrimitiveValue(e, `"cardinalityBehavior":`, x.CardinalityBehavior)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"condition":`, x.Condition)
+	canonicalPrimitiveValue(e, `"definitionCanonical":`, x.DefinitionCanonical)
+	canonicalPrimitiveValue(e, `"definitionUri":`, x.DefinitionURI)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"dynamicValue":`, x.DynamicValue)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValues(e, `"goalId":`, x.GoalID)
+	canonicalPrimitiveValue(e, `"groupingBehavior":`, x.GroupingBehavior)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"input":`, x.Input)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"output":`, x.Output)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	canonicalPrimitiveValue(e, `"precheckBehavior":`, x.PrecheckBehavior)
+	canonicalPrimitiveValue(e, `"prefix":`, x.Prefix)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reason":`, x.Reason)
+	canonicalObjects(e, `"relatedAction":`, x.RelatedAction)
+	canonicalPrimitiveValue(e, `"requiredBehavior":`, x.RequiredBehavior)
+	canonicalPrimitiveValue(e, `"selectionBehavior":`, x.SelectionBehavior)
+	canonicalObject(e, `"subjectCodeableConcept":`, x.SubjectCodeableConcept)
+	canonicalObject(e, `"subjectReference":`, x.SubjectReference)
+	canonicalPrimitiveValue(e, `"textEquivalent":`, x.TextEquivalent)
+	canonicalObject(e, `"timingAge":`, x.TimingAge)
+	canonicalPrimitiveValue(e, `"timingDateTime":`, x.TimingDateTime)
+	canonicalObject(e, `"timingDuration":`, x.TimingDuration)
+	canonicalObject(e, `"timingPeriod":`, x.TimingPeriod)
+	canonicalObject(e, `"timingRange":`, x.TimingRange)
+	canonicalObject(e, `"timingTiming":`, x.TimingTiming)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"transform":`, x.Transform)
+	canonicalObjects(e, `"trigger":`, x.Trigger)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // PlanDefinitionActionCondition is the backbone element PlanDefinition.action.condition: Whether or not the action is applicable
 type PlanDefinitionActionCondition struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -892,6 +1033,15 @@ func (x *PlanDefinitionActionCondition) UnmarshalJSON(data []byte) error {
 	}
 	*x = PlanDefinitionActionCondition{}
 	return unmarshalObject(data, "PlanDefinition.action.condition", x)
+}
+
+func (x *PlanDefinitionActionCondition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalObject(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // PlanDefinitionActionRelatedAction is the backbone element PlanDefinition.action.relatedAction: Relationship to another action
@@ -982,6 +1132,18 @@ func (x *PlanDefinitionActionRelatedAction) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "PlanDefinition.action.relatedAction", x)
 }
 
+func (x *PlanDefinitionActionRelatedAction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_actionId":`, x.ActionID)
+	canonicalPrimitiveElement(e, `"_relationship":`, x.Relationship)
+	canonicalPrimitiveValue(e, `"actionId":`, x.ActionID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"offsetDuration":`, x.OffsetDuration)
+	canonicalObject(e, `"offsetRange":`, x.OffsetRange)
+	canonicalPrimitiveValue(e, `"relationship":`, x.Relationship)
+}
+
 // PlanDefinitionActionParticipant is the backbone element PlanDefinition.action.participant: Who should participate in the action
 type PlanDefinitionActionParticipant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1056,6 +1218,15 @@ func (x *PlanDefinitionActionParticipant) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "PlanDefinition.action.participant", x)
 }
 
+func (x *PlanDefinitionActionParticipant) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"role":`, x.Role)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // PlanDefinitionActionDynamicValue is the backbone element PlanDefinition.action.dynamicValue: Dynamic aspects of the definition
 type PlanDefinitionActionDynamicValue struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1128,4 +1299,13 @@ func (x *PlanDefinitionActionDynamicValue) UnmarshalJSON(data []byte) error {
 	}
 	*x = PlanDefinitionActionDynamicValue{}
 	return unmarshalObject(data, "PlanDefinition.action.dynamicValue", x)
+}
+
+func (x *PlanDefinitionActionDynamicValue) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalObject(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
 }

@@ -176,6 +176,33 @@ func (x *Practitioner) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Practitioner) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_birthDate":`, x.BirthDate)
+	canonicalPrimitiveElement(e, `"_gender":`, x.Gender)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObjects(e, `"address":`, x.Address)
+	canonicalPrimitiveValue(e, `"birthDate":`, x.BirthDate)
+	canonicalObjects(e, `"communication":`, x.Communication)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"gender":`, x.Gender)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"name":`, x.Name)
+	canonicalObjects(e, `"photo":`, x.Photo)
+	canonicalObjects(e, `"qualification":`, x.Qualification)
+	e.key(`"resourceType":"Practitioner"`)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // PractitionerQualification is the backbone element Practitioner.qualification: Certification, licenses, or training pertaining to the provision of care
 type PractitionerQualification struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -258,4 +285,14 @@ func (x *PractitionerQualification) UnmarshalJSON(data []byte) error {
 	}
 	*x = PractitionerQualification{}
 	return unmarshalObject(data, "Practitioner.qualification", x)
+}
+
+func (x *PractitionerQualification) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObject(e, `"issuer":`, x.Issuer)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
 }

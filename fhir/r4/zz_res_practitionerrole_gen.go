@@ -198,6 +198,36 @@ func (x *PractitionerRole) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *PractitionerRole) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_availabilityExceptions":`, x.AvailabilityExceptions)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalPrimitiveValue(e, `"availabilityExceptions":`, x.AvailabilityExceptions)
+	canonicalObjects(e, `"availableTime":`, x.AvailableTime)
+	canonicalObjects(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"healthcareService":`, x.HealthcareService)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"notAvailable":`, x.NotAvailable)
+	canonicalObject(e, `"organization":`, x.Organization)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"practitioner":`, x.Practitioner)
+	e.key(`"resourceType":"PractitionerRole"`)
+	canonicalObjects(e, `"specialty":`, x.Specialty)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // PractitionerRoleAvailableTime is the backbone element PractitionerRole.availableTime: Times the Service Site is available
 type PractitionerRoleAvailableTime struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -290,6 +320,20 @@ func (x *PractitionerRoleAvailableTime) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "PractitionerRole.availableTime", x)
 }
 
+func (x *PractitionerRoleAvailableTime) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_allDay":`, x.AllDay)
+	canonicalPrimitiveElement(e, `"_availableEndTime":`, x.AvailableEndTime)
+	canonicalPrimitiveElement(e, `"_availableStartTime":`, x.AvailableStartTime)
+	canonicalPrimitiveElements(e, `"_daysOfWeek":`, x.DaysOfWeek)
+	canonicalPrimitiveValue(e, `"allDay":`, x.AllDay)
+	canonicalPrimitiveValue(e, `"availableEndTime":`, x.AvailableEndTime)
+	canonicalPrimitiveValue(e, `"availableStartTime":`, x.AvailableStartTime)
+	canonicalPrimitiveValues(e, `"daysOfWeek":`, x.DaysOfWeek)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // PractitionerRoleNotAvailable is the backbone element PractitionerRole.notAvailable: Not available during this time due to provided reason
 type PractitionerRoleNotAvailable struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -362,4 +406,13 @@ func (x *PractitionerRoleNotAvailable) UnmarshalJSON(data []byte) error {
 	}
 	*x = PractitionerRoleNotAvailable{}
 	return unmarshalObject(data, "PractitionerRole.notAvailable", x)
+}
+
+func (x *PractitionerRoleNotAvailable) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"during":`, x.During)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -312,6 +312,57 @@ func (x *Procedure) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Procedure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_performedDateTime":`, x.PerformedDateTime)
+	canonicalPrimitiveElement(e, `"_performedString":`, x.PerformedString)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"asserter":`, x.Asserter)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObjects(e, `"bodySite":`, x.BodySite)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"complication":`, x.Complication)
+	canonicalObjects(e, `"complicationDetail":`, x.ComplicationDetail)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"focalDevice":`, x.FocalDevice)
+	canonicalObjects(e, `"followUp":`, x.FollowUp)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"outcome":`, x.Outcome)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObject(e, `"performedAge":`, x.PerformedAge)
+	canonicalPrimitiveValue(e, `"performedDateTime":`, x.PerformedDateTime)
+	canonicalObject(e, `"performedPeriod":`, x.PerformedPeriod)
+	canonicalObject(e, `"performedRange":`, x.PerformedRange)
+	canonicalPrimitiveValue(e, `"performedString":`, x.PerformedString)
+	canonicalObjects(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObject(e, `"recorder":`, x.Recorder)
+	canonicalObjects(e, `"report":`, x.Report)
+	e.key(`"resourceType":"Procedure"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"statusReason":`, x.StatusReason)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"usedCode":`, x.UsedCode)
+	canonicalObjects(e, `"usedReference":`, x.UsedReference)
+}
+
 // ProcedurePerformer is the backbone element Procedure.performer: The people who performed the procedure
 type ProcedurePerformer struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -390,6 +441,15 @@ func (x *ProcedurePerformer) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Procedure.performer", x)
 }
 
+func (x *ProcedurePerformer) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"actor":`, x.Actor)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"function":`, x.Function)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"onBehalfOf":`, x.OnBehalfOf)
+}
+
 // ProcedureFocalDevice is the backbone element Procedure.focalDevice: Manipulated, implanted, or removed device
 type ProcedureFocalDevice struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -460,4 +520,12 @@ func (x *ProcedureFocalDevice) UnmarshalJSON(data []byte) error {
 	}
 	*x = ProcedureFocalDevice{}
 	return unmarshalObject(data, "Procedure.focalDevice", x)
+}
+
+func (x *ProcedureFocalDevice) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"action":`, x.Action)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"manipulated":`, x.Manipulated)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

@@ -182,6 +182,34 @@ func (x *Provenance) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Provenance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_occurredDateTime":`, x.OccurredDateTime)
+	canonicalPrimitiveElements(e, `"_policy":`, x.Policy)
+	canonicalPrimitiveElement(e, `"_recorded":`, x.Recorded)
+	canonicalObject(e, `"activity":`, x.Activity)
+	canonicalObjects(e, `"agent":`, x.Agent)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"entity":`, x.Entity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"occurredDateTime":`, x.OccurredDateTime)
+	canonicalObject(e, `"occurredPeriod":`, x.OccurredPeriod)
+	canonicalPrimitiveValues(e, `"policy":`, x.Policy)
+	canonicalObjects(e, `"reason":`, x.Reason)
+	canonicalPrimitiveValue(e, `"recorded":`, x.Recorded)
+	e.key(`"resourceType":"Provenance"`)
+	canonicalObjects(e, `"signature":`, x.Signature)
+	canonicalObjects(e, `"target":`, x.Target)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // ProvenanceAgent is the backbone element Provenance.agent: Actor involved
 type ProvenanceAgent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -266,6 +294,16 @@ func (x *ProvenanceAgent) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Provenance.agent", x)
 }
 
+func (x *ProvenanceAgent) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"onBehalfOf":`, x.OnBehalfOf)
+	canonicalObjects(e, `"role":`, x.Role)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"who":`, x.Who)
+}
+
 // ProvenanceEntity is the backbone element Provenance.entity: An entity used in this activity
 type ProvenanceEntity struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -344,4 +382,14 @@ func (x *ProvenanceEntity) UnmarshalJSON(data []byte) error {
 	}
 	*x = ProvenanceEntity{}
 	return unmarshalObject(data, "Provenance.entity", x)
+}
+
+func (x *ProvenanceEntity) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_role":`, x.Role)
+	canonicalObjects(e, `"agent":`, x.Agent)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"role":`, x.Role)
+	canonicalObject(e, `"what":`, x.What)
 }

@@ -272,6 +272,57 @@ func (x *Questionnaire) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Questionnaire) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_approvalDate":`, x.ApprovalDate)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElements(e, `"_derivedFrom":`, x.DerivedFrom)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElements(e, `"_subjectType":`, x.SubjectType)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"approvalDate":`, x.ApprovalDate)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValues(e, `"derivedFrom":`, x.DerivedFrom)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastReviewDate":`, x.LastReviewDate)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"Questionnaire"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValues(e, `"subjectType":`, x.SubjectType)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // QuestionnaireItem is the backbone element Questionnaire.item: Questions and sections within the Questionnaire
 type QuestionnaireItem struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -450,6 +501,39 @@ func (x *QuestionnaireItem) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Questionnaire.item", x)
 }
 
+func (x *QuestionnaireItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_answerValueSet":`, x.AnswerValueSet)
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_enableBehavior":`, x.EnableBehavior)
+	canonicalPrimitiveElement(e, `"_linkId":`, x.LinkID)
+	canonicalPrimitiveElement(e, `"_maxLength":`, x.MaxLength)
+	canonicalPrimitiveElement(e, `"_prefix":`, x.Prefix)
+	canonicalPrimitiveElement(e, `"_readOnly":`, x.ReadOnly)
+	canonicalPrimitiveElement(e, `"_repeats":`, x.Repeats)
+	canonicalPrimitiveElement(e, `"_required":`, x.Required)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalObjects(e, `"answerOption":`, x.AnswerOption)
+	canonicalPrimitiveValue(e, `"answerValueSet":`, x.AnswerValueSet)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalPrimitiveValue(e, `"enableBehavior":`, x.EnableBehavior)
+	canonicalObjects(e, `"enableWhen":`, x.EnableWhen)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"initial":`, x.Initial)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"linkId":`, x.LinkID)
+	canonicalPrimitiveValue(e, `"maxLength":`, x.MaxLength)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"prefix":`, x.Prefix)
+	canonicalPrimitiveValue(e, `"readOnly":`, x.ReadOnly)
+	canonicalPrimitiveValue(e, `"repeats":`, x.Repeats)
+	canonicalPrimitiveValue(e, `"required":`, x.Required)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // QuestionnaireItemEnableWhen is the backbone element Questionnaire.item.enableWhen: Only allow data when
 type QuestionnaireItemEnableWhen struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -600,6 +684,33 @@ func (x *QuestionnaireItemEnableWhen) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Questionnaire.item.enableWhen", x)
 }
 
+func (x *QuestionnaireItemEnableWhen) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_answerBoolean":`, x.AnswerBoolean)
+	canonicalPrimitiveElement(e, `"_answerDate":`, x.AnswerDate)
+	canonicalPrimitiveElement(e, `"_answerDateTime":`, x.AnswerDateTime)
+	canonicalPrimitiveElement(e, `"_answerDecimal":`, x.AnswerDecimal)
+	canonicalPrimitiveElement(e, `"_answerInteger":`, x.AnswerInteger)
+	canonicalPrimitiveElement(e, `"_answerString":`, x.AnswerString)
+	canonicalPrimitiveElement(e, `"_answerTime":`, x.AnswerTime)
+	canonicalPrimitiveElement(e, `"_operator":`, x.Operator)
+	canonicalPrimitiveElement(e, `"_question":`, x.Question)
+	canonicalPrimitiveValue(e, `"answerBoolean":`, x.AnswerBoolean)
+	canonicalObject(e, `"answerCoding":`, x.AnswerCoding)
+	canonicalPrimitiveValue(e, `"answerDate":`, x.AnswerDate)
+	canonicalPrimitiveValue(e, `"answerDateTime":`, x.AnswerDateTime)
+	canonicalPrimitiveValue(e, `"answerDecimal":`, x.AnswerDecimal)
+	canonicalPrimitiveValue(e, `"answerInteger":`, x.AnswerInteger)
+	canonicalObject(e, `"answerQuantity":`, x.AnswerQuantity)
+	canonicalObject(e, `"answerReference":`, x.AnswerReference)
+	canonicalPrimitiveValue(e, `"answerString":`, x.AnswerString)
+	canonicalPrimitiveValue(e, `"answerTime":`, x.AnswerTime)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"operator":`, x.Operator)
+	canonicalPrimitiveValue(e, `"question":`, x.Question)
+}
+
 // QuestionnaireItemAnswerOption is the backbone element Questionnaire.item.answerOption: Permitted answer
 type QuestionnaireItemAnswerOption struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -710,6 +821,24 @@ func (x *QuestionnaireItemAnswerOption) UnmarshalJSON(data []byte) error {
 	}
 	*x = QuestionnaireItemAnswerOption{}
 	return unmarshalObject(data, "Questionnaire.item.answerOption", x)
+}
+
+func (x *QuestionnaireItemAnswerOption) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_initialSelected":`, x.InitialSelected)
+	canonicalPrimitiveElement(e, `"_valueDate":`, x.ValueDate)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"initialSelected":`, x.InitialSelected)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"valueCoding":`, x.ValueCoding)
+	canonicalPrimitiveValue(e, `"valueDate":`, x.ValueDate)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
 }
 
 // QuestionnaireItemInitial is the backbone element Questionnaire.item.initial: Initial value(s) when item is first rendered
@@ -858,4 +987,30 @@ func (x *QuestionnaireItemInitial) UnmarshalJSON(data []byte) error {
 	}
 	*x = QuestionnaireItemInitial{}
 	return unmarshalObject(data, "Questionnaire.item.initial", x)
+}
+
+func (x *QuestionnaireItemInitial) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueDate":`, x.ValueDate)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalPrimitiveElement(e, `"_valueUri":`, x.ValueURI)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"valueAttachment":`, x.ValueAttachment)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCoding":`, x.ValueCoding)
+	canonicalPrimitiveValue(e, `"valueDate":`, x.ValueDate)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
+	canonicalPrimitiveValue(e, `"valueUri":`, x.ValueURI)
 }

@@ -182,6 +182,34 @@ func (x *QuestionnaireResponse) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *QuestionnaireResponse) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authored":`, x.Authored)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_questionnaire":`, x.Questionnaire)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalPrimitiveValue(e, `"authored":`, x.Authored)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalPrimitiveValue(e, `"questionnaire":`, x.Questionnaire)
+	e.key(`"resourceType":"QuestionnaireResponse"`)
+	canonicalObject(e, `"source":`, x.Source)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // QuestionnaireResponseItem is the backbone element QuestionnaireResponse.item: Groups and questions
 type QuestionnaireResponseItem struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -276,6 +304,20 @@ func (x *QuestionnaireResponseItem) UnmarshalJSON(data []byte) error {
 	}
 	*x = QuestionnaireResponseItem{}
 	return unmarshalObject(data, "QuestionnaireResponse.item", x)
+}
+
+func (x *QuestionnaireResponseItem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_linkId":`, x.LinkID)
+	canonicalPrimitiveElement(e, `"_text":`, x.Text)
+	canonicalObjects(e, `"answer":`, x.Answer)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalPrimitiveValue(e, `"linkId":`, x.LinkID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"text":`, x.Text)
 }
 
 // QuestionnaireResponseItemAnswer is the backbone element QuestionnaireResponse.item.answer: The response(s) to the question
@@ -430,4 +472,31 @@ func (x *QuestionnaireResponseItemAnswer) UnmarshalJSON(data []byte) error {
 	}
 	*x = QuestionnaireResponseItemAnswer{}
 	return unmarshalObject(data, "QuestionnaireResponse.item.answer", x)
+}
+
+func (x *QuestionnaireResponseItemAnswer) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueDate":`, x.ValueDate)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueTime":`, x.ValueTime)
+	canonicalPrimitiveElement(e, `"_valueUri":`, x.ValueURI)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"item":`, x.Item)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"valueAttachment":`, x.ValueAttachment)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCoding":`, x.ValueCoding)
+	canonicalPrimitiveValue(e, `"valueDate":`, x.ValueDate)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueReference":`, x.ValueReference)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueTime":`, x.ValueTime)
+	canonicalPrimitiveValue(e, `"valueUri":`, x.ValueURI)
 }

@@ -188,6 +188,35 @@ func (x *RelatedPerson) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *RelatedPerson) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_birthDate":`, x.BirthDate)
+	canonicalPrimitiveElement(e, `"_gender":`, x.Gender)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObjects(e, `"address":`, x.Address)
+	canonicalPrimitiveValue(e, `"birthDate":`, x.BirthDate)
+	canonicalObjects(e, `"communication":`, x.Communication)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"gender":`, x.Gender)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"name":`, x.Name)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObjects(e, `"photo":`, x.Photo)
+	canonicalObjects(e, `"relationship":`, x.Relationship)
+	e.key(`"resourceType":"RelatedPerson"`)
+	canonicalObjects(e, `"telecom":`, x.Telecom)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // RelatedPersonCommunication is the backbone element RelatedPerson.communication: A language which may be used to communicate with about the patient's health
 type RelatedPersonCommunication struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -260,4 +289,13 @@ func (x *RelatedPersonCommunication) UnmarshalJSON(data []byte) error {
 	}
 	*x = RelatedPersonCommunication{}
 	return unmarshalObject(data, "RelatedPerson.communication", x)
+}
+
+func (x *RelatedPersonCommunication) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_preferred":`, x.Preferred)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"preferred":`, x.Preferred)
 }

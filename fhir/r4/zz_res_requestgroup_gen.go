@@ -230,6 +230,44 @@ func (x *RequestGroup) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *RequestGroup) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authoredOn":`, x.AuthoredOn)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveElements(e, `"_instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveElement(e, `"_intent":`, x.Intent)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalObject(e, `"author":`, x.Author)
+	canonicalPrimitiveValue(e, `"authoredOn":`, x.AuthoredOn)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"groupIdentifier":`, x.GroupIdentifier)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"instantiatesCanonical":`, x.InstantiatesCanonical)
+	canonicalPrimitiveValues(e, `"instantiatesUri":`, x.InstantiatesURI)
+	canonicalPrimitiveValue(e, `"intent":`, x.Intent)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObjects(e, `"replaces":`, x.Replaces)
+	e.key(`"resourceType":"RequestGroup"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // RequestGroupAction is the backbone element RequestGroup.action: Proposed actions, if any
 type RequestGroupAction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -456,6 +494,47 @@ func (x *RequestGroupAction) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "RequestGroup.action", x)
 }
 
+func (x *RequestGroupAction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_cardinalityBehavior":`, x.CardinalityBehavior)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_groupingBehavior":`, x.GroupingBehavior)
+	canonicalPrimitiveElement(e, `"_precheckBehavior":`, x.PrecheckBehavior)
+	canonicalPrimitiveElement(e, `"_prefix":`, x.Prefix)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_requiredBehavior":`, x.RequiredBehavior)
+	canonicalPrimitiveElement(e, `"_selectionBehavior":`, x.SelectionBehavior)
+	canonicalPrimitiveElement(e, `"_textEquivalent":`, x.TextEquivalent)
+	canonicalPrimitiveElement(e, `"_timingDateTime":`, x.TimingDateTime)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalPrimitiveValue(e, `"cardinalityBehavior":`, x.CardinalityBehavior)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalObjects(e, `"condition":`, x.Condition)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"groupingBehavior":`, x.GroupingBehavior)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	canonicalPrimitiveValue(e, `"precheckBehavior":`, x.PrecheckBehavior)
+	canonicalPrimitiveValue(e, `"prefix":`, x.Prefix)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObjects(e, `"relatedAction":`, x.RelatedAction)
+	canonicalPrimitiveValue(e, `"requiredBehavior":`, x.RequiredBehavior)
+	canonicalObject(e, `"resource":`, x.Resource)
+	canonicalPrimitiveValue(e, `"selectionBehavior":`, x.SelectionBehavior)
+	canonicalPrimitiveValue(e, `"textEquivalent":`, x.TextEquivalent)
+	canonicalObject(e, `"timingAge":`, x.TimingAge)
+	canonicalPrimitiveValue(e, `"timingDateTime":`, x.TimingDateTime)
+	canonicalObject(e, `"timingDuration":`, x.TimingDuration)
+	canonicalObject(e, `"timingPeriod":`, x.TimingPeriod)
+	canonicalObject(e, `"timingRange":`, x.TimingRange)
+	canonicalObject(e, `"timingTiming":`, x.TimingTiming)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // RequestGroupActionCondition is the backbone element RequestGroup.action.condition: Whether or not the action is applicable
 type RequestGroupActionCondition struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -528,6 +607,15 @@ func (x *RequestGroupActionCondition) UnmarshalJSON(data []byte) error {
 	}
 	*x = RequestGroupActionCondition{}
 	return unmarshalObject(data, "RequestGroup.action.condition", x)
+}
+
+func (x *RequestGroupActionCondition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalObject(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // RequestGroupActionRelatedAction is the backbone element RequestGroup.action.relatedAction: Relationship to another action
@@ -616,4 +704,16 @@ func (x *RequestGroupActionRelatedAction) UnmarshalJSON(data []byte) error {
 	}
 	*x = RequestGroupActionRelatedAction{}
 	return unmarshalObject(data, "RequestGroup.action.relatedAction", x)
+}
+
+func (x *RequestGroupActionRelatedAction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_actionId":`, x.ActionID)
+	canonicalPrimitiveElement(e, `"_relationship":`, x.Relationship)
+	canonicalPrimitiveValue(e, `"actionId":`, x.ActionID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"offsetDuration":`, x.OffsetDuration)
+	canonicalObject(e, `"offsetRange":`, x.OffsetRange)
+	canonicalPrimitiveValue(e, `"relationship":`, x.Relationship)
 }

@@ -260,6 +260,47 @@ func (x *ResearchStudy) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ResearchStudy) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalObjects(e, `"arm":`, x.Arm)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObjects(e, `"condition":`, x.Condition)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"enrollment":`, x.Enrollment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"focus":`, x.Focus)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"keyword":`, x.Keyword)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"location":`, x.Location)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"objective":`, x.Objective)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObject(e, `"period":`, x.Period)
+	canonicalObject(e, `"phase":`, x.Phase)
+	canonicalObject(e, `"primaryPurposeType":`, x.PrimaryPurposeType)
+	canonicalObject(e, `"principalInvestigator":`, x.PrincipalInvestigator)
+	canonicalObjects(e, `"protocol":`, x.Protocol)
+	canonicalObject(e, `"reasonStopped":`, x.ReasonStopped)
+	canonicalObjects(e, `"relatedArtifact":`, x.RelatedArtifact)
+	e.key(`"resourceType":"ResearchStudy"`)
+	canonicalObjects(e, `"site":`, x.Site)
+	canonicalObject(e, `"sponsor":`, x.Sponsor)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+}
+
 // ResearchStudyArm is the backbone element ResearchStudy.arm: Defined path through the study for a subject
 type ResearchStudyArm struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -342,6 +383,17 @@ func (x *ResearchStudyArm) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ResearchStudy.arm", x)
 }
 
+func (x *ResearchStudyArm) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // ResearchStudyObjective is the backbone element ResearchStudy.objective: A goal for the study
 type ResearchStudyObjective struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -414,4 +466,13 @@ func (x *ResearchStudyObjective) UnmarshalJSON(data []byte) error {
 	}
 	*x = ResearchStudyObjective{}
 	return unmarshalObject(data, "ResearchStudy.objective", x)
+}
+
+func (x *ResearchStudyObjective) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"type":`, x.Type)
 }

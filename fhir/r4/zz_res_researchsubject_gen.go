@@ -163,3 +163,28 @@ func (x *ResearchSubject) UnmarshalJSON(data []byte) error {
 	*x = ResearchSubject{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *ResearchSubject) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_actualArm":`, x.ActualArm)
+	canonicalPrimitiveElement(e, `"_assignedArm":`, x.AssignedArm)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveValue(e, `"actualArm":`, x.ActualArm)
+	canonicalPrimitiveValue(e, `"assignedArm":`, x.AssignedArm)
+	canonicalObject(e, `"consent":`, x.Consent)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"individual":`, x.Individual)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"period":`, x.Period)
+	e.key(`"resourceType":"ResearchSubject"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"study":`, x.Study)
+	canonicalObject(e, `"text":`, x.Text)
+}

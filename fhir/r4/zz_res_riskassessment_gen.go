@@ -224,6 +224,41 @@ func (x *RiskAssessment) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *RiskAssessment) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_mitigation":`, x.Mitigation)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"basedOn":`, x.BasedOn)
+	canonicalObjects(e, `"basis":`, x.Basis)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"condition":`, x.Condition)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalPrimitiveValue(e, `"mitigation":`, x.Mitigation)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalObject(e, `"occurrencePeriod":`, x.OccurrencePeriod)
+	canonicalObject(e, `"parent":`, x.Parent)
+	canonicalObject(e, `"performer":`, x.Performer)
+	canonicalObjects(e, `"prediction":`, x.Prediction)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	e.key(`"resourceType":"RiskAssessment"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // RiskAssessmentPrediction is the backbone element RiskAssessment.prediction: Outcome predicted
 type RiskAssessmentPrediction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -336,4 +371,21 @@ func (x *RiskAssessmentPrediction) UnmarshalJSON(data []byte) error {
 	}
 	*x = RiskAssessmentPrediction{}
 	return unmarshalObject(data, "RiskAssessment.prediction", x)
+}
+
+func (x *RiskAssessmentPrediction) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_probabilityDecimal":`, x.ProbabilityDecimal)
+	canonicalPrimitiveElement(e, `"_rationale":`, x.Rationale)
+	canonicalPrimitiveElement(e, `"_relativeRisk":`, x.RelativeRisk)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"outcome":`, x.Outcome)
+	canonicalPrimitiveValue(e, `"probabilityDecimal":`, x.ProbabilityDecimal)
+	canonicalObject(e, `"probabilityRange":`, x.ProbabilityRange)
+	canonicalObject(e, `"qualitativeRisk":`, x.QualitativeRisk)
+	canonicalPrimitiveValue(e, `"rationale":`, x.Rationale)
+	canonicalPrimitiveValue(e, `"relativeRisk":`, x.RelativeRisk)
+	canonicalObject(e, `"whenPeriod":`, x.WhenPeriod)
+	canonicalObject(e, `"whenRange":`, x.WhenRange)
 }

@@ -318,6 +318,62 @@ func (x *RiskEvidenceSynthesis) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *RiskEvidenceSynthesis) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_approvalDate":`, x.ApprovalDate)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastReviewDate":`, x.LastReviewDate)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"approvalDate":`, x.ApprovalDate)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObjects(e, `"certainty":`, x.Certainty)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"editor":`, x.Editor)
+	canonicalObject(e, `"effectivePeriod":`, x.EffectivePeriod)
+	canonicalObjects(e, `"endorser":`, x.Endorser)
+	canonicalObject(e, `"exposure":`, x.Exposure)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastReviewDate":`, x.LastReviewDate)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObject(e, `"outcome":`, x.Outcome)
+	canonicalObject(e, `"population":`, x.Population)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalObjects(e, `"relatedArtifact":`, x.RelatedArtifact)
+	e.key(`"resourceType":"RiskEvidenceSynthesis"`)
+	canonicalObjects(e, `"reviewer":`, x.Reviewer)
+	canonicalObject(e, `"riskEstimate":`, x.RiskEstimate)
+	canonicalObject(e, `"sampleSize":`, x.SampleSize)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"studyType":`, x.StudyType)
+	canonicalObject(e, `"synthesisType":`, x.SynthesisType)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObjects(e, `"topic":`, x.Topic)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // RiskEvidenceSynthesisSampleSize is the backbone element RiskEvidenceSynthesis.sampleSize: What sample size was involved?
 type RiskEvidenceSynthesisSampleSize struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -400,6 +456,18 @@ func (x *RiskEvidenceSynthesisSampleSize) UnmarshalJSON(data []byte) error {
 	}
 	*x = RiskEvidenceSynthesisSampleSize{}
 	return unmarshalObject(data, "RiskEvidenceSynthesis.sampleSize", x)
+}
+
+func (x *RiskEvidenceSynthesisSampleSize) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_numberOfParticipants":`, x.NumberOfParticipants)
+	canonicalPrimitiveElement(e, `"_numberOfStudies":`, x.NumberOfStudies)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"numberOfParticipants":`, x.NumberOfParticipants)
+	canonicalPrimitiveValue(e, `"numberOfStudies":`, x.NumberOfStudies)
 }
 
 // RiskEvidenceSynthesisRiskEstimate is the backbone element RiskEvidenceSynthesis.riskEstimate: What was the estimated risk
@@ -512,6 +580,23 @@ func (x *RiskEvidenceSynthesisRiskEstimate) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "RiskEvidenceSynthesis.riskEstimate", x)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimate) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_denominatorCount":`, x.DenominatorCount)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_numeratorCount":`, x.NumeratorCount)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveValue(e, `"denominatorCount":`, x.DenominatorCount)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"numeratorCount":`, x.NumeratorCount)
+	canonicalObjects(e, `"precisionEstimate":`, x.PrecisionEstimate)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalObject(e, `"unitOfMeasure":`, x.UnitOfMeasure)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // RiskEvidenceSynthesisRiskEstimatePrecisionEstimate is the backbone element RiskEvidenceSynthesis.riskEstimate.precisionEstimate: How precise the estimate is
 type RiskEvidenceSynthesisRiskEstimatePrecisionEstimate struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -602,6 +687,19 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) UnmarshalJSON(data 
 	return unmarshalObject(data, "RiskEvidenceSynthesis.riskEstimate.precisionEstimate", x)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_from":`, x.From)
+	canonicalPrimitiveElement(e, `"_level":`, x.Level)
+	canonicalPrimitiveElement(e, `"_to":`, x.To)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"from":`, x.From)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"level":`, x.Level)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"to":`, x.To)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // RiskEvidenceSynthesisCertainty is the backbone element RiskEvidenceSynthesis.certainty: How certain is the risk
 type RiskEvidenceSynthesisCertainty struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -680,6 +778,15 @@ func (x *RiskEvidenceSynthesisCertainty) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "RiskEvidenceSynthesis.certainty", x)
 }
 
+func (x *RiskEvidenceSynthesisCertainty) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"certaintySubcomponent":`, x.CertaintySubcomponent)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"rating":`, x.Rating)
+}
+
 // RiskEvidenceSynthesisCertaintyCertaintySubcomponent is the backbone element RiskEvidenceSynthesis.certainty.certaintySubcomponent: A component that contributes to the overall certainty
 type RiskEvidenceSynthesisCertaintyCertaintySubcomponent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -756,4 +863,13 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) UnmarshalJSON(data
 	}
 	*x = RiskEvidenceSynthesisCertaintyCertaintySubcomponent{}
 	return unmarshalObject(data, "RiskEvidenceSynthesis.certainty.certaintySubcomponent", x)
+}
+
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"rating":`, x.Rating)
+	canonicalObject(e, `"type":`, x.Type)
 }

@@ -161,3 +161,27 @@ func (x *Schedule) UnmarshalJSON(data []byte) error {
 	*x = Schedule{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *Schedule) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_active":`, x.Active)
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveValue(e, `"active":`, x.Active)
+	canonicalObjects(e, `"actor":`, x.Actor)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"planningHorizon":`, x.PlanningHorizon)
+	e.key(`"resourceType":"Schedule"`)
+	canonicalObjects(e, `"serviceCategory":`, x.ServiceCategory)
+	canonicalObjects(e, `"serviceType":`, x.ServiceType)
+	canonicalObjects(e, `"specialty":`, x.Specialty)
+	canonicalObject(e, `"text":`, x.Text)
+}

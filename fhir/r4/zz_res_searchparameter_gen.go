@@ -310,6 +310,68 @@ func (x *SearchParameter) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SearchParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_base":`, x.Base)
+	canonicalPrimitiveElements(e, `"_chain":`, x.Chain)
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElements(e, `"_comparator":`, x.Comparator)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_derivedFrom":`, x.DerivedFrom)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElements(e, `"_modifier":`, x.Modifier)
+	canonicalPrimitiveElement(e, `"_multipleAnd":`, x.MultipleAnd)
+	canonicalPrimitiveElement(e, `"_multipleOr":`, x.MultipleOr)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElements(e, `"_target":`, x.Target)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveElement(e, `"_xpath":`, x.Xpath)
+	canonicalPrimitiveElement(e, `"_xpathUsage":`, x.XpathUsage)
+	canonicalPrimitiveValues(e, `"base":`, x.Base)
+	canonicalPrimitiveValues(e, `"chain":`, x.Chain)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValues(e, `"comparator":`, x.Comparator)
+	canonicalObjects(e, `"component":`, x.Component)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"derivedFrom":`, x.DerivedFrom)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalPrimitiveValues(e, `"modifier":`, x.Modifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"multipleAnd":`, x.MultipleAnd)
+	canonicalPrimitiveValue(e, `"multipleOr":`, x.MultipleOr)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"SearchParameter"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValues(e, `"target":`, x.Target)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+	canonicalPrimitiveValue(e, `"xpath":`, x.Xpath)
+	canonicalPrimitiveValue(e, `"xpathUsage":`, x.XpathUsage)
+}
+
 // SearchParameterComponent is the backbone element SearchParameter.component: For Composite resources to define the parts
 type SearchParameterComponent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -384,4 +446,14 @@ func (x *SearchParameterComponent) UnmarshalJSON(data []byte) error {
 	}
 	*x = SearchParameterComponent{}
 	return unmarshalObject(data, "SearchParameter.component", x)
+}
+
+func (x *SearchParameterComponent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_definition":`, x.Definition)
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveValue(e, `"definition":`, x.Definition)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

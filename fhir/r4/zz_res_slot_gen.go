@@ -185,3 +185,33 @@ func (x *Slot) UnmarshalJSON(data []byte) error {
 	*x = Slot{}
 	return unmarshalResourceInto(data, x)
 }
+
+func (x *Slot) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_overbooked":`, x.Overbooked)
+	canonicalPrimitiveElement(e, `"_start":`, x.Start)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"appointmentType":`, x.AppointmentType)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"overbooked":`, x.Overbooked)
+	e.key(`"resourceType":"Slot"`)
+	canonicalObject(e, `"schedule":`, x.Schedule)
+	canonicalObjects(e, `"serviceCategory":`, x.ServiceCategory)
+	canonicalObjects(e, `"serviceType":`, x.ServiceType)
+	canonicalObjects(e, `"specialty":`, x.Specialty)
+	canonicalPrimitiveValue(e, `"start":`, x.Start)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}

@@ -192,6 +192,35 @@ func (x *Specimen) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Specimen) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_receivedTime":`, x.ReceivedTime)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"accessionIdentifier":`, x.AccessionIdentifier)
+	canonicalObject(e, `"collection":`, x.Collection)
+	canonicalObjects(e, `"condition":`, x.Condition)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"container":`, x.Container)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalObjects(e, `"parent":`, x.Parent)
+	canonicalObjects(e, `"processing":`, x.Processing)
+	canonicalPrimitiveValue(e, `"receivedTime":`, x.ReceivedTime)
+	canonicalObjects(e, `"request":`, x.Request)
+	e.key(`"resourceType":"Specimen"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"subject":`, x.Subject)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // SpecimenCollection is the backbone element Specimen.collection: Collection details
 type SpecimenCollection struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -308,6 +337,22 @@ func (x *SpecimenCollection) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Specimen.collection", x)
 }
 
+func (x *SpecimenCollection) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_collectedDateTime":`, x.CollectedDateTime)
+	canonicalObject(e, `"bodySite":`, x.BodySite)
+	canonicalPrimitiveValue(e, `"collectedDateTime":`, x.CollectedDateTime)
+	canonicalObject(e, `"collectedPeriod":`, x.CollectedPeriod)
+	canonicalObject(e, `"collector":`, x.Collector)
+	canonicalObject(e, `"duration":`, x.Duration)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"fastingStatusCodeableConcept":`, x.FastingStatusCodeableConcept)
+	canonicalObject(e, `"fastingStatusDuration":`, x.FastingStatusDuration)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+}
+
 // SpecimenProcessing is the backbone element Specimen.processing: Processing and processing step details
 type SpecimenProcessing struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -400,6 +445,19 @@ func (x *SpecimenProcessing) UnmarshalJSON(data []byte) error {
 	}
 	*x = SpecimenProcessing{}
 	return unmarshalObject(data, "Specimen.processing", x)
+}
+
+func (x *SpecimenProcessing) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_timeDateTime":`, x.TimeDateTime)
+	canonicalObjects(e, `"additive":`, x.Additive)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"procedure":`, x.Procedure)
+	canonicalPrimitiveValue(e, `"timeDateTime":`, x.TimeDateTime)
+	canonicalObject(e, `"timePeriod":`, x.TimePeriod)
 }
 
 // SpecimenContainer is the backbone element Specimen.container: Direct container of specimen (tube/slide, etc.)
@@ -504,4 +562,18 @@ func (x *SpecimenContainer) UnmarshalJSON(data []byte) error {
 	}
 	*x = SpecimenContainer{}
 	return unmarshalObject(data, "Specimen.container", x)
+}
+
+func (x *SpecimenContainer) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalObject(e, `"additiveCodeableConcept":`, x.AdditiveCodeableConcept)
+	canonicalObject(e, `"additiveReference":`, x.AdditiveReference)
+	canonicalObject(e, `"capacity":`, x.Capacity)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"specimenQuantity":`, x.SpecimenQuantity)
+	canonicalObject(e, `"type":`, x.Type)
 }

@@ -148,6 +148,27 @@ func (x *SpecimenDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SpecimenDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_timeAspect":`, x.TimeAspect)
+	canonicalObjects(e, `"collection":`, x.Collection)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"patientPreparation":`, x.PatientPreparation)
+	e.key(`"resourceType":"SpecimenDefinition"`)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"timeAspect":`, x.TimeAspect)
+	canonicalObject(e, `"typeCollected":`, x.TypeCollected)
+	canonicalObjects(e, `"typeTested":`, x.TypeTested)
+}
+
 // SpecimenDefinitionTypeTested is the backbone element SpecimenDefinition.typeTested: Specimen in container intended for testing by lab
 type SpecimenDefinitionTypeTested struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -260,6 +281,23 @@ func (x *SpecimenDefinitionTypeTested) UnmarshalJSON(data []byte) error {
 	}
 	*x = SpecimenDefinitionTypeTested{}
 	return unmarshalObject(data, "SpecimenDefinition.typeTested", x)
+}
+
+func (x *SpecimenDefinitionTypeTested) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_isDerived":`, x.IsDerived)
+	canonicalPrimitiveElement(e, `"_preference":`, x.Preference)
+	canonicalPrimitiveElement(e, `"_requirement":`, x.Requirement)
+	canonicalObject(e, `"container":`, x.Container)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"handling":`, x.Handling)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"isDerived":`, x.IsDerived)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"preference":`, x.Preference)
+	canonicalObjects(e, `"rejectionCriterion":`, x.RejectionCriterion)
+	canonicalPrimitiveValue(e, `"requirement":`, x.Requirement)
+	canonicalObject(e, `"retentionTime":`, x.RetentionTime)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // SpecimenDefinitionTypeTestedContainer is the backbone element SpecimenDefinition.typeTested.container: The specimen's container
@@ -382,6 +420,24 @@ func (x *SpecimenDefinitionTypeTestedContainer) UnmarshalJSON(data []byte) error
 	return unmarshalObject(data, "SpecimenDefinition.typeTested.container", x)
 }
 
+func (x *SpecimenDefinitionTypeTestedContainer) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_minimumVolumeString":`, x.MinimumVolumeString)
+	canonicalPrimitiveElement(e, `"_preparation":`, x.Preparation)
+	canonicalObjects(e, `"additive":`, x.Additive)
+	canonicalObject(e, `"cap":`, x.Cap)
+	canonicalObject(e, `"capacity":`, x.Capacity)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"material":`, x.Material)
+	canonicalObject(e, `"minimumVolumeQuantity":`, x.MinimumVolumeQuantity)
+	canonicalPrimitiveValue(e, `"minimumVolumeString":`, x.MinimumVolumeString)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"preparation":`, x.Preparation)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // SpecimenDefinitionTypeTestedContainerAdditive is the backbone element SpecimenDefinition.typeTested.container.additive: Additive associated with container
 type SpecimenDefinitionTypeTestedContainerAdditive struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -452,6 +508,14 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) UnmarshalJSON(data []byt
 	}
 	*x = SpecimenDefinitionTypeTestedContainerAdditive{}
 	return unmarshalObject(data, "SpecimenDefinition.typeTested.container.additive", x)
+}
+
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"additiveCodeableConcept":`, x.AdditiveCodeableConcept)
+	canonicalObject(e, `"additiveReference":`, x.AdditiveReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // SpecimenDefinitionTypeTestedHandling is the backbone element SpecimenDefinition.typeTested.handling: Specimen handling before testing
@@ -538,4 +602,15 @@ func (x *SpecimenDefinitionTypeTestedHandling) UnmarshalJSON(data []byte) error 
 	}
 	*x = SpecimenDefinitionTypeTestedHandling{}
 	return unmarshalObject(data, "SpecimenDefinition.typeTested.handling", x)
+}
+
+func (x *SpecimenDefinitionTypeTestedHandling) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_instruction":`, x.Instruction)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"instruction":`, x.Instruction)
+	canonicalObject(e, `"maxDuration":`, x.MaxDuration)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"temperatureQualifier":`, x.TemperatureQualifier)
+	canonicalObject(e, `"temperatureRange":`, x.TemperatureRange)
 }

@@ -308,6 +308,65 @@ func (x *StructureDefinition) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *StructureDefinition) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_abstract":`, x.Abstract)
+	canonicalPrimitiveElement(e, `"_baseDefinition":`, x.BaseDefinition)
+	canonicalPrimitiveElements(e, `"_contextInvariant":`, x.ContextInvariant)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_derivation":`, x.Derivation)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_fhirVersion":`, x.FhirVersion)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"abstract":`, x.Abstract)
+	canonicalPrimitiveValue(e, `"baseDefinition":`, x.BaseDefinition)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"context":`, x.Context)
+	canonicalPrimitiveValues(e, `"contextInvariant":`, x.ContextInvariant)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"derivation":`, x.Derivation)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"differential":`, x.Differential)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"fhirVersion":`, x.FhirVersion)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObjects(e, `"keyword":`, x.Keyword)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"mapping":`, x.Mapping)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"StructureDefinition"`)
+	canonicalObject(e, `"snapshot":`, x.Snapshot)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // StructureDefinitionMapping is the backbone element StructureDefinition.mapping: External specification that the content is mapped to
 type StructureDefinitionMapping struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -400,6 +459,20 @@ func (x *StructureDefinitionMapping) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "StructureDefinition.mapping", x)
 }
 
+func (x *StructureDefinitionMapping) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_identity":`, x.Identity)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_uri":`, x.URI)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"identity":`, x.Identity)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"uri":`, x.URI)
+}
+
 // StructureDefinitionContext is the backbone element StructureDefinition.context: If an extension, where it can be used in instances
 type StructureDefinitionContext struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -476,6 +549,16 @@ func (x *StructureDefinitionContext) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "StructureDefinition.context", x)
 }
 
+func (x *StructureDefinitionContext) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+}
+
 // StructureDefinitionSnapshot is the backbone element StructureDefinition.snapshot: Snapshot view of the structure
 type StructureDefinitionSnapshot struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -542,6 +625,13 @@ func (x *StructureDefinitionSnapshot) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "StructureDefinition.snapshot", x)
 }
 
+func (x *StructureDefinitionSnapshot) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"element":`, x.Element)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // StructureDefinitionDifferential is the backbone element StructureDefinition.differential: Differential view of the structure
 type StructureDefinitionDifferential struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -606,4 +696,11 @@ func (x *StructureDefinitionDifferential) UnmarshalJSON(data []byte) error {
 	}
 	*x = StructureDefinitionDifferential{}
 	return unmarshalObject(data, "StructureDefinition.differential", x)
+}
+
+func (x *StructureDefinitionDifferential) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"element":`, x.Element)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

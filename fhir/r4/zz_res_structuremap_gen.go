@@ -242,6 +242,50 @@ func (x *StructureMap) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *StructureMap) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElements(e, `"_import":`, x.Import)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"group":`, x.Group)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValues(e, `"import":`, x.Import)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"StructureMap"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"structure":`, x.Structure)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // StructureMapStructure is the backbone element StructureMap.structure: Structure Definition used by this map
 type StructureMapStructure struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -332,6 +376,20 @@ func (x *StructureMapStructure) UnmarshalJSON(data []byte) error {
 	}
 	*x = StructureMapStructure{}
 	return unmarshalObject(data, "StructureMap.structure", x)
+}
+
+func (x *StructureMapStructure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_alias":`, x.Alias)
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveValue(e, `"alias":`, x.Alias)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
 }
 
 // StructureMapGroup is the backbone element StructureMap.group: Named sections for reader convenience
@@ -438,6 +496,22 @@ func (x *StructureMapGroup) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "StructureMap.group", x)
 }
 
+func (x *StructureMapGroup) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_extends":`, x.Extends)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_typeMode":`, x.TypeMode)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalPrimitiveValue(e, `"extends":`, x.Extends)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"input":`, x.Input)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"rule":`, x.Rule)
+	canonicalPrimitiveValue(e, `"typeMode":`, x.TypeMode)
+}
+
 // StructureMapGroupInput is the backbone element StructureMap.group.input: Named instance provided when invoking the map
 type StructureMapGroupInput struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -528,6 +602,20 @@ func (x *StructureMapGroupInput) UnmarshalJSON(data []byte) error {
 	}
 	*x = StructureMapGroupInput{}
 	return unmarshalObject(data, "StructureMap.group.input", x)
+}
+
+func (x *StructureMapGroupInput) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_mode":`, x.Mode)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"mode":`, x.Mode)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }
 
 // StructureMapGroupRule is the backbone element StructureMap.group.rule: Transform Rule from source to target
@@ -628,6 +716,20 @@ func (x *StructureMapGroupRule) UnmarshalJSON(data []byte) error {
 	}
 	*x = StructureMapGroupRule{}
 	return unmarshalObject(data, "StructureMap.group.rule", x)
+}
+
+func (x *StructureMapGroupRule) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObjects(e, `"dependent":`, x.Dependent)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"rule":`, x.Rule)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObjects(e, `"target":`, x.Target)
 }
 
 // StructureMapGroupRuleSource is the backbone element StructureMap.group.rule.source: Source inputs to the mapping
@@ -1108,6 +1210,101 @@ func (x *StructureMapGroupRuleSource) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "StructureMap.group.rule.source", x)
 }
 
+func (x *StructureMapGroupRuleSource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_check":`, x.Check)
+	canonicalPrimitiveElement(e, `"_condition":`, x.Condition)
+	canonicalPrimitiveElement(e, `"_context":`, x.Context)
+	canonicalPrimitiveElement(e, `"_defaultValueBase64Binary":`, x.DefaultValueBase64Binary)
+	canonicalPrimitiveElement(e, `"_defaultValueBoolean":`, x.DefaultValueBoolean)
+	canonicalPrimitiveElement(e, `"_defaultValueCanonical":`, x.DefaultValueCanonical)
+	canonicalPrimitiveElement(e, `"_defaultValueCode":`, x.DefaultValueCode)
+	canonicalPrimitiveElement(e, `"_defaultValueDate":`, x.DefaultValueDate)
+	canonicalPrimitiveElement(e, `"_defaultValueDateTime":`, x.DefaultValueDateTime)
+	canonicalPrimitiveElement(e, `"_defaultValueDecimal":`, x.DefaultValueDecimal)
+	canonicalPrimitiveElement(e, `"_defaultValueId":`, x.DefaultValueID)
+	canonicalPrimitiveElement(e, `"_defaultValueInstant":`, x.DefaultValueInstant)
+	canonicalPrimitiveElement(e, `"_defaultValueInteger":`, x.DefaultValueInteger)
+	canonicalPrimitiveElement(e, `"_defaultValueMarkdown":`, x.DefaultValueMarkdown)
+	canonicalPrimitiveElement(e, `"_defaultValueOid":`, x.DefaultValueOID)
+	canonicalPrimitiveElement(e, `"_defaultValuePositiveInt":`, x.DefaultValuePositiveInt)
+	canonicalPrimitiveElement(e, `"_defaultValueString":`, x.DefaultValueString)
+	canonicalPrimitiveElement(e, `"_defaultValueTime":`, x.DefaultValueTime)
+	canonicalPrimitiveElement(e, `"_defaultValueUnsignedInt":`, x.DefaultValueUnsignedInt)
+	canonicalPrimitiveElement(e, `"_defaultValueUri":`, x.DefaultValueURI)
+	canonicalPrimitiveElement(e, `"_defaultValueUrl":`, x.DefaultValueURL)
+	canonicalPrimitiveElement(e, `"_defaultValueUuid":`, x.DefaultValueUUID)
+	canonicalPrimitiveElement(e, `"_element":`, x.Element)
+	canonicalPrimitiveElement(e, `"_listMode":`, x.ListMode)
+	canonicalPrimitiveElement(e, `"_logMessage":`, x.LogMessage)
+	canonicalPrimitiveElement(e, `"_max":`, x.Max)
+	canonicalPrimitiveElement(e, `"_min":`, x.Min)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_variable":`, x.Variable)
+	canonicalPrimitiveValue(e, `"check":`, x.Check)
+	canonicalPrimitiveValue(e, `"condition":`, x.Condition)
+	canonicalPrimitiveValue(e, `"context":`, x.Context)
+	canonicalObject(e, `"defaultValueAddress":`, x.DefaultValueAddress)
+	canonicalObject(e, `"defaultValueAge":`, x.DefaultValueAge)
+	canonicalObject(e, `"defaultValueAnnotation":`, x.DefaultValueAnnotation)
+	canonicalObject(e, `"defaultValueAttachment":`, x.DefaultValueAttachment)
+	canonicalPrimitiveValue(e, `"defaultValueBase64Binary":`, x.DefaultValueBase64Binary)
+	canonicalPrimitiveValue(e, `"defaultValueBoolean":`, x.DefaultValueBoolean)
+	canonicalPrimitiveValue(e, `"defaultValueCanonical":`, x.DefaultValueCanonical)
+	canonicalPrimitiveValue(e, `"defaultValueCode":`, x.DefaultValueCode)
+	canonicalObject(e, `"defaultValueCodeableConcept":`, x.DefaultValueCodeableConcept)
+	canonicalObject(e, `"defaultValueCoding":`, x.DefaultValueCoding)
+	canonicalObject(e, `"defaultValueContactDetail":`, x.DefaultValueContactDetail)
+	canonicalObject(e, `"defaultValueContactPoint":`, x.DefaultValueContactPoint)
+	canonicalObject(e, `"defaultValueContributor":`, x.DefaultValueContributor)
+	canonicalObject(e, `"defaultValueCount":`, x.DefaultValueCount)
+	canonicalObject(e, `"defaultValueDataRequirement":`, x.DefaultValueDataRequirement)
+	canonicalPrimitiveValue(e, `"defaultValueDate":`, x.DefaultValueDate)
+	canonicalPrimitiveValue(e, `"defaultValueDateTime":`, x.DefaultValueDateTime)
+	canonicalPrimitiveValue(e, `"defaultValueDecimal":`, x.DefaultValueDecimal)
+	canonicalObject(e, `"defaultValueDistance":`, x.DefaultValueDistance)
+	canonicalObject(e, `"defaultValueDosage":`, x.DefaultValueDosage)
+	canonicalObject(e, `"defaultValueDuration":`, x.DefaultValueDuration)
+	canonicalObject(e, `"defaultValueExpression":`, x.DefaultValueExpression)
+	canonicalObject(e, `"defaultValueHumanName":`, x.DefaultValueHumanName)
+	canonicalPrimitiveValue(e, `"defaultValueId":`, x.DefaultValueID)
+	canonicalObject(e, `"defaultValueIdentifier":`, x.DefaultValueIdentifier)
+	canonicalPrimitiveValue(e, `"defaultValueInstant":`, x.DefaultValueInstant)
+	canonicalPrimitiveValue(e, `"defaultValueInteger":`, x.DefaultValueInteger)
+	canonicalPrimitiveValue(e, `"defaultValueMarkdown":`, x.DefaultValueMarkdown)
+	canonicalObject(e, `"defaultValueMeta":`, x.DefaultValueMeta)
+	canonicalObject(e, `"defaultValueMoney":`, x.DefaultValueMoney)
+	canonicalPrimitiveValue(e, `"defaultValueOid":`, x.DefaultValueOID)
+	canonicalObject(e, `"defaultValueParameterDefinition":`, x.DefaultValueParameterDefinition)
+	canonicalObject(e, `"defaultValuePeriod":`, x.DefaultValuePeriod)
+	canonicalPrimitiveValue(e, `"defaultValuePositiveInt":`, x.DefaultValuePositiveInt)
+	canonicalObject(e, `"defaultValueQuantity":`, x.DefaultValueQuantity)
+	canonicalObject(e, `"defaultValueRange":`, x.DefaultValueRange)
+	canonicalObject(e, `"defaultValueRatio":`, x.DefaultValueRatio)
+	canonicalObject(e, `"defaultValueReference":`, x.DefaultValueReference)
+	canonicalObject(e, `"defaultValueRelatedArtifact":`, x.DefaultValueRelatedArtifact)
+	canonicalObject(e, `"defaultValueSampledData":`, x.DefaultValueSampledData)
+	canonicalObject(e, `"defaultValueSignature":`, x.DefaultValueSignature)
+	canonicalPrimitiveValue(e, `"defaultValueString":`, x.DefaultValueString)
+	canonicalPrimitiveValue(e, `"defaultValueTime":`, x.DefaultValueTime)
+	canonicalObject(e, `"defaultValueTiming":`, x.DefaultValueTiming)
+	canonicalObject(e, `"defaultValueTriggerDefinition":`, x.DefaultValueTriggerDefinition)
+	canonicalPrimitiveValue(e, `"defaultValueUnsignedInt":`, x.DefaultValueUnsignedInt)
+	canonicalPrimitiveValue(e, `"defaultValueUri":`, x.DefaultValueURI)
+	canonicalPrimitiveValue(e, `"defaultValueUrl":`, x.DefaultValueURL)
+	canonicalObject(e, `"defaultValueUsageContext":`, x.DefaultValueUsageContext)
+	canonicalPrimitiveValue(e, `"defaultValueUuid":`, x.DefaultValueUUID)
+	canonicalPrimitiveValue(e, `"element":`, x.Element)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"listMode":`, x.ListMode)
+	canonicalPrimitiveValue(e, `"logMessage":`, x.LogMessage)
+	canonicalPrimitiveValue(e, `"max":`, x.Max)
+	canonicalPrimitiveValue(e, `"min":`, x.Min)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"variable":`, x.Variable)
+}
+
 // StructureMapGroupRuleTarget is the backbone element StructureMap.group.rule.target: Content to create because of this mapping rule
 type StructureMapGroupRuleTarget struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1230,6 +1427,27 @@ func (x *StructureMapGroupRuleTarget) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "StructureMap.group.rule.target", x)
 }
 
+func (x *StructureMapGroupRuleTarget) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_context":`, x.Context)
+	canonicalPrimitiveElement(e, `"_contextType":`, x.ContextType)
+	canonicalPrimitiveElement(e, `"_element":`, x.Element)
+	canonicalPrimitiveElements(e, `"_listMode":`, x.ListMode)
+	canonicalPrimitiveElement(e, `"_listRuleId":`, x.ListRuleID)
+	canonicalPrimitiveElement(e, `"_transform":`, x.Transform)
+	canonicalPrimitiveElement(e, `"_variable":`, x.Variable)
+	canonicalPrimitiveValue(e, `"context":`, x.Context)
+	canonicalPrimitiveValue(e, `"contextType":`, x.ContextType)
+	canonicalPrimitiveValue(e, `"element":`, x.Element)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"listMode":`, x.ListMode)
+	canonicalPrimitiveValue(e, `"listRuleId":`, x.ListRuleID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"parameter":`, x.Parameter)
+	canonicalPrimitiveValue(e, `"transform":`, x.Transform)
+	canonicalPrimitiveValue(e, `"variable":`, x.Variable)
+}
+
 // StructureMapGroupRuleTargetParameter is the backbone element StructureMap.group.rule.target.parameter: Parameters to the transform
 type StructureMapGroupRuleTargetParameter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1330,6 +1548,22 @@ func (x *StructureMapGroupRuleTargetParameter) UnmarshalJSON(data []byte) error 
 	return unmarshalObject(data, "StructureMap.group.rule.target.parameter", x)
 }
 
+func (x *StructureMapGroupRuleTargetParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueId":`, x.ValueID)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveValue(e, `"valueId":`, x.ValueID)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+}
+
 // StructureMapGroupRuleDependent is the backbone element StructureMap.group.rule.dependent: Which other rules to apply in the context of this rule
 type StructureMapGroupRuleDependent struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1404,4 +1638,14 @@ func (x *StructureMapGroupRuleDependent) UnmarshalJSON(data []byte) error {
 	}
 	*x = StructureMapGroupRuleDependent{}
 	return unmarshalObject(data, "StructureMap.group.rule.dependent", x)
+}
+
+func (x *StructureMapGroupRuleDependent) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElements(e, `"_variable":`, x.Variable)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValues(e, `"variable":`, x.Variable)
 }

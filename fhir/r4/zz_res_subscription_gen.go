@@ -162,6 +162,32 @@ func (x *Subscription) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Subscription) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_criteria":`, x.Criteria)
+	canonicalPrimitiveElement(e, `"_end":`, x.End)
+	canonicalPrimitiveElement(e, `"_error":`, x.Error)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_reason":`, x.Reason)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObject(e, `"channel":`, x.Channel)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"criteria":`, x.Criteria)
+	canonicalPrimitiveValue(e, `"end":`, x.End)
+	canonicalPrimitiveValue(e, `"error":`, x.Error)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"reason":`, x.Reason)
+	e.key(`"resourceType":"Subscription"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SubscriptionChannel is the backbone element Subscription.channel: The channel on which to report matches to the criteria
 type SubscriptionChannel struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -252,4 +278,18 @@ func (x *SubscriptionChannel) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubscriptionChannel{}
 	return unmarshalObject(data, "Subscription.channel", x)
+}
+
+func (x *SubscriptionChannel) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_endpoint":`, x.Endpoint)
+	canonicalPrimitiveElements(e, `"_header":`, x.Header)
+	canonicalPrimitiveElement(e, `"_payload":`, x.Payload)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveValue(e, `"endpoint":`, x.Endpoint)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValues(e, `"header":`, x.Header)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"payload":`, x.Payload)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
 }

@@ -156,6 +156,29 @@ func (x *Substance) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *Substance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"ingredient":`, x.Ingredient)
+	canonicalObjects(e, `"instance":`, x.Instance)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"Substance"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SubstanceInstance is the backbone element Substance.instance: If this describes a specific package/container of the substance
 type SubstanceInstance struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -236,6 +259,16 @@ func (x *SubstanceInstance) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "Substance.instance", x)
 }
 
+func (x *SubstanceInstance) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_expiry":`, x.Expiry)
+	canonicalPrimitiveValue(e, `"expiry":`, x.Expiry)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+}
+
 // SubstanceIngredient is the backbone element Substance.ingredient: Composition information about the substance
 type SubstanceIngredient struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -312,4 +345,13 @@ func (x *SubstanceIngredient) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceIngredient{}
 	return unmarshalObject(data, "Substance.ingredient", x)
+}
+
+func (x *SubstanceIngredient) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObject(e, `"substanceCodeableConcept":`, x.SubstanceCodeableConcept)
+	canonicalObject(e, `"substanceReference":`, x.SubstanceReference)
 }

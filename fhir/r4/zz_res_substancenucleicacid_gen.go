@@ -144,6 +144,27 @@ func (x *SubstanceNucleicAcid) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SubstanceNucleicAcid) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_areaOfHybridisation":`, x.AreaOfHybridisation)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_numberOfSubunits":`, x.NumberOfSubunits)
+	canonicalPrimitiveValue(e, `"areaOfHybridisation":`, x.AreaOfHybridisation)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"numberOfSubunits":`, x.NumberOfSubunits)
+	canonicalObject(e, `"oligoNucleotideType":`, x.OligoNucleotideType)
+	e.key(`"resourceType":"SubstanceNucleicAcid"`)
+	canonicalObject(e, `"sequenceType":`, x.SequenceType)
+	canonicalObjects(e, `"subunit":`, x.Subunit)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SubstanceNucleicAcidSubunit is the backbone element SubstanceNucleicAcid.subunit: Subunits are listed in order of decreasing length; sequences of the same length will be ordered by molecular weight; subunits that have identical sequences will be repeated multiple times
 type SubstanceNucleicAcidSubunit struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -258,6 +279,23 @@ func (x *SubstanceNucleicAcidSubunit) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceNucleicAcid.subunit", x)
 }
 
+func (x *SubstanceNucleicAcidSubunit) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_length":`, x.Length)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveElement(e, `"_subunit":`, x.Subunit)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"fivePrime":`, x.FivePrime)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"length":`, x.Length)
+	canonicalObjects(e, `"linkage":`, x.Linkage)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObject(e, `"sequenceAttachment":`, x.SequenceAttachment)
+	canonicalPrimitiveValue(e, `"subunit":`, x.Subunit)
+	canonicalObjects(e, `"sugar":`, x.Sugar)
+	canonicalObject(e, `"threePrime":`, x.ThreePrime)
+}
+
 // SubstanceNucleicAcidSubunitLinkage is the backbone element SubstanceNucleicAcid.subunit.linkage: The linkages between sugar residues will also be captured
 type SubstanceNucleicAcidSubunitLinkage struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -348,6 +386,19 @@ func (x *SubstanceNucleicAcidSubunitLinkage) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceNucleicAcid.subunit.linkage", x)
 }
 
+func (x *SubstanceNucleicAcidSubunitLinkage) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_connectivity":`, x.Connectivity)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_residueSite":`, x.ResidueSite)
+	canonicalPrimitiveValue(e, `"connectivity":`, x.Connectivity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"residueSite":`, x.ResidueSite)
+}
+
 // SubstanceNucleicAcidSubunitSugar is the backbone element SubstanceNucleicAcid.subunit.sugar: 5.3.6.8.1 Sugar ID (Mandatory)
 type SubstanceNucleicAcidSubunitSugar struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -428,4 +479,15 @@ func (x *SubstanceNucleicAcidSubunitSugar) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceNucleicAcidSubunitSugar{}
 	return unmarshalObject(data, "SubstanceNucleicAcid.subunit.sugar", x)
+}
+
+func (x *SubstanceNucleicAcidSubunitSugar) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_residueSite":`, x.ResidueSite)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"residueSite":`, x.ResidueSite)
 }

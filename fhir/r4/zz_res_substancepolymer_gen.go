@@ -148,6 +148,27 @@ func (x *SubstancePolymer) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SubstancePolymer) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElements(e, `"_modification":`, x.Modification)
+	canonicalObject(e, `"class":`, x.Class)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"copolymerConnectivity":`, x.CopolymerConnectivity)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"geometry":`, x.Geometry)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalPrimitiveValues(e, `"modification":`, x.Modification)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"monomerSet":`, x.MonomerSet)
+	canonicalObjects(e, `"repeat":`, x.Repeat)
+	e.key(`"resourceType":"SubstancePolymer"`)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SubstancePolymerMonomerSet is the backbone element SubstancePolymer.monomerSet: Todo
 type SubstancePolymerMonomerSet struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -218,6 +239,14 @@ func (x *SubstancePolymerMonomerSet) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstancePolymerMonomerSet{}
 	return unmarshalObject(data, "SubstancePolymer.monomerSet", x)
+}
+
+func (x *SubstancePolymerMonomerSet) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"ratioType":`, x.RatioType)
+	canonicalObjects(e, `"startingMaterial":`, x.StartingMaterial)
 }
 
 // SubstancePolymerMonomerSetStartingMaterial is the backbone element SubstancePolymer.monomerSet.startingMaterial: Todo
@@ -306,6 +335,17 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) UnmarshalJSON(data []byte) 
 	return unmarshalObject(data, "SubstancePolymer.monomerSet.startingMaterial", x)
 }
 
+func (x *SubstancePolymerMonomerSetStartingMaterial) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_isDefining":`, x.IsDefining)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"isDefining":`, x.IsDefining)
+	canonicalObject(e, `"material":`, x.Material)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // SubstancePolymerRepeat is the backbone element SubstancePolymer.repeat: Todo
 type SubstancePolymerRepeat struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -392,6 +432,18 @@ func (x *SubstancePolymerRepeat) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstancePolymerRepeat{}
 	return unmarshalObject(data, "SubstancePolymer.repeat", x)
+}
+
+func (x *SubstancePolymerRepeat) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_averageMolecularFormula":`, x.AverageMolecularFormula)
+	canonicalPrimitiveElement(e, `"_numberOfUnits":`, x.NumberOfUnits)
+	canonicalPrimitiveValue(e, `"averageMolecularFormula":`, x.AverageMolecularFormula)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"numberOfUnits":`, x.NumberOfUnits)
+	canonicalObjects(e, `"repeatUnit":`, x.RepeatUnit)
+	canonicalObject(e, `"repeatUnitAmountType":`, x.RepeatUnitAmountType)
 }
 
 // SubstancePolymerRepeatRepeatUnit is the backbone element SubstancePolymer.repeat.repeatUnit: Todo
@@ -486,6 +538,18 @@ func (x *SubstancePolymerRepeatRepeatUnit) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstancePolymer.repeat.repeatUnit", x)
 }
 
+func (x *SubstancePolymerRepeatRepeatUnit) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_repeatUnit":`, x.RepeatUnit)
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObjects(e, `"degreeOfPolymerisation":`, x.DegreeOfPolymerisation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"orientationOfPolymerisation":`, x.OrientationOfPolymerisation)
+	canonicalPrimitiveValue(e, `"repeatUnit":`, x.RepeatUnit)
+	canonicalObjects(e, `"structuralRepresentation":`, x.StructuralRepresentation)
+}
+
 // SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation is the backbone element SubstancePolymer.repeat.repeatUnit.degreeOfPolymerisation: Todo
 type SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -556,6 +620,14 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) UnmarshalJSON(d
 	}
 	*x = SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation{}
 	return unmarshalObject(data, "SubstancePolymer.repeat.repeatUnit.degreeOfPolymerisation", x)
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObject(e, `"degree":`, x.Degree)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // SubstancePolymerRepeatRepeatUnitStructuralRepresentation is the backbone element SubstancePolymer.repeat.repeatUnit.structuralRepresentation: Todo
@@ -636,4 +708,14 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) UnmarshalJSON
 	}
 	*x = SubstancePolymerRepeatRepeatUnitStructuralRepresentation{}
 	return unmarshalObject(data, "SubstancePolymer.repeat.repeatUnit.structuralRepresentation", x)
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_representation":`, x.Representation)
+	canonicalObject(e, `"attachment":`, x.Attachment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"representation":`, x.Representation)
+	canonicalObject(e, `"type":`, x.Type)
 }

@@ -138,6 +138,26 @@ func (x *SubstanceProtein) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SubstanceProtein) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_disulfideLinkage":`, x.DisulfideLinkage)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_numberOfSubunits":`, x.NumberOfSubunits)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValues(e, `"disulfideLinkage":`, x.DisulfideLinkage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"numberOfSubunits":`, x.NumberOfSubunits)
+	e.key(`"resourceType":"SubstanceProtein"`)
+	canonicalObject(e, `"sequenceType":`, x.SequenceType)
+	canonicalObjects(e, `"subunit":`, x.Subunit)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SubstanceProteinSubunit is the backbone element SubstanceProtein.subunit: This subclause refers to the description of each subunit constituting the SubstanceProtein. A subunit is a linear sequence of amino acids linked through peptide bonds. The Subunit information shall be provided when the finished SubstanceProtein is a complex of multiple sequences; subunits are not used to delineate domains within a single sequence. Subunits are listed in order of decreasing length; sequences of the same length will be ordered by decreasing molecular weight; subunits that have identical sequences will be repeated multiple times
 type SubstanceProteinSubunit struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -254,4 +274,23 @@ func (x *SubstanceProteinSubunit) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceProteinSubunit{}
 	return unmarshalObject(data, "SubstanceProtein.subunit", x)
+}
+
+func (x *SubstanceProteinSubunit) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_cTerminalModification":`, x.CTerminalModification)
+	canonicalPrimitiveElement(e, `"_length":`, x.Length)
+	canonicalPrimitiveElement(e, `"_nTerminalModification":`, x.NTerminalModification)
+	canonicalPrimitiveElement(e, `"_sequence":`, x.Sequence)
+	canonicalPrimitiveElement(e, `"_subunit":`, x.Subunit)
+	canonicalPrimitiveValue(e, `"cTerminalModification":`, x.CTerminalModification)
+	canonicalObject(e, `"cTerminalModificationId":`, x.CTerminalModificationID)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"length":`, x.Length)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"nTerminalModification":`, x.NTerminalModification)
+	canonicalObject(e, `"nTerminalModificationId":`, x.NTerminalModificationID)
+	canonicalPrimitiveValue(e, `"sequence":`, x.Sequence)
+	canonicalObject(e, `"sequenceAttachment":`, x.SequenceAttachment)
+	canonicalPrimitiveValue(e, `"subunit":`, x.Subunit)
 }

@@ -142,6 +142,26 @@ func (x *SubstanceReferenceInformation) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SubstanceReferenceInformation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObjects(e, `"classification":`, x.Classification)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"gene":`, x.Gene)
+	canonicalObjects(e, `"geneElement":`, x.GeneElement)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	e.key(`"resourceType":"SubstanceReferenceInformation"`)
+	canonicalObjects(e, `"target":`, x.Target)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SubstanceReferenceInformationGene is the backbone element SubstanceReferenceInformation.gene: Todo
 type SubstanceReferenceInformationGene struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -220,6 +240,15 @@ func (x *SubstanceReferenceInformationGene) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceReferenceInformation.gene", x)
 }
 
+func (x *SubstanceReferenceInformationGene) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"gene":`, x.Gene)
+	canonicalObject(e, `"geneSequenceOrigin":`, x.GeneSequenceOrigin)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"source":`, x.Source)
+}
+
 // SubstanceReferenceInformationGeneElement is the backbone element SubstanceReferenceInformation.geneElement: Todo
 type SubstanceReferenceInformationGeneElement struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -296,6 +325,15 @@ func (x *SubstanceReferenceInformationGeneElement) UnmarshalJSON(data []byte) er
 	}
 	*x = SubstanceReferenceInformationGeneElement{}
 	return unmarshalObject(data, "SubstanceReferenceInformation.geneElement", x)
+}
+
+func (x *SubstanceReferenceInformationGeneElement) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"element":`, x.Element)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // SubstanceReferenceInformationClassification is the backbone element SubstanceReferenceInformation.classification: Todo
@@ -380,6 +418,16 @@ func (x *SubstanceReferenceInformationClassification) UnmarshalJSON(data []byte)
 	}
 	*x = SubstanceReferenceInformationClassification{}
 	return unmarshalObject(data, "SubstanceReferenceInformation.classification", x)
+}
+
+func (x *SubstanceReferenceInformationClassification) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"classification":`, x.Classification)
+	canonicalObject(e, `"domain":`, x.Domain)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObjects(e, `"subtype":`, x.Subtype)
 }
 
 // SubstanceReferenceInformationTarget is the backbone element SubstanceReferenceInformation.target: Todo
@@ -502,4 +550,21 @@ func (x *SubstanceReferenceInformationTarget) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceReferenceInformationTarget{}
 	return unmarshalObject(data, "SubstanceReferenceInformation.target", x)
+}
+
+func (x *SubstanceReferenceInformationTarget) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_amountString":`, x.AmountString)
+	canonicalObject(e, `"amountQuantity":`, x.AmountQuantity)
+	canonicalObject(e, `"amountRange":`, x.AmountRange)
+	canonicalPrimitiveValue(e, `"amountString":`, x.AmountString)
+	canonicalObject(e, `"amountType":`, x.AmountType)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"interaction":`, x.Interaction)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"organism":`, x.Organism)
+	canonicalObject(e, `"organismType":`, x.OrganismType)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObject(e, `"target":`, x.Target)
+	canonicalObject(e, `"type":`, x.Type)
 }

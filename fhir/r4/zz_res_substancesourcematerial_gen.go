@@ -194,6 +194,36 @@ func (x *SubstanceSourceMaterial) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SubstanceSourceMaterial) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElements(e, `"_geographicalLocation":`, x.GeographicalLocation)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_organismName":`, x.OrganismName)
+	canonicalPrimitiveElements(e, `"_parentSubstanceName":`, x.ParentSubstanceName)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"countryOfOrigin":`, x.CountryOfOrigin)
+	canonicalObject(e, `"developmentStage":`, x.DevelopmentStage)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"fractionDescription":`, x.FractionDescription)
+	canonicalPrimitiveValues(e, `"geographicalLocation":`, x.GeographicalLocation)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"organism":`, x.Organism)
+	canonicalObject(e, `"organismId":`, x.OrganismID)
+	canonicalPrimitiveValue(e, `"organismName":`, x.OrganismName)
+	canonicalObjects(e, `"parentSubstanceId":`, x.ParentSubstanceID)
+	canonicalPrimitiveValues(e, `"parentSubstanceName":`, x.ParentSubstanceName)
+	canonicalObjects(e, `"partDescription":`, x.PartDescription)
+	e.key(`"resourceType":"SubstanceSourceMaterial"`)
+	canonicalObject(e, `"sourceMaterialClass":`, x.SourceMaterialClass)
+	canonicalObject(e, `"sourceMaterialState":`, x.SourceMaterialState)
+	canonicalObject(e, `"sourceMaterialType":`, x.SourceMaterialType)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SubstanceSourceMaterialFractionDescription is the backbone element SubstanceSourceMaterial.fractionDescription: Many complex materials are fractions of parts of plants, animals, or minerals. Fraction elements are often necessary to define both Substances and Specified Group 1 Substances. For substances derived from Plants, fraction information will be captured at the Substance information level ( . Oils, Juices and Exudates). Additional information for Extracts, such as extraction solvent composition, will be captured at the Specified Substance Group 1 information level. For plasma-derived products fraction information will be captured at the Substance and the Specified Substance Group 1 levels
 type SubstanceSourceMaterialFractionDescription struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -266,6 +296,15 @@ func (x *SubstanceSourceMaterialFractionDescription) UnmarshalJSON(data []byte) 
 	}
 	*x = SubstanceSourceMaterialFractionDescription{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.fractionDescription", x)
+}
+
+func (x *SubstanceSourceMaterialFractionDescription) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_fraction":`, x.Fraction)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"fraction":`, x.Fraction)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"materialType":`, x.MaterialType)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // SubstanceSourceMaterialOrganism is the backbone element SubstanceSourceMaterial.organism: This subclause describes the organism which the substance is derived from. For vaccines, the parent organism shall be specified based on these subclause elements. As an example, full taxonomy will be described for the Substance Name: ., Leaf
@@ -378,6 +417,21 @@ func (x *SubstanceSourceMaterialOrganism) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism", x)
 }
 
+func (x *SubstanceSourceMaterialOrganism) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_intraspecificDescription":`, x.IntraspecificDescription)
+	canonicalObjects(e, `"author":`, x.Author)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"family":`, x.Family)
+	canonicalObject(e, `"genus":`, x.Genus)
+	canonicalObject(e, `"hybrid":`, x.Hybrid)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"intraspecificDescription":`, x.IntraspecificDescription)
+	canonicalObject(e, `"intraspecificType":`, x.IntraspecificType)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"organismGeneral":`, x.OrganismGeneral)
+	canonicalObject(e, `"species":`, x.Species)
+}
+
 // SubstanceSourceMaterialOrganismAuthor is the backbone element SubstanceSourceMaterial.organism.author: 4.9.13.6.1 Author type (Conditional)
 type SubstanceSourceMaterialOrganismAuthor struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -450,6 +504,15 @@ func (x *SubstanceSourceMaterialOrganismAuthor) UnmarshalJSON(data []byte) error
 	}
 	*x = SubstanceSourceMaterialOrganismAuthor{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism.author", x)
+}
+
+func (x *SubstanceSourceMaterialOrganismAuthor) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authorDescription":`, x.AuthorDescription)
+	canonicalPrimitiveValue(e, `"authorDescription":`, x.AuthorDescription)
+	canonicalObject(e, `"authorType":`, x.AuthorType)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // SubstanceSourceMaterialOrganismHybrid is the backbone element SubstanceSourceMaterial.organism.hybrid: 4.9.13.8.1 Hybrid species maternal organism ID (Optional)
@@ -550,6 +613,21 @@ func (x *SubstanceSourceMaterialOrganismHybrid) UnmarshalJSON(data []byte) error
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism.hybrid", x)
 }
 
+func (x *SubstanceSourceMaterialOrganismHybrid) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_maternalOrganismId":`, x.MaternalOrganismID)
+	canonicalPrimitiveElement(e, `"_maternalOrganismName":`, x.MaternalOrganismName)
+	canonicalPrimitiveElement(e, `"_paternalOrganismId":`, x.PaternalOrganismID)
+	canonicalPrimitiveElement(e, `"_paternalOrganismName":`, x.PaternalOrganismName)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"hybridType":`, x.HybridType)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"maternalOrganismId":`, x.MaternalOrganismID)
+	canonicalPrimitiveValue(e, `"maternalOrganismName":`, x.MaternalOrganismName)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"paternalOrganismId":`, x.PaternalOrganismID)
+	canonicalPrimitiveValue(e, `"paternalOrganismName":`, x.PaternalOrganismName)
+}
+
 // SubstanceSourceMaterialOrganismOrganismGeneral is the backbone element SubstanceSourceMaterial.organism.organismGeneral: 4.9.13.7.1 Kingdom (Conditional)
 type SubstanceSourceMaterialOrganismOrganismGeneral struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -634,6 +712,16 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) UnmarshalJSON(data []by
 	return unmarshalObject(data, "SubstanceSourceMaterial.organism.organismGeneral", x)
 }
 
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"class":`, x.Class)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"kingdom":`, x.Kingdom)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"order":`, x.Order)
+	canonicalObject(e, `"phylum":`, x.Phylum)
+}
+
 // SubstanceSourceMaterialPartDescription is the backbone element SubstanceSourceMaterial.partDescription: To do
 type SubstanceSourceMaterialPartDescription struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -704,4 +792,12 @@ func (x *SubstanceSourceMaterialPartDescription) UnmarshalJSON(data []byte) erro
 	}
 	*x = SubstanceSourceMaterialPartDescription{}
 	return unmarshalObject(data, "SubstanceSourceMaterial.partDescription", x)
+}
+
+func (x *SubstanceSourceMaterialPartDescription) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"part":`, x.Part)
+	canonicalObject(e, `"partLocation":`, x.PartLocation)
 }

@@ -228,6 +228,41 @@ func (x *SubstanceSpecification) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SubstanceSpecification) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalObjects(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"domain":`, x.Domain)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"moiety":`, x.Moiety)
+	canonicalObjects(e, `"molecularWeight":`, x.MolecularWeight)
+	canonicalObjects(e, `"name":`, x.Name)
+	canonicalObject(e, `"nucleicAcid":`, x.NucleicAcid)
+	canonicalObject(e, `"polymer":`, x.Polymer)
+	canonicalObjects(e, `"property":`, x.Property)
+	canonicalObject(e, `"protein":`, x.Protein)
+	canonicalObject(e, `"referenceInformation":`, x.ReferenceInformation)
+	canonicalObjects(e, `"relationship":`, x.Relationship)
+	e.key(`"resourceType":"SubstanceSpecification"`)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObject(e, `"sourceMaterial":`, x.SourceMaterial)
+	canonicalObject(e, `"status":`, x.Status)
+	canonicalObject(e, `"structure":`, x.Structure)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // SubstanceSpecificationMoiety is the backbone element SubstanceSpecification.moiety: Moiety, for structural modifications
 type SubstanceSpecificationMoiety struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -342,6 +377,23 @@ func (x *SubstanceSpecificationMoiety) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceSpecification.moiety", x)
 }
 
+func (x *SubstanceSpecificationMoiety) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_amountString":`, x.AmountString)
+	canonicalPrimitiveElement(e, `"_molecularFormula":`, x.MolecularFormula)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObject(e, `"amountQuantity":`, x.AmountQuantity)
+	canonicalPrimitiveValue(e, `"amountString":`, x.AmountString)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"molecularFormula":`, x.MolecularFormula)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObject(e, `"opticalActivity":`, x.OpticalActivity)
+	canonicalObject(e, `"role":`, x.Role)
+	canonicalObject(e, `"stereochemistry":`, x.Stereochemistry)
+}
+
 // SubstanceSpecificationProperty is the backbone element SubstanceSpecification.property: General specifications for this substance, including how it is related to other substances
 type SubstanceSpecificationProperty struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -446,6 +498,21 @@ func (x *SubstanceSpecificationProperty) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceSpecificationProperty{}
 	return unmarshalObject(data, "SubstanceSpecification.property", x)
+}
+
+func (x *SubstanceSpecificationProperty) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_amountString":`, x.AmountString)
+	canonicalPrimitiveElement(e, `"_parameters":`, x.Parameters)
+	canonicalObject(e, `"amountQuantity":`, x.AmountQuantity)
+	canonicalPrimitiveValue(e, `"amountString":`, x.AmountString)
+	canonicalObject(e, `"category":`, x.Category)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObject(e, `"definingSubstanceCodeableConcept":`, x.DefiningSubstanceCodeableConcept)
+	canonicalObject(e, `"definingSubstanceReference":`, x.DefiningSubstanceReference)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"parameters":`, x.Parameters)
 }
 
 // SubstanceSpecificationStructure is the backbone element SubstanceSpecification.structure: Structural information
@@ -560,6 +627,22 @@ func (x *SubstanceSpecificationStructure) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceSpecification.structure", x)
 }
 
+func (x *SubstanceSpecificationStructure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_molecularFormula":`, x.MolecularFormula)
+	canonicalPrimitiveElement(e, `"_molecularFormulaByMoiety":`, x.MolecularFormulaByMoiety)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"isotope":`, x.Isotope)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"molecularFormula":`, x.MolecularFormula)
+	canonicalPrimitiveValue(e, `"molecularFormulaByMoiety":`, x.MolecularFormulaByMoiety)
+	canonicalObject(e, `"molecularWeight":`, x.MolecularWeight)
+	canonicalObject(e, `"opticalActivity":`, x.OpticalActivity)
+	canonicalObjects(e, `"representation":`, x.Representation)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObject(e, `"stereochemistry":`, x.Stereochemistry)
+}
+
 // SubstanceSpecificationStructureIsotope is the backbone element SubstanceSpecification.structure.isotope: Applicable for single substances that contain a radionuclide or a non-natural isotopic ratio
 type SubstanceSpecificationStructureIsotope struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -650,6 +733,17 @@ func (x *SubstanceSpecificationStructureIsotope) UnmarshalJSON(data []byte) erro
 	return unmarshalObject(data, "SubstanceSpecification.structure.isotope", x)
 }
 
+func (x *SubstanceSpecificationStructureIsotope) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"halfLife":`, x.HalfLife)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"molecularWeight":`, x.MolecularWeight)
+	canonicalObject(e, `"name":`, x.Name)
+	canonicalObject(e, `"substitution":`, x.Substitution)
+}
+
 // SubstanceSpecificationStructureIsotopeMolecularWeight is the backbone element SubstanceSpecification.structure.isotope.molecularWeight: The molecular weight or weight range (for proteins, polymers or nucleic acids)
 type SubstanceSpecificationStructureIsotopeMolecularWeight struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -726,6 +820,15 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) UnmarshalJSON(da
 	}
 	*x = SubstanceSpecificationStructureIsotopeMolecularWeight{}
 	return unmarshalObject(data, "SubstanceSpecification.structure.isotope.molecularWeight", x)
+}
+
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"amount":`, x.Amount)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // SubstanceSpecificationStructureRepresentation is the backbone element SubstanceSpecification.structure.representation: Molecular structural representation
@@ -806,6 +909,16 @@ func (x *SubstanceSpecificationStructureRepresentation) UnmarshalJSON(data []byt
 	}
 	*x = SubstanceSpecificationStructureRepresentation{}
 	return unmarshalObject(data, "SubstanceSpecification.structure.representation", x)
+}
+
+func (x *SubstanceSpecificationStructureRepresentation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_representation":`, x.Representation)
+	canonicalObject(e, `"attachment":`, x.Attachment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"representation":`, x.Representation)
+	canonicalObject(e, `"type":`, x.Type)
 }
 
 // SubstanceSpecificationCode is the backbone element SubstanceSpecification.code: Codes associated with the substance
@@ -900,6 +1013,19 @@ func (x *SubstanceSpecificationCode) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceSpecificationCode{}
 	return unmarshalObject(data, "SubstanceSpecification.code", x)
+}
+
+func (x *SubstanceSpecificationCode) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_comment":`, x.Comment)
+	canonicalPrimitiveElement(e, `"_statusDate":`, x.StatusDate)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"comment":`, x.Comment)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObject(e, `"status":`, x.Status)
+	canonicalPrimitiveValue(e, `"statusDate":`, x.StatusDate)
 }
 
 // SubstanceSpecificationName is the backbone element SubstanceSpecification.name: Names applicable to this substance
@@ -1032,6 +1158,25 @@ func (x *SubstanceSpecificationName) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "SubstanceSpecification.name", x)
 }
 
+func (x *SubstanceSpecificationName) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_preferred":`, x.Preferred)
+	canonicalObjects(e, `"domain":`, x.Domain)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalObjects(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"official":`, x.Official)
+	canonicalPrimitiveValue(e, `"preferred":`, x.Preferred)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObject(e, `"status":`, x.Status)
+	canonicalObjects(e, `"synonym":`, x.Synonym)
+	canonicalObjects(e, `"translation":`, x.Translation)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // SubstanceSpecificationNameOfficial is the backbone element SubstanceSpecification.name.official: Details of the official nature of this name
 type SubstanceSpecificationNameOfficial struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1110,6 +1255,16 @@ func (x *SubstanceSpecificationNameOfficial) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceSpecificationNameOfficial{}
 	return unmarshalObject(data, "SubstanceSpecification.name.official", x)
+}
+
+func (x *SubstanceSpecificationNameOfficial) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalObject(e, `"authority":`, x.Authority)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"status":`, x.Status)
 }
 
 // SubstanceSpecificationRelationship is the backbone element SubstanceSpecification.relationship: A link between this substance and another, with details of the relationship
@@ -1240,4 +1395,23 @@ func (x *SubstanceSpecificationRelationship) UnmarshalJSON(data []byte) error {
 	}
 	*x = SubstanceSpecificationRelationship{}
 	return unmarshalObject(data, "SubstanceSpecification.relationship", x)
+}
+
+func (x *SubstanceSpecificationRelationship) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_amountString":`, x.AmountString)
+	canonicalPrimitiveElement(e, `"_isDefining":`, x.IsDefining)
+	canonicalObject(e, `"amountQuantity":`, x.AmountQuantity)
+	canonicalObject(e, `"amountRange":`, x.AmountRange)
+	canonicalObject(e, `"amountRatio":`, x.AmountRatio)
+	canonicalObject(e, `"amountRatioLowLimit":`, x.AmountRatioLowLimit)
+	canonicalPrimitiveValue(e, `"amountString":`, x.AmountString)
+	canonicalObject(e, `"amountType":`, x.AmountType)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"isDefining":`, x.IsDefining)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"relationship":`, x.Relationship)
+	canonicalObjects(e, `"source":`, x.Source)
+	canonicalObject(e, `"substanceCodeableConcept":`, x.SubstanceCodeableConcept)
+	canonicalObject(e, `"substanceReference":`, x.SubstanceReference)
 }

@@ -192,6 +192,35 @@ func (x *SupplyDelivery) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SupplyDelivery) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalObjects(e, `"basedOn":`, x.BasedOn)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"destination":`, x.Destination)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalObject(e, `"occurrencePeriod":`, x.OccurrencePeriod)
+	canonicalObject(e, `"occurrenceTiming":`, x.OccurrenceTiming)
+	canonicalObjects(e, `"partOf":`, x.PartOf)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObjects(e, `"receiver":`, x.Receiver)
+	e.key(`"resourceType":"SupplyDelivery"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"suppliedItem":`, x.SuppliedItem)
+	canonicalObject(e, `"supplier":`, x.Supplier)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObject(e, `"type":`, x.Type)
+}
+
 // SupplyDeliverySuppliedItem is the backbone element SupplyDelivery.suppliedItem: The item that is delivered or supplied
 type SupplyDeliverySuppliedItem struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -268,4 +297,13 @@ func (x *SupplyDeliverySuppliedItem) UnmarshalJSON(data []byte) error {
 	}
 	*x = SupplyDeliverySuppliedItem{}
 	return unmarshalObject(data, "SupplyDelivery.suppliedItem", x)
+}
+
+func (x *SupplyDeliverySuppliedItem) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"itemCodeableConcept":`, x.ItemCodeableConcept)
+	canonicalObject(e, `"itemReference":`, x.ItemReference)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"quantity":`, x.Quantity)
 }

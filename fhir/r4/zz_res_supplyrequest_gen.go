@@ -226,6 +226,42 @@ func (x *SupplyRequest) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *SupplyRequest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_authoredOn":`, x.AuthoredOn)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalPrimitiveElement(e, `"_priority":`, x.Priority)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveValue(e, `"authoredOn":`, x.AuthoredOn)
+	canonicalObject(e, `"category":`, x.Category)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObject(e, `"deliverFrom":`, x.DeliverFrom)
+	canonicalObject(e, `"deliverTo":`, x.DeliverTo)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObject(e, `"itemCodeableConcept":`, x.ItemCodeableConcept)
+	canonicalObject(e, `"itemReference":`, x.ItemReference)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"occurrenceDateTime":`, x.OccurrenceDateTime)
+	canonicalObject(e, `"occurrencePeriod":`, x.OccurrencePeriod)
+	canonicalObject(e, `"occurrenceTiming":`, x.OccurrenceTiming)
+	canonicalObjects(e, `"parameter":`, x.Parameter)
+	canonicalPrimitiveValue(e, `"priority":`, x.Priority)
+	canonicalObject(e, `"quantity":`, x.Quantity)
+	canonicalObjects(e, `"reasonCode":`, x.ReasonCode)
+	canonicalObjects(e, `"reasonReference":`, x.ReasonReference)
+	canonicalObject(e, `"requester":`, x.Requester)
+	e.key(`"resourceType":"SupplyRequest"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObjects(e, `"supplier":`, x.Supplier)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // SupplyRequestParameter is the backbone element SupplyRequest.parameter: Ordered item details
 type SupplyRequestParameter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -316,4 +352,16 @@ func (x *SupplyRequestParameter) UnmarshalJSON(data []byte) error {
 	}
 	*x = SupplyRequestParameter{}
 	return unmarshalObject(data, "SupplyRequest.parameter", x)
+}
+
+func (x *SupplyRequestParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalObject(e, `"valueCodeableConcept":`, x.ValueCodeableConcept)
+	canonicalObject(e, `"valueQuantity":`, x.ValueQuantity)
+	canonicalObject(e, `"valueRange":`, x.ValueRange)
 }

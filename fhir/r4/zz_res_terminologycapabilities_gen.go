@@ -282,6 +282,58 @@ func (x *TerminologyCapabilities) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *TerminologyCapabilities) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_codeSearch":`, x.CodeSearch)
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_kind":`, x.Kind)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lockedDate":`, x.LockedDate)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObject(e, `"closure":`, x.Closure)
+	canonicalPrimitiveValue(e, `"codeSearch":`, x.CodeSearch)
+	canonicalObjects(e, `"codeSystem":`, x.CodeSystem)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"expansion":`, x.Expansion)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"implementation":`, x.Implementation)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"kind":`, x.Kind)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lockedDate":`, x.LockedDate)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"TerminologyCapabilities"`)
+	canonicalObject(e, `"software":`, x.Software)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalObject(e, `"translation":`, x.Translation)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalObject(e, `"validateCode":`, x.ValidateCode)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // TerminologyCapabilitiesSoftware is the backbone element TerminologyCapabilities.software: Software that is covered by this terminology capability statement
 type TerminologyCapabilitiesSoftware struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -358,6 +410,16 @@ func (x *TerminologyCapabilitiesSoftware) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TerminologyCapabilities.software", x)
 }
 
+func (x *TerminologyCapabilitiesSoftware) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // TerminologyCapabilitiesImplementation is the backbone element TerminologyCapabilities.implementation: If this describes a specific instance
 type TerminologyCapabilitiesImplementation struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -432,6 +494,16 @@ func (x *TerminologyCapabilitiesImplementation) UnmarshalJSON(data []byte) error
 	}
 	*x = TerminologyCapabilitiesImplementation{}
 	return unmarshalObject(data, "TerminologyCapabilities.implementation", x)
+}
+
+func (x *TerminologyCapabilitiesImplementation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
 }
 
 // TerminologyCapabilitiesCodeSystem is the backbone element TerminologyCapabilities.codeSystem: A code system supported by the server
@@ -514,6 +586,17 @@ func (x *TerminologyCapabilitiesCodeSystem) UnmarshalJSON(data []byte) error {
 	}
 	*x = TerminologyCapabilitiesCodeSystem{}
 	return unmarshalObject(data, "TerminologyCapabilities.codeSystem", x)
+}
+
+func (x *TerminologyCapabilitiesCodeSystem) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_subsumption":`, x.Subsumption)
+	canonicalPrimitiveElement(e, `"_uri":`, x.URI)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"subsumption":`, x.Subsumption)
+	canonicalPrimitiveValue(e, `"uri":`, x.URI)
+	canonicalObjects(e, `"version":`, x.Version)
 }
 
 // TerminologyCapabilitiesCodeSystemVersion is the backbone element TerminologyCapabilities.codeSystem.version: Version of Code System supported
@@ -622,6 +705,23 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) UnmarshalJSON(data []byte) er
 	return unmarshalObject(data, "TerminologyCapabilities.codeSystem.version", x)
 }
 
+func (x *TerminologyCapabilitiesCodeSystemVersion) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_compositional":`, x.Compositional)
+	canonicalPrimitiveElement(e, `"_isDefault":`, x.IsDefault)
+	canonicalPrimitiveElements(e, `"_language":`, x.Language)
+	canonicalPrimitiveElements(e, `"_property":`, x.Property)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalPrimitiveValue(e, `"compositional":`, x.Compositional)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"filter":`, x.Filter)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"isDefault":`, x.IsDefault)
+	canonicalPrimitiveValues(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"property":`, x.Property)
+}
+
 // TerminologyCapabilitiesCodeSystemVersionFilter is the backbone element TerminologyCapabilities.codeSystem.version.filter: Filter Properties supported
 type TerminologyCapabilitiesCodeSystemVersionFilter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -696,6 +796,16 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) UnmarshalJSON(data []by
 	}
 	*x = TerminologyCapabilitiesCodeSystemVersionFilter{}
 	return unmarshalObject(data, "TerminologyCapabilities.codeSystem.version.filter", x)
+}
+
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElements(e, `"_op":`, x.Op)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"op":`, x.Op)
 }
 
 // TerminologyCapabilitiesExpansion is the backbone element TerminologyCapabilities.expansion: Information about the [ValueSet/$expand](valueset-operation-expand.html) operation
@@ -796,6 +906,21 @@ func (x *TerminologyCapabilitiesExpansion) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TerminologyCapabilities.expansion", x)
 }
 
+func (x *TerminologyCapabilitiesExpansion) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_hierarchical":`, x.Hierarchical)
+	canonicalPrimitiveElement(e, `"_incomplete":`, x.Incomplete)
+	canonicalPrimitiveElement(e, `"_paging":`, x.Paging)
+	canonicalPrimitiveElement(e, `"_textFilter":`, x.TextFilter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"hierarchical":`, x.Hierarchical)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"incomplete":`, x.Incomplete)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"paging":`, x.Paging)
+	canonicalObjects(e, `"parameter":`, x.Parameter)
+	canonicalPrimitiveValue(e, `"textFilter":`, x.TextFilter)
+}
+
 // TerminologyCapabilitiesExpansionParameter is the backbone element TerminologyCapabilities.expansion.parameter: Supported expansion parameter
 type TerminologyCapabilitiesExpansionParameter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -872,6 +997,16 @@ func (x *TerminologyCapabilitiesExpansionParameter) UnmarshalJSON(data []byte) e
 	return unmarshalObject(data, "TerminologyCapabilities.expansion.parameter", x)
 }
 
+func (x *TerminologyCapabilitiesExpansionParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_documentation":`, x.Documentation)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveValue(e, `"documentation":`, x.Documentation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+}
+
 // TerminologyCapabilitiesValidateCode is the backbone element TerminologyCapabilities.validateCode: Information about the [ValueSet/$validate-code](valueset-operation-validate-code.html) operation
 type TerminologyCapabilitiesValidateCode struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -938,6 +1073,14 @@ func (x *TerminologyCapabilitiesValidateCode) UnmarshalJSON(data []byte) error {
 	}
 	*x = TerminologyCapabilitiesValidateCode{}
 	return unmarshalObject(data, "TerminologyCapabilities.validateCode", x)
+}
+
+func (x *TerminologyCapabilitiesValidateCode) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_translations":`, x.Translations)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"translations":`, x.Translations)
 }
 
 // TerminologyCapabilitiesTranslation is the backbone element TerminologyCapabilities.translation: Information about the [ConceptMap/$translate](conceptmap-operation-translate.html) operation
@@ -1008,6 +1151,14 @@ func (x *TerminologyCapabilitiesTranslation) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TerminologyCapabilities.translation", x)
 }
 
+func (x *TerminologyCapabilitiesTranslation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_needsMap":`, x.NeedsMap)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"needsMap":`, x.NeedsMap)
+}
+
 // TerminologyCapabilitiesClosure is the backbone element TerminologyCapabilities.closure: Information about the [ConceptMap/$closure](conceptmap-operation-closure.html) operation
 type TerminologyCapabilitiesClosure struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1074,4 +1225,12 @@ func (x *TerminologyCapabilitiesClosure) UnmarshalJSON(data []byte) error {
 	}
 	*x = TerminologyCapabilitiesClosure{}
 	return unmarshalObject(data, "TerminologyCapabilities.closure", x)
+}
+
+func (x *TerminologyCapabilitiesClosure) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_translation":`, x.Translation)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"translation":`, x.Translation)
 }

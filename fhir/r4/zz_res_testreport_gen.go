@@ -194,6 +194,38 @@ func (x *TestReport) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *TestReport) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_issued":`, x.Issued)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_result":`, x.Result)
+	canonicalPrimitiveElement(e, `"_score":`, x.Score)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_tester":`, x.Tester)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"issued":`, x.Issued)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"participant":`, x.Participant)
+	e.key(`"resourceType":"TestReport"`)
+	canonicalPrimitiveValue(e, `"result":`, x.Result)
+	canonicalPrimitiveValue(e, `"score":`, x.Score)
+	canonicalObject(e, `"setup":`, x.Setup)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"teardown":`, x.Teardown)
+	canonicalObjects(e, `"test":`, x.Test)
+	canonicalObject(e, `"testScript":`, x.TestScript)
+	canonicalPrimitiveValue(e, `"tester":`, x.Tester)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // TestReportParticipant is the backbone element TestReport.participant: A participant in the test execution, either the execution engine, a client, or a server
 type TestReportParticipant struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -278,6 +310,18 @@ func (x *TestReportParticipant) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestReport.participant", x)
 }
 
+func (x *TestReportParticipant) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_type":`, x.Type)
+	canonicalPrimitiveElement(e, `"_uri":`, x.URI)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"uri":`, x.URI)
+}
+
 // TestReportSetup is the backbone element TestReport.setup: The results of the series of required setup operations before the tests were executed
 type TestReportSetup struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -342,6 +386,13 @@ func (x *TestReportSetup) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestReportSetup{}
 	return unmarshalObject(data, "TestReport.setup", x)
+}
+
+func (x *TestReportSetup) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // TestReportSetupAction is the backbone element TestReport.setup.action: A setup operation or assert that was executed
@@ -414,6 +465,14 @@ func (x *TestReportSetupAction) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestReportSetupAction{}
 	return unmarshalObject(data, "TestReport.setup.action", x)
+}
+
+func (x *TestReportSetupAction) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"assert":`, x.Assert)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operation":`, x.Operation)
 }
 
 // TestReportSetupActionOperation is the backbone element TestReport.setup.action.operation: The operation to perform
@@ -500,6 +559,18 @@ func (x *TestReportSetupActionOperation) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestReport.setup.action.operation", x)
 }
 
+func (x *TestReportSetupActionOperation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_detail":`, x.Detail)
+	canonicalPrimitiveElement(e, `"_message":`, x.Message)
+	canonicalPrimitiveElement(e, `"_result":`, x.Result)
+	canonicalPrimitiveValue(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"message":`, x.Message)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"result":`, x.Result)
+}
+
 // TestReportSetupActionAssert is the backbone element TestReport.setup.action.assert: The assertion to perform
 type TestReportSetupActionAssert struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -584,6 +655,18 @@ func (x *TestReportSetupActionAssert) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestReport.setup.action.assert", x)
 }
 
+func (x *TestReportSetupActionAssert) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_detail":`, x.Detail)
+	canonicalPrimitiveElement(e, `"_message":`, x.Message)
+	canonicalPrimitiveElement(e, `"_result":`, x.Result)
+	canonicalPrimitiveValue(e, `"detail":`, x.Detail)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"message":`, x.Message)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"result":`, x.Result)
+}
+
 // TestReportTest is the backbone element TestReport.test: A test executed from the test script
 type TestReportTest struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -666,6 +749,17 @@ func (x *TestReportTest) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestReport.test", x)
 }
 
+func (x *TestReportTest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+}
+
 // TestReportTestAction is the backbone element TestReport.test.action: A test operation or assert that was performed
 type TestReportTestAction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -738,6 +832,14 @@ func (x *TestReportTestAction) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestReport.test.action", x)
 }
 
+func (x *TestReportTestAction) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"assert":`, x.Assert)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operation":`, x.Operation)
+}
+
 // TestReportTeardown is the backbone element TestReport.teardown: The results of running the series of required clean up steps
 type TestReportTeardown struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -804,6 +906,13 @@ func (x *TestReportTeardown) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestReport.teardown", x)
 }
 
+func (x *TestReportTeardown) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // TestReportTeardownAction is the backbone element TestReport.teardown.action: One or more teardown operations performed
 type TestReportTeardownAction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -868,4 +977,11 @@ func (x *TestReportTeardownAction) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestReportTeardownAction{}
 	return unmarshalObject(data, "TestReport.teardown.action", x)
+}
+
+func (x *TestReportTeardownAction) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operation":`, x.Operation)
 }

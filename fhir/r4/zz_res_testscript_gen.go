@@ -276,6 +276,55 @@ func (x *TestScript) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *TestScript) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"destination":`, x.Destination)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"fixture":`, x.Fixture)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObject(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObject(e, `"metadata":`, x.Metadata)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalObjects(e, `"origin":`, x.Origin)
+	canonicalObjects(e, `"profile":`, x.Profile)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"TestScript"`)
+	canonicalObject(e, `"setup":`, x.Setup)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"teardown":`, x.Teardown)
+	canonicalObjects(e, `"test":`, x.Test)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalObjects(e, `"variable":`, x.Variable)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // TestScriptOrigin is the backbone element TestScript.origin: An abstract server representing a client or sender in a message exchange
 type TestScriptOrigin struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -348,6 +397,15 @@ func (x *TestScriptOrigin) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestScriptOrigin{}
 	return unmarshalObject(data, "TestScript.origin", x)
+}
+
+func (x *TestScriptOrigin) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_index":`, x.Index)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"index":`, x.Index)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"profile":`, x.Profile)
 }
 
 // TestScriptDestination is the backbone element TestScript.destination: An abstract server representing a destination or receiver in a message exchange
@@ -424,6 +482,15 @@ func (x *TestScriptDestination) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.destination", x)
 }
 
+func (x *TestScriptDestination) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_index":`, x.Index)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"index":`, x.Index)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"profile":`, x.Profile)
+}
+
 // TestScriptMetadata is the backbone element TestScript.metadata: Required capability that is assumed to function correctly on the FHIR server being tested
 type TestScriptMetadata struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -494,6 +561,14 @@ func (x *TestScriptMetadata) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestScriptMetadata{}
 	return unmarshalObject(data, "TestScript.metadata", x)
+}
+
+func (x *TestScriptMetadata) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"capability":`, x.Capability)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"link":`, x.Link)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // TestScriptMetadataLink is the backbone element TestScript.metadata.link: Links to the FHIR specification
@@ -570,6 +645,16 @@ func (x *TestScriptMetadataLink) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestScriptMetadataLink{}
 	return unmarshalObject(data, "TestScript.metadata.link", x)
+}
+
+func (x *TestScriptMetadataLink) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
 }
 
 // TestScriptMetadataCapability is the backbone element TestScript.metadata.capability: Capabilities  that are assumed to function correctly on the FHIR server being tested
@@ -688,6 +773,26 @@ func (x *TestScriptMetadataCapability) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.metadata.capability", x)
 }
 
+func (x *TestScriptMetadataCapability) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_capabilities":`, x.Capabilities)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_destination":`, x.Destination)
+	canonicalPrimitiveElements(e, `"_link":`, x.Link)
+	canonicalPrimitiveElements(e, `"_origin":`, x.Origin)
+	canonicalPrimitiveElement(e, `"_required":`, x.Required)
+	canonicalPrimitiveElement(e, `"_validated":`, x.Validated)
+	canonicalPrimitiveValue(e, `"capabilities":`, x.Capabilities)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"destination":`, x.Destination)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValues(e, `"link":`, x.Link)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValues(e, `"origin":`, x.Origin)
+	canonicalPrimitiveValue(e, `"required":`, x.Required)
+	canonicalPrimitiveValue(e, `"validated":`, x.Validated)
+}
+
 // TestScriptFixture is the backbone element TestScript.fixture: Fixture in the test script - by reference (uri)
 type TestScriptFixture struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -768,6 +873,17 @@ func (x *TestScriptFixture) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestScriptFixture{}
 	return unmarshalObject(data, "TestScript.fixture", x)
+}
+
+func (x *TestScriptFixture) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_autocreate":`, x.Autocreate)
+	canonicalPrimitiveElement(e, `"_autodelete":`, x.Autodelete)
+	canonicalPrimitiveValue(e, `"autocreate":`, x.Autocreate)
+	canonicalPrimitiveValue(e, `"autodelete":`, x.Autodelete)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"resource":`, x.Resource)
 }
 
 // TestScriptVariable is the backbone element TestScript.variable: Placeholder for evaluated elements
@@ -894,6 +1010,28 @@ func (x *TestScriptVariable) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.variable", x)
 }
 
+func (x *TestScriptVariable) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_defaultValue":`, x.DefaultValue)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_headerField":`, x.HeaderField)
+	canonicalPrimitiveElement(e, `"_hint":`, x.Hint)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveElement(e, `"_sourceId":`, x.SourceID)
+	canonicalPrimitiveValue(e, `"defaultValue":`, x.DefaultValue)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"headerField":`, x.HeaderField)
+	canonicalPrimitiveValue(e, `"hint":`, x.Hint)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
+	canonicalPrimitiveValue(e, `"sourceId":`, x.SourceID)
+}
+
 // TestScriptSetup is the backbone element TestScript.setup: A series of required setup operations before tests are executed
 type TestScriptSetup struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -958,6 +1096,13 @@ func (x *TestScriptSetup) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestScriptSetup{}
 	return unmarshalObject(data, "TestScript.setup", x)
+}
+
+func (x *TestScriptSetup) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // TestScriptSetupAction is the backbone element TestScript.setup.action: A setup operation or assert to perform
@@ -1030,6 +1175,14 @@ func (x *TestScriptSetupAction) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestScriptSetupAction{}
 	return unmarshalObject(data, "TestScript.setup.action", x)
+}
+
+func (x *TestScriptSetupAction) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"assert":`, x.Assert)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operation":`, x.Operation)
 }
 
 // TestScriptSetupActionOperation is the backbone element TestScript.setup.action.operation: The setup operation to perform
@@ -1224,6 +1377,44 @@ func (x *TestScriptSetupActionOperation) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.setup.action.operation", x)
 }
 
+func (x *TestScriptSetupActionOperation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_accept":`, x.Accept)
+	canonicalPrimitiveElement(e, `"_contentType":`, x.ContentType)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_destination":`, x.Destination)
+	canonicalPrimitiveElement(e, `"_encodeRequestUrl":`, x.EncodeRequestURL)
+	canonicalPrimitiveElement(e, `"_label":`, x.Label)
+	canonicalPrimitiveElement(e, `"_method":`, x.Method)
+	canonicalPrimitiveElement(e, `"_origin":`, x.Origin)
+	canonicalPrimitiveElement(e, `"_params":`, x.Params)
+	canonicalPrimitiveElement(e, `"_requestId":`, x.RequestID)
+	canonicalPrimitiveElement(e, `"_resource":`, x.Resource)
+	canonicalPrimitiveElement(e, `"_responseId":`, x.ResponseID)
+	canonicalPrimitiveElement(e, `"_sourceId":`, x.SourceID)
+	canonicalPrimitiveElement(e, `"_targetId":`, x.TargetID)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveValue(e, `"accept":`, x.Accept)
+	canonicalPrimitiveValue(e, `"contentType":`, x.ContentType)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"destination":`, x.Destination)
+	canonicalPrimitiveValue(e, `"encodeRequestUrl":`, x.EncodeRequestURL)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"label":`, x.Label)
+	canonicalPrimitiveValue(e, `"method":`, x.Method)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"origin":`, x.Origin)
+	canonicalPrimitiveValue(e, `"params":`, x.Params)
+	canonicalObjects(e, `"requestHeader":`, x.RequestHeader)
+	canonicalPrimitiveValue(e, `"requestId":`, x.RequestID)
+	canonicalPrimitiveValue(e, `"resource":`, x.Resource)
+	canonicalPrimitiveValue(e, `"responseId":`, x.ResponseID)
+	canonicalPrimitiveValue(e, `"sourceId":`, x.SourceID)
+	canonicalPrimitiveValue(e, `"targetId":`, x.TargetID)
+	canonicalObject(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+}
+
 // TestScriptSetupActionOperationRequestHeader is the backbone element TestScript.setup.action.operation.requestHeader: Each operation can have one or more header elements
 type TestScriptSetupActionOperationRequestHeader struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1298,6 +1489,16 @@ func (x *TestScriptSetupActionOperationRequestHeader) UnmarshalJSON(data []byte)
 	}
 	*x = TestScriptSetupActionOperationRequestHeader{}
 	return unmarshalObject(data, "TestScript.setup.action.operation.requestHeader", x)
+}
+
+func (x *TestScriptSetupActionOperationRequestHeader) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_field":`, x.Field)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"field":`, x.Field)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // TestScriptSetupActionAssert is the backbone element TestScript.setup.action.assert: The assertion to perform
@@ -1536,6 +1737,56 @@ func (x *TestScriptSetupActionAssert) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.setup.action.assert", x)
 }
 
+func (x *TestScriptSetupActionAssert) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_compareToSourceExpression":`, x.CompareToSourceExpression)
+	canonicalPrimitiveElement(e, `"_compareToSourceId":`, x.CompareToSourceID)
+	canonicalPrimitiveElement(e, `"_compareToSourcePath":`, x.CompareToSourcePath)
+	canonicalPrimitiveElement(e, `"_contentType":`, x.ContentType)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_direction":`, x.Direction)
+	canonicalPrimitiveElement(e, `"_expression":`, x.Expression)
+	canonicalPrimitiveElement(e, `"_headerField":`, x.HeaderField)
+	canonicalPrimitiveElement(e, `"_label":`, x.Label)
+	canonicalPrimitiveElement(e, `"_minimumId":`, x.MinimumID)
+	canonicalPrimitiveElement(e, `"_navigationLinks":`, x.NavigationLinks)
+	canonicalPrimitiveElement(e, `"_operator":`, x.Operator)
+	canonicalPrimitiveElement(e, `"_path":`, x.Path)
+	canonicalPrimitiveElement(e, `"_requestMethod":`, x.RequestMethod)
+	canonicalPrimitiveElement(e, `"_requestURL":`, x.RequestURL)
+	canonicalPrimitiveElement(e, `"_resource":`, x.Resource)
+	canonicalPrimitiveElement(e, `"_response":`, x.Response)
+	canonicalPrimitiveElement(e, `"_responseCode":`, x.ResponseCode)
+	canonicalPrimitiveElement(e, `"_sourceId":`, x.SourceID)
+	canonicalPrimitiveElement(e, `"_validateProfileId":`, x.ValidateProfileID)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalPrimitiveElement(e, `"_warningOnly":`, x.WarningOnly)
+	canonicalPrimitiveValue(e, `"compareToSourceExpression":`, x.CompareToSourceExpression)
+	canonicalPrimitiveValue(e, `"compareToSourceId":`, x.CompareToSourceID)
+	canonicalPrimitiveValue(e, `"compareToSourcePath":`, x.CompareToSourcePath)
+	canonicalPrimitiveValue(e, `"contentType":`, x.ContentType)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalPrimitiveValue(e, `"direction":`, x.Direction)
+	canonicalPrimitiveValue(e, `"expression":`, x.Expression)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"headerField":`, x.HeaderField)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"label":`, x.Label)
+	canonicalPrimitiveValue(e, `"minimumId":`, x.MinimumID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"navigationLinks":`, x.NavigationLinks)
+	canonicalPrimitiveValue(e, `"operator":`, x.Operator)
+	canonicalPrimitiveValue(e, `"path":`, x.Path)
+	canonicalPrimitiveValue(e, `"requestMethod":`, x.RequestMethod)
+	canonicalPrimitiveValue(e, `"requestURL":`, x.RequestURL)
+	canonicalPrimitiveValue(e, `"resource":`, x.Resource)
+	canonicalPrimitiveValue(e, `"response":`, x.Response)
+	canonicalPrimitiveValue(e, `"responseCode":`, x.ResponseCode)
+	canonicalPrimitiveValue(e, `"sourceId":`, x.SourceID)
+	canonicalPrimitiveValue(e, `"validateProfileId":`, x.ValidateProfileID)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+	canonicalPrimitiveValue(e, `"warningOnly":`, x.WarningOnly)
+}
+
 // TestScriptTest is the backbone element TestScript.test: A test in this script
 type TestScriptTest struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1618,6 +1869,17 @@ func (x *TestScriptTest) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.test", x)
 }
 
+func (x *TestScriptTest) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+}
+
 // TestScriptTestAction is the backbone element TestScript.test.action: A test operation or assert to perform
 type TestScriptTestAction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1690,6 +1952,14 @@ func (x *TestScriptTestAction) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.test.action", x)
 }
 
+func (x *TestScriptTestAction) encodeCanonical(e *encoder) {
+	canonicalObject(e, `"assert":`, x.Assert)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operation":`, x.Operation)
+}
+
 // TestScriptTeardown is the backbone element TestScript.teardown: A series of required clean up steps
 type TestScriptTeardown struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1756,6 +2026,13 @@ func (x *TestScriptTeardown) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "TestScript.teardown", x)
 }
 
+func (x *TestScriptTeardown) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"action":`, x.Action)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+}
+
 // TestScriptTeardownAction is the backbone element TestScript.teardown.action: One or more teardown operations to perform
 type TestScriptTeardownAction struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1820,4 +2097,11 @@ func (x *TestScriptTeardownAction) UnmarshalJSON(data []byte) error {
 	}
 	*x = TestScriptTeardownAction{}
 	return unmarshalObject(data, "TestScript.teardown.action", x)
+}
+
+func (x *TestScriptTeardownAction) encodeCanonical(e *encoder) {
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"operation":`, x.Operation)
 }

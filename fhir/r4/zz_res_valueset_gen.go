@@ -242,6 +242,50 @@ func (x *ValueSet) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *ValueSet) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_copyright":`, x.Copyright)
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_description":`, x.Description)
+	canonicalPrimitiveElement(e, `"_experimental":`, x.Experimental)
+	canonicalPrimitiveElement(e, `"_immutable":`, x.Immutable)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_publisher":`, x.Publisher)
+	canonicalPrimitiveElement(e, `"_purpose":`, x.Purpose)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_title":`, x.Title)
+	canonicalPrimitiveElement(e, `"_url":`, x.URL)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObject(e, `"compose":`, x.Compose)
+	canonicalObjects(e, `"contact":`, x.Contact)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"copyright":`, x.Copyright)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalPrimitiveValue(e, `"description":`, x.Description)
+	canonicalObject(e, `"expansion":`, x.Expansion)
+	canonicalPrimitiveValue(e, `"experimental":`, x.Experimental)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"immutable":`, x.Immutable)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalObjects(e, `"jurisdiction":`, x.Jurisdiction)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"publisher":`, x.Publisher)
+	canonicalPrimitiveValue(e, `"purpose":`, x.Purpose)
+	e.key(`"resourceType":"ValueSet"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalPrimitiveValue(e, `"title":`, x.Title)
+	canonicalPrimitiveValue(e, `"url":`, x.URL)
+	canonicalObjects(e, `"useContext":`, x.UseContext)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ValueSetCompose is the backbone element ValueSet.compose: Content logical definition of the value set (CLD)
 type ValueSetCompose struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -328,6 +372,18 @@ func (x *ValueSetCompose) UnmarshalJSON(data []byte) error {
 	}
 	*x = ValueSetCompose{}
 	return unmarshalObject(data, "ValueSet.compose", x)
+}
+
+func (x *ValueSetCompose) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_inactive":`, x.Inactive)
+	canonicalPrimitiveElement(e, `"_lockedDate":`, x.LockedDate)
+	canonicalObjects(e, `"exclude":`, x.Exclude)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"inactive":`, x.Inactive)
+	canonicalObjects(e, `"include":`, x.Include)
+	canonicalPrimitiveValue(e, `"lockedDate":`, x.LockedDate)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ValueSetComposeInclude is the backbone element ValueSet.compose.include: Include one or more codes from a code system or other value set(s)
@@ -426,6 +482,20 @@ func (x *ValueSetComposeInclude) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ValueSet.compose.include", x)
 }
 
+func (x *ValueSetComposeInclude) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElements(e, `"_valueSet":`, x.ValueSet)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalObjects(e, `"concept":`, x.Concept)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObjects(e, `"filter":`, x.Filter)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValues(e, `"valueSet":`, x.ValueSet)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
+}
+
 // ValueSetComposeIncludeConcept is the backbone element ValueSet.compose.include.concept: A concept defined in the system
 type ValueSetComposeIncludeConcept struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -506,6 +576,17 @@ func (x *ValueSetComposeIncludeConcept) UnmarshalJSON(data []byte) error {
 	}
 	*x = ValueSetComposeIncludeConcept{}
 	return unmarshalObject(data, "ValueSet.compose.include.concept", x)
+}
+
+func (x *ValueSetComposeIncludeConcept) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"designation":`, x.Designation)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }
 
 // ValueSetComposeIncludeConceptDesignation is the backbone element ValueSet.compose.include.concept.designation: Additional representations for this concept
@@ -590,6 +671,17 @@ func (x *ValueSetComposeIncludeConceptDesignation) UnmarshalJSON(data []byte) er
 	return unmarshalObject(data, "ValueSet.compose.include.concept.designation", x)
 }
 
+func (x *ValueSetComposeIncludeConceptDesignation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"use":`, x.Use)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
+}
+
 // ValueSetComposeIncludeFilter is the backbone element ValueSet.compose.include.filter: Select codes/concepts by their properties (including relationships)
 type ValueSetComposeIncludeFilter struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -672,6 +764,18 @@ func (x *ValueSetComposeIncludeFilter) UnmarshalJSON(data []byte) error {
 	}
 	*x = ValueSetComposeIncludeFilter{}
 	return unmarshalObject(data, "ValueSet.compose.include.filter", x)
+}
+
+func (x *ValueSetComposeIncludeFilter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_op":`, x.Op)
+	canonicalPrimitiveElement(e, `"_property":`, x.Property)
+	canonicalPrimitiveElement(e, `"_value":`, x.Value)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"op":`, x.Op)
+	canonicalPrimitiveValue(e, `"property":`, x.Property)
+	canonicalPrimitiveValue(e, `"value":`, x.Value)
 }
 
 // ValueSetExpansion is the backbone element ValueSet.expansion: Used when the value set is "expanded"
@@ -776,6 +880,22 @@ func (x *ValueSetExpansion) UnmarshalJSON(data []byte) error {
 	}
 	*x = ValueSetExpansion{}
 	return unmarshalObject(data, "ValueSet.expansion", x)
+}
+
+func (x *ValueSetExpansion) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_identifier":`, x.Identifier)
+	canonicalPrimitiveElement(e, `"_offset":`, x.Offset)
+	canonicalPrimitiveElement(e, `"_timestamp":`, x.Timestamp)
+	canonicalPrimitiveElement(e, `"_total":`, x.Total)
+	canonicalObjects(e, `"contains":`, x.Contains)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"identifier":`, x.Identifier)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"offset":`, x.Offset)
+	canonicalObjects(e, `"parameter":`, x.Parameter)
+	canonicalPrimitiveValue(e, `"timestamp":`, x.Timestamp)
+	canonicalPrimitiveValue(e, `"total":`, x.Total)
 }
 
 // ValueSetExpansionParameter is the backbone element ValueSet.expansion.parameter: Parameter that controlled the expansion process
@@ -902,6 +1022,28 @@ func (x *ValueSetExpansionParameter) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "ValueSet.expansion.parameter", x)
 }
 
+func (x *ValueSetExpansionParameter) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_name":`, x.Name)
+	canonicalPrimitiveElement(e, `"_valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveElement(e, `"_valueCode":`, x.ValueCode)
+	canonicalPrimitiveElement(e, `"_valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveElement(e, `"_valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveElement(e, `"_valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveElement(e, `"_valueString":`, x.ValueString)
+	canonicalPrimitiveElement(e, `"_valueUri":`, x.ValueURI)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"name":`, x.Name)
+	canonicalPrimitiveValue(e, `"valueBoolean":`, x.ValueBoolean)
+	canonicalPrimitiveValue(e, `"valueCode":`, x.ValueCode)
+	canonicalPrimitiveValue(e, `"valueDateTime":`, x.ValueDateTime)
+	canonicalPrimitiveValue(e, `"valueDecimal":`, x.ValueDecimal)
+	canonicalPrimitiveValue(e, `"valueInteger":`, x.ValueInteger)
+	canonicalPrimitiveValue(e, `"valueString":`, x.ValueString)
+	canonicalPrimitiveValue(e, `"valueUri":`, x.ValueURI)
+}
+
 // ValueSetExpansionContains is the backbone element ValueSet.expansion.contains: Codes in the value set
 type ValueSetExpansionContains struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -1020,4 +1162,24 @@ func (x *ValueSetExpansionContains) UnmarshalJSON(data []byte) error {
 	}
 	*x = ValueSetExpansionContains{}
 	return unmarshalObject(data, "ValueSet.expansion.contains", x)
+}
+
+func (x *ValueSetExpansionContains) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_abstract":`, x.Abstract)
+	canonicalPrimitiveElement(e, `"_code":`, x.Code)
+	canonicalPrimitiveElement(e, `"_display":`, x.Display)
+	canonicalPrimitiveElement(e, `"_inactive":`, x.Inactive)
+	canonicalPrimitiveElement(e, `"_system":`, x.System)
+	canonicalPrimitiveElement(e, `"_version":`, x.Version)
+	canonicalPrimitiveValue(e, `"abstract":`, x.Abstract)
+	canonicalPrimitiveValue(e, `"code":`, x.Code)
+	canonicalObjects(e, `"contains":`, x.Contains)
+	canonicalObjects(e, `"designation":`, x.Designation)
+	canonicalPrimitiveValue(e, `"display":`, x.Display)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"inactive":`, x.Inactive)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalPrimitiveValue(e, `"system":`, x.System)
+	canonicalPrimitiveValue(e, `"version":`, x.Version)
 }

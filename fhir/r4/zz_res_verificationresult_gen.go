@@ -204,6 +204,39 @@ func (x *VerificationResult) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *VerificationResult) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_lastPerformed":`, x.LastPerformed)
+	canonicalPrimitiveElement(e, `"_nextScheduled":`, x.NextScheduled)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	canonicalPrimitiveElement(e, `"_statusDate":`, x.StatusDate)
+	canonicalPrimitiveElements(e, `"_targetLocation":`, x.TargetLocation)
+	canonicalObject(e, `"attestation":`, x.Attestation)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalObject(e, `"failureAction":`, x.FailureAction)
+	canonicalObject(e, `"frequency":`, x.Frequency)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalPrimitiveValue(e, `"lastPerformed":`, x.LastPerformed)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"need":`, x.Need)
+	canonicalPrimitiveValue(e, `"nextScheduled":`, x.NextScheduled)
+	canonicalObjects(e, `"primarySource":`, x.PrimarySource)
+	e.key(`"resourceType":"VerificationResult"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalPrimitiveValue(e, `"statusDate":`, x.StatusDate)
+	canonicalObjects(e, `"target":`, x.Target)
+	canonicalPrimitiveValues(e, `"targetLocation":`, x.TargetLocation)
+	canonicalObject(e, `"text":`, x.Text)
+	canonicalObjects(e, `"validationProcess":`, x.ValidationProcess)
+	canonicalObject(e, `"validationType":`, x.ValidationType)
+	canonicalObjects(e, `"validator":`, x.Validator)
+}
+
 // VerificationResultPrimarySource is the backbone element VerificationResult.primarySource: Information about the primary source(s) involved in validation
 type VerificationResultPrimarySource struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -306,6 +339,20 @@ func (x *VerificationResultPrimarySource) UnmarshalJSON(data []byte) error {
 	}
 	*x = VerificationResultPrimarySource{}
 	return unmarshalObject(data, "VerificationResult.primarySource", x)
+}
+
+func (x *VerificationResultPrimarySource) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_validationDate":`, x.ValidationDate)
+	canonicalObject(e, `"canPushUpdates":`, x.CanPushUpdates)
+	canonicalObjects(e, `"communicationMethod":`, x.CommunicationMethod)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"pushTypeAvailable":`, x.PushTypeAvailable)
+	canonicalObjects(e, `"type":`, x.Type)
+	canonicalPrimitiveValue(e, `"validationDate":`, x.ValidationDate)
+	canonicalObject(e, `"validationStatus":`, x.ValidationStatus)
+	canonicalObject(e, `"who":`, x.Who)
 }
 
 // VerificationResultAttestation is the backbone element VerificationResult.attestation: Information about the entity attesting to information
@@ -422,6 +469,23 @@ func (x *VerificationResultAttestation) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "VerificationResult.attestation", x)
 }
 
+func (x *VerificationResultAttestation) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_date":`, x.Date)
+	canonicalPrimitiveElement(e, `"_proxyIdentityCertificate":`, x.ProxyIdentityCertificate)
+	canonicalPrimitiveElement(e, `"_sourceIdentityCertificate":`, x.SourceIdentityCertificate)
+	canonicalObject(e, `"communicationMethod":`, x.CommunicationMethod)
+	canonicalPrimitiveValue(e, `"date":`, x.Date)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"onBehalfOf":`, x.OnBehalfOf)
+	canonicalPrimitiveValue(e, `"proxyIdentityCertificate":`, x.ProxyIdentityCertificate)
+	canonicalObject(e, `"proxySignature":`, x.ProxySignature)
+	canonicalPrimitiveValue(e, `"sourceIdentityCertificate":`, x.SourceIdentityCertificate)
+	canonicalObject(e, `"sourceSignature":`, x.SourceSignature)
+	canonicalObject(e, `"who":`, x.Who)
+}
+
 // VerificationResultValidator is the backbone element VerificationResult.validator: Information about the entity validating information
 type VerificationResultValidator struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -500,4 +564,14 @@ func (x *VerificationResultValidator) UnmarshalJSON(data []byte) error {
 	}
 	*x = VerificationResultValidator{}
 	return unmarshalObject(data, "VerificationResult.validator", x)
+}
+
+func (x *VerificationResultValidator) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_identityCertificate":`, x.IdentityCertificate)
+	canonicalObject(e, `"attestationSignature":`, x.AttestationSignature)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalPrimitiveValue(e, `"identityCertificate":`, x.IdentityCertificate)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"organization":`, x.Organization)
 }

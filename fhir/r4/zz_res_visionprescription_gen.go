@@ -164,6 +164,31 @@ func (x *VisionPrescription) UnmarshalJSON(data []byte) error {
 	return unmarshalResourceInto(data, x)
 }
 
+func (x *VisionPrescription) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_created":`, x.Created)
+	canonicalPrimitiveElement(e, `"_dateWritten":`, x.DateWritten)
+	canonicalPrimitiveElement(e, `"_implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveElement(e, `"_language":`, x.Language)
+	canonicalPrimitiveElement(e, `"_status":`, x.Status)
+	e.canonicalResources(`"contained":`, x.Contained)
+	canonicalPrimitiveValue(e, `"created":`, x.Created)
+	canonicalPrimitiveValue(e, `"dateWritten":`, x.DateWritten)
+	canonicalObject(e, `"encounter":`, x.Encounter)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"identifier":`, x.Identifier)
+	canonicalPrimitiveValue(e, `"implicitRules":`, x.ImplicitRules)
+	canonicalPrimitiveValue(e, `"language":`, x.Language)
+	canonicalObjects(e, `"lensSpecification":`, x.LensSpecification)
+	canonicalObject(e, `"meta":`, x.Meta)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObject(e, `"patient":`, x.Patient)
+	canonicalObject(e, `"prescriber":`, x.Prescriber)
+	e.key(`"resourceType":"VisionPrescription"`)
+	canonicalPrimitiveValue(e, `"status":`, x.Status)
+	canonicalObject(e, `"text":`, x.Text)
+}
+
 // VisionPrescriptionLensSpecification is the backbone element VisionPrescription.lensSpecification: Vision lens authorization
 type VisionPrescriptionLensSpecification struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -328,6 +353,36 @@ func (x *VisionPrescriptionLensSpecification) UnmarshalJSON(data []byte) error {
 	return unmarshalObject(data, "VisionPrescription.lensSpecification", x)
 }
 
+func (x *VisionPrescriptionLensSpecification) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_add":`, x.Add)
+	canonicalPrimitiveElement(e, `"_axis":`, x.Axis)
+	canonicalPrimitiveElement(e, `"_backCurve":`, x.BackCurve)
+	canonicalPrimitiveElement(e, `"_brand":`, x.Brand)
+	canonicalPrimitiveElement(e, `"_color":`, x.Color)
+	canonicalPrimitiveElement(e, `"_cylinder":`, x.Cylinder)
+	canonicalPrimitiveElement(e, `"_diameter":`, x.Diameter)
+	canonicalPrimitiveElement(e, `"_eye":`, x.Eye)
+	canonicalPrimitiveElement(e, `"_power":`, x.Power)
+	canonicalPrimitiveElement(e, `"_sphere":`, x.Sphere)
+	canonicalPrimitiveValue(e, `"add":`, x.Add)
+	canonicalPrimitiveValue(e, `"axis":`, x.Axis)
+	canonicalPrimitiveValue(e, `"backCurve":`, x.BackCurve)
+	canonicalPrimitiveValue(e, `"brand":`, x.Brand)
+	canonicalPrimitiveValue(e, `"color":`, x.Color)
+	canonicalPrimitiveValue(e, `"cylinder":`, x.Cylinder)
+	canonicalPrimitiveValue(e, `"diameter":`, x.Diameter)
+	canonicalObject(e, `"duration":`, x.Duration)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalPrimitiveValue(e, `"eye":`, x.Eye)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
+	canonicalObjects(e, `"note":`, x.Note)
+	canonicalPrimitiveValue(e, `"power":`, x.Power)
+	canonicalObjects(e, `"prism":`, x.Prism)
+	canonicalObject(e, `"product":`, x.Product)
+	canonicalPrimitiveValue(e, `"sphere":`, x.Sphere)
+}
+
 // VisionPrescriptionLensSpecificationPrism is the backbone element VisionPrescription.lensSpecification.prism: Eye alignment compensation
 type VisionPrescriptionLensSpecificationPrism struct {
 	// ID is "id" (0..1): Unique id for inter-element referencing.
@@ -402,4 +457,14 @@ func (x *VisionPrescriptionLensSpecificationPrism) UnmarshalJSON(data []byte) er
 	}
 	*x = VisionPrescriptionLensSpecificationPrism{}
 	return unmarshalObject(data, "VisionPrescription.lensSpecification.prism", x)
+}
+
+func (x *VisionPrescriptionLensSpecificationPrism) encodeCanonical(e *encoder) {
+	canonicalPrimitiveElement(e, `"_amount":`, x.Amount)
+	canonicalPrimitiveElement(e, `"_base":`, x.Base)
+	canonicalPrimitiveValue(e, `"amount":`, x.Amount)
+	canonicalPrimitiveValue(e, `"base":`, x.Base)
+	canonicalObjects(e, `"extension":`, x.Extension)
+	canonicalString(e, `"id":`, x.ID)
+	canonicalObjects(e, `"modifierExtension":`, x.ModifierExtension)
 }

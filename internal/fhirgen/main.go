@@ -7,8 +7,9 @@
 //	go run ../../internal/fhirgen -defs ../../.fhir-defs/package -out .
 //
 // For every resource, complex data type and backbone element it writes a
-// struct, a generated JSON decoder (decodeMembers), encoder (encodeMembers) and
-// element walker (walk). The output is deterministic: the same definitions
+// struct, a generated JSON decoder (decodeMembers), encoder (encodeMembers),
+// canonical encoder (encodeCanonical, members in RFC 8785 order) and element
+// walker (walk). The output is deterministic: the same definitions
 // always give byte-identical files.
 package main
 
@@ -84,8 +85,14 @@ func generate(defs string) (map[string][]byte, error) {
 		return b
 	}
 	writePrimitives(get("primitives"), m)
+	for _, p := range m.Primitives {
+		writeCanonicalPrimitive(get("primitives"), p)
+	}
 	for _, s := range m.Structs {
 		writeStruct(get(s.File), s)
+		if err := writeCanonical(get(s.File), s); err != nil {
+			return nil, err
+		}
 	}
 	writeRegistry(get("resources"), m)
 	files := map[string][]byte{}
