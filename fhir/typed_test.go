@@ -371,3 +371,43 @@ func TestTypedPipelineMatchesOld(t *testing.T) {
 	}
 	t.Logf("%d outputs compared", compared)
 }
+
+// FuzzTypedPipeline: for every input the node-based Process accepts, the
+// typed pipeline decodes it, normalises it in both formats without error
+// and gives the same JSON (the known companion difference aside).
+// TEMPORARY, like TestTypedPipelineMatchesOld.
+func FuzzTypedPipeline(f *testing.F) {
+	addFuzzSeeds(f)
+	for _, c := range equivalenceCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, format := range Formats() {
+			opts := testOpts(format)
+			old, err := Process(data, opts)
+			if err != nil {
+				return
+			}
+			root, err := r4.Unmarshal(data)
+			if err != nil {
+				t.Skipf("accepted by the node validator, rejected by r4.Unmarshal: %v", err)
+			}
+			b, n, err := normalize(root, opts, format)
+			if err != nil {
+				t.Fatalf("%s: %v", format, err)
+			}
+			got, err := encodeTyped(b)
+			if err != nil {
+				t.Fatalf("%s: encoding: %v", format, err)
+			}
+			if n != old.Resources {
+				t.Fatalf("%s: %d entries, node pipeline %d", format, n, old.Resources)
+			}
+			var diffs []string
+			jsonDiff("", decodeAny(t, old.JSON), decodeAny(t, got), &diffs, 5, format == FormatR4Deidentified)
+			if len(diffs) > 0 {
+				t.Fatalf("%s: typed output differs:\n\t%s", format, strings.Join(diffs, "\n\t"))
+			}
+		}
+	})
+}
