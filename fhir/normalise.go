@@ -241,6 +241,25 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 	return bundle, len(bundle.Entry), nil
 }
 
+// hasResourcesTyped reports whether a validated root holds anything
+// normalize carries into its output besides the Provenance: a resource
+// that is not a Bundle, or a Bundle entry resource that is neither our
+// earlier Provenance nor a search outcome. (Check needs it to refuse, as
+// Process does, input with nothing to process.)
+func hasResourcesTyped(root r4.Resource) bool {
+	b, ok := root.(*r4.Bundle)
+	if !ok {
+		return root != nil
+	}
+	for i := range b.Entry {
+		e := &b.Entry[i]
+		if e.Resource != nil && !isOurProvenanceTyped(e.Resource) && (e.Search == nil || e.Search.Mode == nil || e.Search.Mode.Value != "outcome") {
+			return true
+		}
+	}
+	return false
+}
+
 // isOurProvenanceTyped reports whether r is a Provenance ACDS produced
 // (meta.tag TagSystem#provenance).
 func isOurProvenanceTyped(r r4.Resource) bool {

@@ -180,3 +180,27 @@ func TestElementOf(t *testing.T) {
 		}
 	}
 }
+
+// TestHasResourcesTyped agrees with the node-based hasResources.
+func TestHasResourcesTyped(t *testing.T) {
+	for _, in := range []string{
+		`{"resourceType":"Patient","id":"a"}`,
+		`{"resourceType":"Bundle","type":"collection"}`,
+		`{"resourceType":"Bundle","type":"batch","entry":[{"request":{"method":"DELETE","url":"Patient/1"}}]}`,
+		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"OperationOutcome","issue":[{"severity":"information","code":"informational"}]},"search":{"mode":"outcome"}}]}`,
+		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient"},"search":{"mode":"match"}}]}`,
+		`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:11111111-1111-1111-1111-111111111111","resource":{"resourceType":"Provenance","meta":{"tag":[{"system":"urn:acds:tag","code":"provenance"}]},"target":[{"reference":"Patient/a"}],"recorded":"2020-01-01T00:00:00Z","agent":[{"who":{"display":"x"}}]}}]}`,
+	} {
+		tree, err := parseJSON([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := r4.Unmarshal([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := hasResourcesTyped(root), hasResources(&tree); got != want {
+			t.Errorf("%s: hasResourcesTyped %v, hasResources %v", in, got, want)
+		}
+	}
+}

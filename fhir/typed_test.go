@@ -358,6 +358,9 @@ func TestTypedPipelineMatchesOld(t *testing.T) {
 				t.Fatal(err)
 			}
 			compared++
+			if !hasResourcesTyped(root) {
+				t.Errorf("%s: hasResourcesTyped is false for input Process accepts", name)
+			}
 			if n != old.Resources {
 				t.Errorf("%s %s: %d entries, node pipeline %d", name, format, n, old.Resources)
 			}
@@ -366,6 +369,11 @@ func TestTypedPipelineMatchesOld(t *testing.T) {
 			jsonDiff("", want, have, &diffs, 5, format == FormatR4Deidentified)
 			if len(diffs) > 0 {
 				t.Errorf("%s %s: typed output differs:\n\t%s", name, format, strings.Join(diffs, "\n\t"))
+			} else if !reflect.DeepEqual(want, have) {
+				// An accepted difference: the typed output must be valid too.
+				if o := Validate(got); o.HasErrors() {
+					t.Errorf("%s %s: typed output does not validate: %v", name, format, o.Issues)
+				}
 			}
 		}
 	}
