@@ -204,3 +204,24 @@ func TestHasResourcesTyped(t *testing.T) {
 		}
 	}
 }
+
+// TestTypedRewritesOnlyReferences: only Reference.reference is rewritten.
+// A uri element that happens to be named reference (DetectedIssue.reference,
+// the authority for the issue) is a web address, not a reference, and
+// keeps its value even when it equals an entry's fullUrl. (The node-based
+// code rewrote every string member named "reference".)
+func TestTypedRewritesOnlyReferences(t *testing.T) {
+	in := `{"resourceType":"Bundle","type":"collection","entry":[
+	 {"fullUrl":"http://s.example/fhir/Patient/a","resource":{"resourceType":"Patient","id":"a"}},
+	 {"fullUrl":"http://s.example/fhir/DetectedIssue/d","resource":{"resourceType":"DetectedIssue","id":"d","status":"final",
+	  "patient":{"reference":"http://s.example/fhir/Patient/a"},"reference":"http://s.example/fhir/Patient/a"}}]}`
+	out, err := processTyped([]byte(in), testOpts(FormatR4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"patient":{"reference":"Patient/a"}`, `"reference":"http://s.example/fhir/Patient/a"`} {
+		if !strings.Contains(string(out.JSON), want) {
+			t.Errorf("want %s in %s", want, out.JSON)
+		}
+	}
+}
