@@ -14,6 +14,7 @@ import (
 // parseJSON tree of the same bytes, the baseline. Both change their input,
 // so every iteration parses afresh; each side is timed by hand around the
 // call alone, after a GC, and its allocation measured from MemStats.
+// When the node-based code is deleted, the baseline goes with it.
 // typed-ms and node-ms are per call, time-ratio = typed/node (below 1 is
 // faster); ns/op covers the whole loop, parsing included, and means
 // little.
