@@ -194,13 +194,19 @@ func leaked(v string, out map[string]bool, exact bool) bool {
 }
 
 func TestDeidentifySharedBundles(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testDeidentifySharedBundles(t, p.run) })
+	}
+}
+
+func testDeidentifySharedBundles(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	for _, f := range sharedBundles(t) {
 		name := filepath.Base(f)
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := Process(data, testOpts(FormatR4Deidentified))
+		out, err := process(data, testOpts(FormatR4Deidentified))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -247,7 +253,7 @@ func TestDeidentifySharedBundles(t *testing.T) {
 		}
 		// References survive de-identification: every one that resolves in
 		// the fhir_r4 output is still there (pointing at pseudonyms).
-		plain, err := Process(data, testOpts(FormatR4))
+		plain, err := process(data, testOpts(FormatR4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +263,7 @@ func TestDeidentifySharedBundles(t *testing.T) {
 		// Pseudonyms are keyed: another key gives other ids.
 		other := testOpts(FormatR4Deidentified)
 		other.DeidentKey = bytes.Repeat([]byte{9}, 32)
-		out2, err := Process(data, other)
+		out2, err := process(data, other)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,6 +274,12 @@ func TestDeidentifySharedBundles(t *testing.T) {
 }
 
 func TestDeidentifyRules(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testDeidentifyRules(t, p.run) })
+	}
+}
+
+func testDeidentifyRules(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	in := `{"resourceType":"Patient","id":"p","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">Jane Roe</div>"},
 	"identifier":[{"system":"http://hl7.org/fhir/sid/us-ssn","value":"999-12-3456"}],
 	"name":[{"family":"Roe","given":["Jane"]}],"telecom":[{"system":"phone","value":"555-0100"}],
@@ -276,7 +288,7 @@ func TestDeidentifyRules(t *testing.T) {
 	"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/patient-mothersMaidenName","valueString":"Smith"},
 	 {"url":"http://example.org/ip","valueString":"10.1.2.3"}],
 	"generalPractitioner":[{"reference":"http://elsewhere.example/Practitioner/77","display":"Dr Who"}]}`
-	out, err := Process([]byte(in), testOpts(FormatR4Deidentified))
+	out, err := process([]byte(in), testOpts(FormatR4Deidentified))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,10 +337,16 @@ func countRefs(t *testing.T, b []byte, internalOnly bool) int {
 // TestDeidentifyKeepsPrimitiveArraysAligned: removing one item of a
 // primitive array that has a "_x" companion leaves valid FHIR.
 func TestDeidentifyKeepsPrimitiveArraysAligned(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testDeidentifyKeepsPrimitiveArraysAligned(t, p.run) })
+	}
+}
+
+func testDeidentifyKeepsPrimitiveArraysAligned(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	in := `{"resourceType":"CarePlan","status":"active","intent":"plan","subject":{"reference":"Patient/p"},
 	"instantiatesUri":["http://10.0.0.1/protocol","http://example.org/protocol"],
 	"_instantiatesUri":[null,{"extension":[{"url":"http://example.org/e","valueCode":"x"}]}]}`
-	out, err := Process([]byte(in), testOpts(FormatR4Deidentified))
+	out, err := process([]byte(in), testOpts(FormatR4Deidentified))
 	if err != nil {
 		t.Fatal(err)
 	}

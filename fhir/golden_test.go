@@ -16,6 +16,12 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // `go test ./fhir -run Golden -update` after an intended change and review
 // the diff.
 func TestGolden(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testGolden(t, p.run) })
+	}
+}
+
+func testGolden(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	inputs, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
 	n := 0
 	for _, in := range inputs {
@@ -28,7 +34,7 @@ func TestGolden(t *testing.T) {
 		}
 		for _, format := range Formats() {
 			n++
-			out, err := Process(data, testOpts(format))
+			out, err := process(data, testOpts(format))
 			if err != nil {
 				t.Fatalf("%s: %v", in, err)
 			}

@@ -9,18 +9,6 @@ import (
 	"time"
 )
 
-// The identifiers ACDS writes into its Provenance resource.
-const (
-	// TagSystem is the meta.tag system marking resources ACDS generated.
-	TagSystem = "urn:acds:tag"
-	// MeasurementSystem is the identifier system of the Provenance agent:
-	// its value is the enclave measurement.
-	MeasurementSystem = "urn:acds:measurement"
-	// SourceSystem is the identifier system of the Provenance entity: its
-	// value is the portal host, or "raw" for a direct submission.
-	SourceSystem = "urn:acds:source"
-)
-
 type normalizer struct {
 	opts   Options
 	format string
@@ -207,55 +195,6 @@ func canonicalWithoutID(r *node) []byte {
 func contentID(r *node) string {
 	sum := sha256.Sum256(canonicalWithoutID(r))
 	return hex.EncodeToString(sum[:16])
-}
-
-// idFromFullURL returns the id a fullUrl implies: the uuid of a urn:uuid,
-// the last segment of a RESTful URL.
-func idFromFullURL(fu string) string {
-	if strings.HasPrefix(fu, "urn:uuid:") {
-		return strings.TrimPrefix(fu, "urn:uuid:")
-	}
-	if refType(fu) != "" {
-		return lastID(fu)
-	}
-	return ""
-}
-
-// restBase returns the service base of a RESTful fullUrl
-// ("http://x/fhir" of "http://x/fhir/Patient/1"), or "".
-func restBase(fu string) string {
-	if !strings.Contains(fu, "://") || refType(fu) == "" {
-		return ""
-	}
-	s := fu
-	if i := strings.Index(s, "/_history/"); i >= 0 {
-		s = s[:i]
-	}
-	s = s[:strings.LastIndexByte(s, '/')]
-	return s[:strings.LastIndexByte(s, '/')]
-}
-
-// resolveAlias maps a reference to the final Type/id of the entry it
-// names: by exact fullUrl or Type/id, ignoring a version, or relative to
-// the referring entry's RESTful base. It reports false for references
-// outside the Bundle, which are left as they are.
-func resolveAlias(alias map[string]string, base, ref string) (string, bool) {
-	if t, ok := alias[ref]; ok {
-		return t, true
-	}
-	plain := ref
-	if i := strings.Index(ref, "/_history/"); i >= 0 {
-		plain = ref[:i]
-	}
-	if t, ok := alias[plain]; ok {
-		return t, true
-	}
-	if base != "" && !strings.Contains(plain, ":") {
-		if t, ok := alias[base+"/"+plain]; ok {
-			return t, true
-		}
-	}
-	return "", false
 }
 
 // rewriteRefs replaces every Reference.reference in n for which f returns

@@ -74,6 +74,12 @@ func checkOutput(t *testing.T, name string, out *Output) map[string]any {
 }
 
 func TestProcessSharedBundles(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testProcessSharedBundles(t, p.run) })
+	}
+}
+
+func testProcessSharedBundles(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	for _, f := range sharedBundles(t) {
 		name := filepath.Base(f)
 		data, err := os.ReadFile(f)
@@ -104,6 +110,12 @@ func TestProcessSharedBundles(t *testing.T) {
 }
 
 func TestProcessRewritesAndDeduplicates(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testProcessRewritesAndDeduplicates(t, p.run) })
+	}
+}
+
+func testProcessRewritesAndDeduplicates(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	in := `{"resourceType":"Bundle","type":"transaction","entry":[
 	 {"fullUrl":"urn:uuid:0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50","resource":{"resourceType":"Patient","gender":"female"},"request":{"method":"POST","url":"Patient"}},
 	 {"fullUrl":"urn:uuid:6c1a7b2e-3f4d-4e5f-8a9b-0c1d2e3f4a5b","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"subject":{"reference":"urn:uuid:0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50"}},"request":{"method":"POST","url":"Observation"}},
@@ -123,6 +135,12 @@ func TestProcessRewritesAndDeduplicates(t *testing.T) {
 }
 
 func TestProcessErrors(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testProcessErrors(t, p.run) })
+	}
+}
+
+func testProcessErrors(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	_, err := Process([]byte(`{"resourceType":"Patient","birthDate":"soon"}`), Options{})
 	var ie *InvalidError
 	if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotR4) || !ie.Outcome.HasErrors() {
@@ -200,6 +218,12 @@ func TestProcessMemory(t *testing.T) {
 
 // TestCheckAgreesWithProcess: Check accepts exactly what Process accepts.
 func TestCheckAgreesWithProcess(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testCheckAgreesWithProcess(t, p.run) })
+	}
+}
+
+func testCheckAgreesWithProcess(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	for _, in := range []string{
 		`{"resourceType":"Patient","id":"a"}`,
 		`{"resourceType":"Patient","birthDate":"x"}`,
@@ -219,6 +243,12 @@ func TestCheckAgreesWithProcess(t *testing.T) {
 // TestProcessKeepsDecimalPrecision: a measured value written with trailing
 // zeros keeps them in the output, so no precision is lost in processing.
 func TestProcessKeepsDecimalPrecision(t *testing.T) {
+	for _, p := range pipelines {
+		t.Run(p.name, func(t *testing.T) { testProcessKeepsDecimalPrecision(t, p.run) })
+	}
+}
+
+func testProcessKeepsDecimalPrecision(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	in := []byte(`{"resourceType":"Observation","id":"o1","status":"final",` +
 		`"code":{"text":"potassium"},"valueQuantity":{"value":4.50,"unit":"mmol/L"}}`)
 	out, err := Process(in, Options{Format: FormatR4, Source: "raw", Measurement: "00", Now: time.Unix(0, 0).UTC()})

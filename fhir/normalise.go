@@ -1,0 +1,374 @@
+package fhir
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds/fhir/r4"
+)
+
+// The identifiers ACDS writes into its Provenance resource.
+const (
+	// TagSystem is the meta.tag system marking resources ACDS generated.
+	TagSystem = "urn:acds:tag"
+	// MeasurementSystem is the identifier system of the Provenance agent:
+	// its value is the enclave measurement.
+	MeasurementSystem = "urn:acds:measurement"
+	// SourceSystem is the identifier system of the Provenance entity: its
+	// value is the portal host, or "raw" for a direct submission.
+	SourceSystem = "urn:acds:source"
+)
+
+// idFromFullURL returns the id a fullUrl implies: the uuid of a urn:uuid,
+// the last segment of a RESTful URL.
+func idFromFullURL(fu string) string {
+	if strings.HasPrefix(fu, "urn:uuid:") {
+		return strings.TrimPrefix(fu, "urn:uuid:")
+	}
+	if refType(fu) != "" {
+		return lastID(fu)
+	}
+	return ""
+}
+
+// restBase returns the service base of a RESTful fullUrl
+// ("http://x/fhir" of "http://x/fhir/Patient/1"), or "".
+func restBase(fu string) string {
+	if !strings.Contains(fu, "://") || refType(fu) == "" {
+		return ""
+	}
+	s := fu
+	if i := strings.Index(s, "/_history/"); i >= 0 {
+		s = s[:i]
+	}
+	s = s[:strings.LastIndexByte(s, '/')]
+	return s[:strings.LastIndexByte(s, '/')]
+}
+
+// resolveAlias maps a reference to the final Type/id of the entry it
+// names: by exact fullUrl or Type/id, ignoring a version, or relative to
+// the referring entry's RESTful base. It reports false for references
+// outside the Bundle, which are left as they are.
+func resolveAlias(alias map[string]string, base, ref string) (string, bool) {
+	if t, ok := alias[ref]; ok {
+		return t, true
+	}
+	plain := ref
+	if i := strings.Index(ref, "/_history/"); i >= 0 {
+		plain = ref[:i]
+	}
+	if t, ok := alias[plain]; ok {
+		return t, true
+	}
+	if base != "" && !strings.Contains(plain, ":") {
+		if t, ok := alias[base+"/"+plain]; ok {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// errNoRoot is returned by normalize for a nil resource.
+var errNoRoot = errors.New("fhir: normalise: no resource")
+
+// entry is one resource on its way into the output Bundle.
+type entry struct {
+	res      r4.Resource
+	fullURL  string
+	typ, id  string // original type and id ("" when none)
+	finalID  string
+	collided *entry // an earlier entry that had this entry's identity
+	dropped  bool
+}
+
+// normalize turns a validated resource (any resource, typically a Bundle)
+// into the output collection Bundle and returns it with its entry count,
+// the Provenance included. For FormatR4Deidentified it de-identifies the
+// resources first (opts.DeidentKey must then be set; Process checks its
+// length). The rules are those of the package doc (Normalisation and
+// De-identification). It may modify root: the output Bundle holds root's
+// resources, changed in place.
+func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, error) {
+	if root == nil {
+		return nil, 0, errNoRoot
+	}
+	var entries []*entry
+	if b, ok := root.(*r4.Bundle); ok {
+		for i := range b.Entry {
+			be := &b.Entry[i]
+			r := be.Resource
+			if r == nil {
+				continue // request-only or response-only entries carry no data
+			}
+			if isOurProvenanceTyped(r) {
+				continue // regenerated below, which keeps normalisation idempotent
+			}
+			if be.Search != nil && be.Search.Mode != nil && be.Search.Mode.Value == "outcome" {
+				continue // a search's OperationOutcome is about the search, not the record
+			}
+			e := &entry{res: r, typ: r.ResourceType(), id: r.ResourceID()}
+			if be.FullURL != nil {
+				e.fullURL = be.FullURL.Value
+			}
+			entries = append(entries, e)
+		}
+	} else {
+		entries = append(entries, &entry{res: root, typ: root.ResourceType(), id: root.ResourceID()})
+	}
+
+	// Final ids: the resource's own, else the uuid or id of its fullUrl,
+	// else one derived from its content. An identity already taken gets a
+	// content-derived id; exact copies are dropped.
+	taken := map[string]*entry{}
+	for _, e := range entries {
+		id := e.id
+		if id == "" {
+			id = idFromFullURL(e.fullURL)
+		}
+		if id == "" {
+			var err error
+			if id, err = contentIDTyped(e.res); err != nil {
+				return nil, 0, err
+			}
+		}
+		if prev := taken[e.typ+"/"+id]; prev != nil {
+			e.collided = prev
+			var err error
+			if id, err = contentIDTyped(e.res); err != nil {
+				return nil, 0, err
+			}
+			if dup := taken[e.typ+"/"+id]; dup != nil {
+				e.dropped, e.finalID = true, dup.finalID
+				continue
+			}
+		}
+		e.finalID = id
+		taken[e.typ+"/"+id] = e
+	}
+	if format == FormatR4Deidentified {
+		for _, e := range entries {
+			e.finalID = pseudonymID(opts.DeidentKey, e.typ+"/"+e.finalID)
+		}
+	}
+	alias := map[string]string{} // fullUrl or Type/id -> final Type/id
+	for _, e := range entries {
+		final := e.typ + "/" + e.finalID
+		if e.fullURL != "" {
+			if _, ok := alias[e.fullURL]; !ok {
+				alias[e.fullURL] = final
+			}
+		}
+		if e.id != "" && !e.dropped {
+			if _, ok := alias[e.typ+"/"+e.id]; !ok {
+				alias[e.typ+"/"+e.id] = final
+			}
+		}
+	}
+
+	// Rewrite references.
+	var kept []*entry
+	for _, e := range entries {
+		if e.dropped {
+			continue
+		}
+		base := restBase(e.fullURL)
+		rewriteReferences(e.res, func(ref string) (string, bool) {
+			return resolveAlias(alias, base, ref)
+		})
+		kept = append(kept, e)
+	}
+	// A resource that collided with an earlier one and now, references
+	// rewritten, has the same content is a duplicate: drop it and point its
+	// referrers at the first.
+	redirect := map[string]string{}
+	for _, e := range kept {
+		if p := e.collided; p != nil && !p.dropped {
+			same, err := sameContent(e.res, p.res)
+			if err != nil {
+				return nil, 0, err
+			}
+			if same {
+				e.dropped = true
+				redirect[e.typ+"/"+e.finalID] = p.typ + "/" + p.finalID
+			}
+		}
+	}
+	var out []*entry
+	for _, e := range kept {
+		if e.dropped {
+			continue
+		}
+		if len(redirect) > 0 {
+			rewriteReferences(e.res, func(ref string) (string, bool) {
+				r, ok := redirect[ref]
+				return r, ok
+			})
+		}
+		e.res.SetResourceID(e.finalID)
+		out = append(out, e)
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if format == FormatR4Deidentified {
+		d := &safeHarbor{key: opts.DeidentKey, now: now, resolves: make(map[string]bool, len(out))}
+		for _, e := range out {
+			d.resolves[e.typ+"/"+e.finalID] = true
+		}
+		for _, e := range out {
+			if err := d.resource(e.res); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+
+	base := DefaultBaseURL
+	if opts.BaseURL != "" {
+		base = strings.TrimSuffix(opts.BaseURL, "/")
+	}
+	prov := provenanceTyped(opts, format, now, out)
+	bundle := &r4.Bundle{Type: r4.NewCode("collection"), Entry: make([]r4.BundleEntry, 0, len(out)+1)}
+	for _, e := range out {
+		bundle.Entry = append(bundle.Entry, r4.BundleEntry{FullURL: r4.NewURI(base + "/" + e.typ + "/" + e.finalID), Resource: e.res})
+	}
+	bundle.Entry = append(bundle.Entry, r4.BundleEntry{FullURL: r4.NewURI(base + "/Provenance/" + prov.ID), Resource: prov})
+	return bundle, len(bundle.Entry), nil
+}
+
+// hasResourcesTyped reports whether a validated root holds anything
+// normalize carries into its output besides the Provenance: a resource
+// that is not a Bundle, or a Bundle entry resource that is neither our
+// earlier Provenance nor a search outcome. (Check needs it to refuse, as
+// Process does, input with nothing to process.)
+func hasResourcesTyped(root r4.Resource) bool {
+	b, ok := root.(*r4.Bundle)
+	if !ok {
+		return root != nil
+	}
+	for i := range b.Entry {
+		e := &b.Entry[i]
+		if e.Resource != nil && !isOurProvenanceTyped(e.Resource) && (e.Search == nil || e.Search.Mode == nil || e.Search.Mode.Value != "outcome") {
+			return true
+		}
+	}
+	return false
+}
+
+// isOurProvenanceTyped reports whether r is a Provenance ACDS produced
+// (meta.tag TagSystem#provenance).
+func isOurProvenanceTyped(r r4.Resource) bool {
+	p, ok := r.(*r4.Provenance)
+	if !ok || p == nil || p.Meta == nil {
+		return false
+	}
+	for i := range p.Meta.Tag {
+		t := &p.Meta.Tag[i]
+		if t.System != nil && t.System.Value == TagSystem && t.Code != nil && t.Code.Value == "provenance" {
+			return true
+		}
+	}
+	return false
+}
+
+// rewriteReferences replaces every Reference.reference in r, nested
+// resources included, for which f returns a replacement.
+func rewriteReferences(r r4.Resource, f func(string) (string, bool)) {
+	_ = r4.References(r, func(_ *r4.Path, ref *r4.Reference) error {
+		if s := ref.Reference; s != nil && s.HasValue() {
+			if v, ok := f(s.Value); ok {
+				s.Value = v
+			}
+		}
+		return nil
+	})
+}
+
+// withoutID calls f with r's id removed, then restores it.
+func withoutID(r r4.Resource, f func() ([]byte, error)) ([]byte, error) {
+	id := r.ResourceID()
+	r.SetResourceID("")
+	defer r.SetResourceID(id)
+	return f()
+}
+
+// sameContent reports whether a and b are equal but for their ids. The
+// encoder is deterministic, so equal content gives equal bytes.
+func sameContent(a, b r4.Resource) (bool, error) {
+	x, err := withoutID(a, func() ([]byte, error) { return r4.Marshal(a) })
+	if err != nil {
+		return false, fmt.Errorf("fhir: normalise: %w", err)
+	}
+	y, err := withoutID(b, func() ([]byte, error) { return r4.Marshal(b) })
+	if err != nil {
+		return false, fmt.Errorf("fhir: normalise: %w", err)
+	}
+	return bytes.Equal(x, y), nil
+}
+
+// contentIDTyped derives an id from a resource's content: the first 16
+// bytes, in hex, of the SHA-256 of its canonical JSON without its id.
+func contentIDTyped(r r4.Resource) (string, error) {
+	b, err := withoutID(r, func() ([]byte, error) { return canonicalResource(r) })
+	if err != nil {
+		return "", fmt.Errorf("fhir: normalise: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// provenanceTyped builds the Provenance resource describing this
+// processing of the entries out.
+func provenanceTyped(opts Options, format string, now time.Time, out []*entry) *r4.Provenance {
+	recorded := now.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
+	measurement := opts.Measurement
+	if measurement == "" {
+		measurement = "unmeasured"
+	}
+	source := opts.Source
+	if source == "" {
+		source = "raw"
+	}
+	targets := make([]r4.Reference, 0, len(out))
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", measurement, source, recorded, format)
+	for _, e := range out {
+		ref := e.typ + "/" + e.finalID
+		targets = append(targets, r4.Reference{Reference: r4.NewString(ref)})
+		h.Write([]byte(ref))
+		h.Write([]byte{0})
+	}
+	sourceDisplay := "raw submission"
+	if source != "raw" {
+		sourceDisplay = "portal " + source + " (MPC-TLS)"
+	}
+	return &r4.Provenance{
+		ID:       hex.EncodeToString(h.Sum(nil)[:16]),
+		Meta:     &r4.Meta{Tag: []r4.Coding{{System: r4.NewURI(TagSystem), Code: r4.NewCode("provenance")}}},
+		Target:   targets,
+		Recorded: r4.NewInstant(recorded),
+		Activity: &r4.CodeableConcept{Text: r4.NewString("ACDS " + format + " processing")},
+		Agent: []r4.ProvenanceAgent{{
+			Type: &r4.CodeableConcept{Coding: []r4.Coding{{
+				System: r4.NewURI("http://terminology.hl7.org/CodeSystem/provenance-participant-type"),
+				Code:   r4.NewCode("assembler"),
+			}}},
+			Who: &r4.Reference{
+				Identifier: &r4.Identifier{System: r4.NewURI(MeasurementSystem), Value: r4.NewString(measurement)},
+				Display:    r4.NewString("ACDS enclave"),
+			},
+		}},
+		Entity: []r4.ProvenanceEntity{{
+			Role: r4.NewCode("source"),
+			What: &r4.Reference{
+				Identifier: &r4.Identifier{System: r4.NewURI(SourceSystem), Value: r4.NewString(source)},
+				Display:    r4.NewString(sourceDisplay),
+			},
+		}},
+	}
+}

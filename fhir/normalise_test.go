@@ -1,0 +1,228 @@
+package fhir
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acds-project/acds/fhir/r4"
+)
+
+// TestTypedNormalizeIdempotent: normalising the encoded output of
+// normalize again gives the same bytes (FormatR4), on every shared bundle
+// and official example the pipeline accepts.
+func TestTypedNormalizeIdempotent(t *testing.T) {
+	n := 0
+	for _, f := range equivalenceInputs(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Check(data, Options{}) != nil {
+			continue
+		}
+		name := filepath.Base(f)
+		first := normalizeBytes(t, name, data, testOpts(FormatR4))
+		if first == nil {
+			continue
+		}
+		second := normalizeBytes(t, name, first, testOpts(FormatR4))
+		if !bytes.Equal(first, second) {
+			t.Errorf("%s: normalising the output again changed it:\nfirst:  %.400s\nsecond: %.400s", name, first, second)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Skip("no inputs accepted")
+	}
+	t.Logf("%d inputs normalised twice", n)
+}
+
+// normalizeBytes is r4.Unmarshal, normalize and r4.Marshal; nil when the
+// input has no resources to process.
+func normalizeBytes(t *testing.T, name string, data []byte, opts Options) []byte {
+	t.Helper()
+	root, err := r4.Unmarshal(data)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	b, count, err := normalize(root, opts, opts.Format)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if count < 2 {
+		return nil
+	}
+	out, err := r4.Marshal(b)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return out
+}
+
+func TestTypedNormalizeNil(t *testing.T) {
+	if _, _, err := normalize(nil, testOpts(FormatR4), FormatR4); !errors.Is(err, errNoRoot) {
+		t.Fatalf("got %v, want errNoRoot", err)
+	}
+}
+
+// TestTypedNormalizeSingleResource: a resource that is not a Bundle
+// becomes the one entry of the output, with its id and a Provenance.
+func TestTypedNormalizeSingleResource(t *testing.T) {
+	root, err := r4.Unmarshal([]byte(`{"resourceType":"Patient","id":"p1","gender":"male"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOpts(FormatR4)
+	opts.BaseURL = "https://x.example/base/"
+	b, n, err := normalize(root, opts, FormatR4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || len(b.Entry) != 2 || b.Type.Value != "collection" {
+		t.Fatalf("got %d entries", n)
+	}
+	if got := b.Entry[0].FullURL.Value; got != "https://x.example/base/Patient/p1" {
+		t.Errorf("fullUrl %q", got)
+	}
+	prov, ok := b.Entry[1].Resource.(*r4.Provenance)
+	if !ok || !isOurProvenanceTyped(prov) || len(prov.Target) != 1 || prov.Target[0].Reference.Value != "Patient/p1" {
+		t.Fatalf("last entry is not our Provenance over Patient/p1: %#v", b.Entry[1].Resource)
+	}
+	if prov.Recorded.Value != "2026-11-21T12:00:00.000Z" || prov.Agent[0].Who.Identifier.Value.Value != "ab12cd34" ||
+		prov.Entity[0].What.Identifier.Value.Value != "portal.example.org" {
+		t.Errorf("provenance details: %v %v %v", prov.Recorded.Value, prov.Agent[0].Who.Identifier.Value.Value, prov.Entity[0].What.Identifier.Value.Value)
+	}
+}
+
+// deidentifyTyped runs the typed pipeline in the de-identified format and
+// returns the output JSON.
+func deidentifyTyped(t *testing.T, in string) string {
+	t.Helper()
+	out, err := processTyped([]byte(in), testOpts(FormatR4Deidentified))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := Validate(out.JSON); o.HasErrors() {
+		t.Fatalf("invalid output: %v\n%s", o.Issues, out.JSON)
+	}
+	return string(out.JSON)
+}
+
+// TestTypedDeidentifyExtensionsEverywhere: extensions are de-identified
+// wherever they are, including on the address parts that are kept and on
+// repeating primitives, and an extension whose url holds an IP address is
+// removed. (The node-based code kept "_state" as it was.)
+func TestTypedDeidentifyExtensionsEverywhere(t *testing.T) {
+	s := deidentifyTyped(t, `{"resourceType":"Patient","id":"p",
+	 "address":[{"state":"MA","_state":{"id":"s1","extension":[{"url":"http://example.org/town","valueString":"Smalltown"},{"url":"http://example.org/code","valueCode":"k1"}]},"country":"US"}],
+	 "extension":[{"url":"http://10.0.0.9/ext","valueCode":"k2"},{"url":"http://example.org/ok","valueCode":"k3"}]}`)
+	for _, bad := range []string{"Smalltown", "10.0.0.9", "k2", `"s1"`} {
+		if strings.Contains(s, bad) {
+			t.Errorf("%q survived: %s", bad, s)
+		}
+	}
+	for _, good := range []string{`"state":"MA"`, `"valueCode":"k1"`, `"valueCode":"k3"`} {
+		if !strings.Contains(s, good) {
+			t.Errorf("want %s in %s", good, s)
+		}
+	}
+}
+
+// TestTypedDeidentifyMasksRequired: required elements that are removed
+// become the data-absent-reason extension, singly and in repeating
+// elements (which keep one masked item, as Composition.author here), so
+// the output stays valid.
+func TestTypedDeidentifyMasksRequired(t *testing.T) {
+	s := deidentifyTyped(t, `{"resourceType":"Bundle","type":"collection","entry":[
+	 {"fullUrl":"urn:uuid:3c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","resource":{"resourceType":"Composition","status":"final","type":{"text":"note"},"date":"2020-03-04",
+	  "author":[{"display":"Dr Y"},{"display":"Dr Z"}],"title":"Letter about Jane"}},
+	 {"fullUrl":"urn:uuid:4c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","resource":{"resourceType":"DocumentReference","status":"current",
+	  "content":[{"attachment":{"contentType":"text/plain","data":"aGVsbG8="}},{"attachment":{"url":"http://x.example/doc"}}]}}]}`)
+	masked := `{"extension":[{"url":"` + darURL + `","valueCode":"masked"}]}`
+	for _, good := range []string{`"_title":` + masked, `"author":[` + masked + `]`, `"content":[{"attachment":` + masked + `},{"attachment":` + masked + `}]`, `"date":"2020"`} {
+		if !strings.Contains(s, good) {
+			t.Errorf("want %s in %s", good, s)
+		}
+	}
+	for _, bad := range []string{"Jane", "Dr Y", "Dr Z", "aGVsbG8=", "x.example"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("%q survived: %s", bad, s)
+		}
+	}
+}
+
+func TestElementOf(t *testing.T) {
+	h := &r4.HumanName{ID: "n1", Extension: []r4.Extension{{URL: "u"}}}
+	id, ext := r4.ElementOf(h)
+	if id == nil || *id != "n1" || ext == nil || len(*ext) != 1 {
+		t.Fatalf("HumanName: %v %v", id, ext)
+	}
+	*id, *ext = "", nil
+	if h.ID != "" || h.Extension != nil {
+		t.Fatal("ElementOf does not point into the element")
+	}
+	c := &r4.PatientContact{ID: "c"}
+	if id, _ := r4.ElementOf(c); id == nil || *id != "c" {
+		t.Fatal("backbone element")
+	}
+	d := &r4.Date{ID: "d", Value: "2020"}
+	if id, ext := r4.ElementOf(d); id == nil || *id != "d" || ext == nil {
+		t.Fatal("primitive")
+	}
+	var nilName *r4.HumanName
+	for _, x := range []any{&r4.Patient{ID: "p"}, nilName, (*r4.String)(nil), 3, "s", nil, &struct{ ID string }{}} {
+		if id, ext := r4.ElementOf(x); id != nil || ext != nil {
+			t.Errorf("ElementOf(%T) = %v, %v; want nils", x, id, ext)
+		}
+	}
+}
+
+// TestHasResourcesTyped agrees with the node-based hasResources.
+// TEMPORARY: delete it with the node-based pipeline.
+func TestHasResourcesTyped(t *testing.T) {
+	for _, in := range []string{
+		`{"resourceType":"Patient","id":"a"}`,
+		`{"resourceType":"Bundle","type":"collection"}`,
+		`{"resourceType":"Bundle","type":"batch","entry":[{"request":{"method":"DELETE","url":"Patient/1"}}]}`,
+		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"OperationOutcome","issue":[{"severity":"information","code":"informational"}]},"search":{"mode":"outcome"}}]}`,
+		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient"},"search":{"mode":"match"}}]}`,
+		`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:11111111-1111-1111-1111-111111111111","resource":{"resourceType":"Provenance","meta":{"tag":[{"system":"urn:acds:tag","code":"provenance"}]},"target":[{"reference":"Patient/a"}],"recorded":"2020-01-01T00:00:00Z","agent":[{"who":{"display":"x"}}]}}]}`,
+	} {
+		tree, err := parseJSON([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := r4.Unmarshal([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := hasResourcesTyped(root), hasResources(&tree); got != want {
+			t.Errorf("%s: hasResourcesTyped %v, hasResources %v", in, got, want)
+		}
+	}
+}
+
+// TestTypedRewritesOnlyReferences: only Reference.reference is rewritten.
+// A uri element that happens to be named reference (DetectedIssue.reference,
+// the authority for the issue) is a web address, not a reference, and
+// keeps its value even when it equals an entry's fullUrl. (The node-based
+// code rewrote every string member named "reference".)
+func TestTypedRewritesOnlyReferences(t *testing.T) {
+	in := `{"resourceType":"Bundle","type":"collection","entry":[
+	 {"fullUrl":"http://s.example/fhir/Patient/a","resource":{"resourceType":"Patient","id":"a"}},
+	 {"fullUrl":"http://s.example/fhir/DetectedIssue/d","resource":{"resourceType":"DetectedIssue","id":"d","status":"final",
+	  "patient":{"reference":"http://s.example/fhir/Patient/a"},"reference":"http://s.example/fhir/Patient/a"}}]}`
+	out, err := processTyped([]byte(in), testOpts(FormatR4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"patient":{"reference":"Patient/a"}`, `"reference":"http://s.example/fhir/Patient/a"`} {
+		if !strings.Contains(string(out.JSON), want) {
+			t.Errorf("want %s in %s", want, out.JSON)
+		}
+	}
+}
