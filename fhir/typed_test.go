@@ -56,11 +56,10 @@ func processTyped(input []byte, opts Options) (*Output, error) {
 	if n < 2 {
 		return nil, &InvalidError{Outcome: &OperationOutcome{Issues: []Issue{noResources()}}}
 	}
-	buf, err := encodeTyped(b)
+	buf, err := r4.MarshalCanonical(b)
 	if err != nil {
 		return nil, err
 	}
-	buf, _ = resort(make([]byte, 0, len(buf)), buf, 0)
 	sum := sha256.Sum256(buf)
 	return &Output{Format: format, JSON: buf, Digest: "sha256:" + hex.EncodeToString(sum[:]), Outcome: &OperationOutcome{}, Resources: n}, nil
 }
