@@ -220,6 +220,18 @@ var collectCases = []collectCase{
 		out: `{"resourceType":"Patient","gender":"male"}`,
 	},
 	{
+		name: "member names that are not UTF-8",
+		doc: "{\"resourceType\":\"Patient\",\"name\":[{\"family\":\"a\",\"\xff\":1,\"given\":[\"g\"]}],\"\xfe\":{\"a\":[1]},\"gender\":\"male\"," +
+			"\"contained\":[{\"r\xffsourceType\":\"Basic\"},{\"resourceType\":\"Basic\",\"\xff\":1,\"code\":{\"text\":\"t\"}}]}",
+		errs: []string{
+			"Patient.name[0] invalid",
+			"Patient invalid",
+			"Patient.contained[0] invalid",
+			"Patient.contained[1] invalid",
+		},
+		out: `{"resourceType":"Patient","contained":[{"resourceType":"Basic","code":{"text":"t"}}],"name":[{"family":"a","given":["g"]}],"gender":"male"}`,
+	},
+	{
 		name: "malformed JSON after recoverable errors",
 		doc:  `{"resourceType":"Patient","foo":1,"name":[{"family":"a","x":2},{"family":"b"`,
 		errs: []string{"Patient.foo unknown", "Patient.name[0].x unknown", "Patient.name[1] syntax"},

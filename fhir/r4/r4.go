@@ -137,7 +137,7 @@ func (o Options) Decode(data []byte) (Resource, []*DecodeError) {
 	if err != nil {
 		return nil, []*DecodeError{err.(*DecodeError)}
 	}
-	d.collect = true
+	d.collect, d.badKeys = true, true
 	d.maxErrors = o.MaxErrors
 	if d.maxErrors <= 0 {
 		d.maxErrors = DefaultMaxErrors
