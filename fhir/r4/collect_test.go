@@ -247,6 +247,13 @@ var collectCases = []collectCase{
 		errs: []string{"Patient.foo unknown", " syntax"},
 	},
 	{name: "root not an object", doc: `["Patient"]`, errs: []string{" invalid"}},
+	{name: "root not an object, then malformed", doc: `["Patient"] x`, errs: []string{" invalid", " syntax"}},
+	{name: "root without resourceType, then malformed", doc: `{"id":"x"} 1`, errs: []string{" noType", " syntax"}},
+	{
+		name: "member name not UTF-8 and no colon",
+		doc:  "{\"resourceType\":\"Patient\",\"foo\":1,\"\xff\"}",
+		errs: []string{"Patient.foo unknown", "Patient invalid", " syntax"},
+	},
 	{name: "root empty object", doc: `{}`, errs: []string{" invalid"}},
 	{name: "root without resourceType", doc: `{"id":"x","foo":1}`, errs: []string{" noType"}},
 	{name: "root DSTU2 resourceType", doc: `{"resourceType":"MedicationOrder","id":"x"}`, errs: []string{" notR4"}},

@@ -187,7 +187,7 @@ func (d *decoder) member(first bool) (key string, more bool, err error) {
 	d.keyPos = d.pos
 	key, err = d.str()
 	if err != nil {
-		if !d.badKeys || err.(*DecodeError).Err != ErrInvalidValue {
+		if de, ok := err.(*DecodeError); !ok || !d.badKeys || de.Err != ErrInvalidValue {
 			return "", false, err
 		}
 		d.pos = d.keyPos
