@@ -346,6 +346,11 @@ func checkWalk(t *testing.T, r r4.Resource) {
 func checkFirstError(t *testing.T, data []byte, opts r4.Options) []*r4.DecodeError {
 	t.Helper()
 	r, errs := opts.Decode(data)
+	for i := 1; i < len(errs); i++ {
+		if errs[i].Offset < errs[i-1].Offset {
+			t.Fatalf("errors not in document order: %v before %v", errs[i-1], errs[i])
+		}
+	}
 	u, err := opts.Unmarshal(data)
 	if err != nil {
 		var ue *r4.DecodeError
