@@ -364,8 +364,13 @@ func checkFirstError(t *testing.T, data []byte, opts r4.Options) []*r4.DecodeErr
 			t.Fatalf("Decode's first error %v (%v), Unmarshal's %v (%v)", e, e.Err, ue, ue.Err)
 		}
 		if r != nil {
-			if _, err := r4.Marshal(r); err != nil {
+			// What Decode keeps is well-formed R4 JSON again.
+			out, err := r4.Marshal(r)
+			if err != nil {
 				t.Fatalf("partly decoded resource does not encode: %v", err)
+			}
+			if _, err := r4.Unmarshal(out); err != nil {
+				t.Fatalf("partly decoded resource encodes to %s, which does not decode: %v", out, err)
 			}
 			checkWalk(t, r)
 		}
