@@ -564,4 +564,19 @@ func BenchmarkDecodeLargest(b *testing.B) {
 			}
 		}
 	})
+	// Every "status" member renamed: an unknown property in most resources.
+	bad := bytes.ReplaceAll(data, []byte(`"status":`), []byte(`"statux":`))
+	b.Run("DecodeWithErrors", func(b *testing.B) {
+		b.SetBytes(int64(len(bad)))
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			r, errs := (r4.Options{MaxErrors: 1 << 20}).Decode(bad)
+			if r == nil || len(errs) == 0 {
+				b.Fatal("want a resource and errors")
+			}
+			n = len(errs)
+		}
+		b.ReportMetric(float64(n), "errors")
+	})
 }
