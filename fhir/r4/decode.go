@@ -1074,8 +1074,8 @@ func decodePrimitiveArray[T any, P interface {
 				err = P(&s[n]).decodeValue(d)
 			}
 			if err != nil {
-				// A bad item is left empty (it encodes as null), so
-				// that the value and "_" arrays stay aligned.
+				// A bad item is left empty, so the value and "_" arrays
+				// stay aligned while decoding; encoders leave it out.
 				if rec, err = d.recoverIndex(rec, err, n, start, depth); err != nil {
 					return err
 				}
