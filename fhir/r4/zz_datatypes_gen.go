@@ -125,6 +125,13 @@ func (x *Address) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *Address) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Address) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -251,6 +258,13 @@ func (x *Age) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
+func (x *Age) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Age) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -356,6 +370,13 @@ func (x *Annotation) walk(w *walker) {
 	walkOne(w, "authorString", x.AuthorString)
 	walkOne(w, "time", x.Time)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *Annotation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -496,6 +517,13 @@ func (x *Attachment) walk(w *walker) {
 	walkOne(w, "creation", x.Creation)
 }
 
+func (x *Attachment) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Attachment) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -591,6 +619,13 @@ func (x *CodeableConcept) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "coding", x.Coding)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *CodeableConcept) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -703,6 +738,13 @@ func (x *Coding) walk(w *walker) {
 	walkOne(w, "userSelected", x.UserSelected)
 }
 
+func (x *Coding) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Coding) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -792,6 +834,13 @@ func (x *ContactDetail) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "name", x.Name)
 	walkMany(w, "telecom", x.Telecom)
+}
+
+func (x *ContactDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -902,6 +951,13 @@ func (x *ContactPoint) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *ContactPoint) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContactPoint) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -998,6 +1054,13 @@ func (x *Contributor) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "name", x.Name)
 	walkMany(w, "contact", x.Contact)
+}
+
+func (x *Contributor) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1110,6 +1173,13 @@ func (x *Count) walk(w *walker) {
 	walkOne(w, "unit", x.Unit)
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Count) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1251,6 +1321,13 @@ func (x *DataRequirement) walk(w *walker) {
 	walkMany(w, "sort", x.Sort)
 }
 
+func (x *DataRequirement) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DataRequirement) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1359,6 +1436,13 @@ func (x *DataRequirementCodeFilter) walk(w *walker) {
 	walkOne(w, "searchParam", x.SearchParam)
 	walkOne(w, "valueSet", x.ValueSet)
 	walkMany(w, "code", x.Code)
+}
+
+func (x *DataRequirementCodeFilter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1471,6 +1555,13 @@ func (x *DataRequirementDateFilter) walk(w *walker) {
 	walkOne(w, "valueDuration", x.ValueDuration)
 }
 
+func (x *DataRequirementDateFilter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DataRequirementDateFilter) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1560,6 +1651,13 @@ func (x *DataRequirementSort) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "path", x.Path)
 	walkOne(w, "direction", x.Direction)
+}
+
+func (x *DataRequirementSort) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1671,6 +1769,13 @@ func (x *Distance) walk(w *walker) {
 	walkOne(w, "unit", x.Unit)
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Distance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1848,6 +1953,13 @@ func (x *Dosage) walk(w *walker) {
 	walkOne(w, "maxDosePerLifetime", x.MaxDosePerLifetime)
 }
 
+func (x *Dosage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Dosage) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1970,6 +2082,13 @@ func (x *DosageDoseAndRate) walk(w *walker) {
 	walkOne(w, "rateQuantity", x.RateQuantity)
 }
 
+func (x *DosageDoseAndRate) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DosageDoseAndRate) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2081,6 +2200,13 @@ func (x *Duration) walk(w *walker) {
 	walkOne(w, "unit", x.Unit)
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Duration) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -3536,6 +3662,13 @@ func (x *ElementDefinition) walk(w *walker) {
 	walkMany(w, "mapping", x.Mapping)
 }
 
+func (x *ElementDefinition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ElementDefinition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -3925,6 +4058,13 @@ func (x *ElementDefinitionSlicing) walk(w *walker) {
 	walkOne(w, "rules", x.Rules)
 }
 
+func (x *ElementDefinitionSlicing) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ElementDefinitionSlicing) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -4013,6 +4153,13 @@ func (x *ElementDefinitionSlicingDiscriminator) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "path", x.Path)
+}
+
+func (x *ElementDefinitionSlicingDiscriminator) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -4108,6 +4255,13 @@ func (x *ElementDefinitionBase) walk(w *walker) {
 	walkOne(w, "path", x.Path)
 	walkOne(w, "min", x.Min)
 	walkOne(w, "max", x.Max)
+}
+
+func (x *ElementDefinitionBase) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -4221,6 +4375,13 @@ func (x *ElementDefinitionType) walk(w *walker) {
 	walkMany(w, "targetProfile", x.TargetProfile)
 	walkMany(w, "aggregation", x.Aggregation)
 	walkOne(w, "versioning", x.Versioning)
+}
+
+func (x *ElementDefinitionType) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -4646,6 +4807,13 @@ func (x *ElementDefinitionExample) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
+func (x *ElementDefinitionExample) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ElementDefinitionExample) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -4840,6 +5008,13 @@ func (x *ElementDefinitionConstraint) walk(w *walker) {
 	walkOne(w, "source", x.Source)
 }
 
+func (x *ElementDefinitionConstraint) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ElementDefinitionConstraint) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -4945,6 +5120,13 @@ func (x *ElementDefinitionBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
+func (x *ElementDefinitionBinding) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ElementDefinitionBinding) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -5048,6 +5230,13 @@ func (x *ElementDefinitionMapping) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "map", x.Map)
 	walkOne(w, "comment", x.Comment)
+}
+
+func (x *ElementDefinitionMapping) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -5163,6 +5352,13 @@ func (x *Expression) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "expression", x.Expression)
 	walkOne(w, "reference", x.Reference)
+}
+
+func (x *Expression) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -5585,6 +5781,13 @@ func (x *Extension) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
+func (x *Extension) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Extension) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -5776,6 +5979,13 @@ func (x *HumanName) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *HumanName) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *HumanName) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -5898,6 +6108,13 @@ func (x *Identifier) walk(w *walker) {
 	walkOne(w, "assigner", x.Assigner)
 }
 
+func (x *Identifier) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Identifier) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -6010,6 +6227,13 @@ func (x *MarketingStatus) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "dateRange", x.DateRange)
 	walkOne(w, "restoreDate", x.RestoreDate)
+}
+
+func (x *MarketingStatus) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -6130,6 +6354,13 @@ func (x *Meta) walk(w *walker) {
 	walkMany(w, "tag", x.Tag)
 }
 
+func (x *Meta) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Meta) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -6223,6 +6454,13 @@ func (x *Money) walk(w *walker) {
 	walkOne(w, "currency", x.Currency)
 }
 
+func (x *Money) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Money) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -6308,6 +6546,13 @@ func (x *Narrative) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "status", x.Status)
 	walkOne(w, "div", x.Div)
+}
+
+func (x *Narrative) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -6437,6 +6682,13 @@ func (x *ParameterDefinition) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *ParameterDefinition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ParameterDefinition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -6532,6 +6784,13 @@ func (x *Period) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "start", x.Start)
 	walkOne(w, "end", x.End)
+}
+
+func (x *Period) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -6639,6 +6898,13 @@ func (x *Population) walk(w *walker) {
 	walkOne(w, "gender", x.Gender)
 	walkOne(w, "race", x.Race)
 	walkOne(w, "physiologicalCondition", x.PhysiologicalCondition)
+}
+
+func (x *Population) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -6792,6 +7058,13 @@ func (x *ProdCharacteristic) walk(w *walker) {
 	walkOne(w, "scoring", x.Scoring)
 }
 
+func (x *ProdCharacteristic) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ProdCharacteristic) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -6902,6 +7175,13 @@ func (x *ProductShelfLife) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "period", x.Period)
 	walkMany(w, "specialPrecautionsForStorage", x.SpecialPrecautionsForStorage)
+}
+
+func (x *ProductShelfLife) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -7016,6 +7296,13 @@ func (x *Quantity) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
+func (x *Quantity) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Quantity) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -7105,6 +7392,13 @@ func (x *Range) walk(w *walker) {
 	walkOne(w, "high", x.High)
 }
 
+func (x *Range) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Range) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -7184,6 +7478,13 @@ func (x *Ratio) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "numerator", x.Numerator)
 	walkOne(w, "denominator", x.Denominator)
+}
+
+func (x *Ratio) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -7283,6 +7584,13 @@ func (x *Reference) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "display", x.Display)
+}
+
+func (x *Reference) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -7411,6 +7719,13 @@ func (x *RelatedArtifact) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 	walkOne(w, "document", x.Document)
 	walkOne(w, "resource", x.Resource)
+}
+
+func (x *RelatedArtifact) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -7547,6 +7862,13 @@ func (x *SampledData) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *SampledData) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SampledData) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -7677,6 +7999,13 @@ func (x *Signature) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *Signature) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *Signature) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -7801,6 +8130,13 @@ func (x *SubstanceAmount) walk(w *walker) {
 	walkOne(w, "referenceRange", x.ReferenceRange)
 }
 
+func (x *SubstanceAmount) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceAmount) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -7887,6 +8223,13 @@ func (x *SubstanceAmountReferenceRange) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "lowLimit", x.LowLimit)
 	walkOne(w, "highLimit", x.HighLimit)
+}
+
+func (x *SubstanceAmountReferenceRange) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -7982,6 +8325,13 @@ func (x *Timing) walk(w *walker) {
 	walkMany(w, "event", x.Event)
 	walkOne(w, "repeat", x.Repeat)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Timing) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -8186,6 +8536,13 @@ func (x *TimingRepeat) walk(w *walker) {
 	walkOne(w, "offset", x.Offset)
 }
 
+func (x *TimingRepeat) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TimingRepeat) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -8340,6 +8697,13 @@ func (x *TriggerDefinition) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 }
 
+func (x *TriggerDefinition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TriggerDefinition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -8447,6 +8811,13 @@ func (x *UsageContext) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueRange", x.ValueRange)
 	walkOne(w, "valueReference", x.ValueReference)
+}
+
+func (x *UsageContext) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

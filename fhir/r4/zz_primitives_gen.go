@@ -40,6 +40,13 @@ func (x *Base64Binary) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ex
 
 func (x *Base64Binary) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Base64Binary) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "base64Binary".
 func (x *Base64Binary) PrimitiveType() string { return "base64Binary" }
 
@@ -94,6 +101,13 @@ func (x *Boolean) encodeValue(e *encoder) { e.boolean(x.Value) }
 func (x *Boolean) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Boolean) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Boolean) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "boolean".
 func (x *Boolean) PrimitiveType() string { return "boolean" }
@@ -157,6 +171,13 @@ func (x *Canonical) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Exten
 
 func (x *Canonical) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Canonical) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "canonical".
 func (x *Canonical) PrimitiveType() string { return "canonical" }
 
@@ -211,6 +232,13 @@ func (x *Code) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *Code) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Code) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Code) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "code".
 func (x *Code) PrimitiveType() string { return "code" }
@@ -267,6 +295,13 @@ func (x *Date) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *Date) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Date) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "date".
 func (x *Date) PrimitiveType() string { return "date" }
 
@@ -321,6 +356,13 @@ func (x *DateTime) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *DateTime) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *DateTime) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *DateTime) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "dateTime".
 func (x *DateTime) PrimitiveType() string { return "dateTime" }
@@ -378,6 +420,13 @@ func (x *Decimal) encodeValue(e *encoder) { e.decimal(x.Value) }
 func (x *Decimal) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Decimal) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Decimal) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "decimal".
 func (x *Decimal) PrimitiveType() string { return "decimal" }
@@ -440,6 +489,13 @@ func (x *ID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *ID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *ID) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "id".
 func (x *ID) PrimitiveType() string { return "id" }
 
@@ -495,6 +551,13 @@ func (x *Instant) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 
 func (x *Instant) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Instant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "instant".
 func (x *Instant) PrimitiveType() string { return "instant" }
 
@@ -549,6 +612,13 @@ func (x *Integer) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *Integer) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Integer) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Integer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "integer".
 func (x *Integer) PrimitiveType() string { return "integer" }
@@ -612,6 +682,13 @@ func (x *Markdown) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extens
 
 func (x *Markdown) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Markdown) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "markdown".
 func (x *Markdown) PrimitiveType() string { return "markdown" }
 
@@ -667,6 +744,13 @@ func (x *OID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 
 func (x *OID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *OID) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "oid".
 func (x *OID) PrimitiveType() string { return "oid" }
 
@@ -721,6 +805,13 @@ func (x *PositiveInt) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *PositiveInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *PositiveInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *PositiveInt) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "positiveInt".
 func (x *PositiveInt) PrimitiveType() string { return "positiveInt" }
@@ -784,6 +875,13 @@ func (x *String) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensio
 
 func (x *String) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *String) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "string".
 func (x *String) PrimitiveType() string { return "string" }
 
@@ -838,6 +936,13 @@ func (x *Time) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *Time) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Time) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Time) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "time".
 func (x *Time) PrimitiveType() string { return "time" }
@@ -894,6 +999,13 @@ func (x *URI) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 
 func (x *URI) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *URI) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "uri".
 func (x *URI) PrimitiveType() string { return "uri" }
 
@@ -948,6 +1060,13 @@ func (x *URL) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *URL) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *URL) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *URL) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "url".
 func (x *URL) PrimitiveType() string { return "url" }
@@ -1004,6 +1123,13 @@ func (x *UUID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *UUID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *UUID) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // PrimitiveType returns "uuid".
 func (x *UUID) PrimitiveType() string { return "uuid" }
 
@@ -1058,6 +1184,13 @@ func (x *UnsignedInt) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *UnsignedInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *UnsignedInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *UnsignedInt) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "unsignedInt".
 func (x *UnsignedInt) PrimitiveType() string { return "unsignedInt" }
@@ -1120,6 +1253,13 @@ func (x *XHTML) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *XHTML) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *XHTML) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *XHTML) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
 
 // PrimitiveType returns "xhtml".
 func (x *XHTML) PrimitiveType() string { return "xhtml" }

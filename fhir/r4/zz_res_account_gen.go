@@ -283,6 +283,13 @@ func (x *AccountCoverage) walk(w *walker) {
 	walkOne(w, "priority", x.Priority)
 }
 
+func (x *AccountCoverage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *AccountCoverage) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -378,6 +385,13 @@ func (x *AccountGuarantor) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 	walkOne(w, "onHold", x.OnHold)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *AccountGuarantor) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

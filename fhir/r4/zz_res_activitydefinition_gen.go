@@ -637,6 +637,13 @@ func (x *ActivityDefinitionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ActivityDefinitionParticipant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ActivityDefinitionParticipant) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -726,6 +733,13 @@ func (x *ActivityDefinitionDynamicValue) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "path", x.Path)
 	walkOne(w, "expression", x.Expression)
+}
+
+func (x *ActivityDefinitionDynamicValue) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -347,6 +347,13 @@ func (x *AdverseEventSuspectEntity) walk(w *walker) {
 	walkMany(w, "causality", x.Causality)
 }
 
+func (x *AdverseEventSuspectEntity) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *AdverseEventSuspectEntity) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -447,6 +454,13 @@ func (x *AdverseEventSuspectEntityCausality) walk(w *walker) {
 	walkOne(w, "productRelatedness", x.ProductRelatedness)
 	walkOne(w, "author", x.Author)
 	walkOne(w, "method", x.Method)
+}
+
+func (x *AdverseEventSuspectEntityCausality) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

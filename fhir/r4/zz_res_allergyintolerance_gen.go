@@ -392,6 +392,13 @@ func (x *AllergyIntoleranceReaction) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *AllergyIntoleranceReaction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *AllergyIntoleranceReaction) MarshalJSON() ([]byte, error) {
 	if x == nil {

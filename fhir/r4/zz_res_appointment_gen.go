@@ -398,6 +398,13 @@ func (x *AppointmentParticipant) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *AppointmentParticipant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *AppointmentParticipant) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -346,6 +346,13 @@ func (x *AuditEventAgent) walk(w *walker) {
 	walkMany(w, "purposeOfUse", x.PurposeOfUse)
 }
 
+func (x *AuditEventAgent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *AuditEventAgent) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -451,6 +458,13 @@ func (x *AuditEventAgentNetwork) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *AuditEventAgentNetwork) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *AuditEventAgentNetwork) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -547,6 +561,13 @@ func (x *AuditEventSource) walk(w *walker) {
 	walkOne(w, "site", x.Site)
 	walkOne(w, "observer", x.Observer)
 	walkMany(w, "type", x.Type)
+}
+
+func (x *AuditEventSource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -687,6 +708,13 @@ func (x *AuditEventEntity) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *AuditEventEntity) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *AuditEventEntity) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -795,6 +823,13 @@ func (x *AuditEventEntityDetail) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "valueString", x.ValueString)
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
+}
+
+func (x *AuditEventEntityDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -295,6 +295,13 @@ func (x *BiologicallyDerivedProductCollection) walk(w *walker) {
 	walkOne(w, "collectedPeriod", x.CollectedPeriod)
 }
 
+func (x *BiologicallyDerivedProductCollection) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *BiologicallyDerivedProductCollection) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -408,6 +415,13 @@ func (x *BiologicallyDerivedProductProcessing) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
+func (x *BiologicallyDerivedProductProcessing) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *BiologicallyDerivedProductProcessing) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -509,6 +523,13 @@ func (x *BiologicallyDerivedProductManipulation) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "timeDateTime", x.TimeDateTime)
 	walkOne(w, "timePeriod", x.TimePeriod)
+}
+
+func (x *BiologicallyDerivedProductManipulation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -618,6 +639,13 @@ func (x *BiologicallyDerivedProductStorage) walk(w *walker) {
 	walkOne(w, "temperature", x.Temperature)
 	walkOne(w, "scale", x.Scale)
 	walkOne(w, "duration", x.Duration)
+}
+
+func (x *BiologicallyDerivedProductStorage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -229,6 +229,13 @@ func (x *BundleLink) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
+func (x *BundleLink) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *BundleLink) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -345,6 +352,13 @@ func (x *BundleEntry) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *BundleEntry) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *BundleEntry) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -440,6 +454,13 @@ func (x *BundleEntrySearch) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "score", x.Score)
+}
+
+func (x *BundleEntrySearch) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -568,6 +589,13 @@ func (x *BundleEntryRequest) walk(w *walker) {
 	walkOne(w, "ifNoneExist", x.IfNoneExist)
 }
 
+func (x *BundleEntryRequest) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *BundleEntryRequest) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -690,6 +718,13 @@ func (x *BundleEntryResponse) walk(w *walker) {
 	walkOne(w, "etag", x.Etag)
 	walkOne(w, "lastModified", x.LastModified)
 	w.resource("outcome", x.Outcome)
+}
+
+func (x *BundleEntryResponse) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -443,6 +443,13 @@ func (x *CapabilityStatementSoftware) walk(w *walker) {
 	walkOne(w, "releaseDate", x.ReleaseDate)
 }
 
+func (x *CapabilityStatementSoftware) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementSoftware) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -543,6 +550,13 @@ func (x *CapabilityStatementImplementation) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "url", x.URL)
 	walkOne(w, "custodian", x.Custodian)
+}
+
+func (x *CapabilityStatementImplementation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -678,6 +692,13 @@ func (x *CapabilityStatementRest) walk(w *walker) {
 	walkMany(w, "compartment", x.Compartment)
 }
 
+func (x *CapabilityStatementRest) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRest) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -783,6 +804,13 @@ func (x *CapabilityStatementRestSecurity) walk(w *walker) {
 	walkOne(w, "cors", x.Cors)
 	walkMany(w, "service", x.Service)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *CapabilityStatementRestSecurity) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -994,6 +1022,13 @@ func (x *CapabilityStatementRestResource) walk(w *walker) {
 	walkMany(w, "operation", x.Operation)
 }
 
+func (x *CapabilityStatementRestResource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRestResource) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1115,6 +1150,13 @@ func (x *CapabilityStatementRestResourceInteraction) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceInteraction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRestResourceInteraction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1225,6 +1267,13 @@ func (x *CapabilityStatementRestResourceSearchParam) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceSearchParam) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRestResourceSearchParam) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1331,6 +1380,13 @@ func (x *CapabilityStatementRestResourceOperation) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceOperation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementRestResourceOperation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1425,6 +1481,13 @@ func (x *CapabilityStatementRestInteraction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *CapabilityStatementRestInteraction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1533,6 +1596,13 @@ func (x *CapabilityStatementMessaging) walk(w *walker) {
 	walkMany(w, "supportedMessage", x.SupportedMessage)
 }
 
+func (x *CapabilityStatementMessaging) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementMessaging) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1627,6 +1697,13 @@ func (x *CapabilityStatementMessagingEndpoint) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *CapabilityStatementMessagingEndpoint) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CapabilityStatementMessagingEndpoint) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1718,6 +1795,13 @@ func (x *CapabilityStatementMessagingSupportedMessage) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "definition", x.Definition)
+}
+
+func (x *CapabilityStatementMessagingSupportedMessage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1820,6 +1904,13 @@ func (x *CapabilityStatementDocument) walk(w *walker) {
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "documentation", x.Documentation)
 	walkOne(w, "profile", x.Profile)
+}
+
+func (x *CapabilityStatementDocument) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

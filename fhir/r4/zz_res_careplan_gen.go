@@ -395,6 +395,13 @@ func (x *CarePlanActivity) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
+func (x *CarePlanActivity) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CarePlanActivity) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -606,6 +613,13 @@ func (x *CarePlanActivityDetail) walk(w *walker) {
 	walkOne(w, "dailyAmount", x.DailyAmount)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *CarePlanActivityDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -304,6 +304,13 @@ func (x *CareTeamParticipant) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *CareTeamParticipant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CareTeamParticipant) MarshalJSON() ([]byte, error) {
 	if x == nil {

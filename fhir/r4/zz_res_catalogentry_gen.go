@@ -300,6 +300,13 @@ func (x *CatalogEntryRelatedEntry) walk(w *walker) {
 	walkOne(w, "item", x.Item)
 }
 
+func (x *CatalogEntryRelatedEntry) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CatalogEntryRelatedEntry) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -419,6 +419,13 @@ func (x *ChargeItemPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *ChargeItemPerformer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ChargeItemPerformer) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -410,6 +410,13 @@ func (x *ChargeItemDefinitionApplicability) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *ChargeItemDefinitionApplicability) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ChargeItemDefinitionApplicability) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -500,6 +507,13 @@ func (x *ChargeItemDefinitionPropertyGroup) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "applicability", x.Applicability)
 	walkMany(w, "priceComponent", x.PriceComponent)
+}
+
+func (x *ChargeItemDefinitionPropertyGroup) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -604,6 +618,13 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

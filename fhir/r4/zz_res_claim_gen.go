@@ -399,6 +399,13 @@ func (x *ClaimRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ClaimRelated) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimRelated) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -486,6 +493,13 @@ func (x *ClaimPayee) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
+}
+
+func (x *ClaimPayee) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -596,6 +610,13 @@ func (x *ClaimCareTeam) walk(w *walker) {
 	walkOne(w, "responsible", x.Responsible)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
+}
+
+func (x *ClaimCareTeam) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -753,6 +774,13 @@ func (x *ClaimSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
+func (x *ClaimSupportingInfo) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimSupportingInfo) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -880,6 +908,13 @@ func (x *ClaimDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ClaimDiagnosis) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimDiagnosis) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -999,6 +1034,13 @@ func (x *ClaimProcedure) walk(w *walker) {
 	walkOne(w, "procedureCodeableConcept", x.ProcedureCodeableConcept)
 	walkOne(w, "procedureReference", x.ProcedureReference)
 	walkMany(w, "udi", x.Udi)
+}
+
+func (x *ClaimProcedure) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1133,6 +1175,13 @@ func (x *ClaimInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
+func (x *ClaimInsurance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimInsurance) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1242,6 +1291,13 @@ func (x *ClaimAccident) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
+}
+
+func (x *ClaimAccident) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1481,6 +1537,13 @@ func (x *ClaimItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1662,6 +1725,13 @@ func (x *ClaimItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimItemDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimItemDetail) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1818,6 +1888,13 @@ func (x *ClaimItemDetailSubDetail) walk(w *walker) {
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "net", x.Net)
 	walkMany(w, "udi", x.Udi)
+}
+
+func (x *ClaimItemDetailSubDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

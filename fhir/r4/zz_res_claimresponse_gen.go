@@ -418,6 +418,13 @@ func (x *ClaimResponseItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimResponseItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimResponseItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -522,6 +529,13 @@ func (x *ClaimResponseItemAdjudication) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ClaimResponseItemAdjudication) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -631,6 +645,13 @@ func (x *ClaimResponseItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimResponseItemDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimResponseItemDetail) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -731,6 +752,13 @@ func (x *ClaimResponseItemDetailSubDetail) walk(w *walker) {
 	walkOne(w, "subDetailSequence", x.SubDetailSequence)
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
+}
+
+func (x *ClaimResponseItemDetailSubDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -950,6 +978,13 @@ func (x *ClaimResponseAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimResponseAddItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimResponseAddItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1109,6 +1144,13 @@ func (x *ClaimResponseAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimResponseAddItemDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimResponseAddItemDetail) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1246,6 +1288,13 @@ func (x *ClaimResponseAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
+func (x *ClaimResponseAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimResponseAddItemDetailSubDetail) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1340,6 +1389,13 @@ func (x *ClaimResponseTotal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "category", x.Category)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ClaimResponseTotal) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1456,6 +1512,13 @@ func (x *ClaimResponsePayment) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 }
 
+func (x *ClaimResponsePayment) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimResponsePayment) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1565,6 +1628,13 @@ func (x *ClaimResponseProcessNote) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *ClaimResponseProcessNote) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1684,6 +1754,13 @@ func (x *ClaimResponseInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
+func (x *ClaimResponseInsurance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClaimResponseInsurance) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1794,6 +1871,13 @@ func (x *ClaimResponseError) walk(w *walker) {
 	walkOne(w, "detailSequence", x.DetailSequence)
 	walkOne(w, "subDetailSequence", x.SubDetailSequence)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *ClaimResponseError) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -360,6 +360,13 @@ func (x *ClinicalImpressionInvestigation) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *ClinicalImpressionInvestigation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ClinicalImpressionInvestigation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -454,6 +461,13 @@ func (x *ClinicalImpressionFinding) walk(w *walker) {
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 	walkOne(w, "itemReference", x.ItemReference)
 	walkOne(w, "basis", x.Basis)
+}
+
+func (x *ClinicalImpressionFinding) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

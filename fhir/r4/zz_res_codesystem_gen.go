@@ -454,6 +454,13 @@ func (x *CodeSystemFilter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *CodeSystemFilter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CodeSystemFilter) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -566,6 +573,13 @@ func (x *CodeSystemProperty) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *CodeSystemProperty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -692,6 +706,13 @@ func (x *CodeSystemConcept) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
+func (x *CodeSystemConcept) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CodeSystemConcept) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -795,6 +816,13 @@ func (x *CodeSystemConceptDesignation) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *CodeSystemConceptDesignation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -936,6 +964,13 @@ func (x *CodeSystemConceptProperty) walk(w *walker) {
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 	walkOne(w, "valueDecimal", x.ValueDecimal)
+}
+
+func (x *CodeSystemConceptProperty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -382,6 +382,13 @@ func (x *CommunicationPayload) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
+func (x *CommunicationPayload) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CommunicationPayload) MarshalJSON() ([]byte, error) {
 	if x == nil {

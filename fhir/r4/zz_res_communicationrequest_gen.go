@@ -379,6 +379,13 @@ func (x *CommunicationRequestPayload) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
+func (x *CommunicationRequestPayload) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CommunicationRequestPayload) MarshalJSON() ([]byte, error) {
 	if x == nil {

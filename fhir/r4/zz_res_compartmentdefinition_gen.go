@@ -338,6 +338,13 @@ func (x *CompartmentDefinitionResource) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CompartmentDefinitionResource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CompartmentDefinitionResource) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -322,6 +322,13 @@ func (x *CompositionAttester) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 }
 
+func (x *CompositionAttester) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CompositionAttester) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -421,6 +428,13 @@ func (x *CompositionRelatesTo) walk(w *walker) {
 	walkOne(w, "targetReference", x.TargetReference)
 }
 
+func (x *CompositionRelatesTo) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CompositionRelatesTo) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -515,6 +529,13 @@ func (x *CompositionEvent) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 	walkOne(w, "period", x.Period)
 	walkMany(w, "detail", x.Detail)
+}
+
+func (x *CompositionEvent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -656,6 +677,13 @@ func (x *CompositionSection) walk(w *walker) {
 	walkMany(w, "entry", x.Entry)
 	walkOne(w, "emptyReason", x.EmptyReason)
 	walkMany(w, "section", x.Section)
+}
+
+func (x *CompositionSection) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

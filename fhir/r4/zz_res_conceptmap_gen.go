@@ -412,6 +412,13 @@ func (x *ConceptMapGroup) walk(w *walker) {
 	walkOne(w, "unmapped", x.Unmapped)
 }
 
+func (x *ConceptMapGroup) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConceptMapGroup) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -516,6 +523,13 @@ func (x *ConceptMapGroupElement) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "display", x.Display)
 	walkMany(w, "target", x.Target)
+}
+
+func (x *ConceptMapGroupElement) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -641,6 +655,13 @@ func (x *ConceptMapGroupElementTarget) walk(w *walker) {
 	walkMany(w, "product", x.Product)
 }
 
+func (x *ConceptMapGroupElementTarget) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConceptMapGroupElementTarget) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -757,6 +778,13 @@ func (x *ConceptMapGroupElementTargetDependsOn) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *ConceptMapGroupElementTargetDependsOn) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConceptMapGroupElementTargetDependsOn) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -869,6 +897,13 @@ func (x *ConceptMapGroupUnmapped) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "display", x.Display)
 	walkOne(w, "url", x.URL)
+}
+
+func (x *ConceptMapGroupUnmapped) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

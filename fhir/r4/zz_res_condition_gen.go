@@ -391,6 +391,13 @@ func (x *ConditionStage) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *ConditionStage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConditionStage) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -478,6 +485,13 @@ func (x *ConditionEvidence) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "code", x.Code)
 	walkMany(w, "detail", x.Detail)
+}
+
+func (x *ConditionEvidence) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -303,6 +303,13 @@ func (x *ConsentPolicy) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 }
 
+func (x *ConsentPolicy) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConsentPolicy) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -401,6 +408,13 @@ func (x *ConsentVerification) walk(w *walker) {
 	walkOne(w, "verified", x.Verified)
 	walkOne(w, "verifiedWith", x.VerifiedWith)
 	walkOne(w, "verificationDate", x.VerificationDate)
+}
+
+func (x *ConsentVerification) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -550,6 +564,13 @@ func (x *ConsentProvision) walk(w *walker) {
 	walkMany(w, "provision", x.Provision)
 }
 
+func (x *ConsentProvision) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConsentProvision) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -648,6 +669,13 @@ func (x *ConsentProvisionActor) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ConsentProvisionActor) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ConsentProvisionActor) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -736,6 +764,13 @@ func (x *ConsentProvisionData) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "meaning", x.Meaning)
 	walkOne(w, "reference", x.Reference)
+}
+
+func (x *ConsentProvisionData) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

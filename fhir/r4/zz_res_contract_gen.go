@@ -497,6 +497,13 @@ func (x *ContractContentDefinition) walk(w *walker) {
 	walkOne(w, "copyright", x.Copyright)
 }
 
+func (x *ContractContentDefinition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractContentDefinition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -662,6 +669,13 @@ func (x *ContractTerm) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *ContractTerm) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractTerm) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -775,6 +789,13 @@ func (x *ContractTermSecurityLabel) walk(w *walker) {
 	walkOne(w, "classification", x.Classification)
 	walkMany(w, "category", x.Category)
 	walkMany(w, "control", x.Control)
+}
+
+func (x *ContractTermSecurityLabel) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -922,6 +943,13 @@ func (x *ContractTermOffer) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermOffer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractTermOffer) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1019,6 +1047,13 @@ func (x *ContractTermOfferParty) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "reference", x.Reference)
 	walkOne(w, "role", x.Role)
+}
+
+func (x *ContractTermOfferParty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1183,6 +1218,13 @@ func (x *ContractTermOfferAnswer) walk(w *walker) {
 	walkOne(w, "valueCoding", x.ValueCoding)
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
+}
+
+func (x *ContractTermOfferAnswer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1377,6 +1419,13 @@ func (x *ContractTermAsset) walk(w *walker) {
 	walkMany(w, "valuedItem", x.ValuedItem)
 }
 
+func (x *ContractTermAsset) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractTermAsset) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1488,6 +1537,13 @@ func (x *ContractTermAssetContext) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 	walkMany(w, "code", x.Code)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *ContractTermAssetContext) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1670,6 +1726,13 @@ func (x *ContractTermAssetValuedItem) walk(w *walker) {
 	walkOne(w, "recipient", x.Recipient)
 	walkMany(w, "linkId", x.LinkID)
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
+}
+
+func (x *ContractTermAssetValuedItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1924,6 +1987,13 @@ func (x *ContractTermAction) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractTermAction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2042,6 +2112,13 @@ func (x *ContractTermActionSubject) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ContractTermActionSubject) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractTermActionSubject) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2136,6 +2213,13 @@ func (x *ContractSigner) walk(w *walker) {
 	walkMany(w, "signature", x.Signature)
 }
 
+func (x *ContractSigner) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractSigner) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2223,6 +2307,13 @@ func (x *ContractFriendly) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *ContractFriendly) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -2313,6 +2404,13 @@ func (x *ContractLegal) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
+func (x *ContractLegal) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ContractLegal) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2399,6 +2497,13 @@ func (x *ContractRule) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *ContractRule) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -342,6 +342,13 @@ func (x *CoverageClass) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 }
 
+func (x *CoverageClass) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageClass) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -445,6 +452,13 @@ func (x *CoverageCostToBeneficiary) walk(w *walker) {
 	walkMany(w, "exception", x.Exception)
 }
 
+func (x *CoverageCostToBeneficiary) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageCostToBeneficiary) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -533,6 +547,13 @@ func (x *CoverageCostToBeneficiaryException) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *CoverageCostToBeneficiaryException) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

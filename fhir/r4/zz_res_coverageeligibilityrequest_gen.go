@@ -322,6 +322,13 @@ func (x *CoverageEligibilityRequestSupportingInfo) walk(w *walker) {
 	walkOne(w, "appliesToAll", x.AppliesToAll)
 }
 
+func (x *CoverageEligibilityRequestSupportingInfo) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityRequestSupportingInfo) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -421,6 +428,13 @@ func (x *CoverageEligibilityRequestInsurance) walk(w *walker) {
 	walkOne(w, "focal", x.Focal)
 	walkOne(w, "coverage", x.Coverage)
 	walkOne(w, "businessArrangement", x.BusinessArrangement)
+}
+
+func (x *CoverageEligibilityRequestInsurance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -564,6 +578,13 @@ func (x *CoverageEligibilityRequestItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *CoverageEligibilityRequestItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityRequestItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -659,6 +680,13 @@ func (x *CoverageEligibilityRequestItemDiagnosis) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
 	walkOne(w, "diagnosisReference", x.DiagnosisReference)
+}
+
+func (x *CoverageEligibilityRequestItemDiagnosis) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

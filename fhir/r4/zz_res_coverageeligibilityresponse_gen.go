@@ -342,6 +342,13 @@ func (x *CoverageEligibilityResponseInsurance) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *CoverageEligibilityResponseInsurance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityResponseInsurance) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -515,6 +522,13 @@ func (x *CoverageEligibilityResponseInsuranceItem) walk(w *walker) {
 	walkOne(w, "authorizationUrl", x.AuthorizationURL)
 }
 
+func (x *CoverageEligibilityResponseInsuranceItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityResponseInsuranceItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -658,6 +672,13 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) walk(w *walker) {
 	walkOne(w, "usedMoney", x.UsedMoney)
 }
 
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -747,6 +768,13 @@ func (x *CoverageEligibilityResponseError) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *CoverageEligibilityResponseError) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -301,6 +301,13 @@ func (x *DetectedIssueEvidence) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *DetectedIssueEvidence) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DetectedIssueEvidence) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -395,6 +402,13 @@ func (x *DetectedIssueMitigation) walk(w *walker) {
 	walkOne(w, "action", x.Action)
 	walkOne(w, "date", x.Date)
 	walkOne(w, "author", x.Author)
+}
+
+func (x *DetectedIssueMitigation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

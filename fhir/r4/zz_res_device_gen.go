@@ -443,6 +443,13 @@ func (x *DeviceUdiCarrier) walk(w *walker) {
 	walkOne(w, "entryType", x.EntryType)
 }
 
+func (x *DeviceUdiCarrier) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceUdiCarrier) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -545,6 +552,13 @@ func (x *DeviceDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *DeviceDeviceName) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceDeviceName) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -635,6 +649,13 @@ func (x *DeviceSpecialization) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "systemType", x.SystemType)
 	walkOne(w, "version", x.Version)
+}
+
+func (x *DeviceSpecialization) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -734,6 +755,13 @@ func (x *DeviceVersion) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *DeviceVersion) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceVersion) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -828,6 +856,13 @@ func (x *DeviceProperty) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "valueQuantity", x.ValueQuantity)
 	walkMany(w, "valueCode", x.ValueCode)
+}
+
+func (x *DeviceProperty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -383,6 +383,13 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) walk(w *walker) {
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 }
 
+func (x *DeviceDefinitionUdiDeviceIdentifier) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceDefinitionUdiDeviceIdentifier) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -479,6 +486,13 @@ func (x *DeviceDefinitionDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *DeviceDefinitionDeviceName) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceDefinitionDeviceName) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -573,6 +587,13 @@ func (x *DeviceDefinitionSpecialization) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *DeviceDefinitionSpecialization) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceDefinitionSpecialization) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -661,6 +682,13 @@ func (x *DeviceDefinitionCapability) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkMany(w, "description", x.Description)
+}
+
+func (x *DeviceDefinitionCapability) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -755,6 +783,13 @@ func (x *DeviceDefinitionProperty) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "valueQuantity", x.ValueQuantity)
 	walkMany(w, "valueCode", x.ValueCode)
+}
+
+func (x *DeviceDefinitionProperty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -854,6 +889,13 @@ func (x *DeviceDefinitionMaterial) walk(w *walker) {
 	walkOne(w, "substance", x.Substance)
 	walkOne(w, "alternate", x.Alternate)
 	walkOne(w, "allergenicIndicator", x.AllergenicIndicator)
+}
+
+func (x *DeviceDefinitionMaterial) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -286,6 +286,13 @@ func (x *DeviceMetricCalibration) walk(w *walker) {
 	walkOne(w, "time", x.Time)
 }
 
+func (x *DeviceMetricCalibration) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceMetricCalibration) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -425,6 +425,13 @@ func (x *DeviceRequestParameter) walk(w *walker) {
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 }
 
+func (x *DeviceRequestParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DeviceRequestParameter) MarshalJSON() ([]byte, error) {
 	if x == nil {

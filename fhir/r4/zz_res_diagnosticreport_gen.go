@@ -342,6 +342,13 @@ func (x *DiagnosticReportMedia) walk(w *walker) {
 	walkOne(w, "link", x.Link)
 }
 
+func (x *DiagnosticReportMedia) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DiagnosticReportMedia) MarshalJSON() ([]byte, error) {
 	if x == nil {

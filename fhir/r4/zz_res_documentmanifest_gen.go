@@ -291,6 +291,13 @@ func (x *DocumentManifestRelated) walk(w *walker) {
 	walkOne(w, "ref", x.Ref)
 }
 
+func (x *DocumentManifestRelated) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DocumentManifestRelated) MarshalJSON() ([]byte, error) {
 	if x == nil {

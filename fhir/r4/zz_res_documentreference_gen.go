@@ -321,6 +321,13 @@ func (x *DocumentReferenceRelatesTo) walk(w *walker) {
 	walkOne(w, "target", x.Target)
 }
 
+func (x *DocumentReferenceRelatesTo) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *DocumentReferenceRelatesTo) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -408,6 +415,13 @@ func (x *DocumentReferenceContent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "attachment", x.Attachment)
 	walkOne(w, "format", x.Format)
+}
+
+func (x *DocumentReferenceContent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -526,6 +540,13 @@ func (x *DocumentReferenceContext) walk(w *walker) {
 	walkOne(w, "practiceSetting", x.PracticeSetting)
 	walkOne(w, "sourcePatientInfo", x.SourcePatientInfo)
 	walkMany(w, "related", x.Related)
+}
+
+func (x *DocumentReferenceContext) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

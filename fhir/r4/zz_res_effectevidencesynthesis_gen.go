@@ -471,6 +471,13 @@ func (x *EffectEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
+func (x *EffectEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisSampleSize) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -577,6 +584,13 @@ func (x *EffectEvidenceSynthesisResultsByExposure) walk(w *walker) {
 	walkOne(w, "exposureState", x.ExposureState)
 	walkOne(w, "variantState", x.VariantState)
 	walkOne(w, "riskEvidenceSynthesis", x.RiskEvidenceSynthesis)
+}
+
+func (x *EffectEvidenceSynthesisResultsByExposure) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -699,6 +713,13 @@ func (x *EffectEvidenceSynthesisEffectEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimate) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisEffectEstimate) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -811,6 +832,13 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walk(w *walker)
 	walkOne(w, "to", x.To)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -910,6 +938,13 @@ func (x *EffectEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
+func (x *EffectEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EffectEvidenceSynthesisCertainty) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1003,6 +1038,13 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) 
 	walkOne(w, "type", x.Type)
 	walkMany(w, "rating", x.Rating)
 	walkMany(w, "note", x.Note)
+}
+
+func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -361,6 +361,13 @@ func (x *EncounterStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *EncounterStatusHistory) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EncounterStatusHistory) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -448,6 +455,13 @@ func (x *EncounterClassHistory) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "class", x.Class)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *EncounterClassHistory) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -542,6 +556,13 @@ func (x *EncounterParticipant) walk(w *walker) {
 	walkMany(w, "type", x.Type)
 	walkOne(w, "period", x.Period)
 	walkOne(w, "individual", x.Individual)
+}
+
+func (x *EncounterParticipant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -639,6 +660,13 @@ func (x *EncounterDiagnosis) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "rank", x.Rank)
+}
+
+func (x *EncounterDiagnosis) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -773,6 +801,13 @@ func (x *EncounterHospitalization) walk(w *walker) {
 	walkOne(w, "dischargeDisposition", x.DischargeDisposition)
 }
 
+func (x *EncounterHospitalization) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EncounterHospitalization) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -880,6 +915,13 @@ func (x *EncounterLocation) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "physicalType", x.PhysicalType)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *EncounterLocation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -284,6 +284,13 @@ func (x *EpisodeOfCareStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *EpisodeOfCareStatusHistory) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EpisodeOfCareStatusHistory) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -379,6 +386,13 @@ func (x *EpisodeOfCareDiagnosis) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "rank", x.Rank)
+}
+
+func (x *EpisodeOfCareDiagnosis) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -514,6 +514,13 @@ func (x *EvidenceVariableCharacteristic) walk(w *walker) {
 	walkOne(w, "groupMeasure", x.GroupMeasure)
 }
 
+func (x *EvidenceVariableCharacteristic) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *EvidenceVariableCharacteristic) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -364,6 +364,13 @@ func (x *ExampleScenarioActor) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioActor) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExampleScenarioActor) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -490,6 +497,13 @@ func (x *ExampleScenarioInstance) walk(w *walker) {
 	walkMany(w, "containedInstance", x.ContainedInstance)
 }
 
+func (x *ExampleScenarioInstance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExampleScenarioInstance) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -590,6 +604,13 @@ func (x *ExampleScenarioInstanceVersion) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioInstanceVersion) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExampleScenarioInstanceVersion) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -682,6 +703,13 @@ func (x *ExampleScenarioInstanceContainedInstance) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "resourceId", x.ResourceID)
 	walkOne(w, "versionId", x.VersionID)
+}
+
+func (x *ExampleScenarioInstanceContainedInstance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -800,6 +828,13 @@ func (x *ExampleScenarioProcess) walk(w *walker) {
 	walkMany(w, "step", x.Step)
 }
 
+func (x *ExampleScenarioProcess) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExampleScenarioProcess) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -907,6 +942,13 @@ func (x *ExampleScenarioProcessStep) walk(w *walker) {
 	walkOne(w, "pause", x.Pause)
 	walkOne(w, "operation", x.Operation)
 	walkMany(w, "alternative", x.Alternative)
+}
+
+func (x *ExampleScenarioProcessStep) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1064,6 +1106,13 @@ func (x *ExampleScenarioProcessStepOperation) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *ExampleScenarioProcessStepOperation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExampleScenarioProcessStepOperation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1176,6 +1225,13 @@ func (x *ExampleScenarioProcessStepAlternative) walk(w *walker) {
 	walkOne(w, "title", x.Title)
 	walkOne(w, "description", x.Description)
 	walkMany(w, "step", x.Step)
+}
+
+func (x *ExampleScenarioProcessStepAlternative) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

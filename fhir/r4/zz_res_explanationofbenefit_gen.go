@@ -523,6 +523,13 @@ func (x *ExplanationOfBenefitRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ExplanationOfBenefitRelated) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitRelated) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -610,6 +617,13 @@ func (x *ExplanationOfBenefitPayee) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
+}
+
+func (x *ExplanationOfBenefitPayee) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -720,6 +734,13 @@ func (x *ExplanationOfBenefitCareTeam) walk(w *walker) {
 	walkOne(w, "responsible", x.Responsible)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
+}
+
+func (x *ExplanationOfBenefitCareTeam) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -877,6 +898,13 @@ func (x *ExplanationOfBenefitSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
+func (x *ExplanationOfBenefitSupportingInfo) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitSupportingInfo) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1004,6 +1032,13 @@ func (x *ExplanationOfBenefitDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ExplanationOfBenefitDiagnosis) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitDiagnosis) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1125,6 +1160,13 @@ func (x *ExplanationOfBenefitProcedure) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 }
 
+func (x *ExplanationOfBenefitProcedure) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitProcedure) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1227,6 +1269,13 @@ func (x *ExplanationOfBenefitInsurance) walk(w *walker) {
 	walkOne(w, "focal", x.Focal)
 	walkOne(w, "coverage", x.Coverage)
 	walkMany(w, "preAuthRef", x.PreAuthRef)
+}
+
+func (x *ExplanationOfBenefitInsurance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1332,6 +1381,13 @@ func (x *ExplanationOfBenefitAccident) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
+}
+
+func (x *ExplanationOfBenefitAccident) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1585,6 +1641,13 @@ func (x *ExplanationOfBenefitItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1717,6 +1780,13 @@ func (x *ExplanationOfBenefitItemAdjudication) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ExplanationOfBenefitItemAdjudication) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1886,6 +1956,13 @@ func (x *ExplanationOfBenefitItemDetail) walk(w *walker) {
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
 	walkMany(w, "subDetail", x.SubDetail)
+}
+
+func (x *ExplanationOfBenefitItemDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -2061,6 +2138,13 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
+}
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -2291,6 +2375,13 @@ func (x *ExplanationOfBenefitAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitAddItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitAddItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2450,6 +2541,13 @@ func (x *ExplanationOfBenefitAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ExplanationOfBenefitAddItemDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitAddItemDetail) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2587,6 +2685,13 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2681,6 +2786,13 @@ func (x *ExplanationOfBenefitTotal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "category", x.Category)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ExplanationOfBenefitTotal) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -2797,6 +2909,13 @@ func (x *ExplanationOfBenefitPayment) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 }
 
+func (x *ExplanationOfBenefitPayment) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitPayment) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2906,6 +3025,13 @@ func (x *ExplanationOfBenefitProcessNote) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *ExplanationOfBenefitProcessNote) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -3043,6 +3169,13 @@ func (x *ExplanationOfBenefitBenefitBalance) walk(w *walker) {
 	walkMany(w, "financial", x.Financial)
 }
 
+func (x *ExplanationOfBenefitBenefitBalance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ExplanationOfBenefitBenefitBalance) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -3168,6 +3301,13 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) walk(w *walker) {
 	walkOne(w, "allowedMoney", x.AllowedMoney)
 	walkOne(w, "usedUnsignedInt", x.UsedUnsignedInt)
 	walkOne(w, "usedMoney", x.UsedMoney)
+}
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

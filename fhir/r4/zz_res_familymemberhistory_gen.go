@@ -453,6 +453,13 @@ func (x *FamilyMemberHistoryCondition) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *FamilyMemberHistoryCondition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *FamilyMemberHistoryCondition) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -382,6 +382,13 @@ func (x *GoalTarget) walk(w *walker) {
 	walkOne(w, "dueDuration", x.DueDuration)
 }
 
+func (x *GoalTarget) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *GoalTarget) MarshalJSON() ([]byte, error) {
 	if x == nil {

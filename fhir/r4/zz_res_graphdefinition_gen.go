@@ -367,6 +367,13 @@ func (x *GraphDefinitionLink) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *GraphDefinitionLink) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *GraphDefinitionLink) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -486,6 +493,13 @@ func (x *GraphDefinitionLinkTarget) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 	walkMany(w, "compartment", x.Compartment)
 	walkMany(w, "link", x.Link)
+}
+
+func (x *GraphDefinitionLinkTarget) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -608,6 +622,13 @@ func (x *GraphDefinitionLinkTargetCompartment) walk(w *walker) {
 	walkOne(w, "rule", x.Rule)
 	walkOne(w, "expression", x.Expression)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *GraphDefinitionLinkTargetCompartment) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

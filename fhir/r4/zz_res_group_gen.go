@@ -320,6 +320,13 @@ func (x *GroupCharacteristic) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *GroupCharacteristic) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *GroupCharacteristic) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -422,6 +429,13 @@ func (x *GroupMember) walk(w *walker) {
 	walkOne(w, "entity", x.Entity)
 	walkOne(w, "period", x.Period)
 	walkOne(w, "inactive", x.Inactive)
+}
+
+func (x *GroupMember) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

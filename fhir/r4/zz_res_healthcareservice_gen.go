@@ -383,6 +383,13 @@ func (x *HealthcareServiceEligibility) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *HealthcareServiceEligibility) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *HealthcareServiceEligibility) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -492,6 +499,13 @@ func (x *HealthcareServiceAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *HealthcareServiceAvailableTime) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *HealthcareServiceAvailableTime) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -586,6 +600,13 @@ func (x *HealthcareServiceNotAvailable) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
+}
+
+func (x *HealthcareServiceNotAvailable) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

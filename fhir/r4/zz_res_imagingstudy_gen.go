@@ -420,6 +420,13 @@ func (x *ImagingStudySeries) walk(w *walker) {
 	walkMany(w, "instance", x.Instance)
 }
 
+func (x *ImagingStudySeries) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImagingStudySeries) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -521,6 +528,13 @@ func (x *ImagingStudySeriesPerformer) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "function", x.Function)
 	walkOne(w, "actor", x.Actor)
+}
+
+func (x *ImagingStudySeriesPerformer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -627,6 +641,13 @@ func (x *ImagingStudySeriesInstance) walk(w *walker) {
 	walkOne(w, "sopClass", x.SopClass)
 	walkOne(w, "number", x.Number)
 	walkOne(w, "title", x.Title)
+}
+
+func (x *ImagingStudySeriesInstance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

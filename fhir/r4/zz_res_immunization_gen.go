@@ -422,6 +422,13 @@ func (x *ImmunizationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *ImmunizationPerformer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImmunizationPerformer) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -530,6 +537,13 @@ func (x *ImmunizationEducation) walk(w *walker) {
 	walkOne(w, "presentationDate", x.PresentationDate)
 }
 
+func (x *ImmunizationEducation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImmunizationEducation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -632,6 +646,13 @@ func (x *ImmunizationReaction) walk(w *walker) {
 	walkOne(w, "date", x.Date)
 	walkOne(w, "detail", x.Detail)
 	walkOne(w, "reported", x.Reported)
+}
+
+func (x *ImmunizationReaction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -763,6 +784,13 @@ func (x *ImmunizationProtocolApplied) walk(w *walker) {
 	walkOne(w, "doseNumberString", x.DoseNumberString)
 	walkOne(w, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
 	walkOne(w, "seriesDosesString", x.SeriesDosesString)
+}
+
+func (x *ImmunizationProtocolApplied) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -317,6 +317,13 @@ func (x *ImmunizationRecommendationRecommendation) walk(w *walker) {
 	walkMany(w, "supportingPatientInformation", x.SupportingPatientInformation)
 }
 
+func (x *ImmunizationRecommendationRecommendation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImmunizationRecommendationRecommendation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -423,6 +430,13 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) walk(w *walker) 
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ImmunizationRecommendationRecommendationDateCriterion) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -386,6 +386,13 @@ func (x *ImplementationGuideDependsOn) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *ImplementationGuideDependsOn) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDependsOn) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -480,6 +487,13 @@ func (x *ImplementationGuideGlobal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "profile", x.Profile)
+}
+
+func (x *ImplementationGuideGlobal) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -590,6 +604,13 @@ func (x *ImplementationGuideDefinition) walk(w *walker) {
 	walkMany(w, "template", x.Template)
 }
 
+func (x *ImplementationGuideDefinition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDefinition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -683,6 +704,13 @@ func (x *ImplementationGuideDefinitionGrouping) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *ImplementationGuideDefinitionGrouping) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -817,6 +845,13 @@ func (x *ImplementationGuideDefinitionResource) walk(w *walker) {
 	walkOne(w, "groupingId", x.GroupingID)
 }
 
+func (x *ImplementationGuideDefinitionResource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDefinitionResource) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -940,6 +975,13 @@ func (x *ImplementationGuideDefinitionPage) walk(w *walker) {
 	walkMany(w, "page", x.Page)
 }
 
+func (x *ImplementationGuideDefinitionPage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideDefinitionPage) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1036,6 +1078,13 @@ func (x *ImplementationGuideDefinitionParameter) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ImplementationGuideDefinitionParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1138,6 +1187,13 @@ func (x *ImplementationGuideDefinitionTemplate) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "source", x.Source)
 	walkOne(w, "scope", x.Scope)
+}
+
+func (x *ImplementationGuideDefinitionTemplate) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1256,6 +1312,13 @@ func (x *ImplementationGuideManifest) walk(w *walker) {
 	walkMany(w, "other", x.Other)
 }
 
+func (x *ImplementationGuideManifest) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideManifest) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1368,6 +1431,13 @@ func (x *ImplementationGuideManifestResource) walk(w *walker) {
 	walkOne(w, "relativePath", x.RelativePath)
 }
 
+func (x *ImplementationGuideManifestResource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ImplementationGuideManifestResource) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1471,6 +1541,13 @@ func (x *ImplementationGuideManifestPage) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkOne(w, "title", x.Title)
 	walkMany(w, "anchor", x.Anchor)
+}
+
+func (x *ImplementationGuideManifestPage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

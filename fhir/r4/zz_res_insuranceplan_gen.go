@@ -314,6 +314,13 @@ func (x *InsurancePlanContact) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *InsurancePlanContact) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *InsurancePlanContact) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -408,6 +415,13 @@ func (x *InsurancePlanCoverage) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "network", x.Network)
 	walkMany(w, "benefit", x.Benefit)
+}
+
+func (x *InsurancePlanCoverage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -507,6 +521,13 @@ func (x *InsurancePlanCoverageBenefit) walk(w *walker) {
 	walkMany(w, "limit", x.Limit)
 }
 
+func (x *InsurancePlanCoverageBenefit) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *InsurancePlanCoverageBenefit) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -595,6 +616,13 @@ func (x *InsurancePlanCoverageBenefitLimit) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "value", x.Value)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *InsurancePlanCoverageBenefitLimit) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -709,6 +737,13 @@ func (x *InsurancePlanPlan) walk(w *walker) {
 	walkMany(w, "specificCost", x.SpecificCost)
 }
 
+func (x *InsurancePlanPlan) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *InsurancePlanPlan) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -817,6 +852,13 @@ func (x *InsurancePlanPlanGeneralCost) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *InsurancePlanPlanGeneralCost) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *InsurancePlanPlanGeneralCost) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -909,6 +951,13 @@ func (x *InsurancePlanPlanSpecificCost) walk(w *walker) {
 	walkMany(w, "benefit", x.Benefit)
 }
 
+func (x *InsurancePlanPlanSpecificCost) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *InsurancePlanPlanSpecificCost) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -995,6 +1044,13 @@ func (x *InsurancePlanPlanSpecificCostBenefit) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkMany(w, "cost", x.Cost)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefit) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1095,6 +1151,13 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) walk(w *walker) {
 	walkOne(w, "applicability", x.Applicability)
 	walkMany(w, "qualifiers", x.Qualifiers)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

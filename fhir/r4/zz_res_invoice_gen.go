@@ -319,6 +319,13 @@ func (x *InvoiceParticipant) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *InvoiceParticipant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *InvoiceParticipant) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -419,6 +426,13 @@ func (x *InvoiceLineItem) walk(w *walker) {
 	walkOne(w, "chargeItemReference", x.ChargeItemReference)
 	walkOne(w, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
 	walkMany(w, "priceComponent", x.PriceComponent)
+}
+
+func (x *InvoiceLineItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -526,6 +540,13 @@ func (x *InvoiceLineItemPriceComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *InvoiceLineItemPriceComponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -221,6 +221,13 @@ func (x *LinkageItem) walk(w *walker) {
 	walkOne(w, "resource", x.Resource)
 }
 
+func (x *LinkageItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *LinkageItem) MarshalJSON() ([]byte, error) {
 	if x == nil {

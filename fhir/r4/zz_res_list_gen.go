@@ -314,6 +314,13 @@ func (x *ListEntry) walk(w *walker) {
 	walkOne(w, "item", x.Item)
 }
 
+func (x *ListEntry) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ListEntry) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -344,6 +344,13 @@ func (x *LocationPosition) walk(w *walker) {
 	walkOne(w, "altitude", x.Altitude)
 }
 
+func (x *LocationPosition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *LocationPosition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -454,6 +461,13 @@ func (x *LocationHoursOfOperation) walk(w *walker) {
 	walkOne(w, "allDay", x.AllDay)
 	walkOne(w, "openingTime", x.OpeningTime)
 	walkOne(w, "closingTime", x.ClosingTime)
+}
+
+func (x *LocationHoursOfOperation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -572,6 +572,13 @@ func (x *MeasureGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureGroup) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MeasureGroup) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -669,6 +676,13 @@ func (x *MeasureGroupPopulation) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureGroupPopulation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -775,6 +789,13 @@ func (x *MeasureGroupStratifier) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *MeasureGroupStratifier) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MeasureGroupStratifier) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -872,6 +893,13 @@ func (x *MeasureGroupStratifierComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureGroupStratifierComponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -976,6 +1004,13 @@ func (x *MeasureSupplementalData) walk(w *walker) {
 	walkMany(w, "usage", x.Usage)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureSupplementalData) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -296,6 +296,13 @@ func (x *MeasureReportGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureReportGroup) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MeasureReportGroup) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -394,6 +401,13 @@ func (x *MeasureReportGroupPopulation) walk(w *walker) {
 	walkOne(w, "subjectResults", x.SubjectResults)
 }
 
+func (x *MeasureReportGroupPopulation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MeasureReportGroupPopulation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -482,6 +496,13 @@ func (x *MeasureReportGroupStratifier) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "code", x.Code)
 	walkMany(w, "stratum", x.Stratum)
+}
+
+func (x *MeasureReportGroupStratifier) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -584,6 +605,13 @@ func (x *MeasureReportGroupStratifierStratum) walk(w *walker) {
 	walkOne(w, "measureScore", x.MeasureScore)
 }
 
+func (x *MeasureReportGroupStratifierStratum) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MeasureReportGroupStratifierStratum) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -672,6 +700,13 @@ func (x *MeasureReportGroupStratifierStratumComponent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *MeasureReportGroupStratifierStratumComponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -768,6 +803,13 @@ func (x *MeasureReportGroupStratifierStratumPopulation) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "count", x.Count)
 	walkOne(w, "subjectResults", x.SubjectResults)
+}
+
+func (x *MeasureReportGroupStratifierStratumPopulation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

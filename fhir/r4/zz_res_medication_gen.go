@@ -268,6 +268,13 @@ func (x *MedicationIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
+func (x *MedicationIngredient) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationIngredient) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -361,6 +368,13 @@ func (x *MedicationBatch) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "lotNumber", x.LotNumber)
 	walkOne(w, "expirationDate", x.ExpirationDate)
+}
+
+func (x *MedicationBatch) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

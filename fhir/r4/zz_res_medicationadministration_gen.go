@@ -351,6 +351,13 @@ func (x *MedicationAdministrationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *MedicationAdministrationPerformer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationAdministrationPerformer) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -469,6 +476,13 @@ func (x *MedicationAdministrationDosage) walk(w *walker) {
 	walkOne(w, "dose", x.Dose)
 	walkOne(w, "rateRatio", x.RateRatio)
 	walkOne(w, "rateQuantity", x.RateQuantity)
+}
+
+func (x *MedicationAdministrationDosage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -386,6 +386,13 @@ func (x *MedicationDispensePerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *MedicationDispensePerformer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationDispensePerformer) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -486,6 +493,13 @@ func (x *MedicationDispenseSubstitution) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "reason", x.Reason)
 	walkMany(w, "responsibleParty", x.ResponsibleParty)
+}
+
+func (x *MedicationDispenseSubstitution) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

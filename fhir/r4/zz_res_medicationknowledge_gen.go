@@ -358,6 +358,13 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) walk(w *walker) {
 	walkMany(w, "reference", x.Reference)
 }
 
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -444,6 +451,13 @@ func (x *MedicationKnowledgeMonograph) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "source", x.Source)
+}
+
+func (x *MedicationKnowledgeMonograph) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -548,6 +562,13 @@ func (x *MedicationKnowledgeIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
+func (x *MedicationKnowledgeIngredient) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeIngredient) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -647,6 +668,13 @@ func (x *MedicationKnowledgeCost) walk(w *walker) {
 	walkOne(w, "cost", x.Cost)
 }
 
+func (x *MedicationKnowledgeCost) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeCost) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -737,6 +765,13 @@ func (x *MedicationKnowledgeMonitoringProgram) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "name", x.Name)
+}
+
+func (x *MedicationKnowledgeMonitoringProgram) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -840,6 +875,13 @@ func (x *MedicationKnowledgeAdministrationGuidelines) walk(w *walker) {
 	walkMany(w, "patientCharacteristics", x.PatientCharacteristics)
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelines) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeAdministrationGuidelines) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -928,6 +970,13 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkMany(w, "dosage", x.Dosage)
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1026,6 +1075,13 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walk
 	walkMany(w, "value", x.Value)
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1116,6 +1172,13 @@ func (x *MedicationKnowledgeMedicineClassification) walk(w *walker) {
 	walkMany(w, "classification", x.Classification)
 }
 
+func (x *MedicationKnowledgeMedicineClassification) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeMedicineClassification) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1202,6 +1265,13 @@ func (x *MedicationKnowledgePackaging) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "quantity", x.Quantity)
+}
+
+func (x *MedicationKnowledgePackaging) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1314,6 +1384,13 @@ func (x *MedicationKnowledgeDrugCharacteristic) walk(w *walker) {
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
 }
 
+func (x *MedicationKnowledgeDrugCharacteristic) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeDrugCharacteristic) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1419,6 +1496,13 @@ func (x *MedicationKnowledgeRegulatory) walk(w *walker) {
 	walkOne(w, "maxDispense", x.MaxDispense)
 }
 
+func (x *MedicationKnowledgeRegulatory) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeRegulatory) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1511,6 +1595,13 @@ func (x *MedicationKnowledgeRegulatorySubstitution) walk(w *walker) {
 	walkOne(w, "allowed", x.Allowed)
 }
 
+func (x *MedicationKnowledgeRegulatorySubstitution) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationKnowledgeRegulatorySubstitution) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1592,6 +1683,13 @@ func (x *MedicationKnowledgeRegulatorySchedule) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "schedule", x.Schedule)
+}
+
+func (x *MedicationKnowledgeRegulatorySchedule) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1679,6 +1777,13 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *MedicationKnowledgeRegulatoryMaxDispense) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1773,6 +1878,13 @@ func (x *MedicationKnowledgeKinetics) walk(w *walker) {
 	walkMany(w, "areaUnderCurve", x.AreaUnderCurve)
 	walkMany(w, "lethalDose50", x.LethalDose50)
 	walkOne(w, "halfLifePeriod", x.HalfLifePeriod)
+}
+
+func (x *MedicationKnowledgeKinetics) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

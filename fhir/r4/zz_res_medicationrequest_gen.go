@@ -489,6 +489,13 @@ func (x *MedicationRequestDispenseRequest) walk(w *walker) {
 	walkOne(w, "performer", x.Performer)
 }
 
+func (x *MedicationRequestDispenseRequest) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicationRequestDispenseRequest) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -581,6 +588,13 @@ func (x *MedicationRequestDispenseRequestInitialFill) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "duration", x.Duration)
+}
+
+func (x *MedicationRequestDispenseRequestInitialFill) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -677,6 +691,13 @@ func (x *MedicationRequestSubstitution) walk(w *walker) {
 	walkOne(w, "allowedBoolean", x.AllowedBoolean)
 	walkOne(w, "allowedCodeableConcept", x.AllowedCodeableConcept)
 	walkOne(w, "reason", x.Reason)
+}
+
+func (x *MedicationRequestSubstitution) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

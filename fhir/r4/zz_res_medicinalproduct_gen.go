@@ -346,6 +346,13 @@ func (x *MedicinalProductName) walk(w *walker) {
 	walkMany(w, "countryLanguage", x.CountryLanguage)
 }
 
+func (x *MedicinalProductName) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductName) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -436,6 +443,13 @@ func (x *MedicinalProductNameNamePart) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "part", x.Part)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *MedicinalProductNameNamePart) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -531,6 +545,13 @@ func (x *MedicinalProductNameCountryLanguage) walk(w *walker) {
 	walkOne(w, "country", x.Country)
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *MedicinalProductNameCountryLanguage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -646,6 +667,13 @@ func (x *MedicinalProductManufacturingBusinessOperation) walk(w *walker) {
 	walkOne(w, "confidentialityIndicator", x.ConfidentialityIndicator)
 	walkMany(w, "manufacturer", x.Manufacturer)
 	walkOne(w, "regulator", x.Regulator)
+}
+
+func (x *MedicinalProductManufacturingBusinessOperation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -777,6 +805,13 @@ func (x *MedicinalProductSpecialDesignation) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "date", x.Date)
 	walkOne(w, "species", x.Species)
+}
+
+func (x *MedicinalProductSpecialDesignation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

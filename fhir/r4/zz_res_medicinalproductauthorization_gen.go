@@ -337,6 +337,13 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walk(w *walke
 	walkOne(w, "validityPeriod", x.ValidityPeriod)
 }
 
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -446,6 +453,13 @@ func (x *MedicinalProductAuthorizationProcedure) walk(w *walker) {
 	walkOne(w, "datePeriod", x.DatePeriod)
 	walkOne(w, "dateDateTime", x.DateDateTime)
 	walkMany(w, "application", x.Application)
+}
+
+func (x *MedicinalProductAuthorizationProcedure) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -252,6 +252,13 @@ func (x *MedicinalProductContraindicationOtherTherapy) walk(w *walker) {
 	walkOne(w, "medicationReference", x.MedicationReference)
 }
 
+func (x *MedicinalProductContraindicationOtherTherapy) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductContraindicationOtherTherapy) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -264,6 +264,13 @@ func (x *MedicinalProductIndicationOtherTherapy) walk(w *walker) {
 	walkOne(w, "medicationReference", x.MedicationReference)
 }
 
+func (x *MedicinalProductIndicationOtherTherapy) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIndicationOtherTherapy) MarshalJSON() ([]byte, error) {
 	if x == nil {

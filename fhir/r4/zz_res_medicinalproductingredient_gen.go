@@ -252,6 +252,13 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) walk(w *walker) {
 	walkMany(w, "strength", x.Strength)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIngredientSpecifiedSubstance) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -374,6 +381,13 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walk(w *walker) {
 	walkMany(w, "referenceStrength", x.ReferenceStrength)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -488,6 +502,13 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	walkMany(w, "country", x.Country)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -578,6 +599,13 @@ func (x *MedicinalProductIngredientSubstance) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkMany(w, "strength", x.Strength)
+}
+
+func (x *MedicinalProductIngredientSubstance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

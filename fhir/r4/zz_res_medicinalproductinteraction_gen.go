@@ -247,6 +247,13 @@ func (x *MedicinalProductInteractionInteractant) walk(w *walker) {
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 }
 
+func (x *MedicinalProductInteractionInteractant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductInteractionInteractant) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -261,6 +261,13 @@ func (x *MedicinalProductPackagedBatchIdentifier) walk(w *walker) {
 	walkOne(w, "immediatePackaging", x.ImmediatePackaging)
 }
 
+func (x *MedicinalProductPackagedBatchIdentifier) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPackagedBatchIdentifier) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -407,6 +414,13 @@ func (x *MedicinalProductPackagedPackageItem) walk(w *walker) {
 	walkMany(w, "otherCharacteristics", x.OtherCharacteristics)
 	walkMany(w, "shelfLifeStorage", x.ShelfLifeStorage)
 	walkMany(w, "manufacturer", x.Manufacturer)
+}
+
+func (x *MedicinalProductPackagedPackageItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -246,6 +246,13 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 }
 
+func (x *MedicinalProductPharmaceuticalCharacteristics) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPharmaceuticalCharacteristics) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -364,6 +371,13 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walk(w *walker) {
 	walkMany(w, "targetSpecies", x.TargetSpecies)
 }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -455,6 +469,13 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) walk(
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkMany(w, "withdrawalPeriod", x.WithdrawalPeriod)
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -551,6 +572,13 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 	walkOne(w, "tissue", x.Tissue)
 	walkOne(w, "value", x.Value)
 	walkOne(w, "supportingInformation", x.SupportingInformation)
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -444,6 +444,13 @@ func (x *MessageDefinitionFocus) walk(w *walker) {
 	walkOne(w, "max", x.Max)
 }
 
+func (x *MessageDefinitionFocus) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MessageDefinitionFocus) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -540,6 +547,13 @@ func (x *MessageDefinitionAllowedResponse) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "message", x.Message)
 	walkOne(w, "situation", x.Situation)
+}
+
+func (x *MessageDefinitionAllowedResponse) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -301,6 +301,13 @@ func (x *MessageHeaderDestination) walk(w *walker) {
 	walkOne(w, "receiver", x.Receiver)
 }
 
+func (x *MessageHeaderDestination) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MessageHeaderDestination) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -419,6 +426,13 @@ func (x *MessageHeaderSource) walk(w *walker) {
 	walkOne(w, "endpoint", x.Endpoint)
 }
 
+func (x *MessageHeaderSource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MessageHeaderSource) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -522,6 +536,13 @@ func (x *MessageHeaderResponse) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "details", x.Details)
+}
+
+func (x *MessageHeaderResponse) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -373,6 +373,13 @@ func (x *MolecularSequenceReferenceSeq) walk(w *walker) {
 	walkOne(w, "windowEnd", x.WindowEnd)
 }
 
+func (x *MolecularSequenceReferenceSeq) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceReferenceSeq) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -506,6 +513,13 @@ func (x *MolecularSequenceVariant) walk(w *walker) {
 	walkOne(w, "referenceAllele", x.ReferenceAllele)
 	walkOne(w, "cigar", x.Cigar)
 	walkOne(w, "variantPointer", x.VariantPointer)
+}
+
+func (x *MolecularSequenceVariant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -705,6 +719,13 @@ func (x *MolecularSequenceQuality) walk(w *walker) {
 	walkOne(w, "roc", x.Roc)
 }
 
+func (x *MolecularSequenceQuality) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceQuality) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -861,6 +882,13 @@ func (x *MolecularSequenceQualityRoc) walk(w *walker) {
 	walkMany(w, "fMeasure", x.FMeasure)
 }
 
+func (x *MolecularSequenceQualityRoc) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceQualityRoc) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -997,6 +1025,13 @@ func (x *MolecularSequenceRepository) walk(w *walker) {
 	walkOne(w, "readsetId", x.ReadsetID)
 }
 
+func (x *MolecularSequenceRepository) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceRepository) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1117,6 +1152,13 @@ func (x *MolecularSequenceStructureVariant) walk(w *walker) {
 	walkOne(w, "inner", x.Inner)
 }
 
+func (x *MolecularSequenceStructureVariant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceStructureVariant) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1214,6 +1256,13 @@ func (x *MolecularSequenceStructureVariantOuter) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
+func (x *MolecularSequenceStructureVariantOuter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *MolecularSequenceStructureVariantOuter) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1306,6 +1355,13 @@ func (x *MolecularSequenceStructureVariantInner) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "start", x.Start)
 	walkOne(w, "end", x.End)
+}
+
+func (x *MolecularSequenceStructureVariantInner) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

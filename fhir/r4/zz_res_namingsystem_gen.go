@@ -336,6 +336,13 @@ func (x *NamingSystemUniqueId) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *NamingSystemUniqueId) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *NamingSystemUniqueId) MarshalJSON() ([]byte, error) {
 	if x == nil {

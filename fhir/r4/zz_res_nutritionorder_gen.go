@@ -358,6 +358,13 @@ func (x *NutritionOrderOralDiet) walk(w *walker) {
 	walkOne(w, "instruction", x.Instruction)
 }
 
+func (x *NutritionOrderOralDiet) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *NutritionOrderOralDiet) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -451,6 +458,13 @@ func (x *NutritionOrderOralDietNutrient) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *NutritionOrderOralDietNutrient) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *NutritionOrderOralDietNutrient) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -537,6 +551,13 @@ func (x *NutritionOrderOralDietTexture) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "modifier", x.Modifier)
 	walkOne(w, "foodType", x.FoodType)
+}
+
+func (x *NutritionOrderOralDietTexture) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -647,6 +668,13 @@ func (x *NutritionOrderSupplement) walk(w *walker) {
 	walkMany(w, "schedule", x.Schedule)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "instruction", x.Instruction)
+}
+
+func (x *NutritionOrderSupplement) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -790,6 +818,13 @@ func (x *NutritionOrderEnteralFormula) walk(w *walker) {
 	walkOne(w, "administrationInstruction", x.AdministrationInstruction)
 }
 
+func (x *NutritionOrderEnteralFormula) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *NutritionOrderEnteralFormula) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -898,6 +933,13 @@ func (x *NutritionOrderEnteralFormulaAdministration) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "rateQuantity", x.RateQuantity)
 	walkOne(w, "rateRatio", x.RateRatio)
+}
+
+func (x *NutritionOrderEnteralFormulaAdministration) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

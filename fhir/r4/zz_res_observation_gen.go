@@ -507,6 +507,13 @@ func (x *ObservationReferenceRange) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
+func (x *ObservationReferenceRange) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ObservationReferenceRange) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -686,6 +693,13 @@ func (x *ObservationComponent) walk(w *walker) {
 	walkOne(w, "dataAbsentReason", x.DataAbsentReason)
 	walkMany(w, "interpretation", x.Interpretation)
 	walkMany(w, "referenceRange", x.ReferenceRange)
+}
+
+func (x *ObservationComponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

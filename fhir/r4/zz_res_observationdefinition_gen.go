@@ -311,6 +311,13 @@ func (x *ObservationDefinitionQuantitativeDetails) walk(w *walker) {
 	walkOne(w, "decimalPrecision", x.DecimalPrecision)
 }
 
+func (x *ObservationDefinitionQuantitativeDetails) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ObservationDefinitionQuantitativeDetails) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -443,6 +450,13 @@ func (x *ObservationDefinitionQualifiedInterval) walk(w *walker) {
 	walkOne(w, "age", x.Age)
 	walkOne(w, "gestationalAge", x.GestationalAge)
 	walkOne(w, "condition", x.Condition)
+}
+
+func (x *ObservationDefinitionQualifiedInterval) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -510,6 +510,13 @@ func (x *OperationDefinitionParameter) walk(w *walker) {
 	walkMany(w, "part", x.Part)
 }
 
+func (x *OperationDefinitionParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *OperationDefinitionParameter) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -619,6 +626,13 @@ func (x *OperationDefinitionParameterBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
+func (x *OperationDefinitionParameterBinding) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *OperationDefinitionParameterBinding) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -713,6 +727,13 @@ func (x *OperationDefinitionParameterReferencedFrom) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
+func (x *OperationDefinitionParameterReferencedFrom) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *OperationDefinitionParameterReferencedFrom) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -805,6 +826,13 @@ func (x *OperationDefinitionOverload) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "parameterName", x.ParameterName)
 	walkOne(w, "comment", x.Comment)
+}
+
+func (x *OperationDefinitionOverload) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

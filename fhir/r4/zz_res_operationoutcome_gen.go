@@ -236,6 +236,13 @@ func (x *OperationOutcomeIssue) walk(w *walker) {
 	walkMany(w, "expression", x.Expression)
 }
 
+func (x *OperationOutcomeIssue) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *OperationOutcomeIssue) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -286,6 +286,13 @@ func (x *OrganizationContact) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *OrganizationContact) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *OrganizationContact) MarshalJSON() ([]byte, error) {
 	if x == nil {

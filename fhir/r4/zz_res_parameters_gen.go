@@ -520,6 +520,13 @@ func (x *ParametersParameter) walk(w *walker) {
 	walkMany(w, "part", x.Part)
 }
 
+func (x *ParametersParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ParametersParameter) MarshalJSON() ([]byte, error) {
 	if x == nil {

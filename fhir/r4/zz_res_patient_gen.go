@@ -374,6 +374,13 @@ func (x *PatientContact) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *PatientContact) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PatientContact) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -470,6 +477,13 @@ func (x *PatientCommunication) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 }
 
+func (x *PatientCommunication) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PatientCommunication) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -559,6 +573,13 @@ func (x *PatientLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "other", x.Other)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *PatientLink) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -365,6 +365,13 @@ func (x *PaymentReconciliationDetail) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *PaymentReconciliationDetail) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PaymentReconciliationDetail) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -464,6 +471,13 @@ func (x *PaymentReconciliationProcessNote) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *PaymentReconciliationProcessNote) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

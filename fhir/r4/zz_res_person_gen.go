@@ -276,6 +276,13 @@ func (x *PersonLink) walk(w *walker) {
 	walkOne(w, "assurance", x.Assurance)
 }
 
+func (x *PersonLink) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PersonLink) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -497,6 +497,13 @@ func (x *PlanDefinitionGoal) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *PlanDefinitionGoal) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PlanDefinitionGoal) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -606,6 +613,13 @@ func (x *PlanDefinitionGoalTarget) walk(w *walker) {
 	walkOne(w, "detailRange", x.DetailRange)
 	walkOne(w, "detailCodeableConcept", x.DetailCodeableConcept)
 	walkOne(w, "due", x.Due)
+}
+
+func (x *PlanDefinitionGoalTarget) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -921,6 +935,13 @@ func (x *PlanDefinitionAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *PlanDefinitionAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PlanDefinitionAction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1058,6 +1079,13 @@ func (x *PlanDefinitionActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *PlanDefinitionActionCondition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PlanDefinitionActionCondition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1163,6 +1191,13 @@ func (x *PlanDefinitionActionRelatedAction) walk(w *walker) {
 	walkOne(w, "offsetRange", x.OffsetRange)
 }
 
+func (x *PlanDefinitionActionRelatedAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PlanDefinitionActionRelatedAction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1257,6 +1292,13 @@ func (x *PlanDefinitionActionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *PlanDefinitionActionParticipant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PlanDefinitionActionParticipant) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1346,6 +1388,13 @@ func (x *PlanDefinitionActionDynamicValue) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "path", x.Path)
 	walkOne(w, "expression", x.Expression)
+}
+
+func (x *PlanDefinitionActionDynamicValue) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

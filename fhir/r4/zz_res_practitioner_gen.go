@@ -286,6 +286,13 @@ func (x *PractitionerQualification) walk(w *walker) {
 	walkOne(w, "issuer", x.Issuer)
 }
 
+func (x *PractitionerQualification) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PractitionerQualification) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -319,6 +319,13 @@ func (x *PractitionerRoleAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *PractitionerRoleAvailableTime) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *PractitionerRoleAvailableTime) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -413,6 +420,13 @@ func (x *PractitionerRoleNotAvailable) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
+}
+
+func (x *PractitionerRoleNotAvailable) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -440,6 +440,13 @@ func (x *ProcedurePerformer) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
+func (x *ProcedurePerformer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ProcedurePerformer) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -527,6 +534,13 @@ func (x *ProcedureFocalDevice) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "action", x.Action)
 	walkOne(w, "manipulated", x.Manipulated)
+}
+
+func (x *ProcedureFocalDevice) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

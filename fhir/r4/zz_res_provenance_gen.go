@@ -293,6 +293,13 @@ func (x *ProvenanceAgent) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
+func (x *ProvenanceAgent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ProvenanceAgent) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -389,6 +396,13 @@ func (x *ProvenanceEntity) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 	walkOne(w, "what", x.What)
 	walkMany(w, "agent", x.Agent)
+}
+
+func (x *ProvenanceEntity) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

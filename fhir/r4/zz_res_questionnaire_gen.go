@@ -500,6 +500,13 @@ func (x *QuestionnaireItem) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *QuestionnaireItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *QuestionnaireItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -691,6 +698,13 @@ func (x *QuestionnaireItemEnableWhen) walk(w *walker) {
 	walkOne(w, "answerReference", x.AnswerReference)
 }
 
+func (x *QuestionnaireItemEnableWhen) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *QuestionnaireItemEnableWhen) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -836,6 +850,13 @@ func (x *QuestionnaireItemAnswerOption) walk(w *walker) {
 	walkOne(w, "valueCoding", x.ValueCoding)
 	walkOne(w, "valueReference", x.ValueReference)
 	walkOne(w, "initialSelected", x.InitialSelected)
+}
+
+func (x *QuestionnaireItemAnswerOption) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1010,6 +1031,13 @@ func (x *QuestionnaireItemInitial) walk(w *walker) {
 	walkOne(w, "valueCoding", x.ValueCoding)
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
+}
+
+func (x *QuestionnaireItemInitial) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -305,6 +305,13 @@ func (x *QuestionnaireResponseItem) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *QuestionnaireResponseItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *QuestionnaireResponseItem) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -479,6 +486,13 @@ func (x *QuestionnaireResponseItemAnswer) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
 	walkMany(w, "item", x.Item)
+}
+
+func (x *QuestionnaireResponseItemAnswer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

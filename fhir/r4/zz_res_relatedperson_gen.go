@@ -290,6 +290,13 @@ func (x *RelatedPersonCommunication) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 }
 
+func (x *RelatedPersonCommunication) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RelatedPersonCommunication) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -493,6 +493,13 @@ func (x *RequestGroupAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *RequestGroupAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RequestGroupAction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -616,6 +623,13 @@ func (x *RequestGroupActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *RequestGroupActionCondition) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RequestGroupActionCondition) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -719,6 +733,13 @@ func (x *RequestGroupActionRelatedAction) walk(w *walker) {
 	walkOne(w, "relationship", x.Relationship)
 	walkOne(w, "offsetDuration", x.OffsetDuration)
 	walkOne(w, "offsetRange", x.OffsetRange)
+}
+
+func (x *RequestGroupActionRelatedAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -623,6 +623,13 @@ func (x *ResearchElementDefinitionCharacteristic) walk(w *walker) {
 	walkOne(w, "participantEffectiveGroupMeasure", x.ParticipantEffectiveGroupMeasure)
 }
 
+func (x *ResearchElementDefinitionCharacteristic) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ResearchElementDefinitionCharacteristic) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -382,6 +382,13 @@ func (x *ResearchStudyArm) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ResearchStudyArm) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ResearchStudyArm) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -473,6 +480,13 @@ func (x *ResearchStudyObjective) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *ResearchStudyObjective) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

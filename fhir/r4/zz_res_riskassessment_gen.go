@@ -372,6 +372,13 @@ func (x *RiskAssessmentPrediction) walk(w *walker) {
 	walkOne(w, "rationale", x.Rationale)
 }
 
+func (x *RiskAssessmentPrediction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RiskAssessmentPrediction) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -457,6 +457,13 @@ func (x *RiskEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
+func (x *RiskEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RiskEvidenceSynthesisSampleSize) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -587,6 +594,13 @@ func (x *RiskEvidenceSynthesisRiskEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimate) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RiskEvidenceSynthesisRiskEstimate) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -702,6 +716,13 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walk(w *walker) {
 	walkOne(w, "to", x.To)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -801,6 +822,13 @@ func (x *RiskEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
+func (x *RiskEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *RiskEvidenceSynthesisCertainty) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -894,6 +922,13 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "rating", x.Rating)
 	walkMany(w, "note", x.Note)
+}
+
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

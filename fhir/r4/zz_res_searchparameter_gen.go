@@ -447,6 +447,13 @@ func (x *SearchParameterComponent) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *SearchParameterComponent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SearchParameterComponent) MarshalJSON() ([]byte, error) {
 	if x == nil {

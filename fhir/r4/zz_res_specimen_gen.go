@@ -336,6 +336,13 @@ func (x *SpecimenCollection) walk(w *walker) {
 	walkOne(w, "fastingStatusDuration", x.FastingStatusDuration)
 }
 
+func (x *SpecimenCollection) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SpecimenCollection) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -452,6 +459,13 @@ func (x *SpecimenProcessing) walk(w *walker) {
 	walkMany(w, "additive", x.Additive)
 	walkOne(w, "timeDateTime", x.TimeDateTime)
 	walkOne(w, "timePeriod", x.TimePeriod)
+}
+
+func (x *SpecimenProcessing) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -577,6 +591,13 @@ func (x *SpecimenContainer) walk(w *walker) {
 	walkOne(w, "specimenQuantity", x.SpecimenQuantity)
 	walkOne(w, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	walkOne(w, "additiveReference", x.AdditiveReference)
+}
+
+func (x *SpecimenContainer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -282,6 +282,13 @@ func (x *SpecimenDefinitionTypeTested) walk(w *walker) {
 	walkMany(w, "handling", x.Handling)
 }
 
+func (x *SpecimenDefinitionTypeTested) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SpecimenDefinitionTypeTested) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -427,6 +434,13 @@ func (x *SpecimenDefinitionTypeTestedContainer) walk(w *walker) {
 	walkOne(w, "preparation", x.Preparation)
 }
 
+func (x *SpecimenDefinitionTypeTestedContainer) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SpecimenDefinitionTypeTestedContainer) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -523,6 +537,13 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	walkOne(w, "additiveReference", x.AdditiveReference)
+}
+
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -625,6 +646,13 @@ func (x *SpecimenDefinitionTypeTestedHandling) walk(w *walker) {
 	walkOne(w, "temperatureRange", x.TemperatureRange)
 	walkOne(w, "maxDuration", x.MaxDuration)
 	walkOne(w, "instruction", x.Instruction)
+}
+
+func (x *SpecimenDefinitionTypeTestedHandling) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

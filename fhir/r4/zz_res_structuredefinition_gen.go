@@ -458,6 +458,13 @@ func (x *StructureDefinitionMapping) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *StructureDefinitionMapping) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureDefinitionMapping) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -556,6 +563,13 @@ func (x *StructureDefinitionContext) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *StructureDefinitionContext) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureDefinitionContext) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -640,6 +654,13 @@ func (x *StructureDefinitionSnapshot) walk(w *walker) {
 	walkMany(w, "element", x.Element)
 }
 
+func (x *StructureDefinitionSnapshot) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureDefinitionSnapshot) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -719,6 +740,13 @@ func (x *StructureDefinitionDifferential) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "element", x.Element)
+}
+
+func (x *StructureDefinitionDifferential) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -377,6 +377,13 @@ func (x *StructureMapStructure) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *StructureMapStructure) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureMapStructure) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -503,6 +510,13 @@ func (x *StructureMapGroup) walk(w *walker) {
 	walkMany(w, "rule", x.Rule)
 }
 
+func (x *StructureMapGroup) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureMapGroup) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -617,6 +631,13 @@ func (x *StructureMapGroupInput) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *StructureMapGroupInput) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -739,6 +760,13 @@ func (x *StructureMapGroupRule) walk(w *walker) {
 	walkMany(w, "rule", x.Rule)
 	walkMany(w, "dependent", x.Dependent)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *StructureMapGroupRule) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1241,6 +1269,13 @@ func (x *StructureMapGroupRuleSource) walk(w *walker) {
 	walkOne(w, "logMessage", x.LogMessage)
 }
 
+func (x *StructureMapGroupRuleSource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureMapGroupRuleSource) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1466,6 +1501,13 @@ func (x *StructureMapGroupRuleTarget) walk(w *walker) {
 	walkMany(w, "parameter", x.Parameter)
 }
 
+func (x *StructureMapGroupRuleTarget) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureMapGroupRuleTarget) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1595,6 +1637,13 @@ func (x *StructureMapGroupRuleTargetParameter) walk(w *walker) {
 	walkOne(w, "valueDecimal", x.ValueDecimal)
 }
 
+func (x *StructureMapGroupRuleTargetParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *StructureMapGroupRuleTargetParameter) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1693,6 +1742,13 @@ func (x *StructureMapGroupRuleDependent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkMany(w, "variable", x.Variable)
+}
+
+func (x *StructureMapGroupRuleDependent) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -279,6 +279,13 @@ func (x *SubscriptionChannel) walk(w *walker) {
 	walkMany(w, "header", x.Header)
 }
 
+func (x *SubscriptionChannel) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubscriptionChannel) MarshalJSON() ([]byte, error) {
 	if x == nil {

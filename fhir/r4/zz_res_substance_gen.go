@@ -258,6 +258,13 @@ func (x *SubstanceInstance) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 }
 
+func (x *SubstanceInstance) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceInstance) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -352,6 +359,13 @@ func (x *SubstanceIngredient) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "substanceCodeableConcept", x.SubstanceCodeableConcept)
 	walkOne(w, "substanceReference", x.SubstanceReference)
+}
+
+func (x *SubstanceIngredient) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -278,6 +278,13 @@ func (x *SubstanceNucleicAcidSubunit) walk(w *walker) {
 	walkMany(w, "sugar", x.Sugar)
 }
 
+func (x *SubstanceNucleicAcidSubunit) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceNucleicAcidSubunit) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -393,6 +400,13 @@ func (x *SubstanceNucleicAcidSubunitLinkage) walk(w *walker) {
 	walkOne(w, "residueSite", x.ResidueSite)
 }
 
+func (x *SubstanceNucleicAcidSubunitLinkage) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceNucleicAcidSubunitLinkage) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -494,6 +508,13 @@ func (x *SubstanceNucleicAcidSubunitSugar) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "residueSite", x.ResidueSite)
+}
+
+func (x *SubstanceNucleicAcidSubunitSugar) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

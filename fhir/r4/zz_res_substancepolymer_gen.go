@@ -240,6 +240,13 @@ func (x *SubstancePolymerMonomerSet) walk(w *walker) {
 	walkMany(w, "startingMaterial", x.StartingMaterial)
 }
 
+func (x *SubstancePolymerMonomerSet) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstancePolymerMonomerSet) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -340,6 +347,13 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "isDefining", x.IsDefining)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *SubstancePolymerMonomerSetStartingMaterial) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -447,6 +461,13 @@ func (x *SubstancePolymerRepeat) walk(w *walker) {
 	walkOne(w, "averageMolecularFormula", x.AverageMolecularFormula)
 	walkOne(w, "repeatUnitAmountType", x.RepeatUnitAmountType)
 	walkMany(w, "repeatUnit", x.RepeatUnit)
+}
+
+func (x *SubstancePolymerRepeat) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -561,6 +582,13 @@ func (x *SubstancePolymerRepeatRepeatUnit) walk(w *walker) {
 	walkMany(w, "structuralRepresentation", x.StructuralRepresentation)
 }
 
+func (x *SubstancePolymerRepeatRepeatUnit) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstancePolymerRepeatRepeatUnit) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -651,6 +679,13 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walk(w *walker)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "degree", x.Degree)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -747,6 +782,13 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walk(w *walke
 	walkOne(w, "type", x.Type)
 	walkOne(w, "representation", x.Representation)
 	walkOne(w, "attachment", x.Attachment)
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

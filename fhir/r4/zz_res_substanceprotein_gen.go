@@ -275,6 +275,13 @@ func (x *SubstanceProteinSubunit) walk(w *walker) {
 	walkOne(w, "cTerminalModification", x.CTerminalModification)
 }
 
+func (x *SubstanceProteinSubunit) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceProteinSubunit) MarshalJSON() ([]byte, error) {
 	if x == nil {

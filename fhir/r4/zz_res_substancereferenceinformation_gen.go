@@ -239,6 +239,13 @@ func (x *SubstanceReferenceInformationGene) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
+func (x *SubstanceReferenceInformationGene) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceReferenceInformationGene) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -332,6 +339,13 @@ func (x *SubstanceReferenceInformationGeneElement) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "element", x.Element)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceReferenceInformationGeneElement) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -433,6 +447,13 @@ func (x *SubstanceReferenceInformationClassification) walk(w *walker) {
 	walkOne(w, "classification", x.Classification)
 	walkMany(w, "subtype", x.Subtype)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceReferenceInformationClassification) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -573,6 +594,13 @@ func (x *SubstanceReferenceInformationTarget) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 	walkOne(w, "amountType", x.AmountType)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceReferenceInformationTarget) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -297,6 +297,13 @@ func (x *SubstanceSourceMaterialFractionDescription) walk(w *walker) {
 	walkOne(w, "materialType", x.MaterialType)
 }
 
+func (x *SubstanceSourceMaterialFractionDescription) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialFractionDescription) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -424,6 +431,13 @@ func (x *SubstanceSourceMaterialOrganism) walk(w *walker) {
 	walkOne(w, "organismGeneral", x.OrganismGeneral)
 }
 
+func (x *SubstanceSourceMaterialOrganism) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialOrganism) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -519,6 +533,13 @@ func (x *SubstanceSourceMaterialOrganismAuthor) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "authorType", x.AuthorType)
 	walkOne(w, "authorDescription", x.AuthorDescription)
+}
+
+func (x *SubstanceSourceMaterialOrganismAuthor) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -636,6 +657,13 @@ func (x *SubstanceSourceMaterialOrganismHybrid) walk(w *walker) {
 	walkOne(w, "hybridType", x.HybridType)
 }
 
+func (x *SubstanceSourceMaterialOrganismHybrid) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialOrganismHybrid) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -743,6 +771,13 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walk(w *walker) {
 	walkOne(w, "order", x.Order)
 }
 
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -831,6 +866,13 @@ func (x *SubstanceSourceMaterialPartDescription) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "part", x.Part)
 	walkOne(w, "partLocation", x.PartLocation)
+}
+
+func (x *SubstanceSourceMaterialPartDescription) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

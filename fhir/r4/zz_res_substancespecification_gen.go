@@ -376,6 +376,13 @@ func (x *SubstanceSpecificationMoiety) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 }
 
+func (x *SubstanceSpecificationMoiety) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationMoiety) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -505,6 +512,13 @@ func (x *SubstanceSpecificationProperty) walk(w *walker) {
 	walkOne(w, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
 	walkOne(w, "amountQuantity", x.AmountQuantity)
 	walkOne(w, "amountString", x.AmountString)
+}
+
+func (x *SubstanceSpecificationProperty) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -642,6 +656,13 @@ func (x *SubstanceSpecificationStructure) walk(w *walker) {
 	walkMany(w, "representation", x.Representation)
 }
 
+func (x *SubstanceSpecificationStructure) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationStructure) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -756,6 +777,13 @@ func (x *SubstanceSpecificationStructureIsotope) walk(w *walker) {
 	walkOne(w, "molecularWeight", x.MolecularWeight)
 }
 
+func (x *SubstanceSpecificationStructureIsotope) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationStructureIsotope) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -853,6 +881,13 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walk(w *walker) 
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -948,6 +983,13 @@ func (x *SubstanceSpecificationStructureRepresentation) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "representation", x.Representation)
 	walkOne(w, "attachment", x.Attachment)
+}
+
+func (x *SubstanceSpecificationStructureRepresentation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1060,6 +1102,13 @@ func (x *SubstanceSpecificationCode) walk(w *walker) {
 	walkOne(w, "statusDate", x.StatusDate)
 	walkOne(w, "comment", x.Comment)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceSpecificationCode) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1213,6 +1262,13 @@ func (x *SubstanceSpecificationName) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
+func (x *SubstanceSpecificationName) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SubstanceSpecificationName) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1318,6 +1374,13 @@ func (x *SubstanceSpecificationNameOfficial) walk(w *walker) {
 	walkOne(w, "authority", x.Authority)
 	walkOne(w, "status", x.Status)
 	walkOne(w, "date", x.Date)
+}
+
+func (x *SubstanceSpecificationNameOfficial) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1466,6 +1529,13 @@ func (x *SubstanceSpecificationRelationship) walk(w *walker) {
 	walkOne(w, "amountRatioLowLimit", x.AmountRatioLowLimit)
 	walkOne(w, "amountType", x.AmountType)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceSpecificationRelationship) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -298,6 +298,13 @@ func (x *SupplyDeliverySuppliedItem) walk(w *walker) {
 	walkOne(w, "itemReference", x.ItemReference)
 }
 
+func (x *SupplyDeliverySuppliedItem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SupplyDeliverySuppliedItem) MarshalJSON() ([]byte, error) {
 	if x == nil {

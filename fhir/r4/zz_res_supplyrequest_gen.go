@@ -353,6 +353,13 @@ func (x *SupplyRequestParameter) walk(w *walker) {
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 }
 
+func (x *SupplyRequestParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *SupplyRequestParameter) MarshalJSON() ([]byte, error) {
 	if x == nil {

@@ -444,6 +444,13 @@ func (x *TaskRestriction) walk(w *walker) {
 	walkMany(w, "recipient", x.Recipient)
 }
 
+func (x *TaskRestriction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TaskRestriction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -864,6 +871,13 @@ func (x *TaskInput) walk(w *walker) {
 	walkOne(w, "valueUsageContext", x.ValueUsageContext)
 	walkOne(w, "valueDosage", x.ValueDosage)
 	walkOne(w, "valueMeta", x.ValueMeta)
+}
+
+func (x *TaskInput) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1352,6 +1366,13 @@ func (x *TaskOutput) walk(w *walker) {
 	walkOne(w, "valueUsageContext", x.ValueUsageContext)
 	walkOne(w, "valueDosage", x.ValueDosage)
 	walkOne(w, "valueMeta", x.ValueMeta)
+}
+
+func (x *TaskOutput) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

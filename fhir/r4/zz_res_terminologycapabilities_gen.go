@@ -409,6 +409,13 @@ func (x *TerminologyCapabilitiesSoftware) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *TerminologyCapabilitiesSoftware) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesSoftware) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -501,6 +508,13 @@ func (x *TerminologyCapabilitiesImplementation) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "url", x.URL)
+}
+
+func (x *TerminologyCapabilitiesImplementation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -601,6 +615,13 @@ func (x *TerminologyCapabilitiesCodeSystem) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 	walkMany(w, "version", x.Version)
 	walkOne(w, "subsumption", x.Subsumption)
+}
+
+func (x *TerminologyCapabilitiesCodeSystem) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -728,6 +749,13 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) walk(w *walker) {
 	walkMany(w, "property", x.Property)
 }
 
+func (x *TerminologyCapabilitiesCodeSystemVersion) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesCodeSystemVersion) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -827,6 +855,13 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkMany(w, "op", x.Op)
+}
+
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -945,6 +980,13 @@ func (x *TerminologyCapabilitiesExpansion) walk(w *walker) {
 	walkOne(w, "textFilter", x.TextFilter)
 }
 
+func (x *TerminologyCapabilitiesExpansion) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesExpansion) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1044,6 +1086,13 @@ func (x *TerminologyCapabilitiesExpansionParameter) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *TerminologyCapabilitiesExpansionParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesExpansionParameter) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1130,6 +1179,13 @@ func (x *TerminologyCapabilitiesValidateCode) walk(w *walker) {
 	walkOne(w, "translations", x.Translations)
 }
 
+func (x *TerminologyCapabilitiesValidateCode) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesValidateCode) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1214,6 +1270,13 @@ func (x *TerminologyCapabilitiesTranslation) walk(w *walker) {
 	walkOne(w, "needsMap", x.NeedsMap)
 }
 
+func (x *TerminologyCapabilitiesTranslation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TerminologyCapabilitiesTranslation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1296,6 +1359,13 @@ func (x *TerminologyCapabilitiesClosure) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "translation", x.Translation)
+}
+
+func (x *TerminologyCapabilitiesClosure) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

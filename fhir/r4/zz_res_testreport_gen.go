@@ -309,6 +309,13 @@ func (x *TestReportParticipant) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *TestReportParticipant) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestReportParticipant) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -393,6 +400,13 @@ func (x *TestReportSetup) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "action", x.Action)
+}
+
+func (x *TestReportSetup) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -480,6 +494,13 @@ func (x *TestReportSetupAction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
 	walkOne(w, "assert", x.Assert)
+}
+
+func (x *TestReportSetupAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -580,6 +601,13 @@ func (x *TestReportSetupActionOperation) walk(w *walker) {
 	walkOne(w, "result", x.Result)
 	walkOne(w, "message", x.Message)
 	walkOne(w, "detail", x.Detail)
+}
+
+func (x *TestReportSetupActionOperation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -686,6 +714,13 @@ func (x *TestReportSetupActionAssert) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
+func (x *TestReportSetupActionAssert) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestReportSetupActionAssert) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -788,6 +823,13 @@ func (x *TestReportTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTest) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestReportTest) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -879,6 +921,13 @@ func (x *TestReportTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
+func (x *TestReportTestAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestReportTestAction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -961,6 +1010,13 @@ func (x *TestReportTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTeardown) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestReportTeardown) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1040,6 +1096,13 @@ func (x *TestReportTeardownAction) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
+}
+
+func (x *TestReportTeardownAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

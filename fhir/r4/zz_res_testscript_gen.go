@@ -398,6 +398,13 @@ func (x *TestScriptOrigin) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *TestScriptOrigin) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptOrigin) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -489,6 +496,13 @@ func (x *TestScriptDestination) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *TestScriptDestination) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptDestination) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -576,6 +590,13 @@ func (x *TestScriptMetadata) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "link", x.Link)
 	walkMany(w, "capability", x.Capability)
+}
+
+func (x *TestScriptMetadata) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -668,6 +689,13 @@ func (x *TestScriptMetadataLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "url", x.URL)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *TestScriptMetadataLink) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -804,6 +832,13 @@ func (x *TestScriptMetadataCapability) walk(w *walker) {
 	walkOne(w, "capabilities", x.Capabilities)
 }
 
+func (x *TestScriptMetadataCapability) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptMetadataCapability) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -912,6 +947,13 @@ func (x *TestScriptFixture) walk(w *walker) {
 	walkOne(w, "autocreate", x.Autocreate)
 	walkOne(w, "autodelete", x.Autodelete)
 	walkOne(w, "resource", x.Resource)
+}
+
+func (x *TestScriptFixture) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1057,6 +1099,13 @@ func (x *TestScriptVariable) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
+func (x *TestScriptVariable) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptVariable) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1153,6 +1202,13 @@ func (x *TestScriptSetup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptSetup) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptSetup) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1238,6 +1294,13 @@ func (x *TestScriptSetupAction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
 	walkOne(w, "assert", x.Assert)
+}
+
+func (x *TestScriptSetupAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1448,6 +1511,13 @@ func (x *TestScriptSetupActionOperation) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
+func (x *TestScriptSetupActionOperation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptSetupActionOperation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1568,6 +1638,13 @@ func (x *TestScriptSetupActionOperationRequestHeader) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "field", x.Field)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *TestScriptSetupActionOperationRequestHeader) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1824,6 +1901,13 @@ func (x *TestScriptSetupActionAssert) walk(w *walker) {
 	walkOne(w, "warningOnly", x.WarningOnly)
 }
 
+func (x *TestScriptSetupActionAssert) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptSetupActionAssert) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1964,6 +2048,13 @@ func (x *TestScriptTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptTest) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptTest) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2055,6 +2146,13 @@ func (x *TestScriptTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
+func (x *TestScriptTestAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptTestAction) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2137,6 +2235,13 @@ func (x *TestScriptTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptTeardown) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *TestScriptTeardown) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -2216,6 +2321,13 @@ func (x *TestScriptTeardownAction) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
+}
+
+func (x *TestScriptTeardownAction) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -373,6 +373,13 @@ func (x *ValueSetCompose) walk(w *walker) {
 	walkMany(w, "exclude", x.Exclude)
 }
 
+func (x *ValueSetCompose) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ValueSetCompose) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -489,6 +496,13 @@ func (x *ValueSetComposeInclude) walk(w *walker) {
 	walkMany(w, "valueSet", x.ValueSet)
 }
 
+func (x *ValueSetComposeInclude) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ValueSetComposeInclude) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -593,6 +607,13 @@ func (x *ValueSetComposeIncludeConcept) walk(w *walker) {
 	walkMany(w, "designation", x.Designation)
 }
 
+func (x *ValueSetComposeIncludeConcept) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ValueSetComposeIncludeConcept) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -692,6 +713,13 @@ func (x *ValueSetComposeIncludeConceptDesignation) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ValueSetComposeIncludeConceptDesignation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -795,6 +823,13 @@ func (x *ValueSetComposeIncludeFilter) walk(w *walker) {
 	walkOne(w, "property", x.Property)
 	walkOne(w, "op", x.Op)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ValueSetComposeIncludeFilter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -919,6 +954,13 @@ func (x *ValueSetExpansion) walk(w *walker) {
 	walkOne(w, "offset", x.Offset)
 	walkMany(w, "parameter", x.Parameter)
 	walkMany(w, "contains", x.Contains)
+}
+
+func (x *ValueSetExpansion) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
@@ -1069,6 +1111,13 @@ func (x *ValueSetExpansionParameter) walk(w *walker) {
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 }
 
+func (x *ValueSetExpansionParameter) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *ValueSetExpansionParameter) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -1217,6 +1266,13 @@ func (x *ValueSetExpansionContains) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 	walkMany(w, "designation", x.Designation)
 	walkMany(w, "contains", x.Contains)
+}
+
+func (x *ValueSetExpansionContains) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

@@ -340,6 +340,13 @@ func (x *VerificationResultPrimarySource) walk(w *walker) {
 	walkMany(w, "pushTypeAvailable", x.PushTypeAvailable)
 }
 
+func (x *VerificationResultPrimarySource) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *VerificationResultPrimarySource) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -476,6 +483,13 @@ func (x *VerificationResultAttestation) walk(w *walker) {
 	walkOne(w, "sourceSignature", x.SourceSignature)
 }
 
+func (x *VerificationResultAttestation) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *VerificationResultAttestation) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -579,6 +593,13 @@ func (x *VerificationResultValidator) walk(w *walker) {
 	walkOne(w, "organization", x.Organization)
 	walkOne(w, "identityCertificate", x.IdentityCertificate)
 	walkOne(w, "attestationSignature", x.AttestationSignature)
+}
+
+func (x *VerificationResultValidator) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

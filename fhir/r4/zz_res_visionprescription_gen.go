@@ -352,6 +352,13 @@ func (x *VisionPrescriptionLensSpecification) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *VisionPrescriptionLensSpecification) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
+}
+
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).
 func (x *VisionPrescriptionLensSpecification) MarshalJSON() ([]byte, error) {
 	if x == nil {
@@ -464,6 +471,13 @@ func (x *VisionPrescriptionLensSpecificationPrism) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "base", x.Base)
+}
+
+func (x *VisionPrescriptionLensSpecificationPrism) elementParts() (*string, *[]Extension) {
+	if x == nil {
+		return nil, nil
+	}
+	return &x.ID, &x.Extension
 }
 
 // MarshalJSON encodes x as FHIR JSON (null for a nil x).

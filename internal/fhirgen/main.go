@@ -145,6 +145,7 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeValue(e *encoder) { %s }\n\n", p.GoName, encode)
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", p.GoName)
 		// Generic access (the Primitive interface).
 		fmt.Fprintf(b, "// PrimitiveType returns %q.\nfunc (x *%s) PrimitiveType() string { return %q }\n\n", p.FHIRName, p.GoName, p.FHIRName)
 		fmt.Fprintf(b, "// HasValue reports whether x has a value: Present is set or Value is not\n// the zero value.\nfunc (x *%s) HasValue() bool { return x.hasValue() }\n\n", p.GoName)
@@ -295,9 +296,24 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 		fmt.Fprintf(b, "// MarshalJSON encodes the resource as FHIR JSON, resourceType first.\nfunc (x *%s) MarshalJSON() ([]byte, error) { return marshalResource(x) }\n\n", s.GoName)
 		fmt.Fprintf(b, "// UnmarshalJSON decodes FHIR JSON whose resourceType is %s into x.\n// JSON null leaves x unchanged.\nfunc (x *%s) UnmarshalJSON(data []byte) error {\nif isNull(data) {\nreturn nil\n}\n*x = %s{}\nreturn unmarshalResourceInto(data, x)\n}\n\n", s.GoName, s.GoName, s.GoName)
 	} else {
+		if !hasElementParts(s) {
+			panic("fhirgen: " + s.FHIRPath + " does not start with the fields ID and Extension of Element")
+		}
+		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", s.GoName)
 		fmt.Fprintf(b, "// MarshalJSON encodes x as FHIR JSON (null for a nil x).\nfunc (x *%s) MarshalJSON() ([]byte, error) {\nif x == nil {\nreturn []byte(\"null\"), nil\n}\nreturn marshalObject(x)\n}\n\n", s.GoName)
 		fmt.Fprintf(b, "// UnmarshalJSON decodes FHIR JSON into x. JSON null leaves x unchanged.\nfunc (x *%s) UnmarshalJSON(data []byte) error {\nif isNull(data) {\nreturn nil\n}\n*x = %s{}\nreturn unmarshalObject(data, %q, x)\n}\n\n", s.GoName, s.GoName, s.FHIRPath)
 	}
+}
+
+// hasElementParts reports whether s has Element's members id (a plain
+// string) and extension, which every data type and backbone element has.
+func hasElementParts(s *structType) bool {
+	var id, ext bool
+	for _, f := range s.Fields {
+		id = id || f.GoName == "ID" && f.Kind == kindString
+		ext = ext || f.GoName == "Extension" && f.Array && f.GoType == "Extension"
+	}
+	return id && ext
 }
 
 func goFieldType(f *field) string {
