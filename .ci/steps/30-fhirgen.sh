@@ -25,9 +25,10 @@ fi
 
 # 3. The round trip over all official examples and the shared bundles (now
 # that the definitions are present; go test ./... may have skipped it; -r4.all
-# adds the large definition bundles), the
-# Walk coverage test, and the fuzz seed corpus.
-go test -count=1 -run 'RoundTrip|Walk|FuzzUnmarshal' ./fhir/r4/ -args -r4.all
+# adds the large definition bundles), the Walk coverage test, the canonical
+# encoder against its reference over the same documents, error-collecting
+# Decode against Unmarshal, and the fuzz seed corpora.
+go test -count=1 -run 'RoundTrip|Walk|Canonical|Decode|FuzzUnmarshal' ./fhir/r4/ -args -r4.all
 
 # 4. The race detector over concurrent decode/walk/encode (needs cgo; the
 # race step installs gcc on a fresh machine, so only run when it is there).
@@ -35,5 +36,8 @@ if command -v gcc >/dev/null 2>&1; then
   CGO_ENABLED=1 go test -race -count=1 -run 'Concurrent|DecodeErrors|Example' ./fhir/r4/
 fi
 
-# 5. A short fuzz run of the decoder.
+# 5. Short fuzz runs of the decoder (strict and collecting) and the
+# canonical encoder.
 bash .ci/fuzz.sh FuzzUnmarshal ./fhir/r4/ 20s
+bash .ci/fuzz.sh FuzzDecode ./fhir/r4/ 20s
+bash .ci/fuzz.sh FuzzCanonical ./fhir/r4/ 20s
