@@ -337,3 +337,67 @@ func preR4Element(name string) string {
 	}
 	return ""
 }
+
+// primitiveFormat checks the lexical form of a non-empty value s of the
+// string-based primitive type typ ("date", "code", "uri"…) and returns
+// what is wrong with it, or "" when it is well formed.
+func primitiveFormat(typ, s string) string {
+	switch typ {
+	case "string", "markdown":
+		if len(s) > 1<<20 {
+			return "value is longer than 1 MiB"
+		}
+		if typ == "string" && looksLikeHTML(s) {
+			return "the string value contains text that looks like embedded HTML tags, which are not allowed for security reasons"
+		}
+	case "code":
+		if !validCode(s) {
+			return "not a valid code (no leading, trailing or repeated whitespace)"
+		}
+	case "id":
+		if len(s) > 64 {
+			return "id is longer than 64 characters"
+		}
+		for i := 0; i < len(s); i++ {
+			if !isIDChar(s[i]) {
+				return "not a valid id"
+			}
+		}
+	case "uri", "url", "canonical":
+		switch {
+		case strings.ContainsAny(s, " \t\r\n"):
+			return "URIs must not contain whitespace"
+		case strings.HasPrefix(s, "urn:oid:") && !validOID(s):
+			return "not a valid OID"
+		case strings.HasPrefix(s, "urn:uuid:") && !validUUID(strings.ToLower(s)):
+			return "not a valid UUID"
+		}
+	case "oid":
+		if !validOID(s) {
+			return "not a valid OID (urn:oid:…)"
+		}
+	case "uuid":
+		if !validUUID(s) {
+			return "not a valid UUID (urn:uuid:…, lowercase)"
+		}
+	case "date":
+		if !validDate(s) {
+			return "not a valid date format"
+		}
+	case "dateTime":
+		return checkDateTime(s, false)
+	case "instant":
+		return checkDateTime(s, true)
+	case "time":
+		if !validTime(s) {
+			return "not a valid time format (hh:mm:ss)"
+		}
+	case "base64Binary":
+		if _, err := decodeBase64(s); err != nil {
+			return "not valid base64 content"
+		}
+	case "xhtml":
+		return checkXHTML(s)
+	}
+	return ""
+}

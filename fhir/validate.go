@@ -8,35 +8,6 @@ import (
 	"github.com/acds-project/acds/fhir/spec"
 )
 
-// DefaultMaxBytes is the input size limit when an Options or Validate
-// caller sets none: 32 MiB, the server's /v1/process body limit.
-const DefaultMaxBytes = 32 << 20
-
-// Caps on the issues one validation records, so hostile input cannot make
-// the outcome larger than the input by much. Errors past the cap still
-// fail validation (a fatal issue says so); warnings past theirs are only
-// counted.
-const (
-	maxErrors   = 1000
-	maxWarnings = 200
-)
-
-// Validate checks data as FHIR R4 JSON (one resource, typically a Bundle)
-// and reports every finding. It never fails: malformed JSON, oversized
-// input and non-R4 content are reported as fatal or error issues.
-//
-// Validate checks JSON well-formedness; unknown properties; JSON types and
-// primitive formats; cardinality; choice elements; reference formats and
-// target types; codes of required bindings; resource ids; Bundle rules
-// (fullUrl, bdl-1..bdl-12, resolvable urn:uuid references); ele-1 and
-// dom-2..dom-6. It does not check profiles, extensions' definitions,
-// terminology outside the core required value sets, or FHIRPath invariants
-// beyond those named.
-func Validate(data []byte) *OperationOutcome {
-	out, _ := validateBytes(data, DefaultMaxBytes)
-	return out
-}
-
 // validateBytes validates data and returns the parsed tree when it parsed.
 func validateBytes(data []byte, maxBytes int) (*OperationOutcome, *node) {
 	return validateBytesWith(&validator{}, data, maxBytes)
