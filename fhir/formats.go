@@ -365,7 +365,7 @@ func primitiveFormat(typ, s string) string {
 		}
 	case "uri", "url", "canonical":
 		switch {
-		case strings.ContainsAny(s, " \t\r\n"):
+		case hasSpace(s):
 			return "URIs must not contain whitespace"
 		case strings.HasPrefix(s, "urn:oid:") && !validOID(s):
 			return "not a valid OID"
@@ -400,4 +400,14 @@ func primitiveFormat(typ, s string) string {
 		return checkXHTML(s)
 	}
 	return ""
+}
+
+// hasSpace reports whether s holds a space, tab, CR or LF.
+func hasSpace(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			return true
+		}
+	}
+	return false
 }

@@ -122,6 +122,8 @@ type typedValidator struct {
 	warnings int // warnings and information found, reported or not
 	notR4    bool
 
+	valueSets map[*spec.Element]*spec.ValueSet // bound value sets looked up so far
+
 	frames  []vframe   // per depth of the walk
 	res     []*tresCtx // the resources on the current path, innermost last
 	bundles []*bundleCtx
@@ -129,7 +131,8 @@ type typedValidator struct {
 
 // vframe is the validator's own state for one node on the walk's path.
 type vframe struct {
-	choices []string // paths of the choice elements among the children seen
+	choices  []string // paths of the choice elements among the children seen
+	required []string // paths of the required elements among the children seen
 }
 
 // tresCtx is per-resource state for the reference and contained checks.
@@ -306,13 +309,17 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 	depth := len(stack) - 1
 	f := &stack[depth]
 	if depth < len(v.frames) {
-		v.frames[depth].choices = v.frames[depth].choices[:0]
+		vf := &v.frames[depth]
+		vf.choices, vf.required = vf.choices[:0], vf.required[:0]
 	} else {
 		v.frames = append(v.frames, vframe{})
 	}
 	if e := f.Elem; e != nil && depth > 0 {
+		pf := &v.frames[depth-1]
+		if e.Min > 0 && f.Index <= 0 {
+			pf.required = append(pf.required, e.Path)
+		}
 		if f.Index <= 0 && strings.HasSuffix(e.Path, "]") {
-			pf := &v.frames[depth-1]
 			for _, p := range pf.choices {
 				if p == e.Path {
 					v.errorf("structure", path.String(), "only one of the choices of %s may be present", e.Path)
@@ -336,13 +343,13 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 			v.errorf("value", path.String()+".system", "Coding.system must be an absolute reference, not a local reference")
 		}
 		if e := f.Elem; e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) && e.ValueSet != "" {
-			if vs := spec.LookupValueSet(e.ValueSet); vs != nil && text(n.Code) != "" && !vs.Contains(text(n.System), text(n.Code)) {
+			if vs := v.valueSet(e); vs != nil && text(n.Code) != "" && !vs.Contains(text(n.System), text(n.Code)) {
 				v.binding(e, path.String(), "the coding %s#%s is not in the value set %s", text(n.System), text(n.Code), e.ValueSet)
 			}
 		}
 	case *r4.CodeableConcept:
 		if e := f.Elem; e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) && e.ValueSet != "" && len(n.Coding) > 0 {
-			if vs := spec.LookupValueSet(e.ValueSet); vs != nil && !anyCodingIn(vs, n.Coding) {
+			if vs := v.valueSet(e); vs != nil && !anyCodingIn(vs, n.Coding) {
 				v.binding(e, path.String(), "none of the codings provided are in the value set %s", e.ValueSet)
 			}
 		}
@@ -391,6 +398,20 @@ func (v *typedValidator) qty3(path *r4.Path, code, system bool) {
 	if code && !system {
 		v.errorf("invariant", path.String(), "qty-3: if a code for the unit is present, the system shall also be present")
 	}
+}
+
+// valueSet returns the expansion of e's bound value set (nil when the
+// tables have none), looking each element's up once per validation.
+func (v *typedValidator) valueSet(e *spec.Element) *spec.ValueSet {
+	vs, ok := v.valueSets[e]
+	if !ok {
+		if v.valueSets == nil {
+			v.valueSets = map[*spec.Element]*spec.ValueSet{}
+		}
+		vs = spec.LookupValueSet(e.ValueSet)
+		v.valueSets[e] = vs
+	}
+	return vs
 }
 
 func anyCodingIn(vs *spec.ValueSet, cs []r4.Coding) bool {
@@ -513,7 +534,7 @@ func (v *typedValidator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) 
 		v.errorf("value", path.String(), "@value cannot be empty")
 		return
 	}
-	if strings.TrimSpace(s) == "" {
+	if c := s[0]; (c <= ' ' || c >= 0x80) && strings.TrimSpace(s) == "" {
 		v.errorf("value", path.String(), "the value must not be only whitespace")
 		return
 	}
@@ -522,7 +543,7 @@ func (v *typedValidator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) 
 		return
 	}
 	if e := f.Elem; typ == "code" && e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) {
-		if vs := spec.LookupValueSet(e.ValueSet); vs != nil && !vs.Contains("", s) {
+		if vs := v.valueSet(e); vs != nil && !vs.Contains("", s) {
 			v.binding(e, path.String(), "the value provided (%q) is not in the value set %s", s, e.ValueSet)
 		}
 	}
@@ -598,7 +619,7 @@ func (v *typedValidator) attachment(path *r4.Path, n *r4.Attachment) {
 func (v *typedValidator) leave(stack []specFrame) {
 	f := &stack[len(stack)-1]
 	t := f.Type
-	if t != nil {
+	if t != nil && len(t.Required) > 0 {
 		v.required(stack, f, t)
 	}
 	switch n := f.Node.(type) {
@@ -633,10 +654,11 @@ func (v *typedValidator) leave(stack []specFrame) {
 // required checks the elements of t with a minimum cardinality (at most 1
 // in the base R4 definitions) against the children present.
 func (v *typedValidator) required(stack []specFrame, f *specFrame, t *spec.Type) {
+	seen := v.frames[len(stack)-1].required
 required:
 	for _, rp := range t.Required {
-		for _, p := range f.Present {
-			if e := t.Element(p); e != nil && e.Path == rp {
+		for _, p := range seen {
+			if p == rp {
 				continue required
 			}
 		}

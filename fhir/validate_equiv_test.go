@@ -1,0 +1,123 @@
+package fhir
+
+// TEMPORARY: delete this file together with the raw-tree validator
+// (validate.go, bundle.go, json.go) once Process uses the typed model.
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// knownVerdictDifferences are inputs on which the typed validator and the
+// raw-tree validator disagree on validity, with the reason the typed one
+// is at least as right.
+var knownVerdictDifferences = map[string]string{}
+
+// equivalenceInputs returns every input of the comparison by name: the
+// official definitions and examples, the shared test data and the fuzz
+// seed corpora.
+func equivalenceInputs(t *testing.T) map[string][]byte {
+	in := map[string][]byte{}
+	var globs []string
+	globs = append(globs, filepath.Join("..", ".fhir-defs", "package", "*.json"))
+	for _, sub := range []string{"synthea", "inferno", "fhir-validator-cases"} {
+		globs = append(globs, filepath.Join(sharedData, sub, "*.json"))
+	}
+	for _, g := range globs {
+		files, _ := filepath.Glob(g)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in[f] = b
+		}
+	}
+	for _, fz := range []string{"FuzzValidate", "FuzzProcess"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", fz, "*"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, ok := corpusBytes(string(b)); ok {
+				in[f] = data
+			}
+		}
+	}
+	return in
+}
+
+// corpusBytes extracts the []byte value of a "go test fuzz v1" file.
+func corpusBytes(s string) ([]byte, bool) {
+	i := strings.Index(s, "[]byte(")
+	j := strings.LastIndexByte(s, ')')
+	if i < 0 || j < i {
+		return nil, false
+	}
+	u, err := strconv.Unquote(strings.TrimSpace(s[i+len("[]byte(") : j]))
+	if err != nil {
+		return nil, false
+	}
+	return []byte(u), true
+}
+
+func TestNewValidatorMatchesOld(t *testing.T) {
+	in := equivalenceInputs(t)
+	for _, s := range fuzzSeedStrings() {
+		in["seed: "+s] = []byte(s)
+	}
+	if len(in) < 100 {
+		t.Skip("test data not present")
+	}
+	names := make([]string, 0, len(in))
+	for n := range in {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	differ := 0
+	for _, n := range names {
+		data := in[n]
+		old, _ := validateBytes(data, DefaultMaxBytes)
+		neu, _, _ := decodeAndValidate(data, DefaultMaxBytes)
+		if old.HasErrors() == neu.HasErrors() {
+			continue
+		}
+		base := filepath.Base(n)
+		var b strings.Builder
+		for _, is := range old.Issues {
+			if is.Severity == SeverityError || is.Severity == SeverityFatal {
+				b.WriteString("\n    old: " + is.String())
+			}
+		}
+		for _, is := range neu.Issues {
+			if is.Severity == SeverityError || is.Severity == SeverityFatal {
+				b.WriteString("\n    new: " + is.String())
+			}
+		}
+		if why := knownVerdictDifferences[base]; why != "" {
+			t.Logf("%s (known: %s): old errors %v, new errors %v%s", base, why, old.HasErrors(), neu.HasErrors(), b.String())
+			continue
+		}
+		differ++
+		t.Errorf("%s: old errors %v, new errors %v%s", base, old.HasErrors(), neu.HasErrors(), b.String())
+	}
+	t.Logf("compared %d inputs; %d unexplained verdict differences", len(in), differ)
+}
+
+// FuzzNewValidatorMatchesOld: the two validators agree on validity
+// (TEMPORARY, with TestNewValidatorMatchesOld).
+func FuzzNewValidatorMatchesOld(f *testing.F) {
+	addFuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		old, _ := validateBytes(data, DefaultMaxBytes)
+		neu, _, _ := decodeAndValidate(data, DefaultMaxBytes)
+		if old.HasErrors() != neu.HasErrors() {
+			t.Fatalf("old %v new %v\nold: %v\nnew: %v", old.HasErrors(), neu.HasErrors(), old.Issues, neu.Issues)
+		}
+	})
+}
