@@ -3,6 +3,7 @@ package r4
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -27,6 +28,14 @@ type decoder struct {
 	keyPos          int // where the last member name started
 	depth           int
 	maxDepth        int
+
+	// collect is set by Options.Decode: recoverable errors are recorded in
+	// errs (at most maxErrors of them) and decoding goes on with the next
+	// member or array element. Unmarshal leaves it unset and stops at the
+	// first error.
+	collect   bool
+	maxErrors int
+	errs      []*DecodeError
 }
 
 // strSpecial marks the bytes that end the fast path of string scanning.
@@ -512,6 +521,10 @@ func (d *decoder) intValue() (int64, error) {
 }
 
 // skipValue skips any JSON value, checking its syntax and the depth limit.
+// It checks only what makes JSON malformed: strings are not checked for valid
+// UTF-8 or paired surrogates, so that the only errors it returns are of class
+// ErrSyntax or ErrLimit. (Such problems inside a value are reported by the
+// decoding of that value, with its path, not by a skip over it.)
 func (d *decoder) skipValue() error {
 	if d.pos >= len(d.data) {
 		return d.syntax("")
@@ -529,7 +542,7 @@ func (d *decoder) skipValue() error {
 			return nil
 		}
 		for first := true; ; first = false {
-			_, more, err := d.member(first)
+			more, err := d.skipMember(first)
 			if err != nil || !more {
 				return err
 			}
@@ -558,8 +571,7 @@ func (d *decoder) skipValue() error {
 			}
 		}
 	case c == '"':
-		_, err := d.str()
-		return err
+		return d.skipString()
 	case c == 't' || c == 'f':
 		_, err := d.boolValue()
 		return err
@@ -572,6 +584,84 @@ func (d *decoder) skipValue() error {
 		_, _, err := d.number()
 		return err
 	}
+}
+
+// skipMember is member for skipValue: it reads past the next member name and
+// its ':' without decoding the name.
+func (d *decoder) skipMember(first bool) (more bool, err error) {
+	d.skipWS()
+	if d.pos >= len(d.data) {
+		return false, d.syntax("")
+	}
+	c := d.data[d.pos]
+	if !first {
+		if c == '}' {
+			d.pos++
+			d.depth--
+			return false, nil
+		}
+		if c != ',' {
+			return false, d.syntax("expected ',' or '}' after object member, found %q", c)
+		}
+		d.pos++
+		d.skipWS()
+		if d.pos >= len(d.data) {
+			return false, d.syntax("")
+		}
+		c = d.data[d.pos]
+	}
+	if c != '"' {
+		return false, d.syntax("expected a member name, found %q", c)
+	}
+	if err := d.skipString(); err != nil {
+		return false, err
+	}
+	d.skipWS()
+	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		return false, d.syntax("expected ':' after member name")
+	}
+	d.pos++
+	d.skipWS()
+	return true, nil
+}
+
+// skipString skips the JSON string at the current position (which is '"'),
+// checking its syntax (control characters, escapes) but not its content.
+func (d *decoder) skipString() error {
+	data := d.data
+	for i := d.pos + 1; i < len(data); {
+		c := data[i]
+		switch {
+		case c == '"':
+			d.pos = i + 1
+			return nil
+		case c == '\\':
+			if i+1 >= len(data) {
+				d.pos = len(data)
+				return d.syntax("")
+			}
+			switch e := data[i+1]; e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(data, i+2); !ok {
+					d.pos = i + 2
+					return d.fail(ErrSyntax, "invalid \\u escape")
+				}
+				i += 6
+			default:
+				d.pos = i + 1
+				return d.fail(ErrSyntax, "invalid escape \\%c", e)
+			}
+		case c < 0x20:
+			d.pos = i
+			return d.fail(ErrSyntax, "control character %#x in string", c)
+		default:
+			i++
+		}
+	}
+	d.pos = len(data)
+	return d.syntax("")
 }
 
 func (d *decoder) unknownMember(k string) error {
@@ -593,11 +683,17 @@ func (d *decoder) primitiveElement(id *string, ext *[]Extension) error {
 	if err := d.openObject(); err != nil {
 		return err
 	}
+	var rec error
+	depth := d.depth
 	for first := true; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(id)
@@ -607,7 +703,9 @@ func (d *decoder) primitiveElement(id *string, ext *[]Extension) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -674,7 +772,10 @@ func (d *decoder) resourceValue(into Resource) (Resource, error) {
 		return nil, d.fail(ErrInvalidValue, "resourceType %q, want %q", rt, r.ResourceType())
 	}
 	if err := r.decodeMembers(d, first); err != nil {
-		return nil, resourceError(err, rt)
+		if err = resourceError(err, rt); kept(err) {
+			return r, err
+		}
+		return nil, err
 	}
 	return r, nil
 }
@@ -717,11 +818,10 @@ func (d *decoder) resource(dst *Resource) error {
 		return d.fail(ErrDuplicateProperty, "duplicate property")
 	}
 	r, err := d.resourceValue(nil)
-	if err != nil {
-		return err
+	if r != nil {
+		*dst = r
 	}
-	*dst = r
-	return nil
+	return err
 }
 
 // resources reads an array of resources (contained).
@@ -732,14 +832,25 @@ func (d *decoder) resources(dst *[]Resource) error {
 	if err := d.openArray(); err != nil {
 		return err
 	}
+	var rec error
+	depth, dropped := d.depth, 0
 	for first := true; ; first = false {
 		more, err := d.element(first)
 		if err != nil || !more {
-			return err
+			return d.join(rec, err)
 		}
+		start := d.pos
 		r, err := d.resourceValue(nil)
 		if err != nil {
-			return indexError(err, len(*dst))
+			// A contained resource that could not be decoded at all is
+			// left out.
+			if rec, err = d.recoverIndex(rec, err, len(*dst)+dropped, start, depth); err != nil {
+				return err
+			}
+			if r == nil {
+				dropped++
+				continue
+			}
 		}
 		*dst = append(*dst, r)
 	}
@@ -778,6 +889,9 @@ func decodeObject[T any, P interface {
 		return err
 	}
 	if err := P(x).decodeMembers(d, true); err != nil {
+		if kept(err) {
+			*dst = x
+		}
 		return err
 	}
 	*dst = x
@@ -796,27 +910,43 @@ func decodeObjects[T any, P interface {
 	}
 	s := *dst
 	var zero T
+	var rec error
+	depth, dropped := d.depth, 0
 	for first := true; ; first = false {
 		more, err := d.element(first)
 		if err != nil {
-			return err
+			*dst = s
+			return d.join(rec, err)
 		}
 		if !more {
 			break
 		}
 		if err := d.use(int(unsafe.Sizeof(zero))); err != nil {
-			return err
+			*dst = s
+			return d.join(rec, err)
 		}
 		s = append(s, zero)
-		if err := d.openObject(); err != nil {
-			return indexError(err, len(s)-1)
+		start := d.pos
+		err = d.openObject()
+		if err == nil {
+			err = P(&s[len(s)-1]).decodeMembers(d, true)
 		}
-		if err := P(&s[len(s)-1]).decodeMembers(d, true); err != nil {
-			return indexError(err, len(s)-1)
+		if err != nil {
+			keep := kept(err)
+			if rec, err = d.recoverIndex(rec, err, len(s)-1+dropped, start, depth); err != nil {
+				*dst = s
+				return err
+			}
+			if !keep {
+				// An element that is not an object at all is left
+				// out; the path of later ones keeps the JSON index.
+				s = s[:len(s)-1]
+				dropped++
+			}
 		}
 	}
 	*dst = s
-	return nil
+	return rec
 }
 
 func decodePrimitiveValue[T any, P interface {
@@ -881,39 +1011,146 @@ func decodePrimitiveArray[T any, P interface {
 	}
 	n := 0
 	var zero T
+	var rec error
+	depth := d.depth
 	for first := true; ; first = false {
 		more, err := d.element(first)
 		if err != nil {
-			return err
+			return d.join(rec, err)
 		}
 		if !more {
 			break
 		}
 		if existing > 0 {
 			if n >= existing {
-				return d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length")
+				return d.join(rec, d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length"))
 			}
 		} else {
 			if err := d.use(int(unsafe.Sizeof(zero))); err != nil {
-				return err
+				return d.join(rec, err)
 			}
 			s = append(s, zero)
 		}
 		if !d.null() {
+			start := d.pos
 			if elements {
 				err = P(&s[n]).decodeElement(d)
 			} else {
 				err = P(&s[n]).decodeValue(d)
 			}
 			if err != nil {
-				return indexError(err, n)
+				// A bad item is left empty (it encodes as null), so
+				// that the value and "_" arrays stay aligned.
+				if rec, err = d.recoverIndex(rec, err, n, start, depth); err != nil {
+					return err
+				}
 			}
 		}
 		n++
 	}
 	if existing > 0 && n != existing {
-		return d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length")
+		return d.join(rec, d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length"))
 	}
 	*dst = s
-	return nil
+	return rec
+}
+
+// Error recovery (Options.Decode). A recovery point is a place that knows
+// where the value being decoded started: the member loop of an object and the
+// item loop of an array. There an error is recorded (with the path segments
+// added so far) and the value is skipped, and decoding goes on with the next
+// member or item; the levels around add their path segments when the level
+// returns its *recorded marker. In strict mode (Unmarshal) recoverMember and
+// recoverIndex only add the path segment and return the error, as before.
+
+// recoverMember handles the error err met while decoding the value of member
+// k, which started at start, at nesting depth depth. rec is the marker of
+// the enclosing object (nil while it has recorded nothing). It returns the
+// object's updated marker, or a non-nil error that ends the object.
+func (d *decoder) recoverMember(rec, err error, k string, start, depth int) (error, error) {
+	if !d.collect {
+		return nil, memberError(err, k)
+	}
+	if len(k) > 1 && k[0] == '_' {
+		k = k[1:]
+	}
+	return d.recover(rec, err, start, depth, "."+k)
+}
+
+// recoverIndex is recoverMember for item i of an array.
+func (d *decoder) recoverIndex(rec, err error, i, start, depth int) (error, error) {
+	if !d.collect {
+		return nil, indexError(err, i)
+	}
+	return d.recover(rec, err, start, depth, "["+strconv.Itoa(i)+"]")
+}
+
+func (d *decoder) recover(rec, err error, start, depth int, seg string) (error, error) {
+	m := d.record(err)
+	if m.abandoned {
+		// The value was not (fully) consumed: skip it from its start.
+		d.pos, d.depth = start, depth
+		if serr := d.skipValue(); serr != nil {
+			d.record(serr)
+			m = &recorded{d: d, from: m.from, fatal: true}
+		}
+	}
+	m.addSeg(seg)
+	if rec != nil {
+		m.from = rec.(*recorded).from
+	}
+	if m.fatal {
+		return nil, m
+	}
+	if rec == nil {
+		rec = &recorded{d: d, from: m.from}
+	}
+	return rec, nil
+}
+
+// record turns err into a marker: a fresh *DecodeError is appended to
+// d.errs; its marker is fatal for ErrSyntax and ErrLimit and abandoned
+// (the value must be skipped) for the recoverable classes. Once maxErrors
+// errors are recorded, a further one is replaced by an ErrLimit error.
+func (d *decoder) record(err error) *recorded {
+	if m, ok := err.(*recorded); ok {
+		return m
+	}
+	de, ok := err.(*DecodeError)
+	if !ok {
+		de = &DecodeError{Offset: d.pos, Reason: err.Error(), Err: ErrSyntax}
+	}
+	m := &recorded{d: d, from: len(d.errs)}
+	switch {
+	case fatalClass(de.Err):
+		m.fatal = true
+	case len(d.errs) >= d.maxErrors:
+		de = &DecodeError{Offset: de.Offset, Reason: "more than " + strconv.Itoa(d.maxErrors) + " errors; decoding stopped", Err: ErrLimit, segs: de.segs}
+		m.fatal = true
+	default:
+		m.abandoned = true
+	}
+	d.errs = append(d.errs, de)
+	return m
+}
+
+// join ends a level that has recorded errors (rec, nil if none) with err
+// (nil, a fresh error or a marker): the result is the marker covering all of
+// them, or err itself when the level recorded nothing.
+func (d *decoder) join(rec, err error) error {
+	if rec == nil {
+		return err
+	}
+	if err == nil {
+		return rec
+	}
+	m := d.record(err)
+	return &recorded{d: d, from: rec.(*recorded).from, abandoned: m.abandoned, fatal: m.fatal}
+}
+
+// kept reports whether err is a marker for a value that was decoded in part
+// and is to be kept.
+func kept(err error) bool {
+	m, ok := err.(*recorded)
+	return ok && !m.abandoned && !m.fatal
 }

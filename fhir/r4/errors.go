@@ -80,19 +80,25 @@ func (e *DecodeError) Unwrap() []error {
 // memberError adds the member name k to the path of a decode error while it
 // unwinds. A "_x" companion is reported at x.
 func memberError(err error, k string) error {
-	if de, ok := err.(*DecodeError); ok {
-		if len(k) > 1 && k[0] == '_' {
-			k = k[1:]
-		}
-		de.segs = append(de.segs, "."+k)
+	if len(k) > 1 && k[0] == '_' {
+		k = k[1:]
+	}
+	switch e := err.(type) {
+	case *DecodeError:
+		e.segs = append(e.segs, "."+k)
+	case *recorded:
+		e.addSeg("." + k)
 	}
 	return err
 }
 
 // indexError adds an array index to the path of a decode error.
 func indexError(err error, i int) error {
-	if de, ok := err.(*DecodeError); ok {
-		de.segs = append(de.segs, "["+strconv.Itoa(i)+"]")
+	switch e := err.(type) {
+	case *DecodeError:
+		e.segs = append(e.segs, "["+strconv.Itoa(i)+"]")
+	case *recorded:
+		e.addSeg("[" + strconv.Itoa(i) + "]")
 	}
 	return err
 }
@@ -100,8 +106,11 @@ func indexError(err error, i int) error {
 // resourceError records the resource type whose decoding failed: the path
 // restarts there when the resource is the root.
 func resourceError(err error, resourceType string) error {
-	if de, ok := err.(*DecodeError); ok {
-		de.segs = append(de.segs, "\x00"+resourceType)
+	switch e := err.(type) {
+	case *DecodeError:
+		e.segs = append(e.segs, "\x00"+resourceType)
+	case *recorded:
+		e.addSeg("\x00" + resourceType)
 	}
 	return err
 }
@@ -149,3 +158,31 @@ func (e *DecodeError) finish() {
 	e.Path = strings.TrimPrefix(b.String(), ".")
 	e.segs = nil
 }
+
+// recorded is what a decoding step returns, in collect mode (Options.Decode)
+// only, when it recorded errors in d.errs instead of returning them: errors
+// d.errs[from:] were met while decoding its value and still lack the path
+// segments of the enclosing levels, which memberError, indexError and
+// resourceError add as the marker unwinds. This keeps paths lazy: nothing is
+// tracked for members that decode cleanly.
+type recorded struct {
+	d    *decoder
+	from int
+	// abandoned: the value was not consumed; the caller must skip it from
+	// its start and leave the element unset.
+	abandoned bool
+	// fatal: decoding stops; the fatal error is the last in d.errs.
+	fatal bool
+}
+
+func (r *recorded) Error() string { return "fhir r4: errors recorded" }
+
+// addSeg adds a path segment to every error the marker covers.
+func (r *recorded) addSeg(seg string) {
+	for _, e := range r.d.errs[r.from:] {
+		e.segs = append(e.segs, seg)
+	}
+}
+
+// fatalClass reports whether an error of this class ends decoding.
+func fatalClass(class error) bool { return class == ErrSyntax || class == ErrLimit }

@@ -46,6 +46,9 @@ const (
 	// memory limit for the decoded model. The official R4 examples need at
 	// most about 9 times their compact JSON size.
 	DefaultModelFactor = 16
+	// DefaultMaxErrors is the default number of errors Options.Decode
+	// records.
+	DefaultMaxErrors = 1000
 )
 
 // Options sets decoding limits. The zero value is ready to use.
@@ -62,6 +65,11 @@ type Options struct {
 	// bytes of JSON and an Extension of about 450 bytes. Zero means
 	// DefaultModelFactor times the input size plus 1 MiB.
 	MaxModelBytes int
+	// MaxErrors is the most errors Decode records. Zero means
+	// DefaultMaxErrors (1000). Past it, Decode records one more
+	// *DecodeError of class ErrLimit saying so and stops. Unmarshal does not
+	// use it.
+	MaxErrors int
 }
 
 // Unmarshal decodes one FHIR R4 resource from JSON with the default limits.
@@ -99,6 +107,60 @@ func (o Options) Unmarshal(data []byte) (Resource, error) {
 		return nil, finishError(err)
 	}
 	return r, nil
+}
+
+// Decode decodes data like Unmarshal, but a problem inside a member does not
+// stop it: the problem is recorded, the offending member or array item is
+// skipped (the element is left unset, or as far as it decoded) and decoding
+// goes on with the next one, so that one pass reports every structural
+// problem of the document. Errors are returned in document order, each with
+// its full Path from the root, Offset, Reason, class and NotR4, as Unmarshal
+// reports them; the first is the error Unmarshal returns for the same input.
+//
+// Recoverable, and recorded at the innermost member or item that contains
+// them: unknown properties, wrong JSON types, invalid numbers and booleans,
+// invalid UTF-8, duplicate properties (the first is kept), empty objects and
+// arrays, misplaced nulls, "_" companion arrays of the wrong length, DSTU2
+// and STU3 element shapes, and nested resources (contained, Bundle entries,
+// Parameters, outcomes) without a resourceType or with one that is not R4:
+// such a resource is left out.
+//
+// Fatal, ending decoding with a nil Resource and the fatal error last in the
+// list: malformed JSON (ErrSyntax), limits (ErrLimit: input size, nesting
+// depth, model size, MaxErrors), and a root that is not a resource object
+// with an R4 resourceType.
+//
+// With no errors, the Resource is the one Unmarshal returns. With only
+// recoverable errors, it is the document without the offending parts.
+func (o Options) Decode(data []byte) (Resource, []*DecodeError) {
+	d, err := o.newDecoder(data)
+	if err != nil {
+		return nil, []*DecodeError{err.(*DecodeError)}
+	}
+	d.collect = true
+	d.maxErrors = o.MaxErrors
+	if d.maxErrors <= 0 {
+		d.maxErrors = DefaultMaxErrors
+	}
+	d.skipWS()
+	r, err := d.resourceValue(nil)
+	switch {
+	case err == nil || kept(err):
+		if err := d.end(); err != nil {
+			d.errs = append(d.errs, err.(*DecodeError))
+			r = nil
+		}
+	case err != nil:
+		// A problem with the root itself, or a fatal one.
+		if de, ok := err.(*DecodeError); ok {
+			d.errs = append(d.errs, de)
+		}
+		r = nil
+	}
+	for _, e := range d.errs {
+		e.finish()
+	}
+	return r, d.errs
 }
 
 func (o Options) newDecoder(data []byte) (*decoder, error) {

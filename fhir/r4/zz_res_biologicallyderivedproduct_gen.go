@@ -47,11 +47,17 @@ type BiologicallyDerivedProduct struct {
 }
 
 func (x *BiologicallyDerivedProduct) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("BiologicallyDerivedProduct")
@@ -107,7 +113,9 @@ func (x *BiologicallyDerivedProduct) decodeMembers(d *decoder, first bool) error
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -201,11 +209,17 @@ type BiologicallyDerivedProductCollection struct {
 }
 
 func (x *BiologicallyDerivedProductCollection) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -227,7 +241,9 @@ func (x *BiologicallyDerivedProductCollection) decodeMembers(d *decoder, first b
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -289,11 +305,17 @@ type BiologicallyDerivedProductProcessing struct {
 }
 
 func (x *BiologicallyDerivedProductProcessing) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -319,7 +341,9 @@ func (x *BiologicallyDerivedProductProcessing) decodeMembers(d *decoder, first b
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -379,11 +403,17 @@ type BiologicallyDerivedProductManipulation struct {
 }
 
 func (x *BiologicallyDerivedProductManipulation) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -405,7 +435,9 @@ func (x *BiologicallyDerivedProductManipulation) decodeMembers(d *decoder, first
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -463,11 +495,17 @@ type BiologicallyDerivedProductStorage struct {
 }
 
 func (x *BiologicallyDerivedProductStorage) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -493,7 +531,9 @@ func (x *BiologicallyDerivedProductStorage) decodeMembers(d *decoder, first bool
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

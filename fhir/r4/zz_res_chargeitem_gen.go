@@ -83,11 +83,17 @@ type ChargeItem struct {
 }
 
 func (x *ChargeItem) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("ChargeItem")
@@ -187,7 +193,9 @@ func (x *ChargeItem) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -313,11 +321,17 @@ type ChargeItemPerformer struct {
 }
 
 func (x *ChargeItemPerformer) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -333,7 +347,9 @@ func (x *ChargeItemPerformer) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -91,11 +91,17 @@ type EffectEvidenceSynthesis struct {
 }
 
 func (x *EffectEvidenceSynthesis) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("EffectEvidenceSynthesis")
@@ -211,7 +217,9 @@ func (x *EffectEvidenceSynthesis) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -347,11 +355,17 @@ type EffectEvidenceSynthesisSampleSize struct {
 }
 
 func (x *EffectEvidenceSynthesisSampleSize) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -375,7 +389,9 @@ func (x *EffectEvidenceSynthesisSampleSize) decodeMembers(d *decoder, first bool
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -433,11 +449,17 @@ type EffectEvidenceSynthesisResultsByExposure struct {
 }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -461,7 +483,9 @@ func (x *EffectEvidenceSynthesisResultsByExposure) decodeMembers(d *decoder, fir
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -525,11 +549,17 @@ type EffectEvidenceSynthesisEffectEstimate struct {
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimate) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -557,7 +587,9 @@ func (x *EffectEvidenceSynthesisEffectEstimate) decodeMembers(d *decoder, first 
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -621,11 +653,17 @@ type EffectEvidenceSynthesisEffectEstimatePrecisionEstimate struct {
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -651,7 +689,9 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) decodeMembers(d
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -709,11 +749,17 @@ type EffectEvidenceSynthesisCertainty struct {
 }
 
 func (x *EffectEvidenceSynthesisCertainty) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -731,7 +777,9 @@ func (x *EffectEvidenceSynthesisCertainty) decodeMembers(d *decoder, first bool)
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -787,11 +835,17 @@ type EffectEvidenceSynthesisCertaintyCertaintySubcomponent struct {
 }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -809,7 +863,9 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) decodeMembers(d 
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

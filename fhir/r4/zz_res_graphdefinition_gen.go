@@ -55,11 +55,17 @@ type GraphDefinition struct {
 }
 
 func (x *GraphDefinition) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("GraphDefinition")
@@ -139,7 +145,9 @@ func (x *GraphDefinition) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -245,11 +253,17 @@ type GraphDefinitionLink struct {
 }
 
 func (x *GraphDefinitionLink) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -283,7 +297,9 @@ func (x *GraphDefinitionLink) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -349,11 +365,17 @@ type GraphDefinitionLinkTarget struct {
 }
 
 func (x *GraphDefinitionLinkTarget) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -381,7 +403,9 @@ func (x *GraphDefinitionLinkTarget) decodeMembers(d *decoder, first bool) error 
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -445,11 +469,17 @@ type GraphDefinitionLinkTargetCompartment struct {
 }
 
 func (x *GraphDefinitionLinkTargetCompartment) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -481,7 +511,9 @@ func (x *GraphDefinitionLinkTargetCompartment) decodeMembers(d *decoder, first b
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

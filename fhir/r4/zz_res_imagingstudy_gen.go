@@ -65,11 +65,17 @@ type ImagingStudy struct {
 }
 
 func (x *ImagingStudy) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("ImagingStudy")
@@ -147,7 +153,9 @@ func (x *ImagingStudy) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -275,11 +283,17 @@ type ImagingStudySeries struct {
 }
 
 func (x *ImagingStudySeries) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -325,7 +339,9 @@ func (x *ImagingStudySeries) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -397,11 +413,17 @@ type ImagingStudySeriesPerformer struct {
 }
 
 func (x *ImagingStudySeriesPerformer) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -417,7 +439,9 @@ func (x *ImagingStudySeriesPerformer) decodeMembers(d *decoder, first bool) erro
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -473,11 +497,17 @@ type ImagingStudySeriesInstance struct {
 }
 
 func (x *ImagingStudySeriesInstance) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -503,7 +533,9 @@ func (x *ImagingStudySeriesInstance) decodeMembers(d *decoder, first bool) error
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -39,11 +39,17 @@ type MedicinalProductContraindication struct {
 }
 
 func (x *MedicinalProductContraindication) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("MedicinalProductContraindication")
@@ -85,7 +91,9 @@ func (x *MedicinalProductContraindication) decodeMembers(d *decoder, first bool)
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -171,11 +179,17 @@ type MedicinalProductContraindicationOtherTherapy struct {
 }
 
 func (x *MedicinalProductContraindicationOtherTherapy) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -193,7 +207,9 @@ func (x *MedicinalProductContraindicationOtherTherapy) decodeMembers(d *decoder,
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

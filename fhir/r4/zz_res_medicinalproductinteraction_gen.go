@@ -39,11 +39,17 @@ type MedicinalProductInteraction struct {
 }
 
 func (x *MedicinalProductInteraction) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("MedicinalProductInteraction")
@@ -87,7 +93,9 @@ func (x *MedicinalProductInteraction) decodeMembers(d *decoder, first bool) erro
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -169,11 +177,17 @@ type MedicinalProductInteractionInteractant struct {
 }
 
 func (x *MedicinalProductInteractionInteractant) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -189,7 +203,9 @@ func (x *MedicinalProductInteractionInteractant) decodeMembers(d *decoder, first
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

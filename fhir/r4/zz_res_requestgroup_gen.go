@@ -61,11 +61,17 @@ type RequestGroup struct {
 }
 
 func (x *RequestGroup) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("RequestGroup")
@@ -141,7 +147,9 @@ func (x *RequestGroup) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -289,11 +297,17 @@ type RequestGroupAction struct {
 }
 
 func (x *RequestGroupAction) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -375,7 +389,9 @@ func (x *RequestGroupAction) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -471,11 +487,17 @@ type RequestGroupActionCondition struct {
 }
 
 func (x *RequestGroupActionCondition) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -493,7 +515,9 @@ func (x *RequestGroupActionCondition) decodeMembers(d *decoder, first bool) erro
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -549,11 +573,17 @@ type RequestGroupActionRelatedAction struct {
 }
 
 func (x *RequestGroupActionRelatedAction) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -577,7 +607,9 @@ func (x *RequestGroupActionRelatedAction) decodeMembers(d *decoder, first bool) 
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

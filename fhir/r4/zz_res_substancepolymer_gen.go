@@ -37,11 +37,17 @@ type SubstancePolymer struct {
 }
 
 func (x *SubstancePolymer) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "resourceType":
 			err = d.resourceTypeMember("SubstancePolymer")
@@ -83,7 +89,9 @@ func (x *SubstancePolymer) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -163,11 +171,17 @@ type SubstancePolymerMonomerSet struct {
 }
 
 func (x *SubstancePolymerMonomerSet) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -183,7 +197,9 @@ func (x *SubstancePolymerMonomerSet) decodeMembers(d *decoder, first bool) error
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -239,11 +255,17 @@ type SubstancePolymerMonomerSetStartingMaterial struct {
 }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -265,7 +287,9 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) decodeMembers(d *decoder, f
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -325,11 +349,17 @@ type SubstancePolymerRepeat struct {
 }
 
 func (x *SubstancePolymerRepeat) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -353,7 +383,9 @@ func (x *SubstancePolymerRepeat) decodeMembers(d *decoder, first bool) error {
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -415,11 +447,17 @@ type SubstancePolymerRepeatRepeatUnit struct {
 }
 
 func (x *SubstancePolymerRepeatRepeatUnit) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -443,7 +481,9 @@ func (x *SubstancePolymerRepeatRepeatUnit) decodeMembers(d *decoder, first bool)
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -501,11 +541,17 @@ type SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation struct {
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -521,7 +567,9 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) decodeMembers(d
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -575,11 +623,17 @@ type SubstancePolymerRepeatRepeatUnitStructuralRepresentation struct {
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) decodeMembers(d *decoder, first bool) error {
+	var rec error
+	depth := d.depth
 	for ; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil || !more {
+			if rec != nil {
+				return d.join(rec, err)
+			}
 			return err
 		}
+		start := d.pos
 		switch k {
 		case "id":
 			err = d.plainString(&x.ID)
@@ -599,7 +653,9 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) decodeMembers
 			err = d.unknownMember(k)
 		}
 		if err != nil {
-			return memberError(err, k)
+			if rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -187,7 +187,12 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 
 	// Decoder.
 	fmt.Fprintf(b, "func (x *%s) decodeMembers(d *decoder, first bool) error {\n", s.GoName)
-	b.WriteString("\tfor ; ; first = false {\n\t\tk, more, err := d.member(first)\n\t\tif err != nil || !more {\n\t\t\treturn err\n\t\t}\n\t\tswitch k {\n")
+	// In collect mode (Options.Decode) a failed member is recorded and
+	// skipped by recoverMember, which needs where its value started; rec
+	// marks that this object recorded errors. In strict mode (Unmarshal)
+	// recoverMember returns the error with the member's path segment.
+	b.WriteString("\tvar rec error\n\tdepth := d.depth\n")
+	b.WriteString("\tfor ; ; first = false {\n\t\tk, more, err := d.member(first)\n\t\tif err != nil || !more {\n\t\t\tif rec != nil {\n\t\t\t\treturn d.join(rec, err)\n\t\t\t}\n\t\t\treturn err\n\t\t}\n\t\tstart := d.pos\n\t\tswitch k {\n")
 	if s.IsResource {
 		fmt.Fprintf(b, "\t\tcase \"resourceType\":\n\t\t\terr = d.resourceTypeMember(%q)\n", s.GoName)
 	}
@@ -217,7 +222,7 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 			}
 		}
 	}
-	b.WriteString("\t\tdefault:\n\t\t\terr = d.unknownMember(k)\n\t\t}\n\t\tif err != nil {\n\t\t\treturn memberError(err, k)\n\t\t}\n\t}\n}\n\n")
+	b.WriteString("\t\tdefault:\n\t\t\terr = d.unknownMember(k)\n\t\t}\n\t\tif err != nil {\n\t\t\tif rec, err = d.recoverMember(rec, err, k, start, depth); err != nil {\n\t\t\t\treturn err\n\t\t\t}\n\t\t}\n\t}\n}\n\n")
 
 	// Encoder.
 	fmt.Fprintf(b, "func (x *%s) encodeMembers(e *encoder) {\n", s.GoName)
