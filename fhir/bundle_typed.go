@@ -42,7 +42,7 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 		e := &b.Entry[i]
 		res := e.Resource
 		fu := text(e.FullURL)
-		if res == nil && e.Request == nil && e.Response == nil {
+		if res == nil && e.Request == nil && e.Response == nil && !(v.damaged != nil && v.damaged[entryAt(i)]) {
 			v.errorf("invariant", entryAt(i), "bdl-5: an entry must have a resource unless there is a request or response")
 		}
 		if e.Search != nil && btype != "searchset" {

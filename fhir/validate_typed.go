@@ -60,6 +60,7 @@ func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resourc
 	r, errs := r4.Options{MaxBytes: maxBytes}.Decode(data)
 	for i, de := range errs {
 		v.decodeError(de, r == nil && i == len(errs)-1)
+		v.markDamaged(de.Path)
 	}
 	if r == nil && len(errs) == 0 {
 		v.add(SeverityFatal, "structure", "", "the content is not a FHIR resource")
@@ -123,6 +124,11 @@ type typedValidator struct {
 	notR4    bool
 
 	valueSets map[*spec.Element]*spec.ValueSet // bound value sets looked up so far
+	// damaged holds the paths of the elements the decoder reported a
+	// problem in or under. Their skipped parts are missing from the model,
+	// so they are not judged on what is missing (required elements,
+	// ele-1, ext-1, pat-1…): the decoder's finding already says why.
+	damaged map[string]bool
 
 	frames  []vframe   // per depth of the walk
 	res     []*tresCtx // the resources on the current path, innermost last
@@ -133,6 +139,43 @@ type typedValidator struct {
 type vframe struct {
 	choices  []string // paths of the choice elements among the children seen
 	required []string // paths of the required elements among the children seen
+	damaged  bool     // the decoder reported a problem in or under the node
+}
+
+// damagedUnder reports whether the element at path, or an element under
+// it, is damaged. For a choice, path ends in the choice's name prefix
+// ("Observation.value" matches "Observation.valueQuantity").
+func (v *typedValidator) damagedUnder(path string, choice bool) bool {
+	if v.damaged[path] {
+		return true
+	}
+	for p := range v.damaged {
+		if strings.HasPrefix(p, path) && (choice || p[len(path)] == '[' || p[len(path)] == '.') {
+			return true
+		}
+	}
+	return false
+}
+
+// markDamaged records path and every element containing it as damaged.
+func (v *typedValidator) markDamaged(path string) {
+	if path == "" {
+		return
+	}
+	if v.damaged == nil {
+		v.damaged = map[string]bool{}
+	}
+	for {
+		if v.damaged[path] {
+			return // and so are its ancestors
+		}
+		v.damaged[path] = true
+		i := strings.LastIndexAny(path, ".[")
+		if i <= 0 {
+			return
+		}
+		path = path[:i]
+	}
 }
 
 // tresCtx is per-resource state for the reference and contained checks.
@@ -234,7 +277,10 @@ func (v *typedValidator) decodeError(de *r4.DecodeError, last bool) {
 			return
 		}
 		v.notR4 = true
-		v.add(sevFor(last, where), "not-supported", where, "%s: not FHIR R4", reason)
+		if reason = strings.Replace(reason, "content, not R4", "content, not FHIR R4", 1); !strings.Contains(reason, "not FHIR R4") {
+			reason += " (not FHIR R4)"
+		}
+		v.add(sevFor(last, where), "not-supported", where, "%s", reason)
 	case errors.Is(de, r4.ErrUnknownProperty):
 		v.errorf("structure", where, "%s", strings.Replace(reason, "unknown property", "unrecognized property", 1))
 	case errors.Is(de, r4.ErrDuplicateProperty):
@@ -310,10 +356,12 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 	f := &stack[depth]
 	if depth < len(v.frames) {
 		vf := &v.frames[depth]
-		vf.choices, vf.required = vf.choices[:0], vf.required[:0]
+		vf.choices, vf.required, vf.damaged = vf.choices[:0], vf.required[:0], false
 	} else {
 		v.frames = append(v.frames, vframe{})
 	}
+	damaged := v.damaged != nil && v.damaged[path.String()]
+	v.frames[depth].damaged = damaged
 	if e := f.Elem; e != nil && depth > 0 {
 		pf := &v.frames[depth-1]
 		if e.Min > 0 && f.Index <= 0 {
@@ -329,6 +377,12 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 		}
 		if e.Max > 1 && f.Index == e.Max {
 			v.errorf("structure", pathOf(stack[:depth])+"."+f.Name, "maximum allowed = %d, but found more", e.Max)
+		}
+	}
+	if damaged {
+		switch f.Node.(type) {
+		case *r4.Attachment, *r4.Quantity, *r4.Age, *r4.Duration, *r4.Distance, *r4.Count, *r4.ContactPoint, *r4.PatientContact:
+			return nil // their invariants are about parts that may be missing
 		}
 	}
 	switch n := f.Node.(type) {
@@ -619,13 +673,22 @@ func (v *typedValidator) attachment(path *r4.Path, n *r4.Attachment) {
 func (v *typedValidator) leave(stack []specFrame) {
 	f := &stack[len(stack)-1]
 	t := f.Type
+	damaged := v.frames[len(stack)-1].damaged
 	if t != nil && len(t.Required) > 0 {
-		v.required(stack, f, t)
+		v.required(stack, f, t, damaged)
 	}
 	switch n := f.Node.(type) {
 	case r4.Resource:
-		v.leaveResource(stack, n)
+		v.leaveResource(stack, n, damaged)
 		return
+	}
+	if t != nil && t.Name == "Observation.component" {
+		v.obs6(stack, f)
+	}
+	if damaged {
+		return // ele-1 and ext-1 are about parts that may be missing
+	}
+	switch n := f.Node.(type) {
 	case r4.Primitive:
 		if !n.HasValue() && len(f.Present) == 0 {
 			v.errorf("invariant", pathOf(stack), "ele-1: an element must have a value or children")
@@ -644,16 +707,12 @@ func (v *typedValidator) leave(stack []specFrame) {
 	}
 	if len(f.Present) == 0 {
 		v.errorf("invariant", pathOf(stack), "ele-1: an element must have a value or children")
-		return
-	}
-	if t != nil && t.Name == "Observation.component" {
-		v.obs6(stack, f)
 	}
 }
 
 // required checks the elements of t with a minimum cardinality (at most 1
 // in the base R4 definitions) against the children present.
-func (v *typedValidator) required(stack []specFrame, f *specFrame, t *spec.Type) {
+func (v *typedValidator) required(stack []specFrame, f *specFrame, t *spec.Type, damaged bool) {
 	seen := v.frames[len(stack)-1].required
 required:
 	for _, rp := range t.Required {
@@ -666,7 +725,11 @@ required:
 		if x, ok := f.Node.(*r4.Extension); ok && name == "url" && x.URL != "" {
 			continue
 		}
-		v.errorf("required", pathOf(stack), "%s: minimum required = 1, but only found 0", t.Name+"."+name)
+		where := pathOf(stack)
+		if damaged && v.damagedUnder(where+"."+strings.TrimSuffix(name, "[x]"), strings.HasSuffix(name, "[x]")) {
+			continue // the decoder reported the element and left it out
+		}
+		v.errorf("required", where, "%s: minimum required = 1, but only found 0", t.Name+"."+name)
 	}
 }
 
@@ -685,7 +748,7 @@ func (v *typedValidator) obs6(stack []specFrame, f *specFrame) {
 
 // leaveResource checks the rules that need the whole resource: dom-2,
 // dom-3, dom-6, obs-6, ras-2, and the Bundle and Parameters rules.
-func (v *typedValidator) leaveResource(stack []specFrame, r r4.Resource) {
+func (v *typedValidator) leaveResource(stack []specFrame, r r4.Resource, damaged bool) {
 	f := &stack[len(stack)-1]
 	rc := v.res[len(v.res)-1]
 	v.res = v.res[:len(v.res)-1]
@@ -714,7 +777,7 @@ func (v *typedValidator) leaveResource(stack []specFrame, r r4.Resource) {
 				"dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
 		}
 	}
-	if t := f.Type; t != nil && !rc.isContained && t.Element("text") != nil && !f.has("text") {
+	if t := f.Type; t != nil && !rc.isContained && t.Element("text") != nil && !f.has("text") && !(damaged && v.damaged[at()+".text"]) {
 		v.add(SeverityWarning, "invariant", at(), "dom-6: a resource should have narrative for robust management")
 	}
 	if rc.bundle != nil && rc.version != "" {
