@@ -82,12 +82,16 @@ func TestNewValidatorMatchesOld(t *testing.T) {
 	differ := 0
 	for _, n := range names {
 		data := in[n]
-		old, _ := validateBytes(data, DefaultMaxBytes)
-		neu, _, _ := decodeAndValidate(data, DefaultMaxBytes)
+		old, root := validateBytes(data, DefaultMaxBytes)
+		neu, r, _ := decodeAndValidate(data, DefaultMaxBytes)
+		base := filepath.Base(n)
 		if old.HasErrors() == neu.HasErrors() {
+			if !old.HasErrors() && hasResources(root) != hasResourcesTyped(r) {
+				differ++
+				t.Errorf("%s: hasResources %v, hasResourcesTyped %v", base, hasResources(root), hasResourcesTyped(r))
+			}
 			continue
 		}
-		base := filepath.Base(n)
 		var b strings.Builder
 		for _, is := range old.Issues {
 			if is.Severity == SeverityError || is.Severity == SeverityFatal {
@@ -106,16 +110,20 @@ func TestNewValidatorMatchesOld(t *testing.T) {
 		differ++
 		t.Errorf("%s: old errors %v, new errors %v%s", base, old.HasErrors(), neu.HasErrors(), b.String())
 	}
-	t.Logf("compared %d inputs; %d unexplained verdict differences", len(in), differ)
+	t.Logf("compared %d inputs; %d unexplained differences", len(in), differ)
 }
 
-// FuzzNewValidatorMatchesOld: the two validators agree on validity
-// (TEMPORARY, with TestNewValidatorMatchesOld).
+// FuzzNewValidatorMatchesOld: the two validators agree on validity, and
+// on whether valid input holds resources to process (TEMPORARY, with
+// TestNewValidatorMatchesOld).
 func FuzzNewValidatorMatchesOld(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		old, _ := validateBytes(data, DefaultMaxBytes)
-		neu, _, _ := decodeAndValidate(data, DefaultMaxBytes)
+		old, root := validateBytes(data, DefaultMaxBytes)
+		neu, r, _ := decodeAndValidate(data, DefaultMaxBytes)
+		if !old.HasErrors() && !neu.HasErrors() && hasResources(root) != hasResourcesTyped(r) {
+			t.Fatalf("hasResources %v, hasResourcesTyped %v", hasResources(root), hasResourcesTyped(r))
+		}
 		if old.HasErrors() != neu.HasErrors() {
 			t.Fatalf("old %v new %v\nold: %v\nnew: %v", old.HasErrors(), neu.HasErrors(), old.Issues, neu.Issues)
 		}

@@ -238,3 +238,80 @@ func TestExtensibleBindingWarns(t *testing.T) {
 	}
 	t.Fatalf("no extensible-binding warning: %v", o.Issues)
 }
+
+// TestDecodeAndValidate: the typed pipeline returns the decoded resource
+// with every finding, flags other FHIR versions, and reports a member the
+// decoder rejected once, not again as missing.
+func TestDecodeAndValidate(t *testing.T) {
+	o, r, notR4 := decodeAndValidate([]byte(`{"resourceType":"Observation","status":"final","code":5,"foo":1,"bar":2}`), DefaultMaxBytes)
+	if r == nil || r.ResourceType() != "Observation" || notR4 {
+		t.Fatalf("resource %v, notR4 %v", r, notR4)
+	}
+	var errs []string
+	for _, is := range o.Issues {
+		if is.Severity == SeverityError {
+			errs = append(errs, is.Expression[0])
+		}
+	}
+	if strings.Join(errs, " ") != "Observation.code Observation.foo Observation.bar" {
+		t.Errorf("errors at %v; want code (wrong type, not also missing), foo, bar: %v", errs, o.Issues)
+	}
+
+	_, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"MedicationOrder"}}]}`), DefaultMaxBytes)
+	if r == nil || !notR4 {
+		t.Errorf("DSTU2 entry: resource %v, notR4 %v; want the Bundle and true", r, notR4)
+	}
+	o, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Foo"}`), DefaultMaxBytes)
+	if r != nil || notR4 || !o.HasErrors() || !strings.Contains(o.Issues[0].Diagnostics, "unknown resource type") {
+		t.Errorf("unknown type: resource %v, notR4 %v, %v", r, notR4, o.Issues)
+	}
+	o, r, _ = decodeAndValidate([]byte(`{"resourceType":"Patient"}`), 10)
+	if r != nil || len(o.Issues) != 1 || o.Issues[0].Severity != SeverityFatal || o.Issues[0].Code != "too-costly" {
+		t.Errorf("over the size limit: %v", o.Issues)
+	}
+	o, r, _ = decodeAndValidate([]byte(`{"resourceType":"Patient",`), DefaultMaxBytes)
+	if r != nil || len(o.Issues) != 1 || o.Issues[0].Severity != SeverityFatal || !strings.Contains(o.Issues[0].Diagnostics, "error parsing JSON") {
+		t.Errorf("malformed JSON: %v", o.Issues)
+	}
+}
+
+// TestTypedChecksOnPlainStrings: Extension.url, which the walk does not
+// visit, is still checked, and an element with only an id breaks ele-1.
+func TestTypedChecksOnPlainStrings(t *testing.T) {
+	for _, c := range []struct{ json, where, contains string }{
+		{`{"resourceType":"Patient","extension":[{"url":"http://x.org/a b","valueString":"x"}]}`, "Patient.extension[0].url", "whitespace"},
+		{`{"resourceType":"Patient","extension":[{"valueString":"x"}]}`, "Patient.extension[0]", "Extension.url"},
+		{`{"resourceType":"Patient","maritalStatus":{"id":"m"}}`, "Patient.maritalStatus", "ele-1"},
+		{`{"resourceType":"Patient","_birthDate":{"id":"b"}}`, "Patient.birthDate", "ele-1"},
+	} {
+		o := Validate([]byte(c.json))
+		found := false
+		for _, is := range o.Issues {
+			found = found || is.Severity == SeverityError && len(is.Expression) == 1 && is.Expression[0] == c.where && strings.Contains(is.Diagnostics, c.contains)
+		}
+		if !found {
+			t.Errorf("%s: no error at %s containing %q: %v", c.json, c.where, c.contains, o.Issues)
+		}
+	}
+}
+
+func TestHasResourcesTyped(t *testing.T) {
+	for _, c := range []struct {
+		json string
+		want bool
+	}{
+		{`{"resourceType":"Patient"}`, true},
+		{`{"resourceType":"Bundle","type":"collection"}`, false},
+		{`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"x"}]},"search":{"mode":"outcome"}}]}`, false},
+		{`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Provenance","meta":{"tag":[{"system":"urn:acds:tag","code":"provenance"}]}}}]}`, false},
+		{`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Provenance"}}]}`, true},
+	} {
+		_, r, _ := decodeAndValidate([]byte(c.json), DefaultMaxBytes)
+		if r == nil {
+			t.Fatalf("%s did not decode", c.json)
+		}
+		if got := hasResourcesTyped(r); got != c.want {
+			t.Errorf("%s: hasResourcesTyped %v, want %v", c.json, got, c.want)
+		}
+	}
+}

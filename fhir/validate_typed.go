@@ -142,15 +142,15 @@ type vframe struct {
 	damaged  bool     // the decoder reported a problem in or under the node
 }
 
-// damagedUnder reports whether the element at path, or an element under
-// it, is damaged. For a choice, path ends in the choice's name prefix
-// ("Observation.value" matches "Observation.valueQuantity").
-func (v *typedValidator) damagedUnder(path string, choice bool) bool {
-	if v.damaged[path] {
-		return true
+// damagedMember reports whether the decoder reported a problem in the
+// member of the element at where that holds the element rp of t (name is
+// rp's last step; a choice "value[x]" is any of its members).
+func (v *typedValidator) damagedMember(where string, t *spec.Type, rp, name string) bool {
+	if !strings.HasSuffix(name, "[x]") {
+		return v.damaged[where+"."+name]
 	}
-	for p := range v.damaged {
-		if strings.HasPrefix(p, path) && (choice || p[len(path)] == '[' || p[len(path)] == '.') {
+	for i := range t.Elements {
+		if e := &t.Elements[i]; e.Path == rp && v.damaged[where+"."+e.Name] {
 			return true
 		}
 	}
@@ -170,6 +170,12 @@ func (v *typedValidator) markDamaged(path string) {
 			return // and so are its ancestors
 		}
 		v.damaged[path] = true
+		if strings.HasSuffix(path, "]") {
+			// The member too, so a required repeating one is found by name.
+			if i := strings.LastIndexByte(path, '['); i > 0 {
+				v.damaged[path[:i]] = true
+			}
+		}
 		i := strings.LastIndexAny(path, ".[")
 		if i <= 0 {
 			return
@@ -405,6 +411,15 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 		if e := f.Elem; e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) && e.ValueSet != "" && len(n.Coding) > 0 {
 			if vs := v.valueSet(e); vs != nil && !anyCodingIn(vs, n.Coding) {
 				v.binding(e, path.String(), "none of the codings provided are in the value set %s", e.ValueSet)
+			}
+		}
+	case *r4.Extension:
+		// url is a plain string, which the walk does not visit.
+		if u := n.URL; u != "" {
+			if c := u[0]; (c <= ' ' || c >= 0x80) && strings.TrimSpace(u) == "" {
+				v.errorf("value", path.String()+".url", "the value must not be only whitespace")
+			} else if msg := primitiveFormat("uri", u); msg != "" {
+				v.errorf("value", path.String()+".url", "%s: %q", msg, clip(u))
 			}
 		}
 	case *r4.Attachment:
@@ -726,7 +741,7 @@ required:
 			continue
 		}
 		where := pathOf(stack)
-		if damaged && v.damagedUnder(where+"."+strings.TrimSuffix(name, "[x]"), strings.HasSuffix(name, "[x]")) {
+		if damaged && v.damagedMember(where, t, rp, name) {
 			continue // the decoder reported the element and left it out
 		}
 		v.errorf("required", where, "%s: minimum required = 1, but only found 0", t.Name+"."+name)
