@@ -35,9 +35,11 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 		}
 	}
 	type key struct{ full, version string }
-	seenFull := map[key]int{}
-	byTypeID := map[string][]int{}
-	fullUrls := map[string]bool{}
+	seenFull := make(map[key]int, len(b.Entry))
+	// byTypeID: for each type and id, the first entry holding it and how
+	// many do.
+	byTypeID := make(map[typeID]matches, len(b.Entry))
+	fullUrls := make(map[string]bool, len(b.Entry))
 	for i := range b.Entry {
 		e := &b.Entry[i]
 		res := e.Resource
@@ -78,7 +80,12 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 		if res != nil {
 			typ, id = res.ResourceType(), res.ResourceID()
 			if id != "" {
-				byTypeID[typ+"/"+id] = append(byTypeID[typ+"/"+id], i)
+				k := typeID{typ, id}
+				if m, ok := byTypeID[k]; ok {
+					byTypeID[k] = matches{m.first, m.n + 1}
+				} else {
+					byTypeID[k] = matches{i, 1}
+				}
 			}
 			if btype == "searchset" && id == "" && searchMode == "match" {
 				v.errorf("required", entryAt(i)+".resource", "search results must have ids")
@@ -98,20 +105,20 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 				}
 			}
 		} else if fu != "" {
-			at := entryAt(i) + ".fullUrl"
+			at := func() string { return entryAt(i) + ".fullUrl" }
 			switch {
 			case !strings.Contains(fu, ":"):
-				v.errorf("value", at, "the fullUrl must be an absolute URL (not %q)", fu)
+				v.errorf("value", at(), "the fullUrl must be an absolute URL (not %q)", fu)
 			case strings.Contains(fu, "/_history/"):
-				v.errorf("invariant", at, "bdl-8: fullUrl cannot be a version specific reference")
+				v.errorf("invariant", at(), "bdl-8: fullUrl cannot be a version specific reference")
 			case strings.HasPrefix(fu, "urn:uuid:") && !validUUID(fu):
-				v.errorf("value", at, "the fullUrl %q is not a valid urn:uuid", fu)
-			case id != "" && refType(fu) != "" && !strings.HasSuffix(fu, "/"+typ+"/"+id):
-				v.errorf("value", at, "the fullUrl %q does not match the resource %s/%s", fu, typ, id)
+				v.errorf("value", at(), "the fullUrl %q is not a valid urn:uuid", fu)
+			case id != "" && !fullURLMatches(fu, typ, id) && refType(fu) != "":
+				v.errorf("value", at(), "the fullUrl %q does not match the resource %s/%s", fu, typ, id)
 			}
 			k := key{fu, bc.versions[i]}
 			if j, dup := seenFull[k]; dup && btype != "history" {
-				v.errorf("invariant", at, "bdl-7: fullUrl must be unique in a bundle (also entry[%d])", j)
+				v.errorf("invariant", at(), "bdl-7: fullUrl must be unique in a bundle (also entry[%d])", j)
 			} else {
 				seenFull[k] = i
 			}
@@ -125,9 +132,8 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 			if res == nil || res.ResourceID() == "" {
 				continue
 			}
-			key := res.ResourceType() + "/" + res.ResourceID()
-			if ms := byTypeID[key]; len(ms) > 1 && ms[0] != i {
-				v.add(SeverityWarning, "duplicate", entryAt(i), "duplicate resource id: %s is also in entry[%d]", key, ms[0])
+			if m := byTypeID[typeID{res.ResourceType(), res.ResourceID()}]; m.n > 1 && m.first != i {
+				v.add(SeverityWarning, "duplicate", entryAt(i), "duplicate resource id: %s/%s is also in entry[%d]", res.ResourceType(), res.ResourceID(), m.first)
 			}
 		}
 	}
@@ -167,8 +173,8 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 				continue
 			}
 			if typ := refType(ref); typ != "" {
-				if matches := len(byTypeID[typ+"/"+lastID(ref)]); matches > 1 && btype == "document" {
-					v.errorf("not-found", at(), "found %d matches for %q in the Bundle", matches, ref)
+				if m := byTypeID[typeID{typ, lastID(ref)}]; m.n > 1 && btype == "document" {
+					v.errorf("not-found", at(), "found %d matches for %q in the Bundle", m.n, ref)
 				}
 			}
 		default:
@@ -177,17 +183,20 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 			if j := strings.Index(ref, "/_history/"); j >= 0 {
 				base, versioned = ref[:j], true
 			}
-			ms := byTypeID[base]
+			var m matches
+			if j := strings.LastIndexByte(base, '/'); j >= 0 {
+				m = byTypeID[typeID{base[:j], base[j+1:]}]
+			}
 			switch {
-			case len(ms) > 1 && !versioned:
+			case m.n > 1 && !versioned:
 				v.errorf("not-found", at(), "multiple matches in the Bundle for reference %q", ref)
-			case len(ms) == 0 && btype == "document":
+			case m.n == 0 && btype == "document":
 				v.errorf("not-found", at(), "can't find %q in the Bundle", ref)
 			case versioned && btype == "document":
 				want := ref[strings.LastIndexByte(ref, '/')+1:]
 				found := false
-				for _, j := range ms {
-					if bc.versions[j] == want {
+				for j := range b.Entry {
+					if r := b.Entry[j].Resource; r != nil && bc.versions[j] == want && base == r.ResourceType()+"/"+r.ResourceID() {
 						found = true
 					}
 				}
@@ -197,4 +206,17 @@ func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) 
 			}
 		}
 	}
+}
+
+// typeID is a resource's type and id.
+type typeID struct{ typ, id string }
+
+// matches counts the entries holding one type and id.
+type matches struct{ first, n int }
+
+// fullURLMatches reports whether fullUrl ends in "/typ/id".
+func fullURLMatches(fullURL, typ, id string) bool {
+	n := len(fullURL)
+	return n >= len(typ)+len(id)+2 && fullURL[n-len(id):] == id && fullURL[n-len(id)-1] == '/' &&
+		fullURL[n-len(id)-1-len(typ):n-len(id)-1] == typ && fullURL[n-len(id)-2-len(typ)] == '/'
 }

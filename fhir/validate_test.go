@@ -315,3 +315,21 @@ func TestHasResourcesTyped(t *testing.T) {
 		}
 	}
 }
+
+func TestFullURLMatches(t *testing.T) {
+	for _, c := range []struct {
+		fu, typ, id string
+		want        bool
+	}{
+		{"http://x/Patient/1", "Patient", "1", true},
+		{"/Patient/1", "Patient", "1", true},
+		{"Patient/1", "Patient", "1", false},
+		{"http://x/Patient/12", "Patient", "2", false},
+		{"http://x/XPatient/1", "Patient", "1", false},
+		{"", "Patient", "1", false},
+	} {
+		if got := fullURLMatches(c.fu, c.typ, c.id); got != c.want {
+			t.Errorf("fullURLMatches(%q, %q, %q) = %v", c.fu, c.typ, c.id, got)
+		}
+	}
+}

@@ -534,7 +534,7 @@ func (v *typedValidator) enterResource(path *r4.Path, stack []specFrame, r r4.Re
 	}
 	switch n := r.(type) {
 	case *r4.Bundle:
-		rc.ownBundle = &bundleCtx{fullURLTypes: entryTypesTyped(n)}
+		rc.ownBundle = &bundleCtx{fullURLTypes: entryTypesTyped(n), refs: make([]entryRef, 0, 4*len(n.Entry))}
 		v.bundles = append(v.bundles, rc.ownBundle)
 	case *r4.Parameters:
 		rc.ownParams = &paramsCtx{ids: map[string]bool{}}
