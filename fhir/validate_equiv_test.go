@@ -82,9 +82,14 @@ func TestNewValidatorMatchesOld(t *testing.T) {
 	differ := 0
 	for _, n := range names {
 		data := in[n]
-		old, root := validateBytes(data, DefaultMaxBytes)
-		neu, r, _ := decodeAndValidate(data, DefaultMaxBytes)
+		ov := &validator{}
+		old, root := validateBytesWith(ov, data, DefaultMaxBytes)
+		neu, r, notR4 := decodeAndValidate(data, DefaultMaxBytes)
 		base := filepath.Base(n)
+		if ov.notR4 && !notR4 {
+			differ++
+			t.Errorf("%s: the old validator says not R4, the new one does not: %v", base, neu.Issues)
+		}
 		if old.HasErrors() == neu.HasErrors() {
 			if !old.HasErrors() && hasResources(root) != hasResourcesTyped(r) {
 				differ++
@@ -114,13 +119,19 @@ func TestNewValidatorMatchesOld(t *testing.T) {
 }
 
 // FuzzNewValidatorMatchesOld: the two validators agree on validity, and
-// on whether valid input holds resources to process (TEMPORARY, with
+// on whether valid input holds resources to process; what the old one
+// calls another FHIR version the new one does too (it knows more DSTU2
+// and STU3 shapes) (TEMPORARY, with
 // TestNewValidatorMatchesOld).
 func FuzzNewValidatorMatchesOld(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		old, root := validateBytes(data, DefaultMaxBytes)
-		neu, r, _ := decodeAndValidate(data, DefaultMaxBytes)
+		ov := &validator{}
+		old, root := validateBytesWith(ov, data, DefaultMaxBytes)
+		neu, r, notR4 := decodeAndValidate(data, DefaultMaxBytes)
+		if ov.notR4 && !notR4 && r != nil {
+			t.Fatalf("the old validator says not R4, the new one does not: %v", neu.Issues)
+		}
 		if !old.HasErrors() && !neu.HasErrors() && hasResources(root) != hasResourcesTyped(r) {
 			t.Fatalf("hasResources %v, hasResourcesTyped %v", hasResources(root), hasResourcesTyped(r))
 		}

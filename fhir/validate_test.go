@@ -261,6 +261,12 @@ func TestDecodeAndValidate(t *testing.T) {
 	if r == nil || !notR4 {
 		t.Errorf("DSTU2 entry: resource %v, notR4 %v; want the Bundle and true", r, notR4)
 	}
+	// An STU3 property the decoder does not know as such is recognised
+	// once the walk knows the resource type.
+	o, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"valueAttachment":{"url":"http://x.org/a"}}}]}`), DefaultMaxBytes)
+	if r == nil || !notR4 || o.Issues[0].Code != "not-supported" || o.Issues[0].Expression[0] != "Bundle.entry[0].resource.valueAttachment" {
+		t.Errorf("STU3 valueAttachment: notR4 %v, %v", notR4, o.Issues)
+	}
 	o, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Foo"}`), DefaultMaxBytes)
 	if r != nil || notR4 || !o.HasErrors() || !strings.Contains(o.Issues[0].Diagnostics, "unknown resource type") {
 		t.Errorf("unknown type: resource %v, notR4 %v, %v", r, notR4, o.Issues)
