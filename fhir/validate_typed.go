@@ -180,12 +180,7 @@ func (v *typedValidator) markDamaged(path string) {
 			return // and so are its ancestors
 		}
 		v.damaged[path] = true
-		if strings.HasSuffix(path, "]") {
-			// The member too, so a required repeating one is found by name.
-			if i := strings.LastIndexByte(path, '['); i > 0 {
-				v.damaged[path[:i]] = true
-			}
-		}
+		// The parent of "a.b[2]" is the member "a.b", then "a".
 		i := strings.LastIndexAny(path, ".[")
 		if i <= 0 {
 			return
@@ -389,7 +384,8 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 	} else {
 		v.frames = append(v.frames, vframe{})
 	}
-	damaged := v.damaged != nil && v.damaged[path.String()]
+	// Only the children of a damaged element can be damaged.
+	damaged := v.damaged != nil && (depth == 0 || v.frames[depth-1].damaged) && v.damaged[path.String()]
 	v.frames[depth].damaged = damaged
 	if e := f.Elem; e != nil && depth > 0 {
 		pf := &v.frames[depth-1]
