@@ -257,6 +257,19 @@ func TestDecodeAndValidate(t *testing.T) {
 		t.Errorf("errors at %v; want code (wrong type, not also missing), foo, bar: %v", errs, o.Issues)
 	}
 
+	// Also deeper down, and for a repeating element whose items were all rejected.
+	for _, c := range []struct{ json, where string }{
+		{`{"resourceType":"Patient","link":[{"other":5,"type":"seealso"}]}`, "Patient.link[0].other"},
+		{`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"component":[{"code":{"coding":[{"code":5}]}}]}}]}`,
+			"Bundle.entry[0].resource.component[0].code.coding[0].code"},
+		{`{"resourceType":"Group","type":"person","actual":true,"characteristic":[{"code":{"text":"c"},"valueBoolean":true,"exclude":"no"}]}`, "Group.characteristic[0].exclude"},
+	} {
+		o, _, _ := decodeAndValidate([]byte(c.json), DefaultMaxBytes)
+		if o.ErrorCount() != 1 || o.Issues[0].Expression[0] != c.where {
+			t.Errorf("%s: want one error, at %s: %v", c.json, c.where, o.Issues)
+		}
+	}
+
 	_, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"MedicationOrder"}}]}`), DefaultMaxBytes)
 	if r == nil || !notR4 {
 		t.Errorf("DSTU2 entry: resource %v, notR4 %v; want the Bundle and true", r, notR4)
