@@ -37,8 +37,10 @@ const (
 // It does not check profiles, extensions' definitions, terminology outside
 // the core required value sets, or FHIRPath invariants beyond those named.
 //
-// Decoding findings come first, in input order; the findings on the model
-// follow in the order of the R4 definitions (the order r4.Walk visits).
+// The order of the findings is deterministic: decoding findings come
+// first, in input order; the findings on the model follow in the order of
+// the R4 definitions (the order r4.Walk visits), which is the input order
+// for FHIR JSON written in the conventional member order.
 func Validate(data []byte) *OperationOutcome {
 	out, _, _ := decodeAndValidate(data, DefaultMaxBytes)
 	return out
