@@ -13,8 +13,16 @@ import (
 )
 
 // knownVerdictDifferences are inputs on which the typed validator and the
-// raw-tree validator disagree on validity, with the reason the typed one
-// is at least as right.
+// raw-tree validator disagree on validity, with the reason. None of the
+// compared files is one. Known differences outside them:
+//   - element ids (plain strings in the typed model, which r4.Walk does not
+//     visit and no method exposes) are not checked: an id that is only
+//     white space or looks like HTML ({"id":" "} in a HumanName) was an
+//     error and is now accepted; resource ids and Extension.url are checked;
+//   - an element holding only an id ({"_birthDate":{"id":"b"}}) breaks
+//     ele-1 and is now an error, as FHIR defines ele-1;
+//   - what the decoder rejects is left out of the model, so rules about
+//     its presence (obs-6 with a rejected value[x]) no longer fire on it.
 var knownVerdictDifferences = map[string]string{}
 
 // equivalenceInputs returns every input of the comparison by name: the
