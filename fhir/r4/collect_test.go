@@ -220,6 +220,18 @@ var collectCases = []collectCase{
 		out: `{"resourceType":"Patient","gender":"male"}`,
 	},
 	{
+		name: "member names that are not UTF-8",
+		doc: "{\"resourceType\":\"Patient\",\"name\":[{\"family\":\"a\",\"\xff\":1,\"given\":[\"g\"]}],\"\xfe\":{\"a\":[1]},\"gender\":\"male\"," +
+			"\"contained\":[{\"r\xffsourceType\":\"Basic\"},{\"resourceType\":\"Basic\",\"\xff\":1,\"code\":{\"text\":\"t\"}}]}",
+		errs: []string{
+			"Patient.name[0] invalid",
+			"Patient invalid",
+			"Patient.contained[0] invalid",
+			"Patient.contained[1] invalid",
+		},
+		out: `{"resourceType":"Patient","contained":[{"resourceType":"Basic","code":{"text":"t"}}],"name":[{"family":"a","given":["g"]}],"gender":"male"}`,
+	},
+	{
 		name: "malformed JSON after recoverable errors",
 		doc:  `{"resourceType":"Patient","foo":1,"name":[{"family":"a","x":2},{"family":"b"`,
 		errs: []string{"Patient.foo unknown", "Patient.name[0].x unknown", "Patient.name[1] syntax"},
@@ -235,6 +247,13 @@ var collectCases = []collectCase{
 		errs: []string{"Patient.foo unknown", " syntax"},
 	},
 	{name: "root not an object", doc: `["Patient"]`, errs: []string{" invalid"}},
+	{name: "root not an object, then malformed", doc: `["Patient"] x`, errs: []string{" invalid", " syntax"}},
+	{name: "root without resourceType, then malformed", doc: `{"id":"x"} 1`, errs: []string{" noType", " syntax"}},
+	{
+		name: "member name not UTF-8 and no colon",
+		doc:  "{\"resourceType\":\"Patient\",\"foo\":1,\"\xff\"}",
+		errs: []string{"Patient.foo unknown", "Patient invalid", " syntax"},
+	},
 	{name: "root empty object", doc: `{}`, errs: []string{" invalid"}},
 	{name: "root without resourceType", doc: `{"id":"x","foo":1}`, errs: []string{" noType"}},
 	{name: "root DSTU2 resourceType", doc: `{"resourceType":"MedicationOrder","id":"x"}`, errs: []string{" notR4"}},
@@ -327,6 +346,11 @@ func checkWalk(t *testing.T, r r4.Resource) {
 func checkFirstError(t *testing.T, data []byte, opts r4.Options) []*r4.DecodeError {
 	t.Helper()
 	r, errs := opts.Decode(data)
+	for i := 1; i < len(errs); i++ {
+		if errs[i].Offset < errs[i-1].Offset {
+			t.Fatalf("errors not in document order: %v before %v", errs[i-1], errs[i])
+		}
+	}
 	u, err := opts.Unmarshal(data)
 	if err != nil {
 		var ue *r4.DecodeError
@@ -340,8 +364,13 @@ func checkFirstError(t *testing.T, data []byte, opts r4.Options) []*r4.DecodeErr
 			t.Fatalf("Decode's first error %v (%v), Unmarshal's %v (%v)", e, e.Err, ue, ue.Err)
 		}
 		if r != nil {
-			if _, err := r4.Marshal(r); err != nil {
+			// What Decode keeps is well-formed R4 JSON again.
+			out, err := r4.Marshal(r)
+			if err != nil {
 				t.Fatalf("partly decoded resource does not encode: %v", err)
+			}
+			if _, err := r4.Unmarshal(out); err != nil {
+				t.Fatalf("partly decoded resource encodes to %s, which does not decode: %v", out, err)
 			}
 			checkWalk(t, r)
 		}
@@ -534,5 +563,20 @@ func BenchmarkDecodeLargest(b *testing.B) {
 				b.Fatal(errs[0])
 			}
 		}
+	})
+	// Every "status" member renamed: an unknown property in most resources.
+	bad := bytes.ReplaceAll(data, []byte(`"status":`), []byte(`"statux":`))
+	b.Run("DecodeWithErrors", func(b *testing.B) {
+		b.SetBytes(int64(len(bad)))
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			r, errs := (r4.Options{MaxErrors: 1 << 20}).Decode(bad)
+			if r == nil || len(errs) == 0 {
+				b.Fatal("want a resource and errors")
+			}
+			n = len(errs)
+		}
+		b.ReportMetric(float64(n), "errors")
 	})
 }

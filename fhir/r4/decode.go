@@ -36,7 +36,16 @@ type decoder struct {
 	collect   bool
 	maxErrors int
 	errs      []*DecodeError
+	// badKeys: a member name that is not valid UTF-8 is returned as badKey
+	// with its error in keyErr, to be reported as the member's problem
+	// (set in collect mode and while looking for a resourceType).
+	badKeys bool
+	keyErr  error
 }
+
+// badKey stands for a member name that is not valid UTF-8 (no decoded name
+// can be equal to it).
+const badKey = "\xff"
 
 // strSpecial marks the bytes that end the fast path of string scanning.
 var strSpecial = func() (t [256]bool) {
@@ -178,10 +187,22 @@ func (d *decoder) member(first bool) (key string, more bool, err error) {
 	d.keyPos = d.pos
 	key, err = d.str()
 	if err != nil {
-		return "", false, err
+		if de, ok := err.(*DecodeError); !ok || !d.badKeys || de.Err != ErrInvalidValue {
+			return "", false, err
+		}
+		d.pos = d.keyPos
+		if d.skipString() != nil {
+			return "", false, err
+		}
+		d.keyErr, key = err, badKey
 	}
 	d.skipWS()
 	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		if key == badKey {
+			// The name's error comes first.
+			err, d.keyErr = d.keyErr, nil
+			return "", false, err
+		}
 		return "", false, d.syntax("expected ':' after member name")
 	}
 	d.pos++
@@ -665,6 +686,11 @@ func (d *decoder) skipString() error {
 }
 
 func (d *decoder) unknownMember(k string) error {
+	if k == badKey && d.keyErr != nil {
+		err := d.keyErr
+		d.keyErr = nil
+		return err
+	}
 	err := d.fail(ErrUnknownProperty, "unknown property %q", k)
 	err.Offset = d.keyPos
 	if k == "fhir_comments" {
@@ -734,6 +760,10 @@ func (d *decoder) resourceValue(into Resource) (Resource, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k == badKey {
+		// Perhaps the resourceType: the resource is not decoded.
+		return nil, d.unknownMember(k)
+	}
 	first := true
 	var rt string
 	if k == "resourceType" {
@@ -787,6 +817,11 @@ func (d *decoder) findResourceType() (string, error) {
 		return "", err
 	}
 	rt, found := "", false
+	// A member name that is not valid UTF-8 is reported when the resource
+	// is decoded, with its path.
+	badKeys := d.badKeys
+	d.badKeys = true
+	defer func() { d.badKeys, d.keyErr = badKeys, nil }()
 	for first := true; ; first = false {
 		k, more, err := d.member(first)
 		if err != nil {
@@ -1071,6 +1106,10 @@ func (d *decoder) recoverMember(rec, err error, k string, start, depth int) (err
 	if !d.collect {
 		return nil, memberError(err, k)
 	}
+	if k == badKey {
+		// The error is the object's: Unmarshal's path has no member.
+		return d.recover(rec, err, start, depth, "")
+	}
 	if len(k) > 1 && k[0] == '_' {
 		k = k[1:]
 	}
@@ -1095,7 +1134,9 @@ func (d *decoder) recover(rec, err error, start, depth int, seg string) (error, 
 			m = &recorded{d: d, from: m.from, fatal: true}
 		}
 	}
-	m.addSeg(seg)
+	if seg != "" {
+		m.addSeg(seg)
+	}
 	if rec != nil {
 		m.from = rec.(*recorded).from
 	}

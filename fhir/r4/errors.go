@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Error classes. Every error returned by Unmarshal is a *DecodeError that
-// matches exactly one of these with errors.Is (ErrNotR4 may match in addition
+// Error classes. Every error returned by Unmarshal, and every error Decode
+// records, is a *DecodeError that matches exactly one of these with errors.Is (ErrNotR4 may match in addition
 // to ErrUnknownProperty or ErrInvalidValue when the shape is a known DSTU2 or
 // STU3 one).
 var (

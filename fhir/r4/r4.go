@@ -88,7 +88,8 @@ func Unmarshal(data []byte) (Resource, error) { return Options{}.Unmarshal(data)
 //
 // Every error is a *DecodeError; match its class with errors.Is against
 // ErrSyntax, ErrUnknownProperty, ErrInvalidValue, ErrDuplicateProperty,
-// ErrMissingResourceType, ErrNotR4 or ErrLimit.
+// ErrMissingResourceType, ErrNotR4 or ErrLimit. Unmarshal stops at the first
+// error; Decode goes on and reports them all.
 //
 // Decoded strings are packed into a few shared blocks of memory rather than
 // allocated one by one; data itself is not retained and may be reused by the
@@ -137,25 +138,33 @@ func (o Options) Decode(data []byte) (Resource, []*DecodeError) {
 	if err != nil {
 		return nil, []*DecodeError{err.(*DecodeError)}
 	}
-	d.collect = true
+	d.collect, d.badKeys = true, true
 	d.maxErrors = o.MaxErrors
 	if d.maxErrors <= 0 {
 		d.maxErrors = DefaultMaxErrors
 	}
 	d.skipWS()
+	start := d.pos
 	r, err := d.resourceValue(nil)
-	switch {
-	case err == nil || kept(err):
+	fatal := false
+	if err != nil && !kept(err) {
+		// A problem with the root itself, or a fatal one.
+		r = nil
+		if m := d.record(err); m.abandoned {
+			// Report malformed JSON after the problem, if any.
+			d.pos, d.depth = start, 0
+			if err := d.skipValue(); err != nil {
+				d.errs = append(d.errs, err.(*DecodeError))
+			}
+		}
+		last := d.errs[len(d.errs)-1].Err
+		fatal = last == ErrSyntax || last == ErrLimit
+	}
+	if !fatal {
 		if err := d.end(); err != nil {
 			d.errs = append(d.errs, err.(*DecodeError))
 			r = nil
 		}
-	case err != nil:
-		// A problem with the root itself, or a fatal one.
-		if de, ok := err.(*DecodeError); ok {
-			d.errs = append(d.errs, de)
-		}
-		r = nil
 	}
 	for _, e := range d.errs {
 		e.finish()
