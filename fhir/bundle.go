@@ -207,13 +207,6 @@ func (v *validator) bundle(n *node) {
 	}
 }
 
-func lastID(ref string) string {
-	if j := strings.Index(ref, "/_history/"); j >= 0 {
-		ref = ref[:j]
-	}
-	return ref[strings.LastIndexByte(ref, '/')+1:]
-}
-
 // walkRefs calls f with every Reference.reference string inside the
 // resource n, not descending into nested Bundles' entries or contained
 // resources (their references are resolved in their own context).
@@ -279,33 +272,4 @@ func (v *validator) parameters(n *node) {
 			}
 		})
 	}
-}
-
-// preR4Resource describes resource types of DSTU2 or STU3 that R4 dropped or
-// renamed, so such content is reported as "not R4" rather than unknown.
-func preR4Resource(name string) string {
-	switch name {
-	case "Order", "OrderResponse", "DiagnosticOrder", "DeviceUseRequest", "MedicationOrder", "Conformance", "Supply", "ImagingObjectSelection":
-		return "a DSTU2 resource"
-	case "EligibilityRequest", "EligibilityResponse", "ProcessRequest", "ProcessResponse":
-		return "a DSTU2/STU3 resource"
-	case "DeviceComponent", "ProcedureRequest", "ReferralRequest", "Sequence", "DataElement", "ImagingManifest", "BodySite", "ExpansionProfile", "ServiceDefinition":
-		return "an STU3 resource"
-	}
-	return ""
-}
-
-// preR4Element describes properties that exist in DSTU2 or STU3 but not R4.
-func preR4Element(name string) string {
-	switch name {
-	case "Patient.animal", "Encounter.incomingReferral", "Condition.context", "Condition.assertedDate", "AllergyIntolerance.assertedDate", "Observation.context", "Observation.comment", "Observation.valueAttachment", "Procedure.context", "Procedure.notDone", "Immunization.notGiven", "Immunization.explanation", "Immunization.practitioner", "MedicationRequest.context", "MedicationStatement.taken", "MedicationStatement.notTaken", "DiagnosticReport.codedDiagnosis", "DiagnosticReport.context", "Claim.organization", "ExplanationOfBenefit.organization", "CarePlan.context", "CarePlan.definition", "DocumentReference.indexed", "DocumentReference.created", "DocumentReference.class", "Composition.class", "Goal.status":
-		return "an STU3 property"
-	case "Patient.careProvider", "Encounter.patient", "Encounter.indication", "Condition.patient", "Condition.dateRecorded", "Procedure.notPerformed", "Immunization.wasNotGiven", "MedicationStatement.wasNotTaken", "DiagnosticReport.request":
-		return "a DSTU2 property"
-	case "Immunization.date", "Immunization.vaccinationProtocol":
-		return "a DSTU2/STU3 property"
-	case "Bundle.fhirVersion":
-		return "not an R4 property"
-	}
-	return ""
 }

@@ -7,15 +7,20 @@ import (
 	"testing"
 )
 
-func addFuzzSeeds(f *testing.F) {
-	for _, s := range []string{
+// fuzzSeedStrings are the hand-written fuzz seeds.
+func fuzzSeedStrings() []string {
+	return []string{
 		`{"resourceType":"Patient","id":"p","name":[{"given":["a",null],"_given":[null,{"extension":[{"url":"u","valueString":"x"}]}]}]}`,
 		`{"resourceType":"Bundle","type":"transaction","entry":[{"fullUrl":"urn:uuid:0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50","resource":{"resourceType":"Patient"},"request":{"method":"POST","url":"Patient"}},{"fullUrl":"urn:uuid:6c1a7b2e-3f4d-4e5f-8a9b-0c1d2e3f4a5b","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"subject":{"reference":"urn:uuid:0b0d2e4a-8a5e-4d55-9d3a-8c1c2b3a4f50"}},"request":{"method":"POST","url":"Observation"}}]}`,
 		`{"resourceType":"Observation","status":"final","code":{"text":"x"},"valueQuantity":{"value":1.50e3},"effectiveDateTime":"2020-02-29T23:59:60+14:00"}`,
 		`{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"o"}],"managingOrganization":{"reference":"#o"}}`,
 		`{"resourceType":"Patient","birthDate":"1900","address":[{"postalCode":"03601"}],"text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"}}`,
 		`["not", "a", "resource"]`, `{"a":"\ud800"}`, `{"resourceType":"Patient",,}`, "", "{", `{"resourceType":"Bundle","type":"document","entry":[]}`,
-	} {
+	}
+}
+
+func addFuzzSeeds(f *testing.F) {
+	for _, s := range fuzzSeedStrings() {
 		f.Add([]byte(s))
 	}
 	// The reference validator's cases are small and varied: good seeds.

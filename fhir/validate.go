@@ -1,42 +1,12 @@
 package fhir
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/acds-project/acds/fhir/spec"
 )
-
-// DefaultMaxBytes is the input size limit when an Options or Validate
-// caller sets none: 32 MiB, the server's /v1/process body limit.
-const DefaultMaxBytes = 32 << 20
-
-// Caps on the issues one validation records, so hostile input cannot make
-// the outcome larger than the input by much. Errors past the cap still
-// fail validation (a fatal issue says so); warnings past theirs are only
-// counted.
-const (
-	maxErrors   = 1000
-	maxWarnings = 200
-)
-
-// Validate checks data as FHIR R4 JSON (one resource, typically a Bundle)
-// and reports every finding. It never fails: malformed JSON, oversized
-// input and non-R4 content are reported as fatal or error issues.
-//
-// Validate checks JSON well-formedness; unknown properties; JSON types and
-// primitive formats; cardinality; choice elements; reference formats and
-// target types; codes of required bindings; resource ids; Bundle rules
-// (fullUrl, bdl-1..bdl-12, resolvable urn:uuid references); ele-1 and
-// dom-2..dom-6. It does not check profiles, extensions' definitions,
-// terminology outside the core required value sets, or FHIRPath invariants
-// beyond those named.
-func Validate(data []byte) *OperationOutcome {
-	out, _ := validateBytes(data, DefaultMaxBytes)
-	return out
-}
 
 // validateBytes validates data and returns the parsed tree when it parsed.
 func validateBytes(data []byte, maxBytes int) (*OperationOutcome, *node) {
@@ -221,10 +191,6 @@ func (v *validator) resourceID(id string, contained bool) {
 			return
 		}
 	}
-}
-
-func isIDChar(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.'
 }
 
 // resourceRules checks the dom-* invariants and a few resource-specific ones.
@@ -511,10 +477,6 @@ func (v *validator) primitiveExt(parent *node, m *member, t *spec.Type) {
 	v.object(val, elemT, nil)
 }
 
-func isPrimitive(typ string) bool {
-	return len(typ) > 0 && typ[0] >= 'a' && typ[0] <= 'z'
-}
-
 // value validates one (non-array) value of element e.
 func (v *validator) value(n *node, e *spec.Element) {
 	if isPrimitive(e.Type) {
@@ -630,32 +592,6 @@ func (v *validator) reference(n *node, e *spec.Element) {
 	v.push("reference", -1)
 	v.errorf("structure", "invalid resource target type: found %s, but expected one of (%s)", typ, strings.Join(e.Targets, ", "))
 	v.pop()
-}
-
-// refType returns the resource type named by a relative or absolute
-// RESTful reference ([base/]Type/id[/_history/v]), or "".
-func refType(ref string) string {
-	if i := strings.Index(ref, "/_history/"); i >= 0 {
-		ref = ref[:i]
-	}
-	if strings.ContainsAny(ref, "?#") {
-		return ""
-	}
-	j := strings.LastIndexByte(ref, '/')
-	if j <= 0 || j == len(ref)-1 {
-		return ""
-	}
-	id := ref[j+1:]
-	for k := 0; k < len(id); k++ {
-		if !isIDChar(id[k]) {
-			return ""
-		}
-	}
-	typ := ref[strings.LastIndexByte(ref[:j], '/')+1 : j]
-	if !spec.IsResource(typ) {
-		return ""
-	}
-	return typ
 }
 
 // attachment checks Attachment.size against the decoded data.
@@ -793,235 +729,6 @@ func (v *validator) primitive(n *node, e *spec.Element) {
 	}
 }
 
-// decodeBase64 decodes standard base64, ignoring the whitespace the
-// base64Binary lexical form allows.
-func decodeBase64(s string) ([]byte, error) {
-	if strings.ContainsAny(s, " \t\r\n") {
-		s = strings.Map(func(r rune) rune {
-			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
-				return -1
-			}
-			return r
-		}, s)
-	}
-	return base64.StdEncoding.DecodeString(s)
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
-
-func looksLikeHTML(s string) bool {
-	i := strings.IndexByte(s, '<')
-	if i < 0 {
-		return false
-	}
-	l := strings.ToLower(s[i:])
-	for _, t := range []string{"<script", "<iframe", "<img ", "<object", "<embed", "<a href", "<form", "<style", "<svg", "<link ", "<meta ", "javascript:"} {
-		if strings.Contains(l, t) {
-			return true
-		}
-	}
-	return false
-}
-
-func validCode(s string) bool {
-	if s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '\t' || c == '\n' || c == '\r' {
-			return false
-		}
-		if c == ' ' && s[i+1] == ' ' {
-			return false
-		}
-	}
-	return true
-}
-
-func validOID(s string) bool {
-	s = strings.TrimPrefix(s, "urn:oid:")
-	parts := strings.Split(s, ".")
-	if len(parts) < 2 || len(parts[0]) != 1 || parts[0][0] < '0' || parts[0][0] > '2' {
-		return false
-	}
-	for _, p := range parts[1:] {
-		if p == "" || (len(p) > 1 && p[0] == '0') {
-			return false
-		}
-		for i := 0; i < len(p); i++ {
-			if p[i] < '0' || p[i] > '9' {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func validUUID(s string) bool {
-	s = strings.TrimPrefix(s, "urn:uuid:")
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if c != '-' {
-				return false
-			}
-			continue
-		}
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func digits(s string, n int) (int, bool) {
-	if len(s) < n {
-		return 0, false
-	}
-	x := 0
-	for i := 0; i < n; i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		x = x*10 + int(s[i]-'0')
-	}
-	return x, true
-}
-
-// dateLen returns the length of the date prefix of s (YYYY, YYYY-MM or
-// YYYY-MM-DD) and whether it is a valid calendar date.
-func dateLen(s string) (int, bool) {
-	y, ok := digits(s, 4)
-	if !ok || y == 0 {
-		return 0, false
-	}
-	if len(s) == 4 || s[4] != '-' {
-		return 4, true
-	}
-	m, ok := digits(s[5:], 2)
-	if !ok || m < 1 || m > 12 {
-		return 0, false
-	}
-	if len(s) == 7 || s[7] != '-' {
-		return 7, true
-	}
-	d, ok := digits(s[8:], 2)
-	if !ok || d < 1 || d > daysIn(y, m) {
-		return 0, false
-	}
-	return 10, true
-}
-
-func daysIn(y, m int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-func validDate(s string) bool {
-	n, ok := dateLen(s)
-	return ok && n == len(s)
-}
-
-// timeLen validates hh:mm:ss(.f+)? at the start of s and returns its length.
-func timeLen(s string) (int, bool) {
-	h, ok1 := digits(s, 2)
-	if !ok1 || len(s) < 8 || s[2] != ':' || s[5] != ':' {
-		return 0, false
-	}
-	m, ok2 := digits(s[3:], 2)
-	sec, ok3 := digits(s[6:], 2)
-	if !ok2 || !ok3 || h > 23 || m > 59 || sec > 60 {
-		return 0, false
-	}
-	n := 8
-	if n < len(s) && s[n] == '.' {
-		j := n + 1
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		if j == n+1 {
-			return 0, false
-		}
-		n = j
-	}
-	return n, true
-}
-
-func validTime(s string) bool {
-	n, ok := timeLen(s)
-	return ok && n == len(s)
-}
-
-func checkDateTime(s string, instant bool) string {
-	n, ok := dateLen(s)
-	if !ok {
-		return "not a valid date/time format"
-	}
-	if n == len(s) {
-		if instant {
-			return "an instant needs a full date, time and timezone"
-		}
-		return ""
-	}
-	if n != 10 || s[10] != 'T' {
-		return "not a valid date/time format"
-	}
-	tl, ok := timeLen(s[11:])
-	if !ok {
-		return "not a valid date/time format"
-	}
-	z := s[11+tl:]
-	switch {
-	case z == "Z":
-	case len(z) == 6 && (z[0] == '+' || z[0] == '-') && z[3] == ':':
-		h, ok1 := digits(z[1:], 2)
-		m, ok2 := digits(z[4:], 2)
-		if !ok1 || !ok2 || h > 14 || m > 59 {
-			return "not a valid timezone"
-		}
-	case z == "":
-		return "if a date has a time, it must have a timezone"
-	default:
-		return "not a valid date/time format"
-	}
-	return ""
-}
-
-func checkXHTML(s string) string {
-	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, "<div") || !strings.HasSuffix(t, "</div>") {
-		return "the narrative must be an XHTML div element"
-	}
-	head := t[:strings.IndexByte(t, '>')+1]
-	if !strings.Contains(head, `xmlns="http://www.w3.org/1999/xhtml"`) && !strings.Contains(head, `xmlns='http://www.w3.org/1999/xhtml'`) {
-		return "the narrative div must declare the XHTML namespace"
-	}
-	l := strings.ToLower(t)
-	for _, bad := range []string{"<script", "<iframe", "<object", "<embed", "<form", "javascript:"} {
-		if strings.Contains(l, bad) {
-			return "the narrative contains active content, which is not allowed"
-		}
-	}
-	return ""
-}
-
 // dupCheck finds repeated member names: by scanning for small objects, with
 // a map for large ones, so hostile input cannot make validation quadratic.
 type dupCheck struct {
@@ -1047,33 +754,6 @@ func (d *dupCheck) dup(kids []member, i int) bool {
 	}
 	d.names[k] = true
 	return false
-}
-
-// laterThan reports whether date/time a is certainly later than b. Only
-// values of the same precision and the same timezone are compared, where
-// string order is time order; anything else is not judged.
-func laterThan(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) > 10 {
-		za, zb := zone(a), zone(b)
-		if za == "" || za != zb {
-			return false
-		}
-	}
-	return a > b
-}
-
-// zone returns the timezone suffix of a dateTime ("Z", "+01:00"), or "".
-func zone(s string) string {
-	if strings.HasSuffix(s, "Z") {
-		return "Z"
-	}
-	if len(s) >= 6 && (s[len(s)-6] == '+' || s[len(s)-6] == '-') {
-		return s[len(s)-6:]
-	}
-	return ""
 }
 
 // entryTypes maps the fullUrls of a Bundle's entries to resource types.

@@ -238,3 +238,117 @@ func TestExtensibleBindingWarns(t *testing.T) {
 	}
 	t.Fatalf("no extensible-binding warning: %v", o.Issues)
 }
+
+// TestDecodeAndValidate: the typed pipeline returns the decoded resource
+// with every finding, flags other FHIR versions, and reports a member the
+// decoder rejected once, not again as missing.
+func TestDecodeAndValidate(t *testing.T) {
+	o, r, notR4 := decodeAndValidate([]byte(`{"resourceType":"Observation","status":"final","code":5,"foo":1,"bar":2}`), DefaultMaxBytes)
+	if r == nil || r.ResourceType() != "Observation" || notR4 {
+		t.Fatalf("resource %v, notR4 %v", r, notR4)
+	}
+	var errs []string
+	for _, is := range o.Issues {
+		if is.Severity == SeverityError {
+			errs = append(errs, is.Expression[0])
+		}
+	}
+	if strings.Join(errs, " ") != "Observation.code Observation.foo Observation.bar" {
+		t.Errorf("errors at %v; want code (wrong type, not also missing), foo, bar: %v", errs, o.Issues)
+	}
+
+	// Also deeper down, and for a repeating element whose items were all rejected.
+	for _, c := range []struct{ json, where string }{
+		{`{"resourceType":"Patient","link":[{"other":5,"type":"seealso"}]}`, "Patient.link[0].other"},
+		{`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"component":[{"code":{"coding":[{"code":5}]}}]}}]}`,
+			"Bundle.entry[0].resource.component[0].code.coding[0].code"},
+		{`{"resourceType":"Group","type":"person","actual":true,"characteristic":[{"code":{"text":"c"},"valueBoolean":true,"exclude":"no"}]}`, "Group.characteristic[0].exclude"},
+	} {
+		o, _, _ := decodeAndValidate([]byte(c.json), DefaultMaxBytes)
+		if o.ErrorCount() != 1 || o.Issues[0].Expression[0] != c.where {
+			t.Errorf("%s: want one error, at %s: %v", c.json, c.where, o.Issues)
+		}
+	}
+
+	_, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"MedicationOrder"}}]}`), DefaultMaxBytes)
+	if r == nil || !notR4 {
+		t.Errorf("DSTU2 entry: resource %v, notR4 %v; want the Bundle and true", r, notR4)
+	}
+	// An STU3 property the decoder does not know as such is recognised
+	// once the walk knows the resource type.
+	o, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:2f1a0b0e-9a56-4f25-8d19-2a6f04a5c0b1","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"valueAttachment":{"url":"http://x.org/a"}}}]}`), DefaultMaxBytes)
+	if r == nil || !notR4 || o.Issues[0].Code != "not-supported" || o.Issues[0].Expression[0] != "Bundle.entry[0].resource.valueAttachment" {
+		t.Errorf("STU3 valueAttachment: notR4 %v, %v", notR4, o.Issues)
+	}
+	o, r, notR4 = decodeAndValidate([]byte(`{"resourceType":"Foo"}`), DefaultMaxBytes)
+	if r != nil || notR4 || !o.HasErrors() || !strings.Contains(o.Issues[0].Diagnostics, "unknown resource type") {
+		t.Errorf("unknown type: resource %v, notR4 %v, %v", r, notR4, o.Issues)
+	}
+	o, r, _ = decodeAndValidate([]byte(`{"resourceType":"Patient"}`), 10)
+	if r != nil || len(o.Issues) != 1 || o.Issues[0].Severity != SeverityFatal || o.Issues[0].Code != "too-costly" {
+		t.Errorf("over the size limit: %v", o.Issues)
+	}
+	o, r, _ = decodeAndValidate([]byte(`{"resourceType":"Patient",`), DefaultMaxBytes)
+	if r != nil || len(o.Issues) != 1 || o.Issues[0].Severity != SeverityFatal || !strings.Contains(o.Issues[0].Diagnostics, "error parsing JSON") {
+		t.Errorf("malformed JSON: %v", o.Issues)
+	}
+}
+
+// TestTypedChecksOnPlainStrings: Extension.url, which the walk does not
+// visit, is still checked, and an element with only an id breaks ele-1.
+func TestTypedChecksOnPlainStrings(t *testing.T) {
+	for _, c := range []struct{ json, where, contains string }{
+		{`{"resourceType":"Patient","extension":[{"url":"http://x.org/a b","valueString":"x"}]}`, "Patient.extension[0].url", "whitespace"},
+		{`{"resourceType":"Patient","extension":[{"valueString":"x"}]}`, "Patient.extension[0]", "Extension.url"},
+		{`{"resourceType":"Patient","maritalStatus":{"id":"m"}}`, "Patient.maritalStatus", "ele-1"},
+		{`{"resourceType":"Patient","_birthDate":{"id":"b"}}`, "Patient.birthDate", "ele-1"},
+	} {
+		o := Validate([]byte(c.json))
+		found := false
+		for _, is := range o.Issues {
+			found = found || is.Severity == SeverityError && len(is.Expression) == 1 && is.Expression[0] == c.where && strings.Contains(is.Diagnostics, c.contains)
+		}
+		if !found {
+			t.Errorf("%s: no error at %s containing %q: %v", c.json, c.where, c.contains, o.Issues)
+		}
+	}
+}
+
+func TestHasResourcesTyped(t *testing.T) {
+	for _, c := range []struct {
+		json string
+		want bool
+	}{
+		{`{"resourceType":"Patient"}`, true},
+		{`{"resourceType":"Bundle","type":"collection"}`, false},
+		{`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"x"}]},"search":{"mode":"outcome"}}]}`, false},
+		{`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Provenance","meta":{"tag":[{"system":"urn:acds:tag","code":"provenance"}]}}}]}`, false},
+		{`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Provenance"}}]}`, true},
+	} {
+		_, r, _ := decodeAndValidate([]byte(c.json), DefaultMaxBytes)
+		if r == nil {
+			t.Fatalf("%s did not decode", c.json)
+		}
+		if got := hasResourcesTyped(r); got != c.want {
+			t.Errorf("%s: hasResourcesTyped %v, want %v", c.json, got, c.want)
+		}
+	}
+}
+
+func TestFullURLMatches(t *testing.T) {
+	for _, c := range []struct {
+		fu, typ, id string
+		want        bool
+	}{
+		{"http://x/Patient/1", "Patient", "1", true},
+		{"/Patient/1", "Patient", "1", true},
+		{"Patient/1", "Patient", "1", false},
+		{"http://x/Patient/12", "Patient", "2", false},
+		{"http://x/XPatient/1", "Patient", "1", false},
+		{"", "Patient", "1", false},
+	} {
+		if got := fullURLMatches(c.fu, c.typ, c.id); got != c.want {
+			t.Errorf("fullURLMatches(%q, %q, %q) = %v", c.fu, c.typ, c.id, got)
+		}
+	}
+}
