@@ -1,79 +1,94 @@
 package fhir
 
 import (
+	"strconv"
 	"strings"
+
+	"github.com/acds-project/acds/fhir/r4"
 )
 
-// bundle checks the Bundle rules: fullUrl form and consistency, the
-// bdl-* invariants that matter for data integrity, and reference
-// resolution inside the Bundle. n is the Bundle object; the validator's
-// path points at it.
-func (v *validator) bundle(n *node) {
-	btype := n.getStr("type")
-	if n.get("total") != nil && btype != "searchset" && btype != "history" {
-		v.errorf("invariant", "bdl-1: total only when a search or history")
+// bundleRules checks the Bundle rules on the typed model: fullUrl form and
+// consistency, the bdl-* invariants that matter for data integrity, and
+// reference resolution inside the Bundle. where is the Bundle's path; bc
+// holds what the walk collected from the entries (their references and
+// versions).
+func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
+	btype := text(b.Type)
+	if b.Total != nil && btype != "searchset" && btype != "history" {
+		v.errorf("invariant", where, "bdl-1: total only when a search or history")
 	}
-	entries := n.get("entry")
-	if entries == nil || entries.kind != kArray {
+	if len(b.Entry) == 0 {
 		if btype == "document" {
-			v.errorf("invariant", "bdl-11: a document must have a Composition as the first resource")
+			v.errorf("invariant", where, "bdl-11: a document must have a Composition as the first resource")
 		}
 		if btype == "message" {
-			v.errorf("invariant", "bdl-12: a message must have a MessageHeader as the first resource")
+			v.errorf("invariant", where, "bdl-12: a message must have a MessageHeader as the first resource")
 		}
 		return
 	}
+	entryAt := func(i int) string { return where + ".entry[" + strconv.Itoa(i) + "]" }
+	// Relative references per entry, for the missing-fullUrl check.
+	relative := map[int]bool{}
+	for _, r := range bc.refs {
+		if !strings.Contains(r.ref, ":") && !strings.HasPrefix(r.ref, "#") {
+			relative[r.entry] = true
+		}
+	}
 	type key struct{ full, version string }
-	seenFull := map[key]int{}
-	byTypeID := map[string][]int{}
-	fullUrls := map[string]bool{}
-	for i := range entries.kids {
-		e := &entries.kids[i].val
-		if e.kind != kObject {
-			continue
+	seenFull := make(map[key]int, len(b.Entry))
+	// byTypeID: for each type and id, the first entry holding it and how
+	// many do.
+	byTypeID := make(map[typeID]matches, len(b.Entry))
+	fullUrls := make(map[string]bool, len(b.Entry))
+	for i := range b.Entry {
+		e := &b.Entry[i]
+		res := e.Resource
+		fu := text(e.FullURL)
+		if res == nil && e.Request == nil && e.Response == nil && !(v.damaged != nil && v.damaged[entryAt(i)]) {
+			v.errorf("invariant", entryAt(i), "bdl-5: an entry must have a resource unless there is a request or response")
 		}
-		v.push("entry", i)
-		res := e.get("resource")
-		fu := e.getStr("fullUrl")
-		if res == nil && e.get("request") == nil && e.get("response") == nil {
-			v.errorf("invariant", "bdl-5: an entry must have a resource unless there is a request or response")
+		if e.Search != nil && btype != "searchset" {
+			v.errorf("invariant", entryAt(i), "bdl-2: entry.search only when a search")
 		}
-		if e.get("search") != nil && btype != "searchset" {
-			v.errorf("invariant", "bdl-2: entry.search only when a search")
-		}
-		hasReq := e.get("request") != nil
+		hasReq := e.Request != nil
 		switch btype {
 		case "batch", "transaction", "history":
 			if !hasReq {
-				v.errorf("invariant", "bdl-3: entry.request mandatory for batch/transaction/history")
+				v.errorf("invariant", entryAt(i), "bdl-3: entry.request mandatory for batch/transaction/history")
 			}
 		default:
 			if hasReq {
-				v.errorf("invariant", "bdl-3: entry.request allowed only for batch/transaction/history")
+				v.errorf("invariant", entryAt(i), "bdl-3: entry.request allowed only for batch/transaction/history")
 			}
 		}
-		hasResp := e.get("response") != nil
+		hasResp := e.Response != nil
 		switch btype {
 		case "batch-response", "transaction-response", "history":
 			if !hasResp {
-				v.errorf("invariant", "bdl-4: entry.response mandatory for batch-response/transaction-response/history")
+				v.errorf("invariant", entryAt(i), "bdl-4: entry.response mandatory for batch-response/transaction-response/history")
 			}
 		default:
 			if hasResp {
-				v.errorf("invariant", "bdl-4: entry.response allowed only for batch-response/transaction-response/history")
+				v.errorf("invariant", entryAt(i), "bdl-4: entry.response allowed only for batch-response/transaction-response/history")
 			}
 		}
-		var typ, id, version string
-		if res != nil && res.kind == kObject {
-			typ, id = res.getStr("resourceType"), res.getStr("id")
-			version = res.get("meta").getStr("versionId")
+		searchMode := ""
+		if e.Search != nil {
+			searchMode = text(e.Search.Mode)
+		}
+		var typ, id string
+		if res != nil {
+			typ, id = res.ResourceType(), res.ResourceID()
 			if id != "" {
-				byTypeID[typ+"/"+id] = append(byTypeID[typ+"/"+id], i)
+				k := typeID{typ, id}
+				if m, ok := byTypeID[k]; ok {
+					byTypeID[k] = matches{m.first, m.n + 1}
+				} else {
+					byTypeID[k] = matches{i, 1}
+				}
 			}
-			if btype == "searchset" && id == "" && e.get("search").getStr("mode") == "match" {
-				v.push("resource", -1)
-				v.errorf("required", "search results must have ids")
-				v.pop()
+			if btype == "searchset" && id == "" && searchMode == "match" {
+				v.errorf("required", entryAt(i)+".resource", "search results must have ids")
 			}
 		}
 		if fu == "" && res != nil {
@@ -81,195 +96,127 @@ func (v *validator) bundle(n *node) {
 			// relative references resolve against the receiving server.
 			switch {
 			case btype == "transaction" || btype == "batch" || btype == "batch-response" || btype == "transaction-response":
-			case btype == "searchset" && e.get("search").getStr("mode") == "outcome":
+			case btype == "searchset" && searchMode == "outcome":
 				// A search's OperationOutcome has no identity.
 			default:
-				v.errorf("required", "bundle entry missing fullUrl")
-				if res.kind == kObject && hasRelativeRef(res) {
-					v.errorf("invalid", "relative reference appears inside a Bundle whose entry is missing a fullUrl")
+				v.errorf("required", entryAt(i), "bundle entry missing fullUrl")
+				if relative[i] {
+					v.errorf("invalid", entryAt(i), "relative reference appears inside a Bundle whose entry is missing a fullUrl")
 				}
 			}
 		} else if fu != "" {
-			v.push("fullUrl", -1)
+			at := func() string { return entryAt(i) + ".fullUrl" }
 			switch {
 			case !strings.Contains(fu, ":"):
-				v.errorf("value", "the fullUrl must be an absolute URL (not %q)", fu)
+				v.errorf("value", at(), "the fullUrl must be an absolute URL (not %q)", fu)
 			case strings.Contains(fu, "/_history/"):
-				v.errorf("invariant", "bdl-8: fullUrl cannot be a version specific reference")
+				v.errorf("invariant", at(), "bdl-8: fullUrl cannot be a version specific reference")
 			case strings.HasPrefix(fu, "urn:uuid:") && !validUUID(fu):
-				v.errorf("value", "the fullUrl %q is not a valid urn:uuid", fu)
-			case id != "" && refType(fu) != "" && !strings.HasSuffix(fu, "/"+typ+"/"+id):
-				v.errorf("value", "the fullUrl %q does not match the resource %s/%s", fu, typ, id)
+				v.errorf("value", at(), "the fullUrl %q is not a valid urn:uuid", fu)
+			case id != "" && !fullURLMatches(fu, typ, id) && refType(fu) != "":
+				v.errorf("value", at(), "the fullUrl %q does not match the resource %s/%s", fu, typ, id)
 			}
-			k := key{fu, version}
+			k := key{fu, bc.versions[i]}
 			if j, dup := seenFull[k]; dup && btype != "history" {
-				v.errorf("invariant", "bdl-7: fullUrl must be unique in a bundle (also entry[%d])", j)
+				v.errorf("invariant", at(), "bdl-7: fullUrl must be unique in a bundle (also entry[%d])", j)
 			} else {
 				seenFull[k] = i
 			}
 			fullUrls[fu] = true
-			v.pop()
 		}
-		v.pop()
 	}
 
 	if btype != "history" {
-		for i := range entries.kids {
-			res := entries.kids[i].val.get("resource")
-			if res == nil || res.getStr("id") == "" {
+		for i := range b.Entry {
+			res := b.Entry[i].Resource
+			if res == nil || res.ResourceID() == "" {
 				continue
 			}
-			key := res.getStr("resourceType") + "/" + res.getStr("id")
-			if ms := byTypeID[key]; len(ms) > 1 && ms[0] != i {
-				v.push("entry", i)
-				v.add(SeverityWarning, "duplicate", "duplicate resource id: %s is also in entry[%d]", key, ms[0])
-				v.pop()
+			if m := byTypeID[typeID{res.ResourceType(), res.ResourceID()}]; m.n > 1 && m.first != i {
+				v.add(SeverityWarning, "duplicate", entryAt(i), "duplicate resource id: %s/%s is also in entry[%d]", res.ResourceType(), res.ResourceID(), m.first)
 			}
 		}
 	}
 
-	first := func() string {
-		if len(entries.kids) == 0 {
-			return ""
-		}
-		return entries.kids[0].val.get("resource").getStr("resourceType")
+	first := ""
+	if r := b.Entry[0].Resource; r != nil {
+		first = r.ResourceType()
 	}
 	switch btype {
 	case "document":
-		idn := n.get("identifier")
-		if idn == nil || idn.getStr("system") == "" || idn.getStr("value") == "" {
-			v.errorf("invariant", "bdl-9: a document must have an identifier with a system and a value")
+		if idn := b.Identifier; idn == nil || text(idn.System) == "" || text(idn.Value) == "" {
+			v.errorf("invariant", where, "bdl-9: a document must have an identifier with a system and a value")
 		}
-		if n.get("timestamp") == nil {
-			v.errorf("invariant", "bdl-10: a document must have a date (timestamp)")
+		if b.Timestamp == nil {
+			v.errorf("invariant", where, "bdl-10: a document must have a date (timestamp)")
 		}
-		if first() != "Composition" {
-			v.errorf("invariant", "bdl-11: a document must have a Composition as the first resource")
+		if first != "Composition" {
+			v.errorf("invariant", where, "bdl-11: a document must have a Composition as the first resource")
 		}
 	case "message":
-		if first() != "MessageHeader" {
-			v.errorf("invariant", "bdl-12: a message must have a MessageHeader as the first resource")
+		if first != "MessageHeader" {
+			v.errorf("invariant", where, "bdl-12: a message must have a MessageHeader as the first resource")
 		}
 	}
 
 	// Reference resolution inside the Bundle.
-	for i := range entries.kids {
-		e := &entries.kids[i].val
-		res := e.get("resource")
-		if res == nil || res.kind != kObject {
-			continue
-		}
-		v.push("entry", i)
-		v.push("resource", -1)
-		walkRefs(res, func(ref string) {
+	for _, r := range bc.refs {
+		ref := r.ref
+		at := func() string { return entryAt(r.entry) + ".resource" }
+		switch {
+		case strings.HasPrefix(ref, "urn:uuid:") || strings.HasPrefix(ref, "urn:oid:"):
+			if !fullUrls[ref] && (btype == "transaction" || btype == "batch" || btype == "document") {
+				v.errorf("not-found", at(), "unable to resolve resource with reference %q in the Bundle", ref)
+			}
+		case strings.Contains(ref, ":") || strings.HasPrefix(ref, "#") || strings.Contains(ref, "?"):
+			if fullUrls[ref] {
+				continue
+			}
+			if typ := refType(ref); typ != "" {
+				if m := byTypeID[typeID{typ, lastID(ref)}]; m.n > 1 && btype == "document" {
+					v.errorf("not-found", at(), "found %d matches for %q in the Bundle", m.n, ref)
+				}
+			}
+		default:
+			base := ref
+			versioned := false
+			if j := strings.Index(ref, "/_history/"); j >= 0 {
+				base, versioned = ref[:j], true
+			}
+			var m matches
+			if j := strings.LastIndexByte(base, '/'); j >= 0 {
+				m = byTypeID[typeID{base[:j], base[j+1:]}]
+			}
 			switch {
-			case strings.HasPrefix(ref, "urn:uuid:") || strings.HasPrefix(ref, "urn:oid:"):
-				if !fullUrls[ref] && (btype == "transaction" || btype == "batch" || btype == "document") {
-					v.errorf("not-found", "unable to resolve resource with reference %q in the Bundle", ref)
-				}
-			case strings.Contains(ref, ":") || strings.HasPrefix(ref, "#") || strings.Contains(ref, "?"):
-				if fullUrls[ref] {
-					return
-				}
-				if typ := refType(ref); typ != "" {
-					if matches := len(byTypeID[typ+"/"+lastID(ref)]); matches > 1 && !fullUrls[ref] && btype == "document" {
-						v.errorf("not-found", "found %d matches for %q in the Bundle", matches, ref)
+			case m.n > 1 && !versioned:
+				v.errorf("not-found", at(), "multiple matches in the Bundle for reference %q", ref)
+			case m.n == 0 && btype == "document":
+				v.errorf("not-found", at(), "can't find %q in the Bundle", ref)
+			case versioned && btype == "document":
+				want := ref[strings.LastIndexByte(ref, '/')+1:]
+				found := false
+				for j := range b.Entry {
+					if r := b.Entry[j].Resource; r != nil && bc.versions[j] == want && base == r.ResourceType()+"/"+r.ResourceID() {
+						found = true
 					}
 				}
-			default:
-				base := ref
-				versioned := false
-				if j := strings.Index(ref, "/_history/"); j >= 0 {
-					base, versioned = ref[:j], true
-				}
-				ms := byTypeID[base]
-				switch {
-				case len(ms) > 1 && !versioned:
-					v.errorf("not-found", "multiple matches in the Bundle for reference %q", ref)
-				case len(ms) == 0 && btype == "document":
-					v.errorf("not-found", "can't find %q in the Bundle", ref)
-				case versioned && btype == "document":
-					want := ref[strings.LastIndexByte(ref, '/')+1:]
-					found := false
-					for _, j := range ms {
-						if entries.kids[j].val.get("resource").get("meta").getStr("versionId") == want {
-							found = true
-						}
-					}
-					if !found {
-						v.errorf("not-found", "can't find %q in the Bundle", ref)
-					}
+				if !found {
+					v.errorf("not-found", at(), "can't find %q in the Bundle", ref)
 				}
 			}
-		})
-		v.pop()
-		v.pop()
-	}
-}
-
-// walkRefs calls f with every Reference.reference string inside the
-// resource n, not descending into nested Bundles' entries or contained
-// resources (their references are resolved in their own context).
-func walkRefs(n *node, f func(string)) {
-	switch n.kind {
-	case kObject:
-		for i := range n.kids {
-			m := &n.kids[i]
-			switch {
-			case m.key == "reference" && m.val.kind == kString:
-				f(m.val.str)
-			case m.key == "contained" || m.key == "entry" && n.getStr("resourceType") == "Bundle":
-			default:
-				walkRefs(&m.val, f)
-			}
-		}
-	case kArray:
-		for i := range n.kids {
-			walkRefs(&n.kids[i].val, f)
 		}
 	}
 }
 
-func hasRelativeRef(n *node) bool {
-	found := false
-	walkRefs(n, func(r string) {
-		if !strings.Contains(r, ":") && !strings.HasPrefix(r, "#") {
-			found = true
-		}
-	})
-	return found
-}
+// typeID is a resource's type and id.
+type typeID struct{ typ, id string }
 
-// parameters checks that relative references between the resources of a
-// Parameters resource resolve, as the reference validator does.
-func (v *validator) parameters(n *node) {
-	ids := map[string]bool{}
-	var res []*node
-	var collect func(ps *node)
-	collect = func(ps *node) {
-		if ps == nil || ps.kind != kArray {
-			return
-		}
-		for i := range ps.kids {
-			p := &ps.kids[i].val
-			if r := p.get("resource"); r != nil && r.kind == kObject {
-				res = append(res, r)
-				if id := r.getStr("id"); id != "" {
-					ids[r.getStr("resourceType")+"/"+id] = true
-				}
-			}
-			collect(p.get("part"))
-		}
-	}
-	collect(n.get("parameter"))
-	for _, r := range res {
-		if r.getStr("resourceType") == "Bundle" {
-			continue
-		}
-		walkRefs(r, func(ref string) {
-			if refType(ref) != "" && !strings.Contains(ref, ":") && !ids[strings.SplitN(ref, "/_history/", 2)[0]] {
-				v.errorf("not-found", "unable to resolve resource with reference %q", ref)
-			}
-		})
-	}
+// matches counts the entries holding one type and id.
+type matches struct{ first, n int }
+
+// fullURLMatches reports whether fullUrl ends in "/typ/id".
+func fullURLMatches(fullURL, typ, id string) bool {
+	n := len(fullURL)
+	return n >= len(typ)+len(id)+2 && fullURL[n-len(id):] == id && fullURL[n-len(id)-1] == '/' &&
+		fullURL[n-len(id)-1-len(typ):n-len(id)-1] == typ && fullURL[n-len(id)-2-len(typ)] == '/'
 }

@@ -24,9 +24,23 @@
 // returns its *InvalidError, for a server that checks a submission when it
 // arrives and processes it later.
 //
-// The package works on raw JSON with its own parser (size and depth
-// limited) and the generated element tables of package fhir/spec; it does
-// not depend on the typed model in fhir/r4.
+// # One parser, one model
+//
+// Every stage works on the typed R4 model of package fhir/r4, which is
+// generated from the official definitions:
+//
+//  1. decode: r4.Options.Decode reads the JSON into typed structs (no
+//     reflection), reporting every unknown property, wrong JSON type,
+//     duplicate member or pre-R4 shape with its path instead of stopping at
+//     the first, within size, depth and model-memory limits;
+//  2. validate: one walk over the model (r4.Walk with the element tables of
+//     package fhir/spec) checks formats, cardinality, choices, bindings,
+//     references, invariants and the Bundle rules;
+//  3. normalise (and de-identify) the same structs in place;
+//  4. encode: r4.AppendCanonical writes the output in canonical form, and
+//     its SHA-256 is the digest.
+//
+// The input is parsed once; nothing is re-read as untyped JSON.
 //
 // # Canonical output
 //

@@ -16,9 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // `go test ./fhir -run Golden -update` after an intended change and review
 // the diff.
 func TestGolden(t *testing.T) {
-	for _, p := range pipelines {
-		t.Run(p.name, func(t *testing.T) { testGolden(t, p.run) })
-	}
+	testGolden(t, Process)
 }
 
 func testGolden(t *testing.T, process func([]byte, Options) (*Output, error)) {

@@ -105,7 +105,7 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 			if r == nil {
 				continue // request-only or response-only entries carry no data
 			}
-			if isOurProvenanceTyped(r) {
+			if isOurProvenance(r) {
 				continue // regenerated below, which keeps normalisation idempotent
 			}
 			if be.Search != nil && be.Search.Mode != nil && be.Search.Mode.Value == "outcome" {
@@ -132,14 +132,14 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 		}
 		if id == "" {
 			var err error
-			if id, err = contentIDTyped(e.res); err != nil {
+			if id, err = contentID(e.res); err != nil {
 				return nil, 0, err
 			}
 		}
 		if prev := taken[e.typ+"/"+id]; prev != nil {
 			e.collided = prev
 			var err error
-			if id, err = contentIDTyped(e.res); err != nil {
+			if id, err = contentID(e.res); err != nil {
 				return nil, 0, err
 			}
 			if dup := taken[e.typ+"/"+id]; dup != nil {
@@ -232,7 +232,7 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 	if opts.BaseURL != "" {
 		base = strings.TrimSuffix(opts.BaseURL, "/")
 	}
-	prov := provenanceTyped(opts, format, now, out)
+	prov := provenance(opts, format, now, out)
 	bundle := &r4.Bundle{Type: r4.NewCode("collection"), Entry: make([]r4.BundleEntry, 0, len(out)+1)}
 	for _, e := range out {
 		bundle.Entry = append(bundle.Entry, r4.BundleEntry{FullURL: r4.NewURI(base + "/" + e.typ + "/" + e.finalID), Resource: e.res})
@@ -241,28 +241,28 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 	return bundle, len(bundle.Entry), nil
 }
 
-// hasResourcesTyped reports whether a validated root holds anything
+// hasResources reports whether a validated root holds anything
 // normalize carries into its output besides the Provenance: a resource
 // that is not a Bundle, or a Bundle entry resource that is neither our
 // earlier Provenance nor a search outcome. (Check needs it to refuse, as
 // Process does, input with nothing to process.)
-func hasResourcesTyped(root r4.Resource) bool {
+func hasResources(root r4.Resource) bool {
 	b, ok := root.(*r4.Bundle)
 	if !ok {
 		return root != nil
 	}
 	for i := range b.Entry {
 		e := &b.Entry[i]
-		if e.Resource != nil && !isOurProvenanceTyped(e.Resource) && (e.Search == nil || e.Search.Mode == nil || e.Search.Mode.Value != "outcome") {
+		if e.Resource != nil && !isOurProvenance(e.Resource) && (e.Search == nil || e.Search.Mode == nil || e.Search.Mode.Value != "outcome") {
 			return true
 		}
 	}
 	return false
 }
 
-// isOurProvenanceTyped reports whether r is a Provenance ACDS produced
+// isOurProvenance reports whether r is a Provenance ACDS produced
 // (meta.tag TagSystem#provenance).
-func isOurProvenanceTyped(r r4.Resource) bool {
+func isOurProvenance(r r4.Resource) bool {
 	p, ok := r.(*r4.Provenance)
 	if !ok || p == nil || p.Meta == nil {
 		return false
@@ -311,9 +311,9 @@ func sameContent(a, b r4.Resource) (bool, error) {
 	return bytes.Equal(x, y), nil
 }
 
-// contentIDTyped derives an id from a resource's content: the first 16
+// contentID derives an id from a resource's content: the first 16
 // bytes, in hex, of the SHA-256 of its canonical JSON without its id.
-func contentIDTyped(r r4.Resource) (string, error) {
+func contentID(r r4.Resource) (string, error) {
 	b, err := withoutID(r, func() ([]byte, error) { return canonicalResource(r) })
 	if err != nil {
 		return "", fmt.Errorf("fhir: normalise: %w", err)
@@ -322,9 +322,9 @@ func contentIDTyped(r r4.Resource) (string, error) {
 	return hex.EncodeToString(sum[:16]), nil
 }
 
-// provenanceTyped builds the Provenance resource describing this
+// provenance builds the Provenance resource describing this
 // processing of the entries out.
-func provenanceTyped(opts Options, format string, now time.Time, out []*entry) *r4.Provenance {
+func provenance(opts Options, format string, now time.Time, out []*entry) *r4.Provenance {
 	recorded := now.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z07:00")
 	measurement := opts.Measurement
 	if measurement == "" {

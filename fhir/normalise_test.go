@@ -16,7 +16,7 @@ import (
 // and official example the pipeline accepts.
 func TestTypedNormalizeIdempotent(t *testing.T) {
 	n := 0
-	for _, f := range equivalenceInputs(t) {
+	for _, f := range processInputs(t) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -89,7 +89,7 @@ func TestTypedNormalizeSingleResource(t *testing.T) {
 		t.Errorf("fullUrl %q", got)
 	}
 	prov, ok := b.Entry[1].Resource.(*r4.Provenance)
-	if !ok || !isOurProvenanceTyped(prov) || len(prov.Target) != 1 || prov.Target[0].Reference.Value != "Patient/p1" {
+	if !ok || !isOurProvenance(prov) || len(prov.Target) != 1 || prov.Target[0].Reference.Value != "Patient/p1" {
 		t.Fatalf("last entry is not our Provenance over Patient/p1: %#v", b.Entry[1].Resource)
 	}
 	if prov.Recorded.Value != "2026-11-21T12:00:00.000Z" || prov.Agent[0].Who.Identifier.Value.Value != "ab12cd34" ||
@@ -98,11 +98,11 @@ func TestTypedNormalizeSingleResource(t *testing.T) {
 	}
 }
 
-// deidentifyTyped runs the typed pipeline in the de-identified format and
+// deidentify runs the typed pipeline in the de-identified format and
 // returns the output JSON.
-func deidentifyTyped(t *testing.T, in string) string {
+func deidentify(t *testing.T, in string) string {
 	t.Helper()
-	out, err := processTyped([]byte(in), testOpts(FormatR4Deidentified))
+	out, err := Process([]byte(in), testOpts(FormatR4Deidentified))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func deidentifyTyped(t *testing.T, in string) string {
 // repeating primitives, and an extension whose url holds an IP address is
 // removed. (The node-based code kept "_state" as it was.)
 func TestTypedDeidentifyExtensionsEverywhere(t *testing.T) {
-	s := deidentifyTyped(t, `{"resourceType":"Patient","id":"p",
+	s := deidentify(t, `{"resourceType":"Patient","id":"p",
 	 "address":[{"state":"MA","_state":{"id":"s1","extension":[{"url":"http://example.org/town","valueString":"Smalltown"},{"url":"http://example.org/code","valueCode":"k1"}]},"country":"US"}],
 	 "extension":[{"url":"http://10.0.0.9/ext","valueCode":"k2"},{"url":"http://example.org/ok","valueCode":"k3"}]}`)
 	for _, bad := range []string{"Smalltown", "10.0.0.9", "k2", `"s1"`} {
@@ -137,7 +137,7 @@ func TestTypedDeidentifyExtensionsEverywhere(t *testing.T) {
 // elements (which keep one masked item, as Composition.author here), so
 // the output stays valid.
 func TestTypedDeidentifyMasksRequired(t *testing.T) {
-	s := deidentifyTyped(t, `{"resourceType":"Bundle","type":"collection","entry":[
+	s := deidentify(t, `{"resourceType":"Bundle","type":"collection","entry":[
 	 {"fullUrl":"urn:uuid:3c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","resource":{"resourceType":"Composition","status":"final","type":{"text":"note"},"date":"2020-03-04",
 	  "author":[{"display":"Dr Y"},{"display":"Dr Z"}],"title":"Letter about Jane"}},
 	 {"fullUrl":"urn:uuid:4c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","resource":{"resourceType":"DocumentReference","status":"current",
@@ -181,31 +181,6 @@ func TestElementOf(t *testing.T) {
 	}
 }
 
-// TestHasResourcesTyped agrees with the node-based hasResources.
-// TEMPORARY: delete it with the node-based pipeline.
-func TestHasResourcesTyped(t *testing.T) {
-	for _, in := range []string{
-		`{"resourceType":"Patient","id":"a"}`,
-		`{"resourceType":"Bundle","type":"collection"}`,
-		`{"resourceType":"Bundle","type":"batch","entry":[{"request":{"method":"DELETE","url":"Patient/1"}}]}`,
-		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"OperationOutcome","issue":[{"severity":"information","code":"informational"}]},"search":{"mode":"outcome"}}]}`,
-		`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient"},"search":{"mode":"match"}}]}`,
-		`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:11111111-1111-1111-1111-111111111111","resource":{"resourceType":"Provenance","meta":{"tag":[{"system":"urn:acds:tag","code":"provenance"}]},"target":[{"reference":"Patient/a"}],"recorded":"2020-01-01T00:00:00Z","agent":[{"who":{"display":"x"}}]}}]}`,
-	} {
-		tree, err := parseJSON([]byte(in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		root, err := r4.Unmarshal([]byte(in))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := hasResourcesTyped(root), hasResources(&tree); got != want {
-			t.Errorf("%s: hasResourcesTyped %v, hasResources %v", in, got, want)
-		}
-	}
-}
-
 // TestTypedRewritesOnlyReferences: only Reference.reference is rewritten.
 // A uri element that happens to be named reference (DetectedIssue.reference,
 // the authority for the issue) is a web address, not a reference, and
@@ -216,7 +191,7 @@ func TestTypedRewritesOnlyReferences(t *testing.T) {
 	 {"fullUrl":"http://s.example/fhir/Patient/a","resource":{"resourceType":"Patient","id":"a"}},
 	 {"fullUrl":"http://s.example/fhir/DetectedIssue/d","resource":{"resourceType":"DetectedIssue","id":"d","status":"final",
 	  "patient":{"reference":"http://s.example/fhir/Patient/a"},"reference":"http://s.example/fhir/Patient/a"}}]}`
-	out, err := processTyped([]byte(in), testOpts(FormatR4))
+	out, err := Process([]byte(in), testOpts(FormatR4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,4 +200,31 @@ func TestTypedRewritesOnlyReferences(t *testing.T) {
 			t.Errorf("want %s in %s", want, out.JSON)
 		}
 	}
+}
+
+// processInputs lists the shared bundles and validator cases, the golden
+// inputs and the official examples (when fetched) that tests run through
+// the pipeline.
+func processInputs(t *testing.T) []string {
+	var files []string
+	for _, sub := range []string{"synthea", "inferno", "fhir-validator-cases"} {
+		fs, _ := filepath.Glob(filepath.Join(sharedData, sub, "*.json"))
+		files = append(files, fs...)
+	}
+	golden, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	for _, g := range golden {
+		if !strings.Contains(filepath.Base(g), ".out.") {
+			files = append(files, g)
+		}
+	}
+	examples, _ := filepath.Glob(filepath.Join("..", ".fhir-defs", "package", "*.json"))
+	for _, f := range examples {
+		if base := filepath.Base(f); !conformance(base) && !strings.HasPrefix(base, "Bundle-") && base != "package.json" && !strings.HasPrefix(base, ".") {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		t.Skip("no inputs")
+	}
+	return files
 }

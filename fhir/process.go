@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/acds-project/acds/fhir/r4"
 )
 
 // The output formats Process produces.
@@ -127,13 +129,11 @@ func Process(input []byte, opts Options) (*Output, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &validator{}
-	outcome, root := validateBytesWith(v, input, maxBytes)
+	outcome, root, notR4 := decodeAndValidate(input, maxBytes)
 	if outcome.HasErrors() {
-		return nil, &InvalidError{Outcome: outcome, NotR4: v.notR4}
+		return nil, &InvalidError{Outcome: outcome, NotR4: notR4}
 	}
-	n := &normalizer{opts: opts, format: format}
-	out, count, err := n.run(root)
+	out, count, err := normalize(root, opts, format)
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +141,9 @@ func Process(input []byte, opts Options) (*Output, error) {
 		outcome.Issues = append(outcome.Issues, noResources())
 		return nil, &InvalidError{Outcome: outcome}
 	}
-	// Canonical output is the input without its whitespace, plus new
-	// fullUrls and the Provenance: size the buffer for that.
-	size := len(input) - v.inputWS
-	buf, err := appendCanonical(make([]byte, 0, size+size/8+1024+64*count), &out)
+	// The output is about the input's size (compact), plus fullUrls and
+	// the Provenance: size the buffer for that.
+	buf, err := r4.AppendCanonical(make([]byte, 0, len(input)+len(input)/8+1024+64*count), out)
 	if err != nil {
 		return nil, fmt.Errorf("fhir: encoding output: %w", err)
 	}
@@ -162,10 +161,9 @@ func Check(input []byte, opts Options) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &validator{}
-	outcome, root := validateBytesWith(v, input, maxBytes)
+	outcome, root, notR4 := decodeAndValidate(input, maxBytes)
 	if outcome.HasErrors() {
-		return &InvalidError{Outcome: outcome, NotR4: v.notR4}
+		return &InvalidError{Outcome: outcome, NotR4: notR4}
 	}
 	if !hasResources(root) {
 		outcome.Issues = append(outcome.Issues, noResources())
@@ -177,23 +175,4 @@ func Check(input []byte, opts Options) error {
 func noResources() Issue {
 	return Issue{Severity: SeverityError, Code: "required",
 		Diagnostics: "the input holds no resources to process", Expression: []string{"Bundle.entry"}}
-}
-
-// hasResources reports whether a validated root holds anything Process
-// would carry into its output.
-func hasResources(root *node) bool {
-	if root.getStr("resourceType") != "Bundle" {
-		return true
-	}
-	es := root.get("entry")
-	if es == nil {
-		return false
-	}
-	for i := range es.kids {
-		e := &es.kids[i].val
-		if r := e.get("resource"); r != nil && r.kind == kObject && !isOurProvenance(r) && e.get("search").getStr("mode") != "outcome" {
-			return true
-		}
-	}
-	return false
 }

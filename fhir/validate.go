@@ -1,81 +1,202 @@
 package fhir
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
 )
 
-// validateBytes validates data and returns the parsed tree when it parsed.
-func validateBytes(data []byte, maxBytes int) (*OperationOutcome, *node) {
-	return validateBytesWith(&validator{}, data, maxBytes)
+// DefaultMaxBytes is the input size limit when an Options or Validate
+// caller sets none: 32 MiB, the server's /v1/process body limit.
+const DefaultMaxBytes = 32 << 20
+
+// Caps on the issues one validation records, so hostile input cannot make
+// the outcome larger than the input by much. Errors past the cap still
+// fail validation (a fatal issue says so); warnings past theirs are only
+// counted.
+const (
+	maxErrors   = 1000
+	maxWarnings = 200
+)
+
+// Validate checks data as FHIR R4 JSON (one resource, typically a Bundle)
+// and reports every finding. It never fails: malformed JSON, oversized
+// input and non-R4 content are reported as fatal or error issues.
+//
+// Validate decodes data into the typed R4 model of package fhir/r4, whose
+// strict decoder reports malformed JSON, unknown properties, wrong JSON
+// types, duplicate properties and content of other FHIR versions, and
+// then checks the model: primitive formats; cardinality; choice elements;
+// reference formats and target types; codes of required bindings (and of
+// extensible ones, as warnings); resource ids; Bundle rules (fullUrl,
+// bdl-1..bdl-12, resolvable urn:uuid references); ele-1 and dom-2..dom-6.
+// It does not check profiles, extensions' definitions, terminology outside
+// the core required value sets, or FHIRPath invariants beyond those named.
+//
+// The order of the findings is deterministic: decoding findings come
+// first, in input order; the findings on the model follow in the order of
+// the R4 definitions (the order r4.Walk visits), which is the input order
+// for FHIR JSON written in the conventional member order.
+func Validate(data []byte) *OperationOutcome {
+	out, _, _ := decodeAndValidate(data, DefaultMaxBytes)
+	return out
 }
 
-func validateBytesWith(v *validator, data []byte, maxBytes int) (*OperationOutcome, *node) {
-	o := &OperationOutcome{}
+// decodeAndValidate decodes data with r4.Options{MaxBytes: maxBytes}.Decode
+// and validates the typed model. It returns every finding, the decoded
+// resource (nil when decoding could not complete or the root is not a
+// resource) and whether the content is FHIR of another version.
+func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resource, bool) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	v := &typedValidator{}
 	if len(data) > maxBytes {
-		o.Issues = append(o.Issues, Issue{Severity: SeverityFatal, Code: "too-costly",
-			Diagnostics: fmt.Sprintf("input is %d bytes, above the limit of %d", len(data), maxBytes)})
-		return o, nil
+		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
+		return &OperationOutcome{Issues: v.issues}, nil, false
 	}
-	root, ws, err := parseJSONWS(data)
-	v.inputWS = ws
-	if err != nil {
-		o.Issues = append(o.Issues, Issue{Severity: SeverityFatal, Code: "structure",
-			Diagnostics: "error parsing JSON: " + err.Error()})
-		return o, nil
+	r, errs := r4.Options{MaxBytes: maxBytes}.Decode(data)
+	for i, de := range errs {
+		v.decodeError(de, r == nil && i == len(errs)-1)
+		v.markDamaged(de.Path)
 	}
-	v.topLevel(&root)
-	o.Issues = v.issues
-	return o, &root
+	if r == nil && len(errs) == 0 {
+		v.add(SeverityFatal, "structure", "", "the content is not a FHIR resource")
+	}
+	if r != nil {
+		v.validate(r)
+	}
+	return &OperationOutcome{Issues: v.issues}, r, v.notR4
 }
 
-type pathSeg struct {
-	name string
-	idx  int // -1 when not an array item
+// text returns a primitive's value in its lexical form, "" when p is nil
+// or has no value.
+func text[P interface {
+	*T
+	r4.Primitive
+}, T any](p P) string {
+	if p == nil {
+		return ""
+	}
+	return p.Text()
 }
 
-type validator struct {
+// typedValidator validates one decoded resource tree.
+type typedValidator struct {
 	issues   []Issue
-	inputWS  int // whitespace bytes in the input
 	errors   int // errors and fatal issues found, reported or not
 	warnings int // warnings and information found, reported or not
-	path     []pathSeg
 	notR4    bool
-	res      *resCtx // the resource being validated
 
-	// fullURLTypes maps, for each enclosing Bundle, entry fullUrls to
-	// their resource types, so urn:uuid references get target-type checks.
-	fullURLTypes []map[string]string
+	valueSets map[*spec.Element]*spec.ValueSet // bound value sets looked up so far
+	// damaged holds the paths of the elements the decoder reported a
+	// problem in or under. Their skipped parts are missing from the model,
+	// so they are not judged on what is missing (required elements,
+	// ele-1, ext-1, pat-1…): the decoder's finding already says why.
+	damaged map[string]bool
+	// unknownProps holds the unknown properties the decoder reported, by
+	// the path of the element holding them.
+	unknownProps map[string][]unknownProp
+
+	frames  []vframe   // per depth of the walk
+	res     []*tresCtx // the resources on the current path, innermost last
+	bundles []*bundleCtx
 }
 
-// resCtx is per-resource state for the reference and contained checks.
-type resCtx struct {
-	typ         string
-	contained   map[string]bool // ids of contained resources
-	localRefs   map[string]bool // "#id" references seen
-	isContained bool
+// unknownProp is an unknown property and the index of its issue (-1 when
+// the issue cap left it out).
+type unknownProp struct {
+	name  string
+	issue int
 }
 
-func (v *validator) where() string {
-	var b strings.Builder
-	for i, s := range v.path {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(s.name)
-		if s.idx >= 0 {
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(s.idx))
-			b.WriteByte(']')
+// vframe is the validator's own state for one node on the walk's path.
+type vframe struct {
+	choices  []string // paths of the choice elements among the children seen
+	required []string // paths of the required elements among the children seen
+	damaged  bool     // the decoder reported a problem in or under the node
+}
+
+// damagedMember reports whether the decoder reported a problem in the
+// member of the element at where that holds the element rp of t (name is
+// rp's last step; a choice "value[x]" is any of its members).
+func (v *typedValidator) damagedMember(where string, t *spec.Type, rp, name string) bool {
+	if !strings.HasSuffix(name, "[x]") {
+		return v.damaged[where+"."+name]
+	}
+	for i := range t.Elements {
+		if e := &t.Elements[i]; e.Path == rp && v.damaged[where+"."+e.Name] {
+			return true
 		}
 	}
-	return b.String()
+	return false
 }
 
-func (v *validator) add(sev Severity, code, format string, args ...any) {
+// markDamaged records path and every element containing it as damaged.
+func (v *typedValidator) markDamaged(path string) {
+	if path == "" {
+		return
+	}
+	if v.damaged == nil {
+		v.damaged = map[string]bool{}
+	}
+	for {
+		if v.damaged[path] {
+			return // and so are its ancestors
+		}
+		v.damaged[path] = true
+		// The parent of "a.b[2]" is the member "a.b", then "a".
+		i := strings.LastIndexAny(path, ".[")
+		if i <= 0 {
+			return
+		}
+		path = path[:i]
+	}
+}
+
+// tresCtx is per-resource state for the reference and contained checks.
+type tresCtx struct {
+	typ         string
+	id          string
+	version     string // meta.versionId
+	isContained bool
+	containedID []string        // ids of the contained resources, in order
+	contained   map[string]bool // ids of contained resources
+	localRefs   map[string]bool // "#id" references seen ("" for "#")
+	// containedRefsUs: ids of contained resources that refer to "#".
+	containedRefsUs map[string]bool
+
+	bundle *bundleCtx // the Bundle whose entry this resource is
+	entry  int        // its entry index
+	params *paramsCtx // the Parameters whose parameter this resource is
+
+	ownBundle *bundleCtx // set when the resource is a Bundle
+	ownParams *paramsCtx // set when the resource is a Parameters
+}
+
+// bundleCtx is what a Bundle's rules need from its entries.
+type bundleCtx struct {
+	fullURLTypes map[string]string // entry fullUrls to resource types
+	refs         []entryRef        // references in entry resources, in walk order
+	versions     map[int]string    // entry index to its resource's meta.versionId
+}
+
+type entryRef struct {
+	entry int
+	ref   string
+}
+
+// paramsCtx is what the Parameters rule needs from its resources.
+type paramsCtx struct {
+	ids  map[string]bool // Type/id of every parameter resource
+	refs []string        // references in parameter resources other than Bundles
+}
+
+func (v *typedValidator) add(sev Severity, code, where, format string, args ...any) {
 	if sev == SeverityError || sev == SeverityFatal {
 		v.errors++
 		if v.errors > maxErrors {
@@ -95,492 +216,446 @@ func (v *validator) add(sev Severity, code, format string, args ...any) {
 			return
 		}
 	}
-	v.issues = append(v.issues, Issue{Severity: sev, Code: code,
-		Diagnostics: fmt.Sprintf(format, args...), Expression: []string{v.where()}})
+	is := Issue{Severity: sev, Code: code, Diagnostics: fmt.Sprintf(format, args...)}
+	if where != "" {
+		is.Expression = []string{where}
+	}
+	v.issues = append(v.issues, is)
 }
 
-func (v *validator) errorf(code, format string, args ...any) {
-	v.add(SeverityError, code, format, args...)
+func (v *typedValidator) errorf(code, where, format string, args ...any) {
+	v.add(SeverityError, code, where, format, args...)
 }
 
-func (v *validator) push(name string, idx int) { v.path = append(v.path, pathSeg{name, idx}) }
-func (v *validator) pop()                      { v.path = v.path[:len(v.path)-1] }
+// jsonWords names JSON types as the diagnostics of the raw-tree validator did.
+var jsonWords = strings.NewReplacer("an array", "a JSON Array", "an object", "a JSON object",
+	"a string", "a JSON string", "a number", "a JSON number", "a boolean", "a JSON boolean")
 
-func (v *validator) topLevel(root *node) {
-	if root.kind != kObject {
-		v.add(SeverityFatal, "structure", "the content is %s, not a FHIR resource (a JSON object)", root.kind.article())
-		return
-	}
-	rt := root.get("resourceType")
-	if rt == nil || rt.kind != kString {
-		v.add(SeverityFatal, "structure", "the JSON object has no resourceType, so it is not a FHIR resource")
-		return
-	}
-	v.resource(root, rt.str, false)
-}
-
-// resource validates one resource object whose resourceType is typ.
-func (v *validator) resource(n *node, typ string, contained bool) {
-	// Locations are FHIRPath from the root resource: its type starts the
-	// path; nested resources continue their parent's (Bundle.entry[0].resource.id).
-	if len(v.path) == 0 {
-		v.push(typ, -1)
-		defer v.pop()
-	}
-	if typ == "" {
-		v.errorf("structure", "the resource has no resourceType")
-		return
-	}
-	if !spec.IsResource(typ) {
-		if why := preR4Resource(typ); why != "" {
-			v.notR4 = true
-			v.errorf("not-supported", "resource type %s is %s, not FHIR R4", typ, why)
+// decodeError turns one decoder finding into an issue. last is set for
+// the fatal error that ended decoding without a resource.
+func (v *typedValidator) decodeError(de *r4.DecodeError, last bool) {
+	where, reason := de.Path, de.Reason
+	switch {
+	case errors.Is(de, r4.ErrSyntax):
+		v.add(SeverityFatal, "structure", where, "error parsing JSON: %s (at byte %d)", reason, de.Offset)
+	case errors.Is(de, r4.ErrLimit):
+		v.add(SeverityFatal, "too-costly", where, "%s", reason)
+	case errors.Is(de, r4.ErrMissingResourceType):
+		if where == "" {
+			v.add(SeverityFatal, "structure", "", "the JSON object has no resourceType, so it is not a FHIR resource")
+		} else {
+			v.errorf("structure", where, "the resource has no resourceType")
+		}
+	case de.NotR4 || errors.Is(de, r4.ErrNotR4):
+		if rt, ok := quotedAfter(reason, "resourceType "); ok && errors.Is(de, r4.ErrNotR4) {
+			if why := preR4Resource(rt); why != "" {
+				v.notR4 = true
+				v.add(sevFor(last, where), "not-supported", where, "resource type %s is %s, not FHIR R4", rt, why)
+			} else {
+				v.add(sevFor(last, where), "structure", where, "unknown resource type %q", rt)
+			}
 			return
 		}
-		v.errorf("structure", "unknown resource type %q", typ)
-		return
+		v.notR4 = true
+		if reason = strings.Replace(reason, "content, not R4", "content, not FHIR R4", 1); !strings.Contains(reason, "not FHIR R4") {
+			reason += " (not FHIR R4)"
+		}
+		v.add(sevFor(last, where), "not-supported", where, "%s", reason)
+	case errors.Is(de, r4.ErrUnknownProperty):
+		n := len(v.issues)
+		v.errorf("structure", where, "%s", strings.Replace(reason, "unknown property", "unrecognized property", 1))
+		// The walk checks, where it knows the resource type, whether the
+		// property is one of an earlier FHIR version.
+		if i := strings.LastIndexByte(where, '.'); i > 0 {
+			if v.unknownProps == nil {
+				v.unknownProps = map[string][]unknownProp{}
+			}
+			idx := -1
+			if len(v.issues) > n {
+				idx = n
+			}
+			v.unknownProps[where[:i]] = append(v.unknownProps[where[:i]], unknownProp{where[i+1:], idx})
+		}
+	case errors.Is(de, r4.ErrDuplicateProperty):
+		v.errorf("structure", where, "duplicate JSON property %q", lastName(where))
+	case reason == "empty object":
+		v.errorf("invariant", where, "ele-1: an element must have a value or children (empty object)")
+	case reason == "empty array":
+		v.errorf("structure", where, "array cannot be empty: the property should not be present if it has no values")
+	case last && where == "":
+		v.add(SeverityFatal, "structure", "", "the content is not a FHIR resource (a JSON object): %s", jsonWords.Replace(reason))
+	case strings.HasPrefix(reason, "expected ") && strings.Contains(reason, ", found "):
+		want, found, _ := strings.Cut(reason[len("expected "):], ", found ")
+		v.errorf("structure", where, "the property must be %s, not %s", jsonWords.Replace(want), found)
+	default:
+		v.errorf("structure", where, "%s", reason)
 	}
-	t := spec.Lookup(typ)
-	saved := v.res
-	rc := &resCtx{typ: typ, isContained: contained}
-	v.res = rc
-	defer func() { v.res = saved }()
+}
 
-	if c := n.get("contained"); c != nil && c.kind == kArray {
-		rc.contained = map[string]bool{}
-		for i := range c.kids {
-			if id := c.kids[i].val.getStr("id"); id != "" {
-				rc.contained[id] = true
+// sevFor is fatal for the root resource, which could not be decoded at all.
+func sevFor(last bool, where string) Severity {
+	if last && where == "" {
+		return SeverityFatal
+	}
+	return SeverityError
+}
+
+// quotedAfter returns the Go-quoted string that follows prefix in s.
+func quotedAfter(s, prefix string) (string, bool) {
+	i := strings.Index(s, prefix+`"`)
+	if i < 0 {
+		return "", false
+	}
+	q, err := strconv.QuotedPrefix(s[i+len(prefix):])
+	if err != nil {
+		return "", false
+	}
+	u, err := strconv.Unquote(q)
+	return u, err == nil
+}
+
+// lastName returns the member name of the last step of a path.
+func lastName(path string) string {
+	if i := strings.IndexByte(path, '['); i >= 0 && strings.LastIndexByte(path, '.') < i {
+		path = path[:i]
+	}
+	return path[strings.LastIndexByte(path, '.')+1:]
+}
+
+// pathOf renders the location of stack's top node, as r4.Path does.
+func pathOf(stack []specFrame) string {
+	var b strings.Builder
+	if r, ok := stack[0].Node.(r4.Resource); ok {
+		b.WriteString(r.ResourceType())
+	}
+	for _, f := range stack[1:] {
+		b.WriteByte('.')
+		b.WriteString(f.Name)
+		if f.Index >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(f.Index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func (v *typedValidator) validate(r r4.Resource) {
+	_ = specWalk(r, v.enter, v.leave)
+}
+
+func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
+	depth := len(stack) - 1
+	f := &stack[depth]
+	if depth < len(v.frames) {
+		vf := &v.frames[depth]
+		vf.choices, vf.required, vf.damaged = vf.choices[:0], vf.required[:0], false
+	} else {
+		v.frames = append(v.frames, vframe{})
+	}
+	// Only the children of a damaged element can be damaged.
+	damaged := v.damaged != nil && (depth == 0 || v.frames[depth-1].damaged) && v.damaged[path.String()]
+	v.frames[depth].damaged = damaged
+	if e := f.Elem; e != nil && depth > 0 {
+		pf := &v.frames[depth-1]
+		if e.Min > 0 && f.Index <= 0 {
+			pf.required = append(pf.required, e.Path)
+		}
+		if f.Index <= 0 && strings.HasSuffix(e.Path, "]") {
+			for _, p := range pf.choices {
+				if p == e.Path {
+					v.errorf("structure", path.String(), "only one of the choices of %s may be present", e.Path)
+				}
+			}
+			pf.choices = append(pf.choices, e.Path)
+		}
+		if e.Max > 1 && f.Index == e.Max {
+			v.errorf("structure", pathOf(stack[:depth])+"."+f.Name, "maximum allowed = %d, but found more", e.Max)
+		}
+	}
+	if damaged {
+		switch f.Node.(type) {
+		case *r4.Attachment, *r4.Quantity, *r4.Age, *r4.Duration, *r4.Distance, *r4.Count, *r4.ContactPoint, *r4.PatientContact:
+			return nil // their invariants are about parts that may be missing
+		}
+	}
+	switch n := f.Node.(type) {
+	case r4.Resource:
+		v.enterResource(path, stack, n)
+	case r4.Primitive:
+		v.primitive(path, f, n)
+	case *r4.Reference:
+		v.reference(path, f, n)
+	case *r4.Coding:
+		if s := text(n.System); s != "" && !strings.Contains(s, ":") {
+			v.errorf("value", path.String()+".system", "Coding.system must be an absolute reference, not a local reference")
+		}
+		if e := f.Elem; e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) && e.ValueSet != "" {
+			if vs := v.valueSet(e); vs != nil && text(n.Code) != "" && !vs.Contains(text(n.System), text(n.Code)) {
+				v.binding(e, path.String(), "the coding %s#%s is not in the value set %s", text(n.System), text(n.Code), e.ValueSet)
+			}
+		}
+	case *r4.CodeableConcept:
+		if e := f.Elem; e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) && e.ValueSet != "" && len(n.Coding) > 0 {
+			if vs := v.valueSet(e); vs != nil && !anyCodingIn(vs, n.Coding) {
+				v.binding(e, path.String(), "none of the codings provided are in the value set %s", e.ValueSet)
+			}
+		}
+	case *r4.Extension:
+		// url is a plain string, which the walk does not visit.
+		if u := n.URL; u != "" {
+			if c := u[0]; (c <= ' ' || c >= 0x80) && strings.TrimSpace(u) == "" {
+				v.errorf("value", path.String()+".url", "the value must not be only whitespace")
+			} else if msg := primitiveFormat("uri", u); msg != "" {
+				v.errorf("value", path.String()+".url", "%s: %q", msg, clip(u))
+			}
+		}
+	case *r4.Attachment:
+		v.attachment(path, n)
+	case *r4.Quantity:
+		v.qty3(path, n.Code != nil, n.System != nil)
+	case *r4.Age:
+		v.qty3(path, n.Code != nil, n.System != nil)
+	case *r4.Duration:
+		v.qty3(path, n.Code != nil, n.System != nil)
+	case *r4.Distance:
+		v.qty3(path, n.Code != nil, n.System != nil)
+	case *r4.Count:
+		v.qty3(path, n.Code != nil, n.System != nil)
+	case *r4.ContactPoint:
+		if n.Value != nil && n.System == nil {
+			v.errorf("invariant", path.String(), "cpt-2: a system is required if a value is provided")
+		}
+	case *r4.Period:
+		if start, end := text(n.Start), text(n.End); start != "" && end != "" && laterThan(start, end) {
+			v.errorf("invariant", path.String(), "per-1: if present, start shall have a lower value than end")
+		}
+	case *r4.PatientContact:
+		if n.Name == nil && len(n.Telecom) == 0 && n.Address == nil && n.Organization == nil {
+			v.errorf("invariant", path.String(), "pat-1: a contact shall at least contain a contact's details or a reference to an organization")
+		}
+	case *r4.Meta:
+		if _, ok := stack[depth-1].Node.(r4.Resource); ok && len(v.res) > 0 {
+			rc := v.res[len(v.res)-1]
+			rc.version = text(n.VersionID)
+			if rc.isContained {
+				if n.VersionID != nil || n.LastUpdated != nil {
+					v.errorf("invariant", pathOf(stack[:depth]), "dom-4: a contained resource must not have meta.versionId or meta.lastUpdated")
+				}
+				if len(n.Security) > 0 {
+					v.errorf("invariant", pathOf(stack[:depth]), "dom-5: a contained resource must not have a security label")
+				}
 			}
 		}
 	}
-	if id := n.get("id"); id != nil && id.kind == kString {
-		v.resourceID(id.str, contained)
-	}
-	if typ == "Bundle" {
-		v.fullURLTypes = append(v.fullURLTypes, entryTypes(n))
-		defer func() { v.fullURLTypes = v.fullURLTypes[:len(v.fullURLTypes)-1] }()
-	}
-	v.object(n, t, nil)
-	v.resourceRules(n, typ, rc)
-	switch typ {
-	case "Bundle":
-		v.bundle(n)
-	case "Parameters":
-		v.parameters(n)
+	return nil
+}
+
+func (v *typedValidator) qty3(path *r4.Path, code, system bool) {
+	if code && !system {
+		v.errorf("invariant", path.String(), "qty-3: if a code for the unit is present, the system shall also be present")
 	}
 }
 
-func (v *validator) resourceID(id string, contained bool) {
+// valueSet returns the expansion of e's bound value set (nil when the
+// tables have none), looking each element's up once per validation.
+func (v *typedValidator) valueSet(e *spec.Element) *spec.ValueSet {
+	vs, ok := v.valueSets[e]
+	if !ok {
+		if v.valueSets == nil {
+			v.valueSets = map[*spec.Element]*spec.ValueSet{}
+		}
+		vs = spec.LookupValueSet(e.ValueSet)
+		v.valueSets[e] = vs
+	}
+	return vs
+}
+
+func anyCodingIn(vs *spec.ValueSet, cs []r4.Coding) bool {
+	for i := range cs {
+		if vs.Contains(text(cs[i].System), text(cs[i].Code)) {
+			return true
+		}
+	}
+	return false
+}
+
+// binding reports a code outside a bound value set: an error for a
+// required binding, a warning for an extensible one (as the HL7 validator).
+func (v *typedValidator) binding(e *spec.Element, where, format string, args ...any) {
+	if e.Strength == spec.Required {
+		v.errorf("code-invalid", where, format+", which is required", args...)
+		return
+	}
+	v.add(SeverityWarning, "code-invalid", where, format+", which is extensible", args...)
+}
+
+func (v *typedValidator) enterResource(path *r4.Path, stack []specFrame, r r4.Resource) {
+	depth := len(stack) - 1
+	f := &stack[depth]
+	rc := &tresCtx{typ: r.ResourceType(), id: r.ResourceID(), isContained: depth > 0 && f.Name == "contained"}
+	var parent *tresCtx
+	if len(v.res) > 0 {
+		parent = v.res[len(v.res)-1]
+	}
+	if parent != nil && f.Elem != nil {
+		switch {
+		case rc.isContained:
+			parent.containedID = append(parent.containedID, rc.id)
+			if rc.id != "" {
+				if parent.contained == nil {
+					parent.contained = map[string]bool{}
+				}
+				parent.contained[rc.id] = true
+			}
+		case f.Elem.Path == "Bundle.entry.resource" && parent.ownBundle != nil:
+			rc.bundle, rc.entry = parent.ownBundle, stack[depth-1].Index
+		case f.Elem.Path == "Parameters.parameter.resource" && parent.ownParams != nil:
+			rc.params = parent.ownParams
+			if rc.id != "" {
+				rc.params.ids[rc.typ+"/"+rc.id] = true
+			}
+		}
+	}
+	if rc.id != "" {
+		v.resourceID(path, rc.id, rc.isContained)
+	}
+	if v.unknownProps != nil {
+		for _, up := range v.unknownProps[path.String()] {
+			if why := preR4Element(rc.typ + "." + up.name); why != "" {
+				v.notR4 = true
+				if up.issue >= 0 {
+					is := &v.issues[up.issue]
+					is.Code, is.Diagnostics = "not-supported", fmt.Sprintf("property %s.%s is %s, not FHIR R4", rc.typ, up.name, why)
+				}
+			}
+		}
+	}
+	switch n := r.(type) {
+	case *r4.Bundle:
+		rc.ownBundle = &bundleCtx{fullURLTypes: entryTypes(n), refs: make([]entryRef, 0, 4*len(n.Entry))}
+		v.bundles = append(v.bundles, rc.ownBundle)
+	case *r4.Parameters:
+		rc.ownParams = &paramsCtx{ids: map[string]bool{}}
+	}
+	v.res = append(v.res, rc)
+}
+
+func (v *typedValidator) resourceID(path *r4.Path, id string, contained bool) {
 	if len(id) > 64 {
 		sev := SeverityError
 		if contained {
 			// The reference validator does not hold contained ids to the length limit.
 			sev = SeverityWarning
 		}
-		v.push("id", -1)
-		v.add(sev, "value", "invalid resource id: too long (%d chars)", len(id))
-		v.pop()
+		v.add(sev, "value", path.String()+".id", "invalid resource id: too long (%d chars)", len(id))
 		return
 	}
 	for i := 0; i < len(id); i++ {
 		if !isIDChar(id[i]) {
-			v.push("id", -1)
-			v.errorf("value", "invalid resource id: invalid characters (%q)", id)
-			v.pop()
+			v.errorf("value", path.String()+".id", "invalid resource id: invalid characters (%q)", id)
 			return
 		}
 	}
 }
 
-// resourceRules checks the dom-* invariants and a few resource-specific ones.
-func (v *validator) resourceRules(n *node, typ string, rc *resCtx) {
-	if c := n.get("contained"); c != nil && c.kind == kArray {
-		for i := range c.kids {
-			cr := &c.kids[i].val
-			if cr.kind != kObject {
-				continue
-			}
-			v.push("contained", i)
-			if cr.get("contained") != nil {
-				v.errorf("invariant", "dom-2: a contained resource must not contain resources")
-			}
-			if m := cr.get("meta"); m != nil {
-				if m.get("versionId") != nil || m.get("lastUpdated") != nil {
-					v.errorf("invariant", "dom-4: a contained resource must not have meta.versionId or meta.lastUpdated")
-				}
-				if m.get("security") != nil {
-					v.errorf("invariant", "dom-5: a contained resource must not have a security label")
-				}
-			}
-			id := cr.getStr("id")
-			if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !refersTo(cr, "#") {
-				v.add(SeverityWarning, "invariant", "dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
-			}
-			v.pop()
+// entryTypes maps the fullUrls of a Bundle's entries to resource types.
+func entryTypes(b *r4.Bundle) map[string]string {
+	m := make(map[string]string, len(b.Entry))
+	for i := range b.Entry {
+		e := &b.Entry[i]
+		if fu := text(e.FullURL); fu != "" && e.Resource != nil {
+			m[fu] = e.Resource.ResourceType()
 		}
 	}
-	if t := spec.Lookup(typ); t != nil && !rc.isContained && t.Element("text") != nil && n.get("text") == nil {
-		v.add(SeverityWarning, "invariant", "dom-6: a resource should have narrative for robust management")
-	}
-	if typ == "Observation" {
-		v.obs6(n)
-		if cs := n.get("component"); cs != nil && cs.kind == kArray {
-			for i := range cs.kids {
-				v.push("component", i)
-				v.obs6(&cs.kids[i].val)
-				v.pop()
-			}
-		}
-	}
-	if typ == "RiskAssessment" {
-		if ps := n.get("prediction"); ps != nil && ps.kind == kArray {
-			for i := range ps.kids {
-				if d := ps.kids[i].val.get("probabilityDecimal"); d != nil && d.kind == kNumber {
-					if f, err := strconv.ParseFloat(d.str, 64); err == nil && f > 100 {
-						v.push("prediction", i)
-						v.errorf("invariant", "ras-2: probability must be <= 100")
-						v.pop()
-					}
-				}
-			}
-		}
-	}
+	return m
 }
 
-// refersTo reports whether any reference inside n equals ref.
-func refersTo(n *node, ref string) bool {
-	switch n.kind {
-	case kObject:
-		for i := range n.kids {
-			m := &n.kids[i]
-			if m.key == "reference" && m.val.kind == kString && m.val.str == ref {
-				return true
-			}
-			if refersTo(&m.val, ref) {
-				return true
-			}
-		}
-	case kArray:
-		for i := range n.kids {
-			if refersTo(&n.kids[i].val, ref) {
-				return true
-			}
-		}
+// primitive validates a primitive value's lexical form, and a code against
+// its element's required or extensible binding.
+func (v *typedValidator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) {
+	if !p.HasValue() {
+		return // an extension-only primitive ("_birthDate")
 	}
-	return false
-}
-
-// object validates the members of n against type t. el is the element n
-// was found in (nil for a resource root).
-func (v *validator) object(n *node, t *spec.Type, el *spec.Element) {
-	if len(n.kids) == 0 {
-		v.errorf("invariant", "ele-1: an element must have a value or children (empty object)")
+	typ, s := p.PrimitiveType(), p.Text()
+	switch typ {
+	case "boolean":
 		return
-	}
-	var seenChoice []string
-	var presentBuf [8]string
-	present := presentBuf[:0] // paths of required elements found
-	var seen dupCheck
-	for i := range n.kids {
-		m := &n.kids[i]
-		k := m.key
-		if k == "resourceType" && t.Kind == spec.Resource {
-			continue
+	case "integer", "positiveInt", "unsignedInt":
+		i, err := strconv.ParseInt(s, 10, 32)
+		switch {
+		case err != nil:
+			v.errorf("value", path.String(), "the value %q is not a valid integer", s)
+		case typ == "positiveInt" && i < 1:
+			v.errorf("value", path.String(), "the value %d must be a positive integer (>= 1)", i)
+		case typ == "unsignedInt" && i < 0:
+			v.errorf("value", path.String(), "the value %d must not be negative", i)
 		}
-		if seen.dup(n.kids, i) {
-			v.push(k, -1)
-			v.errorf("structure", "duplicate JSON property %q", k)
-			v.pop()
-			continue // validating it again would only repeat findings
-		}
-		if len(k) > 1 && k[0] == '_' {
-			if be := t.Element(k[1:]); be != nil && be.Min > 0 {
-				present = append(present, be.Path)
-			}
-			v.primitiveExt(n, m, t)
-			continue
-		}
-		e := t.Element(k)
-		if e == nil {
-			v.unknown(k, t)
-			continue
-		}
-		if e.Min > 0 {
-			present = append(present, e.Path)
-		}
-		if strings.HasSuffix(e.Path, "[x]") {
-			for _, p := range seenChoice {
-				if p == e.Path {
-					v.push(k, -1)
-					v.errorf("structure", "only one of the choices of %s may be present", e.Path)
-					v.pop()
-				}
-			}
-			seenChoice = append(seenChoice, e.Path)
-		}
-		v.member(n, m, e)
-	}
-	// Required elements (in the base R4 definitions a minimum is at most 1).
-required:
-	for _, path := range t.Required {
-		for _, p := range present {
-			if p == path {
-				continue required
-			}
-		}
-		name := path[strings.LastIndexByte(path, '.')+1:]
-		v.errorf("required", "%s: minimum required = 1, but only found 0", t.Name+"."+name)
-	}
-	switch t.Name {
-	case "Attachment":
-		v.attachment(n)
-	case "Coding":
-		if s := n.get("system"); s != nil && s.kind == kString && s.str != "" && !strings.Contains(s.str, ":") {
-			v.push("system", -1)
-			v.errorf("value", "Coding.system must be an absolute reference, not a local reference")
-			v.pop()
-		}
-	case "Reference":
-		v.reference(n, el)
-	case "Quantity", "Age", "Duration", "Distance", "Count", "MoneyQuantity", "SimpleQuantity":
-		if n.get("code") != nil && n.get("system") == nil {
-			v.errorf("invariant", "qty-3: if a code for the unit is present, the system shall also be present")
-		}
-	case "ContactPoint":
-		if n.get("value") != nil && n.get("system") == nil {
-			v.errorf("invariant", "cpt-2: a system is required if a value is provided")
-		}
-	case "Period":
-		if start, end := n.getStr("start"), n.getStr("end"); start != "" && end != "" && laterThan(start, end) {
-			v.errorf("invariant", "per-1: if present, start shall have a lower value than end")
-		}
-	case "Patient.contact":
-		if n.get("name") == nil && n.get("telecom") == nil && n.get("address") == nil && n.get("organization") == nil {
-			v.errorf("invariant", "pat-1: a contact shall at least contain a contact's details or a reference to an organization")
-		}
-	}
-	if t.Name == "Extension" {
-		hasValue, hasExt := false, false
-		for i := range n.kids {
-			k := n.kids[i].key
-			hasValue = hasValue || strings.HasPrefix(k, "value") || strings.HasPrefix(k, "_value")
-			hasExt = hasExt || k == "extension"
-		}
-		if hasValue == hasExt {
-			v.errorf("invariant", "ext-1: an extension must have either extensions or value[x], not both")
-		}
-	}
-}
-
-func (v *validator) unknown(k string, t *spec.Type) {
-	v.push(k, -1)
-	defer v.pop()
-	if why := preR4Element(t.Name + "." + k); why != "" {
-		v.notR4 = true
-		v.errorf("not-supported", "property %s.%s is %s, not FHIR R4", t.Name, k, why)
 		return
-	}
-	if k == "fhir_comments" {
-		v.notR4 = true
-		v.errorf("not-supported", "fhir_comments is a DSTU2/STU3 JSON feature, not FHIR R4")
-		return
-	}
-	v.errorf("structure", "unrecognized property %q", k)
-}
-
-// member validates one property's value(s) against its element.
-func (v *validator) member(parent *node, m *member, e *spec.Element) {
-	val := &m.val
-	if e.Max != 1 {
-		if val.kind != kArray {
-			v.push(m.key, -1)
-			v.errorf("structure", "the property %s must be a JSON Array, not %s", m.key, val.kind.article())
-			v.pop()
-			return
-		}
-		if len(val.kids) == 0 {
-			v.push(m.key, -1)
-			v.errorf("structure", "array cannot be empty: the property should not be present if it has no values")
-			v.pop()
-			return
-		}
-		if e.Max > 0 && len(val.kids) > e.Max {
-			v.push(m.key, -1)
-			v.errorf("structure", "maximum allowed = %d, but found %d", e.Max, len(val.kids))
-			v.pop()
-		}
-		ext := parent.get("_" + m.key)
-		for i := range val.kids {
-			item := &val.kids[i].val
-			v.push(m.key, i)
-			if item.kind == kNull {
-				if ext == nil || ext.kind != kArray || i >= len(ext.kids) || ext.kids[i].val.kind == kNull {
-					v.errorf("structure", "null is only allowed in an array when the matching _%s entry holds an extension", m.key)
-				}
-			} else {
-				v.value(item, e)
-			}
-			v.pop()
+	case "decimal":
+		if _, err := strconv.ParseFloat(s, 64); err != nil {
+			v.errorf("value", path.String(), "the value %q is not a valid decimal", s)
 		}
 		return
 	}
-	v.push(m.key, -1)
-	if val.kind == kArray {
-		v.errorf("structure", "the property %s must be a single value, not a JSON Array", m.key)
-	} else if val.kind == kNull {
-		v.errorf("structure", "null is not a valid value for %s", m.key)
-	} else {
-		v.value(val, e)
-	}
-	v.pop()
-}
-
-// primitiveExt validates "_name", the id and extensions of primitive name.
-func (v *validator) primitiveExt(parent *node, m *member, t *spec.Type) {
-	base := m.key[1:]
-	e := t.Element(base)
-	if e == nil || !isPrimitive(e.Type) {
-		v.unknown(m.key, t)
+	if s == "" {
+		v.errorf("value", path.String(), "@value cannot be empty")
 		return
 	}
-	elemT := spec.Lookup("Element")
-	v.push(m.key, -1)
-	defer v.pop()
-	val := &m.val
-	if e.Max != 1 {
-		if val.kind != kArray {
-			v.errorf("structure", "the property %s must be a JSON Array, not %s", m.key, val.kind.article())
-			return
+	if c := s[0]; (c <= ' ' || c >= 0x80) && strings.TrimSpace(s) == "" {
+		v.errorf("value", path.String(), "the value must not be only whitespace")
+		return
+	}
+	if msg := primitiveFormat(typ, s); msg != "" {
+		v.errorf("value", path.String(), "%s: %q", msg, clip(s))
+		return
+	}
+	if e := f.Elem; typ == "code" && e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) {
+		if vs := v.valueSet(e); vs != nil && !vs.Contains("", s) {
+			v.binding(e, path.String(), "the value provided (%q) is not in the value set %s", s, e.ValueSet)
 		}
-		if pv := parent.get(base); pv != nil && pv.kind == kArray && len(pv.kids) != len(val.kids) {
-			v.errorf("structure", "%s has %d items but %s has %d", m.key, len(val.kids), base, len(pv.kids))
-		}
-		for i := range val.kids {
-			it := &val.kids[i].val
-			if it.kind == kNull {
-				continue
-			}
-			v.path[len(v.path)-1].idx = i
-			if it.kind != kObject {
-				v.errorf("structure", "%s items must be objects or null", m.key)
-				continue
-			}
-			v.object(it, elemT, nil)
-		}
-		return
-	}
-	if val.kind != kObject {
-		v.errorf("structure", "the property %s must be a JSON object", m.key)
-		return
-	}
-	v.object(val, elemT, nil)
-}
-
-// value validates one (non-array) value of element e.
-func (v *validator) value(n *node, e *spec.Element) {
-	if isPrimitive(e.Type) {
-		v.primitive(n, e)
-		return
-	}
-	if n.kind != kObject {
-		v.errorf("structure", "expected a JSON object for %s, found %s", e.Type, n.kind.article())
-		return
-	}
-	if e.Type == "Resource" {
-		v.resource(n, n.getStr("resourceType"), e.Path == "DomainResource.contained" || strings.HasSuffix(e.Path, ".contained"))
-		return
-	}
-	t := e.TypeDef()
-	if t == nil {
-		v.errorf("structure", "no definition for type %s", e.Type)
-		return
-	}
-	v.object(n, t, e)
-	if (e.Strength == spec.Required || e.Strength == spec.Extensible) && e.ValueSet != "" {
-		switch e.Type {
-		case "CodeableConcept":
-			v.codeableConcept(n, e)
-		case "Coding":
-			v.coding(n, e)
-		}
-	}
-}
-
-func (v *validator) codeableConcept(n *node, e *spec.Element) {
-	vs := spec.LookupValueSet(e.ValueSet)
-	cs := n.get("coding")
-	if vs == nil || cs == nil || cs.kind != kArray || len(cs.kids) == 0 {
-		return
-	}
-	for i := range cs.kids {
-		c := &cs.kids[i].val
-		if vs.Contains(c.getStr("system"), c.getStr("code")) {
-			return
-		}
-	}
-	v.binding(e, "none of the codings provided are in the value set %s", e.ValueSet)
-}
-
-// binding reports a code outside a bound value set: an error for a
-// required binding, a warning for an extensible one (as the HL7 validator).
-func (v *validator) binding(e *spec.Element, format string, args ...any) {
-	if e.Strength == spec.Required {
-		v.errorf("code-invalid", format+", which is required", args...)
-		return
-	}
-	v.add(SeverityWarning, "code-invalid", format+", which is extensible", args...)
-}
-
-func (v *validator) coding(n *node, e *spec.Element) {
-	vs := spec.LookupValueSet(e.ValueSet)
-	if vs == nil || n.getStr("code") == "" {
-		return
-	}
-	if !vs.Contains(n.getStr("system"), n.getStr("code")) {
-		v.binding(e, "the coding %s#%s is not in the value set %s", n.getStr("system"), n.getStr("code"), e.ValueSet)
 	}
 }
 
 // reference checks a Reference's reference string: its format, its target
-// type against the element's allowed targets, and local (#id) resolution.
-func (v *validator) reference(n *node, e *spec.Element) {
-	r := n.get("reference")
-	if r == nil || r.kind != kString {
+// type against the element's allowed targets, and local (#id) resolution;
+// and records it for the Bundle and Parameters rules.
+func (v *typedValidator) reference(path *r4.Path, f *specFrame, n *r4.Reference) {
+	ref := text(n.Reference)
+	if ref == "" || len(v.res) == 0 {
 		return
 	}
-	ref := r.str
+	rc := v.res[len(v.res)-1]
+	if rc.bundle != nil {
+		rc.bundle.refs = append(rc.bundle.refs, entryRef{rc.entry, ref})
+	}
+	if rc.params != nil && rc.typ != "Bundle" {
+		rc.params.refs = append(rc.params.refs, ref)
+	}
 	if strings.HasPrefix(ref, "#") {
-		if v.res != nil {
-			if v.res.localRefs == nil {
-				v.res.localRefs = map[string]bool{}
-			}
-			v.res.localRefs[ref[1:]] = true
-			if ref != "#" && !v.res.contained[ref[1:]] && !v.res.isContained {
-				v.push("reference", -1)
-				v.errorf("not-found", "unable to resolve resource with reference %q (ref-1: a local reference needs a contained resource)", ref)
-				v.pop()
-			}
+		if rc.localRefs == nil {
+			rc.localRefs = map[string]bool{}
+		}
+		rc.localRefs[ref[1:]] = true
+		if ref != "#" && !rc.contained[ref[1:]] && !rc.isContained {
+			v.errorf("not-found", path.String()+".reference", "unable to resolve resource with reference %q (ref-1: a local reference needs a contained resource)", ref)
 		}
 		return
 	}
 	typ := refType(ref)
-	if typ == "" && strings.HasPrefix(ref, "urn:") && len(v.fullURLTypes) > 0 {
-		typ = v.fullURLTypes[len(v.fullURLTypes)-1][ref]
+	if typ == "" && strings.HasPrefix(ref, "urn:") && len(v.bundles) > 0 {
+		typ = v.bundles[len(v.bundles)-1].fullURLTypes[ref]
 	}
 	if typ == "" {
 		if !strings.Contains(ref, ":") && !strings.Contains(ref, "?") {
-			v.push("reference", -1)
-			v.errorf("value", "relative URLs must be of the format [ResourceName]/[id]; found %q", ref)
-			v.pop()
+			v.errorf("value", path.String()+".reference", "relative URLs must be of the format [ResourceName]/[id]; found %q", ref)
 		}
 		return
 	}
-	if t := n.getStr("type"); t != "" && t != typ && spec.IsResource(t) {
-		v.push("reference", -1)
-		v.errorf("value", "the type %q does not match the reference's type %s", t, typ)
-		v.pop()
+	if t := text(n.Type); t != "" && t != typ && spec.IsResource(t) {
+		v.errorf("value", path.String()+".reference", "the type %q does not match the reference's type %s", t, typ)
 	}
+	e := f.Elem
 	if e == nil || len(e.Targets) == 0 {
 		return
 	}
@@ -589,200 +664,161 @@ func (v *validator) reference(n *node, e *spec.Element) {
 			return
 		}
 	}
-	v.push("reference", -1)
-	v.errorf("structure", "invalid resource target type: found %s, but expected one of (%s)", typ, strings.Join(e.Targets, ", "))
-	v.pop()
+	v.errorf("structure", path.String()+".reference", "invalid resource target type: found %s, but expected one of (%s)", typ, strings.Join(e.Targets, ", "))
 }
 
-// attachment checks Attachment.size against the decoded data.
-func (v *validator) attachment(n *node) {
-	if n.get("data") != nil && n.get("contentType") == nil {
-		v.errorf("invariant", "att-1: if the attachment has data, it shall have a contentType")
+// attachment checks att-1 and Attachment.size against the decoded data.
+func (v *typedValidator) attachment(path *r4.Path, n *r4.Attachment) {
+	if n.Data != nil && n.ContentType == nil {
+		v.errorf("invariant", path.String(), "att-1: if the attachment has data, it shall have a contentType")
 	}
-	d, s := n.get("data"), n.get("size")
-	if d == nil || s == nil || d.kind != kString || s.kind != kNumber {
+	if n.Data == nil || !n.Data.HasValue() || n.Size == nil || !n.Size.HasValue() {
 		return
 	}
-	raw, err := decodeBase64(d.str)
+	raw, err := decodeBase64(n.Data.Value)
 	if err != nil {
 		return
 	}
-	if size, err := strconv.Atoi(s.str); err == nil && size != len(raw) {
-		v.errorf("structure", "stated attachment size %d does not match actual attachment size %d", size, len(raw))
+	if size := n.Size.Value; size != int64(len(raw)) {
+		v.errorf("structure", path.String(), "stated attachment size %d does not match actual attachment size %d", size, len(raw))
 	}
 }
 
-// primitive validates a primitive value's JSON type and lexical form, and
-// its code against a required binding.
-func (v *validator) primitive(n *node, e *spec.Element) {
-	typ := e.Type
-	switch typ {
-	case "boolean":
-		if n.kind != kBool {
-			v.errorf("structure", "the property must be a JSON boolean, not %s", n.kind.article())
+func (v *typedValidator) leave(stack []specFrame) {
+	f := &stack[len(stack)-1]
+	t := f.Type
+	damaged := v.frames[len(stack)-1].damaged
+	if t != nil && len(t.Required) > 0 {
+		v.required(stack, f, t, damaged)
+	}
+	switch n := f.Node.(type) {
+	case r4.Resource:
+		v.leaveResource(stack, n, damaged)
+		return
+	}
+	if t != nil && t.Name == "Observation.component" {
+		v.obs6(stack, f)
+	}
+	if damaged {
+		return // ele-1 and ext-1 are about parts that may be missing
+	}
+	switch n := f.Node.(type) {
+	case r4.Primitive:
+		if !n.HasValue() && len(f.Present) == 0 {
+			v.errorf("invariant", pathOf(stack), "ele-1: an element must have a value or children")
 		}
 		return
-	case "integer", "positiveInt", "unsignedInt", "integer64":
-		if n.kind != kNumber {
-			v.errorf("structure", "the property must be a JSON number, not %s", n.kind.article())
-			return
+	case *r4.Extension:
+		hasValue, hasExt := false, false
+		for _, p := range f.Present {
+			hasValue = hasValue || strings.HasPrefix(p, "value")
+			hasExt = hasExt || p == "extension"
 		}
-		i, err := strconv.ParseInt(n.str, 10, 32)
-		switch {
-		case err != nil:
-			v.errorf("value", "the value %q is not a valid integer", n.str)
-		case typ == "positiveInt" && i < 1:
-			v.errorf("value", "the value %d must be a positive integer (>= 1)", i)
-		case typ == "unsignedInt" && i < 0:
-			v.errorf("value", "the value %d must not be negative", i)
-		}
-		return
-	case "decimal":
-		if n.kind != kNumber {
-			v.errorf("structure", "the property must be a JSON number, not %s", n.kind.article())
-			return
-		}
-		if _, err := strconv.ParseFloat(n.str, 64); err != nil {
-			v.errorf("value", "the value %q is not a valid decimal", n.str)
+		if hasValue == hasExt {
+			v.errorf("invariant", pathOf(stack), "ext-1: an extension must have either extensions or value[x], not both")
 		}
 		return
 	}
-	if n.kind != kString {
-		v.errorf("structure", "the property must be a JSON string, not %s", n.kind.article())
-		return
-	}
-	s := n.str
-	if s == "" {
-		v.errorf("value", "@value cannot be empty")
-		return
-	}
-	if strings.TrimSpace(s) == "" {
-		v.errorf("value", "the value must not be only whitespace")
-		return
-	}
-	var msg string
-	switch typ {
-	case "string", "markdown":
-		if len(s) > 1<<20 {
-			msg = "value is longer than 1 MiB"
-		} else if typ == "string" && looksLikeHTML(s) {
-			msg = "the string value contains text that looks like embedded HTML tags, which are not allowed for security reasons"
-		}
-	case "code":
-		if !validCode(s) {
-			msg = "not a valid code (no leading, trailing or repeated whitespace)"
-		} else if e.Strength == spec.Required || e.Strength == spec.Extensible {
-			if vs := spec.LookupValueSet(e.ValueSet); vs != nil && !vs.Contains("", s) {
-				v.binding(e, "the value provided (%q) is not in the value set %s", s, e.ValueSet)
-				return
-			}
-		}
-	case "id":
-		if e.Name == "id" && strings.Count(e.Path, ".") == 1 && spec.IsResource(e.Path[:strings.IndexByte(e.Path, '.')]) {
-			return // a resource's own id: resourceID checked it
-		}
-		if len(s) > 64 {
-			msg = "id is longer than 64 characters"
-		}
-		for i := 0; i < len(s) && msg == ""; i++ {
-			if !isIDChar(s[i]) {
-				msg = "not a valid id"
-			}
-		}
-	case "uri", "url", "canonical":
-		if strings.ContainsAny(s, " \t\r\n") {
-			msg = "URIs must not contain whitespace"
-		} else if strings.HasPrefix(s, "urn:oid:") && !validOID(s) {
-			msg = "not a valid OID"
-		} else if strings.HasPrefix(s, "urn:uuid:") && !validUUID(strings.ToLower(s)) {
-			msg = "not a valid UUID"
-		}
-	case "oid":
-		if !validOID(s) {
-			msg = "not a valid OID (urn:oid:…)"
-		}
-	case "uuid":
-		if !validUUID(s) {
-			msg = "not a valid UUID (urn:uuid:…, lowercase)"
-		}
-	case "date":
-		if !validDate(s) {
-			msg = "not a valid date format"
-		}
-	case "dateTime":
-		msg = checkDateTime(s, false)
-	case "instant":
-		msg = checkDateTime(s, true)
-	case "time":
-		if !validTime(s) {
-			msg = "not a valid time format (hh:mm:ss)"
-		}
-	case "base64Binary":
-		if _, err := decodeBase64(s); err != nil {
-			msg = "not valid base64 content"
-		}
-	case "xhtml":
-		msg = checkXHTML(s)
-	}
-	if msg != "" {
-		v.errorf("value", "%s: %q", msg, clip(s))
+	if len(f.Present) == 0 {
+		v.errorf("invariant", pathOf(stack), "ele-1: an element must have a value or children")
 	}
 }
 
-// dupCheck finds repeated member names: by scanning for small objects, with
-// a map for large ones, so hostile input cannot make validation quadratic.
-type dupCheck struct {
-	names map[string]bool
-}
-
-// dup reports whether kids[i].key occurs in kids[:i].
-func (d *dupCheck) dup(kids []member, i int) bool {
-	k := kids[i].key
-	if len(kids) <= 32 {
-		for j := 0; j < i; j++ {
-			if kids[j].key == k {
-				return true
+// required checks the elements of t with a minimum cardinality (at most 1
+// in the base R4 definitions) against the children present.
+func (v *typedValidator) required(stack []specFrame, f *specFrame, t *spec.Type, damaged bool) {
+	seen := v.frames[len(stack)-1].required
+required:
+	for _, rp := range t.Required {
+		for _, p := range seen {
+			if p == rp {
+				continue required
 			}
 		}
-		return false
-	}
-	if d.names == nil {
-		d.names = make(map[string]bool, len(kids))
-	}
-	if d.names[k] {
-		return true
-	}
-	d.names[k] = true
-	return false
-}
-
-// entryTypes maps the fullUrls of a Bundle's entries to resource types.
-func entryTypes(bundle *node) map[string]string {
-	m := map[string]string{}
-	es := bundle.get("entry")
-	if es == nil || es.kind != kArray {
-		return m
-	}
-	for i := range es.kids {
-		e := &es.kids[i].val
-		if fu := e.getStr("fullUrl"); fu != "" {
-			if rt := e.get("resource").getStr("resourceType"); rt != "" {
-				m[fu] = rt
-			}
+		name := rp[strings.LastIndexByte(rp, '.')+1:]
+		if x, ok := f.Node.(*r4.Extension); ok && name == "url" && x.URL != "" {
+			continue
 		}
+		where := pathOf(stack)
+		if damaged && v.damagedMember(where, t, rp, name) {
+			continue // the decoder reported the element and left it out
+		}
+		v.errorf("required", where, "%s: minimum required = 1, but only found 0", t.Name+"."+name)
 	}
-	return m
 }
 
 // obs6 checks obs-6: dataAbsentReason only when there is no value[x].
-func (v *validator) obs6(n *node) {
-	if n.get("dataAbsentReason") == nil {
+func (v *typedValidator) obs6(stack []specFrame, f *specFrame) {
+	if !f.has("dataAbsentReason") {
 		return
 	}
-	for i := range n.kids {
-		if k := n.kids[i].key; strings.HasPrefix(k, "value") && len(k) > 5 {
-			v.errorf("invariant", "obs-6: dataAbsentReason shall only be present if value[x] is not present")
+	for _, p := range f.Present {
+		if strings.HasPrefix(p, "value") && len(p) > 5 {
+			v.errorf("invariant", pathOf(stack), "obs-6: dataAbsentReason shall only be present if value[x] is not present")
 			return
+		}
+	}
+}
+
+// leaveResource checks the rules that need the whole resource: dom-2,
+// dom-3, dom-6, obs-6, ras-2, and the Bundle and Parameters rules.
+func (v *typedValidator) leaveResource(stack []specFrame, r r4.Resource, damaged bool) {
+	f := &stack[len(stack)-1]
+	rc := v.res[len(v.res)-1]
+	v.res = v.res[:len(v.res)-1]
+	var where string
+	at := func() string {
+		if where == "" {
+			where = pathOf(stack)
+		}
+		return where
+	}
+	if rc.isContained {
+		if f.has("contained") {
+			v.errorf("invariant", at(), "dom-2: a contained resource must not contain resources")
+		}
+		if p := len(v.res); p > 0 && rc.localRefs[""] && rc.id != "" {
+			pr := v.res[p-1]
+			if pr.containedRefsUs == nil {
+				pr.containedRefsUs = map[string]bool{}
+			}
+			pr.containedRefsUs[rc.id] = true
+		}
+	}
+	for i, id := range rc.containedID {
+		if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !rc.containedRefsUs[id] {
+			v.add(SeverityWarning, "invariant", at()+".contained["+strconv.Itoa(i)+"]",
+				"dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
+		}
+	}
+	if t := f.Type; t != nil && !rc.isContained && t.Element("text") != nil && !f.has("text") && !(damaged && v.damaged[at()+".text"]) {
+		v.add(SeverityWarning, "invariant", at(), "dom-6: a resource should have narrative for robust management")
+	}
+	if rc.bundle != nil && rc.version != "" {
+		if rc.bundle.versions == nil {
+			rc.bundle.versions = map[int]string{}
+		}
+		rc.bundle.versions[rc.entry] = rc.version
+	}
+	switch n := r.(type) {
+	case *r4.Observation:
+		v.obs6(stack, f)
+	case *r4.RiskAssessment:
+		for i := range n.Prediction {
+			if d := n.Prediction[i].ProbabilityDecimal; d != nil && d.HasValue() {
+				if x, err := strconv.ParseFloat(d.Value, 64); err == nil && x > 100 {
+					v.errorf("invariant", at()+".prediction["+strconv.Itoa(i)+"]", "ras-2: probability must be <= 100")
+				}
+			}
+		}
+	case *r4.Bundle:
+		v.bundles = v.bundles[:len(v.bundles)-1]
+		v.bundleRules(at(), n, rc.ownBundle)
+	case *r4.Parameters:
+		for _, ref := range rc.ownParams.refs {
+			if refType(ref) != "" && !strings.Contains(ref, ":") && !rc.ownParams.ids[strings.SplitN(ref, "/_history/", 2)[0]] {
+				v.errorf("not-found", at(), "unable to resolve resource with reference %q", ref)
+			}
 		}
 	}
 }

@@ -173,11 +173,19 @@ func TestValidateAcceptsGoodResource(t *testing.T) {
 	}
 }
 
-func TestSyntaxErrorIsTyped(t *testing.T) {
-	_, err := parseJSON([]byte("{\"a\":\n[1,2,}"))
-	var se *SyntaxError
-	if !errors.As(err, &se) || !errors.Is(err, ErrSyntax) || se.Line != 2 {
-		t.Fatalf("got %v", err)
+// TestSyntaxErrorIsFatal: malformed JSON is one fatal issue that says
+// where, and Process refuses it with an *InvalidError.
+func TestSyntaxErrorIsFatal(t *testing.T) {
+	in := []byte("{\"resourceType\":\"Patient\",\n\"active\":}")
+	o := Validate(in)
+	if len(o.Issues) != 1 || o.Issues[0].Severity != SeverityFatal ||
+		!strings.Contains(o.Issues[0].Diagnostics, "error parsing JSON") || !strings.Contains(o.Issues[0].Diagnostics, "at byte") {
+		t.Fatalf("got %v", o.Issues)
+	}
+	_, err := Process(in, Options{})
+	var ie *InvalidError
+	if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Process: %v", err)
 	}
 }
 
@@ -314,7 +322,7 @@ func TestTypedChecksOnPlainStrings(t *testing.T) {
 	}
 }
 
-func TestHasResourcesTyped(t *testing.T) {
+func TestHasResources(t *testing.T) {
 	for _, c := range []struct {
 		json string
 		want bool
@@ -329,8 +337,8 @@ func TestHasResourcesTyped(t *testing.T) {
 		if r == nil {
 			t.Fatalf("%s did not decode", c.json)
 		}
-		if got := hasResourcesTyped(r); got != c.want {
-			t.Errorf("%s: hasResourcesTyped %v, want %v", c.json, got, c.want)
+		if got := hasResources(r); got != c.want {
+			t.Errorf("%s: hasResources %v, want %v", c.json, got, c.want)
 		}
 	}
 }

@@ -327,3 +327,18 @@ func TestModelMemoryLimit(t *testing.T) {
 		t.Fatalf("tiny limit: %v", err)
 	}
 }
+
+// TestByteOrderMark: a leading UTF-8 byte order mark is ignored, as RFC
+// 8259 allows; anywhere else it is not white space.
+func TestByteOrderMark(t *testing.T) {
+	r, err := r4.Unmarshal([]byte("\ufeff{\"resourceType\":\"Patient\",\"id\":\"a\"}"))
+	if err != nil || r.ResourceID() != "a" {
+		t.Fatalf("got %v, %v", r, err)
+	}
+	if r, errs := (r4.Options{}).Decode([]byte("\ufeff{\"resourceType\":\"Patient\"}")); r == nil || len(errs) != 0 {
+		t.Fatalf("Decode: %v, %v", r, errs)
+	}
+	if _, err := r4.Unmarshal([]byte("{\"resourceType\":\"Patient\"}\ufeff")); !errors.Is(err, r4.ErrSyntax) {
+		t.Fatalf("trailing BOM: %v", err)
+	}
+}

@@ -188,7 +188,13 @@ func (o Options) newDecoder(data []byte) (*decoder, error) {
 	if maxModel <= 0 {
 		maxModel = DefaultModelFactor*len(data) + 1<<20
 	}
-	return &decoder{data: data, chunkSize: min(max(len(data)/4, 512), 64<<10), maxDepth: maxDepth, maxModel: maxModel}, nil
+	d := &decoder{data: data, chunkSize: min(max(len(data)/4, 512), 64<<10), maxDepth: maxDepth, maxModel: maxModel}
+	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
+		// A UTF-8 byte order mark, which editors on some systems write and
+		// RFC 8259 lets a parser ignore.
+		d.pos = 3
+	}
+	return d, nil
 }
 
 // end checks that nothing but white space follows the value.
