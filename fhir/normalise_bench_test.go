@@ -46,6 +46,7 @@ func BenchmarkCanonical(b *testing.B) {
 	}
 	b.SetBytes(int64(len(big)))
 	b.ReportAllocs()
+	b.ResetTimer()
 	var buf []byte
 	for range b.N {
 		if buf, err = r4.AppendCanonical(buf[:0], out); err != nil {
