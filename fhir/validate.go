@@ -379,6 +379,10 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 			return nil // their invariants are about parts that may be missing
 		}
 	}
+	// An element id is a plain string the walk does not visit on its own.
+	if id, _ := r4.ElementOf(f.Node); id != nil && *id != "" {
+		v.elementID(path, *id)
+	}
 	switch n := f.Node.(type) {
 	case r4.Resource:
 		v.enterResource(path, stack, n)
@@ -449,6 +453,15 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 		}
 	}
 	return nil
+}
+
+// elementID checks an element's id as the string it is.
+func (v *typedValidator) elementID(path *r4.Path, id string) {
+	if c := id[0]; (c <= ' ' || c >= 0x80) && strings.TrimSpace(id) == "" {
+		v.errorf("value", path.String()+".id", "the value must not be only whitespace")
+	} else if msg := primitiveFormat("string", id); msg != "" {
+		v.errorf("value", path.String()+".id", "%s: %q", msg, clip(id))
+	}
 }
 
 func (v *typedValidator) qty3(path *r4.Path, code, system bool) {

@@ -360,3 +360,27 @@ func TestFullURLMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestElementIDs: element ids, which are plain strings in the model, are
+// checked as strings wherever they are: on data types, backbone elements,
+// extensions and primitives.
+func TestElementIDs(t *testing.T) {
+	for _, c := range []struct{ json, where string }{
+		{`{"resourceType":"Patient","name":[{"id":" ","family":"x"}]}`, "Patient.name[0].id"},
+		{`{"resourceType":"Patient","contact":[{"id":"<script>x</script>","gender":"male"}]}`, "Patient.contact[0].id"},
+		{`{"resourceType":"Patient","birthDate":"1970","_birthDate":{"id":"  "}}`, "Patient.birthDate.id"},
+		{`{"resourceType":"Patient","extension":[{"id":"\t","url":"http://e.example","valueString":"v"}]}`, "Patient.extension[0].id"},
+	} {
+		o := Validate([]byte(c.json))
+		found := false
+		for _, is := range o.Issues {
+			found = found || is.Severity == SeverityError && len(is.Expression) == 1 && is.Expression[0] == c.where
+		}
+		if !found {
+			t.Errorf("%s: no error at %s: %v", c.json, c.where, o.Issues)
+		}
+	}
+	if o := Validate([]byte(`{"resourceType":"Patient","name":[{"id":"n1","family":"x"}]}`)); o.HasErrors() {
+		t.Errorf("a good element id is refused: %v", o.Issues)
+	}
+}
