@@ -12,7 +12,7 @@ import (
 // reference resolution inside the Bundle. where is the Bundle's path; bc
 // holds what the walk collected from the entries (their references and
 // versions).
-func (v *typedValidator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
+func (v *validator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
 	btype := text(b.Type)
 	if b.Total != nil && btype != "searchset" && btype != "history" {
 		v.errorf("invariant", where, "bdl-1: total only when a search or history")

@@ -11,10 +11,10 @@ import (
 	"github.com/acds-project/acds/fhir/r4"
 )
 
-// TestTypedNormalizeIdempotent: normalising the encoded output of
+// TestNormalizeIdempotent: normalising the encoded output of
 // normalize again gives the same bytes (FormatR4), on every shared bundle
 // and official example the pipeline accepts.
-func TestTypedNormalizeIdempotent(t *testing.T) {
+func TestNormalizeIdempotent(t *testing.T) {
 	n := 0
 	for _, f := range processInputs(t) {
 		data, err := os.ReadFile(f)
@@ -63,15 +63,15 @@ func normalizeBytes(t *testing.T, name string, data []byte, opts Options) []byte
 	return out
 }
 
-func TestTypedNormalizeNil(t *testing.T) {
+func TestNormalizeNil(t *testing.T) {
 	if _, _, err := normalize(nil, testOpts(FormatR4), FormatR4); !errors.Is(err, errNoRoot) {
 		t.Fatalf("got %v, want errNoRoot", err)
 	}
 }
 
-// TestTypedNormalizeSingleResource: a resource that is not a Bundle
+// TestNormalizeSingleResource: a resource that is not a Bundle
 // becomes the one entry of the output, with its id and a Provenance.
-func TestTypedNormalizeSingleResource(t *testing.T) {
+func TestNormalizeSingleResource(t *testing.T) {
 	root, err := r4.Unmarshal([]byte(`{"resourceType":"Patient","id":"p1","gender":"male"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +112,11 @@ func deidentify(t *testing.T, in string) string {
 	return string(out.JSON)
 }
 
-// TestTypedDeidentifyExtensionsEverywhere: extensions are de-identified
+// TestDeidentifyExtensionsEverywhere: extensions are de-identified
 // wherever they are, including on the address parts that are kept and on
 // repeating primitives, and an extension whose url holds an IP address is
-// removed. (The node-based code kept "_state" as it was.)
-func TestTypedDeidentifyExtensionsEverywhere(t *testing.T) {
+// removed.
+func TestDeidentifyExtensionsEverywhere(t *testing.T) {
 	s := deidentify(t, `{"resourceType":"Patient","id":"p",
 	 "address":[{"state":"MA","_state":{"id":"s1","extension":[{"url":"http://example.org/town","valueString":"Smalltown"},{"url":"http://example.org/code","valueCode":"k1"}]},"country":"US"}],
 	 "extension":[{"url":"http://10.0.0.9/ext","valueCode":"k2"},{"url":"http://example.org/ok","valueCode":"k3"}]}`)
@@ -132,11 +132,11 @@ func TestTypedDeidentifyExtensionsEverywhere(t *testing.T) {
 	}
 }
 
-// TestTypedDeidentifyMasksRequired: required elements that are removed
+// TestDeidentifyMasksRequired: required elements that are removed
 // become the data-absent-reason extension, singly and in repeating
 // elements (which keep one masked item, as Composition.author here), so
 // the output stays valid.
-func TestTypedDeidentifyMasksRequired(t *testing.T) {
+func TestDeidentifyMasksRequired(t *testing.T) {
 	s := deidentify(t, `{"resourceType":"Bundle","type":"collection","entry":[
 	 {"fullUrl":"urn:uuid:3c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f","resource":{"resourceType":"Composition","status":"final","type":{"text":"note"},"date":"2020-03-04",
 	  "author":[{"display":"Dr Y"},{"display":"Dr Z"}],"title":"Letter about Jane"}},
@@ -181,12 +181,11 @@ func TestElementOf(t *testing.T) {
 	}
 }
 
-// TestTypedRewritesOnlyReferences: only Reference.reference is rewritten.
+// TestRewritesOnlyReferences: only Reference.reference is rewritten.
 // A uri element that happens to be named reference (DetectedIssue.reference,
 // the authority for the issue) is a web address, not a reference, and
-// keeps its value even when it equals an entry's fullUrl. (The node-based
-// code rewrote every string member named "reference".)
-func TestTypedRewritesOnlyReferences(t *testing.T) {
+// keeps its value even when it equals an entry's fullUrl.
+func TestRewritesOnlyReferences(t *testing.T) {
 	in := `{"resourceType":"Bundle","type":"collection","entry":[
 	 {"fullUrl":"http://s.example/fhir/Patient/a","resource":{"resourceType":"Patient","id":"a"}},
 	 {"fullUrl":"http://s.example/fhir/DetectedIssue/d","resource":{"resourceType":"DetectedIssue","id":"d","status":"final",

@@ -54,7 +54,7 @@ func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resourc
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &typedValidator{}
+	v := &validator{}
 	if len(data) > maxBytes {
 		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
 		return &OperationOutcome{Issues: v.issues}, nil, false
@@ -85,8 +85,8 @@ func text[P interface {
 	return p.Text()
 }
 
-// typedValidator validates one decoded resource tree.
-type typedValidator struct {
+// validator validates one decoded resource tree.
+type validator struct {
 	issues   []Issue
 	errors   int // errors and fatal issues found, reported or not
 	warnings int // warnings and information found, reported or not
@@ -124,7 +124,7 @@ type vframe struct {
 // damagedMember reports whether the decoder reported a problem in the
 // member of the element at where that holds the element rp of t (name is
 // rp's last step; a choice "value[x]" is any of its members).
-func (v *typedValidator) damagedMember(where string, t *spec.Type, rp, name string) bool {
+func (v *validator) damagedMember(where string, t *spec.Type, rp, name string) bool {
 	if !strings.HasSuffix(name, "[x]") {
 		return v.damaged[where+"."+name]
 	}
@@ -137,7 +137,7 @@ func (v *typedValidator) damagedMember(where string, t *spec.Type, rp, name stri
 }
 
 // markDamaged records path and every element containing it as damaged.
-func (v *typedValidator) markDamaged(path string) {
+func (v *validator) markDamaged(path string) {
 	if path == "" {
 		return
 	}
@@ -196,7 +196,7 @@ type paramsCtx struct {
 	refs []string        // references in parameter resources other than Bundles
 }
 
-func (v *typedValidator) add(sev Severity, code, where, format string, args ...any) {
+func (v *validator) add(sev Severity, code, where, format string, args ...any) {
 	if sev == SeverityError || sev == SeverityFatal {
 		v.errors++
 		if v.errors > maxErrors {
@@ -223,17 +223,18 @@ func (v *typedValidator) add(sev Severity, code, where, format string, args ...a
 	v.issues = append(v.issues, is)
 }
 
-func (v *typedValidator) errorf(code, where, format string, args ...any) {
+func (v *validator) errorf(code, where, format string, args ...any) {
 	v.add(SeverityError, code, where, format, args...)
 }
 
-// jsonWords names JSON types as the diagnostics of the raw-tree validator did.
+// jsonWords names JSON types in diagnostics the way the HL7 validator
+// words them ("a JSON Array").
 var jsonWords = strings.NewReplacer("an array", "a JSON Array", "an object", "a JSON object",
 	"a string", "a JSON string", "a number", "a JSON number", "a boolean", "a JSON boolean")
 
 // decodeError turns one decoder finding into an issue. last is set for
 // the fatal error that ended decoding without a resource.
-func (v *typedValidator) decodeError(de *r4.DecodeError, last bool) {
+func (v *validator) decodeError(de *r4.DecodeError, last bool) {
 	where, reason := de.Path, de.Reason
 	switch {
 	case errors.Is(de, r4.ErrSyntax):
@@ -340,11 +341,11 @@ func pathOf(stack []specFrame) string {
 	return b.String()
 }
 
-func (v *typedValidator) validate(r r4.Resource) {
+func (v *validator) validate(r r4.Resource) {
 	_ = specWalk(r, v.enter, v.leave)
 }
 
-func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
+func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 	depth := len(stack) - 1
 	f := &stack[depth]
 	if depth < len(v.frames) {
@@ -456,7 +457,7 @@ func (v *typedValidator) enter(path *r4.Path, stack []specFrame) error {
 }
 
 // elementID checks an element's id as the string it is.
-func (v *typedValidator) elementID(path *r4.Path, id string) {
+func (v *validator) elementID(path *r4.Path, id string) {
 	if c := id[0]; (c <= ' ' || c >= 0x80) && strings.TrimSpace(id) == "" {
 		v.errorf("value", path.String()+".id", "the value must not be only whitespace")
 	} else if msg := primitiveFormat("string", id); msg != "" {
@@ -464,7 +465,7 @@ func (v *typedValidator) elementID(path *r4.Path, id string) {
 	}
 }
 
-func (v *typedValidator) qty3(path *r4.Path, code, system bool) {
+func (v *validator) qty3(path *r4.Path, code, system bool) {
 	if code && !system {
 		v.errorf("invariant", path.String(), "qty-3: if a code for the unit is present, the system shall also be present")
 	}
@@ -472,7 +473,7 @@ func (v *typedValidator) qty3(path *r4.Path, code, system bool) {
 
 // valueSet returns the expansion of e's bound value set (nil when the
 // tables have none), looking each element's up once per validation.
-func (v *typedValidator) valueSet(e *spec.Element) *spec.ValueSet {
+func (v *validator) valueSet(e *spec.Element) *spec.ValueSet {
 	vs, ok := v.valueSets[e]
 	if !ok {
 		if v.valueSets == nil {
@@ -495,7 +496,7 @@ func anyCodingIn(vs *spec.ValueSet, cs []r4.Coding) bool {
 
 // binding reports a code outside a bound value set: an error for a
 // required binding, a warning for an extensible one (as the HL7 validator).
-func (v *typedValidator) binding(e *spec.Element, where, format string, args ...any) {
+func (v *validator) binding(e *spec.Element, where, format string, args ...any) {
 	if e.Strength == spec.Required {
 		v.errorf("code-invalid", where, format+", which is required", args...)
 		return
@@ -503,7 +504,7 @@ func (v *typedValidator) binding(e *spec.Element, where, format string, args ...
 	v.add(SeverityWarning, "code-invalid", where, format+", which is extensible", args...)
 }
 
-func (v *typedValidator) enterResource(path *r4.Path, stack []specFrame, r r4.Resource) {
+func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resource) {
 	depth := len(stack) - 1
 	f := &stack[depth]
 	rc := &tresCtx{typ: r.ResourceType(), id: r.ResourceID(), isContained: depth > 0 && f.Name == "contained"}
@@ -554,7 +555,7 @@ func (v *typedValidator) enterResource(path *r4.Path, stack []specFrame, r r4.Re
 	v.res = append(v.res, rc)
 }
 
-func (v *typedValidator) resourceID(path *r4.Path, id string, contained bool) {
+func (v *validator) resourceID(path *r4.Path, id string, contained bool) {
 	if len(id) > 64 {
 		sev := SeverityError
 		if contained {
@@ -586,7 +587,7 @@ func entryTypes(b *r4.Bundle) map[string]string {
 
 // primitive validates a primitive value's lexical form, and a code against
 // its element's required or extensible binding.
-func (v *typedValidator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) {
+func (v *validator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) {
 	if !p.HasValue() {
 		return // an extension-only primitive ("_birthDate")
 	}
@@ -633,7 +634,7 @@ func (v *typedValidator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) 
 // reference checks a Reference's reference string: its format, its target
 // type against the element's allowed targets, and local (#id) resolution;
 // and records it for the Bundle and Parameters rules.
-func (v *typedValidator) reference(path *r4.Path, f *specFrame, n *r4.Reference) {
+func (v *validator) reference(path *r4.Path, f *specFrame, n *r4.Reference) {
 	ref := text(n.Reference)
 	if ref == "" || len(v.res) == 0 {
 		return
@@ -681,7 +682,7 @@ func (v *typedValidator) reference(path *r4.Path, f *specFrame, n *r4.Reference)
 }
 
 // attachment checks att-1 and Attachment.size against the decoded data.
-func (v *typedValidator) attachment(path *r4.Path, n *r4.Attachment) {
+func (v *validator) attachment(path *r4.Path, n *r4.Attachment) {
 	if n.Data != nil && n.ContentType == nil {
 		v.errorf("invariant", path.String(), "att-1: if the attachment has data, it shall have a contentType")
 	}
@@ -697,7 +698,7 @@ func (v *typedValidator) attachment(path *r4.Path, n *r4.Attachment) {
 	}
 }
 
-func (v *typedValidator) leave(stack []specFrame) {
+func (v *validator) leave(stack []specFrame) {
 	f := &stack[len(stack)-1]
 	t := f.Type
 	damaged := v.frames[len(stack)-1].damaged
@@ -739,7 +740,7 @@ func (v *typedValidator) leave(stack []specFrame) {
 
 // required checks the elements of t with a minimum cardinality (at most 1
 // in the base R4 definitions) against the children present.
-func (v *typedValidator) required(stack []specFrame, f *specFrame, t *spec.Type, damaged bool) {
+func (v *validator) required(stack []specFrame, f *specFrame, t *spec.Type, damaged bool) {
 	seen := v.frames[len(stack)-1].required
 required:
 	for _, rp := range t.Required {
@@ -761,7 +762,7 @@ required:
 }
 
 // obs6 checks obs-6: dataAbsentReason only when there is no value[x].
-func (v *typedValidator) obs6(stack []specFrame, f *specFrame) {
+func (v *validator) obs6(stack []specFrame, f *specFrame) {
 	if !f.has("dataAbsentReason") {
 		return
 	}
@@ -775,7 +776,7 @@ func (v *typedValidator) obs6(stack []specFrame, f *specFrame) {
 
 // leaveResource checks the rules that need the whole resource: dom-2,
 // dom-3, dom-6, obs-6, ras-2, and the Bundle and Parameters rules.
-func (v *typedValidator) leaveResource(stack []specFrame, r r4.Resource, damaged bool) {
+func (v *validator) leaveResource(stack []specFrame, r r4.Resource, damaged bool) {
 	f := &stack[len(stack)-1]
 	rc := v.res[len(v.res)-1]
 	v.res = v.res[:len(v.res)-1]

@@ -302,9 +302,9 @@ func TestDecodeAndValidate(t *testing.T) {
 	}
 }
 
-// TestTypedChecksOnPlainStrings: Extension.url, which the walk does not
+// TestChecksOnPlainStrings: Extension.url, which the walk does not
 // visit, is still checked, and an element with only an id breaks ele-1.
-func TestTypedChecksOnPlainStrings(t *testing.T) {
+func TestChecksOnPlainStrings(t *testing.T) {
 	for _, c := range []struct{ json, where, contains string }{
 		{`{"resourceType":"Patient","extension":[{"url":"http://x.org/a b","valueString":"x"}]}`, "Patient.extension[0].url", "whitespace"},
 		{`{"resourceType":"Patient","extension":[{"valueString":"x"}]}`, "Patient.extension[0]", "Extension.url"},
