@@ -191,10 +191,17 @@ func (d *safeHarbor) keepValue(p r4.Primitive, e *spec.Element, pt *spec.Type) b
 }
 
 // address keeps only use, type, state, country and the first three ZIP
-// digits ("000" for the restricted prefixes). The extensions of state and
-// country are de-identified by the walk, like any others.
+// digits ("000" for the restricted prefixes); a state or country holding
+// an IP address is dropped. The extensions of state and country are
+// de-identified by the walk, like any others.
 func (d *safeHarbor) address(fr *shFrame, a *r4.Address) {
 	na := r4.Address{Use: codeValue(a.Use), Type: codeValue(a.Type), State: a.State, Country: a.Country}
+	if na.State != nil && hasIP(na.State.Value) {
+		na.State = nil
+	}
+	if na.Country != nil && hasIP(na.Country.Value) {
+		na.Country = nil
+	}
 	if a.PostalCode != nil && a.PostalCode.HasValue() {
 		if z := digitsOnly(a.PostalCode.Value); len(z) >= 3 {
 			z = z[:3]
@@ -208,15 +215,16 @@ func (d *safeHarbor) address(fr *shFrame, a *r4.Address) {
 	fr.handled = handledAddress
 }
 
-// identifier keeps use, system and type, replaces the value by its keyed
-// pseudonym and keeps the assigner only as a reference that resolves.
+// identifier keeps use, system (unless it holds an IP address) and type,
+// replaces the value by its keyed pseudonym and keeps the assigner only as
+// a reference that resolves.
 func (d *safeHarbor) identifier(fr *shFrame, x *r4.Identifier) {
 	system := ""
 	if x.System != nil {
 		system = x.System.Value
 	}
 	var sys *r4.URI
-	if x.System != nil && x.System.HasValue() {
+	if x.System != nil && x.System.HasValue() && !hasIP(x.System.Value) {
 		sys = r4.NewURI(x.System.Value)
 	}
 	*x = r4.Identifier{

@@ -60,20 +60,71 @@ func digitsOnly(s string) string {
 	return b.String()
 }
 
-// hasIP reports whether s contains an IPv4 or IPv6 address.
+// hasIP reports whether s contains an IPv4 or IPv6 address, alone or
+// within a URL, with or without a port ("10.1.2.3:8080",
+// "http://10.1.2.3:8080/x", "[fe80::1]:443"), with a zone ("fe80::1%eth0")
+// or mapped into IPv6 ("::ffff:10.1.2.3").
+//
+// An IPv4 address is a maximal run of digits and dots that is exactly four
+// numbers of at most three digits, each at most 255 (leading zeros
+// allowed), so longer dotted runs such as OIDs ("2.16.840.1.113883.6.96")
+// and version numbers ("1.2.3") do not match. An IPv6 address is a run of
+// hexadecimal digits, colons and dots, seven characters or more, that
+// parses as one and has at least two colons, so times ("10:11:12") do not
+// match.
 func hasIP(s string) bool {
 	if !strings.ContainsAny(s, ".:") {
 		return false
 	}
+	// IPv4, on its own or inside a longer address (port, mapped IPv6).
+	for i := 0; i < len(s); {
+		if !isDigitOrDot(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isDigitOrDot(s[j]) {
+			j++
+		}
+		if isIPv4(strings.Trim(s[i:j], ".")) {
+			return true
+		}
+		i = j
+	}
+	// IPv6: brackets, zones, ports and path separators end the run.
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
 		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '.' || r == ':')
 	}) {
-		if len(f) < 7 {
+		if len(f) < 7 || strings.Count(f, ":") < 2 {
 			continue
 		}
-		if a, err := netip.ParseAddr(strings.Trim(f, ".:")); err == nil && (a.Is4() || strings.Count(f, ":") >= 2) {
-			return true
+		for _, c := range [...]string{f, strings.TrimRight(f, ".:"), strings.TrimLeft(strings.TrimRight(f, ".:"), ".")} {
+			if a, err := netip.ParseAddr(c); err == nil && a.Is6() {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+func isDigitOrDot(c byte) bool { return c >= '0' && c <= '9' || c == '.' }
+
+// isIPv4 reports whether s is a dotted quad: four numbers of one to three
+// digits, each at most 255.
+func isIPv4(s string) bool {
+	parts := 0
+	for _, p := range strings.Split(s, ".") {
+		if len(p) == 0 || len(p) > 3 {
+			return false
+		}
+		n := 0
+		for i := 0; i < len(p); i++ {
+			n = n*10 + int(p[i]-'0')
+		}
+		if n > 255 {
+			return false
+		}
+		parts++
+	}
+	return parts == 4
 }
