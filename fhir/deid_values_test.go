@@ -56,6 +56,54 @@ func wantGoneKept(t *testing.T, s string, bad, good []string) {
 	}
 }
 
+// TestDeidentifyURIValues: URIs that may be the individual's own address
+// (an answer's valueUri, a parameter's valueUri, Device.url, a policy
+// URI) are removed; URIs that name terminology or definitions are kept.
+func TestDeidentifyURIValues(t *testing.T) {
+	s := deidValues(t, collection(t,
+		`{"resourceType":"QuestionnaireResponse","id":"qr","status":"completed",
+	  "questionnaire":"http://example.org/Questionnaire/phq9",
+	  "item":[{"linkId":"1","definition":"http://example.org/Questionnaire/phq9#1","answer":[{"valueUri":"mailto:john.smith@example.org"}]},
+	   {"linkId":"2","answer":[{"valueCoding":{"system":"http://loinc.org","code":"LA6568-5"}}]}]}`,
+		`{"resourceType":"Parameters","id":"pa","parameter":[{"name":"a","valueUri":"tel:+1-617-555-0101"},{"name":"b","valueUrl":"http://jsmith.example.org/home"},{"name":"c","valueCanonical":"http://jsmith.example.org/Questionnaire/q"}]}`,
+		`{"resourceType":"Device","id":"d","url":"http://johnsmith-pacemaker.example.org/",
+	  "meta":{"profile":["http://hl7.org/fhir/StructureDefinition/Device"]},
+	  "udiCarrier":[{"issuer":"http://hl7.org/fhir/NamingSystem/gs1-di","deviceIdentifier":"0123"}],
+	  "type":{"coding":[{"system":"http://snomed.info/sct","code":"14106009"}]}}`,
+		`{"resourceType":"Observation","id":"o","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"8302-2"}]},
+	  "valueQuantity":{"value":180,"unit":"cm","system":"http://unitsofmeasure.org","code":"cm"},
+	  "subject":{"reference":"Patient/p","type":"Patient"}}`,
+		`{"resourceType":"Patient","id":"p"}`,
+		`{"resourceType":"CarePlan","id":"cp","status":"active","intent":"plan","subject":{"reference":"Patient/p"},
+	  "instantiatesCanonical":["http://example.org/PlanDefinition/diabetes"],"instantiatesUri":["http://example.org/protocol/7"]}`,
+		`{"resourceType":"Consent","id":"c","status":"active","scope":{"coding":[{"system":"http://terminology.hl7.org/CodeSystem/consentscope","code":"patient-privacy"}]},
+	  "category":[{"coding":[{"system":"http://loinc.org","code":"59284-0"}]}],
+	  "policy":[{"uri":"http://jsmith.example.org/my-consent-terms"}]}`,
+		`{"resourceType":"DocumentManifest","id":"dm","status":"current","content":[{"reference":"Patient/p"}],"source":"urn:oid:1.3.6.1.4.1.21367.2009.1.2.1"}`))
+	wantGoneKept(t, s,
+		[]string{"mailto:", "john.smith", "tel:", "617-555-0101", "jsmith", "johnsmith", "1.3.6.1.4.1.21367"},
+		[]string{`"questionnaire":"http://example.org/Questionnaire/phq9"`, `"definition":"http://example.org/Questionnaire/phq9#1"`,
+			`"system":"http://loinc.org"`, `"system":"http://unitsofmeasure.org"`, `"system":"http://snomed.info/sct"`,
+			`"profile":["http://hl7.org/fhir/StructureDefinition/Device"]`, `"issuer":"http://hl7.org/fhir/NamingSystem/gs1-di"`,
+			`"type":"Patient"`, `"instantiatesCanonical":["http://example.org/PlanDefinition/diabetes"]`,
+			`"instantiatesUri":["http://example.org/protocol/7"]`})
+}
+
+// TestDeidentifyDefinitionalURIs: the URIs of a definitional resource
+// (its canonical url, value set bindings, item definitions) name
+// artefacts and are kept; its implicitRules and an extension's URI value
+// are still removed.
+func TestDeidentifyDefinitionalURIs(t *testing.T) {
+	s := deidValues(t, `{"resourceType":"Questionnaire","id":"q","status":"active",
+	 "url":"http://example.org/Questionnaire/phq9","implicitRules":"http://jsmith.example.org/rules",
+	 "extension":[{"url":"http://example.org/author","valueUri":"mailto:jsmith@example.org"}],
+	 "item":[{"linkId":"1","type":"choice","definition":"http://example.org/StructureDefinition/x#y","answerValueSet":"http://example.org/ValueSet/yn"}]}`)
+	wantGoneKept(t, s,
+		[]string{"jsmith"},
+		[]string{`"url":"http://example.org/Questionnaire/phq9"`, `"definition":"http://example.org/StructureDefinition/x#y"`,
+			`"answerValueSet":"http://example.org/ValueSet/yn"`})
+}
+
 // TestDeidentifyIPInSystemAndState: an Identifier.system, Address.state or
 // Address.country holding an IP address is removed.
 func TestDeidentifyIPInSystemAndState(t *testing.T) {
@@ -63,6 +111,16 @@ func TestDeidentifyIPInSystemAndState(t *testing.T) {
 	 "address":[{"state":"MA 192.168.7.7","postalCode":"02139"},{"state":"MA","country":"US [fe80::1]:443"}]}`)
 	wantGoneKept(t, s, []string{"10.1.2.3", "192.168", "fe80"},
 		[]string{`"system":"http://hospital.example.org/mrn"`, `"postalCode":"021"`, `"state":"MA"`})
+}
+
+// TestDeidentifyMetaAndRules: meta.versionId, meta.source and
+// implicitRules are removed; meta.profile and security labels stay.
+func TestDeidentifyMetaAndRules(t *testing.T) {
+	s := deidValues(t, `{"resourceType":"Patient","id":"p","implicitRules":"http://jsmith.example.org/rules",
+	 "meta":{"versionId":"jsmith","source":"http://jsmith-laptop.example.org/#x","profile":["http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient"],
+	  "security":[{"system":"http://terminology.hl7.org/CodeSystem/v3-Confidentiality","code":"R"}]}}`)
+	wantGoneKept(t, s, []string{"jsmith", "implicitRules", "versionId"},
+		[]string{`"profile":["http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient"]`, `"code":"R"`})
 }
 
 func TestHasIP(t *testing.T) {

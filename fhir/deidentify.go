@@ -31,7 +31,10 @@ type shFrame struct {
 	removed bool
 	// handled marks an Identifier or Address already rewritten at enter:
 	// its primitive children keep their values.
-	handled      byte
+	handled byte
+	// definitional marks a node inside a definitional (knowledge or
+	// conformance) resource, whose URIs name artefacts, not people.
+	definitional bool
 	prim         r4.Primitive // the node, when it is a primitive
 	valuePresent bool         // the primitive had a value before the walk
 	kids         []kidRecord  // the node's children, one record per element name
@@ -75,13 +78,14 @@ func (d *safeHarbor) push() *shFrame {
 func (d *safeHarbor) enter(_ *r4.Path, stack []specFrame) error {
 	f := &stack[len(stack)-1]
 	fr := d.push()
-	if len(stack) == 1 {
-		return nil // the resource being de-identified
-	}
-	if _, ok := f.Node.(r4.Resource); ok {
-		return nil // a nested resource: kept, and de-identified in turn
+	if res, ok := f.Node.(r4.Resource); ok {
+		// The resource being de-identified, or a nested resource: kept,
+		// and de-identified in turn.
+		fr.definitional = definitionalResource(res.ResourceType())
+		return nil
 	}
 	parent := &d.frames[len(d.frames)-2]
+	fr.definitional = parent.definitional
 	pt := stack[len(stack)-2].Type
 	if pt != nil && pt.Kind == spec.Primitive {
 		pt = elementType // a primitive's extensions are Element's
@@ -175,19 +179,54 @@ func (d *safeHarbor) keepValue(p r4.Primitive, e *spec.Element, pt *spec.Type) b
 		}
 		return keptText(pt.Name+"."+e.Name) && !hasIP(s)
 	case "uri", "canonical":
+		return !hasIP(s) && d.keptURI(e, pt)
+	case "id":
 		switch {
-		case hasIP(s):
-			return false
-		case pt.Name == "Meta" && e.Name == "source":
-			return false
-		case pt.Name == "Extension" && e.Name != "url":
-			return false // an extension's URI value may point at the person
+		case pt.Name == "Meta" && e.Name == "versionId":
+			return false // free text chosen by the server
 		}
-		return true
+		return !hasIP(s)
 	case "boolean", "integer", "decimal", "unsignedInt", "positiveInt":
 		return true
 	}
 	return !hasIP(s)
+}
+
+// keptURI reports whether a uri or canonical value of element e, in a
+// parent of type pt, names terminology or a definition rather than
+// something of the individual: every URI of a definitional resource
+// (except implicitRules, Meta.source and extension values), canonical
+// references, code systems and the URIs of instantiated protocols and
+// definitions. Any other URI (Device.url, DocumentManifest.source, policies, a
+// QuestionnaireResponse's valueUri…) may be the individual's own address
+// and is removed.
+func (d *safeHarbor) keptURI(e *spec.Element, pt *spec.Type) bool {
+	switch {
+	case e.Name == "implicitRules" || pt.Name == "Meta" && e.Name == "source":
+		return false
+	case pt.Name == "Extension":
+		return false // an extension's value may point at the person
+	case d.frames[len(d.frames)-1].definitional:
+		return true
+	case strings.HasSuffix(e.Path, "[x]"):
+		return false // a value chosen by the author: valueUri, valueCanonical
+	case e.Type == "canonical":
+		return true // Meta.profile, instantiatesCanonical, questionnaire…
+	}
+	switch pt.Name + "." + e.Name {
+	case "Coding.system", "Identifier.system", "Quantity.system", "Age.system", "Count.system",
+		"Distance.system", "Duration.system", "Reference.type",
+		"Device.udiCarrier.issuer", "Device.udiCarrier.jurisdiction",
+		"DeviceDefinition.udiDeviceIdentifier.issuer", "DeviceDefinition.udiDeviceIdentifier.jurisdiction",
+		// A nested Bundle's entries resolve their references by fullUrl.
+		"Bundle.entry.fullUrl":
+		return true
+	}
+	switch e.Name {
+	case "instantiatesUri", "instantiates", "definitionUri", "definition", "protocol":
+		return true
+	}
+	return false
 }
 
 // address keeps only use, type, state, country and the first three ZIP

@@ -14,6 +14,23 @@ import (
 // darURL is the data-absent-reason extension used for masked data.
 const darURL = "http://hl7.org/fhir/StructureDefinition/data-absent-reason"
 
+// definitionalResource reports the knowledge and conformance resources,
+// whose URIs name definitions (profiles, value sets, questionnaires,
+// protocols) rather than anything of an individual.
+func definitionalResource(name string) bool {
+	switch name {
+	case "ActivityDefinition", "CapabilityStatement", "ChargeItemDefinition", "CodeSystem",
+		"CompartmentDefinition", "ConceptMap", "EffectEvidenceSynthesis", "EventDefinition",
+		"Evidence", "EvidenceVariable", "ExampleScenario", "GraphDefinition", "ImplementationGuide",
+		"Library", "Measure", "MessageDefinition", "NamingSystem", "OperationDefinition",
+		"PlanDefinition", "Questionnaire", "ResearchDefinition", "ResearchElementDefinition",
+		"RiskEvidenceSynthesis", "SearchParameter", "StructureDefinition", "StructureMap",
+		"TerminologyCapabilities", "TestScript", "ValueSet":
+		return true
+	}
+	return false
+}
+
 // restrictedZIP3 reports the three-digit ZIP prefixes whose areas held 20,000
 // or fewer people in the 2000 Census (HHS guidance on Safe Harbor).
 func restrictedZIP3(z string) bool {
