@@ -104,6 +104,72 @@ func TestDeidentifyDefinitionalURIs(t *testing.T) {
 			`"answerValueSet":"http://example.org/ValueSet/yn"`})
 }
 
+// TestDeidentifyOpenValues: the primitive values of extensions with
+// arbitrary urls, of Parameters and of Task inputs may be identifiers and
+// are removed; terminology (Coding, CodeableConcept), quantities,
+// booleans and the codes of known extensions bound to value sets stay.
+func TestDeidentifyOpenValues(t *testing.T) {
+	s := deidValues(t, `{"resourceType":"Patient","id":"p1","extension":[
+	 {"url":"http://example.org/ssn","valueCode":"123-45-6789"},{"url":"http://example.org/mrn","valueId":"MRN-0044551"},
+	 {"url":"http://example.org/n","valueInteger":123456789},{"url":"http://example.org/d","valueDecimal":987654.321},
+	 {"url":"http://example.org/o","valueOid":"urn:oid:1.2.3.4.5.6789"},{"url":"http://example.org/u","valueUuid":"urn:uuid:4c6f8a2e-0d43-4b5e-9f7a-1d2e3f405162"},
+	 {"url":"http://example.org/pi","valuePositiveInt":55501},{"url":"http://example.org/ui","valueUnsignedInt":55502},
+	 {"url":"http://example.org/t","valueTime":"13:14:15"},{"url":"http://example.org/md","valueMarkdown":"Jane **Roe**"},
+	 {"url":"http://example.org/flag","valueBoolean":true},
+	 {"url":"http://example.org/cc","valueCodeableConcept":{"coding":[{"system":"http://snomed.info/sct","code":"160245001"}]}},
+	 {"url":"http://example.org/q","valueQuantity":{"value":72.5,"unit":"kg","system":"http://unitsofmeasure.org","code":"kg"}},
+	 {"url":"http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex","valueCode":"F"},
+	 {"url":"http://hl7.org/fhir/us/core/StructureDefinition/us-core-race","extension":[
+	  {"url":"ombCategory","valueCoding":{"system":"urn:oid:2.16.840.1.113883.6.238","code":"2106-3","display":"White"}},
+	  {"url":"text","valueString":"White"}]}],
+	 "gender":"female","_gender":{"extension":[{"url":"http://example.org/g","valueCode":"G-77123"}]},
+	 "_birthDate":{"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/data-absent-reason","valueCode":"unknown"}]}}`)
+	wantGoneKept(t, s,
+		[]string{"123-45-6789", "MRN-0044551", "123456789", "987654.321", "1.2.3.4.5.6789", "4c6f8a2e", "55501", "55502", "13:14:15", "Roe", "G-77123",
+			"http://example.org/ssn", "http://example.org/n"},
+		[]string{`{"url":"http://example.org/flag","valueBoolean":true}`, `"code":"160245001"`, `"value":72.5`,
+			`{"url":"http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex","valueCode":"F"}`, `"code":"2106-3"`,
+			`"valueCode":"unknown"`})
+
+	// A known extension keeps only the codes of its value set.
+	s = deidValues(t, `{"resourceType":"Patient","id":"p2","extension":[{"url":"http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex","valueCode":"123-45-6789"}]}`)
+	wantGoneKept(t, s, []string{"123-45-6789", "us-core-birthsex"}, nil)
+
+	s = deidValues(t, collection(t,
+		`{"resourceType":"Parameters","id":"pa","parameter":[{"name":"a","valueInteger":123456789},{"name":"b","valueCode":"MRN-0044551"},
+	  {"name":"c","valueString":"Jane Roe"},{"name":"d","valueBoolean":false},{"name":"e","valueCoding":{"system":"http://loinc.org","code":"8302-2"}}]}`,
+		`{"resourceType":"Task","id":"t","status":"requested","intent":"order",
+	  "input":[{"type":{"text":"mrn"},"valueId":"MRN-0044551"},{"type":{"text":"n"},"valueDecimal":123456789.5}],
+	  "output":[{"type":{"text":"ok"},"valueBoolean":true}]}`))
+	wantGoneKept(t, s, []string{"123456789", "MRN-0044551", "Jane Roe"},
+		[]string{`"valueBoolean":false`, `"code":"8302-2"`, `"valueBoolean":true`})
+}
+
+// TestDeidentifyMaskedSurvivesAgain: de-identifying an output again keeps
+// the data-absent-reason codes it carries (an extension code from a value
+// set), so the second output is valid too and identical.
+func TestDeidentifyMaskedSurvivesAgain(t *testing.T) {
+	in := `{"resourceType":"QuestionnaireResponse","id":"qr","status":"completed","item":[{"linkId":"free text 1","answer":[{"valueUri":"mailto:a@b.example"}]}]}`
+	opts := testOpts(FormatR4Deidentified)
+	out, err := Process([]byte(in), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out.JSON), `"valueCode":"masked"`) {
+		t.Fatalf("expected a masked element: %s", out.JSON)
+	}
+	again, err := Process(out.JSON, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := Validate(again.JSON); o.HasErrors() {
+		t.Fatalf("invalid output: %v\n%s", o.Issues, again.JSON)
+	}
+	if !strings.Contains(string(again.JSON), `"valueCode":"masked"`) {
+		t.Errorf("masked code lost: %s", again.JSON)
+	}
+}
+
 // TestDeidentifyIPInSystemAndState: an Identifier.system, Address.state or
 // Address.country holding an IP address is removed.
 func TestDeidentifyIPInSystemAndState(t *testing.T) {

@@ -101,7 +101,7 @@ func (d *safeHarbor) enter(_ *r4.Path, stack []specFrame) error {
 	}
 	if p, ok := f.Node.(r4.Primitive); ok {
 		fr.prim, fr.valuePresent = p, p.HasValue()
-		if parent.handled == 0 && fr.valuePresent && !d.keepValue(p, e, pt) {
+		if parent.handled == 0 && fr.valuePresent && (!keepOpenValue(stack, p, e, pt) || !d.keepValue(p, e, pt)) {
 			p.Clear()
 		}
 		return nil
@@ -225,6 +225,35 @@ func (d *safeHarbor) keptURI(e *spec.Element, pt *spec.Type) bool {
 	switch e.Name {
 	case "instantiatesUri", "instantiates", "definitionUri", "definition", "protocol":
 		return true
+	}
+	return false
+}
+
+// keepOpenValue reports whether the primitive value p of element e, in a
+// parent of type pt, may be kept when e is an open value slot (any type,
+// any meaning): the value of an Extension with an arbitrary url, of a
+// Parameters parameter or of a Task input or output. Only booleans, codes
+// of known extensions bound to value sets, and dates (which the date rules
+// reduce) are kept; any other primitive (code, id, oid, uuid, string, uri,
+// integer, decimal…) may be an identifier and is removed. Complex values
+// (Coding, CodeableConcept, Quantity, Identifier…) are de-identified by
+// the rules of their types. Values of other elements report true.
+func keepOpenValue(stack []specFrame, p r4.Primitive, e *spec.Element, pt *spec.Type) bool {
+	switch pt.Name {
+	case "Extension", "Parameters.parameter", "Task.input", "Task.output":
+	default:
+		return true
+	}
+	if !strings.HasSuffix(e.Path, ".value[x]") {
+		return true
+	}
+	switch e.Type {
+	case "boolean", "date", "dateTime", "instant":
+		return true
+	case "code":
+		if x, ok := stack[len(stack)-2].Node.(*r4.Extension); ok {
+			return extensionCode(x.URL, p.Text())
+		}
 	}
 	return false
 }

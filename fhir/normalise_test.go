@@ -118,14 +118,14 @@ func deidentify(t *testing.T, in string) string {
 // removed.
 func TestDeidentifyExtensionsEverywhere(t *testing.T) {
 	s := deidentify(t, `{"resourceType":"Patient","id":"p",
-	 "address":[{"state":"MA","_state":{"id":"s1","extension":[{"url":"http://example.org/town","valueString":"Smalltown"},{"url":"http://example.org/code","valueCode":"k1"}]},"country":"US"}],
-	 "extension":[{"url":"http://10.0.0.9/ext","valueCode":"k2"},{"url":"http://example.org/ok","valueCode":"k3"}]}`)
+	 "address":[{"state":"MA","_state":{"id":"s1","extension":[{"url":"http://example.org/town","valueString":"Smalltown"},{"url":"http://example.org/code","valueCoding":{"system":"http://example.org/cs","code":"k1"}}]},"country":"US"}],
+	 "extension":[{"url":"http://10.0.0.9/ext","valueCoding":{"system":"http://example.org/cs","code":"k2"}},{"url":"http://example.org/ok","valueCoding":{"system":"http://example.org/cs","code":"k3"}}]}`)
 	for _, bad := range []string{"Smalltown", "10.0.0.9", "k2", `"s1"`} {
 		if strings.Contains(s, bad) {
 			t.Errorf("%q survived: %s", bad, s)
 		}
 	}
-	for _, good := range []string{`"state":"MA"`, `"valueCode":"k1"`, `"valueCode":"k3"`} {
+	for _, good := range []string{`"state":"MA"`, `"code":"k1"`, `"code":"k3"`} {
 		if !strings.Contains(s, good) {
 			t.Errorf("want %s in %s", good, s)
 		}

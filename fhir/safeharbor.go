@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"net/netip"
 	"strings"
+
+	"github.com/acds-project/acds/fhir/spec"
 )
 
 // The pure Safe Harbor helpers shared by the de-identification code: the
@@ -13,6 +15,26 @@ import (
 
 // darURL is the data-absent-reason extension used for masked data.
 const darURL = "http://hl7.org/fhir/StructureDefinition/data-absent-reason"
+
+// birthSexURL is the US Core birth sex extension (a code of F, M, UNK…).
+const birthSexURL = "http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex"
+
+// extensionCode reports whether code is a valueCode that extension url
+// takes from a value set (so it names a concept, not a person): the
+// data-absent-reason codes and the US Core birth sex codes.
+func extensionCode(url, code string) bool {
+	switch url {
+	case darURL:
+		vs := spec.LookupValueSet("http://hl7.org/fhir/ValueSet/data-absent-reason")
+		return vs != nil && vs.Contains("", code)
+	case birthSexURL:
+		switch code {
+		case "F", "M", "UNK", "OTH", "ASKU":
+			return true
+		}
+	}
+	return false
+}
 
 // definitionalResource reports the knowledge and conformance resources,
 // whose URIs name definitions (profiles, value sets, questionnaires,
