@@ -1,7 +1,11 @@
 package fhir
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -170,6 +174,62 @@ func TestDeidentifyMaskedSurvivesAgain(t *testing.T) {
 	}
 }
 
+// TestDeidentifyGeocodes: Location.position and the geolocation
+// extension (wherever it is) are removed.
+func TestDeidentifyGeocodes(t *testing.T) {
+	geo := `{"url":"http://hl7.org/fhir/StructureDefinition/geolocation","extension":[{"url":"latitude","valueDecimal":42.3601234},{"url":"longitude","valueDecimal":-71.0589876}]}`
+	s := deidValues(t, collection(t,
+		`{"resourceType":"Location","id":"l","position":{"latitude":42.4711111,"longitude":-71.3322222,"altitude":17.5},
+	  "extension":[`+geo+`],"address":{"state":"MA","postalCode":"01851","extension":[`+geo+`]}}`,
+		`{"resourceType":"Patient","id":"p","address":[{"state":"MA","extension":[`+geo+`]}],
+	  "_gender":{"extension":[`+geo+`]},"gender":"male"}`))
+	wantGoneKept(t, s, []string{"42.36", "71.05", "42.47", "71.33", "17.5", "position", "geolocation"},
+		[]string{`"state":"MA"`, `"gender":"male"`})
+}
+
+// TestDeidentifyDICOMUIDs: DICOM UIDs become keyed pseudonyms that are
+// still valid ids, the same UID giving the same pseudonym.
+func TestDeidentifyDICOMUIDs(t *testing.T) {
+	in := `{"resourceType":"ImagingStudy","id":"is","status":"available","subject":{"reference":"Patient/p"},
+	 "series":[{"uid":"1.2.840.99999999.1.32695277.1559319188055","modality":{"system":"http://dicom.nema.org/resources/ontology/DCM","code":"DX"},
+	  "instance":[{"uid":"1.2.840.99999999.1.1.50311580.1559319188055","sopClass":{"system":"urn:ietf:rfc:3986","code":"urn:oid:1.2.840.10008.5.1.4.1.1.1.1"}},
+	   {"uid":"1.2.840.99999999.1.32695277.1559319188055","sopClass":{"system":"urn:ietf:rfc:3986","code":"urn:oid:1.2.840.10008.5.1.4.1.1.1.1"}}]}]}`
+	s := deidValues(t, collection(t,
+		in,
+		`{"resourceType":"Patient","id":"p"}`))
+	if strings.Contains(s, "99999999") {
+		t.Fatalf("a DICOM UID survived: %s", s)
+	}
+	var b struct {
+		Entry []struct {
+			Resource struct {
+				Series []struct {
+					UID      string `json:"uid"`
+					Instance []struct {
+						UID string `json:"uid"`
+					} `json:"instance"`
+				} `json:"series"`
+			} `json:"resource"`
+		} `json:"entry"`
+	}
+	if err := json.Unmarshal([]byte(s), &b); err != nil {
+		t.Fatal(err)
+	}
+	ser := b.Entry[0].Resource.Series
+	if len(ser) != 1 || len(ser[0].Instance) != 2 {
+		t.Fatalf("series or instances lost: %s", s)
+	}
+	valid := regexp.MustCompile(`^[A-Za-z0-9\-.]{1,64}$`)
+	for _, u := range []string{ser[0].UID, ser[0].Instance[0].UID, ser[0].Instance[1].UID} {
+		if !valid.MatchString(u) {
+			t.Errorf("uid %q is not a valid id", u)
+		}
+	}
+	if ser[0].UID != ser[0].Instance[1].UID || ser[0].UID == ser[0].Instance[0].UID {
+		t.Errorf("pseudonyms do not follow the UIDs: %q %q %q", ser[0].UID, ser[0].Instance[0].UID, ser[0].Instance[1].UID)
+	}
+}
+
 // TestDeidentifyIPInSystemAndState: an Identifier.system, Address.state or
 // Address.country holding an IP address is removed.
 func TestDeidentifyIPInSystemAndState(t *testing.T) {
@@ -229,4 +289,128 @@ func TestHasIP(t *testing.T) {
 			t.Errorf("hasIP(%q) = %v, want %v", c.s, got, c.ip)
 		}
 	}
+}
+
+// valueLeaks collects, from a parsed input Bundle, the values of the kinds
+// this file's rules remove: DICOM UIDs, URIs that are not terminology
+// (valueUri/valueUrl, Device.url, Endpoint.address, meta.source,
+// implicitRules), meta.versionId, and coordinates (Location.position and
+// the geolocation extension).
+func valueLeaks(v any, resourceType string, out map[string]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		if rt, ok := v["resourceType"].(string); ok {
+			resourceType = rt
+		}
+		str := func(k string) string { s, _ := v[k].(string); return s }
+		if s := str("uid"); s != "" {
+			out[s] = "uid"
+		}
+		for _, k := range []string{"valueUri", "valueUrl", "implicitRules"} {
+			if s := str(k); s != "" {
+				out[s] = k
+			}
+		}
+		if s := str("url"); s != "" && resourceType == "Device" && v["resourceType"] != nil {
+			out[s] = "Device.url"
+		}
+		if s := str("address"); s != "" && resourceType == "Endpoint" {
+			out[s] = "Endpoint.address"
+		}
+		if m, ok := v["meta"].(map[string]any); ok {
+			for _, k := range []string{"source", "versionId"} {
+				if s, ok := m[k].(string); ok && len(s) >= 4 {
+					out[s] = "meta." + k
+				}
+			}
+		}
+		if p, ok := v["position"].(map[string]any); ok && resourceType == "Location" {
+			for _, k := range []string{"latitude", "longitude", "altitude"} {
+				if n, ok := p[k].(json.Number); ok {
+					out[n.String()] = "position"
+				}
+			}
+		}
+		if v["url"] == geolocationURL {
+			exts, _ := v["extension"].([]any)
+			for _, e := range exts {
+				if n, ok := e.(map[string]any)["valueDecimal"].(json.Number); ok {
+					out[n.String()] = "geolocation"
+				}
+			}
+		}
+		for _, x := range v {
+			valueLeaks(x, resourceType, out)
+		}
+	case []any:
+		for _, x := range v {
+			valueLeaks(x, resourceType, out)
+		}
+	}
+}
+
+// outputAtoms gathers every string and number (as written) of a parsed
+// output.
+func outputAtoms(v any, out map[string]bool) {
+	switch v := v.(type) {
+	case string:
+		out[v] = true
+	case json.Number:
+		out[v.String()] = true
+	case map[string]any:
+		for _, x := range v {
+			outputAtoms(x, out)
+		}
+	case []any:
+		for _, x := range v {
+			outputAtoms(x, out)
+		}
+	}
+}
+
+func decodeNumbers(t *testing.T, b []byte) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestDeidentifySharedBundlesValues extends the shared-bundle leak test to
+// DICOM UIDs, free URIs and coordinates: none of them may appear in the
+// de-identified output, whole or inside a string.
+func TestDeidentifySharedBundlesValues(t *testing.T) {
+	kinds := map[string]int{}
+	for _, f := range sharedBundles(t) {
+		name := filepath.Base(f)
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Process(data, testOpts(FormatR4Deidentified))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkOutput(t, name, out)
+		values := map[string]string{}
+		valueLeaks(decodeNumbers(t, data), "", values)
+		atoms := map[string]bool{}
+		outputAtoms(decodeNumbers(t, out.JSON), atoms)
+		for v, kind := range values {
+			kinds[kind]++
+			if leaked(v, atoms, kind == "position" || kind == "geolocation") {
+				t.Errorf("%s: %s %q appears in the de-identified output", name, kind, v)
+			}
+		}
+	}
+	// The collector must have found what the shared data is known to hold.
+	for _, k := range []string{"uid", "position", "geolocation", "Endpoint.address"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s values collected from the shared bundles; the collector is broken (%v)", k, kinds)
+		}
+	}
+	t.Logf("values checked by kind: %v", kinds)
 }

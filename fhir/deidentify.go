@@ -113,7 +113,9 @@ func (d *safeHarbor) enter(_ *r4.Path, stack []specFrame) error {
 	case "HumanName", "ContactPoint", "Attachment", "Annotation", "Narrative",
 		// Contacts are relatives and guardians: their details are
 		// identifiers of the individual's household (Safe Harbor (2)(i)).
-		"Patient.contact":
+		"Patient.contact",
+		// Coordinates are a geographic subdivision smaller than a state.
+		"Location.position":
 		return d.remove(fr, f.Node)
 	case "Address":
 		if a, ok := f.Node.(*r4.Address); ok {
@@ -131,8 +133,10 @@ func (d *safeHarbor) enter(_ *r4.Path, stack []specFrame) error {
 			d.age(a)
 		}
 	case "Extension":
-		if x, ok := f.Node.(*r4.Extension); ok && hasIP(x.URL) {
-			return d.remove(fr, x) // the url cannot be masked: it is a plain string
+		if x, ok := f.Node.(*r4.Extension); ok && (hasIP(x.URL) || x.URL == geolocationURL) {
+			// The url cannot be masked (it is a plain string); the
+			// geolocation extension holds coordinates.
+			return d.remove(fr, x)
 		}
 	}
 	return nil
@@ -184,6 +188,12 @@ func (d *safeHarbor) keepValue(p r4.Primitive, e *spec.Element, pt *spec.Type) b
 		switch {
 		case pt.Name == "Meta" && e.Name == "versionId":
 			return false // free text chosen by the server
+		case e.Name == "uid":
+			// DICOM UIDs (ImagingStudy.series.uid, series.instance.uid)
+			// are unique identifiers of the study; the pseudonym is a
+			// valid id.
+			_ = p.SetText(keyed(d.key, "uid", s))
+			return true
 		}
 		return !hasIP(s)
 	case "boolean", "integer", "decimal", "unsignedInt", "positiveInt":

@@ -76,22 +76,42 @@
 //     narrative (Narrative, xhtml) are removed;
 //   - addresses keep only state, country and the first three ZIP digits,
 //     "000" for the 17 three-digit prefixes with 20,000 or fewer people in
-//     the 2000 Census;
+//     the 2000 Census; coordinates (Location.position and the geolocation
+//     extension) are removed;
 //   - every date and dateTime is reduced to its year (instants to January 1
 //     of their year, or removed where optional); a birth
 //     date more than 89 years before Options.Now becomes the year that
 //     makes the person 90 (the single "90 or older" category), and Age
 //     values over 89 become ">= 90";
 //   - identifiers (SSN, MRN, member, account, licence, device numbers…),
-//     device serial, lot and UDI numbers become keyed HMAC-SHA-256
-//     pseudonyms, and resource ids likewise, so references still resolve;
+//     device serial, lot and UDI numbers and DICOM UIDs (ImagingStudy
+//     series and instance uid) become keyed HMAC-SHA-256 pseudonyms, and
+//     resource ids likewise, so references still resolve;
 //   - Reference.display is removed, and references outside the Bundle
 //     (which would carry foreign identifiers) are dropped;
-//   - url values, extensions' URI values and free-text strings are removed except terminology
+//   - url values and free-text strings are removed except terminology
 //     text (Coding.display, CodeableConcept.text, units); names of
 //     organisations and locations go too, since they can reveal where the
-//     individual lives; any remaining string holding an IP address is
-//     removed.
+//     individual lives;
+//   - uri and canonical values are removed (Device.url, policies, an
+//     answer's valueUri…) unless they name terminology or definitions:
+//     code and identifier systems, Reference.type, canonical references
+//     (Meta.profile, instantiatesCanonical, questionnaire…),
+//     instantiatesUri, protocols, item definitions, UDI issuers, a nested
+//     Bundle's fullUrls, and
+//     every URI of a definitional resource (Questionnaire, ValueSet,
+//     PlanDefinition…); implicitRules, meta.source and meta.versionId are
+//     always removed;
+//   - the primitive values of extensions with arbitrary urls, of
+//     Parameters and of Task inputs and outputs (codes, ids, strings, URIs,
+//     integers, decimals…) are removed; booleans, dates (reduced as above),
+//     complex values under their own rules (Coding, CodeableConcept,
+//     Quantity…) and the value-set codes of the data-absent-reason and US
+//     Core birth sex extensions stay;
+//   - any remaining string holding an IPv4 or IPv6 address (with a port,
+//     in a URL, IPv4-mapped), in an Identifier.system, Address.state or
+//     country or elsewhere, is removed, and so is an extension whose url
+//     holds one.
 //
 // A removed element that FHIR requires is replaced by the
 // data-absent-reason extension with code "masked", so the output stays

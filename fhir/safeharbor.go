@@ -16,6 +16,10 @@ import (
 // darURL is the data-absent-reason extension used for masked data.
 const darURL = "http://hl7.org/fhir/StructureDefinition/data-absent-reason"
 
+// geolocationURL is the core extension holding the latitude and longitude
+// of an address.
+const geolocationURL = "http://hl7.org/fhir/StructureDefinition/geolocation"
+
 // birthSexURL is the US Core birth sex extension (a code of F, M, UNK…).
 const birthSexURL = "http://hl7.org/fhir/us/core/StructureDefinition/us-core-birthsex"
 
