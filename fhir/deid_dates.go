@@ -233,7 +233,7 @@ func groupAgeRange(r *r4.Range, anyUnit bool) {
 // those of the value go.
 func setAgeGroup(q *r4.Quantity, comparator bool) {
 	unit := "years"
-	if per, ok := unitPerYear(q); ok && per == 1 && q.Unit != nil && q.Unit.HasValue() {
+	if q.Unit != nil && timeUnitWords[strings.ToLower(strings.TrimSpace(q.Unit.Value))] == 1 {
 		unit = q.Unit.Value
 	}
 	q.Value = r4.NewDecimal(strconv.Itoa(ageGroupYears))
