@@ -12,6 +12,8 @@ import (
 
 var fullDate = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
 
+var yearInstant = regexp.MustCompile(`^\d{4}-01-01T00:00:00Z$`)
+
 // identifyingValues collects, from a parsed Bundle, every value that Safe
 // Harbor counts as identifying: names, address parts below state, full
 // ZIP codes, telecom, identifier values, full dates, narrative, free text
@@ -234,6 +236,14 @@ func testDeidentifySharedBundles(t *testing.T, process func([]byte, Options) (*O
 		}
 		outStrings := map[string]bool{}
 		collectStrings(outTree, outStrings)
+		// Instants are kept as January 1 of their year, 00:00:00Z: only
+		// their year is information, even where an input date falls on
+		// January 1.
+		for s := range outStrings {
+			if yearInstant.MatchString(s) {
+				delete(outStrings, s)
+			}
+		}
 		leaks := 0
 		for v, kind := range values {
 			// Free text is checked as whole values: terminology text may

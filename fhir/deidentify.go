@@ -2,7 +2,6 @@ package fhir
 
 import (
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +77,7 @@ func (d *safeHarbor) push() *shFrame {
 func (d *safeHarbor) enter(_ *r4.Path, stack []specFrame) error {
 	f := &stack[len(stack)-1]
 	fr := d.push()
+	d.enterDates(stack)
 	if res, ok := f.Node.(r4.Resource); ok {
 		// The resource being de-identified, or a nested resource: kept,
 		// and de-identified in turn.
@@ -156,25 +156,8 @@ func (d *safeHarbor) keepValue(p r4.Primitive, e *spec.Element, pt *spec.Type) b
 	switch e.Type {
 	case "xhtml", "base64Binary", "url":
 		return false
-	case "date", "dateTime":
-		if len(s) >= 4 {
-			y := s[:4]
-			if e.Name == "birthDate" {
-				if year, err := strconv.Atoi(y); err == nil && d.now.Year()-year > 89 {
-					y = strconv.Itoa(d.now.Year() - 90)
-				}
-			}
-			_ = p.SetText(y)
-		}
-		return true
-	case "instant":
-		if e.Min == 0 {
-			return false
-		}
-		if len(s) >= 4 {
-			_ = p.SetText(s[:4] + "-01-01T00:00:00Z")
-		}
-		return true
+	case "date", "dateTime", "instant":
+		return d.keepDate(p, e.Type == "instant")
 	case "string", "markdown":
 		switch e.Name {
 		case "serialNumber", "lotNumber", "deviceIdentifier", "carrierHRF", "distinctIdentifier", "modelNumber":
@@ -313,21 +296,6 @@ func (d *safeHarbor) identifier(fr *shFrame, x *r4.Identifier) {
 		Value:    r4.NewString(keyed(d.key, "identifier", system+"|"+x.Value.Value)),
 	}
 	fr.handled = handledIdentifier
-}
-
-// age puts ages over 89 into the single ">= 90" category.
-func (d *safeHarbor) age(a *r4.Age) {
-	if a.Value == nil || !a.Value.HasValue() {
-		return
-	}
-	if f, err := strconv.ParseFloat(a.Value.Value, 64); err == nil && f > 89 {
-		a.Value.Value = "90"
-		if a.Comparator == nil {
-			a.Comparator = r4.NewCode(">=")
-		} else {
-			a.Comparator.Value, a.Comparator.Present = ">=", true
-		}
-	}
 }
 
 // codeValue returns a copy of c's value without its id and extensions, or

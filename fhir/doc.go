@@ -78,11 +78,26 @@
 //     "000" for the 17 three-digit prefixes with 20,000 or fewer people in
 //     the 2000 Census; coordinates (Location.position and the geolocation
 //     extension) are removed;
-//   - every date and dateTime is reduced to its year (instants to January 1
-//     of their year, or removed where optional); a birth
-//     date more than 89 years before Options.Now becomes the year that
-//     makes the person 90 (the single "90 or older" category), and Age
-//     values over 89 become ">= 90";
+//   - every date, dateTime and instant is reduced to its year, the UTC
+//     year when it has a time (so a Period's start stays before its end);
+//     instants become January 1 of that year at 00:00:00Z, so a required
+//     instant such as a document's timestamp stays. A year more than 89
+//     years before Options.Now would show the individual is over 89: it
+//     becomes the year 90 years before Options.Now (the single "90 or
+//     older" category), for every birth date (patients, relatives,
+//     practitioners) and every other date alike. The patient-birthTime
+//     extension is removed;
+//   - ages of 90 years or more are grouped however they are expressed: Age
+//     values, Ranges in the choices that allow an Age (onset[x],
+//     abatement[x], age[x], deceased[x], performed[x]…) and the value of an
+//     Observation or component coded LOINC 30525-0, 21612-7, 29553-5,
+//     21611-9, 30972-4, 39016-1 or 63900-5. Values are first converted to
+//     years from their UCUM code or unit text (a, mo, wk, d, h, min, s, with
+//     a 365-day year so borderline ages are grouped; no unit means years),
+//     so 120 d stays 120 d. An age or lower bound of 90 years or more
+//     becomes ">= 90" years (a Range's low becomes 90 years); an upper bound
+//     of 90 years or more ("< 95", "<= 90", a Range's high) is removed, since
+//     it would split the category and no smaller bound would be true;
 //   - identifiers (SSN, MRN, member, account, licence, device numbers…),
 //     device serial, lot and UDI numbers and DICOM UIDs (ImagingStudy
 //     series and instance uid) become keyed HMAC-SHA-256 pseudonyms, and
