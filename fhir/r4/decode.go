@@ -19,15 +19,20 @@ type decoder struct {
 	// len(arena) are never written again.
 	arena     []byte
 	chunkSize int
-	// model counts the bytes of Go memory the decoded model uses so far
-	// (struct sizes, string bytes, slice elements); maxModel caps it, so that
+	// model counts the bytes of Go memory decoding has allocated so far:
+	// structs, string blocks and every backing array a slice of the model
+	// has had, at its full capacity (see grow); maxModel caps it, so that
 	// input crafted to expand (a small JSON object that becomes a large
-	// struct) cannot exhaust memory.
+	// struct) cannot exhaust memory, and decoding such input stops once it
+	// has allocated about maxModel bytes.
 	model, maxModel int
-	pos             int
-	keyPos          int // where the last member name started
-	depth           int
-	maxDepth        int
+	// scratch is the buffer strEscaped decodes into, reused for every
+	// string with escapes.
+	scratch  []byte
+	pos      int
+	keyPos   int // where the last member name started
+	depth    int
+	maxDepth int
 
 	// collect is set by Options.Decode: recoverable errors are recorded in
 	// errs (at most maxErrors of them) and decoding goes on with the next
@@ -130,9 +135,46 @@ func (d *decoder) skipWS() {
 func (d *decoder) use(n int) error {
 	d.model += n
 	if d.model > d.maxModel {
-		return d.fail(ErrLimit, "decoded model would exceed %d bytes of memory", d.maxModel)
+		return d.limitError()
 	}
 	return nil
+}
+
+func (d *decoder) limitError() *DecodeError {
+	return d.fail(ErrLimit, "decoded model would exceed %d bytes of memory", d.maxModel)
+}
+
+// grow returns s with one more item, set to the zero value. When s is full
+// it moves to a new backing array of twice the capacity, and charges that
+// array in full before allocating it. The array it leaves becomes garbage
+// but was charged when it was allocated, so the model count covers every
+// byte the slices of the model have allocated, abandoned arrays and unused
+// capacity included, not just the items they hold. (Doubling keeps that
+// total under four times the items' size: the arrays of one slice add up to
+// less than twice the last one, which is less than twice the items.) Near
+// the limit the new array is only as large as the memory left allows, so a
+// long array is refused when its items no longer fit, not when twice them
+// no longer fit.
+func grow[T any](d *decoder, s []T) ([]T, error) {
+	var zero T
+	n := len(s)
+	if n < cap(s) {
+		// The item may hold what a dropped item left.
+		s = s[:n+1]
+		s[n] = zero
+		return s, nil
+	}
+	size := int(unsafe.Sizeof(zero))
+	c := max(2*cap(s), 1)
+	if room := (d.maxModel - d.model) / max(size, 1); c > room {
+		c = max(room, n+1)
+	}
+	if err := d.use(c * size); err != nil {
+		return s, err
+	}
+	t := make([]T, n+1, c)
+	copy(t, s)
+	return t, nil
 }
 
 func (d *decoder) enter() error {
@@ -269,7 +311,11 @@ func (d *decoder) str() (string, error) {
 		switch {
 		case c == '"':
 			d.pos = i + 1
-			return d.intern(data[start:i]), nil
+			s := d.intern(data[start:i])
+			if d.model > d.maxModel {
+				return "", d.limitError()
+			}
+			return s, nil
 		case c == '\\':
 			return d.strEscaped(start, i)
 		case c < 0x20:
@@ -289,20 +335,36 @@ func (d *decoder) str() (string, error) {
 }
 
 // strEscaped finishes a string that contains escapes; data[start:i] has been
-// scanned already and data[i] is the first backslash.
+// scanned already and data[i] is the first backslash. It decodes into
+// d.scratch, sized once from the string's JSON text (which is never shorter
+// than what it decodes to), and interns the result.
 func (d *decoder) strEscaped(start, i int) (string, error) {
 	data := d.data
-	buf := make([]byte, 0, i-start+16)
-	buf = append(buf, data[start:i]...)
+	end := i
+	for end < len(data) && data[end] != '"' {
+		if data[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if n := min(end, len(data)) - start; cap(d.scratch) < n {
+		c := max(n, 2*cap(d.scratch))
+		if err := d.use(c); err != nil {
+			return "", err
+		}
+		d.scratch = make([]byte, 0, c)
+	}
+	buf := append(d.scratch[:0], data[start:i]...)
 	for i < len(data) {
 		c := data[i]
 		switch {
 		case c == '"':
 			d.pos = i + 1
-			if err := d.use(len(buf)); err != nil {
-				return "", err
+			s := d.intern(buf)
+			if d.model > d.maxModel {
+				return "", d.limitError()
 			}
-			return string(buf), nil
+			return s, nil
 		case c == '\\':
 			if i+1 >= len(data) {
 				d.pos = len(data)
@@ -887,7 +949,12 @@ func (d *decoder) resources(dst *[]Resource) error {
 				continue
 			}
 		}
-		*dst = append(*dst, r)
+		s, err := grow(d, *dst)
+		if err != nil {
+			return d.join(rec, err)
+		}
+		s[len(s)-1] = r
+		*dst = s
 	}
 }
 
@@ -944,7 +1011,6 @@ func decodeObjects[T any, P interface {
 		return err
 	}
 	s := *dst
-	var zero T
 	var rec error
 	depth, dropped := d.depth, 0
 	for first := true; ; first = false {
@@ -956,11 +1022,10 @@ func decodeObjects[T any, P interface {
 		if !more {
 			break
 		}
-		if err := d.use(int(unsafe.Sizeof(zero))); err != nil {
+		if s, err = grow(d, s); err != nil {
 			*dst = s
 			return d.join(rec, err)
 		}
-		s = append(s, zero)
 		start := d.pos
 		err = d.openObject()
 		if err == nil {
@@ -1045,7 +1110,6 @@ func decodePrimitiveArray[T any, P interface {
 		return err
 	}
 	n := 0
-	var zero T
 	var rec error
 	depth := d.depth
 	for first := true; ; first = false {
@@ -1060,11 +1124,8 @@ func decodePrimitiveArray[T any, P interface {
 			if n >= existing {
 				return d.join(rec, d.fail(ErrInvalidValue, "array and its \"_\" companion differ in length"))
 			}
-		} else {
-			if err := d.use(int(unsafe.Sizeof(zero))); err != nil {
-				return d.join(rec, err)
-			}
-			s = append(s, zero)
+		} else if s, err = grow(d, s); err != nil {
+			return d.join(rec, err)
 		}
 		if !d.null() {
 			start := d.pos

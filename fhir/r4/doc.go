@@ -32,10 +32,10 @@
 // versions is reported as ErrNotR4: unknown resource types (MedicationOrder,
 // ProcedureRequest…) always, and common DSTU2/STU3 shapes (a code where R4 has
 // a CodeableConcept, removed elements) when they are met. Options sets the
-// limits: input size (64 MiB), nesting depth (100 levels) and the memory the
-// decoded values may take (16 times the input size plus 1 MiB; the official
-// examples need at most about 9 times their compact size), all reported as
-// ErrLimit.
+// limits: input size (64 MiB), nesting depth (100 levels) and the memory
+// decoding may allocate for the decoded values, slice growth included (16
+// times the input size plus 1 MiB; the official examples need at most about
+// 10 times their compact size), all reported as ErrLimit.
 //
 // What decoding does not check: code values against value sets, the formats
 // of dates, ids, URIs and the like, cardinality, references and invariants.

@@ -44,8 +44,10 @@ const (
 	// DefaultMaxBytes is the default input size limit.
 	DefaultMaxBytes = 64 << 20
 	// DefaultModelFactor times the input size, plus 1 MiB, is the default
-	// memory limit for the decoded model. The official R4 examples need at
-	// most about 9 times their compact JSON size.
+	// memory limit for the decoded model (see Options.MaxModelBytes). The
+	// official R4 examples need at most about 10 times their compact JSON
+	// size (those over 100 KB; 13.5 times for those over 20 KB), Synthea
+	// bundles less than 5 times.
 	DefaultModelFactor = 16
 	// DefaultMaxErrors is the default number of errors Options.Decode
 	// records.
@@ -60,11 +62,16 @@ type Options struct {
 	// MaxBytes is the largest input accepted. Zero means DefaultMaxBytes
 	// (64 MiB).
 	MaxBytes int
-	// MaxModelBytes caps the memory the decoded Go values may take
-	// (counted as struct, slice element and string sizes), since a small
-	// JSON object can decode into a much larger struct: {"url":"a"} is 11
-	// bytes of JSON and an Extension of about 450 bytes. Zero means
-	// DefaultModelFactor times the input size plus 1 MiB.
+	// MaxModelBytes caps the memory decoding allocates for the Go values
+	// it builds, since a small JSON object can decode into a much larger
+	// struct: {"url":"a"} is 11 bytes of JSON and an Extension of about 450
+	// bytes. It counts what is allocated, not just what is kept: structs,
+	// the blocks strings are packed into, and every backing array a slice
+	// of the model has had, at its full capacity (slices grow by doubling,
+	// so the arrays of one slice add up to less than four times its items).
+	// Decoding stops with ErrLimit before it would go over, so input built
+	// to expand costs about this much memory and proportionate time at
+	// most. Zero means DefaultModelFactor times the input size plus 1 MiB.
 	MaxModelBytes int
 	// MaxErrors is the most errors Decode records. Zero means
 	// DefaultMaxErrors (1000). Past it, Decode records one more
