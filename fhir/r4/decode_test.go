@@ -313,7 +313,7 @@ func TestNilAndNull(t *testing.T) {
 
 // TestModelMemoryLimit: a small JSON object can decode into a much larger
 // struct; the default limit stops input built to expand that way, while the
-// official examples (at most about 9 times their compact size) decode.
+// official examples (at most about 10 times their compact size) decode.
 func TestModelMemoryLimit(t *testing.T) {
 	in := `{"resourceType":"Basic","code":{"text":"x"},"extension":[` + strings.Repeat(`{"url":"a"},`, 50000) + `{"url":"a"}]}`
 	_, err := r4.Unmarshal([]byte(in))
