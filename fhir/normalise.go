@@ -117,7 +117,10 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 			}
 			entries = append(entries, e)
 		}
-	} else {
+	} else if !isOurProvenance(root) {
+		// A bare ACDS Provenance is our own output's metadata: like the one
+		// in a Bundle it is not carried over, so the input has nothing to
+		// process (hasResources agrees).
 		entries = append(entries, &entry{res: root, typ: root.ResourceType(), id: root.ResourceID()})
 	}
 
@@ -243,13 +246,14 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 
 // hasResources reports whether a validated root holds anything
 // normalize carries into its output besides the Provenance: a resource
-// that is not a Bundle, or a Bundle entry resource that is neither our
-// earlier Provenance nor a search outcome. (Check needs it to refuse, as
-// Process does, input with nothing to process.)
+// that is neither a Bundle nor our earlier Provenance, or a Bundle entry
+// resource that is neither our earlier Provenance nor a search outcome.
+// (Check needs it to refuse, as Process does, input with nothing to
+// process.)
 func hasResources(root r4.Resource) bool {
 	b, ok := root.(*r4.Bundle)
 	if !ok {
-		return root != nil
+		return root != nil && !isOurProvenance(root)
 	}
 	for i := range b.Entry {
 		e := &b.Entry[i]
