@@ -51,24 +51,28 @@ func restBase(fu string) string {
 }
 
 // resolveAlias maps a reference to the final Type/id of the entry it
-// names: by exact fullUrl or Type/id, ignoring a version, or relative to
-// the referring entry's RESTful base. It reports false for references
-// outside the Bundle, which are left as they are.
+// names. A relative reference from an entry with a RESTful fullUrl
+// resolves against that entry's base first, as the FHIR R4 Bundle rules
+// say (http://hl7.org/fhir/R4/bundle.html#references): of two entries
+// Patient/1 on different servers, it names the one on the referring
+// entry's server. Otherwise it matches a fullUrl or Type/id exactly,
+// ignoring a version. It reports false for references outside the Bundle,
+// which are left as they are.
 func resolveAlias(alias map[string]string, base, ref string) (string, bool) {
-	if t, ok := alias[ref]; ok {
-		return t, true
-	}
 	plain := ref
 	if i := strings.Index(ref, "/_history/"); i >= 0 {
 		plain = ref[:i]
-	}
-	if t, ok := alias[plain]; ok {
-		return t, true
 	}
 	if base != "" && !strings.Contains(plain, ":") {
 		if t, ok := alias[base+"/"+plain]; ok {
 			return t, true
 		}
+	}
+	if t, ok := alias[ref]; ok {
+		return t, true
+	}
+	if t, ok := alias[plain]; ok {
+		return t, true
 	}
 	return "", false
 }
