@@ -225,14 +225,18 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 	}
 	if format == FormatR4Deidentified {
 		d := &safeHarbor{key: opts.DeidentKey, now: now, resolves: make(map[string]bool, len(out))}
-		for _, e := range out {
+		rs := make([]r4.Resource, len(out))
+		for i, e := range out {
 			d.resolves[e.typ+"/"+e.finalID] = true
+			rs[i] = e.res
 		}
+		nested := pseudonymiseNested(opts.DeidentKey, rs, d.resolves)
 		for _, e := range out {
 			if err := d.resource(e.res); err != nil {
 				return nil, 0, err
 			}
 		}
+		nested.restoreDocumentTimestamps()
 	}
 
 	base := DefaultBaseURL
@@ -284,16 +288,36 @@ func isOurProvenance(r r4.Resource) bool {
 	return false
 }
 
-// rewriteReferences replaces every Reference.reference in r, nested
-// resources included, for which f returns a replacement.
+// rewriteReferences replaces every Reference.reference in r's scope (see
+// scopeWalk) for which f returns a replacement.
 func rewriteReferences(r r4.Resource, f func(string) (string, bool)) {
-	_ = r4.References(r, func(_ *r4.Path, ref *r4.Reference) error {
-		if s := ref.Reference; s != nil && s.HasValue() {
-			if v, ok := f(s.Value); ok {
-				s.Value = v
+	_ = scopeWalk(r, func(_ *r4.Path, node any) error {
+		if ref, ok := node.(*r4.Reference); ok {
+			if s := ref.Reference; s != nil && s.HasValue() {
+				if v, ok := f(s.Value); ok {
+					s.Value = v
+				}
 			}
 		}
 		return nil
+	})
+}
+
+// scopeWalk walks r like r4.Walk, its contained resources included, but
+// not the other resources nested in it: the entries of a Bundle, the
+// resources of a Parameters and a Bundle response's outcome. Each of these
+// is a scope of its own, where references resolve among its own resources
+// (a nested document Bundle's urn:uuid names its own entry, not the outer
+// Bundle's entry of the same fullUrl), so rewriting them with the outer
+// Bundle's table would misattribute data.
+func scopeWalk(r r4.Resource, fn r4.WalkFunc) error {
+	return r4.Walk(r, func(path *r4.Path, node any) error {
+		if n := path.Len(); n > 0 {
+			if _, ok := node.(r4.Resource); ok && path.Segments()[n-1].Name != "contained" {
+				return r4.SkipChildren
+			}
+		}
+		return fn(path, node)
 	})
 }
 
