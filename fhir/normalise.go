@@ -177,7 +177,7 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 		}
 	}
 
-	// Rewrite references.
+	// Rewrite references, in each entry's own scope (see scopeWalk).
 	var kept []*entry
 	for _, e := range entries {
 		if e.dropped {
