@@ -200,6 +200,10 @@ func TestNestedBundleIsItsOwnScope(t *testing.T) {
 		if format == FormatR4 && author != "urn:uuid:aaaaaaaa-1111-1111-1111-111111111111" {
 			t.Errorf("%s: the nested reference changed to %q", format, author)
 		}
+		// A document needs a timestamp (bdl-10): de-identified, the year's.
+		if ts := at(t, doc, "timestamp"); format == FormatR4Deidentified && ts != "2020-01-01T00:00:00Z" {
+			t.Errorf("%s: the nested document's timestamp is %v", format, ts)
+		}
 	}
 }
 
@@ -299,7 +303,7 @@ func TestDeidentifyNestedBundleURLs(t *testing.T) {
  "resource":{"resourceType":"Bundle","id":"tx-MRN-1","type":"transaction",
  "link":[{"relation":"self","url":"http://hospital.example.org/fhir/Patient?identifier=SSN-999-11-3333"}],
  "entry":[
-  {"fullUrl":"http://hospital.example.org/fhir/Patient/MRN-12345","resource":{"resourceType":"Patient","id":"MRN-12345","gender":"female"},
+  {"fullUrl":"http://hospital.example.org/fhir/Patient/MRN-12345","link":[{"relation":"alternate","url":"http://hospital.example.org/fhir/Patient?mrn=MRN-99"}],"resource":{"resourceType":"Patient","id":"MRN-12345","gender":"female"},
    "request":{"method":"PUT","url":"Patient/MRN-12345"}},
   {"fullUrl":"urn:uuid:11111111-2222-3333-4444-555555555555","resource":{"resourceType":"Observation","status":"final","code":{"text":"x"},"subject":{"reference":"http://hospital.example.org/fhir/Patient/MRN-12345"},"performer":[{"reference":"Patient/MRN-12345"}]},
    "request":{"method":"POST","url":"Observation?identifier=SSN-999-11-4444"}},
@@ -346,9 +350,12 @@ func TestDeidentifyNestedBundleURLs(t *testing.T) {
 	if at(t, params, "parameter", 1, "resource", "beneficiary", "reference") != "Patient/"+p880 {
 		t.Errorf("the Parameters' Coverage does not refer to its Patient %s: %v", p880, at(t, params, "parameter", 1))
 	}
-	for _, k := range []string{"link"} {
-		if b[k] != nil || tx.(map[string]any)[k] != nil {
-			t.Errorf("Bundle.%s survived", k)
+	if b["link"] != nil || tx.(map[string]any)["link"] != nil || pat["link"] != nil {
+		t.Errorf("a Bundle.link or Bundle.entry.link survived")
+	}
+	for _, e := range b["entry"].([]any) {
+		if e.(map[string]any)["link"] != nil {
+			t.Errorf("a top-level Bundle.entry.link survived")
 		}
 	}
 }
