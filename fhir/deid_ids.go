@@ -16,8 +16,9 @@ import (
 // because they are in resolves.
 //
 //   - A contained resource's id X becomes pseudonymID(key, "#"+X), and
-//     every local reference "#X" (Reference.reference, or a canonical such
-//     as Questionnaire.item.answerValueSet) becomes "#" + that pseudonym.
+//     every local reference "#X" (Reference.reference, a canonical such as
+//     Questionnaire.item.answerValueSet, or a uri such as
+//     ValueSet.compose.include.system) becomes "#" + that pseudonym.
 //   - A resource nested in a Bundle entry, a Parameters parameter (or part)
 //     or a Bundle response's outcome gets the id pseudonymID(key,
 //     Type+"/"+id), the very pseudonym a top-level resource of that type
@@ -114,6 +115,12 @@ func (p *nestedIDs) resource(r r4.Resource, scope func(string) (string, bool)) {
 				}
 			}
 		case *r4.Canonical:
+			if n.HasValue() && strings.HasPrefix(n.Value, "#") {
+				n.Value = p.localRef(n.Value)
+			}
+		case *r4.URI:
+			// A code system contained in a ValueSet is named by a uri
+			// (compose.include.system "#id").
 			if n.HasValue() && strings.HasPrefix(n.Value, "#") {
 				n.Value = p.localRef(n.Value)
 			}

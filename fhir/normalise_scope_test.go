@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -260,7 +262,8 @@ func leaks(t *testing.T, out *Output, secrets ...string) {
 // TestDeidentifyContainedIDs (L1): a contained resource's id, which can
 // be anything the source chose (here an SSN), is pseudonymised, and the
 // local references to it (Reference and canonical) follow, so they still
-// resolve and the id stays a valid id.
+// resolve and the id stays a valid id. Local references can be
+// References, canonicals or uris.
 func TestDeidentifyContainedIDs(t *testing.T) {
 	out := processOK(t, `{"resourceType":"Observation","id":"o1","status":"final","code":{"text":"x"},`+
 		`"contained":[{"resourceType":"Patient","id":"SSN-123-45-6789","name":[{"family":"Smith"}]}],`+
@@ -287,6 +290,16 @@ func TestDeidentifyContainedIDs(t *testing.T) {
 	}
 	if at(t, q, "contained", 1, "target", 0, "reference") != "#" || at(t, q, "contained", 1, "agent", 0, "who", "reference") != "#"+org {
 		t.Errorf("contained references not kept consistent: %v", at(t, q, "contained", 1))
+	}
+
+	// A ValueSet's contained CodeSystem, named by a uri "#id".
+	out = processOK(t, `{"resourceType":"ValueSet","id":"v","status":"active",`+
+		`"contained":[{"resourceType":"CodeSystem","id":"cs-MRN-5512","status":"active","content":"complete","concept":[{"code":"a"}]}],`+
+		`"compose":{"include":[{"system":"#cs-MRN-5512"}]}}`, FormatR4Deidentified)
+	leaks(t, out, "MRN-5512")
+	v := at(t, decodeOut(t, out), "entry", 0, "resource")
+	if cs := at(t, v, "contained", 0, "id").(string); at(t, v, "compose", "include", 0, "system") != "#"+cs {
+		t.Errorf("compose.include.system %v, want #%s", at(t, v, "compose", "include", 0, "system"), cs)
 	}
 }
 
@@ -402,4 +415,114 @@ func TestHasContained(t *testing.T) {
 			t.Errorf("%s: hasContained %v, want %v", c.json, got, c.want)
 		}
 	}
+}
+
+// nestedIdentities returns the ids of the resources nested in r
+// (contained, in nested Bundles and Parameters) and the fullUrls of nested
+// Bundles' entries.
+func nestedIdentities(r r4.Resource) map[string]bool {
+	out := map[string]bool{}
+	_ = r4.Walk(r, func(path *r4.Path, node any) error {
+		if path.Len() == 0 {
+			return nil
+		}
+		switch n := node.(type) {
+		case r4.Resource:
+			nested := path.Segments()[path.Len()-1].Name == "contained" || path.Len() > 2 // deeper than Bundle.entry[i].resource
+			if _, top := r.(*r4.Bundle); !top {
+				nested = true
+			}
+			if id := n.ResourceID(); nested && id != "" {
+				out[id] = true
+			}
+		case *r4.BundleEntry:
+			if path.Len() > 1 && n.FullURL != nil && n.FullURL.HasValue() {
+				out[n.FullURL.Value] = true
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// outputIdentities returns every resource id, fullUrl and reference of an
+// output (with their last segments) and every local "#id" in a canonical
+// or uri.
+func outputIdentities(t *testing.T, out []byte) map[string]bool {
+	t.Helper()
+	r, err := r4.Unmarshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	add := func(s string) {
+		got[s] = true
+		plain, _ := splitVersion(s)
+		got[plain[strings.LastIndexByte(plain, '/')+1:]] = true
+		got[strings.TrimPrefix(s, "#")] = true
+	}
+	_ = r4.Walk(r, func(_ *r4.Path, node any) error {
+		switch n := node.(type) {
+		case r4.Resource:
+			add(n.ResourceID())
+		case *r4.BundleEntry:
+			if n.FullURL != nil {
+				add(n.FullURL.Value)
+			}
+		case *r4.Reference:
+			if n.Reference != nil {
+				add(n.Reference.Value)
+			}
+		case *r4.Canonical: // only local references: canonical URLs name definitions
+			if strings.HasPrefix(n.Value, "#") {
+				add(n.Value)
+			}
+		case *r4.URI:
+			if strings.HasPrefix(n.Value, "#") {
+				add(n.Value)
+			}
+		}
+		return nil
+	})
+	return got
+}
+
+// TestDeidentifiedNestedIdentitiesDoNotSurvive: across the shared bundles
+// and the official examples, no id of a nested resource and no fullUrl of
+// a nested Bundle's entry survives de-identification as an id, fullUrl,
+// reference or local reference.
+func TestDeidentifiedNestedIdentitiesDoNotSurvive(t *testing.T) {
+	files := processInputs(t)
+	bundles, _ := filepath.Glob(filepath.Join("..", ".fhir-defs", "package", "Bundle-*.json"))
+	files = append(files, bundles...)
+	checked := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, err := r4.Unmarshal(data)
+		if err != nil {
+			continue
+		}
+		secrets := nestedIdentities(root)
+		if len(secrets) == 0 {
+			continue
+		}
+		out, err := Process(data, testOpts(FormatR4Deidentified))
+		if err != nil {
+			continue // invalid input, or nothing to process
+		}
+		checked++
+		got := outputIdentities(t, out.JSON)
+		for s := range secrets {
+			if got[s] {
+				t.Errorf("%s: the nested identity %q survives", filepath.Base(f), s)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Skip("no input with nested resources")
+	}
+	t.Logf("%d inputs with nested resources checked", checked)
 }
