@@ -211,8 +211,9 @@ func (d *safeHarbor) keptURI(e *spec.Element, pt *spec.Type) bool {
 		"Distance.system", "Duration.system", "Reference.type",
 		"Device.udiCarrier.issuer", "Device.udiCarrier.jurisdiction",
 		"DeviceDefinition.udiDeviceIdentifier.issuer", "DeviceDefinition.udiDeviceIdentifier.jurisdiction",
-		// A nested Bundle's entries resolve their references by fullUrl.
-		"Bundle.entry.fullUrl":
+		// A nested Bundle's fullUrls, request URLs and response locations,
+		// already pseudonymised (deid_ids.go), which its entries need.
+		"Bundle.entry.fullUrl", "Bundle.entry.request.url", "Bundle.entry.response.location":
 		return true
 	}
 	switch e.Name {

@@ -55,14 +55,20 @@
 //
 // Every resource keeps its id (or gets the uuid of its urn:uuid fullUrl,
 // or an id derived from its content); urn:uuid, absolute and relative
-// references to Bundle entries are rewritten to ResourceType/id; exact
-// duplicates are dropped. Entries' fullUrls are Options.BaseURL + "/" +
+// references to Bundle entries are rewritten to ResourceType/id, a
+// relative reference resolving against its entry's RESTful base before
+// the bare ResourceType/id (FHIR R4 Bundle reference rules); exact
+// duplicates are dropped. Only the entry resources and their contained
+// resources are rewritten: a Bundle or Parameters nested in an entry is a
+// scope of its own, where references resolve among its own resources, and
+// it is kept as it is. Entries' fullUrls are Options.BaseURL + "/" +
 // ResourceType/id. The last entry is a Provenance whose agent identifies
 // the enclave measurement (system MeasurementSystem), whose entity names
 // the source (system SourceSystem), and whose targets are every other
 // entry. A Provenance ACDS produced earlier (meta.tag TagSystem#provenance)
 // is replaced, so processing an output again with the same Options
-// returns the same bytes.
+// returns the same bytes; input that is nothing but such a Provenance has
+// no resources to process.
 //
 // # De-identification
 //
@@ -101,7 +107,15 @@
 //   - identifiers (SSN, MRN, member, account, licence, device numbers…),
 //     device serial, lot and UDI numbers and DICOM UIDs (ImagingStudy
 //     series and instance uid) become keyed HMAC-SHA-256 pseudonyms, and
-//     resource ids likewise, so references still resolve;
+//     resource ids likewise, so references still resolve:
+//     nested resources' ids too (contained resources, with their "#id"
+//     references, and the resources of nested Bundles and Parameters, whose
+//     references are resolved within their own scope);
+//   - a nested Bundle's fullUrls, request URLs and response locations
+//     become pseudonyms (a search's query string is dropped, an
+//     unrecognised request URL masked, an unrecognised location removed),
+//     its links are removed, and a nested document keeps the first instant
+//     of its timestamp's year (a document needs one);
 //   - Reference.display is removed, and references outside the Bundle
 //     (which would carry foreign identifiers) are dropped;
 //   - url values and free-text strings are removed except terminology
@@ -113,8 +127,7 @@
 //     code and identifier systems, Reference.type, canonical references
 //     (Meta.profile, instantiatesCanonical, questionnaire…),
 //     instantiatesUri, protocols, item definitions, UDI issuers, a nested
-//     Bundle's fullUrls, and
-//     every URI of a definitional resource (Questionnaire, ValueSet,
+//     Bundle's fullUrls (pseudonyms by then, see above), and every URI of a definitional resource (Questionnaire, ValueSet,
 //     PlanDefinition…); implicitRules, meta.source and meta.versionId are
 //     always removed;
 //   - the primitive values of extensions with arbitrary urls, of

@@ -51,24 +51,28 @@ func restBase(fu string) string {
 }
 
 // resolveAlias maps a reference to the final Type/id of the entry it
-// names: by exact fullUrl or Type/id, ignoring a version, or relative to
-// the referring entry's RESTful base. It reports false for references
-// outside the Bundle, which are left as they are.
+// names. A relative reference from an entry with a RESTful fullUrl
+// resolves against that entry's base first, as the FHIR R4 Bundle rules
+// say (http://hl7.org/fhir/R4/bundle.html#references): of two entries
+// Patient/1 on different servers, it names the one on the referring
+// entry's server. Otherwise it matches a fullUrl or Type/id exactly,
+// ignoring a version. It reports false for references outside the Bundle,
+// which are left as they are.
 func resolveAlias(alias map[string]string, base, ref string) (string, bool) {
-	if t, ok := alias[ref]; ok {
-		return t, true
-	}
 	plain := ref
 	if i := strings.Index(ref, "/_history/"); i >= 0 {
 		plain = ref[:i]
-	}
-	if t, ok := alias[plain]; ok {
-		return t, true
 	}
 	if base != "" && !strings.Contains(plain, ":") {
 		if t, ok := alias[base+"/"+plain]; ok {
 			return t, true
 		}
+	}
+	if t, ok := alias[ref]; ok {
+		return t, true
+	}
+	if t, ok := alias[plain]; ok {
+		return t, true
 	}
 	return "", false
 }
@@ -117,7 +121,10 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 			}
 			entries = append(entries, e)
 		}
-	} else {
+	} else if !isOurProvenance(root) {
+		// A bare ACDS Provenance is our own output's metadata: like the one
+		// in a Bundle it is not carried over, so the input has nothing to
+		// process (hasResources agrees).
 		entries = append(entries, &entry{res: root, typ: root.ResourceType(), id: root.ResourceID()})
 	}
 
@@ -170,7 +177,7 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 		}
 	}
 
-	// Rewrite references.
+	// Rewrite references, in each entry's own scope (see scopeWalk).
 	var kept []*entry
 	for _, e := range entries {
 		if e.dropped {
@@ -218,14 +225,18 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 	}
 	if format == FormatR4Deidentified {
 		d := &safeHarbor{key: opts.DeidentKey, now: now, resolves: make(map[string]bool, len(out))}
-		for _, e := range out {
+		rs := make([]r4.Resource, len(out))
+		for i, e := range out {
 			d.resolves[e.typ+"/"+e.finalID] = true
+			rs[i] = e.res
 		}
+		nested := pseudonymiseNested(opts.DeidentKey, rs, d.resolves)
 		for _, e := range out {
 			if err := d.resource(e.res); err != nil {
 				return nil, 0, err
 			}
 		}
+		nested.restoreDocumentTimestamps()
 	}
 
 	base := DefaultBaseURL
@@ -243,13 +254,14 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 
 // hasResources reports whether a validated root holds anything
 // normalize carries into its output besides the Provenance: a resource
-// that is not a Bundle, or a Bundle entry resource that is neither our
-// earlier Provenance nor a search outcome. (Check needs it to refuse, as
-// Process does, input with nothing to process.)
+// that is neither a Bundle nor our earlier Provenance, or a Bundle entry
+// resource that is neither our earlier Provenance nor a search outcome.
+// (Check needs it to refuse, as Process does, input with nothing to
+// process.)
 func hasResources(root r4.Resource) bool {
 	b, ok := root.(*r4.Bundle)
 	if !ok {
-		return root != nil
+		return root != nil && !isOurProvenance(root)
 	}
 	for i := range b.Entry {
 		e := &b.Entry[i]
@@ -276,16 +288,36 @@ func isOurProvenance(r r4.Resource) bool {
 	return false
 }
 
-// rewriteReferences replaces every Reference.reference in r, nested
-// resources included, for which f returns a replacement.
+// rewriteReferences replaces every Reference.reference in r's scope (see
+// scopeWalk) for which f returns a replacement.
 func rewriteReferences(r r4.Resource, f func(string) (string, bool)) {
-	_ = r4.References(r, func(_ *r4.Path, ref *r4.Reference) error {
-		if s := ref.Reference; s != nil && s.HasValue() {
-			if v, ok := f(s.Value); ok {
-				s.Value = v
+	_ = scopeWalk(r, func(_ *r4.Path, node any) error {
+		if ref, ok := node.(*r4.Reference); ok {
+			if s := ref.Reference; s != nil && s.HasValue() {
+				if v, ok := f(s.Value); ok {
+					s.Value = v
+				}
 			}
 		}
 		return nil
+	})
+}
+
+// scopeWalk walks r like r4.Walk, its contained resources included, but
+// not the other resources nested in it: the entries of a Bundle, the
+// resources of a Parameters and a Bundle response's outcome. Each of these
+// is a scope of its own, where references resolve among its own resources
+// (a nested document Bundle's urn:uuid names its own entry, not the outer
+// Bundle's entry of the same fullUrl), so rewriting them with the outer
+// Bundle's table would misattribute data.
+func scopeWalk(r r4.Resource, fn r4.WalkFunc) error {
+	return r4.Walk(r, func(path *r4.Path, node any) error {
+		if n := path.Len(); n > 0 {
+			if _, ok := node.(r4.Resource); ok && path.Segments()[n-1].Name != "contained" {
+				return r4.SkipChildren
+			}
+		}
+		return fn(path, node)
 	})
 }
 

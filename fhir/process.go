@@ -105,7 +105,9 @@ type Output struct {
 // Process validates input (one FHIR R4 resource or Bundle, JSON), then
 // normalises it into a collection Bundle: transaction, batch, searchset
 // and other Bundles are flattened, urn:uuid, absolute and relative
-// references are rewritten to ResourceType/id, duplicate resources are
+// references are rewritten to ResourceType/id (in the entry resources and
+// their contained resources; a nested Bundle or Parameters keeps its own),
+// duplicate resources are
 // removed, and a Provenance resource records the source, the enclave
 // measurement and the time. For FormatR4Deidentified the resources are
 // de-identified (HIPAA Safe Harbor) before the Provenance is added. The
