@@ -117,7 +117,7 @@ func parseHTML(doc string) *htmlPage {
 		switch name {
 		case "script", "style":
 			// Skip raw text up to the closing tag.
-			if k := strings.Index(strings.ToLower(doc), "</"+name); k >= 0 {
+			if k := indexASCIIFold(doc, "</"+name); k >= 0 {
 				doc = doc[k:]
 			}
 		case "form":
@@ -154,6 +154,30 @@ func parseHTML(doc string) *htmlPage {
 			}
 		}
 	}
+}
+
+// indexASCIIFold returns the byte index in s of the first match of the
+// lower-case ASCII pattern sub, ignoring ASCII case, or -1. Unlike
+// strings.ToLower, it never changes lengths (invalid UTF-8 stays as it
+// is), so the index is valid in s.
+func indexASCIIFold(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+			j++
+		}
+		if j == len(sub) {
+			return i
+		}
+	}
+	return -1
 }
 
 // has reports whether the form has a control matching pred.
