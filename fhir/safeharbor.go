@@ -134,17 +134,37 @@ func hasIP(s string) bool {
 		}
 		i = j
 	}
-	// IPv6: brackets, zones, ports and path separators end the run.
+	// IPv6: brackets, zones, ports and path separators end the run. A run
+	// may start with hex letters or a ':' that belong to what precedes the
+	// address ("ip:fe80::1", "tcp:fe80::1"), so every start after a colon
+	// within the longest textual IPv6 form (45 characters) is tried too.
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
 		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '.' || r == ':')
 	}) {
-		if len(f) < 7 || strings.Count(f, ":") < 2 {
+		if len(f) < 3 || strings.Count(f, ":") < 2 {
 			continue
 		}
-		for _, c := range [...]string{f, strings.TrimRight(f, ".:"), strings.TrimLeft(strings.TrimRight(f, ".:"), ".")} {
-			if a, err := netip.ParseAddr(c); err == nil && a.Is6() {
+		if isIPv6(f) {
+			return true
+		}
+		for k := max(0, len(f)-46); k < len(f)-2; k++ {
+			if f[k] == ':' && (isIPv6(f[k+1:]) || isIPv6(f[k:])) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// isIPv6 reports whether f, without trailing dots or colons (sentence
+// punctuation, a port separator), is an IPv6 address.
+func isIPv6(f string) bool {
+	for _, c := range [...]string{f, strings.TrimRight(f, ".:"), strings.TrimLeft(strings.TrimRight(f, ".:"), ".")} {
+		if strings.Count(c, ":") < 2 {
+			continue
+		}
+		if a, err := netip.ParseAddr(c); err == nil && a.Is6() {
+			return true
 		}
 	}
 	return false
