@@ -1,7 +1,6 @@
 package fhir
 
 import (
-	"reflect"
 	"strings"
 
 	"github.com/acds-project/acds/fhir/r4"
@@ -84,13 +83,10 @@ func (p *nestedIDs) restoreDocumentTimestamps() {
 // contained resources too), reporting false for those it leaves; nil
 // leaves them all.
 func (p *nestedIDs) resource(r r4.Resource, scope func(string) (string, bool)) {
-	switch r.(type) {
-	case *r4.Bundle, *r4.Parameters:
-	default:
-		if scope == nil && !hasContained(r) {
-			return // nothing nested, no reference to rewrite: the common case
-		}
-	}
+	// Every resource is walked: a local reference ("#id") names a
+	// contained resource by its id, and must follow its pseudonym even
+	// where no contained resource is present (a canonical or uri, which
+	// validation does not resolve).
 	holders := []r4.Resource{r}
 	_ = scopeWalk(r, func(path *r4.Path, node any) error {
 		switch n := node.(type) {
@@ -135,19 +131,6 @@ func (p *nestedIDs) resource(r r4.Resource, scope func(string) (string, bool)) {
 			p.parameters(n)
 		}
 	}
-}
-
-// hasContained reports whether r has contained resources: the field
-// Contained that package r4 generates for every DomainResource. It is a
-// cheap test (no walk, no allocation) that lets the common resource, with
-// nothing nested, skip the walk.
-func hasContained(r r4.Resource) bool {
-	v := reflect.ValueOf(r)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return false
-	}
-	f := v.Elem().FieldByName("Contained")
-	return f.IsValid() && f.Kind() == reflect.Slice && f.Len() > 0
 }
 
 // localID is the pseudonym of a contained resource's id. Sources reuse a

@@ -392,31 +392,6 @@ func TestNestedScopesLeftAsTheyAreInFormatR4(t *testing.T) {
 	}
 }
 
-// TestHasContained: the probe finds contained resources, whatever comes
-// before them, and only those of the resource itself.
-func TestHasContained(t *testing.T) {
-	for _, c := range []struct {
-		json string
-		want bool
-	}{
-		{`{"resourceType":"Patient"}`, false},
-		{`{"resourceType":"Patient","gender":"male","meta":{"versionId":"1"}}`, false},
-		{`{"resourceType":"Patient","meta":{"versionId":"1"},"implicitRules":"http://x","language":"en",` +
-			`"text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">x</div>"},` +
-			`"contained":[{"resourceType":"Organization","id":"o"}],"managingOrganization":{"reference":"#o"}}`, true},
-		{`{"resourceType":"Observation","status":"final","code":{"text":"x"},"contained":[{"resourceType":"Patient","id":"p"}],"subject":{"reference":"#p"}}`, true},
-		{`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:aaaaaaaa-1111-1111-1111-111111111111","resource":{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"o"}]}}]}`, false},
-	} {
-		r, err := r4.Unmarshal([]byte(c.json))
-		if err != nil {
-			t.Fatalf("%s: %v", c.json, err)
-		}
-		if got := hasContained(r); got != c.want {
-			t.Errorf("%s: hasContained %v, want %v", c.json, got, c.want)
-		}
-	}
-}
-
 // nestedIdentities returns the ids of the resources nested in r
 // (contained, in nested Bundles and Parameters) and the fullUrls of nested
 // Bundles' entries.
@@ -525,4 +500,13 @@ func TestDeidentifiedNestedIdentitiesDoNotSurvive(t *testing.T) {
 		t.Skip("no input with nested resources")
 	}
 	t.Logf("%d inputs with nested resources checked", checked)
+}
+
+// TestDeidentifyLocalReferencesWithoutContained: a local reference in a
+// canonical or uri ("#id") is pseudonymised even when the resource has no
+// contained resources (validation does not resolve those).
+func TestDeidentifyLocalReferencesWithoutContained(t *testing.T) {
+	in := `{"resourceType":"QuestionnaireResponse","id":"q1","status":"completed","questionnaire":"#john-smith-1950","item":[{"linkId":"a","definition":"#mrn12345"}]}`
+	out := processOK(t, in, FormatR4Deidentified)
+	leaks(t, out, "john-smith", "mrn12345")
 }
