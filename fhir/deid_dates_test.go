@@ -311,3 +311,16 @@ func TestDateYear(t *testing.T) {
 		t.Errorf("fourDigits(7) = %q", got)
 	}
 }
+
+// TestDeidentifyKeepsInvariants: reducing dates of mixed precision or with
+// a leap second, and removing a quantity's system, leave valid R4
+// (per-1, qty-3); processOK validates the output.
+func TestDeidentifyKeepsInvariants(t *testing.T) {
+	for _, in := range []string{
+		`{"resourceType":"Encounter","id":"e1","status":"finished","class":{"system":"http://terminology.hl7.org/CodeSystem/v3-ActCode","code":"AMB"},"period":{"start":"2001-01-01","end":"2001-01-01T01:00:00+05:00"}}`,
+		`{"resourceType":"Encounter","id":"e1","status":"finished","class":{"system":"http://terminology.hl7.org/CodeSystem/v3-ActCode","code":"AMB"},"period":{"start":"2016-12-31T23:30:00-05:00","end":"2016-12-31T23:59:60-05:00"}}`,
+		`{"resourceType":"Observation","id":"o1","status":"final","code":{"text":"x"},"valueQuantity":{"value":5,"unit":"mg","system":"http://10.1.2.3/units","code":"mg"}}`,
+	} {
+		processOK(t, in, FormatR4Deidentified)
+	}
+}

@@ -59,7 +59,45 @@ const (
 // resource de-identifies r and every resource nested in it, in place.
 func (d *safeHarbor) resource(r r4.Resource) error {
 	d.frames = d.frames[:0]
-	return specWalk(r, d.enter, d.leave)
+	if err := specWalk(r, d.enter, d.leave); err != nil {
+		return err
+	}
+	return repairInvariants(r)
+}
+
+// repairInvariants restores the invariants that removing or reducing
+// values can break: a Period whose start year came out after its end year
+// (dates of mixed precision or zones reduced to their years; per-1) starts
+// in its end year, and a quantity whose system was removed (it held an IP
+// address) loses its code too (qty-3).
+func repairInvariants(r r4.Resource) error {
+	return r4.Walk(r, func(_ *r4.Path, node any) error {
+		switch n := node.(type) {
+		case *r4.Period:
+			if n.Start != nil && n.End != nil && n.Start.HasValue() && n.End.HasValue() &&
+				len(n.Start.Value) >= 4 && len(n.End.Value) >= 4 && n.Start.Value[:4] > n.End.Value[:4] {
+				n.Start.Value = n.End.Value[:4] + n.Start.Value[4:]
+			}
+		case *r4.Quantity:
+			dropOrphanCode(&n.Code, n.System)
+		case *r4.Age:
+			dropOrphanCode(&n.Code, n.System)
+		case *r4.Duration:
+			dropOrphanCode(&n.Code, n.System)
+		case *r4.Distance:
+			dropOrphanCode(&n.Code, n.System)
+		case *r4.Count:
+			dropOrphanCode(&n.Code, n.System)
+		}
+		return nil
+	})
+}
+
+// dropOrphanCode removes a quantity's unit code when it has no system left.
+func dropOrphanCode(code **r4.Code, system *r4.URI) {
+	if *code != nil && (system == nil || !system.HasValue() && len(system.Extension) == 0) {
+		*code = nil
+	}
 }
 
 func (d *safeHarbor) push() *shFrame {
