@@ -177,6 +177,20 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 		}
 	}
 
+	// The output's own fullUrls: a reference that already names one (as in
+	// an earlier output processed again) resolves now as it would then, so
+	// processing the output again changes nothing.
+	outBase := DefaultBaseURL
+	if opts.BaseURL != "" {
+		outBase = strings.TrimSuffix(opts.BaseURL, "/")
+	}
+	for _, e := range entries {
+		final := e.typ + "/" + e.finalID
+		if _, ok := alias[outBase+"/"+final]; !ok {
+			alias[outBase+"/"+final] = final
+		}
+	}
+
 	// Rewrite references, in each entry's own scope (see scopeWalk).
 	var kept []*entry
 	for _, e := range entries {

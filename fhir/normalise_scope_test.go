@@ -510,3 +510,14 @@ func TestDeidentifyLocalReferencesWithoutContained(t *testing.T) {
 	out := processOK(t, in, FormatR4Deidentified)
 	leaks(t, out, "john-smith", "mrn12345")
 }
+
+// TestReferenceToOutputFullURLIsIdempotent: a reference that names what
+// will be an output fullUrl resolves on the first pass, as it would on a
+// second, so FormatR4 stays idempotent (processOK checks it).
+func TestReferenceToOutputFullURLIsIdempotent(t *testing.T) {
+	in := `{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"http://b.example/fhir/Patient/1","resource":{"resourceType":"Patient","id":"1","gender":"male"}},{"fullUrl":"http://b.example/fhir/Observation/o","resource":{"resourceType":"Observation","id":"o","status":"final","code":{"text":"x"},"subject":{"reference":"https://acds.invalid/fhir/Patient/1"}}}]}`
+	out := processOK(t, in, FormatR4)
+	if !strings.Contains(string(out.JSON), `"subject":{"reference":"Patient/1"}`) {
+		t.Errorf("subject not resolved: %s", out.JSON)
+	}
+}
