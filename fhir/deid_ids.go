@@ -188,6 +188,18 @@ func splitVersion(ref string) (plain, version string) {
 	return ref, ""
 }
 
+// versionPseudonym is the keyed pseudonym of a version id, the same for
+// meta.versionId and "/_history/" references.
+func versionPseudonym(key []byte, v string) string { return keyed(key, "version", v) }
+
+// version pseudonymises the "/_history/v" suffix splitVersion returned.
+func (p *nestedIDs) version(suffix string) string {
+	if suffix == "" {
+		return ""
+	}
+	return "/_history/" + versionPseudonym(p.key, strings.TrimPrefix(suffix, "/_history/"))
+}
+
 // bundle pseudonymises a nested Bundle's entries as one scope.
 func (p *nestedIDs) bundle(b *r4.Bundle) {
 	b.Link = nil
@@ -219,7 +231,7 @@ func (p *nestedIDs) bundle(b *r4.Bundle) {
 			plain, version := splitVersion(ref)
 			if strings.Contains(plain, ":") {
 				if u, ok := fullURLs[plain]; ok {
-					return u + version, true
+					return u + p.version(version), true
 				}
 				return "", false
 			}
@@ -227,7 +239,7 @@ func (p *nestedIDs) bundle(b *r4.Bundle) {
 				return "", false
 			}
 			if _, ok := fullURLs[base+"/"+plain]; (base != "" && ok) || ids[plain] {
-				return p.typeID(plain) + version, true
+				return p.typeID(plain) + p.version(version), true
 			}
 			return "", false
 		}
@@ -271,9 +283,9 @@ func (p *nestedIDs) requestURL(u string) (string, bool) {
 	case !strings.Contains(plain, ":") && spec.IsResource(plain) && version == "":
 		return plain, true
 	case !strings.Contains(plain, ":") && refType(plain) != "" && strings.Count(plain, "/") == 1:
-		return p.typeID(plain) + version, true
+		return p.typeID(plain) + p.version(version), true
 	case restBase(plain) != "":
-		return p.url(plain) + version, true
+		return p.url(plain) + p.version(version), true
 	}
 	return "", false
 }
@@ -303,7 +315,7 @@ func (p *nestedIDs) parameters(x *r4.Parameters) {
 		if strings.Contains(plain, ":") || !ids[plain] {
 			return "", false
 		}
-		return p.typeID(plain) + version, true
+		return p.typeID(plain) + p.version(version), true
 	}
 	for _, r := range rs {
 		p.setID(r)

@@ -239,14 +239,15 @@ func TestDeidentifyIPInSystemAndState(t *testing.T) {
 		[]string{`"system":"http://hospital.example.org/mrn"`, `"postalCode":"021"`, `"state":"MA"`})
 }
 
-// TestDeidentifyMetaAndRules: meta.versionId, meta.source and
-// implicitRules are removed; meta.profile and security labels stay.
+// TestDeidentifyMetaAndRules: meta.source and implicitRules are removed,
+// meta.versionId becomes a keyed pseudonym; meta.profile and security
+// labels stay.
 func TestDeidentifyMetaAndRules(t *testing.T) {
 	s := deidValues(t, `{"resourceType":"Patient","id":"p","implicitRules":"http://jsmith.example.org/rules",
 	 "meta":{"versionId":"jsmith","source":"http://jsmith-laptop.example.org/#x","profile":["http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient"],
 	  "security":[{"system":"http://terminology.hl7.org/CodeSystem/v3-Confidentiality","code":"R"}]}}`)
-	wantGoneKept(t, s, []string{"jsmith", "implicitRules", "versionId"},
-		[]string{`"profile":["http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient"]`, `"code":"R"`})
+	wantGoneKept(t, s, []string{"jsmith", "implicitRules"},
+		[]string{`"versionId":"` + versionPseudonym(testOpts("").DeidentKey, "jsmith") + `"`, `"profile":["http://hl7.org/fhir/us/core/StructureDefinition/us-core-patient"]`, `"code":"R"`})
 }
 
 func TestHasIP(t *testing.T) {

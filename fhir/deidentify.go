@@ -208,7 +208,11 @@ func (d *safeHarbor) keepValue(p r4.Primitive, e *spec.Element, pt *spec.Type) b
 	case "id":
 		switch {
 		case pt.Name == "Meta" && e.Name == "versionId":
-			return false // free text chosen by the server
+			// Chosen by the server, possibly telling; a keyed pseudonym
+			// (as in "/_history/" references) keeps versions of one
+			// resource apart, which a nested Bundle may need (bdl-7).
+			_ = p.SetText(versionPseudonym(d.key, s))
+			return true
 		case e.Name == "uid":
 			// DICOM UIDs (ImagingStudy.series.uid, series.instance.uid)
 			// are unique identifiers of the study; the pseudonym is a

@@ -127,9 +127,10 @@
 //     code and identifier systems, Reference.type, canonical references
 //     (Meta.profile, instantiatesCanonical, questionnaire…),
 //     instantiatesUri, protocols, item definitions, UDI issuers, a nested
-//     Bundle's fullUrls (pseudonyms by then, see above), and every URI of a definitional resource (Questionnaire, ValueSet,
-//     PlanDefinition…); implicitRules, meta.source and meta.versionId are
-//     always removed;
+//     Bundle's fullUrls (pseudonyms by then, see above), and every URI of a
+//     definitional resource (Questionnaire, ValueSet, PlanDefinition…);
+//     implicitRules and meta.source are always removed, and version ids
+//     (meta.versionId, "/_history/" in references) become keyed pseudonyms;
 //   - the primitive values of extensions with arbitrary urls, of
 //     Parameters and of Task inputs and outputs (codes, ids, strings, URIs,
 //     integers, decimals…) are removed; booleans, dates (reduced as above),

@@ -355,7 +355,7 @@ func TestDeidentifyNestedBundleURLs(t *testing.T) {
 		t.Errorf("a delete's URL is %v", u)
 	}
 	resp := at(t, b, "entry", 1, "resource")
-	if l := at(t, resp, "entry", 0, "response", "location"); l != "Patient/"+pseudonymID(testOpts("").DeidentKey, "Patient/MRN-777")+"/_history/1" {
+	if l := at(t, resp, "entry", 0, "response", "location"); l != "Patient/"+pseudonymID(testOpts("").DeidentKey, "Patient/MRN-777")+"/_history/"+versionPseudonym(testOpts("").DeidentKey, "1") {
 		t.Errorf("a response location is %v", l)
 	}
 	params := at(t, b, "entry", 2, "resource")
@@ -520,4 +520,13 @@ func TestReferenceToOutputFullURLIsIdempotent(t *testing.T) {
 	if !strings.Contains(string(out.JSON), `"subject":{"reference":"Patient/1"}`) {
 		t.Errorf("subject not resolved: %s", out.JSON)
 	}
+}
+
+// TestDeidentifyNestedVersions: versions of one resource in a nested
+// Bundle stay distinct (bdl-7) under keyed version pseudonyms.
+func TestDeidentifyNestedVersions(t *testing.T) {
+	in := `{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:11111111-1111-1111-1111-111111111111","resource":{"resourceType":"Bundle","type":"collection","entry":[
+ {"fullUrl":"http://example.org/fhir/Patient/1","resource":{"resourceType":"Patient","id":"1","meta":{"versionId":"1"},"gender":"male"}},
+ {"fullUrl":"http://example.org/fhir/Patient/1","resource":{"resourceType":"Patient","id":"1","meta":{"versionId":"2"},"gender":"female"}}]}}]}`
+	processOK(t, in, FormatR4Deidentified)
 }
