@@ -59,38 +59,33 @@ const (
 // resource de-identifies r and every resource nested in it, in place.
 func (d *safeHarbor) resource(r r4.Resource) error {
 	d.frames = d.frames[:0]
-	if err := specWalk(r, d.enter, d.leave); err != nil {
-		return err
-	}
-	return repairInvariants(r)
+	return specWalk(r, d.enter, d.leave)
 }
 
-// repairInvariants restores the invariants that removing or reducing
-// values can break: a Period whose start year came out after its end year
-// (dates of mixed precision or zones reduced to their years; per-1) starts
-// in its end year, and a quantity whose system was removed (it held an IP
-// address) loses its code too (qty-3).
-func repairInvariants(r r4.Resource) error {
-	return r4.Walk(r, func(_ *r4.Path, node any) error {
-		switch n := node.(type) {
-		case *r4.Period:
-			if n.Start != nil && n.End != nil && n.Start.HasValue() && n.End.HasValue() &&
-				len(n.Start.Value) >= 4 && len(n.End.Value) >= 4 && n.Start.Value[:4] > n.End.Value[:4] {
-				n.Start.Value = n.End.Value[:4] + n.Start.Value[4:]
-			}
-		case *r4.Quantity:
-			dropOrphanCode(&n.Code, n.System)
-		case *r4.Age:
-			dropOrphanCode(&n.Code, n.System)
-		case *r4.Duration:
-			dropOrphanCode(&n.Code, n.System)
-		case *r4.Distance:
-			dropOrphanCode(&n.Code, n.System)
-		case *r4.Count:
-			dropOrphanCode(&n.Code, n.System)
+// repairInvariant restores, on leaving an element whose children are done,
+// the invariants that removing or reducing values can break: a Period whose
+// start year came out after its end year (dates of mixed precision or zones
+// reduced to their years; per-1) starts in its end year, and a quantity
+// whose system was removed (it held an IP address) loses its code too
+// (qty-3).
+func repairInvariant(node any) {
+	switch n := node.(type) {
+	case *r4.Period:
+		if n.Start != nil && n.End != nil && n.Start.HasValue() && n.End.HasValue() &&
+			len(n.Start.Value) >= 4 && len(n.End.Value) >= 4 && n.Start.Value[:4] > n.End.Value[:4] {
+			n.Start.Value = n.End.Value[:4] + n.Start.Value[4:]
 		}
-		return nil
-	})
+	case *r4.Quantity:
+		dropOrphanCode(&n.Code, n.System)
+	case *r4.Age:
+		dropOrphanCode(&n.Code, n.System)
+	case *r4.Duration:
+		dropOrphanCode(&n.Code, n.System)
+	case *r4.Distance:
+		dropOrphanCode(&n.Code, n.System)
+	case *r4.Count:
+		dropOrphanCode(&n.Code, n.System)
+	}
 }
 
 // dropOrphanCode removes a quantity's unit code when it has no system left.
@@ -379,6 +374,7 @@ func (d *safeHarbor) leave(stack []specFrame) {
 		parent.record(f, fr, fr.prim.HasValue(), elemKept, false)
 		return
 	}
+	repairInvariant(f.Node)
 	d.mask(fr)
 	_, isExt := f.Node.(*r4.Extension)
 	kept := fr.kidsKept(!isExt)

@@ -253,16 +253,12 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 		nested.restoreDocumentTimestamps()
 	}
 
-	base := DefaultBaseURL
-	if opts.BaseURL != "" {
-		base = strings.TrimSuffix(opts.BaseURL, "/")
-	}
 	prov := provenance(opts, format, now, out)
 	bundle := &r4.Bundle{Type: r4.NewCode("collection"), Entry: make([]r4.BundleEntry, 0, len(out)+1)}
 	for _, e := range out {
-		bundle.Entry = append(bundle.Entry, r4.BundleEntry{FullURL: r4.NewURI(base + "/" + e.typ + "/" + e.finalID), Resource: e.res})
+		bundle.Entry = append(bundle.Entry, r4.BundleEntry{FullURL: r4.NewURI(outBase + "/" + e.typ + "/" + e.finalID), Resource: e.res})
 	}
-	bundle.Entry = append(bundle.Entry, r4.BundleEntry{FullURL: r4.NewURI(base + "/Provenance/" + prov.ID), Resource: prov})
+	bundle.Entry = append(bundle.Entry, r4.BundleEntry{FullURL: r4.NewURI(outBase + "/Provenance/" + prov.ID), Resource: prov})
 	return bundle, len(bundle.Entry), nil
 }
 
