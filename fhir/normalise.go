@@ -105,16 +105,10 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 	if b, ok := root.(*r4.Bundle); ok {
 		for i := range b.Entry {
 			be := &b.Entry[i]
+			if !carried(be) {
+				continue
+			}
 			r := be.Resource
-			if r == nil {
-				continue // request-only or response-only entries carry no data
-			}
-			if isOurProvenance(r) {
-				continue // regenerated below, which keeps normalisation idempotent
-			}
-			if be.Search != nil && be.Search.Mode != nil && be.Search.Mode.Value == "outcome" {
-				continue // a search's OperationOutcome is about the search, not the record
-			}
 			e := &entry{res: r, typ: r.ResourceType(), id: r.ResourceID()}
 			if be.FullURL != nil {
 				e.fullURL = be.FullURL.Value
@@ -274,12 +268,20 @@ func hasResources(root r4.Resource) bool {
 		return root != nil && !isOurProvenance(root)
 	}
 	for i := range b.Entry {
-		e := &b.Entry[i]
-		if e.Resource != nil && !isOurProvenance(e.Resource) && (e.Search == nil || e.Search.Mode == nil || e.Search.Mode.Value != "outcome") {
+		if carried(&b.Entry[i]) {
 			return true
 		}
 	}
 	return false
+}
+
+// carried reports whether normalize carries a Bundle entry's resource into
+// its output. It does not carry request-only or response-only entries (no
+// data), our earlier Provenance (regenerated, which keeps normalisation
+// idempotent) or a search's OperationOutcome (about the search, not the
+// record).
+func carried(e *r4.BundleEntry) bool {
+	return e.Resource != nil && !isOurProvenance(e.Resource) && (e.Search == nil || text(e.Search.Mode) != "outcome")
 }
 
 // isOurProvenance reports whether r is a Provenance ACDS produced
@@ -291,7 +293,7 @@ func isOurProvenance(r r4.Resource) bool {
 	}
 	for i := range p.Meta.Tag {
 		t := &p.Meta.Tag[i]
-		if t.System != nil && t.System.Value == TagSystem && t.Code != nil && t.Code.Value == "provenance" {
+		if text(t.System) == TagSystem && text(t.Code) == "provenance" {
 			return true
 		}
 	}
