@@ -323,21 +323,6 @@ func preR4Resource(name string) string {
 	return ""
 }
 
-// preR4Element describes properties that exist in DSTU2 or STU3 but not R4.
-func preR4Element(name string) string {
-	switch name {
-	case "Patient.animal", "Encounter.incomingReferral", "Condition.context", "Condition.assertedDate", "AllergyIntolerance.assertedDate", "Observation.context", "Observation.comment", "Observation.valueAttachment", "Procedure.context", "Procedure.notDone", "Immunization.notGiven", "Immunization.explanation", "Immunization.practitioner", "MedicationRequest.context", "MedicationStatement.taken", "MedicationStatement.notTaken", "DiagnosticReport.codedDiagnosis", "DiagnosticReport.context", "Claim.organization", "ExplanationOfBenefit.organization", "CarePlan.context", "CarePlan.definition", "DocumentReference.indexed", "DocumentReference.created", "DocumentReference.class", "Composition.class", "Goal.status":
-		return "an STU3 property"
-	case "Patient.careProvider", "Encounter.patient", "Encounter.indication", "Condition.patient", "Condition.dateRecorded", "Procedure.notPerformed", "Immunization.wasNotGiven", "MedicationStatement.wasNotTaken", "DiagnosticReport.request":
-		return "a DSTU2 property"
-	case "Immunization.date", "Immunization.vaccinationProtocol":
-		return "a DSTU2/STU3 property"
-	case "Bundle.fhirVersion":
-		return "not an R4 property"
-	}
-	return ""
-}
-
 // primitiveFormat checks the lexical form of a non-empty value s of the
 // string-based primitive type typ ("date", "code", "uri"…) and returns
 // what is wrong with it, or "" when it is well formed.

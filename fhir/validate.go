@@ -98,20 +98,10 @@ type validator struct {
 	// so they are not judged on what is missing (required elements,
 	// ele-1, ext-1, pat-1…): the decoder's finding already says why.
 	damaged map[string]bool
-	// unknownProps holds the unknown properties the decoder reported, by
-	// the path of the element holding them.
-	unknownProps map[string][]unknownProp
 
 	frames  []vframe   // per depth of the walk
 	res     []*tresCtx // the resources on the current path, innermost last
 	bundles []*bundleCtx
-}
-
-// unknownProp is an unknown property and the index of its issue (-1 when
-// the issue cap left it out).
-type unknownProp struct {
-	name  string
-	issue int
 }
 
 // vframe is the validator's own state for one node on the walk's path.
@@ -263,20 +253,7 @@ func (v *validator) decodeError(de *r4.DecodeError, last bool) {
 		}
 		v.add(sevFor(last, where), "not-supported", where, "%s", reason)
 	case errors.Is(de, r4.ErrUnknownProperty):
-		n := len(v.issues)
 		v.errorf("structure", where, "%s", strings.Replace(reason, "unknown property", "unrecognized property", 1))
-		// The walk checks, where it knows the resource type, whether the
-		// property is one of an earlier FHIR version.
-		if i := strings.LastIndexByte(where, '.'); i > 0 {
-			if v.unknownProps == nil {
-				v.unknownProps = map[string][]unknownProp{}
-			}
-			idx := -1
-			if len(v.issues) > n {
-				idx = n
-			}
-			v.unknownProps[where[:i]] = append(v.unknownProps[where[:i]], unknownProp{where[i+1:], idx})
-		}
 	case errors.Is(de, r4.ErrDuplicateProperty):
 		v.errorf("structure", where, "duplicate JSON property %q", lastName(where))
 	case reason == "empty object":
@@ -533,17 +510,6 @@ func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resourc
 	}
 	if rc.id != "" {
 		v.resourceID(path, rc.id, rc.isContained)
-	}
-	if v.unknownProps != nil {
-		for _, up := range v.unknownProps[path.String()] {
-			if why := preR4Element(rc.typ + "." + up.name); why != "" {
-				v.notR4 = true
-				if up.issue >= 0 {
-					is := &v.issues[up.issue]
-					is.Code, is.Diagnostics = "not-supported", fmt.Sprintf("property %s.%s is %s, not FHIR R4", rc.typ, up.name, why)
-				}
-			}
-		}
 	}
 	switch n := r.(type) {
 	case *r4.Bundle:

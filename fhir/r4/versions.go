@@ -129,6 +129,16 @@ func earlierVersionShape(path string) (string, bool) {
 		return "STU3 Device.model is R4 modelNumber", true
 	case "CareTeam.context":
 		return "STU3 CareTeam.context is R4 encounter", true
+	case "Observation.valueAttachment":
+		return "STU3 Observation.valueAttachment was removed in R4", true
+	case "Procedure.notDone":
+		return "STU3 Procedure.notDone is R4 status not-done", true
+	case "Composition.class":
+		return "STU3 Composition.class is R4 category", true
+	case "MedicationStatement.wasNotTaken":
+		return "DSTU2 MedicationStatement.wasNotTaken is R4 status not-taken", true
+	case "Bundle.fhirVersion":
+		return "Bundle.fhirVersion is not an R4 property", true
 	}
 	return "", false
 }
