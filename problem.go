@@ -116,7 +116,7 @@ func ProblemTitle(code string) string {
 }
 
 // FieldError names one field of a request body or query that is invalid.
-// Field is a dotted JSON path ("credentials.username") or a query parameter.
+// Field is a dotted JSON path ("portalUrl", "data") or a query parameter.
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`

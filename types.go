@@ -2,6 +2,8 @@ package acds
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -84,19 +86,43 @@ type Credentials struct {
 	Password string `json:"password"`
 }
 
-// FetchAndAttestRequest is the body of POST /v1/fetch-and-attest.
+// FetchAndAttestRequest is the body of POST /v1/fetch-and-attest (SPEC
+// §2.2): flat, every SPEC field a string and required. OutputFormat is an
+// optional extension; empty means OutputFHIRR4.
+//
+// The password is redacted when the request is printed or logged (String,
+// GoString, LogValue); it is encoded only by MarshalJSON, to send it.
 type FetchAndAttestRequest struct {
-	SystemType   string      `json:"systemType"`   // one of SystemTypes
-	PortalURL    string      `json:"portalUrl"`    // https base URL of the portal
-	RecordID     string      `json:"recordId"`     // the patient id at the portal
-	Credentials  Credentials `json:"credentials"`  // portal login
-	OutputFormat string      `json:"outputFormat"` // one of OutputFormats
+	SystemType   string `json:"systemType"`             // one of SystemTypes
+	PortalURL    string `json:"portalUrl"`              // https base URL of the portal
+	Username     string `json:"username"`               // portal login name
+	Password     string `json:"password"`               // portal password
+	RecordID     string `json:"recordId"`               // the patient id at the portal
+	OutputFormat string `json:"outputFormat,omitempty"` // extension: one of OutputFormats, default OutputFHIRR4
 }
 
-// ProcessRequest is the body of POST /v1/process: a FHIR R4 Bundle (or a
-// single resource) to process inside the enclave.
+// String describes the request without its credentials.
+func (r FetchAndAttestRequest) String() string {
+	return fmt.Sprintf("fetch-and-attest{systemType:%q portalUrl:%q recordId:%q outputFormat:%q credentials:[redacted]}",
+		r.SystemType, r.PortalURL, r.RecordID, r.OutputFormat)
+}
+
+// GoString is String, so %#v does not print the credentials either.
+func (r FetchAndAttestRequest) GoString() string { return r.String() }
+
+// LogValue logs the request without its credentials.
+func (r FetchAndAttestRequest) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("systemType", r.SystemType), slog.String("portalUrl", r.PortalURL),
+		slog.String("recordId", r.RecordID), slog.String("outputFormat", r.OutputFormat),
+		slog.String("credentials", "[redacted]"))
+}
+
+// ProcessRequest is the body of POST /v1/process (SPEC §2.3): Data is a
+// FHIR R4 Bundle (or a single resource) as a JSON object, to process inside
+// the enclave; OutputFormat is one of OutputFormats and required.
 type ProcessRequest struct {
-	Bundle       json.RawMessage `json:"bundle"`       // a JSON object
+	Data         json.RawMessage `json:"data"`         // a JSON object
 	OutputFormat string          `json:"outputFormat"` // one of OutputFormats
 }
 
@@ -141,14 +167,15 @@ type RequestList struct {
 	NextCursor string    `json:"nextCursor"`
 }
 
-// VerifyRequest is the body of POST /v1/verify. Bundle is the attestation
-// bundle, base64 (std or url alphabet, padding optional). Output, when
+// VerifyRequest is the body of POST /v1/verify (SPEC §2.5).
+// AttestationBundle is the attestation bundle, base64 (std or url
+// alphabet, padding optional). Output, when
 // present, is the output JSON as in Result.Output (whitespace outside
 // strings is ignored, so a pretty-printed copy works); the verifier then
 // also checks that its digest matches the signed claims.
 type VerifyRequest struct {
-	Bundle string          `json:"bundle"`
-	Output json.RawMessage `json:"output,omitempty"`
+	AttestationBundle string          `json:"attestationBundle"`
+	Output            json.RawMessage `json:"output,omitempty"` // extension
 }
 
 // VerifyDetails are the details of a verification.

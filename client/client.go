@@ -13,7 +13,7 @@
 //	c, _ := client.New("http://127.0.0.1:8080", nil)
 //	sess, _ := c.Anon(ctx, "")
 //	c = c.WithToken(sess.Token)
-//	acc, _ := c.Process(ctx, acds.ProcessRequest{Bundle: fhirJSON, OutputFormat: acds.OutputFHIRR4})
+//	acc, _ := c.Process(ctx, acds.ProcessRequest{Data: fhirJSON, OutputFormat: acds.OutputFHIRR4})
 //	rec, _ := c.Wait(ctx, acc.RequestID)
 //
 // The client never imports the server and never logs; the bearer token

@@ -70,7 +70,7 @@ func TestEveryEndpoint(t *testing.T) {
 	}
 	c = c.WithToken(again.Token)
 
-	acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
+	acc, err := c.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +81,13 @@ func TestEveryEndpoint(t *testing.T) {
 	if string(rec.Result.Output) != bundle {
 		t.Fatalf("output bytes changed in transit: %s", rec.Result.Output)
 	}
-	v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+	v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
 	if err != nil || !v.EnclaveHashMatch {
 		t.Fatalf("verify = %+v, %v", v, err)
 	}
 	fa, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{
 		SystemType: acds.SystemDemo, PortalURL: "https://portal.example", RecordID: "p1",
-		Credentials: acds.Credentials{Username: "u", Password: "p"}, OutputFormat: acds.OutputFHIRR4Deidentified,
+		Username: "u", Password: "p", OutputFormat: acds.OutputFHIRR4Deidentified,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestEveryEndpoint(t *testing.T) {
 	if !errors.As(err, &p) || p.Code() != acds.ProblemUnauthorized {
 		t.Fatalf("without token: %v", err)
 	}
-	_, err = c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(`{"resourceType":"Bundle"}`), OutputFormat: "pdf"})
+	_, err = c.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(`{"resourceType":"Bundle"}`), OutputFormat: "pdf"})
 	if !errors.As(err, &p) || p.Code() != acds.ProblemUnsupportedOutputFormat {
 		t.Fatalf("bad format: %v", err)
 	}
@@ -216,7 +216,7 @@ func TestWaitEndsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = c.WithToken(s.Token)
-	acc, err := c.Process(context.Background(), acds.ProcessRequest{Bundle: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
+	acc, err := c.Process(context.Background(), acds.ProcessRequest{Data: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}

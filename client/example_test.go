@@ -32,7 +32,7 @@ func Example() {
 	c = c.WithToken(sess.Token)
 
 	acc, err := c.Process(ctx, acds.ProcessRequest{
-		Bundle:       json.RawMessage(`{"resourceType":"Bundle","type":"collection"}`),
+		Data:         json.RawMessage(`{"resourceType":"Bundle","type":"collection"}`),
 		OutputFormat: acds.OutputFHIRR4,
 	})
 	if err != nil {
@@ -45,7 +45,7 @@ func Example() {
 	fmt.Println(rec.Status, rec.Result.OutputFormat)
 
 	// Errors are *acds.Problem values.
-	_, err = c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(`{"resourceType":"Bundle"}`), OutputFormat: "pdf"})
+	_, err = c.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(`{"resourceType":"Bundle"}`), OutputFormat: "pdf"})
 	var p *acds.Problem
 	if errors.As(err, &p) {
 		fmt.Println(p.Status, p.Code())

@@ -39,7 +39,7 @@ func BenchmarkWait(b *testing.B) {
 		c = c.WithToken(s.Token)
 		n := len(log.get())
 		start := time.Now()
-		acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
+		acc, err := c.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
 		if err != nil {
 			b.Fatal(err)
 		}

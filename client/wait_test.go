@@ -65,7 +65,7 @@ func session(t *testing.T, base string, opts *client.Options) (*client.Client, s
 		t.Fatal(err)
 	}
 	c = c.WithToken(s.Token)
-	acc, err := c.Process(context.Background(), acds.ProcessRequest{Bundle: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
+	acc, err := c.Process(context.Background(), acds.ProcessRequest{Data: json.RawMessage(bundle), OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -265,7 +265,7 @@ func mustRead(b testing.TB, resp *http.Response) []byte {
 // collection Bundle of Observations.
 func bundleOfSize(size int) []byte {
 	var sb strings.Builder
-	sb.WriteString(`{"outputFormat":"fhir_r4","bundle":{"resourceType":"Bundle","type":"collection","entry":[`)
+	sb.WriteString(`{"outputFormat":"fhir_r4","data":{"resourceType":"Bundle","type":"collection","entry":[`)
 	for i := 0; sb.Len() < size-200; i++ {
 		if i > 0 {
 			sb.WriteByte(',')

@@ -156,7 +156,7 @@ func TestPostgresTwoInstancesExactlyOnce(t *testing.T) {
 			if i%2 == 1 {
 				h = b
 			}
-			body := `{"bundle":{"resourceType":"Bundle","id":"b` + strconv.Itoa(i) + `","type":"collection"},"outputFormat":"fhir_r4"}`
+			body := `{"data":{"resourceType":"Bundle","id":"b` + strconv.Itoa(i) + `","type":"collection"},"outputFormat":"fhir_r4"}`
 			resp, rb := h.do("POST", "/v1/process", s.Token, body)
 			if resp.StatusCode != 202 {
 				t.Errorf("request %d: %d %s", i, resp.StatusCode, rb)

@@ -46,20 +46,20 @@ func FuzzHandler(f *testing.F) {
 	}
 
 	for i, s := range []string{
-		`{"bundle":{"resourceType":"Bundle","type":"collection"},"outputFormat":"fhir_r4"}`,
-		`{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","credentials":{"username":"u","password":"p"},"outputFormat":"fhir_r4"}`,
+		`{"data":{"resourceType":"Bundle","type":"collection"},"outputFormat":"fhir_r4"}`,
+		`{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","username":"u","password":"p","outputFormat":"fhir_r4"}`,
 		`{"passphrase":"twelve characters"}`,
 		`{"pseudonym":"anon_aaaaaaaaaaaaaaaaaaaaaaaaaa","passphrase":"twelve characters"}`,
-		`{"bundle":"aGVsbG8=","output":{"a":1}}`,
+		`{"attestationBundle":"aGVsbG8=","output":{"a":1}}`,
 		`limit=5&cursor=MTIzLzQ1Ng`,
 		`6f1c1f2e-9a55-4c38-9d4b-2f0e4f8a1b2c`,
 	} {
 		f.Add(uint8(i), []byte(s))
 	}
-	f.Add(uint8(0), []byte(`{"bundle":{"resourceType":"Bundle"},"outputFormat":"fhir_r4"} {}`))
-	f.Add(uint8(0), []byte(`{"bundle":[1,2,3],"outputFormat":7}`))
-	f.Add(uint8(1), []byte(`{"credentials":{"username":1}}`))
-	f.Add(uint8(4), []byte(`{"bundle":"`+"\x00\xff"+`"}`))
+	f.Add(uint8(0), []byte(`{"data":{"resourceType":"Bundle"},"outputFormat":"fhir_r4"} {}`))
+	f.Add(uint8(0), []byte(`{"data":[1,2,3],"outputFormat":7}`))
+	f.Add(uint8(1), []byte(`{"username":1}`))
+	f.Add(uint8(4), []byte(`{"attestationBundle":"`+"\x00\xff"+`"}`))
 	f.Add(uint8(2), []byte(`{"passphrase":"\ud800\udc00\ud800"}`))
 	f.Add(uint8(5), []byte(`limit=%zz&cursor=`))
 

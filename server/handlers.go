@@ -157,10 +157,22 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, sess)
 }
 
-// processInput is the stored input of a process request.
+// processInput is the stored input of a process request: the request body
+// as received (SPEC §2.3). Rows stored before the wire followed SPEC name
+// the Bundle "bundle"; they are still read, so nothing queued across an
+// upgrade is lost.
 type processInput struct {
 	OutputFormat string          `json:"outputFormat"`
-	Bundle       json.RawMessage `json:"bundle"`
+	Data         json.RawMessage `json:"data"`
+	LegacyBundle json.RawMessage `json:"bundle,omitempty"`
+}
+
+// bundle returns the submitted FHIR data.
+func (in processInput) bundle() json.RawMessage {
+	if len(in.Data) == 0 {
+		return in.LegacyBundle
+	}
+	return in.Data
 }
 
 // fetchInput is the stored input of a fetch-and-attest request: the
@@ -202,10 +214,10 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var errs []acds.FieldError
-	if len(req.Bundle) == 0 || string(req.Bundle) == "null" {
-		errs = append(errs, acds.FieldError{Field: "bundle", Message: "required"})
-	} else if !isJSONObject(req.Bundle) {
-		errs = append(errs, acds.FieldError{Field: "bundle", Message: "must be a JSON object (a FHIR resource)"})
+	if len(req.Data) == 0 || string(req.Data) == "null" {
+		errs = append(errs, acds.FieldError{Field: "data", Message: "required"})
+	} else if !isJSONObject(req.Data) {
+		errs = append(errs, acds.FieldError{Field: "data", Message: "must be a JSON object (a FHIR Bundle or resource)"})
 	}
 	if req.OutputFormat == "" {
 		errs = append(errs, acds.FieldError{Field: "outputFormat", Message: "required"})
@@ -221,7 +233,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c, ok := s.cfg.Pipeline.(Checker); ok {
-		if err := c.Check(r.Context(), req.Bundle); err != nil {
+		if err := c.Check(r.Context(), req.Data); err != nil {
 			var inv *InvalidFHIRError
 			if errors.As(err, &inv) {
 				writeProblem(w, invalidFHIRProblem(inv))
@@ -267,9 +279,11 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	need("systemType", req.SystemType)
 	need("portalUrl", req.PortalURL)
 	need("recordId", req.RecordID)
-	need("credentials.username", req.Credentials.Username)
-	need("credentials.password", req.Credentials.Password)
-	need("outputFormat", req.OutputFormat)
+	need("username", req.Username)
+	need("password", req.Password)
+	if req.OutputFormat == "" {
+		req.OutputFormat = acds.OutputFHIRR4 // SPEC §2.2 has no outputFormat: the extension defaults
+	}
 	if len(req.RecordID) > 256 || strings.ContainsAny(req.RecordID, "/?#") {
 		errs = append(errs, acds.FieldError{Field: "recordId", Message: "must be a FHIR id: at most 256 characters, no '/', '?' or '#'"})
 	}
@@ -315,7 +329,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	} else {
 		// The credentials are sealed bound to the request id.
 		id := uuid.NewString()
-		creds, _ := json.Marshal(req.Credentials)
+		creds, _ := json.Marshal(acds.Credentials{Username: req.Username, Password: req.Password})
 		sealed, err = s.cfg.Enclave.Seal(creds, []byte(id))
 		clear(creds)
 		if err != nil {
@@ -559,13 +573,13 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if req.Bundle == "" {
-		writeProblem(w, fieldProblem("bundle", "required"))
+	if req.AttestationBundle == "" {
+		writeProblem(w, fieldProblem("attestationBundle", "required"))
 		return
 	}
-	bundle, err := decodeBase64(req.Bundle)
+	bundle, err := decodeBase64(req.AttestationBundle)
 	if err != nil || len(bundle) == 0 {
-		writeProblem(w, fieldProblem("bundle", "must be base64"))
+		writeProblem(w, fieldProblem("attestationBundle", "must be base64"))
 		return
 	}
 	var output []byte
@@ -585,7 +599,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.cfg.Verifier.Verify(r.Context(), bundle, output)
 	if errors.Is(err, ErrMalformedBundle) {
-		writeProblem(w, fieldProblem("bundle", "not an attestation bundle: "+err.Error()))
+		writeProblem(w, fieldProblem("attestationBundle", "not an attestation bundle: "+err.Error()))
 		return
 	}
 	if err != nil {

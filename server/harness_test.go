@@ -181,7 +181,7 @@ func (h *harness) wait(token, id string, within time.Duration) acds.Request {
 const sampleBundle = `{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","id":"p1","name":[{"family":"Chalmers","given":["Peter"]}],"text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">Peter &amp; co</div>"}}}]}`
 
 func processBody(format string) map[string]any {
-	return map[string]any{"bundle": json.RawMessage(sampleBundle), "outputFormat": format}
+	return map[string]any{"data": json.RawMessage(sampleBundle), "outputFormat": format}
 }
 
 // wantProblem checks that a response is a problem of the given code and status.

@@ -73,7 +73,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	id := decode[acds.Accepted](t, b).RequestID
 	r := h.wait(s.Token, id, 5*time.Second)
 	h.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{SystemType: "demo", PortalURL: "https://portal.example", RecordID: "1",
-		Credentials: acds.Credentials{Username: "u", Password: "p"}, OutputFormat: acds.OutputFHIRR4})
+		Username: "u", Password: "p", OutputFormat: acds.OutputFHIRR4})
 	_, b = h.do("GET", "/v1/requests?limit=1", s.Token, nil)
 	if next := decode[acds.RequestList](t, b).NextCursor; next != "" {
 		h.do("GET", "/v1/requests?limit=1&cursor="+next, s.Token, nil)
@@ -83,7 +83,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		h.wait(s.Token, it.RequestID, 5*time.Second)
 	}
 	h.do("GET", "/v1/requests", s.Token, nil)
-	h.do("POST", "/v1/verify", "", acds.VerifyRequest{Bundle: r.Result.AttestationBundle, Output: r.Result.Output})
+	h.do("POST", "/v1/verify", "", acds.VerifyRequest{AttestationBundle: r.Result.AttestationBundle, Output: r.Result.Output})
 	h.do("DELETE", "/v1/requests/"+id, s.Token, nil)
 	h.do("GET", "/v1/requests/"+id, s.Token, nil)
 	// Errors.
@@ -93,20 +93,20 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		h.do(method, path, token, body, headers...)
 		malformed[key(rc.log[n].req)+string(rc.log[n].reqBody)] = true
 	}
-	bad("POST", "/v1/process", s.Token, `{"bundle":`)
-	bad("POST", "/v1/process", s.Token, `{"bundle":{"resourceType":"Bundle"},"outputFormat":"fhir_r4","x":1}`)
-	bad("POST", "/v1/process", s.Token, `{"bundle":{"resourceType":"Bundle"},"outputFormat":1}`)
+	bad("POST", "/v1/process", s.Token, `{"data":`)
+	bad("POST", "/v1/process", s.Token, `{"data":{"resourceType":"Bundle"},"outputFormat":"fhir_r4","x":1}`)
+	bad("POST", "/v1/process", s.Token, `{"data":{"resourceType":"Bundle"},"outputFormat":1}`)
 	bad("POST", "/v1/process", s.Token, `{"outputFormat":"fhir_r4"}`)
 	bad("POST", "/v1/auth/anon", "", `{"passphrase":"short"}`)
 	bad("POST", "/v1/auth/recover", "", `{"pseudonym":"x"}`)
 	bad("POST", "/v1/process", s.Token, `{}`, "Content-Type", "text/plain")
 	bad("GET", "/v1/requests?limit=500", s.Token, nil)
-	h.do("POST", "/v1/process", s.Token, `{"bundle":{"resourceType":"Bundle"},"outputFormat":"pdf"}`)
-	h.do("POST", "/v1/process", s.Token, `{"bundle":{"type":"x"},"outputFormat":"fhir_r4"}`)
-	h.do("POST", "/v1/fetch-and-attest", s.Token, `{"systemType":"x","portalUrl":"https://p.example","recordId":"1","credentials":{"username":"u","password":"p"},"outputFormat":"fhir_r4"}`)
-	h.do("POST", "/v1/fetch-and-attest", s.Token, `{"systemType":"demo","portalUrl":"https://10.0.0.1","recordId":"1","credentials":{"username":"u","password":"p"},"outputFormat":"fhir_r4"}`)
+	h.do("POST", "/v1/process", s.Token, `{"data":{"resourceType":"Bundle"},"outputFormat":"pdf"}`)
+	h.do("POST", "/v1/process", s.Token, `{"data":{"type":"x"},"outputFormat":"fhir_r4"}`)
+	h.do("POST", "/v1/fetch-and-attest", s.Token, `{"systemType":"x","portalUrl":"https://p.example","recordId":"1","username":"u","password":"p","outputFormat":"fhir_r4"}`)
+	h.do("POST", "/v1/fetch-and-attest", s.Token, `{"systemType":"demo","portalUrl":"https://10.0.0.1","recordId":"1","username":"u","password":"p","outputFormat":"fhir_r4"}`)
 	h.do("GET", "/v1/requests", "", nil)
-	h.do("POST", "/v1/verify", "", `{"bundle":"aGVsbG8="}`)
+	h.do("POST", "/v1/verify", "", `{"attestationBundle":"aGVsbG8="}`)
 
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(docBytes)

@@ -34,10 +34,10 @@ func TestEveryProblemCode(t *testing.T) {
 	s := h.anon()
 	tok := s.Token
 	valid := func(format string) string {
-		return `{"bundle":{"resourceType":"Bundle","type":"collection"},"outputFormat":"` + format + `"}`
+		return `{"data":{"resourceType":"Bundle","type":"collection"},"outputFormat":"` + format + `"}`
 	}
 	fetch := func(systemType, url string) string {
-		return fmt.Sprintf(`{"systemType":%q,"portalUrl":%q,"recordId":"1","credentials":{"username":"u","password":"p"},"outputFormat":"fhir_r4"}`, systemType, url)
+		return fmt.Sprintf(`{"systemType":%q,"portalUrl":%q,"recordId":"1","username":"u","password":"p","outputFormat":"fhir_r4"}`, systemType, url)
 	}
 	type tc struct {
 		name       string
@@ -52,23 +52,23 @@ func TestEveryProblemCode(t *testing.T) {
 		wantDetail string
 	}
 	cases := []tc{
-		{name: "malformed json", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":`, code: acds.ProblemInvalidJSON},
-		{name: "syntax error", method: "POST", path: "/v1/process", token: tok, body: `{"bundle" 1}`, code: acds.ProblemInvalidJSON},
+		{name: "malformed json", method: "POST", path: "/v1/process", token: tok, body: `{"data":`, code: acds.ProblemInvalidJSON},
+		{name: "syntax error", method: "POST", path: "/v1/process", token: tok, body: `{"data" 1}`, code: acds.ProblemInvalidJSON},
 		{name: "empty body", method: "POST", path: "/v1/process", token: tok, body: ``, code: acds.ProblemInvalidJSON},
-		{name: "unknown field", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":{"resourceType":"Bundle"},"outputFormat":"fhir_r4","extra":1}`, code: acds.ProblemInvalidRequest, wantField: "extra"},
-		{name: "wrong type", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":{"resourceType":"Bundle"},"outputFormat":7}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
-		{name: "nested wrong type", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","credentials":{"username":1,"password":"p"},"outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "credentials.username"},
+		{name: "unknown field", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle"},"outputFormat":"fhir_r4","extra":1}`, code: acds.ProblemInvalidRequest, wantField: "extra"},
+		{name: "wrong type", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle"},"outputFormat":7}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
+		{name: "credential wrong type", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","username":1,"password":"p","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "username"},
 		{name: "trailing data", method: "POST", path: "/v1/process", token: tok, body: valid("fhir_r4") + `{}`, code: acds.ProblemInvalidRequest},
 		{name: "not an object", method: "POST", path: "/v1/process", token: tok, body: `[1,2]`, code: acds.ProblemInvalidRequest},
-		{name: "missing field", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":{"resourceType":"Bundle"}}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
-		{name: "bundle not object", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":"x","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "bundle"},
+		{name: "missing field", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle"}}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
+		{name: "bundle not object", method: "POST", path: "/v1/process", token: tok, body: `{"data":"x","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "data"},
 		{name: "short passphrase", method: "POST", path: "/v1/auth/anon", body: `{"passphrase":"abc"}`, code: acds.ProblemInvalidRequest, wantField: "passphrase"},
-		{name: "verify not base64", method: "POST", path: "/v1/verify", body: `{"bundle":"%%%"}`, code: acds.ProblemInvalidRequest, wantField: "bundle"},
-		{name: "verify not a bundle", method: "POST", path: "/v1/verify", body: `{"bundle":"aGVsbG8="}`, code: acds.ProblemInvalidRequest, wantField: "bundle"},
+		{name: "verify not base64", method: "POST", path: "/v1/verify", body: `{"attestationBundle":"%%%"}`, code: acds.ProblemInvalidRequest, wantField: "attestationBundle"},
+		{name: "verify not a bundle", method: "POST", path: "/v1/verify", body: `{"attestationBundle":"aGVsbG8="}`, code: acds.ProblemInvalidRequest, wantField: "attestationBundle"},
 		{name: "bad limit", method: "GET", path: "/v1/requests?limit=1000", token: tok, code: acds.ProblemInvalidRequest, wantField: "limit"},
 		{name: "text/plain", method: "POST", path: "/v1/process", token: tok, body: valid("fhir_r4"), headers: []string{"Content-Type", "text/plain"}, code: acds.ProblemUnsupportedMediaType},
-		{name: "no content type", method: "POST", path: "/v1/verify", body: `{"bundle":"aGVsbG8="}`, headers: []string{"Content-Type", ""}, code: acds.ProblemUnsupportedMediaType},
-		{name: "too large by length", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":{"resourceType":"Bundle","x":"` + strings.Repeat("a", 5000) + `"},"outputFormat":"fhir_r4"}`, code: acds.ProblemPayloadTooLarge},
+		{name: "no content type", method: "POST", path: "/v1/verify", body: `{"attestationBundle":"aGVsbG8="}`, headers: []string{"Content-Type", ""}, code: acds.ProblemUnsupportedMediaType},
+		{name: "too large by length", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle","x":"` + strings.Repeat("a", 5000) + `"},"outputFormat":"fhir_r4"}`, code: acds.ProblemPayloadTooLarge},
 		{name: "auth body too large", method: "POST", path: "/v1/auth/anon", body: `{"passphrase":"` + strings.Repeat("a", 2000) + `"}`, code: acds.ProblemPayloadTooLarge},
 		{name: "no token", method: "GET", path: "/v1/requests", code: acds.ProblemUnauthorized},
 		{name: "malformed token", method: "GET", path: "/v1/requests", token: "acds_short", code: acds.ProblemUnauthorized},
@@ -80,7 +80,7 @@ func TestEveryProblemCode(t *testing.T) {
 		{name: "wrong method", method: "PUT", path: "/v1/health", code: acds.ProblemMethodNotAllowed},
 		{name: "system type", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("epic-mychart", "https://p.example"), code: acds.ProblemUnsupportedSystemType, wantField: "systemType", wantDetail: "fhir-basic"},
 		{name: "output format", method: "POST", path: "/v1/process", token: tok, body: valid("pdf"), code: acds.ProblemUnsupportedOutputFormat, wantField: "outputFormat", wantDetail: "fhir_r4_deidentified"},
-		{name: "invalid fhir", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":{"type":"collection"},"outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidFHIR},
+		{name: "invalid fhir", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"type":"collection"},"outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidFHIR},
 		{name: "http portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "http://p.example"), code: acds.ProblemForbiddenPortal},
 		{name: "loopback portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "https://127.0.0.1:8443"), code: acds.ProblemForbiddenPortal},
 		{name: "metadata portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "https://169.254.169.254/"), code: acds.ProblemForbiddenPortal},
@@ -88,9 +88,9 @@ func TestEveryProblemCode(t *testing.T) {
 		{name: "localhost portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "https://localhost/"), code: acds.ProblemForbiddenPortal},
 		{name: "decimal ip portal", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("demo", "https://2130706433/"), code: acds.ProblemForbiddenPortal},
 		// /v1/verify carries the output it checks, so it has the /v1/process limit, not MaxBody.
-		{name: "verify body too large", method: "POST", path: "/v1/verify", body: `{"bundle":"aGVsbG8=","output":"` + strings.Repeat("a", 5000) + `"}`, code: acds.ProblemPayloadTooLarge},
-		{name: "verify body above MaxBody is read", method: "POST", path: "/v1/verify", body: `{"bundle":"!","output":"` + strings.Repeat("a", 2000) + `"}`, code: acds.ProblemInvalidRequest, wantField: "bundle"},
-		{name: "no verifier", h: noVerifier, method: "POST", path: "/v1/verify", body: `{"bundle":"aGVsbG8="}`, code: acds.ProblemUnavailable},
+		{name: "verify body too large", method: "POST", path: "/v1/verify", body: `{"attestationBundle":"aGVsbG8=","output":"` + strings.Repeat("a", 5000) + `"}`, code: acds.ProblemPayloadTooLarge},
+		{name: "verify body above MaxBody is read", method: "POST", path: "/v1/verify", body: `{"attestationBundle":"!","output":"` + strings.Repeat("a", 2000) + `"}`, code: acds.ProblemInvalidRequest, wantField: "attestationBundle"},
+		{name: "no verifier", h: noVerifier, method: "POST", path: "/v1/verify", body: `{"attestationBundle":"aGVsbG8="}`, code: acds.ProblemUnavailable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,7 +126,7 @@ func TestEveryProblemCode(t *testing.T) {
 
 	// internal: the pipeline fails unexpectedly; the request ends failed.
 	t.Run("internal", func(t *testing.T) {
-		resp, b := h.do("POST", "/v1/process", tok, `{"bundle":{"resourceType":"Bundle","id":"boom"},"outputFormat":"fhir_r4"}`)
+		resp, b := h.do("POST", "/v1/process", tok, `{"data":{"resourceType":"Bundle","id":"boom"},"outputFormat":"fhir_r4"}`)
 		if resp.StatusCode != 202 {
 			t.Fatalf("%d %s", resp.StatusCode, b)
 		}
@@ -186,7 +186,7 @@ func TestTooLargeIsNotReadWhole(t *testing.T) {
 
 	// A chunked (unknown length) body of "infinite" size.
 	body := &countingReader{}
-	req := httptest.NewRequest("POST", "/v1/process", io.MultiReader(strings.NewReader(`{"bundle":{"resourceType":"Bundle","x":"`), body))
+	req := httptest.NewRequest("POST", "/v1/process", io.MultiReader(strings.NewReader(`{"data":{"resourceType":"Bundle","x":"`), body))
 	req.ContentLength = -1
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+sess.Token)

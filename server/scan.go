@@ -299,7 +299,7 @@ func keyString(raw []byte) string {
 }
 
 // decodeProcessRequest strictly decodes a POST /v1/process body in one
-// pass: exactly one JSON object with the members "bundle" and
+// pass: exactly one JSON object with the members "data" and
 // "outputFormat" (a string); any other member is an unknown field, and
 // keys match exactly (encoding/json would also match them case-
 // insensitively). As with encoding/json, a repeated member's last value
@@ -332,8 +332,8 @@ func decodeProcessRequest(body []byte, dst *acds.ProcessRequest) *acds.Problem {
 	}
 	for _, m := range members {
 		switch name := keyString(m.key); name {
-		case "bundle":
-			dst.Bundle = json.RawMessage(m.value) // "null" included, as encoding/json does
+		case "data":
+			dst.Data = json.RawMessage(m.value) // "null" included, as encoding/json does
 		case "outputFormat":
 			if m.value[0] != '"' {
 				if string(m.value) == "null" {

@@ -17,15 +17,15 @@ import (
 // matched case-insensitively by encoding/json aside), with the same values.
 func FuzzScanMatchesEncodingJSON(f *testing.F) {
 	for _, s := range []string{
-		`{"bundle":{"resourceType":"Bundle"},"outputFormat":"fhir_r4"}`,
-		` {"outputFormat":"fhir_r4_deidentified","bundle":{"a":[1,2.5e-3,-0,true,false,null,"\u00e9\n"]}} `,
-		`{"bundle":null,"outputFormat":null}`,
-		`{"bundle":1,"bundle":{"x":{}},"outputFormat":"a","outputFormat":"b"}`,
+		`{"data":{"resourceType":"Bundle"},"outputFormat":"fhir_r4"}`,
+		` {"outputFormat":"fhir_r4_deidentified","data":{"a":[1,2.5e-3,-0,true,false,null,"\u00e9\n"]}} `,
+		`{"data":null,"outputFormat":null}`,
+		`{"data":1,"data":{"x":{}},"outputFormat":"a","outputFormat":"b"}`,
 		`{"Bundle":{},"OUTPUTFORMAT":"x"}`,
 		`{"outputFormat":7}`, `{"extra":1}`, `[]`, `"x"`, `{} {}`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`,
 		`{"a":"` + "\x01" + `"}`, `{"a":[1,]}`, `{,}`, `{"a" 1}`, `-`, `1e+`, `tru`, `nul`, "\xef\xbb\xbf{}",
 		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
-		`{"a":"\ud800"}`, `{"a":"` + "\xff" + `"}`, `{"outputFormat":"\u0066hir_r4","bundle":{}}`, `{"bun\u0064le":{}}`,
+		`{"a":"\ud800"}`, `{"a":"` + "\xff" + `"}`, `{"outputFormat":"\u0066hir_r4","data":{}}`, `{"d\u0061ta":{}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -48,7 +48,7 @@ func FuzzScanMatchesEncodingJSON(f *testing.F) {
 		case p == nil && err != nil:
 			t.Fatalf("%q: accepted, encoding/json refuses: %v", b, err)
 		case p == nil:
-			if !bytes.Equal(mine.Bundle, theirs.Bundle) || mine.OutputFormat != theirs.OutputFormat {
+			if !bytes.Equal(mine.Data, theirs.Data) || mine.OutputFormat != theirs.OutputFormat {
 				t.Fatalf("%q: decoded %+v, encoding/json %+v", b, mine, theirs)
 			}
 		case err == nil && !caseFolded(b) && string(bytes.Trim(b, " \t\r\n")) != "null":
@@ -76,7 +76,7 @@ func caseFolded(b []byte) bool {
 		return false
 	}
 	for k := range m {
-		if k != "bundle" && k != "outputFormat" && (strings.EqualFold(k, "bundle") || strings.EqualFold(k, "outputFormat")) {
+		if k != "data" && k != "outputFormat" && (strings.EqualFold(k, "data") || strings.EqualFold(k, "outputFormat")) {
 			return true
 		}
 	}
@@ -115,7 +115,7 @@ func BenchmarkDecodeProcessRequest(b *testing.B) {
 // the external benchmark).
 func benchBody(size int) []byte {
 	var sb strings.Builder
-	sb.WriteString(`{"outputFormat":"fhir_r4","bundle":{"resourceType":"Bundle","type":"collection","entry":[`)
+	sb.WriteString(`{"outputFormat":"fhir_r4","data":{"resourceType":"Bundle","type":"collection","entry":[`)
 	for i := 0; sb.Len() < size-200; i++ {
 		if i > 0 {
 			sb.WriteByte(',')

@@ -41,7 +41,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	req := acds.FetchAndAttestRequest{
 		SystemType: acds.SystemDemo, PortalURL: "https://portal.example/", RecordID: "p1",
-		Credentials: acds.Credentials{Username: username, Password: password}, OutputFormat: acds.OutputFHIRR4,
+		Username: username, Password: password, OutputFormat: acds.OutputFHIRR4,
 	}
 	_, b = h.do("POST", "/v1/fetch-and-attest", s1.Token, req)
 	okID := decode[acds.Accepted](t, b).RequestID
@@ -54,8 +54,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Fatalf("failed fetch = %+v %+v", r, r.Error)
 	}
 	// Bad input echoing secrets back must not reflect them either.
-	h.do("POST", "/v1/fetch-and-attest", s1.Token, `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","credentials":{"username":"`+username+`","password":"`+password+`","extra":1},"outputFormat":"fhir_r4"}`)
-	h.do("POST", "/v1/fetch-and-attest", s1.Token, `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","credentials":{"username":"`+username+`","password":`+strings.ReplaceAll(password, "-", "")+`},"outputFormat":"fhir_r4"}`)
+	h.do("POST", "/v1/fetch-and-attest", s1.Token, `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","username":"`+username+`","password":"`+password+`","extra":1,"outputFormat":"fhir_r4"}`)
+	h.do("POST", "/v1/fetch-and-attest", s1.Token, `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","username":"`+username+`","password":`+strings.ReplaceAll(password, "-", "")+`,"outputFormat":"fhir_r4"}`)
 	h.do("POST", "/v1/process", s1.Token, processBody(acds.OutputFHIRR4))
 	h.do("GET", "/v1/requests", s1.Token, nil)
 	h.do("GET", "/v1/requests/"+okID, s1.Token, nil)

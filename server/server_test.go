@@ -37,7 +37,7 @@ func TestFullProcessFlow(t *testing.T) {
 		t.Errorf("expiresAt %v is not ~24 h away", sess.ExpiresAt)
 	}
 
-	resp, b := h.do("POST", "/v1/process", sess.Token, `{"bundle":`+sampleBundle+`,"outputFormat":"fhir_r4"}`)
+	resp, b := h.do("POST", "/v1/process", sess.Token, `{"data":`+sampleBundle+`,"outputFormat":"fhir_r4"}`)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("process: %d %s", resp.StatusCode, b)
 	}
@@ -73,7 +73,7 @@ func TestFullProcessFlow(t *testing.T) {
 	}
 
 	// Verify the bundle with and without the output; a changed output is caught.
-	resp, b = h.do("POST", "/v1/verify", "", acds.VerifyRequest{Bundle: r.Result.AttestationBundle, Output: r.Result.Output})
+	resp, b = h.do("POST", "/v1/verify", "", acds.VerifyRequest{AttestationBundle: r.Result.AttestationBundle, Output: r.Result.Output})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("verify: %d %s", resp.StatusCode, b)
 	}
@@ -81,7 +81,7 @@ func TestFullProcessFlow(t *testing.T) {
 	if !vr.EnclaveHashMatch || vr.Details.RequestID != acc.RequestID {
 		t.Fatalf("verify = %+v", vr)
 	}
-	resp, b = h.do("POST", "/v1/verify", "", acds.VerifyRequest{Bundle: r.Result.AttestationBundle, Output: json.RawMessage(`{"resourceType":"Bundle"}`)})
+	resp, b = h.do("POST", "/v1/verify", "", acds.VerifyRequest{AttestationBundle: r.Result.AttestationBundle, Output: json.RawMessage(`{"resourceType":"Bundle"}`)})
 	if vr := decode[acds.VerifyResponse](t, b); resp.StatusCode != 200 || vr.EnclaveHashMatch {
 		t.Fatalf("verify with another output: %d %+v", resp.StatusCode, vr)
 	}
@@ -379,7 +379,7 @@ func TestFetchAndAttest(t *testing.T) {
 	s := h.anon()
 	body := acds.FetchAndAttestRequest{
 		SystemType: acds.SystemDemo, PortalURL: "https://portal.example/fhir", RecordID: "p1",
-		Credentials: acds.Credentials{Username: "alice", Password: "pa55-w0rd-unique"}, OutputFormat: acds.OutputFHIRR4,
+		Username: "alice", Password: "pa55-w0rd-unique", OutputFormat: acds.OutputFHIRR4,
 	}
 	resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, body)
 	if resp.StatusCode != 202 {
@@ -393,14 +393,14 @@ func TestFetchAndAttest(t *testing.T) {
 	if r.Status != acds.StatusCompleted || r.Kind != acds.KindFetchAndAttest {
 		t.Fatalf("request = %+v (error %+v)", r, r.Error)
 	}
-	if got := fetcher.LastCredentials(); got != body.Credentials {
+	if got := fetcher.LastCredentials(); got != (acds.Credentials{Username: body.Username, Password: body.Password}) {
 		t.Fatalf("fetcher got credentials %+v", got)
 	}
 	for _, row := range h.store.(*servertest.MemStore).Snapshot() {
 		if len(row.Sealed) != 0 {
 			t.Fatalf("sealed credentials not erased after the fetch")
 		}
-		if strings.Contains(string(row.Input), body.Credentials.Password) {
+		if strings.Contains(string(row.Input), body.Password) {
 			t.Fatalf("password stored in the input")
 		}
 	}
@@ -416,7 +416,7 @@ func TestExpiredCredentialsAreErased(t *testing.T) {
 	s := a.anon()
 	_, b := a.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
 		SystemType: acds.SystemDemo, PortalURL: "https://portal.example/", RecordID: "1",
-		Credentials: acds.Credentials{Username: "u", Password: "p"}, OutputFormat: acds.OutputFHIRR4,
+		Username: "u", Password: "p", OutputFormat: acds.OutputFHIRR4,
 	})
 	id := decode[acds.Accepted](t, b).RequestID
 	if rows := st.Snapshot(); len(rows) != 1 || len(rows[0].Sealed) == 0 {
@@ -438,7 +438,7 @@ func TestFetchWithoutFetcherFailsUnavailable(t *testing.T) {
 	s := h.anon()
 	resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
 		SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/", RecordID: "1",
-		Credentials: acds.Credentials{Username: "u", Password: "p"}, OutputFormat: acds.OutputFHIRR4,
+		Username: "u", Password: "p", OutputFormat: acds.OutputFHIRR4,
 	})
 	if resp.StatusCode != 202 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
@@ -469,7 +469,7 @@ func TestInvalidFHIRDuringProcessingFailsTheRequest(t *testing.T) {
 	// A pipeline without Check: the request is accepted and fails with invalid-fhir.
 	h := newHarness(t, func(c *server.Config) { c.Pipeline = processOnly{&servertest.Pipeline{}} })
 	s := h.anon()
-	resp, b := h.do("POST", "/v1/process", s.Token, map[string]any{"bundle": map[string]any{"type": "collection"}, "outputFormat": "fhir_r4"})
+	resp, b := h.do("POST", "/v1/process", s.Token, map[string]any{"data": map[string]any{"type": "collection"}, "outputFormat": "fhir_r4"})
 	if resp.StatusCode != 202 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
@@ -559,7 +559,7 @@ func (panickyVerifier) Verify(context.Context, []byte, []byte) (*acds.VerifyResp
 // dropped connection, and does not take the server down.
 func TestHandlerPanicIsInternalProblem(t *testing.T) {
 	h := newHarness(t, func(c *server.Config) { c.Verifier = panickyVerifier{} })
-	resp, b := h.do("POST", "/v1/verify", "", `{"bundle":"aGVsbG8="}`)
+	resp, b := h.do("POST", "/v1/verify", "", `{"attestationBundle":"aGVsbG8="}`)
 	p := wantProblem(t, resp, b, acds.ProblemInternal)
 	if strings.Contains(p.Detail, "verifier bug") {
 		t.Errorf("panic value leaked: %q", p.Detail)
@@ -585,7 +585,7 @@ func TestFetchErrorCodes(t *testing.T) {
 		s := h.anon()
 		_, b := h.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
 			SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/", RecordID: "1",
-			Credentials: acds.Credentials{Username: "alice-77", Password: "hunter2-xyz"}, OutputFormat: acds.OutputFHIRR4,
+			Username: "alice-77", Password: "hunter2-xyz", OutputFormat: acds.OutputFHIRR4,
 		})
 		r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second)
 		if r.Status != acds.StatusFailed || r.Error.Code() != tc.code || r.Error.Status != acds.ProblemStatus(tc.code) {

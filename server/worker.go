@@ -160,8 +160,9 @@ func (s *Server) attemptProcess(ctx context.Context, req *store.Request) (*acds.
 	if p := s.missingParts(false); p != nil {
 		return nil, p, nil
 	}
-	claims := Claims{Source: acds.SourceRaw, InputDigest: sha256Digest(in.Bundle)}
-	return s.finish(ctx, req.ID, in.OutputFormat, in.Bundle, acds.SourceRaw, claims)
+	data := in.bundle()
+	claims := Claims{Source: acds.SourceRaw, InputDigest: sha256Digest(data)}
+	return s.finish(ctx, req.ID, in.OutputFormat, data, acds.SourceRaw, claims)
 }
 
 func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Result, *acds.Problem, error) {

@@ -90,7 +90,7 @@ func session(t *testing.T, ctx context.Context, c *client.Client) (*client.Clien
 
 func process(t *testing.T, ctx context.Context, c *client.Client, format string) *acds.Request {
 	t.Helper()
-	acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(sampleBundle), OutputFormat: format})
+	acc, err := c.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(sampleBundle), OutputFormat: format})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,13 +142,13 @@ func TestProcessAndVerify(t *testing.T) {
 		t.Fatalf("altered output verified: %+v %v", r, err)
 	}
 	// POST /v1/verify is wired to the same verifier.
-	v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+	v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
 	if err != nil || !v.Valid || !v.EnclaveHashMatch || !v.TEEQuoteVerified {
 		t.Fatalf("POST /v1/verify: %+v %v", v, err)
 	}
 	// Invalid FHIR is refused at once with the validator's outcome.
 	_, err = c.Process(ctx, acds.ProcessRequest{OutputFormat: acds.OutputFHIRR4,
-		Bundle: json.RawMessage(`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","birthDate":"yesterday"}}]}`)})
+		Data: json.RawMessage(`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","birthDate":"yesterday"}}]}`)})
 	var p *acds.Problem
 	if !errors.As(err, &p) || p.Code() != acds.ProblemInvalidFHIR {
 		t.Fatalf("invalid FHIR: %v", err)
@@ -245,7 +245,7 @@ func TestCloseDrains(t *testing.T) {
 		c.Pipeline = bp
 	}})
 	c, token := session(t, ctx, c)
-	acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(sampleBundle), OutputFormat: acds.OutputFHIRR4})
+	acc, err := c.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(sampleBundle), OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestCloseDrains(t *testing.T) {
 	}
 
 	// A drain that runs out of time abandons the work.
-	if _, err := c2.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(sampleBundle), OutputFormat: acds.OutputFHIRR4}); err != nil {
+	if _, err := c2.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(sampleBundle), OutputFormat: acds.OutputFHIRR4}); err != nil {
 		t.Fatal(err)
 	}
 	<-bp2.started
@@ -438,7 +438,7 @@ func TestFetchAndAttest(t *testing.T) {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	req := acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: "https://localhost:" + port + "/fhir",
 		RecordID: demo.Patients()[0].ID, OutputFormat: acds.OutputFHIRR4,
-		Credentials: acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}}
+		Username: portal.DemoUsername, Password: portal.DemoPassword}
 
 	svc, c := open(t, service.Options{DataDir: dataDir(t), PortalCA: demo.CACertPEM(), AllowPrivatePortals: true})
 	c, _ = session(t, ctx, c)

@@ -81,7 +81,7 @@ func BenchmarkFetchAndAttest(b *testing.B) {
 	attest := func() (time.Duration, error) {
 		t := time.Now()
 		acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: s.PortalURL,
-			RecordID: p.ID, Credentials: creds, OutputFormat: acds.OutputFHIRR4})
+			RecordID: p.ID, Username: creds.Username, Password: creds.Password, OutputFormat: acds.OutputFHIRR4})
 		if err != nil {
 			return 0, err
 		}

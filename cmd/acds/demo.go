@@ -283,7 +283,7 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	// 1. Fetch and attest.
 	t1 := time.Now()
 	acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemDemo, PortalURL: s.PortalURL,
-		RecordID: patient.ID, Credentials: acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword},
+		RecordID: patient.ID, Username: portal.DemoUsername, Password: portal.DemoPassword,
 		OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		return 1, fmt.Errorf("fetch-and-attest: %w", err)
@@ -296,7 +296,7 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 
 	// 2. Process: the fetched record, de-identified.
 	t2 := time.Now()
-	acc, err = c.Process(ctx, acds.ProcessRequest{Bundle: fetched.Result.Output, OutputFormat: acds.OutputFHIRR4Deidentified})
+	acc, err = c.Process(ctx, acds.ProcessRequest{Data: fetched.Result.Output, OutputFormat: acds.OutputFHIRR4Deidentified})
 	if err != nil {
 		return 1, fmt.Errorf("process: %w", err)
 	}

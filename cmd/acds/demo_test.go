@@ -184,7 +184,7 @@ func TestFetchAndAttestEndToEnd(t *testing.T) {
 	ids := make([]string, len(cases))
 	for i, tc := range cases {
 		acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: tc.system, PortalURL: s.PortalURL, RecordID: p.ID,
-			Credentials: acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}, OutputFormat: tc.format})
+			Username: portal.DemoUsername, Password: portal.DemoPassword, OutputFormat: tc.format})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.system, err)
 		}

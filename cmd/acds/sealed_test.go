@@ -204,7 +204,7 @@ func TestSealedCredentialsAtRest(t *testing.T) {
 	fetch := func(pass string) string {
 		t.Helper()
 		acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: s.PortalURL,
-			RecordID: patient, Credentials: acds.Credentials{Username: sealedUser, Password: pass}, OutputFormat: acds.OutputFHIRR4})
+			RecordID: patient, Username: sealedUser, Password: pass, OutputFormat: acds.OutputFHIRR4})
 		if err != nil {
 			t.Fatal(err)
 		}

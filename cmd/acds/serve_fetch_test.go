@@ -53,7 +53,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 	patient := demo.Patients()[0].ID
 
 	acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: portalURL, RecordID: patient,
-		Credentials: acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}, OutputFormat: acds.OutputFHIRR4})
+		Username: portal.DemoUsername, Password: portal.DemoPassword, OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 	if err != nil || rec.Status != acds.StatusCompleted {
 		t.Fatalf("fetch: %+v %+v %v\nlogs:\n%s", rec, rec.Error, err, logs)
 	}
-	v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+	v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
 	if err != nil || !v.Valid || !v.MPCTLSVerified || v.Details.Source != acds.SourceMPCTLS || v.Details.PortalHost == "" {
 		t.Fatalf("verify = %+v, %v", v, err)
 	}
@@ -72,7 +72,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 
 	const wrong = "WRONG-password-6612"
 	acc, err = c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: portalURL, RecordID: patient,
-		Credentials: acds.Credentials{Username: portal.DemoUsername, Password: wrong}, OutputFormat: acds.OutputFHIRR4})
+		Username: portal.DemoUsername, Password: wrong, OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestServeKill9Restart(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range n / 8 {
-				acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: bundle, OutputFormat: acds.OutputFHIRR4})
+				acc, err := c.Process(ctx, acds.ProcessRequest{Data: bundle, OutputFormat: acds.OutputFHIRR4})
 				if err != nil {
 					t.Errorf("process: %v", err)
 					return

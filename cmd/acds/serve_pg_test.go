@@ -66,7 +66,7 @@ func TestServePostgres(t *testing.T) {
 	a = a.WithToken(sess.Token)
 	b, _ := client.New(baseB, &client.Options{Token: sess.Token, PollInterval: 50 * time.Millisecond})
 	in := json.RawMessage(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:5a8e7f1c-4a4b-4d9e-9c1e-1b2a3c4d5e6f","resource":{"resourceType":"Patient","id":"p1"}}]}`)
-	acc, err := a.Process(ctx, acds.ProcessRequest{Bundle: in, OutputFormat: acds.OutputFHIRR4})
+	acc, err := a.Process(ctx, acds.ProcessRequest{Data: in, OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func TestServeFullFlow(t *testing.T) {
 	c = c.WithToken(sess.Token)
 	in := []byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:5a8e7f1c-4a4b-4d9e-9c1e-1b2a3c4d5e6f","resource":{"resourceType":"Patient","id":"p1","name":[{"family":"Chalmers","given":["Peter"]}],"gender":"male","birthDate":"1974-12-25"}}]}`)
 	for _, format := range []string{acds.OutputFHIRR4, acds.OutputFHIRR4Deidentified} {
-		acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: in, OutputFormat: format})
+		acc, err := c.Process(ctx, acds.ProcessRequest{Data: in, OutputFormat: format})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,20 +150,20 @@ func TestServeFullFlow(t *testing.T) {
 		if format == acds.OutputFHIRR4Deidentified && strings.Contains(string(rec.Result.Output), "Chalmers") {
 			t.Fatalf("de-identified output contains the family name")
 		}
-		v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+		v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
 		if err != nil || !v.Valid || !v.TEEQuoteVerified || !v.EnclaveHashMatch || v.Details.RequestID != acc.RequestID || v.Details.Source != acds.SourceRaw {
 			t.Fatalf("verify = %+v, %v", v, err)
 		}
 	}
 	// Invalid FHIR is refused at acceptance.
-	_, err = c.Process(ctx, acds.ProcessRequest{Bundle: json.RawMessage(`{"resourceType":"Patient","gender":"robot"}`), OutputFormat: acds.OutputFHIRR4})
+	_, err = c.Process(ctx, acds.ProcessRequest{Data: json.RawMessage(`{"resourceType":"Patient","gender":"robot"}`), OutputFormat: acds.OutputFHIRR4})
 	var p *acds.Problem
 	if !errors.As(err, &p) || p.Code() != acds.ProblemInvalidFHIR || len(p.OperationOutcome) == 0 {
 		t.Fatalf("invalid FHIR: %v", err)
 	}
 	// A portal on a private address is refused before anything is dialled.
 	_, err = c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: "https://127.0.0.1:1/fhir",
-		RecordID: "1", Credentials: acds.Credentials{Username: "serve-USER-9931", Password: "serve-PASSWORD-5517"}, OutputFormat: acds.OutputFHIRR4})
+		RecordID: "1", Username: "serve-USER-9931", Password: "serve-PASSWORD-5517", OutputFormat: acds.OutputFHIRR4})
 	if !errors.As(err, &p) || p.Code() != acds.ProblemForbiddenPortal {
 		t.Fatalf("private portal: %v", err)
 	}

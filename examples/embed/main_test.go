@@ -96,7 +96,7 @@ func TestEmbed(t *testing.T) {
 	}
 	// The raw 202 carries a Location under the prefix.
 	req, _ := http.NewRequestWithContext(ctx, "POST", app+"/clinical/v1/process",
-		strings.NewReader(`{"outputFormat":"fhir_r4","bundle":`+sampleBundle+`}`))
+		strings.NewReader(`{"outputFormat":"fhir_r4","data":`+sampleBundle+`}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+sess.Token)
 	resp, err = http.DefaultClient.Do(req)
@@ -117,13 +117,13 @@ func TestEmbed(t *testing.T) {
 	if !bytes.Contains(rec.Result.Output, []byte(`"resourceType":"Provenance"`)) {
 		t.Error("the output has no Provenance: the FHIR pipeline did not run")
 	}
-	v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+	v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
 	if err != nil || !v.Valid || !v.TEEQuoteVerified || !v.EnclaveHashMatch {
 		t.Fatalf("verify %+v %v", v, err)
 	}
 	// Invalid FHIR is refused with the validator's outcome.
 	_, err = c.Process(ctx, acds.ProcessRequest{OutputFormat: acds.OutputFHIRR4,
-		Bundle: json.RawMessage(`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","birthDate":"yesterday"}}]}`)})
+		Data: json.RawMessage(`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Patient","birthDate":"yesterday"}}]}`)})
 	var p *acds.Problem
 	if !errors.As(err, &p) || p.Code() != acds.ProblemInvalidFHIR {
 		t.Fatalf("invalid FHIR: %v", err)

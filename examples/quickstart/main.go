@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c = c.WithToken(sess.Token)
 	fmt.Fprintf(stdout, "session %s\n", sess.Pseudonym)
 
-	acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: bundle, OutputFormat: *format})
+	acc, err := c.Process(ctx, acds.ProcessRequest{Data: bundle, OutputFormat: *format})
 	var p *acds.Problem
 	if errors.As(err, &p) {
 		// e.g. invalid-fhir with the validator's OperationOutcome.
@@ -128,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "completed: %s, %d bytes, %s\n", rec.Result.OutputFormat, len(rec.Result.Output), rec.Result.OutputDigest)
 
-	v, err := c.Verify(ctx, acds.VerifyRequest{Bundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
+	v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: rec.Result.Output})
 	if err != nil {
 		return fail(1, "verify: %v", err)
 	}

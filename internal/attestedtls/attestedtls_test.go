@@ -69,7 +69,7 @@ func TestAcceptedForTheRightServer(t *testing.T) {
 				t.Fatal("GET /v1/attestation names another TLS key than the certificate's")
 			}
 			in := []byte(`{"resourceType":"Bundle","type":"collection"}`)
-			acc, err := c.Process(ctx, acds.ProcessRequest{Bundle: in, OutputFormat: acds.OutputFHIRR4})
+			acc, err := c.Process(ctx, acds.ProcessRequest{Data: in, OutputFormat: acds.OutputFHIRR4})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ func Example() {
 		ID:        "2f1b7c44-6f1c-4c7e-9a55-2f0d8e1b3b1d",
 		Owner:     "anon-hx4k",
 		Kind:      store.KindProcess,
-		Input:     []byte(`{"outputFormat":"fhir_r4","bundle":{"resourceType":"Bundle"}}`),
+		Input:     []byte(`{"outputFormat":"fhir_r4","data":{"resourceType":"Bundle"}}`),
 		CreatedAt: now,
 	})
 	if err != nil {

@@ -94,7 +94,7 @@ func NewRequest(owner string, created time.Time) store.Request {
 		Owner:     owner,
 		Kind:      store.KindProcess,
 		Status:    store.StatusProcessing,
-		Input:     []byte(`{"bundle":{"resourceType":"Bundle"}}`),
+		Input:     []byte(`{"data":{"resourceType":"Bundle"}}`),
 		CreatedAt: created,
 	}
 }
@@ -219,7 +219,7 @@ func testCreateGet(t *testing.T, s store.Store) {
 // a real input, compressible as real inputs are.
 func Bundle(size int) []byte {
 	var b bytes.Buffer
-	b.WriteString(`{"outputFormat":"fhir_r4","bundle":{"resourceType":"Bundle","type":"collection","entry":[`)
+	b.WriteString(`{"outputFormat":"fhir_r4","data":{"resourceType":"Bundle","type":"collection","entry":[`)
 	for i := 0; b.Len() < size-200; i++ {
 		if i > 0 {
 			b.WriteByte(',')
