@@ -171,9 +171,39 @@ func (p *Problem) Error() string {
 }
 
 // Is reports whether target is a *Problem with the same Type, so that
-// errors.Is(err, acds.NewProblem(acds.ProblemNotFound, "")) matches any
-// not-found problem.
+// errors.Is(err, acds.ErrNotFound) (or any *Problem of that code) matches
+// every not-found problem, whatever its detail.
 func (p *Problem) Is(target error) bool {
 	t, ok := target.(*Problem)
 	return ok && t != nil && p != nil && t.Type == p.Type
+}
+
+// Problem classes, one per code, for errors.Is: errors.Is(err,
+// acds.ErrPortalAuthFailed) reports whether err is (or wraps) a Problem of
+// that code, whatever its detail. They are values to compare with, never
+// to return or modify.
+var (
+	ErrInvalidJSON             = problemClass(ProblemInvalidJSON)
+	ErrInvalidRequest          = problemClass(ProblemInvalidRequest)
+	ErrUnsupportedMediaType    = problemClass(ProblemUnsupportedMediaType)
+	ErrPayloadTooLarge         = problemClass(ProblemPayloadTooLarge)
+	ErrUnauthorized            = problemClass(ProblemUnauthorized)
+	ErrNotFound                = problemClass(ProblemNotFound)
+	ErrMethodNotAllowed        = problemClass(ProblemMethodNotAllowed)
+	ErrUnsupportedSystemType   = problemClass(ProblemUnsupportedSystemType)
+	ErrUnsupportedOutputFormat = problemClass(ProblemUnsupportedOutputFormat)
+	ErrInvalidFHIR             = problemClass(ProblemInvalidFHIR)
+	ErrForbiddenPortal         = problemClass(ProblemForbiddenPortal)
+	ErrRateLimited             = problemClass(ProblemRateLimited)
+	ErrUnavailable             = problemClass(ProblemUnavailable)
+	ErrInternal                = problemClass(ProblemInternal)
+	ErrPortalAuthFailed        = problemClass(ProblemPortalAuthFailed)
+	ErrPortalMFARequired       = problemClass(ProblemPortalMFARequired)
+	ErrPortalUnavailable       = problemClass(ProblemPortalUnavailable)
+	ErrRecordNotFound          = problemClass(ProblemRecordNotFound)
+	ErrPortalResponseInvalid   = problemClass(ProblemPortalResponseInvalid)
+)
+
+func problemClass(code string) *Problem {
+	return &Problem{Type: ProblemTypePrefix + code, Title: ProblemTitle(code), Status: ProblemStatus(code)}
 }

@@ -2,6 +2,8 @@ package acds_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,6 +46,59 @@ func TestRequestDone(t *testing.T) {
 	for s, done := range map[string]bool{acds.StatusProcessing: false, acds.StatusCompleted: true, acds.StatusFailed: true} {
 		if (&acds.Request{Status: s}).Done() != done {
 			t.Errorf("%s", s)
+		}
+	}
+}
+
+// TestProblemClasses: every code has a class that errors.Is matches
+// against any problem of that code (wrapped or not, whatever its detail)
+// and against no other.
+func TestProblemClasses(t *testing.T) {
+	classes := map[string]*acds.Problem{
+		acds.ProblemInvalidJSON: acds.ErrInvalidJSON, acds.ProblemInvalidRequest: acds.ErrInvalidRequest,
+		acds.ProblemUnsupportedMediaType: acds.ErrUnsupportedMediaType, acds.ProblemPayloadTooLarge: acds.ErrPayloadTooLarge,
+		acds.ProblemUnauthorized: acds.ErrUnauthorized, acds.ProblemNotFound: acds.ErrNotFound,
+		acds.ProblemMethodNotAllowed: acds.ErrMethodNotAllowed, acds.ProblemUnsupportedSystemType: acds.ErrUnsupportedSystemType,
+		acds.ProblemUnsupportedOutputFormat: acds.ErrUnsupportedOutputFormat, acds.ProblemInvalidFHIR: acds.ErrInvalidFHIR,
+		acds.ProblemForbiddenPortal: acds.ErrForbiddenPortal, acds.ProblemRateLimited: acds.ErrRateLimited,
+		acds.ProblemUnavailable: acds.ErrUnavailable, acds.ProblemInternal: acds.ErrInternal,
+		acds.ProblemPortalAuthFailed: acds.ErrPortalAuthFailed, acds.ProblemPortalMFARequired: acds.ErrPortalMFARequired,
+		acds.ProblemPortalUnavailable: acds.ErrPortalUnavailable, acds.ProblemRecordNotFound: acds.ErrRecordNotFound,
+		acds.ProblemPortalResponseInvalid: acds.ErrPortalResponseInvalid,
+	}
+	if len(classes) != 19 {
+		t.Fatalf("%d classes for 19 codes", len(classes))
+	}
+	for code, class := range classes {
+		if class.Code() != code || class.Status != acds.ProblemStatus(code) {
+			t.Errorf("class of %s is %+v", code, class)
+		}
+		err := fmt.Errorf("context: %w", acds.NewProblem(code, "this occurrence"))
+		for other, oc := range classes {
+			if got := errors.Is(err, oc); got != (other == code) {
+				t.Errorf("errors.Is(%s problem, class %s) = %v", code, other, got)
+			}
+		}
+	}
+}
+
+// TestRequestErr: only a failed record has an error, and a failed record
+// always has one.
+func TestRequestErr(t *testing.T) {
+	p := acds.NewProblem(acds.ProblemRecordNotFound, "no such patient")
+	for _, c := range []struct {
+		r    *acds.Request
+		want error
+	}{
+		{nil, nil},
+		{&acds.Request{Status: acds.StatusProcessing}, nil},
+		{&acds.Request{Status: acds.StatusCompleted, Error: p}, nil},
+		{&acds.Request{Status: acds.StatusFailed, Error: p}, acds.ErrRecordNotFound},
+		{&acds.Request{Status: acds.StatusFailed}, acds.ErrInternal},
+	} {
+		err := c.r.Err()
+		if (err == nil) != (c.want == nil) || (c.want != nil && !errors.Is(err, c.want)) {
+			t.Errorf("%+v.Err() = %v, want %v", c.r, err, c.want)
 		}
 	}
 }

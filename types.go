@@ -160,6 +160,21 @@ type Request struct {
 // Done reports whether the request has ended (completed or failed).
 func (r *Request) Done() bool { return r.Status == StatusCompleted || r.Status == StatusFailed }
 
+// Err returns the problem a failed request ended with, as an error that
+// errors.As reaches as *Problem and errors.Is matches against the problem
+// classes (ErrPortalAuthFailed, …). It is nil unless Status is
+// StatusFailed; a failed record without a stored problem reports
+// ProblemInternal rather than nil, so a failure is never silent.
+func (r *Request) Err() error {
+	if r == nil || r.Status != StatusFailed {
+		return nil
+	}
+	if r.Error == nil {
+		return NewProblem(ProblemInternal, "the request failed without a recorded problem")
+	}
+	return r.Error
+}
+
 // RequestList is a page of GET /v1/requests, newest first. NextCursor is ""
 // on the last page; otherwise pass it as the cursor query parameter.
 type RequestList struct {

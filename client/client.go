@@ -237,8 +237,10 @@ func (c *Client) Attestation(ctx context.Context) (*acds.Attestation, error) {
 const maxPollInterval = time.Second
 
 // Wait follows a request until it has completed or failed and returns its
-// record; a failed request is returned with a nil error (its Error field
-// holds the problem). It returns ctx's error when ctx ends first, and
+// record. When the request failed, Wait returns the record together with
+// its problem as the error (rec.Err()): errors.As reaches it as
+// *acds.Problem and errors.Is matches its class (acds.ErrPortalAuthFailed,
+// …). It returns ctx's error (and no record) when ctx ends first, and
 // sends nothing after that.
 //
 // Wait long-polls: each GET /v1/requests/{id}?wait=N is held by the server
@@ -263,7 +265,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*acds.Request, error) {
 		var r acds.Request
 		err := c.do(ctx, http.MethodGet, path, q, nil, http.StatusOK, &r)
 		if err == nil && r.Done() {
-			return &r, nil
+			return &r, r.Err()
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

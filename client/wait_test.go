@@ -224,3 +224,39 @@ func TestWaitLongPollOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitFailedIsAnError: a request that ends failed is returned with its
+// problem as the error, reachable with errors.As and errors.Is, and the
+// record is returned too.
+func TestWaitFailedIsAnError(t *testing.T) {
+	fetcher := &servertest.Fetcher{Err: &server.FetchError{Code: acds.ProblemPortalAuthFailed, Detail: "the portal refused the login"}}
+	base := newServer(t, func(c *server.Config) { c.Fetcher = fetcher }, nil)
+	c, err := client.New(base, &client.Options{PollInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Anon(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.WithToken(s.Token)
+	acc, err := c.FetchAndAttest(context.Background(), acds.FetchAndAttestRequest{
+		SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/fhir", Username: "u", Password: "p", RecordID: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Wait(context.Background(), acc.RequestID)
+	if rec == nil || rec.Status != acds.StatusFailed {
+		t.Fatalf("Wait = %+v, %v; want the failed record", rec, err)
+	}
+	var p *acds.Problem
+	if !errors.As(err, &p) || p.Code() != acds.ProblemPortalAuthFailed {
+		t.Fatalf("Wait error = %v; want a *acds.Problem portal-auth-failed", err)
+	}
+	if !errors.Is(err, acds.ErrPortalAuthFailed) || errors.Is(err, acds.ErrPortalUnavailable) {
+		t.Fatalf("errors.Is(%v) does not match its class alone", err)
+	}
+	if rec.Err() != err {
+		t.Fatalf("rec.Err() = %v, Wait's error %v", rec.Err(), err)
+	}
+}

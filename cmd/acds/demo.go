@@ -405,7 +405,7 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 	for {
 		select {
 		case o := <-done:
-			if o.err != nil {
+			if o.r == nil { // the wait itself failed; a failed request comes with its record
 				return nil, fmt.Errorf("%s: %w", label, o.err)
 			}
 			r := o.r

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -252,7 +253,7 @@ func TestSealedCredentialsAtRest(t *testing.T) {
 	assertNoCredentials(t, "wrong password, at acceptance", rawFiles(t, dataDir), secrets)
 	gate.release <- struct{}{}
 	rec, err = c.Wait(ctx, id)
-	if err != nil || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemPortalAuthFailed {
+	if !errors.Is(err, acds.ErrPortalAuthFailed) || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemPortalAuthFailed {
 		t.Fatalf("wrong password: %+v %v", rec, err)
 	}
 	if got := spy.stored(t, id); len(got) != 0 {
@@ -303,7 +304,7 @@ func TestSealedCredentialsAtRest(t *testing.T) {
 	defer s3.Close()
 	c, _ = client.New(s3.BaseURL, &client.Options{PollInterval: 20 * time.Millisecond, Token: sess.Token})
 	rec, err = c.Wait(ctx, id)
-	if err != nil || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemUnavailable {
+	if !errors.Is(err, acds.ErrUnavailable) || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemUnavailable {
 		t.Fatalf("after the TTL: %+v %+v %v", rec, rec.Error, err)
 	}
 	if got := spy.stored(t, id); len(got) != 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, err = c.Wait(ctx, acc.RequestID)
-	if err != nil || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemPortalAuthFailed {
+	if !errors.Is(err, acds.ErrPortalAuthFailed) || rec.Status != acds.StatusFailed || rec.Error.Code() != acds.ProblemPortalAuthFailed {
 		t.Fatalf("wrong password: %+v %+v %v", rec, rec.Error, err)
 	}
 	if strings.Contains(rec.Error.Detail, wrong) {

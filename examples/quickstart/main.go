@@ -120,11 +120,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "accepted request %s\n", acc.RequestID)
 	rec, err := c.Wait(ctx, acc.RequestID)
+	if errors.As(err, &p) {
+		// The request ended failed: err is its problem.
+		return fail(1, "request %s failed: %v", acc.RequestID, p)
+	}
 	if err != nil {
 		return fail(1, "wait: %v", err)
-	}
-	if rec.Status != acds.StatusCompleted {
-		return fail(1, "request %s: %v", rec.Status, rec.Error)
 	}
 	fmt.Fprintf(stdout, "completed: %s, %d bytes, %s\n", rec.Result.OutputFormat, len(rec.Result.Output), rec.Result.OutputDigest)
 
