@@ -69,18 +69,18 @@ func fieldProblem(field, message string) *acds.Problem {
 	return p
 }
 
-// checkJSONContentType answers 415 unless the request declares a JSON body.
-// An empty body without a Content-Type is allowed when optional is true.
-func checkJSONContentType(r *http.Request, optional bool) *acds.Problem {
+// checkJSONContentType answers 415 when the request declares a body type
+// other than JSON (application/json, or any application/*+json type). A
+// request without a Content-Type is read as JSON: SPEC §4.3 names no
+// Content-Type for POST /v1/process, so a client written from it may send
+// none.
+func checkJSONContentType(r *http.Request) *acds.Problem {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		if optional && r.ContentLength <= 0 {
-			return nil
-		}
-		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json")
+		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
+	if err != nil || !(mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
 		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json")
 	}
 	return nil
@@ -122,7 +122,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, opti
 // readLimited checks the media type and reads the body, answering 413 as
 // soon as it exceeds limit.
 func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional bool) ([]byte, *acds.Problem) {
-	if p := checkJSONContentType(r, optional); p != nil {
+	if p := checkJSONContentType(r); p != nil {
 		return nil, p
 	}
 	if r.ContentLength > limit {

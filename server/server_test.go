@@ -596,3 +596,23 @@ func TestFetchErrorCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessWithoutContentType: SPEC §4.3 names no Content-Type for
+// POST /v1/process, so a client written from it may send none; its body
+// is read as JSON. A declared non-JSON type is still refused.
+func TestProcessWithoutContentType(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.anon()
+	resp, b := h.do("POST", "/v1/process", s.Token, `{"data":`+sampleBundle+`,"outputFormat":"fhir_r4"}`, "Content-Type", "")
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("process without Content-Type: %d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("POST", "/v1/process", s.Token, `{"data":`+sampleBundle+`,"outputFormat":"fhir_r4"}`, "Content-Type", "application/fhir+json; charset=utf-8")
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("process as application/fhir+json: %d %s", resp.StatusCode, b)
+	}
+	resp, b = h.do("POST", "/v1/process", s.Token, `{"data":`+sampleBundle+`,"outputFormat":"fhir_r4"}`, "Content-Type", "text/plain")
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("process as text/plain: %d %s", resp.StatusCode, b)
+	}
+}
