@@ -514,7 +514,7 @@ func (s *suite) bundle(t *testing.T, token, id string) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 	status := s.str(t, what, rec, "status")
-	if !s.check(t, status == "completed", "%s: status %q after %v, want completed; record: %s", what, status, s.cfg.Timeout, clip(mustJSON(rec))) {
+	if !s.check(t, status == "completed", "%s: status %q, want completed (waited up to %v); record: %s", what, status, s.cfg.Timeout, clip(mustJSON(rec))) {
 		t.FailNow()
 	}
 	result, ok := rec["result"].(map[string]any)
