@@ -32,8 +32,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -121,10 +119,15 @@ const processBody = `{
 
 // fetchBody is SPEC §2.2's flat body with the target's values.
 func fetchBody(f FetchTarget) string {
-	q := strconv.Quote // a Go quoted string of printable text is a JSON string
-	return `{"systemType": ` + q(f.SystemType) + `, "portalUrl": ` + q(f.PortalURL) +
-		`, "username": ` + q(f.Username) + `, "password": ` + q(f.Password) +
-		`, "recordId": ` + q(f.RecordID) + `}`
+	return `{"systemType": ` + quote(f.SystemType) + `, "portalUrl": ` + quote(f.PortalURL) +
+		`, "username": ` + quote(f.Username) + `, "password": ` + quote(f.Password) +
+		`, "recordId": ` + quote(f.RecordID) + `}`
+}
+
+// quote is v as a JSON string.
+func quote(v string) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 var (
@@ -134,11 +137,10 @@ var (
 )
 
 // suite is one Run: the configuration, the assertion count and the
-// endpoints called.
+// endpoints called. Its subtests run one after the other.
 type suite struct {
 	cfg        Config
-	assertions atomic.Int64
-	mu         sync.Mutex
+	assertions int
 	called     map[string]bool
 }
 
@@ -184,8 +186,6 @@ func Run(t *testing.T, cfg Config) Report {
 }
 
 func (s *suite) report() Report {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var r Report
 	for _, ep := range specEndpoints {
 		if s.called[ep] {
@@ -198,14 +198,14 @@ func (s *suite) report() Report {
 		}
 	}
 	slices.Sort(r.Extra)
-	r.Assertions = int(s.assertions.Load())
+	r.Assertions = s.assertions
 	return r
 }
 
 // check counts one assertion and reports it on t when it fails.
 func (s *suite) check(t *testing.T, ok bool, format string, args ...any) bool {
 	t.Helper()
-	s.assertions.Add(1)
+	s.assertions++
 	if !ok {
 		t.Errorf(format, args...)
 	}
@@ -245,16 +245,13 @@ func (s *suite) do(t *testing.T, c call) response {
 	if c.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Accept", "application/json")
 	switch {
 	case c.auth != "":
 		req.Header.Set("Authorization", c.auth)
 	case c.token != "":
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	s.mu.Lock()
 	s.called[c.endpoint] = true
-	s.mu.Unlock()
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", c.endpoint, err)
@@ -380,7 +377,8 @@ func (s *suite) anon(t *testing.T) string {
 	return tokens[0]
 }
 
-// bearer: SPEC §5. A request to POST /v1/fetch-and-attest (bearer per
+// bearer: SPEC §5. The token is welcome on a public endpoint. A request
+// to POST /v1/fetch-and-attest (bearer per
 // SPEC §4.2) or POST /v1/process (bearer per DESIGN §3) without a token,
 // with a token the service never issued, or with the token in another
 // scheme is refused with 401 and a problem+json body (DESIGN §3, SPEC §7
@@ -395,6 +393,14 @@ func (s *suite) bearer(t *testing.T, token string) {
 		{"the token in the Basic scheme", "Basic " + base64.StdEncoding.EncodeToString([]byte("x:"+token))},
 		{"the token without a scheme", token},
 	}
+	// SPEC §5.2 sends the token on all later requests: GET /v1/health
+	// answers with one as without.
+	r := s.do(t, call{endpoint: epHealth, method: "GET", path: "/v1/health", token: token})
+	if obj := s.object(t, epHealth+" with the bearer token", r, is(http.StatusOK), "200"); obj != nil {
+		status := s.str(t, epHealth+" with the bearer token", obj, "status")
+		s.check(t, status == "healthy", "%s with the bearer token: status %q, want healthy", epHealth, status)
+	}
+
 	bodies := map[string]string{epFetch: fetchBody(s.cfg.Fetch), epProcess: processBody}
 	for _, ep := range []string{epFetch, epProcess} {
 		for _, tc := range cases {
@@ -569,7 +575,7 @@ func (s *suite) verify(t *testing.T, token, processed, fetched string) {
 			continue // its subtest failed already
 		}
 		what := fmt.Sprintf("%s (%s)", epVerify, tc.name)
-		body := `{"attestationBundle": ` + strconv.Quote(tc.bundle) + `}`
+		body := `{"attestationBundle": ` + quote(tc.bundle) + `}`
 		obj := s.object(t, what, s.do(t, call{endpoint: epVerify, method: "POST", path: "/v1/verify", token: tc.token, body: &body}), is(http.StatusOK), "200")
 		if obj == nil {
 			continue
@@ -587,7 +593,7 @@ func (s *suite) verify(t *testing.T, token, processed, fetched string) {
 	// A tampered bundle: its middle byte changed.
 	if b, err := base64.StdEncoding.DecodeString(processed); err == nil && len(b) > 0 {
 		b[len(b)/2] ^= 0x01
-		body := `{"attestationBundle": ` + strconv.Quote(base64.StdEncoding.EncodeToString(b)) + `}`
+		body := `{"attestationBundle": ` + quote(base64.StdEncoding.EncodeToString(b)) + `}`
 		what := epVerify + " (a bundle with one byte changed)"
 		r := s.do(t, call{endpoint: epVerify, method: "POST", path: "/v1/verify", body: &body})
 		if r.status == http.StatusBadRequest {
