@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/build"
 	"io/fs"
 	"maps"
 	"os"
@@ -456,4 +457,19 @@ func (d openAPIDoc) checkTable(t *testing.T, e specEndpoint, tb *specTable, name
 		}
 	}
 	d.checkExtras(t, name, schema, named)
+}
+
+// TestStandardLibraryOnly: the suite is written from SPEC alone, so it
+// imports none of the module's packages (not the wire types of package
+// acds, not package client) and nothing outside the standard library.
+func TestStandardLibraryOnly(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range pkg.Imports {
+		if first, _, _ := strings.Cut(imp, "/"); strings.Contains(first, ".") {
+			t.Errorf("package conformance imports %s", imp)
+		}
+	}
 }
