@@ -176,8 +176,50 @@ func orDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
-// fhirID is the FHIR id syntax.
+// fhirID is the FHIR id syntax, the rule for a recordId (CheckRecordID)
+// and for the ids a portal's resources carry.
 var fhirID = regexp.MustCompile(`^[A-Za-z0-9\-.]{1,64}$`)
+
+// ErrInvalidRecordID is wrapped (with ErrInvalidRequest) by the error
+// for a recordId that is not a FHIR id.
+var ErrInvalidRecordID = errors.New("recordId must be a FHIR id: 1 to 64 characters from A-Z, a-z, 0-9, '-' and '.'")
+
+// CheckRecordID returns an error wrapping ErrInvalidRequest and
+// ErrInvalidRecordID when id is not a FHIR id (1 to 64 characters from
+// A-Z, a-z, 0-9, '-' and '.'), the only ids the connectors fetch. It is
+// the one recordId rule: Admit and Fetch apply it.
+func CheckRecordID(id string) error {
+	if !fhirID.MatchString(id) {
+		return &Error{Kind: ErrInvalidRequest, Err: ErrInvalidRecordID}
+	}
+	return nil
+}
+
+// Admit decides, without any network access, whether req can be
+// fetched at all: a supported systemType, a recordId that is empty (the
+// token's patient context, smart-* only) or passes CheckRecordID, a
+// username and a password, and a portal URL that the Guard's CheckURL
+// allows. Fetch starts with exactly this check, so a request Admit
+// accepts fails later only for what needs the portal (its name, its
+// addresses at connect time, its answers). The errors are those of
+// Fetch: they wrap ErrUnsupportedSystemType, ErrInvalidRequest (with
+// ErrInvalidRecordID for a bad recordId) or ErrForbidden.
+func (c *Connector) Admit(req Request) error {
+	if !slices.Contains(SystemTypes(), req.SystemType) {
+		red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+		return &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
+	}
+	if req.RecordID != "" {
+		if err := CheckRecordID(req.RecordID); err != nil {
+			return err
+		}
+	}
+	if req.Credentials.Username == "" || req.Credentials.Password == "" {
+		return &Error{Kind: ErrInvalidRequest, Detail: "username and password are required"}
+	}
+	_, err := c.Guard.CheckURL(req.PortalURL)
+	return err
+}
 
 // fhirType is the syntax of a resource type name.
 var fhirType = regexp.MustCompile(`^[A-Z][A-Za-z]{1,63}$`)
@@ -216,14 +258,8 @@ func (c *Connector) fetch(ctx context.Context, hc *http.Client, req Request, red
 	if hc == nil {
 		return nil, &Error{Kind: ErrInvalidRequest, Detail: "no HTTP client"}
 	}
-	if !slices.Contains(SystemTypes(), req.SystemType) {
-		return nil, &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
-	}
-	if req.RecordID != "" && !fhirID.MatchString(req.RecordID) {
-		return nil, &Error{Kind: ErrInvalidRequest, Detail: "recordId is not a FHIR id"}
-	}
-	if req.Credentials.Username == "" || req.Credentials.Password == "" {
-		return nil, &Error{Kind: ErrInvalidRequest, Detail: "username and password are required"}
+	if err := c.Admit(req); err != nil {
+		return nil, err
 	}
 	u, err := c.Guard.CheckURL(req.PortalURL)
 	if err != nil {

@@ -114,6 +114,15 @@ type Fetcher struct {
 	FinishTimeout time.Duration
 }
 
+// Admit is Connector.Admit: whether req can be fetched at all, decided
+// without network access by the rules Fetch applies first. The service
+// calls it when a request arrives, so that a request bound to fail is
+// refused then instead of being accepted and failed later.
+func (f *Fetcher) Admit(req Request) error {
+	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+	return red.wrap(f.Connector.Admit(req))
+}
+
 // Fetch fetches req's record. The URL is checked before any connection;
 // the Transport is finished (its sessions finalized or discarded) before
 // Fetch returns, also on failure. Errors wrap the package's error classes
@@ -128,8 +137,8 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 	if f.NewTransport == nil {
 		return nil, &Error{Kind: ErrNotarization, Detail: "no transport factory"}
 	}
-	if _, err := f.Connector.Guard.CheckURL(req.PortalURL); err != nil {
-		return nil, err
+	if err := f.Connector.Admit(req); err != nil {
+		return nil, err // before any transport: nothing to finalize
 	}
 	tr, err := f.NewTransport(ctx)
 	if err != nil {
