@@ -72,8 +72,8 @@ type Options struct {
 
 	// Server is the base server configuration: its limits, workers, lease,
 	// clock and so on, with the zero values documented in server.Config.
-	// Open sets Pipeline, Enclave, Verifier, Fetcher and
-	// AllowPrivatePortals, and Store unless it is set; a Store set here is
+	// Open sets Pipeline, Enclave, Verifier and Fetcher, and Store unless
+	// it is set; a Store set here is
 	// used as is and Close does not close it.
 	Server server.Config
 	// Configure, when set, is called with the complete server
@@ -175,7 +175,6 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	cfg.Enclave = enclaveSeam{e: s.encl, notaryKey: s.inProcess}
 	cfg.Verifier = verifierSeam{verify.New(s.policy)}
 	cfg.Fetcher = fetcherSeam{fetcher}
-	cfg.AllowPrivatePortals = o.AllowPrivatePortals
 	if cfg.Logger == nil {
 		cfg.Logger = log
 	}
