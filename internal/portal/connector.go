@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
 )
 
@@ -352,22 +353,58 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // classifyTransport turns a failed round trip into an error, and says
-// whether a retry may help.
+// whether a retry may help. The error names the portal's host and what
+// went wrong, never an address it resolved to, the notary's address or
+// the resolver's (see netError).
 func (s *session) classifyTransport(op string, err error) (error, bool) {
-	var ne *prover.NotaryError
-	switch {
-	case errors.Is(err, ErrForbidden):
-		var fe *ForbiddenError
-		if errors.As(err, &fe) {
-			return fe, false
+	host := s.base.Hostname()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Hostname() != "" {
+			host = u.Hostname() // a redirect may have led elsewhere
 		}
-		return &Error{Kind: ErrForbidden, Op: op, Err: err}, false
-	case errors.As(err, &ne) && ne.Status == http.StatusForbidden:
-		return &ForbiddenError{Target: s.base.Host, Reason: "the notary refused the address: " + s.red.detail(ne.Detail)}, false
+	}
+	var (
+		fe *ForbiddenError
+		pe *Error
+		ne *prover.NotaryError
+	)
+	switch {
+	case errors.As(err, &fe):
+		if fe.dialled {
+			// The guard refused the address the name resolved to at
+			// connect time: say so without the address.
+			return &ForbiddenError{Target: host, Reason: "it resolves to a refused address (" + fe.Reason + ")"}, false
+		}
+		return fe, false
+	case errors.Is(err, ErrForbidden):
+		return &Error{Kind: ErrForbidden, Op: op}, false
+	case errors.As(err, &pe):
+		// Already classified by this package: GuardedDialer (whose text
+		// is safe), CheckRedirect.
+		if errors.Is(pe.Kind, ErrUnavailable) {
+			return &Error{Kind: ErrUnavailable, Op: op, Err: pe.Err}, true
+		}
+		return pe, false
+	case errors.As(err, &ne):
+		switch {
+		case ne.Type == notary.ProblemTargetUnresolved,
+			// Notaries older than ProblemTargetUnresolved answered 403.
+			ne.Status == http.StatusForbidden && strings.Contains(ne.Detail, "cannot resolve"):
+			return &Error{Kind: ErrUnavailable, Op: op, Err: &netError{msg: host + ": the name could not be resolved", cause: err}}, true
+		case ne.Status == http.StatusForbidden:
+			return &ForbiddenError{Target: host, Reason: "the notary refused its address (not a public address)"}, false
+		case ne.Status == http.StatusBadGateway:
+			return &Error{Kind: ErrUnavailable, Op: op, Err: &netError{msg: host + ": no address of the portal answered", cause: err}}, true
+		}
+		// Full (503) or failing: the service's side, not the portal's.
+		return &Error{Kind: ErrNotarization, Op: op, Err: &netError{msg: fmt.Sprintf("the notary answered HTTP %d", ne.Status), cause: err}}, true
+	case errors.Is(err, prover.ErrNotary):
+		return &Error{Kind: ErrNotarization, Op: op, Err: &netError{msg: "the notary could not be reached", cause: err}}, true
 	case errors.Is(err, ErrResponseInvalid):
 		return err, false
 	}
-	return &Error{Kind: ErrUnavailable, Op: op, Err: err}, true
+	return unreachable(op, host, err), true
 }
 
 // do runs one exchange with bounded retries. build makes a fresh request
@@ -428,7 +465,7 @@ func (s *session) once(ctx context.Context, op string, data bool, build func(ctx
 	body, err := readBody(resp, limit+1)
 	s.bytes += int64(len(body))
 	if err != nil {
-		return nil, &Error{Kind: ErrUnavailable, Op: op, Status: resp.StatusCode, Err: err}, 0
+		return nil, &Error{Kind: ErrUnavailable, Op: op, Status: resp.StatusCode, Err: safeCause(err)}, 0
 	}
 	if int64(len(body)) > limit {
 		return nil, &Error{Kind: ErrResponseInvalid, Op: op, Err: ErrLimit, Detail: fmt.Sprintf("more than %d bytes", s.c.maxBytes())}, -1

@@ -142,7 +142,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 	}
 	tr, err := f.NewTransport(ctx)
 	if err != nil {
-		return nil, &Error{Kind: ErrNotarization, Op: "transport", Err: err}
+		return nil, &Error{Kind: ErrNotarization, Op: "transport", Err: safeCause(err)}
 	}
 	rec, ferr := f.Connector.Fetch(ctx, &http.Client{Transport: tr}, req)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDuration(f.FinishTimeout, 30*time.Second))
@@ -152,7 +152,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 		return nil, ferr
 	}
 	if nerr != nil {
-		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Err: nerr}
+		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Err: safeCause(nerr)}
 	}
 	if len(sessions) == 0 {
 		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Detail: "no notarized session"}

@@ -173,9 +173,14 @@ func (g Guard) Control(network, address string, _ syscall.RawConn) error {
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &ForbiddenError{Target: address, Reason: "dialled address is not ip:port"}
+		return &ForbiddenError{Target: address, Reason: "dialled address is not ip:port", dialled: true}
 	}
-	return g.CheckAddr(ap.Addr())
+	err = g.CheckAddr(ap.Addr())
+	var fe *ForbiddenError
+	if errors.As(err, &fe) {
+		fe.dialled = true // the connector reports it by the URL's host
+	}
+	return err
 }
 
 // NewDialer returns a net.Dialer whose Control is the guard, with a 10 s
@@ -321,7 +326,11 @@ type GuardedDialer struct {
 
 // DialContext connects to addr ("host:port") through the guard. When
 // every resolved address is refused it returns a *ForbiddenError for the
-// first; otherwise it tries the allowed ones in order.
+// first (naming the host, not the address a name resolved to);
+// otherwise it tries the allowed ones in order. A name that does not
+// resolve and addresses that do not answer are an *Error wrapping
+// ErrUnavailable, whose text names the host and the kind of failure but
+// neither the resolver nor any address.
 func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -337,9 +346,13 @@ func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (
 		}
 		addrs, err = r.LookupNetIP(ctx, "ip", host)
 		if err != nil {
-			return nil, err
+			return nil, unreachable("resolve", host, err)
+		}
+		if len(addrs) == 0 {
+			return nil, &Error{Kind: ErrUnavailable, Op: "resolve", Err: &netError{msg: host + ": the name has no addresses"}}
 		}
 	}
+	literal := isLiteral(host)
 	dial := d.Dial
 	if dial == nil {
 		dial = d.Guard.NewDialer().DialContext
@@ -347,6 +360,11 @@ func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (
 	var firstRefusal, lastErr error
 	for _, a := range addrs {
 		if err := d.Guard.CheckAddr(a); err != nil {
+			var fe *ForbiddenError
+			if firstRefusal == nil && !literal && errors.As(err, &fe) {
+				// Name the host, not the address it resolved to.
+				err = &ForbiddenError{Target: host, Reason: "it resolves to a refused address (" + fe.Reason + ")"}
+			}
 			if firstRefusal == nil {
 				firstRefusal = err
 			}
@@ -361,13 +379,19 @@ func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (
 			break
 		}
 	}
-	if lastErr != nil {
+	switch {
+	case errors.Is(lastErr, ErrForbidden): // Dial's own guard (Control)
 		return nil, lastErr
+	case lastErr != nil:
+		return nil, unreachable("connect", host, lastErr)
 	}
-	if firstRefusal != nil {
-		return nil, firstRefusal
-	}
-	return nil, &ForbiddenError{Target: host, Reason: "name has no addresses"}
+	return nil, firstRefusal
+}
+
+// isLiteral reports whether a URL host is an IP address in any notation.
+func isLiteral(host string) bool {
+	_, err := ParseHostAddr(host)
+	return err == nil
 }
 
 func mustPort(p string) uint16 {
