@@ -80,6 +80,11 @@ type Options struct {
 	// configuration just before the server starts, and may change it (a
 	// test wraps the store or the fetcher). Zero value: no change.
 	Configure func(*server.Config)
+
+	// portalResolver, when set, resolves portal names for the in-process
+	// notary instead of net.DefaultResolver (tests set a stub through
+	// export_test.go, so that none resolves a public name).
+	portalResolver notary.Resolver
 }
 
 // Service is a running ACDS server with its real dependencies: the
@@ -213,7 +218,7 @@ func (s *Service) startNotary(o Options, guard portal.Guard, roots *x509.CertPoo
 	}
 	// The notary resolves and dials the portal itself: it applies the
 	// same address guard as the connectors.
-	n, err := notary.New(notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort})
+	n, err := notary.New(notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort, Resolver: o.portalResolver})
 	if err != nil {
 		return fmt.Errorf("in-process notary: %w", err)
 	}
