@@ -35,8 +35,8 @@ type Config struct {
 	// fails with unavailable, GET /v1/attestation answers 503 and health
 	// reports the enclave as "none".
 	Enclave Enclave
-	// Fetcher fetches portal records. Nil: fetch-and-attest requests are
-	// accepted (their credentials are not kept) and fail with unavailable.
+	// Fetcher admits and fetches portal records. Nil: POST
+	// /v1/fetch-and-attest answers 503 unavailable.
 	Fetcher Fetcher
 	// Verifier serves POST /v1/verify. Nil: it answers 503 unavailable.
 	Verifier Verifier
@@ -82,10 +82,6 @@ type Config struct {
 	// CredentialTTL is how long sealed portal credentials may stay queued
 	// before they are erased. Zero means 15 min.
 	CredentialTTL time.Duration
-	// AllowPrivatePortals accepts portal URLs whose host is a loopback,
-	// private, link-local or metadata address. Off by default. The Fetcher
-	// enforces the same rule on resolved addresses.
-	AllowPrivatePortals bool
 }
 
 func (c *Config) withDefaults() (Config, error) {

@@ -17,8 +17,13 @@
 // verification only through small interfaces defined here: Pipeline
 // (optionally Checker), Enclave, Fetcher and Verifier. A nil seam is never
 // faked: requests that need it end failed with the problem "unavailable",
-// naming what is missing. cmd/acds wires the real implementations;
-// package servertest has fakes for tests.
+// naming what is missing, and POST /v1/fetch-and-attest, which needs all
+// of Fetcher, Enclave and Pipeline, answers 503 unavailable at once
+// instead of accepting. Which portal URLs and recordIds are accepted is
+// the Fetcher's decision (Fetcher.Admit), taken by the rules its fetch
+// applies, so a request is never accepted only to fail on one of them.
+// cmd/acds wires the real implementations; package servertest has fakes
+// for tests.
 //
 // # Request lifecycle
 //

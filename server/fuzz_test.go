@@ -30,7 +30,7 @@ var fuzzEndpoints = []struct{ method, path string }{
 func FuzzHandler(f *testing.F) {
 	srv, err := server.New(server.Config{
 		Store: servertest.NewMemStore(), Pipeline: &servertest.Pipeline{}, Enclave: servertest.NewEnclave(),
-		Verifier: servertest.Verifier{}, Workers: -1, RateLimit: -1, AuthRateLimit: -1,
+		Verifier: servertest.Verifier{}, Fetcher: &servertest.Fetcher{}, Workers: -1, RateLimit: -1, AuthRateLimit: -1,
 		MaxBody: 4096, MaxProcessBody: 16384,
 	})
 	if err != nil {

@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -284,14 +282,10 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	if req.OutputFormat == "" {
 		req.OutputFormat = acds.OutputFHIRR4 // SPEC §2.2 has no outputFormat: the extension defaults
 	}
-	if len(req.RecordID) > 256 || strings.ContainsAny(req.RecordID, "/?#") {
-		errs = append(errs, acds.FieldError{Field: "recordId", Message: "must be a FHIR id: at most 256 characters, no '/', '?' or '#'"})
-	}
-	var u *url.URL
 	if req.PortalURL != "" {
-		var err error
-		u, err = url.Parse(req.PortalURL)
-		if err != nil || u.Host == "" || u.User != nil {
+		// The shape of the field only; whether the portal may be fetched
+		// is the Fetcher's decision (Admit, below).
+		if u, err := url.Parse(req.PortalURL); err != nil || u.Host == "" || u.User != nil {
 			errs = append(errs, acds.FieldError{Field: "portalUrl", Message: "must be an absolute https URL without user information"})
 		}
 	}
@@ -312,8 +306,16 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, unsupportedFormat(req.OutputFormat))
 		return
 	}
-	if p := s.checkPortal(u); p != nil {
+	// A request bound to fail is never accepted: without the parts a
+	// fetch needs, or when the Fetcher's own rules refuse it.
+	if p := s.missingParts(true); p != nil {
 		writeProblem(w, p)
+		return
+	}
+	freq := FetchRequest{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID,
+		Credentials: acds.Credentials{Username: req.Username, Password: req.Password}}
+	if err := s.cfg.Fetcher.Admit(freq); err != nil {
+		writeProblem(w, s.admitProblem(err, req.Username, req.Password))
 		return
 	}
 	input, err := json.Marshal(fetchInput{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID, OutputFormat: req.OutputFormat})
@@ -321,67 +323,39 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "encoding the request failed"))
 		return
 	}
-	message := "fetching the record through MPC-TLS; poll the Location for the result"
-	var sealed []byte
-	if s.cfg.Fetcher == nil || s.cfg.Enclave == nil {
-		// The credentials are not kept at all: nothing could use them.
-		message = "accepted, but portal fetching is not available on this server; the request will fail with unavailable"
-	} else {
-		// The credentials are sealed bound to the request id.
-		id := uuid.NewString()
-		creds, _ := json.Marshal(acds.Credentials{Username: req.Username, Password: req.Password})
-		sealed, err = s.cfg.Enclave.Seal(creds, []byte(id))
-		clear(creds)
-		if err != nil {
-			s.log.Error("sealing credentials failed", "err", err)
-			writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the enclave could not seal the credentials"))
-			return
-		}
-		s.acceptWithID(w, r, id, acds.KindFetchAndAttest, input, sealed, message)
+	// The credentials are sealed bound to the request id.
+	id := uuid.NewString()
+	creds, _ := json.Marshal(acds.Credentials{Username: req.Username, Password: req.Password})
+	sealed, err := s.cfg.Enclave.Seal(creds, []byte(id))
+	clear(creds)
+	if err != nil {
+		s.log.Error("sealing credentials failed", "err", err)
+		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the enclave could not seal the credentials"))
 		return
 	}
-	s.accept(w, r, acds.KindFetchAndAttest, input, sealed, message)
+	s.acceptWithID(w, r, id, acds.KindFetchAndAttest, input, sealed, "fetching the record through MPC-TLS; poll the Location for the result")
 }
 
-// checkPortal refuses non-https portals and, unless private portals are
-// allowed, hosts that are literal loopback, private, link-local,
-// unspecified or metadata addresses (and "localhost"). Names that resolve
-// to such addresses are refused by the Fetcher at dial time.
-func (s *Server) checkPortal(u *url.URL) *acds.Problem {
-	if u.Scheme != "https" {
-		p := acds.NewProblem(acds.ProblemForbiddenPortal, "portalUrl must use https")
-		p.Errors = []acds.FieldError{{Field: "portalUrl", Message: "must use https"}}
+// admitProblem is the answer to a request the Fetcher did not admit (see
+// Fetcher.Admit).
+func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
+	var fe *FetchError
+	switch {
+	case errors.As(err, &fe) && fe.Code != "":
+		detail := redact(fe.Detail, secrets...)
+		p := acds.NewProblem(fe.Code, detail)
+		if fe.Field != "" {
+			p.Errors = []acds.FieldError{{Field: fe.Field, Message: detail}}
+		}
+		return p
+	case errors.Is(err, ErrForbiddenPortal):
+		detail := redact(err.Error(), secrets...)
+		p := acds.NewProblem(acds.ProblemForbiddenPortal, "the portal is refused: "+detail)
+		p.Errors = []acds.FieldError{{Field: "portalUrl", Message: detail}}
 		return p
 	}
-	if s.cfg.AllowPrivatePortals {
-		return nil
-	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") || host == "metadata.google.internal" {
-		return forbiddenHost()
-	}
-	if a, err := netip.ParseAddr(host); err == nil && privateAddr(a) {
-		return forbiddenHost()
-	}
-	if ip := net.ParseIP(host); ip == nil && strings.Trim(host, "0123456789.x") == "" {
-		// Forms like "0x7f.1" or "2130706433" that some resolvers accept as IPv4.
-		return forbiddenHost()
-	}
-	return nil
-}
-
-func forbiddenHost() *acds.Problem {
-	p := acds.NewProblem(acds.ProblemForbiddenPortal, "portalUrl names a loopback, private, link-local or metadata address, which this server refuses")
-	p.Errors = []acds.FieldError{{Field: "portalUrl", Message: "address not allowed"}}
-	return p
-}
-
-func privateAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() ||
-		a == netip.MustParseAddr("169.254.169.254") || a == netip.MustParseAddr("fd00:ec2::254") ||
-		netip.MustParsePrefix("100.64.0.0/10").Contains(a)
+	s.log.Error("admitting a fetch failed", "err", redact(err.Error(), secrets...))
+	return acds.NewProblem(acds.ProblemInternal, "checking the request failed")
 }
 
 // acceptWithID stores a new request durably (CreateRequest returns only

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/server/servertest"
 )
 
 // exchange is one recorded request and response.
@@ -56,7 +58,17 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // calls every endpoint, successes and errors alike. Requests the server
 // refused as malformed must be refused by the document too.
 func TestOpenAPIMatchesRealTraffic(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *server.Config) {
+		c.Fetcher = &servertest.Fetcher{
+			Err: &server.FetchError{Code: acds.ProblemPortalUnavailable, Detail: "the test portal is down"},
+			AdmitFunc: func(r server.FetchRequest) error {
+				if strings.Contains(r.PortalURL, "10.0.0.1") {
+					return fmt.Errorf("private address: %w", server.ErrForbiddenPortal)
+				}
+				return nil
+			},
+		}
+	})
 	rc := &recorder{next: h.srv.Handler()}
 	h.ts.Config.Handler = rc
 
@@ -78,7 +90,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	if next := decode[acds.RequestList](t, b).NextCursor; next != "" {
 		h.do("GET", "/v1/requests?limit=1&cursor="+next, s.Token, nil)
 	}
-	// wait for the failed fetch (no Fetcher) so a failed record is validated too
+	// wait for the failed fetch (the portal is down) so a failed record is validated too
 	for _, it := range decode[acds.RequestList](t, b).Items {
 		h.wait(s.Token, it.RequestID, 5*time.Second)
 	}

@@ -116,20 +116,37 @@ type Fetched struct {
 // MPC-TLS. Errors must never contain the credentials; the server also
 // redacts them defensively.
 type Fetcher interface {
+	// Admit decides, without network access and quickly, whether r could
+	// be fetched at all, by the same rules Fetch applies before it
+	// connects: the portal URL (scheme, literal addresses in every
+	// notation, names such as localhost) and the recordId syntax. POST
+	// /v1/fetch-and-attest calls it before accepting, so a request that
+	// Fetch would refuse without asking the portal is answered at once
+	// instead of being accepted and failed later. It returns nil to
+	// admit; otherwise an error wrapping ErrForbiddenPortal (403
+	// forbidden-portal, naming portalUrl) or a *FetchError whose Code is
+	// the answer's problem code and whose Field, when set, is the request
+	// field at fault (e.g. invalid-request on recordId). Any other error
+	// is answered with 500 internal.
+	Admit(r FetchRequest) error
+	// Fetch logs in and fetches the record of r. It is called only for
+	// requests Admit admitted.
 	Fetch(ctx context.Context, r FetchRequest) (*Fetched, error)
 }
 
 // ErrForbiddenPortal is returned (wrapped) by a Fetcher that refuses the
-// portal address, e.g. a private address; the request fails with
-// forbidden-portal.
+// portal address, e.g. a private address: Admit's refusal is answered
+// with 403 forbidden-portal, Fetch's fails the request with it.
 var ErrForbiddenPortal = errors.New("forbidden portal")
 
-// FetchError is a Fetcher failure with the problem code the request fails
-// with (one of the acds.Problem* codes, e.g. acds.ProblemPortalAuthFailed).
-// A Fetcher error that is neither a FetchError nor ErrForbiddenPortal
-// fails the request with portal-unavailable.
+// FetchError is a Fetcher failure with the problem code the request is
+// answered or fails with (one of the acds.Problem* codes, e.g.
+// acds.ProblemPortalAuthFailed). A Fetch error that is neither a
+// FetchError nor ErrForbiddenPortal fails the request with
+// portal-unavailable.
 type FetchError struct {
 	Code   string // an acds.Problem* code
+	Field  string // the request field at fault, e.g. "recordId"; empty when none is
 	Detail string // what happened, without credentials
 }
 

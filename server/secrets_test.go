@@ -90,6 +90,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 // fetcherFunc lets a test switch fetchers between requests.
 type fetcherFunc func() server.Fetcher
 
+func (f fetcherFunc) Admit(r server.FetchRequest) error { return f().Admit(r) }
+
 func (f fetcherFunc) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
 	return f().Fetch(ctx, r)
 }

@@ -433,24 +433,91 @@ func TestExpiredCredentialsAreErased(t *testing.T) {
 	}
 }
 
-func TestFetchWithoutFetcherFailsUnavailable(t *testing.T) {
-	h := newHarness(t, nil) // no Fetcher
-	s := h.anon()
-	resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
-		SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/", RecordID: "1",
-		Username: "u", Password: "p", OutputFormat: acds.OutputFHIRR4,
-	})
-	if resp.StatusCode != 202 {
-		t.Fatalf("%d %s", resp.StatusCode, b)
+// Without a Fetcher (or another part a fetch needs) a fetch-and-attest
+// request is bound to fail: it is refused with 503 unavailable, nothing
+// is stored and no credential is kept. (It used to be accepted with 202
+// and failed later.)
+func TestFetchWithoutFetcherRefusedUnavailable(t *testing.T) {
+	for name, mod := range map[string]func(*server.Config){
+		"no fetcher":  nil,
+		"no enclave":  func(c *server.Config) { c.Fetcher, c.Enclave = &servertest.Fetcher{}, nil },
+		"no pipeline": func(c *server.Config) { c.Fetcher, c.Pipeline = &servertest.Fetcher{}, nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, mod)
+			s := h.anon()
+			resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, acds.FetchAndAttestRequest{
+				SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/", RecordID: "1",
+				Username: "u", Password: "p",
+			})
+			p := wantProblem(t, resp, b, acds.ProblemUnavailable)
+			if !strings.Contains(p.Detail, "not available") {
+				t.Errorf("detail %q does not say what is missing", p.Detail)
+			}
+			if rows := h.store.(*servertest.MemStore).Snapshot(); len(rows) != 0 {
+				t.Fatalf("%d requests stored although none can be fetched", len(rows))
+			}
+		})
 	}
-	r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second)
-	if r.Status != acds.StatusFailed || r.Error.Code() != acds.ProblemUnavailable || !strings.Contains(r.Error.Detail, "portal fetching") {
-		t.Fatalf("request = %+v, error %+v", r, r.Error)
-	}
-	for _, row := range h.store.(*servertest.MemStore).Snapshot() {
-		if len(row.Sealed) != 0 {
-			t.Fatal("credentials kept although no fetcher can use them")
+}
+
+// The Fetcher's Admit decides acceptance: its refusals are answered at
+// once, with the problem it classifies and the field it names, and
+// nothing is stored; what it admits is accepted. The real rules (package
+// portal's guard and recordId syntax) are tested through package service.
+func TestFetchAdmission(t *testing.T) {
+	var seen []server.FetchRequest
+	fetcher := &servertest.Fetcher{FHIR: []byte(sampleBundle), AdmitFunc: func(r server.FetchRequest) error {
+		seen = append(seen, r)
+		switch {
+		case strings.Contains(r.PortalURL, "refused.example"):
+			return fmt.Errorf("test rule for alice-77: %w", server.ErrForbiddenPortal)
+		case r.RecordID == "x_y":
+			return &server.FetchError{Code: acds.ProblemInvalidRequest, Field: "recordId", Detail: "not a FHIR id"}
+		case r.RecordID == "boom":
+			return errors.New("admission exploded")
 		}
+		return nil
+	}}
+	h := newHarness(t, func(c *server.Config) { c.Fetcher = fetcher })
+	s := h.anon()
+	body := func(portalURL, recordID string) acds.FetchAndAttestRequest {
+		return acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: portalURL, RecordID: recordID,
+			Username: "alice-77", Password: "hunter2-xyz"}
+	}
+	for _, tc := range []struct {
+		name, portalURL, recordID string
+		code, field               string
+	}{
+		{"forbidden portal", "https://refused.example/fhir", "1", acds.ProblemForbiddenPortal, "portalUrl"},
+		{"bad record id", "https://portal.example/fhir", "x_y", acds.ProblemInvalidRequest, "recordId"},
+		{"admission fails", "https://portal.example/fhir", "boom", acds.ProblemInternal, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, body(tc.portalURL, tc.recordID))
+			p := wantProblem(t, resp, b, tc.code)
+			if tc.field != "" && (len(p.Errors) != 1 || p.Errors[0].Field != tc.field) {
+				t.Errorf("errors %+v, want one naming %s", p.Errors, tc.field)
+			}
+			if strings.Contains(string(b), "alice-77") || strings.Contains(string(b), "hunter2-xyz") || strings.Contains(string(b), "exploded") {
+				t.Errorf("answer leaks: %s", b)
+			}
+		})
+	}
+	if rows := h.store.(*servertest.MemStore).Snapshot(); len(rows) != 0 {
+		t.Fatalf("%d refused requests stored", len(rows))
+	}
+	resp, b := h.do("POST", "/v1/fetch-and-attest", s.Token, body("https://portal.example/fhir", "pat-1"))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("admitted request: %d %s", resp.StatusCode, b)
+	}
+	last := seen[len(seen)-1]
+	if last.PortalURL != "https://portal.example/fhir" || last.RecordID != "pat-1" || last.SystemType != acds.SystemFHIRBasic ||
+		last.Credentials != (acds.Credentials{Username: "alice-77", Password: "hunter2-xyz"}) {
+		t.Fatalf("Admit saw %+v", last)
+	}
+	if r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second); r.Status != acds.StatusCompleted {
+		t.Fatalf("admitted request ended %+v %+v", r, r.Error)
 	}
 }
 

@@ -140,9 +140,33 @@ func (s verifierSeam) Verify(ctx context.Context, bundle, output []byte) (*acds.
 // fetcherSeam is the server.Fetcher of package portal.
 type fetcherSeam struct{ f *portal.Fetcher }
 
+func portalRequest(r server.FetchRequest) portal.Request {
+	return portal.Request{SystemType: r.SystemType, PortalURL: r.PortalURL, RecordID: r.RecordID,
+		Credentials: portal.Credentials{Username: r.Credentials.Username, Password: r.Credentials.Password}}
+}
+
+// Admit is the portal Fetcher's Admit, the rules its Fetch applies
+// before connecting (the guard's URL check with the operator's
+// AllowPrivatePortals, the recordId syntax), with its refusals in the
+// server's terms: forbidden-portal on portalUrl, invalid-request on
+// recordId, and the problem code of any other refusal.
+func (s fetcherSeam) Admit(r server.FetchRequest) error {
+	err := s.f.Admit(portalRequest(r))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, portal.ErrForbidden):
+		return &server.FetchError{Code: portal.ProblemForbiddenPortal, Field: "portalUrl", Detail: err.Error()}
+	case errors.Is(err, portal.ErrInvalidRecordID):
+		return &server.FetchError{Code: portal.ProblemInvalidRequest, Field: "recordId", Detail: portal.ErrInvalidRecordID.Error()}
+	case errors.Is(err, portal.ErrUnsupportedSystemType):
+		return &server.FetchError{Code: portal.ProblemUnsupportedType, Field: "systemType", Detail: err.Error()}
+	}
+	return &server.FetchError{Code: portal.ProblemCode(err), Detail: err.Error()}
+}
+
 func (s fetcherSeam) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
-	res, err := s.f.Fetch(ctx, portal.Request{SystemType: r.SystemType, PortalURL: r.PortalURL, RecordID: r.RecordID,
-		Credentials: portal.Credentials{Username: r.Credentials.Username, Password: r.Credentials.Password}})
+	res, err := s.f.Fetch(ctx, portalRequest(r))
 	if err != nil {
 		// portal errors never contain the credentials; the server redacts again.
 		return nil, &server.FetchError{Code: portal.ProblemCode(err), Detail: err.Error()}

@@ -72,14 +72,19 @@ type Options struct {
 
 	// Server is the base server configuration: its limits, workers, lease,
 	// clock and so on, with the zero values documented in server.Config.
-	// Open sets Pipeline, Enclave, Verifier, Fetcher and
-	// AllowPrivatePortals, and Store unless it is set; a Store set here is
+	// Open sets Pipeline, Enclave, Verifier and Fetcher, and Store unless
+	// it is set; a Store set here is
 	// used as is and Close does not close it.
 	Server server.Config
 	// Configure, when set, is called with the complete server
 	// configuration just before the server starts, and may change it (a
 	// test wraps the store or the fetcher). Zero value: no change.
 	Configure func(*server.Config)
+
+	// portalResolver, when set, resolves portal names for the in-process
+	// notary instead of net.DefaultResolver (tests set a stub through
+	// export_test.go, so that none resolves a public name).
+	portalResolver notary.Resolver
 }
 
 // Service is a running ACDS server with its real dependencies: the
@@ -175,7 +180,6 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	cfg.Enclave = enclaveSeam{e: s.encl, notaryKey: s.inProcess}
 	cfg.Verifier = verifierSeam{verify.New(s.policy)}
 	cfg.Fetcher = fetcherSeam{fetcher}
-	cfg.AllowPrivatePortals = o.AllowPrivatePortals
 	if cfg.Logger == nil {
 		cfg.Logger = log
 	}
@@ -214,7 +218,7 @@ func (s *Service) startNotary(o Options, guard portal.Guard, roots *x509.CertPoo
 	}
 	// The notary resolves and dials the portal itself: it applies the
 	// same address guard as the connectors.
-	n, err := notary.New(notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort})
+	n, err := notary.New(notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort, Resolver: o.portalResolver})
 	if err != nil {
 		return fmt.Errorf("in-process notary: %w", err)
 	}

@@ -71,6 +71,8 @@ type gateFetcher struct {
 	release chan struct{}
 }
 
+func (g *gateFetcher) Admit(r server.FetchRequest) error { return g.next.Admit(r) }
+
 func (g *gateFetcher) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
 	g.entered <- struct{}{}
 	select {

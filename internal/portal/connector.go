@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
 )
 
@@ -176,8 +177,50 @@ func orDuration(d, def time.Duration) time.Duration {
 	return def
 }
 
-// fhirID is the FHIR id syntax.
+// fhirID is the FHIR id syntax, the rule for a recordId (CheckRecordID)
+// and for the ids a portal's resources carry.
 var fhirID = regexp.MustCompile(`^[A-Za-z0-9\-.]{1,64}$`)
+
+// ErrInvalidRecordID is wrapped (with ErrInvalidRequest) by the error
+// for a recordId that is not a FHIR id.
+var ErrInvalidRecordID = errors.New("recordId must be a FHIR id: 1 to 64 characters from A-Z, a-z, 0-9, '-' and '.'")
+
+// CheckRecordID returns an error wrapping ErrInvalidRequest and
+// ErrInvalidRecordID when id is not a FHIR id (1 to 64 characters from
+// A-Z, a-z, 0-9, '-' and '.'), the only ids the connectors fetch. It is
+// the one recordId rule: Admit and Fetch apply it.
+func CheckRecordID(id string) error {
+	if !fhirID.MatchString(id) {
+		return &Error{Kind: ErrInvalidRequest, Err: ErrInvalidRecordID}
+	}
+	return nil
+}
+
+// Admit decides, without any network access, whether req can be
+// fetched at all: a supported systemType, a recordId that is empty (the
+// token's patient context, smart-* only) or passes CheckRecordID, a
+// username and a password, and a portal URL that the Guard's CheckURL
+// allows. Fetch starts with exactly this check, so a request Admit
+// accepts fails later only for what needs the portal (its name, its
+// addresses at connect time, its answers). The errors are those of
+// Fetch: they wrap ErrUnsupportedSystemType, ErrInvalidRequest (with
+// ErrInvalidRecordID for a bad recordId) or ErrForbidden.
+func (c *Connector) Admit(req Request) error {
+	if !slices.Contains(SystemTypes(), req.SystemType) {
+		red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+		return &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
+	}
+	if req.RecordID != "" {
+		if err := CheckRecordID(req.RecordID); err != nil {
+			return err
+		}
+	}
+	if req.Credentials.Username == "" || req.Credentials.Password == "" {
+		return &Error{Kind: ErrInvalidRequest, Detail: "username and password are required"}
+	}
+	_, err := c.Guard.CheckURL(req.PortalURL)
+	return err
+}
 
 // fhirType is the syntax of a resource type name.
 var fhirType = regexp.MustCompile(`^[A-Z][A-Za-z]{1,63}$`)
@@ -216,14 +259,8 @@ func (c *Connector) fetch(ctx context.Context, hc *http.Client, req Request, red
 	if hc == nil {
 		return nil, &Error{Kind: ErrInvalidRequest, Detail: "no HTTP client"}
 	}
-	if !slices.Contains(SystemTypes(), req.SystemType) {
-		return nil, &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
-	}
-	if req.RecordID != "" && !fhirID.MatchString(req.RecordID) {
-		return nil, &Error{Kind: ErrInvalidRequest, Detail: "recordId is not a FHIR id"}
-	}
-	if req.Credentials.Username == "" || req.Credentials.Password == "" {
-		return nil, &Error{Kind: ErrInvalidRequest, Detail: "username and password are required"}
+	if err := c.Admit(req); err != nil {
+		return nil, err
 	}
 	u, err := c.Guard.CheckURL(req.PortalURL)
 	if err != nil {
@@ -316,22 +353,58 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // classifyTransport turns a failed round trip into an error, and says
-// whether a retry may help.
+// whether a retry may help. The error names the portal's host and what
+// went wrong, never an address it resolved to, the notary's address or
+// the resolver's (see netError).
 func (s *session) classifyTransport(op string, err error) (error, bool) {
-	var ne *prover.NotaryError
-	switch {
-	case errors.Is(err, ErrForbidden):
-		var fe *ForbiddenError
-		if errors.As(err, &fe) {
-			return fe, false
+	host := s.base.Hostname()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Hostname() != "" {
+			host = u.Hostname() // a redirect may have led elsewhere
 		}
-		return &Error{Kind: ErrForbidden, Op: op, Err: err}, false
-	case errors.As(err, &ne) && ne.Status == http.StatusForbidden:
-		return &ForbiddenError{Target: s.base.Host, Reason: "the notary refused the address: " + s.red.detail(ne.Detail)}, false
+	}
+	var (
+		fe *ForbiddenError
+		pe *Error
+		ne *prover.NotaryError
+	)
+	switch {
+	case errors.As(err, &fe):
+		if fe.dialled {
+			// The guard refused the address the name resolved to at
+			// connect time: say so without the address.
+			return &ForbiddenError{Target: host, Reason: "it resolves to a refused address (" + fe.Reason + ")"}, false
+		}
+		return fe, false
+	case errors.Is(err, ErrForbidden):
+		return &Error{Kind: ErrForbidden, Op: op}, false
+	case errors.As(err, &pe):
+		// Already classified by this package: GuardedDialer (whose text
+		// is safe), CheckRedirect.
+		if errors.Is(pe.Kind, ErrUnavailable) {
+			return &Error{Kind: ErrUnavailable, Op: op, Err: pe.Err}, true
+		}
+		return pe, false
+	case errors.As(err, &ne):
+		switch {
+		case ne.Type == notary.ProblemTargetUnresolved,
+			// Notaries older than ProblemTargetUnresolved answered 403.
+			ne.Status == http.StatusForbidden && strings.Contains(ne.Detail, "cannot resolve"):
+			return &Error{Kind: ErrUnavailable, Op: op, Err: &netError{msg: host + ": the name could not be resolved", cause: err}}, true
+		case ne.Status == http.StatusForbidden:
+			return &ForbiddenError{Target: host, Reason: "the notary refused its address (not a public address)"}, false
+		case ne.Status == http.StatusBadGateway:
+			return &Error{Kind: ErrUnavailable, Op: op, Err: &netError{msg: host + ": no address of the portal answered", cause: err}}, true
+		}
+		// Full (503) or failing: the service's side, not the portal's.
+		return &Error{Kind: ErrNotarization, Op: op, Err: &netError{msg: fmt.Sprintf("the notary answered HTTP %d", ne.Status), cause: err}}, true
+	case errors.Is(err, prover.ErrNotary):
+		return &Error{Kind: ErrNotarization, Op: op, Err: &netError{msg: "the notary could not be reached", cause: err}}, true
 	case errors.Is(err, ErrResponseInvalid):
 		return err, false
 	}
-	return &Error{Kind: ErrUnavailable, Op: op, Err: err}, true
+	return unreachable(op, host, err), true
 }
 
 // do runs one exchange with bounded retries. build makes a fresh request
@@ -392,7 +465,7 @@ func (s *session) once(ctx context.Context, op string, data bool, build func(ctx
 	body, err := readBody(resp, limit+1)
 	s.bytes += int64(len(body))
 	if err != nil {
-		return nil, &Error{Kind: ErrUnavailable, Op: op, Status: resp.StatusCode, Err: err}, 0
+		return nil, &Error{Kind: ErrUnavailable, Op: op, Status: resp.StatusCode, Err: safeCause(err)}, 0
 	}
 	if int64(len(body)) > limit {
 		return nil, &Error{Kind: ErrResponseInvalid, Op: op, Err: ErrLimit, Detail: fmt.Sprintf("more than %d bytes", s.c.maxBytes())}, -1

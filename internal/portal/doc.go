@@ -70,7 +70,17 @@
 // ProblemCode maps it to the service's problem code. Error texts quote
 // portals only capped and with the request's username, password, access
 // token and authorization code blanked out; Credentials print as a
-// placeholder under every fmt verb.
+// placeholder under every fmt verb. A name that does not resolve and a
+// portal that does not answer are ErrUnavailable, and their texts name
+// the portal's host and the kind of failure, never the service's
+// resolver, the addresses a name resolved to, the notary or any local
+// address; a notary that cannot be reached or refuses to serve is
+// ErrNotarization, the service's side.
+//
+// Connector.Admit (and Fetcher.Admit) is the part of Fetch that needs no
+// network: systemType, the recordId rule (CheckRecordID, a FHIR id),
+// credentials present and Guard.CheckURL. The service calls it when a
+// request arrives, so acceptance and the fetch decide alike.
 //
 // # The SSRF guard
 //
@@ -86,8 +96,11 @@
 // 1918, fc00::/7), link-local, CGNAT (100.64/10), multicast, unspecified,
 // broadcast and reserved, documentation and benchmarking ranges, cloud
 // metadata addresses (169.254.169.254, fd00:ec2::254, 100.100.100.200,
-// 192.0.0.192), and the IPv4-mapped, IPv4-compatible, NAT64 and 6to4
-// forms of refused IPv4 addresses. AllowPrivate and AllowHTTP are the
+// 192.0.0.192, and the name metadata.google.internal), the IPv4-mapped,
+// IPv4-compatible, NAT64 and 6to4 forms of refused IPv4 addresses,
+// Teredo, local-use NAT64 (64:ff9b:1::/48), and every IPv6 address
+// outside the global unicast space 2000::/3 (site-local fec0::/10,
+// IPv4-translated ::ffff:0:0:0/96, unassigned space). AllowPrivate and AllowHTTP are the
 // operator's switches for tests and private deployments. Redirects, form
 // actions, SMART endpoints and next links are checked as well.
 //

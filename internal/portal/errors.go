@@ -1,9 +1,18 @@
 package portal
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
 	"strings"
+	"syscall"
 )
 
 // Error classes. Every error of a connector or of Fetcher.Fetch wraps
@@ -133,6 +142,8 @@ func (e *Error) Unwrap() []error {
 type ForbiddenError struct {
 	Target string // the URL host or dialled address that was refused
 	Reason string // e.g. "loopback address", "scheme http is not allowed"
+
+	dialled bool // refused by Control: Target is a resolved address
 }
 
 // Error renders "forbidden portal <target>: <reason>".
@@ -198,4 +209,119 @@ func (r redactor) wrap(err error) error {
 		return err
 	}
 	return &redactedError{msg: clean, err: err}
+}
+
+// netError is a failure to reach a portal (or the notary), described by
+// what happened — the name does not resolve, the connection was refused,
+// the TLS handshake failed — and never by the service's own resolver,
+// addresses or network: the text of a *net.DNSError names the resolver
+// ("lookup h on 10.0.0.2:53: no such host") and that of a *net.OpError
+// the local and remote addresses, and an error's text reaches the caller
+// as a problem detail. The cause stays reachable through Unwrap, for
+// errors.Is (context.DeadlineExceeded, syscall.ECONNREFUSED …) and for
+// the operator's own logs.
+type netError struct {
+	msg   string
+	cause error
+}
+
+func (e *netError) Error() string { return e.msg }
+func (e *netError) Unwrap() error { return e.cause }
+
+// unreachable is the ErrUnavailable error of a failure to reach host.
+func unreachable(op, host string, err error) *Error {
+	return &Error{Kind: ErrUnavailable, Op: op, Err: &netError{msg: host + ": " + netFailure(err), cause: err}}
+}
+
+// safeCause is err as a cause that may be quoted: its own text when that
+// names no address and no resolver, else the kind of failure it is.
+func safeCause(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &netError{msg: netFailure(err), cause: err}
+}
+
+// netFailure says what kind of network failure err is, in words that name
+// no address, resolver or network of the service.
+func netFailure(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		switch {
+		case dns.IsNotFound:
+			return "the name does not resolve"
+		case dns.IsTimeout:
+			return "resolving the name timed out"
+		}
+		return "resolving the name failed"
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "no route to the host"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "the connection closed early"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timed out"
+	}
+	// TLS failures name the certificate the portal presented and the
+	// portal's name, which the caller may see.
+	var (
+		cv *tls.CertificateVerificationError
+		ua x509.UnknownAuthorityError
+		he x509.HostnameError
+		ci x509.CertificateInvalidError
+		ae tls.AlertError
+		rh tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &cv):
+		return cv.Error()
+	case errors.As(err, &ua):
+		return "TLS: " + ua.Error()
+	case errors.As(err, &he):
+		return "TLS: " + he.Error()
+	case errors.As(err, &ci):
+		return "TLS: " + ci.Error()
+	case errors.As(err, &ae):
+		return "TLS: " + ae.Error()
+	case errors.As(err, &rh):
+		return "TLS: " + rh.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the URL is the portal's, and said elsewhere
+	}
+	var op *net.OpError
+	msg := err.Error()
+	if errors.As(err, &op) || strings.Contains(msg, "lookup ") || namesAddress(msg) {
+		return "the connection failed"
+	}
+	return msg
+}
+
+// namesAddress reports whether s contains an IP address, with or without
+// a port.
+func namesAddress(s string) bool {
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '.' || r == ':' || r == '[' || r == ']' || r == '%')
+	}) {
+		f = strings.TrimRight(f, ".:")
+		if _, err := netip.ParseAddrPort(f); err == nil {
+			return true
+		}
+		if _, err := netip.ParseAddr(strings.Trim(f, "[]")); err == nil {
+			return true
+		}
+	}
+	return false
 }

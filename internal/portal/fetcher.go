@@ -114,6 +114,15 @@ type Fetcher struct {
 	FinishTimeout time.Duration
 }
 
+// Admit is Connector.Admit: whether req can be fetched at all, decided
+// without network access by the rules Fetch applies first. The service
+// calls it when a request arrives, so that a request bound to fail is
+// refused then instead of being accepted and failed later.
+func (f *Fetcher) Admit(req Request) error {
+	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+	return red.wrap(f.Connector.Admit(req))
+}
+
 // Fetch fetches req's record. The URL is checked before any connection;
 // the Transport is finished (its sessions finalized or discarded) before
 // Fetch returns, also on failure. Errors wrap the package's error classes
@@ -128,12 +137,12 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 	if f.NewTransport == nil {
 		return nil, &Error{Kind: ErrNotarization, Detail: "no transport factory"}
 	}
-	if _, err := f.Connector.Guard.CheckURL(req.PortalURL); err != nil {
-		return nil, err
+	if err := f.Connector.Admit(req); err != nil {
+		return nil, err // before any transport: nothing to finalize
 	}
 	tr, err := f.NewTransport(ctx)
 	if err != nil {
-		return nil, &Error{Kind: ErrNotarization, Op: "transport", Err: err}
+		return nil, &Error{Kind: ErrNotarization, Op: "transport", Err: safeCause(err)}
 	}
 	rec, ferr := f.Connector.Fetch(ctx, &http.Client{Transport: tr}, req)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDuration(f.FinishTimeout, 30*time.Second))
@@ -143,7 +152,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 		return nil, ferr
 	}
 	if nerr != nil {
-		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Err: nerr}
+		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Err: safeCause(nerr)}
 	}
 	if len(sessions) == 0 {
 		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Detail: "no notarized session"}

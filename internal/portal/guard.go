@@ -63,7 +63,9 @@ var blocked = []struct {
 	{netip.MustParsePrefix("::/96"), "IPv4-compatible address"},
 	{netip.MustParsePrefix("100::/64"), "discard-only address"},
 	{netip.MustParsePrefix("2001:db8::/32"), "documentation address"},
+	{netip.MustParsePrefix("3fff::/20"), "documentation address"},
 	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignment"},
+	{netip.MustParsePrefix("5f00::/16"), "segment routing (SRv6) address"},
 	{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud metadata address"},
 	{netip.MustParsePrefix("fc00::/7"), "unique local (private) address"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local address"},
@@ -71,10 +73,13 @@ var blocked = []struct {
 	{netip.MustParsePrefix("ff00::/8"), "multicast address"},
 }
 
-// Prefixes that embed an IPv4 address, which is checked in turn.
+// Prefixes that embed an IPv4 address, which is checked in turn, and the
+// IPv6 global unicast space (RFC 4291 §2.4): every other IPv6 address that
+// is not one of the embedding forms is refused.
 var (
 	nat64Prefix   = netip.MustParsePrefix("64:ff9b::/96")
 	nat64Local    = netip.MustParsePrefix("64:ff9b:1::/48")
+	globalUnicast = netip.MustParsePrefix("2000::/3")
 	sixToFour     = netip.MustParsePrefix("2002::/16")
 	ipv4Compat    = netip.MustParsePrefix("::/96")
 	teredoPrefix  = netip.MustParsePrefix("2001::/32")
@@ -99,10 +104,15 @@ func addrReason(a netip.Addr) string {
 	if a.Is6() {
 		b := a.As16()
 		switch {
-		case nat64Prefix.Contains(a), nat64Local.Contains(a):
+		case nat64Prefix.Contains(a):
 			if r := addrReason(netip.AddrFrom4([4]byte(b[12:16]))); r != "" {
 				return "NAT64 " + r
 			}
+		case nat64Local.Contains(a):
+			// RFC 8215: local-use translation, whose prefix length (and so
+			// the position of the IPv4 address) the local network chooses;
+			// not globally reachable.
+			return "local-use NAT64 address"
 		case sixToFour.Contains(a):
 			if r := addrReason(netip.AddrFrom4([4]byte(b[2:6]))); r != "" {
 				return "6to4 " + r
@@ -117,6 +127,11 @@ func addrReason(a netip.Addr) string {
 		if bl.prefix.Contains(a) {
 			return bl.reason
 		}
+	}
+	if a.Is6() && !nat64Prefix.Contains(a) && !globalUnicast.Contains(a) {
+		// Unassigned or reserved space (fec0::/10, ::ffff:0:0:0/96,
+		// 4000::/3 …): nothing a portal can have.
+		return "not a global unicast address"
 	}
 	if !a.IsGlobalUnicast() {
 		return "not a global unicast address"
@@ -158,9 +173,14 @@ func (g Guard) Control(network, address string, _ syscall.RawConn) error {
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &ForbiddenError{Target: address, Reason: "dialled address is not ip:port"}
+		return &ForbiddenError{Target: address, Reason: "dialled address is not ip:port", dialled: true}
 	}
-	return g.CheckAddr(ap.Addr())
+	err = g.CheckAddr(ap.Addr())
+	var fe *ForbiddenError
+	if errors.As(err, &fe) {
+		fe.dialled = true // the connector reports it by the URL's host
+	}
+	return err
 }
 
 // NewDialer returns a net.Dialer whose Control is the guard, with a 10 s
@@ -174,8 +194,11 @@ func (g Guard) NewDialer() *net.Dialer {
 // scheme other than https (or http with AllowHTTP), user information, a
 // missing host, and a host that is an IP address in a refused range —
 // including the numeric forms that inet_aton accepts (2130706433,
-// 0177.0.0.1, 0x7f.1). It does not resolve names: the address check
-// that stops DNS rebinding happens when connecting.
+// 0177.0.0.1, 0x7f.1) — and the names localhost (with its subdomains)
+// and metadata.google.internal. It does not resolve names: the address
+// check that stops DNS rebinding happens when connecting. It is the
+// whole URL rule: the service's acceptance check (Connector.Admit) and
+// every fetch call it, so both decide alike.
 func (g Guard) CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -211,8 +234,11 @@ func (g Guard) CheckURL(raw string) (*url.URL, error) {
 	}
 	if !g.AllowPrivate {
 		h := strings.TrimSuffix(strings.ToLower(host), ".")
-		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		switch {
+		case h == "localhost" || strings.HasSuffix(h, ".localhost"):
 			return nil, &ForbiddenError{Target: host, Reason: "loopback name"}
+		case h == "metadata.google.internal":
+			return nil, &ForbiddenError{Target: host, Reason: "cloud metadata name"}
 		}
 	}
 	return u, nil
@@ -300,7 +326,11 @@ type GuardedDialer struct {
 
 // DialContext connects to addr ("host:port") through the guard. When
 // every resolved address is refused it returns a *ForbiddenError for the
-// first; otherwise it tries the allowed ones in order.
+// first (naming the host, not the address a name resolved to);
+// otherwise it tries the allowed ones in order. A name that does not
+// resolve and addresses that do not answer are an *Error wrapping
+// ErrUnavailable, whose text names the host and the kind of failure but
+// neither the resolver nor any address.
 func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -316,9 +346,13 @@ func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (
 		}
 		addrs, err = r.LookupNetIP(ctx, "ip", host)
 		if err != nil {
-			return nil, err
+			return nil, unreachable("resolve", host, err)
+		}
+		if len(addrs) == 0 {
+			return nil, &Error{Kind: ErrUnavailable, Op: "resolve", Err: &netError{msg: host + ": the name has no addresses"}}
 		}
 	}
+	literal := isLiteral(host)
 	dial := d.Dial
 	if dial == nil {
 		dial = d.Guard.NewDialer().DialContext
@@ -326,6 +360,11 @@ func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (
 	var firstRefusal, lastErr error
 	for _, a := range addrs {
 		if err := d.Guard.CheckAddr(a); err != nil {
+			var fe *ForbiddenError
+			if firstRefusal == nil && !literal && errors.As(err, &fe) {
+				// Name the host, not the address it resolved to.
+				err = &ForbiddenError{Target: host, Reason: "it resolves to a refused address (" + fe.Reason + ")"}
+			}
 			if firstRefusal == nil {
 				firstRefusal = err
 			}
@@ -340,13 +379,19 @@ func (d *GuardedDialer) DialContext(ctx context.Context, network, addr string) (
 			break
 		}
 	}
-	if lastErr != nil {
+	switch {
+	case errors.Is(lastErr, ErrForbidden): // Dial's own guard (Control)
 		return nil, lastErr
+	case lastErr != nil:
+		return nil, unreachable("connect", host, lastErr)
 	}
-	if firstRefusal != nil {
-		return nil, firstRefusal
-	}
-	return nil, &ForbiddenError{Target: host, Reason: "name has no addresses"}
+	return nil, firstRefusal
+}
+
+// isLiteral reports whether a URL host is an IP address in any notation.
+func isLiteral(host string) bool {
+	_, err := ParseHostAddr(host)
+	return err == nil
 }
 
 func mustPort(p string) uint16 {

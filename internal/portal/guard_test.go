@@ -23,6 +23,11 @@ func TestGuardAddresses(t *testing.T) {
 		// IPv4-mapped, -compatible, NAT64 and 6to4 forms of refused IPv4
 		"::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "::ffff:100.64.0.1", "::ffff:0.0.0.0",
 		"::ffff:7f00:1", "::127.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b::10.0.0.1", "2002:7f00:1::1", "2002:c0a8:101::1",
+		"64:ff9b::7f00:1", "2002:7f00:1::", "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+		// Outside the IPv6 global unicast space, or not globally reachable
+		// in it: IPv4-translated (SIIT), local-use NAT64 (whatever it
+		// embeds), documentation (RFC 9637), SRv6, unassigned space.
+		"::ffff:0:7f00:1", "::ffff:0:5db8:d822", "64:ff9b:1::808:808", "64:ff9b:1:ffff::1", "3fff::1", "5f00::1", "4000::1", "e000::1",
 	}
 	allowed := []string{"93.184.216.34", "8.8.8.8", "172.32.0.1", "100.128.0.1", "192.169.0.1", "2606:4700::1111",
 		"::ffff:93.184.216.34", "64:ff9b::808:808", "2002:5db8:d822::1"}
@@ -75,6 +80,10 @@ func TestGuardURLs(t *testing.T) {
 		"https://10.0.1/",                     // three-part
 		"https://2852039166/",                 // decimal 169.254.169.254
 		"https://0251.0376.0251.0376/",        // octal 169.254.169.254
+		"https://metadata.google.internal/",   // metadata name
+		"https://METADATA.google.internal./",  // metadata name
+		"https://[fec0::1]/",                  // site-local
+		"https://[::ffff:0:7f00:1]/",          // IPv4-translated loopback
 		"https://localhost/fhir",              // loopback name
 		"https://api.localhost./fhir",         // loopback name
 		"https://portal.example:99999/",       // bad port

@@ -23,8 +23,11 @@
 //     others in order until one answers (the statement names it) and answers
 //     `200 Connection Established` with the session id in the
 //     Acds-Notary-Session header (SessionHeader). A full notary answers
-//     503 with Retry-After; a bad, forbidden or unreachable target 403 or
-//     502, as RFC 9457 problem documents.
+//     503 with Retry-After; a malformed or forbidden target 403
+//     (ProblemTarget), a name that does not resolve 502
+//     (ProblemTargetUnresolved, never naming the notary's resolver) and a
+//     target none of whose addresses answers 502 (ProblemTarget), as RFC
+//     9457 problem documents.
 //  2. The tunnel carries the TLS session. The notary parses it record by
 //     record (mpctls.NewRecordReader) and, before relaying the hellos,
 //     refuses what it will not notarize (ErrRefused): traffic that is not

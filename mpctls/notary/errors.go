@@ -21,6 +21,11 @@ var (
 	// ErrTarget reports a CONNECT target that is malformed, does not
 	// resolve, is not allowed, or cannot be dialled.
 	ErrTarget = errors.New("notary: bad target")
+	// ErrUnresolved is the case of ErrTarget whose host name does not
+	// resolve (no such host, no address, a failing or silent resolver):
+	// answered 502 with ProblemTargetUnresolved, not 403, since nothing
+	// was refused. An error wrapping it also wraps ErrTarget.
+	ErrUnresolved = fmt.Errorf("%w (unresolved)", ErrTarget)
 	// ErrNoSession reports a session id the notary does not know (never
 	// existed, already finalized, or expired).
 	ErrNoSession = errors.New("notary: no such session")

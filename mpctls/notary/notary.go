@@ -297,10 +297,12 @@ func (n *Notary) resolve(ctx context.Context, target string) (host string, addrs
 	} else {
 		ips, err = n.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 		if err != nil {
-			return "", nil, fmt.Errorf("%w: cannot resolve %q: %w", ErrTarget, host, err)
+			// The resolver's own error names the resolver ("lookup h on
+			// 10.0.0.2:53: …"): only its kind is kept.
+			return "", nil, fmt.Errorf("%w: cannot resolve %q: %s", ErrUnresolved, host, lookupFailure(err))
 		}
 		if len(ips) == 0 {
-			return "", nil, fmt.Errorf("%w: %q has no address", ErrTarget, host)
+			return "", nil, fmt.Errorf("%w: %q has no address", ErrUnresolved, host)
 		}
 	}
 	var refused error
@@ -318,6 +320,19 @@ func (n *Notary) resolve(ctx context.Context, target string) (host string, addrs
 		return "", nil, refused
 	}
 	return strings.ToLower(strings.TrimSuffix(host, ".")), addrs, nil
+}
+
+// lookupFailure says what kind of failure a name lookup had, without the
+// resolver's address or the network it was asked on.
+func lookupFailure(err error) string {
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "no such host"
+	case errors.As(err, &dns) && dns.IsTimeout, errors.Is(err, context.DeadlineExceeded):
+		return "the lookup timed out"
+	}
+	return "the lookup failed"
 }
 
 func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
@@ -342,6 +357,11 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	host, addrs, err := n.resolve(ctx, r.Host)
+	if errors.Is(err, ErrUnresolved) {
+		n.release(s)
+		writeProblem(w, http.StatusBadGateway, ProblemTargetUnresolved, "cannot resolve target", err.Error())
+		return
+	}
 	if err != nil {
 		n.release(s)
 		writeProblem(w, http.StatusForbidden, ProblemTarget, "bad target", err.Error())

@@ -425,3 +425,36 @@ func TestTriesResolvedAddressesInOrder(t *testing.T) {
 		t.Fatalf("only disallowed addresses: %d, want 403", resp.StatusCode)
 	}
 }
+
+// failingResolver fails every lookup as a real resolver would, naming
+// itself.
+type failingResolver struct{ err error }
+
+func (r failingResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return nil, r.err
+}
+
+// TestUnresolvedTarget: a CONNECT host that does not resolve is 502
+// ProblemTargetUnresolved (nothing was refused, so not 403), and the
+// detail names the host and the kind of failure, not the resolver.
+func TestUnresolvedTarget(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		kind string
+	}{
+		{&net.DNSError{Err: "no such host", Name: "gone.test", Server: "10.9.8.7:53", IsNotFound: true}, "no such host"},
+		{&net.DNSError{Err: "server misbehaving", Name: "gone.test", Server: "10.9.8.7:53", IsTemporary: true}, "the lookup failed"},
+		{&net.DNSError{Err: "read udp 10.1.1.1:5353->10.9.8.7:53: i/o timeout", Name: "gone.test", Server: "10.9.8.7:53", IsTimeout: true}, "timed out"},
+	} {
+		n := notarytest.StartNotary(t, notary.Config{Resolver: failingResolver{tc.err}})
+		_, _, resp := tunnel(t, n.Addr, "gone.test:443")
+		var p notary.Problem
+		json.NewDecoder(resp.Body).Decode(&p)
+		if resp.StatusCode != http.StatusBadGateway || p.Type != notary.ProblemTargetUnresolved {
+			t.Errorf("%v: %d %s, want 502 %s", tc.err, resp.StatusCode, p.Type, notary.ProblemTargetUnresolved)
+		}
+		if !strings.Contains(p.Detail, `"gone.test"`) || !strings.Contains(p.Detail, tc.kind) || strings.Contains(p.Detail, "10.") || strings.Contains(p.Detail, "lookup gone") {
+			t.Errorf("%v: detail %q", tc.err, p.Detail)
+		}
+	}
+}

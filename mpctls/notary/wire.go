@@ -58,10 +58,14 @@ const (
 	ProblemRefused     = "urn:acds:problem:notary-refused"
 	ProblemUnavailable = "urn:acds:problem:unavailable"
 	ProblemTarget      = "urn:acds:problem:notary-target"
-	ProblemNotFound    = "urn:acds:problem:not-found"
-	ProblemSession     = "urn:acds:problem:notary-session"
-	ProblemInvalid     = "urn:acds:problem:invalid-request"
-	ProblemInternal    = "urn:acds:problem:internal"
+	// ProblemTargetUnresolved is the 502 answer to a CONNECT whose host
+	// name does not resolve; its detail names the host and the kind of
+	// failure, never the notary's resolver.
+	ProblemTargetUnresolved = "urn:acds:problem:notary-target-unresolved"
+	ProblemNotFound         = "urn:acds:problem:not-found"
+	ProblemSession          = "urn:acds:problem:notary-session"
+	ProblemInvalid          = "urn:acds:problem:invalid-request"
+	ProblemInternal         = "urn:acds:problem:internal"
 )
 
 func writeProblem(w http.ResponseWriter, status int, typ, title, detail string) {

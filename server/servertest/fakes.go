@@ -211,12 +211,25 @@ func (Verifier) Verify(ctx context.Context, bundle, output []byte) (*acds.Verify
 type Fetcher struct {
 	FHIR []byte
 	Err  error
+	// AdmitFunc is the acceptance rule Admit applies. Nil admits every
+	// request: the fake has no portal rules of its own (the real ones are
+	// package portal's, wired by package service).
+	AdmitFunc func(server.FetchRequest) error
 
 	mu   sync.Mutex
 	last acds.Credentials
 }
 
 var _ server.Fetcher = (*Fetcher)(nil)
+
+// Admit implements server.Fetcher: it returns AdmitFunc's decision, or
+// nil (admitted) when AdmitFunc is nil.
+func (f *Fetcher) Admit(r server.FetchRequest) error {
+	if f.AdmitFunc != nil {
+		return f.AdmitFunc(r)
+	}
+	return nil
+}
 
 // Fetch implements server.Fetcher.
 func (f *Fetcher) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {

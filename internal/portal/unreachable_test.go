@@ -1,0 +1,96 @@
+package portal
+
+import (
+	"context"
+	"crypto/ed25519"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/acds-project/acds/internal/dnstest"
+)
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	return port
+}
+
+// TestPlainTransportErrorsTellTheTruth: through the guard's own dialer
+// (GuardedDialer, the non-notarized transport), a name that does not
+// resolve, a failing or silent resolver and a refused connection are
+// ErrUnavailable (portal-unavailable), a name resolving to loopback under
+// the strict guard is ErrForbidden; no error text names the resolver,
+// the resolved address or "lookup … on …". The resolver is a
+// net.Resolver asking a fake DNS server on loopback.
+func TestPlainTransportErrorsTellTheTruth(t *testing.T) {
+	dns := dnstest.Start(t, map[string]dnstest.Mode{
+		"servfail.portal.test.": dnstest.ServFail,
+		"silent.portal.test.":   dnstest.Silent,
+		"closed.portal.test.":   dnstest.Loopback,
+	})
+	port := closedPort(t)
+	for _, tc := range []struct {
+		name, url, host string
+		guard           Guard
+		code, want      string
+	}{
+		{"NXDOMAIN", "https://portal.example.org/fhir", "portal.example.org", Guard{}, ProblemUnavailable, "the name does not resolve"},
+		{"SERVFAIL", "https://servfail.portal.test/fhir", "servfail.portal.test", Guard{}, ProblemUnavailable, "resolving the name failed"},
+		{"timeout", "https://silent.portal.test/fhir", "silent.portal.test", Guard{}, ProblemUnavailable, "resolving the name timed out"},
+		{"connection refused", "https://closed.portal.test:" + port + "/fhir", "closed.portal.test", Guard{AllowPrivate: true}, ProblemUnavailable, "connection refused"},
+		{"resolves to loopback", "https://closed.portal.test:" + port + "/fhir", "closed.portal.test", Guard{}, ProblemForbiddenPortal, "loopback"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &GuardedDialer{Guard: tc.guard, Resolver: dns.Resolver()}
+			hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+			c := &Connector{Guard: tc.guard, MaxRetries: -1}
+			_, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: tc.url, RecordID: "pat-1", Credentials: demoCreds})
+			if err == nil {
+				t.Fatal("fetched")
+			}
+			msg := err.Error()
+			t.Logf("%s", msg)
+			if got := ProblemCode(err); got != tc.code {
+				t.Errorf("code %s, want %s", got, tc.code)
+			}
+			if !strings.Contains(msg, tc.host) || !strings.Contains(msg, tc.want) {
+				t.Errorf("%q does not say that %s: %s", msg, tc.host, tc.want)
+			}
+			if leaks := dns.Leaks(msg, "dial tcp"); leaks != nil {
+				t.Errorf("%q gives away %q", msg, leaks)
+			}
+		})
+	}
+	if len(dns.Asked()) == 0 {
+		t.Fatal("the fake DNS server was never asked")
+	}
+}
+
+// TestNotaryDownIsTheServicesFault: when the notary cannot be reached the
+// fetch fails as notarization (unavailable: the service's side, not the
+// portal's), and the error does not name the notary's address.
+func TestNotaryDownIsTheServicesFault(t *testing.T) {
+	notaryAddr := "127.0.0.1:" + closedPort(t)
+	pub, _, _ := ed25519.GenerateKey(nil)
+	f := &Fetcher{Connector: Connector{Guard: Guard{AllowPrivate: true}, MaxRetries: -1},
+		NewTransport: Notarized{Notary: notaryAddr, NotaryKeys: []ed25519.PublicKey{pub}}.Factory()}
+	_, err := f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: "https://" + portalHost + "/fhir", RecordID: "pat-1", Credentials: demoCreds})
+	if err == nil {
+		t.Fatal("fetched without a notary")
+	}
+	t.Logf("%s", err)
+	if got := ProblemCode(err); got != ProblemServiceUnavailable {
+		t.Errorf("code %s, want %s", got, ProblemServiceUnavailable)
+	}
+	if strings.Contains(err.Error(), notaryAddr) || strings.Contains(err.Error(), "127.0.0.1") {
+		t.Errorf("%q names the notary's address", err)
+	}
+}
