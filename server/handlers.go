@@ -230,6 +230,12 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, unsupportedFormat(req.OutputFormat))
 		return
 	}
+	// A request bound to fail is never accepted: without a pipeline or an
+	// enclave nothing could process it.
+	if p := s.missingParts(false); p != nil {
+		writeProblem(w, p)
+		return
+	}
 	if c, ok := s.cfg.Pipeline.(Checker); ok {
 		if err := c.Check(r.Context(), req.Data); err != nil {
 			var inv *InvalidFHIRError

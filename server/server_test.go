@@ -521,14 +521,20 @@ func TestFetchAdmission(t *testing.T) {
 	}
 }
 
-func TestMissingSeamsFailUnavailable(t *testing.T) {
+// TestMissingSeamsRefusedAtOnce: a server without a pipeline or an
+// enclave refuses POST /v1/process with 503 unavailable naming what is
+// missing, instead of accepting a request bound to fail; nothing is stored.
+func TestMissingSeamsRefusedAtOnce(t *testing.T) {
 	h := newHarness(t, func(c *server.Config) { c.Pipeline, c.Enclave = nil, nil })
 	s := h.anon()
-	_, b := h.do("POST", "/v1/process", s.Token, processBody(acds.OutputFHIRR4))
-	r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second)
-	if r.Status != acds.StatusFailed || r.Error.Code() != acds.ProblemUnavailable ||
-		!strings.Contains(r.Error.Detail, "FHIR processing") || !strings.Contains(r.Error.Detail, "enclave") {
-		t.Fatalf("request = %+v, error %+v", r, r.Error)
+	resp, b := h.do("POST", "/v1/process", s.Token, processBody(acds.OutputFHIRR4))
+	p := decode[acds.Problem](t, b)
+	if resp.StatusCode != http.StatusServiceUnavailable || p.Code() != acds.ProblemUnavailable ||
+		!strings.Contains(p.Detail, "FHIR processing") || !strings.Contains(p.Detail, "enclave") {
+		t.Fatalf("process without pipeline and enclave: %d %s", resp.StatusCode, b)
+	}
+	if rows := h.store.(*servertest.MemStore).Snapshot(); len(rows) != 0 {
+		t.Fatalf("%d requests stored", len(rows))
 	}
 }
 
