@@ -171,6 +171,7 @@ func fetchDecision(t *testing.T, g portal.Guard, rawURL, id string) string {
 	d := &portal.GuardedDialer{Guard: g, Resolver: &stubResolver{}, Dial: rec.dial}
 	f := &portal.Fetcher{
 		Connector: portal.Connector{Guard: g, MaxRetries: -1},
+		CheckHost: prover.CheckServerName, // as the service's notarized Fetcher
 		NewTransport: func(context.Context) (portal.Transport, error) {
 			return recordingTransport{&http.Transport{DialContext: d.DialContext, DialTLSContext: d.DialContext}}, nil
 		},
@@ -281,14 +282,21 @@ func TestAcceptanceDecidesAsTheFetch(t *testing.T) {
 				if allowPrivate {
 					want = row.lax
 				}
+				// The guard admits some address literals, but the
+				// notarized transport needs a DNS name
+				// (prover.CheckServerName): both paths refuse those.
+				guardWant := want
+				if want == admit && ipHost(row.url) {
+					want = forbidden
+				}
 				got := acceptance(t, base, token, row.url, row.id)
 				fetch := fetchDecision(t, g, row.url, row.id)
 				if got != want || fetch != want {
 					t.Errorf("%s recordId %s: acceptance %q, fetch %q; want %q for both", row.url, label(row.id), got, fetch, want)
 				}
 				if row.dialDecision {
-					if dial := dialDecision(t, g, row.url); dial != want {
-						t.Errorf("%s: the dialer decides %q, acceptance %q", row.url, dial, got)
+					if dial := dialDecision(t, g, row.url); dial != guardWant {
+						t.Errorf("%s: the dialer decides %q, the table %q", row.url, dial, guardWant)
 					}
 				}
 			}
@@ -301,6 +309,12 @@ func TestAcceptanceDecidesAsTheFetch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ipHost reports whether rawURL's host is an IP address literal.
+func ipHost(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && prover.CheckServerName(u.Hostname()) != nil
 }
 
 // label shows a recordId, or its length when it is long.
@@ -339,6 +353,15 @@ func TestAcceptanceRefusalNamesTheField(t *testing.T) {
 	p := post("https://0x7f000001/fhir", "pat-1")
 	if p.Status != http.StatusForbidden || len(p.Errors) != 1 || p.Errors[0].Field != "portalUrl" || !strings.Contains(p.Detail, "loopback") {
 		t.Errorf("loopback portal: %+v", p)
+	}
+	// A public IP address passes the address guard, but a notarized
+	// session needs a DNS name (prover.CheckServerName): refused at
+	// acceptance, not accepted and failed at the first dial.
+	for _, u := range []string{"https://93.184.216.34/fhir", "https://[2606:2800:220:1:248:1893:25c8:1946]/fhir"} {
+		p = post(u, "pat-1")
+		if p.Status != http.StatusForbidden || len(p.Errors) != 1 || p.Errors[0].Field != "portalUrl" || !strings.Contains(p.Detail, "DNS name") {
+			t.Errorf("public IP portal %s: %+v", u, p)
+		}
 	}
 	p = post("https://portal.example/fhir", strings.Repeat("7", 65))
 	if p.Status != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != "recordId" || !strings.Contains(p.Errors[0].Message, "64") {

@@ -20,6 +20,7 @@ import (
 	"github.com/acds-project/acds/internal/attestedtls"
 	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/mpctls/prover"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/verify"
 )
@@ -172,6 +173,7 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	fetcher := &portal.Fetcher{
 		Connector:    portal.Connector{Guard: guard},
 		NewTransport: portal.Notarized{Notary: s.notaryAddr, NotaryKeys: s.notaryKeys, TLSConfig: &tls.Config{RootCAs: roots}}.Factory(),
+		CheckHost:    prover.CheckServerName,
 	}
 
 	cfg := o.Server

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/acds-project/acds/mpctls/prover"
@@ -112,6 +113,11 @@ type Fetcher struct {
 	// FinishTimeout bounds the finalization of the notarized sessions
 	// after the fetch. Zero means 30 s.
 	FinishTimeout time.Duration
+	// CheckHost, when set, is a rule the transport imposes on the
+	// portal's host beyond the Connector's (for Notarized transports:
+	// prover.CheckServerName, a DNS name). Admit and Fetch apply it, so
+	// such a portal is refused before any connection.
+	CheckHost func(host string) error
 }
 
 // Admit is Connector.Admit: whether req can be fetched at all, decided
@@ -120,7 +126,25 @@ type Fetcher struct {
 // refused then instead of being accepted and failed later.
 func (f *Fetcher) Admit(req Request) error {
 	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
-	return red.wrap(f.Connector.Admit(req))
+	return red.wrap(f.admit(req))
+}
+
+// admit is the Connector's admission, then the transport's host rule.
+func (f *Fetcher) admit(req Request) error {
+	if err := f.Connector.Admit(req); err != nil {
+		return err
+	}
+	if f.CheckHost == nil {
+		return nil
+	}
+	u, err := url.Parse(req.PortalURL)
+	if err != nil {
+		return &ForbiddenError{Reason: "portalUrl is not a URL"} // unreachable: Connector.Admit refused it already
+	}
+	if err := f.CheckHost(u.Hostname()); err != nil {
+		return &ForbiddenError{Target: u.Hostname(), Reason: "an IP address; a notarized portal needs a DNS name"}
+	}
+	return nil
 }
 
 // Fetch fetches req's record. The URL is checked before any connection;
@@ -137,7 +161,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 	if f.NewTransport == nil {
 		return nil, &Error{Kind: ErrNotarization, Detail: "no transport factory"}
 	}
-	if err := f.Connector.Admit(req); err != nil {
+	if err := f.admit(req); err != nil {
 		return nil, err // before any transport: nothing to finalize
 	}
 	tr, err := f.NewTransport(ctx)

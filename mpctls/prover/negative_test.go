@@ -359,3 +359,26 @@ func TestProverByteLimit(t *testing.T) {
 		t.Fatalf("finalize of a session over the prover's limit: %v, want ErrLimit", err)
 	}
 }
+
+// TestCheckServerName: an IP address in any form is refused with
+// ErrNotServerName, a DNS name is not; DialTLSContext applies the same rule
+// before it contacts the notary.
+func TestCheckServerName(t *testing.T) {
+	for _, h := range []string{"93.184.216.34", "::1", "[2001:db8::1]", "fe80::1%eth0"} {
+		if err := CheckServerName(h); !errors.Is(err, ErrNotServerName) {
+			t.Errorf("CheckServerName(%q) = %v", h, err)
+		}
+	}
+	for _, h := range []string{"portal.example", "localhost", "xn--bcher-kva.example"} {
+		if err := CheckServerName(h); err != nil {
+			t.Errorf("CheckServerName(%q) = %v", h, err)
+		}
+	}
+	d := &Dialer{Notary: "127.0.0.1:1", DialNotary: func(context.Context, string, string) (net.Conn, error) {
+		t.Fatal("the notary was dialled for an IP address")
+		return nil, nil
+	}}
+	if _, err := d.DialTLSContext(context.Background(), "tcp", "93.184.216.34:443"); !errors.Is(err, ErrNotServerName) {
+		t.Errorf("DialTLSContext to an IP address: %v", err)
+	}
+}

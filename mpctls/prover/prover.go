@@ -150,6 +150,23 @@ func (d *Dialer) Sessions() []*Session {
 	return append([]*Session(nil), d.sessions...)
 }
 
+// ErrNotServerName is returned (wrapped) for a portal host that is an IP
+// address: a notarized session needs a DNS name.
+var ErrNotServerName = errors.New("notarized sessions need a DNS name")
+
+// CheckServerName is the rule on the host of a notarized session: a DNS
+// name, not an IP address. TLS sends no server name for an IP address,
+// and a statement names the server by the name its certificate was
+// checked for. DialTLSContext applies it, and so do callers that refuse
+// such a portal before any connection (portal.Fetcher.Admit).
+func CheckServerName(host string) error {
+	h := strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(h); err == nil {
+		return fmt.Errorf("prover: %q is an IP address: %w", host, ErrNotServerName)
+	}
+	return nil
+}
+
 // DialTLSContext opens a CONNECT tunnel to addr through the notary and
 // runs a TLS client handshake over it. The returned connection is a
 // *tls.Conn; closing it ends the notarized session, which Finalize then
@@ -162,10 +179,8 @@ func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	if err != nil {
 		return nil, fmt.Errorf("prover: address %q: %w", addr, err)
 	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		// TLS sends no server name for an IP address, and a statement
-		// names the server by the name its certificate was checked for.
-		return nil, fmt.Errorf("prover: %q is an IP address; notarized sessions need a DNS name", host)
+	if err := CheckServerName(host); err != nil {
+		return nil, err
 	}
 	raw, err := d.dialNotary(ctx, "tcp", d.Notary)
 	if err != nil {
