@@ -253,7 +253,8 @@ func readBundle(name string, stdin io.Reader) ([]byte, error) {
 }
 
 // loadPolicyManifest reads --policy: a signed manifest verified with the
-// key in keyFile, or (without a key) a JSON manifest description.
+// key in keyFile, or (without a key) a JSON manifest description. Its
+// errors say which of those the file is not, or why it fails.
 func loadPolicyManifest(path, keyFile string) (*manifest.Manifest, string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -265,20 +266,26 @@ func loadPolicyManifest(path, keyFile string) (*manifest.Manifest, string, error
 		}
 		m, err := manifest.ParseDescription(data)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("%s is not a valid JSON manifest description: %w", path, err)
 		}
 		return m, "policy " + path + " is an unsigned manifest description (trusted as given)", nil
+	}
+	if err := manifest.CheckSigned(data); err != nil {
+		return nil, "", fmt.Errorf("%s is not a manifest: neither a signed manifest (acds manifest sign) nor a JSON manifest description: %w", path, err)
 	}
 	if keyFile == "" {
 		return nil, "", fmt.Errorf("%s is a signed manifest: give the publisher's public key with --manifest-key", path)
 	}
 	pub, err := manifest.ReadPublicKey(keyFile)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("--manifest-key: %w", err)
 	}
 	m, err := manifest.Verify(data, pub, time.Now())
-	if err != nil {
-		return nil, "", err
+	switch {
+	case errors.Is(err, manifest.ErrSignature):
+		return nil, "", fmt.Errorf("%s is a signed manifest, but its signature does not verify with the key in %s: %w", path, keyFile, err)
+	case err != nil:
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	return m, "policy " + path + " signed by " + m.Issuer, nil
 }
