@@ -56,3 +56,65 @@ func TestVerifyPolicyErrorsTellTheTruth(t *testing.T) {
 		}
 	}
 }
+
+// helpText runs `acds args… -h` and returns what it prints.
+func helpText(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := attRun(t, "", append(args, "-h")...)
+	if code != 0 {
+		t.Fatalf("acds %s -h: exit %d\n%s", strings.Join(args, " "), code, errOut)
+	}
+	return out + errOut
+}
+
+// flagUsages splits flag.PrintDefaults output into each flag's usage text.
+func flagUsages(help string) map[string]string {
+	u := map[string]string{}
+	var name string
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  -"):
+			name = strings.TrimPrefix(strings.Fields(line)[0], "-")
+			if i := strings.IndexByte(line, '\t'); i >= 0 {
+				u[name] = line[i+1:]
+			} else {
+				u[name] = ""
+			}
+		case strings.HasPrefix(line, "    \t") && name != "":
+			u[name] += " " + strings.TrimSpace(line)
+		default:
+			name = ""
+		}
+	}
+	return u
+}
+
+// TestHelpDescribesTheCommand: every long-running command's -h says what
+// it does before its flags (notary and portal printed only the flags), and
+// verify's -h documents its exit codes and, for every flag, its default
+// (the zero defaults flag.PrintDefaults leaves out).
+func TestHelpDescribesTheCommand(t *testing.T) {
+	for _, c := range []struct{ cmd, says string }{
+		{"notary", "recording notary"},
+		{"portal", "demo clinical portal"},
+		{"serve", "Serves the ACDS v1 API"},
+		{"verify", "Verifies an attestation bundle"},
+	} {
+		help := helpText(t, c.cmd)
+		flags := strings.Index(help, "\n  -")
+		if flags < 0 || !strings.Contains(help[:flags], c.says) || !strings.Contains(help[:flags], "usage: acds "+c.cmd) {
+			t.Errorf("acds %s -h has no description (want %q before the flags):\n%s", c.cmd, c.says, help)
+		}
+	}
+	help := helpText(t, "verify")
+	for _, want := range []string{"0 valid", "1 invalid", "2 usage error", "unreadable input", "acds measure"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("acds verify -h does not say %q:\n%s", want, help)
+		}
+	}
+	for name, usage := range flagUsages(help) {
+		if !strings.Contains(usage, "default") {
+			t.Errorf("acds verify -h: --%s documents no default: %q", name, usage)
+		}
+	}
+}
