@@ -118,3 +118,40 @@ func TestHelpDescribesTheCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestSignPubOut: --pub-out writes the publisher key in the form
+// manifest verify --key and verify --manifest-key read (it was printed on
+// standard error only, mixed with the other messages).
+func TestManifestSignPubOut(t *testing.T) {
+	dir := t.TempDir()
+	bundleFile := filepath.Join(dir, "bundle.cbor")
+	os.WriteFile(bundleFile, attBundle(t, filepath.Join(dir, "data")), 0o644)
+	self := selfHex(t)
+	desc := manifest.Description{Issuer: "t", NotBefore: time.Now().Add(-time.Hour).UTC(), NotAfter: time.Now().Add(time.Hour).UTC(),
+		Profiles: map[string]manifest.ProfileDescription{"sev-snp-sim": {Measurements: []string{self}}}}
+	descJSON, _ := json.Marshal(desc)
+	descFile := filepath.Join(dir, "m.json")
+	os.WriteFile(descFile, descJSON, 0o644)
+	signed, pub := filepath.Join(dir, "m.cose"), filepath.Join(dir, "publisher.pub")
+	if code, _, errOut := attRun(t, "", "manifest", "sign", "--key", filepath.Join(dir, "k"), "--in", descFile, "--out", signed, "--pub-out", pub); code != 0 {
+		t.Fatalf("sign --pub-out: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := attRun(t, "", "manifest", "verify", "--key", pub, "--in", signed); code != 0 || !strings.Contains(out, self) {
+		t.Fatalf("manifest verify --key <pub-out>: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := attRun(t, "", "verify", "--policy", signed, "--manifest-key", pub, "--allow-simulated", bundleFile); code != 0 {
+		t.Fatalf("verify --manifest-key <pub-out>: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := attRun(t, "", "manifest", "sign", "--key", filepath.Join(dir, "k"), "--in", descFile, "--out", signed, "--pub-out", filepath.Join(dir, "no", "such", "dir")); code == 0 {
+		t.Fatalf("--pub-out into a missing directory: exit 0")
+	}
+}
+
+func selfHex(t *testing.T) string {
+	t.Helper()
+	code, out, errOut := attRun(t, "", "measure")
+	if code != 0 {
+		t.Fatalf("measure: %d %s", code, errOut)
+	}
+	return strings.TrimSpace(out)
+}
