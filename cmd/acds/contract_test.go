@@ -86,7 +86,7 @@ func TestCLIContractFlags(t *testing.T) {
 		{[]string{"verify"}, map[string]string{"policy": none, "allow-simulated": none, "json": none, "server": none}},
 		{[]string{"manifest", "sign"}, map[string]string{"key": none, "in": none, "out": none, "pub-out": none}},
 		{[]string{"manifest", "verify"}, map[string]string{"key": none, "in": none}},
-		{[]string{"fhir", "validate"}, map[string]string{"json": none}},
+		{[]string{"fhir", "validate"}, map[string]string{"json": none, "errors-only": none}},
 		{[]string{"fhir", "fmt"}, map[string]string{"deidentify": none}},
 		{[]string{"demo"}, map[string]string{"keep": none}},
 	} {
