@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/attestation/manifest"
+	"github.com/acds-project/acds/client"
 )
 
 // TestVerifyPolicyErrorsTellTheTruth: `acds verify --policy FILE` says what
@@ -154,4 +158,63 @@ func selfHex(t *testing.T) string {
 		t.Fatalf("measure: %d %s", code, errOut)
 	}
 	return strings.TrimSpace(out)
+}
+
+// TestServeReadyLineNamesTheMeasurement: the ready line keeps its start
+// (scripts parse "acds X.Y.Z serving on URL") and then names the enclave
+// and the code hash a verifier must expect — for sev-snp-sim the hash of
+// this very executable, which `acds measure` prints and /v1/attestation
+// reports.
+func TestServeReadyLineNamesTheMeasurement(t *testing.T) {
+	ready, _, stop := startServeReady(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
+	defer stop()
+	if ready[2] != "sev-snp-sim" || ready[3] != ", simulated" {
+		t.Errorf("ready line enclave %q%q, want sev-snp-sim, simulated", ready[2], ready[3])
+	}
+	if self := selfHex(t); ready[4] != self {
+		t.Errorf("ready line measurement %s, acds measure %s", ready[4], self)
+	}
+	c, err := client.New(ready[1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Attestation(context.Background())
+	if err != nil || a.Measurement != ready[4] {
+		t.Fatalf("/v1/attestation measurement %q (%v), ready line %s", a.Measurement, err, ready[4])
+	}
+}
+
+// TestServeBusyPortFailsFast: a taken --addr is refused before the store,
+// the enclave and the notary are opened (nothing is created in the data
+// directory), with one line naming the address (it used to start them,
+// then print the error twice: a JSON log line and a plain one).
+func TestServeBusyPortFailsFast(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	dir := filepath.Join(t.TempDir(), "data")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := runServe(context.Background(), env{args: []string{"--addr", addr, "--data-dir", dir}, stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	if code == 0 {
+		t.Fatalf("exit 0 on a busy address")
+	}
+	errText := stderr.String()
+	if lines := strings.Split(strings.TrimSpace(errText), "\n"); len(lines) != 1 ||
+		!strings.Contains(lines[0], "cannot listen on "+addr) || !strings.Contains(lines[0], "already in use") {
+		t.Errorf("stderr should be one line naming %s:\n%s", addr, errText)
+	}
+	if strings.Count(errText, addr) != 1 {
+		t.Errorf("the address is named %d times:\n%s", strings.Count(errText, addr), errText)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout: %q", stdout.String())
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		t.Errorf("the service was opened before the address was bound: %s holds %d entries", dir, len(entries))
+	}
+	t.Logf("failed in %v", time.Since(start))
 }
