@@ -218,3 +218,26 @@ func TestServeBusyPortFailsFast(t *testing.T) {
 	}
 	t.Logf("failed in %v", time.Since(start))
 }
+
+// TestServeSecondOnSameDataDirRefused: a second `acds serve` on a data
+// directory in use refuses to start, naming the directory (it used to
+// start silently and share the SQLite file and the enclave's keys).
+func TestServeSecondOnSameDataDirRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir)
+	defer stop()
+	var stdout lockedBuffer
+	var stderr bytes.Buffer
+	// A second server that did start is stopped after a while, and fails
+	// the test by its ready line.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := runServe(ctx, env{args: []string{"--addr", "127.0.0.1:0", "--data-dir", dir}, stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	abs, _ := filepath.Abs(dir)
+	if code == 0 || stdout.String() != "" || !strings.Contains(stderr.String(), "data directory "+abs+" is in use") {
+		t.Fatalf("second serve: exit %d\nstdout %q\nstderr %q", code, stdout.String(), stderr.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 {
+		t.Errorf("want one error line, got:\n%s", stderr.String())
+	}
+}
