@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/acds-project/acds/attestation"
@@ -279,7 +280,7 @@ func (v *Verifier) checkMeasurement(authenticated bool, r *Result) bool {
 		}
 	}
 	if !ok {
-		r.fail(CheckMeasurement, fmt.Errorf("%w: %x is not a published code hash for %s", ErrMeasurement, r.Measurement, r.Profile))
+		r.fail(CheckMeasurement, fmt.Errorf("%w: the enclave's code hash %x is not one the policy allows for %s; expected %s", ErrMeasurement, r.Measurement, r.Profile, expected(allowed)))
 		return false
 	}
 	if r.Claims != nil && !bytes.Equal(r.Claims.Measurement, r.Measurement) {
@@ -287,6 +288,25 @@ func (v *Verifier) checkMeasurement(authenticated bool, r *Result) bool {
 		return false
 	}
 	return true
+}
+
+// expected lists allowed code hashes for a reason: the one hash, or the
+// first few of many, so a reader can compare them with what the server's
+// ready line or `acds measure` printed.
+func expected(allowed [][]byte) string {
+	const show = 4
+	if len(allowed) == 1 {
+		return hex.EncodeToString(allowed[0])
+	}
+	hs := make([]string, 0, show)
+	for _, m := range allowed[:min(len(allowed), show)] {
+		hs = append(hs, hex.EncodeToString(m))
+	}
+	list := "one of " + strings.Join(hs, ", ")
+	if len(allowed) > show {
+		list += fmt.Sprintf(" (and %d more)", len(allowed)-show)
+	}
+	return list
 }
 
 // checkNotary verifies every notary statement the claims name.

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
+	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/client"
 )
 
@@ -239,5 +241,102 @@ func TestServeSecondOnSameDataDirRefused(t *testing.T) {
 	}
 	if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 {
 		t.Errorf("want one error line, got:\n%s", stderr.String())
+	}
+}
+
+// otherBuildBundle is a raw-source bundle from a simulated enclave whose
+// code hash is not this binary's: a server built another way (go run
+// against go build, or -ldflags=-s -w). It returns the bundle file and
+// that hash.
+func otherBuildBundle(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	other := bytes.Repeat([]byte{0x5a}, 48)
+	b, err := sim.NewBackend(filepath.Join(dir, "other"), sim.Options{RSABits: 2048, Measurement: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := attestation.New(context.Background(), b, attestation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := e.Attest(context.Background(), attestation.Claims{
+		RequestID: "req-other", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest([]byte("out")),
+		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("in"))},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "other.cbor")
+	os.WriteFile(f, bundle, 0o644)
+	return f, hex.EncodeToString(other)
+}
+
+// TestVerifyNamesTheExpectedHash: a bundle from another build fails with a
+// reason naming the hash that was expected (this binary's), in the text
+// report and in details.reasons, with a hint at --measurement; it used to
+// say only that the enclave's hash was not published.
+func TestVerifyNamesTheExpectedHash(t *testing.T) {
+	dir := t.TempDir()
+	file, other := otherBuildBundle(t, dir)
+	self := selfHex(t)
+	code, out, _ := attRun(t, "", "verify", "--allow-simulated", file)
+	if code != 1 || !strings.Contains(out, "expected "+self) || !strings.Contains(out, other) || !strings.Contains(out, "--measurement") {
+		t.Fatalf("exit %d, want 1 and the expected hash %s named:\n%s", code, self, out)
+	}
+	code, out, _ = attRun(t, "", "verify", "--allow-simulated", "--json", file)
+	var resp struct {
+		EnclaveHashMatch bool `json:"enclaveHashMatch"`
+		Details          struct {
+			Reasons []string `json:"reasons"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil || code != 1 || resp.EnclaveHashMatch {
+		t.Fatalf("--json: exit %d %v\n%s", code, err, out)
+	}
+	named := false
+	for _, r := range resp.Details.Reasons {
+		named = named || strings.Contains(r, "expected "+self)
+	}
+	if !named {
+		t.Errorf("details.reasons do not name the expected hash %s: %q", self, resp.Details.Reasons)
+	}
+}
+
+// TestVerifyMeasurementFlag: --measurement HEX is a policy without a
+// manifest (DESIGN §8): repeatable, combinable with --allow-simulated,
+// checked for hex and length, exclusive with --policy.
+func TestVerifyMeasurementFlag(t *testing.T) {
+	dir := t.TempDir()
+	file, other := otherBuildBundle(t, dir)
+	self := selfHex(t)
+	if code, out, errOut := attRun(t, "", "verify", file, "--allow-simulated", "--measurement", other); code != 0 || !strings.HasPrefix(out, "VALID") {
+		t.Fatalf("--measurement <its hash>: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := attRun(t, "", "verify", file, "--allow-simulated", "--measurement", self, "--measurement", other); code != 0 {
+		t.Fatalf("repeated --measurement: exit %d\n%s", code, out)
+	}
+	if code, out, _ := attRun(t, "", "verify", file, "--allow-simulated", "--measurement", self); code != 1 || !strings.Contains(out, "expected "+self) {
+		t.Fatalf("--measurement <another hash>: exit %d\n%s", code, out)
+	}
+	if code, _, _ := attRun(t, "", "verify", file, "--measurement", other); code != 1 {
+		t.Fatalf("--measurement without --allow-simulated on a simulated bundle: exit %d, want 1", code)
+	}
+	desc := filepath.Join(dir, "m.json")
+	os.WriteFile(desc, []byte(`{}`), 0o644)
+	key := filepath.Join(dir, "k.pub")
+	os.WriteFile(key, []byte(strings.Repeat("00", 32)), 0o644)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--measurement", "xyz"}, "not hex"},
+		{[]string{"--measurement", other[:94]}, "94 hex digits"},
+		{[]string{"--measurement", other, "--policy", desc}, "exclusive"},
+		{[]string{"--measurement", other, "--manifest-key", key}, "--manifest-key needs --policy"},
+	} {
+		code, _, errOut := attRun(t, "", append([]string{"verify", file, "--allow-simulated"}, c.args...)...)
+		if code != 2 || !strings.Contains(errOut, c.says) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.says)
+		}
 	}
 }

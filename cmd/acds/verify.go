@@ -25,15 +25,16 @@ import (
 
 // runVerify checks an attestation bundle offline (DESIGN §8).
 //
-//	acds verify BUNDLE [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--output FILE] [--json]
-//	acds verify --server https://HOST:PORT [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--json]
+//	acds verify BUNDLE [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]
+//	acds verify --server https://HOST:PORT [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--json]
 //
 // BUNDLE is a file holding the bundle as base64 or raw CBOR, or "-" for
 // standard input. --policy is a signed manifest (checked with the
 // publisher's Ed25519 public key from --manifest-key) or an unsigned JSON
-// manifest description the caller vouches for. Without --policy the
-// expected code hash is this binary's (what `acds measure` prints) and no
-// notary key is trusted. --allow-simulated accepts sev-snp-sim bundles, the
+// manifest description the caller vouches for. --measurement HEX
+// (repeatable, exclusive with --policy) allows exactly those code hashes,
+// without a manifest. Without either the expected code hash is this
+// binary's (what `acds measure` prints) and no notary key is trusted. --allow-simulated accepts sev-snp-sim bundles, the
 // simulated root they carry and the notary key their signed claims name.
 // With --server it connects to a running server and checks, during the TLS
 // handshake, that the certificate carries boot evidence valid under the
@@ -49,18 +50,22 @@ func runVerify(ctx context.Context, e env) int {
 	outputFile := flags.String("output", "", "the output the bundle attests; its SHA-256 must be the attested outputDigest; default none: the output is not checked")
 	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object; default off: a text report")
 	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT) instead of a BUNDLE; default none")
+	var measurements hexList
+	flags.Var(&measurements, "measurement", "allow this code `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
 	flags.Usage = func() {
 		w := e.stderr
-		fmt.Fprintln(w, "usage: acds verify BUNDLE|- [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--output FILE] [--json]")
-		fmt.Fprintln(w, "       acds verify --server https://HOST:PORT [--policy FILE] [--allow-simulated] [--json]")
+		fmt.Fprintln(w, "usage: acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]")
+		fmt.Fprintln(w, "       acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--allow-simulated] [--json]")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Verifies an attestation bundle offline (BUNDLE is a file holding it as base64")
 		fmt.Fprintln(w, "or raw CBOR, - for standard input), or with --server a running server's")
 		fmt.Fprintln(w, "attested TLS. Nothing is fetched: the trust comes from the policy and the clock.")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Defaults: no --policy expects this acds binary's code hash (what `acds measure`")
-		fmt.Fprintln(w, "prints; another build of acds has another hash) and trusts no notary key; no")
-		fmt.Fprintln(w, "simulated enclave is accepted; the output is not checked; a text report.")
+		fmt.Fprintln(w, "Defaults: without --policy or --measurement the expected code hash is this acds")
+		fmt.Fprintln(w, "binary's (what `acds measure` prints; go run, go build and -ldflags=-s -w builds")
+		fmt.Fprintln(w, "each have another, so pass the server's with --measurement: its ready line prints")
+		fmt.Fprintln(w, "it) and no notary key is trusted; no simulated enclave is accepted; the output is")
+		fmt.Fprintln(w, "not checked; a text report.")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Exit status: 0 valid, 1 invalid (the reasons are printed), 2 usage error,")
 		fmt.Fprintln(w, "unreadable input or (with --server) connection error.")
@@ -83,9 +88,25 @@ func runVerify(ctx context.Context, e env) int {
 		return 2
 	}
 
+	if *policyFile != "" && len(measurements) > 0 {
+		fmt.Fprintln(e.stderr, "acds verify: --policy and --measurement are exclusive: a manifest, or the code hashes given")
+		return 2
+	}
+
 	p := verify.Policy{Now: time.Now}
 	var notes []string
-	if *policyFile != "" {
+	selfHash := false
+	if len(measurements) > 0 {
+		if *manifestKey != "" {
+			return fail("--manifest-key needs --policy")
+		}
+		ms, err := verify.ParseMeasurements(measurements...)
+		if err != nil {
+			return fail("--measurement: %v", err)
+		}
+		p.Measurements = ms
+		notes = append(notes, fmt.Sprintf("policy: the code hash(es) given with --measurement (%d), no manifest", len(measurements)))
+	} else if *policyFile != "" {
 		m, note, err := loadPolicyManifest(*policyFile, *manifestKey)
 		if err != nil {
 			return fail("--policy: %v", err)
@@ -104,6 +125,7 @@ func runVerify(ctx context.Context, e env) int {
 		}
 		p.Measurements = map[string][][]byte{attestation.ProfileSEVSNPSim: {self}}
 		notes = append(notes, "no --policy: expecting this acds binary's code hash "+hex.EncodeToString(self))
+		selfHash = true
 	}
 	if *allowSim {
 		p.AllowSimulation = true
@@ -111,7 +133,7 @@ func runVerify(ctx context.Context, e env) int {
 	}
 
 	if *server != "" {
-		return verifyServer(ctx, e, *server, verify.New(p), *asJSON, notes)
+		return verifyServer(ctx, e, *server, verify.New(p), *asJSON, notes, selfHash)
 	}
 
 	bundle, err := readBundle(args[0], e.stdin)
@@ -134,12 +156,16 @@ func runVerify(ctx context.Context, e env) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	return report(e, res, *asJSON, notes)
+	return report(e, res, *asJSON, notes, selfHash)
 }
 
 // report prints a result (as text or as the /v1/verify JSON object) and
 // returns the exit code: 0 valid, 1 not.
-func report(e env, res *verify.Result, asJSON bool, notes []string) int {
+func report(e env, res *verify.Result, asJSON bool, notes []string, selfHash bool) int {
+	if selfHash && !res.EnclaveHashMatch && res.TEEQuoteVerified {
+		notes = append(notes, "the expected code hash is this acds binary's; a server built another way (go run, go build, -ldflags=-s -w) has another: "+
+			"pass the one its ready line prints with --measurement HEX (or see acds measure FILE)")
+	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -161,7 +187,7 @@ func report(e env, res *verify.Result, asJSON bool, notes []string) int {
 // handshake (before anything is sent) and reports. A TLS server without
 // evidence is not an enclave (exit 1); no TLS at all is a connection error
 // (exit 2).
-func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier, asJSON bool, notes []string) int {
+func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier, asJSON bool, notes []string, selfHash bool) int {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		fmt.Fprintf(e.stderr, "acds verify: --server wants https://HOST[:PORT], got %q\n", rawURL)
@@ -201,7 +227,20 @@ func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier,
 		return 2
 	}
 	notes = append(notes, "attested TLS to "+addr)
-	return report(e, res, asJSON, notes)
+	return report(e, res, asJSON, notes, selfHash)
+}
+
+// hexList is a repeatable flag of code hashes, checked as they are given.
+type hexList []string
+
+func (h *hexList) String() string { return strings.Join(*h, ",") }
+
+func (h *hexList) Set(s string) error {
+	if _, err := verify.ParseMeasurements(s); err != nil {
+		return err
+	}
+	*h = append(*h, s)
+	return nil
 }
 
 // parseInterspersed parses flags that may follow positional arguments, as

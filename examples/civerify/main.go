@@ -19,7 +19,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/verify"
 )
@@ -86,14 +84,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		p.Manifest = m
 	} else {
-		h, err := hex.DecodeString(*measurement)
-		if err != nil || len(h) == 0 {
-			return usage("-measurement: want a hex code hash")
+		ms, err := verify.ParseMeasurements(*measurement)
+		if err != nil {
+			return usage("-measurement: %v", err)
 		}
-		p.Measurements = map[string][][]byte{}
-		for _, profile := range []string{attestation.ProfileSEVSNP, attestation.ProfileTDX, attestation.ProfileTPM, attestation.ProfileSEVSNPSim} {
-			p.Measurements[profile] = [][]byte{h}
-		}
+		p.Measurements = ms
 	}
 
 	bundle, err := readBundle(*bundleFile)

@@ -87,6 +87,7 @@ func TestCIVerify(t *testing.T) {
 		{"no bundle", []string{"-measurement", f.measurement}, 2, ""},
 		{"not a bundle", []string{"-bundle", f.output, "-measurement", f.measurement}, 2, ""},
 		{"missing file", []string{"-bundle", filepath.Join(f.dir, "nope"), "-measurement", f.measurement}, 2, ""},
+		{"measurement of no profile's length", []string{"-bundle", f.bundle, "-measurement", "abcd", "-allow-simulated"}, 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
