@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
@@ -338,5 +339,66 @@ func TestVerifyMeasurementFlag(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, c.says) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.says)
 		}
+	}
+}
+
+// TestPrettyOutputVerifies: a pretty-printed copy of a real output
+// (json.MarshalIndent, which also escapes < and &) verifies through POST
+// /v1/verify and `acds verify --output` alike — one rule, acds.OutputBytes.
+// acds verify used to refuse it, and the server (compacting only) refused
+// it whenever the output held a character MarshalIndent escapes.
+func TestPrettyOutputVerifies(t *testing.T) {
+	dir := t.TempDir()
+	base, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"))
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.Anon(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.WithToken(sess.Token)
+	in := []byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:5a8e7f1c-4a4b-4d9e-9c1e-1b2a3c4d5e6f","resource":` +
+		`{"resourceType":"Patient","id":"p1","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">José &amp; Zoë</div>"},` +
+		`"name":[{"family":"Núñez","given":["José"]}],"gender":"male","birthDate":"1974-12-25"}}]}`)
+	acc, err := c.Process(ctx, acds.ProcessRequest{Data: in, OutputFormat: acds.OutputFHIRR4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Wait(ctx, acc.RequestID)
+	if err != nil || rec.Status != acds.StatusCompleted {
+		t.Fatalf("%+v %v", rec, err)
+	}
+	pretty, err := json.MarshalIndent(rec.Result.Output, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(pretty, []byte(`\u003cdiv`)) || !bytes.Contains(pretty, []byte("\n  ")) {
+		t.Fatalf("the copy is not pretty-printed and re-escaped:\n%s", pretty)
+	}
+
+	v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: pretty})
+	if err != nil || !v.Valid {
+		t.Errorf("POST /v1/verify of the pretty copy: %+v %v", v, err)
+	}
+
+	bundleFile, prettyFile := filepath.Join(dir, "bundle.b64"), filepath.Join(dir, "output.pretty.json")
+	os.WriteFile(bundleFile, []byte(rec.Result.AttestationBundle), 0o644)
+	os.WriteFile(prettyFile, pretty, 0o644)
+	if code, out, errOut := attRun(t, "", "verify", bundleFile, "--allow-simulated", "--output", prettyFile); code != 0 || !strings.Contains(out, "outputChecked") {
+		t.Errorf("acds verify --output <pretty copy>: exit %d\n%s%s", code, out, errOut)
+	}
+	// A changed copy still fails, in both.
+	changed := bytes.Replace(pretty, []byte("Núñez"), []byte("Nunez"), 1)
+	os.WriteFile(prettyFile, changed, 0o644)
+	if code, out, _ := attRun(t, "", "verify", bundleFile, "--allow-simulated", "--output", prettyFile); code != 1 {
+		t.Errorf("acds verify --output <changed copy>: exit %d\n%s", code, out)
+	}
+	if v, err := c.Verify(ctx, acds.VerifyRequest{AttestationBundle: rec.Result.AttestationBundle, Output: changed}); err != nil || v.Valid {
+		t.Errorf("POST /v1/verify of a changed copy: %+v %v", v, err)
 	}
 }

@@ -47,7 +47,7 @@ func runVerify(ctx context.Context, e env) int {
 	policyFile := flags.String("policy", "", "reference-value manifest: signed (with --manifest-key) or a JSON description; default none: the expected code hash is this acds binary's (acds measure)")
 	manifestKey := flags.String("manifest-key", "", "Ed25519 public key file of the manifest publisher (PEM, hex or base64); default none (a signed --policy needs it)")
 	allowSim := flags.Bool("allow-simulated", false, "accept the simulated enclave (development servers): its carried root and claimed notary key; default off")
-	outputFile := flags.String("output", "", "the output the bundle attests; its SHA-256 must be the attested outputDigest; default none: the output is not checked")
+	outputFile := flags.String("output", "", "the output the bundle attests, as saved or pretty-printed; its digest must be the attested outputDigest (acds.OutputBytes, as POST /v1/verify); default none: the output is not checked")
 	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object; default off: a text report")
 	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT) instead of a BUNDLE; default none")
 	var measurements hexList
