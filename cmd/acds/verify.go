@@ -51,7 +51,7 @@ func runVerify(ctx context.Context, e env) int {
 	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object; default off: a text report")
 	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT) instead of a BUNDLE; default none")
 	var measurements hexList
-	flags.Var(&measurements, "measurement", "allow this code `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
+	flags.Var(&measurements, "measurement", "allow the code hash `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
 	flags.Usage = func() {
 		w := e.stderr
 		fmt.Fprintln(w, "usage: acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]")
