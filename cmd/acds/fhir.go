@@ -175,7 +175,11 @@ func fhirValidate(args []string, e env) int {
 		if !r.Valid {
 			verdict = "invalid"
 		}
-		fmt.Fprintf(e.stdout, "%s: %s: %s, %s\n", f, verdict, plural(r.Errors, "error"), plural(r.Warnings, "warning"))
+		warnings := plural(r.Warnings, "warning")
+		if r.Warnings >= fhir.MaxWarnings {
+			warnings = fmt.Sprintf("%d+ warnings (only the first %d are reported)", fhir.MaxWarnings, fhir.MaxWarnings)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s: %s, %s\n", f, verdict, plural(r.Errors, "error"), warnings)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
