@@ -185,9 +185,9 @@ type RequestList struct {
 // VerifyRequest is the body of POST /v1/verify (SPEC §2.5).
 // AttestationBundle is the attestation bundle, base64 (std or url
 // alphabet, padding optional). Output, when
-// present, is the output JSON as in Result.Output (whitespace outside
-// strings is ignored, so a pretty-printed copy works); the verifier then
-// also checks that its digest matches the signed claims.
+// present, is the output JSON as in Result.Output, or a pretty-printed or
+// re-escaped copy of it ([OutputBytes] recovers the digested bytes); the
+// verifier then also checks that its digest matches the signed claims.
 type VerifyRequest struct {
 	AttestationBundle string          `json:"attestationBundle"`
 	Output            json.RawMessage `json:"output,omitempty"` // extension

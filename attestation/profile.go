@@ -28,3 +28,16 @@ func KnownProfile(p string) bool {
 	}
 	return false
 }
+
+// MeasurementSize is the size in bytes of a profile's measurement (its code
+// hash): 48 (SHA-384) for sev-snp, sev-snp-sim and tdx, 32 (SHA-256 over
+// the selected PCRs) for tpm, 0 for an unknown profile.
+func MeasurementSize(p string) int {
+	switch p {
+	case ProfileSEVSNP, ProfileSEVSNPSim, ProfileTDX:
+		return 48
+	case ProfileTPM:
+		return 32
+	}
+	return 0
+}

@@ -20,8 +20,12 @@ const DefaultMaxBytes = 32 << 20
 // counted.
 const (
 	maxErrors   = 1000
-	maxWarnings = 200
+	maxWarnings = MaxWarnings
 )
+
+// MaxWarnings is how many warnings one validation reports; past it a
+// single information issue says that the rest are not reported.
+const MaxWarnings = 200
 
 // Validate checks data as FHIR R4 JSON (one resource, typically a Bundle)
 // and reports every finding. It never fails: malformed JSON, oversized

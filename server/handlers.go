@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -564,14 +563,14 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	var output []byte
 	if len(req.Output) > 0 && string(req.Output) != "null" {
-		// Canonical output has no insignificant whitespace, so compacting
-		// recovers its exact bytes from a pretty-printed copy.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, req.Output); err != nil {
+		// The one rule of every verifier of an output: a pretty-printed or
+		// re-encoded copy gives back the digested canonical bytes.
+		b, err := acds.OutputBytes(req.Output)
+		if err != nil {
 			writeProblem(w, fieldProblem("output", "must be JSON"))
 			return
 		}
-		output = buf.Bytes()
+		output = b
 	}
 	if s.cfg.Verifier == nil {
 		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "verification is not available on this server (no verifier built in); use `acds verify` offline"))

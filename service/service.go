@@ -106,6 +106,7 @@ type Service struct {
 	notaryKeys []ed25519.PublicKey
 	inProcess  ed25519.PublicKey // the in-process notary's key; nil for an external one
 	stopNotary func() error
+	lock       *dirLock // DataDir/LOCK, held until Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -115,6 +116,13 @@ type Service struct {
 // external one is configured), and starts a server wired to them. It does
 // not listen for HTTP: mount Handler in your own http.Server or mux.
 // On error everything opened so far is closed again.
+//
+// Open first takes an exclusive lock on DataDir/LOCK (flock on unix
+// systems), held until Close: while one Service holds a data directory,
+// another Open of it, in this process or another, fails with a
+// *DataDirLockedError (errors.Is ErrDataDirLocked) naming the directory
+// and the holder's pid. Replicas sharing a PostgreSQL store each use their
+// own data directory.
 func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	if o.DataDir == "" {
 		return nil, fmt.Errorf("%w: DataDir is required", ErrInvalidOptions)
@@ -148,6 +156,12 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 			_ = s.release()
 		}
 	}()
+	// One service per data directory: its store, enclave keys and
+	// notary key are not shared. The store may be (PostgreSQL replicas),
+	// so only the directory is locked.
+	if s.lock, err = lockDataDir(o.DataDir); err != nil {
+		return nil, err
+	}
 	if o.Server.Store != nil {
 		s.st, s.storeName = o.Server.Store, "provided"
 	} else {
@@ -317,6 +331,9 @@ func (s *Service) release() error {
 		if err := s.st.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("store: %w", err))
 		}
+	}
+	if err := s.lock.release(); err != nil {
+		errs = append(errs, fmt.Errorf("data dir lock: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -5,7 +5,9 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acds-project/acds/attestation"
@@ -111,4 +113,32 @@ func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (
 		p.SimulatedRoots = append(append([]*x509.Certificate(nil), p.SimulatedRoots...), ark)
 	}
 	return p, nil
+}
+
+// ParseMeasurements reads code hashes written as hex (what `acds measure`
+// and the ready line of `acds serve` print) into per-profile measurements
+// for Policy.Measurements: a policy without a manifest. A hash is allowed
+// for every profile whose measurements have its size
+// (attestation.MeasurementSize): 48 bytes (96 hex digits) for sev-snp,
+// sev-snp-sim and tdx, 32 bytes (64 digits) for tpm. Text that is not hex,
+// or of a length no profile measures, is an error naming it.
+func ParseMeasurements(hexes ...string) (map[string][][]byte, error) {
+	ms := map[string][][]byte{}
+	for _, h := range hexes {
+		b, err := hex.DecodeString(strings.TrimSpace(h))
+		if err != nil {
+			return nil, fmt.Errorf("measurement %q is not hex", h)
+		}
+		n := 0
+		for _, p := range attestation.Profiles() {
+			if attestation.MeasurementSize(p) == len(b) {
+				ms[p] = append(ms[p], b)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("measurement %q has %d hex digits; want 96 (SHA-384: sev-snp, sev-snp-sim, tdx) or 64 (SHA-256: tpm)", h, 2*len(b))
+		}
+	}
+	return ms, nil
 }

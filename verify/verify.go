@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/attestation/tdx"
@@ -84,7 +86,10 @@ func (v *Verifier) Verify(bundle []byte) (*Result, error) {
 }
 
 // VerifyOutput is Verify plus a check that SHA-256 of output is the
-// attested outputDigest.
+// attested outputDigest. output is the output as saved or as a copy of it
+// (pretty-printed, re-escaped, members reordered): when its own bytes do
+// not match and it is JSON, the bytes [acds.OutputBytes] recovers from it
+// are checked, the rule POST /v1/verify applies too.
 func (v *Verifier) VerifyOutput(bundle, output []byte) (*Result, error) {
 	if output == nil {
 		output = []byte{}
@@ -138,7 +143,7 @@ func (v *Verifier) verify(data, output []byte) (*Result, error) {
 		}
 		if output != nil {
 			r.OutputChecked = true
-			if d := attestation.Digest(output); d != c.OutputDigest {
+			if d := outputDigest(output, c.OutputDigest); d != c.OutputDigest {
 				r.fail(CheckOutput, fmt.Errorf("%w: output is %s, attested %s", ErrOutputDigest, d, c.OutputDigest))
 			}
 		}
@@ -279,7 +284,7 @@ func (v *Verifier) checkMeasurement(authenticated bool, r *Result) bool {
 		}
 	}
 	if !ok {
-		r.fail(CheckMeasurement, fmt.Errorf("%w: %x is not a published code hash for %s", ErrMeasurement, r.Measurement, r.Profile))
+		r.fail(CheckMeasurement, fmt.Errorf("%w: the enclave's code hash %x is not one the policy allows for %s; expected %s", ErrMeasurement, r.Measurement, r.Profile, expected(allowed)))
 		return false
 	}
 	if r.Claims != nil && !bytes.Equal(r.Claims.Measurement, r.Measurement) {
@@ -287,6 +292,39 @@ func (v *Verifier) checkMeasurement(authenticated bool, r *Result) bool {
 		return false
 	}
 	return true
+}
+
+// outputDigest is the digest of output that is compared with the attested
+// one: of the bytes as given, or, when those do not match and output is
+// JSON, of its canonical bytes (acds.OutputBytes).
+func outputDigest(output []byte, attested string) string {
+	d := attestation.Digest(output)
+	if d == attested {
+		return d
+	}
+	if canon, err := acds.OutputBytes(output); err == nil {
+		return attestation.Digest(canon)
+	}
+	return d
+}
+
+// expected lists allowed code hashes for a reason: the one hash, or the
+// first few of many, so a reader can compare them with what the server's
+// ready line or `acds measure` printed.
+func expected(allowed [][]byte) string {
+	const show = 4
+	if len(allowed) == 1 {
+		return hex.EncodeToString(allowed[0])
+	}
+	hs := make([]string, 0, show)
+	for _, m := range allowed[:min(len(allowed), show)] {
+		hs = append(hs, hex.EncodeToString(m))
+	}
+	list := "one of " + strings.Join(hs, ", ")
+	if len(allowed) > show {
+		list += fmt.Sprintf(" (and %d more)", len(allowed)-show)
+	}
+	return list
 }
 
 // checkNotary verifies every notary statement the claims name.

@@ -242,6 +242,35 @@ func Verify(signed []byte, pub ed25519.PublicKey, now time.Time) (*Manifest, err
 	return m, nil
 }
 
+// CheckSigned reports whether data has the shape of a signed manifest (a
+// COSE_Sign1 message, EdDSA, content type [ContentType]) without checking
+// its signature or content: a tool can tell "this is not a signed manifest"
+// from "no key was given" before it has the publisher's key. The error
+// wraps ErrInvalid and says what data is not.
+func CheckSigned(data []byte) error {
+	if len(data) > MaxSize {
+		return fmt.Errorf("%w: %d bytes exceeds %d", ErrInvalid, len(data), MaxSize)
+	}
+	_, err := parseSigned(data)
+	return err
+}
+
+// parseSigned decodes the COSE_Sign1 envelope of a signed manifest and
+// checks its protected headers; the signature is not checked.
+func parseSigned(signed []byte) (*cose.Sign1Message, error) {
+	var msg cose.Sign1Message
+	if err := msg.UnmarshalCBOR(signed); err != nil {
+		return nil, fmt.Errorf("%w: not a COSE_Sign1 message: %v", ErrInvalid, err)
+	}
+	if alg, err := msg.Headers.Protected.Algorithm(); err != nil || alg != cose.AlgorithmEdDSA {
+		return nil, fmt.Errorf("%w: algorithm is not EdDSA", ErrInvalid)
+	}
+	if msg.Headers.Protected[cose.HeaderLabelContentType] != ContentType {
+		return nil, fmt.Errorf("%w: content type is not %s", ErrInvalid, ContentType)
+	}
+	return &msg, nil
+}
+
 func verifySignature(signed []byte, pub ed25519.PublicKey) (*Manifest, error) {
 	if len(signed) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrInvalid, len(signed), MaxSize)
@@ -249,15 +278,9 @@ func verifySignature(signed []byte, pub ed25519.PublicKey) (*Manifest, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("%w: public key of %d bytes", ErrSignature, len(pub))
 	}
-	var msg cose.Sign1Message
-	if err := msg.UnmarshalCBOR(signed); err != nil {
-		return nil, fmt.Errorf("%w: not a COSE_Sign1: %v", ErrInvalid, err)
-	}
-	if alg, err := msg.Headers.Protected.Algorithm(); err != nil || alg != cose.AlgorithmEdDSA {
-		return nil, fmt.Errorf("%w: algorithm is not EdDSA", ErrInvalid)
-	}
-	if msg.Headers.Protected[cose.HeaderLabelContentType] != ContentType {
-		return nil, fmt.Errorf("%w: content type is not %s", ErrInvalid, ContentType)
+	msg, err := parseSigned(signed)
+	if err != nil {
+		return nil, err
 	}
 	v, err := cose.NewVerifier(cose.AlgorithmEdDSA, pub)
 	if err != nil {

@@ -162,8 +162,9 @@ func startStack(ctx context.Context, o stackOptions) (*stack, error) {
 	go func() { s.serveDone <- serve(sctx, f, ready, log, o.Tune, opened) }()
 	select {
 	case line := <-ready.line:
-		_, url, ok := strings.Cut(line, " serving on ")
-		if !ok {
+		_, rest, ok := strings.Cut(line, " serving on ")
+		url, _, _ := strings.Cut(rest, " ") // the enclave note follows the URL
+		if !ok || url == "" {
 			s.Close()
 			return nil, fmt.Errorf("server: unexpected ready line %q", line)
 		}

@@ -19,12 +19,13 @@ import (
 
 // runFHIR validates and formats FHIR R4 resources.
 //
-//	acds fhir validate FILE… [--json]
+//	acds fhir validate FILE… [--errors-only] [--json]
 //	acds fhir fmt FILE [--deidentify [--key-file F]] [--source S]
 //
-// FILE may be "-" for standard input. validate exits 0 when every file is
-// valid FHIR R4, 1 when any is not, 2 on a usage error or an unreadable
-// file. fmt prints the normalised canonical JSON (what the server returns
+// FILE may be "-" for standard input. validate reports every file (its
+// issues, or why it could not be read, and a one-line summary) and exits 0
+// when every file is valid FHIR R4, 1 when any is not, 2 on a usage error
+// or when any file was unreadable. fmt prints the normalised canonical JSON (what the server returns
 // as fhir_r4 output) and exits 0, 1 when the input is not valid, 2 on a
 // usage error or an unreadable file.
 func runFHIR(ctx context.Context, e env) int {
@@ -48,10 +49,10 @@ func runFHIR(ctx context.Context, e env) int {
 }
 
 func fhirUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: acds fhir validate FILE… [--json]")
+	fmt.Fprintln(w, "usage: acds fhir validate FILE… [--errors-only] [--json]")
 	fmt.Fprintln(w, "       acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "validate  checks FHIR R4 JSON; exit 0 all valid, 1 any invalid, 2 usage or unreadable")
+	fmt.Fprintln(w, "validate  checks FHIR R4 JSON, every file; exit 0 all valid, 1 any invalid, 2 usage or any unreadable")
 	fmt.Fprintln(w, "fmt       prints the normalised canonical JSON (a collection Bundle with a Provenance)")
 	fmt.Fprintln(w, "FILE may be - for standard input")
 }
@@ -98,18 +99,29 @@ func fhirRead(name string, stdin io.Reader) ([]byte, error) {
 
 // fhirFileResult is one file's entry in `acds fhir validate --json`.
 type fhirFileResult struct {
-	File    string                 `json:"file"`
-	Valid   bool                   `json:"valid"`
-	Errors  int                    `json:"errors"`
-	Outcome *fhir.OperationOutcome `json:"outcome"`
+	File     string                 `json:"file"`
+	Valid    bool                   `json:"valid"`
+	Errors   int                    `json:"errors"`
+	Warnings int                    `json:"warnings"`
+	Outcome  *fhir.OperationOutcome `json:"outcome"`         // null when the file could not be read
+	Error    string                 `json:"error,omitempty"` // why the file could not be read
 }
 
 func fhirValidate(args []string, e env) int {
 	fs := flag.NewFlagSet("acds fhir validate", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array of {file, valid, errors, outcome} (outcome is a FHIR OperationOutcome)")
+	asJSON := fs.Bool("json", false, "print a JSON array of {file, valid, errors, warnings, outcome, error} (outcome is a FHIR OperationOutcome; error says why a file could not be read)")
+	errorsOnly := fs.Bool("errors-only", false, "report only error and fatal issues, leaving out warnings and information (the counts in the summaries still include them)")
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: acds fhir validate FILE… [--json]")
+		fmt.Fprintln(e.stderr, "usage: acds fhir validate FILE… [--errors-only] [--json]")
+		fmt.Fprintln(e.stderr)
+		fmt.Fprintln(e.stderr, "Validates each FILE (- for standard input) as FHIR R4 JSON, prints its issues and")
+		fmt.Fprintln(e.stderr, "a one-line summary per file (FILE: valid FHIR R4: 0 errors, 170 warnings).")
+		fmt.Fprintln(e.stderr, "Every file is reported, also after an unreadable one.")
+		fmt.Fprintln(e.stderr)
+		fmt.Fprintln(e.stderr, "Exit status: 0 every file valid, 1 any file invalid, 2 usage error or any file")
+		fmt.Fprintln(e.stderr, "unreadable (after all files were reported).")
+		fmt.Fprintln(e.stderr)
 		fs.PrintDefaults()
 	}
 	files, err := fhirArgs(fs, args)
@@ -123,31 +135,51 @@ func fhirValidate(args []string, e env) int {
 		fs.Usage()
 		return 2
 	}
-	var results []fhirFileResult
-	code := 0
+	results := []fhirFileResult{}
+	invalid, unreadable := false, false
 	for _, f := range files {
 		data, err := fhirRead(f, e.stdin)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "acds fhir validate: %s: %v\n", f, err)
-			return 2
+			unreadable = true
+			results = append(results, fhirFileResult{File: f, Error: "cannot read: " + err.Error()})
+			if !*asJSON {
+				fmt.Fprintf(e.stdout, "%s: error: cannot read: %v\n", f, err)
+			}
+			continue
 		}
 		o := fhir.Validate(data)
 		r := fhirFileResult{File: f, Valid: !o.HasErrors(), Errors: o.ErrorCount(), Outcome: o}
+		var shown []fhir.Issue
+		for _, is := range o.Issues {
+			if is.Severity == fhir.SeverityWarning {
+				r.Warnings++
+			}
+			if !*errorsOnly || is.Severity == fhir.SeverityError || is.Severity == fhir.SeverityFatal {
+				shown = append(shown, is)
+			}
+		}
+		if *errorsOnly {
+			r.Outcome = &fhir.OperationOutcome{Issues: shown}
+		}
 		results = append(results, r)
 		if !r.Valid {
-			code = 1
+			invalid = true
 		}
 		if *asJSON {
 			continue
 		}
-		for _, is := range o.Issues {
+		for _, is := range shown {
 			fmt.Fprintf(e.stdout, "%s: %s\n", f, is)
 		}
-		if r.Valid {
-			fmt.Fprintf(e.stdout, "%s: valid FHIR R4\n", f)
-		} else {
-			fmt.Fprintf(e.stdout, "%s: invalid, %d error(s)\n", f, r.Errors)
+		verdict := "valid FHIR R4"
+		if !r.Valid {
+			verdict = "invalid"
 		}
+		warnings := plural(r.Warnings, "warning")
+		if r.Warnings >= fhir.MaxWarnings {
+			warnings = fmt.Sprintf("%d+ warnings (only the first %d are reported)", fhir.MaxWarnings, fhir.MaxWarnings)
+		}
+		fmt.Fprintf(e.stdout, "%s: %s: %s, %s\n", f, verdict, plural(r.Errors, "error"), warnings)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -157,7 +189,21 @@ func fhirValidate(args []string, e env) int {
 			return 2
 		}
 	}
-	return code
+	switch {
+	case unreadable:
+		return 2
+	case invalid:
+		return 1
+	}
+	return 0
+}
+
+// plural is "1 error", "0 errors", "170 warnings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func fhirFmt(args []string, e env) int {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds/fhir"
 )
 
 func runFHIRTest(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -144,4 +147,70 @@ func pseudo(out string) string {
 		}
 	}
 	return ""
+}
+
+// TestFHIRValidateReportsEveryFile: an unreadable file is one error line
+// and the files after it are still validated (it used to stop there);
+// the exit code is 2 (unreadable input) after all were reported, 1 when
+// the only trouble is an invalid file.
+func TestFHIRValidateReportsEveryFile(t *testing.T) {
+	good := writeFHIRFile(t, "good.json", goodPatient)
+	bad := writeFHIRFile(t, "bad.json", `{"resourceType":"Patient","birthDate":"someday"}`)
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	code, out, _ := runFHIRTest(t, "", "validate", good, missing, bad)
+	if code != 2 {
+		t.Errorf("exit %d, want 2 (an unreadable file)", code)
+	}
+	for _, want := range []string{good + ": valid FHIR R4: 0 errors, ", missing + ": error: cannot read", bad + ": invalid: 1 error, ", "Patient.birthDate"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runFHIRTest(t, "", "validate", "--json", missing, good)
+	var res []struct {
+		File    string          `json:"file"`
+		Valid   bool            `json:"valid"`
+		Error   string          `json:"error"`
+		Outcome json.RawMessage `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 2 || len(res) != 2 ||
+		res[0].Valid || !strings.Contains(res[0].Error, "cannot read") || string(res[0].Outcome) != "null" || !res[1].Valid {
+		t.Fatalf("--json: exit %d %v\n%s", code, err, out)
+	}
+	if code, _, _ := runFHIRTest(t, "", "validate", good, bad); code != 1 {
+		t.Fatalf("good and bad: exit %d, want 1", code)
+	}
+}
+
+// TestFHIRValidateErrorsOnly: Synthea's bundles are valid but carry a
+// dom-6 warning (no narrative) per resource — over a thousand lines for the
+// shared ten. --errors-only leaves them out and each file still gets its
+// one-line summary with the counts.
+func TestFHIRValidateErrorsOnly(t *testing.T) {
+	files, _ := filepath.Glob("../../../shared/testdata/synthea/*.json")
+	if len(files) == 0 {
+		t.Skip("shared Synthea data not present")
+	}
+	code, all, _ := runFHIRTest(t, "", append([]string{"validate"}, files...)...)
+	if code != 0 || strings.Count(all, "dom-6") < 1000 {
+		t.Fatalf("without --errors-only: exit %d, %d dom-6 lines", code, strings.Count(all, "dom-6"))
+	}
+	// A file past the validator's warning cap says so instead of a count.
+	if !strings.Contains(all, fmt.Sprintf("0 errors, %d+ warnings (only the first %d are reported)", fhir.MaxWarnings, fhir.MaxWarnings)) {
+		t.Errorf("no summary says the warnings were capped:\n%s", all[max(0, len(all)-2000):])
+	}
+	bad := writeFHIRFile(t, "bad.json", `{"resourceType":"Patient","birthDate":"someday"}`)
+	code, out, _ := runFHIRTest(t, "", append([]string{"validate", "--errors-only", bad}, files...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || strings.Contains(out, "warning @") || len(lines) != len(files)+2 {
+		t.Fatalf("--errors-only: exit %d, %d lines:\n%s", code, len(lines), out)
+	}
+	if !strings.HasPrefix(lines[0], bad+": error @ Patient.birthDate") {
+		t.Errorf("the error is not reported: %q", lines[0])
+	}
+	for i, f := range files {
+		if l := lines[i+2]; !strings.HasPrefix(l, f+": valid FHIR R4: 0 errors, ") || !strings.Contains(l, " warnings") {
+			t.Errorf("summary of %s: %q", f, l)
+		}
+	}
 }

@@ -19,20 +19,21 @@ import (
 
 // runManifest makes and checks signed reference-value manifests.
 //
-//	acds manifest sign   --key KEY --in DESCRIPTION.json --out SIGNED
+//	acds manifest sign   --key KEY --in DESCRIPTION.json --out SIGNED [--pub-out PUBKEY]
 //	acds manifest verify --key PUBKEY --in SIGNED [--json]
 //
 // sign reads a JSON manifest description (see manifest.Description), signs
 // it with the Ed25519 private key in KEY (PEM PKCS #8; created with mode 0600
 // when the file does not exist, and never overwritten) and writes the
 // COSE_Sign1 manifest to SIGNED ("-" for standard output); it prints the
-// publisher's public key (PEM) on standard error so it can be published.
+// publisher's public key (PEM) on standard error so it can be published,
+// and with --pub-out also writes it to a file that verify --key reads.
 // verify checks SIGNED against the public key in PUBKEY (PEM, hex or base64)
 // and the current time, and prints the manifest. Exit 0 on success, 1 when
 // the manifest does not verify, 2 on usage errors or unreadable files.
 func runManifest(ctx context.Context, e env) int {
 	usage := func() {
-		fmt.Fprintln(e.stderr, "usage: acds manifest sign --key KEY --in DESCRIPTION.json --out SIGNED")
+		fmt.Fprintln(e.stderr, "usage: acds manifest sign --key KEY --in DESCRIPTION.json --out SIGNED [--pub-out PUBKEY]")
 		fmt.Fprintln(e.stderr, "       acds manifest verify --key PUBKEY --in SIGNED [--json]")
 	}
 	if len(e.args) == 0 {
@@ -60,6 +61,7 @@ func manifestSign(e env) int {
 	keyFile := flags.String("key", "", "Ed25519 private key file (PEM PKCS #8), created with mode 0600 if missing")
 	in := flags.String("in", "", "JSON manifest description")
 	out := flags.String("out", "", `file for the signed manifest ("-" for standard output)`)
+	pubOut := flags.String("pub-out", "", "also write the publisher's public key (PEM) to `FILE`, the form acds manifest verify --key and acds verify --manifest-key read; default none: it is printed on standard error only")
 	if err := flags.Parse(e.args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -102,8 +104,18 @@ func manifestSign(e env) int {
 		fmt.Fprintf(e.stderr, "acds manifest sign: %v\n", err)
 		return 1
 	}
+	pub := manifest.MarshalPublicKey(key.Public().(ed25519.PublicKey))
+	if *pubOut != "" {
+		if err := os.WriteFile(*pubOut, pub, 0o644); err != nil {
+			fmt.Fprintf(e.stderr, "acds manifest sign: --pub-out: %v\n", err)
+			return 1
+		}
+	}
 	fmt.Fprintf(e.stderr, "acds manifest sign: signed %d profile(s) for %s; publisher key:\n", len(m.Profiles), m.Issuer)
-	e.stderr.Write(manifest.MarshalPublicKey(key.Public().(ed25519.PublicKey)))
+	e.stderr.Write(pub)
+	if *pubOut != "" {
+		fmt.Fprintf(e.stderr, "acds manifest sign: publisher key written to %s\n", *pubOut)
+	}
 	return 0
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/acds-project/acds"
@@ -150,11 +151,33 @@ func runServe(ctx context.Context, e env) int {
 	level, _ := parseLogLevel(f.logLevel)
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	if err := serve(ctx, f, e.stdout, log, nil); err != nil {
-		log.Error("acds serve failed", "err", err)
+		// One line, once: the error already says what failed.
 		fmt.Fprintf(e.stderr, "acds serve: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// listenError says which address could not be bound, and what to do when
+// it is taken.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("cannot listen on %s: the address is already in use (another acds serve? choose another --addr)", addr)
+	}
+	return fmt.Errorf("cannot listen on %s: %w", addr, err)
+}
+
+// enclaveNote is the part of the ready line after the address: the
+// enclave profile and the measurement (code hash) verifiers must expect,
+// with "simulated" for the simulated enclave. For sev-snp-sim the hash is
+// that of this executable, so `go run`, `go build` and stripped builds
+// differ; `acds measure FILE` prints any build's.
+func enclaveNote(profile string, measurement []byte) string {
+	kind := profile
+	if profile == attestation.ProfileSEVSNPSim {
+		kind += ", simulated"
+	}
+	return fmt.Sprintf("(enclave %s; measurement %s)", kind, hex.EncodeToString(measurement))
 }
 
 // serve runs the server for f, wired by package service. tune, when not
@@ -166,6 +189,13 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	// Bind first: a busy address fails fast, before the store, the
+	// enclave and the notary are opened for nothing.
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return listenError(f.addr, err)
+	}
+	defer ln.Close() // after Shutdown, a no-op; on the early returns, frees the address
 	opts.Logger, opts.Configure = log, tune
 	svc, err := service.Open(ctx, opts)
 	if err != nil {
@@ -181,10 +211,6 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	log.Info("starting", "version", acds.Version, "store", where, "enclave", encl.Profile(),
 		"measurement", hex.EncodeToString(encl.Measurement()), "workers", f.workers)
 
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -200,12 +226,10 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 		hosts, _ := attestedtls.ListenHosts(f.addr)
 		issuer, err := loadTLSIssuer(f)
 		if err != nil {
-			_ = ln.Close()
 			return err
 		}
 		tlsCfg, err := svc.TLSConfig(issuer, hosts...)
 		if err != nil {
-			_ = ln.Close()
 			return err
 		}
 		if issuer != nil {
@@ -217,7 +241,7 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	fmt.Fprintf(stdout, "acds %s serving on %s://%s\n", acds.Version, scheme, ln.Addr())
+	fmt.Fprintf(stdout, "acds %s serving on %s://%s %s\n", acds.Version, scheme, ln.Addr(), enclaveNote(encl.Profile(), encl.Measurement()))
 
 	var serveErr error
 	select {

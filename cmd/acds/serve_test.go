@@ -43,12 +43,22 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var readyRE = regexp.MustCompile(`^acds \d+\.\d+\.\d+ serving on (https?://127\.0\.0\.1:\d+)$`)
+// readyRE is the ready line: the start scripts parse, then the enclave and
+// the measurement verifiers must expect.
+var readyRE = regexp.MustCompile(`^acds \d+\.\d+\.\d+ serving on (https?://127\.0\.0\.1:\d+) \(enclave ([a-z-]+)(, simulated)?; measurement ([0-9a-f]{64,128})\)$`)
 
 // startServe runs `acds serve` in-process on a free loopback port and
 // returns its base URL once the ready line is printed, the logs, and a
 // stop function that cancels (as SIGTERM does) and returns the exit code.
 func startServe(t *testing.T, args ...string) (string, *lockedBuffer, func() int) {
+	t.Helper()
+	ready, logs, stop := startServeReady(t, args...)
+	return ready[1], logs, stop
+}
+
+// startServeReady is startServe returning the submatches of readyRE: the
+// base URL, the enclave profile, ", simulated" or "", the measurement.
+func startServeReady(t *testing.T, args ...string) ([]string, *lockedBuffer, func() int) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	logs := &lockedBuffer{}
@@ -67,7 +77,7 @@ func startServe(t *testing.T, args ...string) (string, *lockedBuffer, func() int
 		}
 		close(lines)
 	}()
-	var base string
+	var ready []string
 	select {
 	case l, ok := <-lines:
 		m := readyRE.FindStringSubmatch(l)
@@ -75,7 +85,7 @@ func startServe(t *testing.T, args ...string) (string, *lockedBuffer, func() int
 			cancel()
 			t.Fatalf("ready line = %q (ok %v); logs:\n%s", l, ok, logs)
 		}
-		base = m[1]
+		ready = m
 	case <-time.After(60 * time.Second):
 		cancel()
 		t.Fatalf("no ready line; logs:\n%s", logs)
@@ -98,7 +108,7 @@ func startServe(t *testing.T, args ...string) (string, *lockedBuffer, func() int
 		return code
 	}
 	t.Cleanup(func() { stop() })
-	return base, logs, stop
+	return ready, logs, stop
 }
 
 func TestServeFullFlow(t *testing.T) {

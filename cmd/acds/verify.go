@@ -25,15 +25,16 @@ import (
 
 // runVerify checks an attestation bundle offline (DESIGN §8).
 //
-//	acds verify BUNDLE [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--output FILE] [--json]
-//	acds verify --server https://HOST:PORT [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--json]
+//	acds verify BUNDLE [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]
+//	acds verify --server https://HOST:PORT [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--json]
 //
 // BUNDLE is a file holding the bundle as base64 or raw CBOR, or "-" for
 // standard input. --policy is a signed manifest (checked with the
 // publisher's Ed25519 public key from --manifest-key) or an unsigned JSON
-// manifest description the caller vouches for. Without --policy the
-// expected code hash is this binary's (what `acds measure` prints) and no
-// notary key is trusted. --allow-simulated accepts sev-snp-sim bundles, the
+// manifest description the caller vouches for. --measurement HEX
+// (repeatable, exclusive with --policy) allows exactly those code hashes,
+// without a manifest. Without either the expected code hash is this
+// binary's (what `acds measure` prints) and no notary key is trusted. --allow-simulated accepts sev-snp-sim bundles, the
 // simulated root they carry and the notary key their signed claims name.
 // With --server it connects to a running server and checks, during the TLS
 // handshake, that the certificate carries boot evidence valid under the
@@ -43,15 +44,32 @@ import (
 func runVerify(ctx context.Context, e env) int {
 	flags := flag.NewFlagSet("acds verify", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
-	policyFile := flags.String("policy", "", "reference-value manifest: signed (with --manifest-key) or a JSON description")
-	manifestKey := flags.String("manifest-key", "", "Ed25519 public key file of the manifest publisher (PEM, hex or base64)")
-	allowSim := flags.Bool("allow-simulated", false, "accept the simulated enclave (development servers): its carried root and claimed notary key")
-	outputFile := flags.String("output", "", "the output the bundle attests; its SHA-256 must be the attested outputDigest")
-	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object")
-	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT)")
+	policyFile := flags.String("policy", "", "reference-value manifest: signed (with --manifest-key) or a JSON description; default none: the expected code hash is this acds binary's (acds measure)")
+	manifestKey := flags.String("manifest-key", "", "Ed25519 public key file of the manifest publisher (PEM, hex or base64); default none (a signed --policy needs it)")
+	allowSim := flags.Bool("allow-simulated", false, "accept the simulated enclave (development servers): its carried root and claimed notary key; default off")
+	outputFile := flags.String("output", "", "the output the bundle attests, as saved or pretty-printed; its digest must be the attested outputDigest (acds.OutputBytes, as POST /v1/verify); default none: the output is not checked")
+	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object; default off: a text report")
+	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT) instead of a BUNDLE; default none")
+	var measurements hexList
+	flags.Var(&measurements, "measurement", "allow the code hash `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
 	flags.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: acds verify BUNDLE|- [--policy FILE [--manifest-key FILE]] [--allow-simulated] [--output FILE] [--json]")
-		fmt.Fprintln(e.stderr, "       acds verify --server https://HOST:PORT [--policy FILE] [--allow-simulated] [--json]")
+		w := e.stderr
+		fmt.Fprintln(w, "usage: acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]")
+		fmt.Fprintln(w, "       acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--allow-simulated] [--json]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Verifies an attestation bundle offline (BUNDLE is a file holding it as base64")
+		fmt.Fprintln(w, "or raw CBOR, - for standard input), or with --server a running server's")
+		fmt.Fprintln(w, "attested TLS. Nothing is fetched: the trust comes from the policy and the clock.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Defaults: without --policy or --measurement the expected code hash is this acds")
+		fmt.Fprintln(w, "binary's (what `acds measure` prints; go run, go build and -ldflags=-s -w builds")
+		fmt.Fprintln(w, "each have another, so pass the server's with --measurement: its ready line prints")
+		fmt.Fprintln(w, "it) and no notary key is trusted; no simulated enclave is accepted; the output is")
+		fmt.Fprintln(w, "not checked; a text report.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Exit status: 0 valid, 1 invalid (the reasons are printed), 2 usage error,")
+		fmt.Fprintln(w, "unreadable input or (with --server) connection error.")
+		fmt.Fprintln(w)
 		flags.PrintDefaults()
 	}
 	args, err := parseInterspersed(flags, e.args)
@@ -70,9 +88,25 @@ func runVerify(ctx context.Context, e env) int {
 		return 2
 	}
 
+	if *policyFile != "" && len(measurements) > 0 {
+		fmt.Fprintln(e.stderr, "acds verify: --policy and --measurement are exclusive: a manifest, or the code hashes given")
+		return 2
+	}
+
 	p := verify.Policy{Now: time.Now}
 	var notes []string
-	if *policyFile != "" {
+	selfHash := false
+	if len(measurements) > 0 {
+		if *manifestKey != "" {
+			return fail("--manifest-key needs --policy")
+		}
+		ms, err := verify.ParseMeasurements(measurements...)
+		if err != nil {
+			return fail("--measurement: %v", err)
+		}
+		p.Measurements = ms
+		notes = append(notes, fmt.Sprintf("policy: the code hash(es) given with --measurement (%d), no manifest", len(measurements)))
+	} else if *policyFile != "" {
 		m, note, err := loadPolicyManifest(*policyFile, *manifestKey)
 		if err != nil {
 			return fail("--policy: %v", err)
@@ -91,6 +125,7 @@ func runVerify(ctx context.Context, e env) int {
 		}
 		p.Measurements = map[string][][]byte{attestation.ProfileSEVSNPSim: {self}}
 		notes = append(notes, "no --policy: expecting this acds binary's code hash "+hex.EncodeToString(self))
+		selfHash = true
 	}
 	if *allowSim {
 		p.AllowSimulation = true
@@ -98,7 +133,7 @@ func runVerify(ctx context.Context, e env) int {
 	}
 
 	if *server != "" {
-		return verifyServer(ctx, e, *server, verify.New(p), *asJSON, notes)
+		return verifyServer(ctx, e, *server, verify.New(p), *asJSON, notes, selfHash)
 	}
 
 	bundle, err := readBundle(args[0], e.stdin)
@@ -121,12 +156,16 @@ func runVerify(ctx context.Context, e env) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	return report(e, res, *asJSON, notes)
+	return report(e, res, *asJSON, notes, selfHash)
 }
 
 // report prints a result (as text or as the /v1/verify JSON object) and
 // returns the exit code: 0 valid, 1 not.
-func report(e env, res *verify.Result, asJSON bool, notes []string) int {
+func report(e env, res *verify.Result, asJSON bool, notes []string, selfHash bool) int {
+	if selfHash && !res.EnclaveHashMatch && res.TEEQuoteVerified {
+		notes = append(notes, "the expected code hash is this acds binary's; a server built another way (go run, go build, -ldflags=-s -w) has another: "+
+			"pass the one its ready line prints with --measurement HEX (or see acds measure FILE)")
+	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -148,7 +187,7 @@ func report(e env, res *verify.Result, asJSON bool, notes []string) int {
 // handshake (before anything is sent) and reports. A TLS server without
 // evidence is not an enclave (exit 1); no TLS at all is a connection error
 // (exit 2).
-func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier, asJSON bool, notes []string) int {
+func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier, asJSON bool, notes []string, selfHash bool) int {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		fmt.Fprintf(e.stderr, "acds verify: --server wants https://HOST[:PORT], got %q\n", rawURL)
@@ -188,7 +227,20 @@ func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier,
 		return 2
 	}
 	notes = append(notes, "attested TLS to "+addr)
-	return report(e, res, asJSON, notes)
+	return report(e, res, asJSON, notes, selfHash)
+}
+
+// hexList is a repeatable flag of code hashes, checked as they are given.
+type hexList []string
+
+func (h *hexList) String() string { return strings.Join(*h, ",") }
+
+func (h *hexList) Set(s string) error {
+	if _, err := verify.ParseMeasurements(s); err != nil {
+		return err
+	}
+	*h = append(*h, s)
+	return nil
 }
 
 // parseInterspersed parses flags that may follow positional arguments, as
@@ -253,7 +305,8 @@ func readBundle(name string, stdin io.Reader) ([]byte, error) {
 }
 
 // loadPolicyManifest reads --policy: a signed manifest verified with the
-// key in keyFile, or (without a key) a JSON manifest description.
+// key in keyFile, or (without a key) a JSON manifest description. Its
+// errors say which of those the file is not, or why it fails.
 func loadPolicyManifest(path, keyFile string) (*manifest.Manifest, string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -265,20 +318,26 @@ func loadPolicyManifest(path, keyFile string) (*manifest.Manifest, string, error
 		}
 		m, err := manifest.ParseDescription(data)
 		if err != nil {
-			return nil, "", err
+			return nil, "", fmt.Errorf("%s is not a valid JSON manifest description: %w", path, err)
 		}
 		return m, "policy " + path + " is an unsigned manifest description (trusted as given)", nil
+	}
+	if err := manifest.CheckSigned(data); err != nil {
+		return nil, "", fmt.Errorf("%s is not a manifest: neither a signed manifest (acds manifest sign) nor a JSON manifest description: %w", path, err)
 	}
 	if keyFile == "" {
 		return nil, "", fmt.Errorf("%s is a signed manifest: give the publisher's public key with --manifest-key", path)
 	}
 	pub, err := manifest.ReadPublicKey(keyFile)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("--manifest-key: %w", err)
 	}
 	m, err := manifest.Verify(data, pub, time.Now())
-	if err != nil {
-		return nil, "", err
+	switch {
+	case errors.Is(err, manifest.ErrSignature):
+		return nil, "", fmt.Errorf("%s is a signed manifest, but its signature does not verify with the key in %s: %w", path, keyFile, err)
+	case err != nil:
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	return m, "policy " + path + " signed by " + m.Issuer, nil
 }

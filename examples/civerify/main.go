@@ -6,8 +6,10 @@
 //	civerify -measurement HEX -allow-simulated -bundle attestation.b64       (development servers)
 //
 // The bundle file holds the attestationBundle of a request's result,
-// base64 or raw CBOR. With -output, the file's SHA-256 must be the digest
-// the bundle attests (save result.output byte for byte). Nothing is
+// base64 or raw CBOR. With -output, the file must be the output the bundle
+// attests: result.output saved byte for byte, or a pretty-printed copy of
+// it (verify.VerifyOutput applies acds.OutputBytes, the rule POST
+// /v1/verify applies too). Nothing is
 // fetched: the trusted material is the signed reference-value manifest
 // (or the measurement given) and the clock.
 //
@@ -19,7 +21,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +28,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/verify"
 )
@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("civerify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	bundleFile := fs.String("bundle", "", "attestation bundle file (base64 or raw CBOR); required")
-	outputFile := fs.String("output", "", "the output the bundle attests; its SHA-256 must match")
+	outputFile := fs.String("output", "", "the output the bundle attests (as saved, or pretty-printed); its digest must match")
 	policyFile := fs.String("policy", "", "signed reference-value manifest (acds manifest sign)")
 	keyFile := fs.String("manifest-key", "", "the manifest publisher's Ed25519 public key file")
 	measurement := fs.String("measurement", "", "instead of -policy: the one code hash (hex) to accept")
@@ -86,14 +86,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		p.Manifest = m
 	} else {
-		h, err := hex.DecodeString(*measurement)
-		if err != nil || len(h) == 0 {
-			return usage("-measurement: want a hex code hash")
+		ms, err := verify.ParseMeasurements(*measurement)
+		if err != nil {
+			return usage("-measurement: %v", err)
 		}
-		p.Measurements = map[string][][]byte{}
-		for _, profile := range []string{attestation.ProfileSEVSNP, attestation.ProfileTDX, attestation.ProfileTPM, attestation.ProfileSEVSNPSim} {
-			p.Measurements[profile] = [][]byte{h}
-		}
+		p.Measurements = ms
 	}
 
 	bundle, err := readBundle(*bundleFile)

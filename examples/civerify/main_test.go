@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/fhir"
 )
 
 // fixture makes a real bundle with a simulated enclave (its keys in a
@@ -87,6 +89,7 @@ func TestCIVerify(t *testing.T) {
 		{"no bundle", []string{"-measurement", f.measurement}, 2, ""},
 		{"not a bundle", []string{"-bundle", f.output, "-measurement", f.measurement}, 2, ""},
 		{"missing file", []string{"-bundle", filepath.Join(f.dir, "nope"), "-measurement", f.measurement}, 2, ""},
+		{"measurement of no profile's length", []string{"-bundle", f.bundle, "-measurement", "abcd", "-allow-simulated"}, 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -105,4 +108,44 @@ func writeOtherKey(t *testing.T, dir string) string {
 	name := filepath.Join(dir, "other.pub")
 	write(t, name, manifest.MarshalPublicKey(pub))
 	return name
+}
+
+// TestCIVerifyPrettyOutput: a pretty-printed copy of a real output
+// (json.MarshalIndent, which also escapes < and &) verifies, as POST
+// /v1/verify accepts it: the one rule of acds.OutputBytes. It used to be
+// refused (the file's bytes were digested as they were).
+func TestCIVerifyPrettyOutput(t *testing.T) {
+	dir := t.TempDir()
+	e, err := sim.Open(context.Background(), filepath.Join(dir, "enclave"), attestation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []byte(`{"resourceType":"Patient","id":"p1","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">José &amp; Zoë</div>"},"gender":"female"}`)
+	out, err := fhir.Process(in, fhir.Options{Format: fhir.FormatR4, Source: "raw", Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Attest(context.Background(), attestation.Claims{RequestID: "0b8e6a4e-4f59-4c1e-9d3e-5f3f0c6b2a12",
+		OutputFormat: "fhir_r4", OutputDigest: attestation.Digest(out.JSON), IssuedAt: time.Now(),
+		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest(in)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pretty, err := json.MarshalIndent(json.RawMessage(out.JSON), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, output := filepath.Join(dir, "attestation.b64"), filepath.Join(dir, "output.json")
+	write(t, bundle, []byte(base64.StdEncoding.EncodeToString(b)))
+	write(t, output, pretty)
+	args := []string{"-bundle", bundle, "-output", output, "-measurement", hex.EncodeToString(e.Measurement()), "-allow-simulated"}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "output checked: true") {
+		t.Fatalf("pretty-printed output: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	write(t, output, bytes.Replace(pretty, []byte("Zoë"), []byte("Zoe"), 1))
+	stdout.Reset()
+	if code := run(context.Background(), args, &stdout, &stderr); code != 1 {
+		t.Fatalf("changed output: exit %d\n%s", code, stdout.String())
+	}
 }
