@@ -63,6 +63,10 @@ func TestEveryProblemCode(t *testing.T) {
 		{name: "syntax error", method: "POST", path: "/v1/process", token: tok, body: `{"data" 1}`, code: acds.ProblemInvalidJSON},
 		{name: "empty body", method: "POST", path: "/v1/process", token: tok, body: ``, code: acds.ProblemInvalidJSON},
 		{name: "unknown field", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle"},"outputFormat":"fhir_r4","extra":1}`, code: acds.ProblemInvalidRequest, wantField: "extra"},
+		// No aliases: the names used before the wire followed SPEC.md are unknown fields.
+		{name: "old process name bundle", method: "POST", path: "/v1/process", token: tok, body: `{"bundle":{"resourceType":"Bundle"},"outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "bundle"},
+		{name: "old nested credentials", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","credentials":{"username":"u","password":"p"}}`, code: acds.ProblemInvalidRequest, wantField: "credentials"},
+		{name: "old verify name bundle", method: "POST", path: "/v1/verify", body: `{"bundle":"aGVsbG8="}`, code: acds.ProblemInvalidRequest, wantField: "bundle"},
 		{name: "wrong type", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle"},"outputFormat":7}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
 		{name: "credential wrong type", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","username":1,"password":"p","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "username"},
 		{name: "trailing data", method: "POST", path: "/v1/process", token: tok, body: valid("fhir_r4") + `{}`, code: acds.ProblemInvalidRequest},
