@@ -55,9 +55,10 @@ func TestServePostgres(t *testing.T) {
 	u.RawQuery = q.Encode()
 	dsn := u.String()
 
-	dir := t.TempDir() // shared: both replicas are the same installation (same enclave chain)
-	baseA, logsA, stopA := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir, "--store", dsn)
-	baseB, _, stopB := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir, "--store", dsn)
+	// One acds serve per data directory (DESIGN §7; the second would be
+	// refused): each replica has its own, and they share only the store.
+	baseA, logsA, stopA := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store", dsn)
+	baseB, _, stopB := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--store", dsn)
 	a, _ := client.New(baseA, nil)
 	sess, err := a.Anon(ctx, "")
 	if err != nil {
