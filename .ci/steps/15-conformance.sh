@@ -58,7 +58,9 @@ echo "-- acds serve"
   >"$work/serve.out" 2>"$work/serve.err" &
 pids+=("$!")
 ready serve "$!" '^acds .* serving on http://'
-base="$(sed -n 's/^acds .* serving on \(http:\/\/[^ ]*\)$/\1/p' "$work/serve.out")"
+# The ready line: "acds X.Y.Z serving on http://HOST:PORT (enclave …; measurement …)".
+base="$(sed -n 's/^acds .* serving on \(http:\/\/[^ ]*\).*$/\1/p' "$work/serve.out" | head -n 1)"
+if [ -z "$base" ]; then echo "no URL in the ready line of acds serve:" >&2; cat "$work/serve.out" >&2; exit 1; fi
 echo "server $base, portal $portal_url, record $record"
 
 echo "-- the conformance suite against acds serve"
