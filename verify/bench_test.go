@@ -14,7 +14,6 @@ import (
 
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sevsnp"
-	"github.com/acds-project/acds/verify"
 	"github.com/google/go-sev-guest/abi"
 )
 
@@ -28,7 +27,7 @@ import (
 func BenchmarkVerify(b *testing.B) {
 	f := getFixture(b)
 	bundle := f.rawBundle(b, []byte("output"))
-	v := verify.New(f.policy())
+	v := mustNew(b, f.policy())
 	if res, err := v.Verify(bundle); err != nil || !res.Valid {
 		b.Fatalf("bundle does not verify: %v %v", err, res.Err())
 	}

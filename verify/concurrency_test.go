@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/acds-project/acds/verify"
 )
 
 // One Verifier serves many goroutines: bundles, boot evidence and attested
@@ -23,7 +21,7 @@ func TestConcurrentVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := verify.New(f.policy())
+	v := mustNew(t, f.policy())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

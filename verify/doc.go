@@ -2,8 +2,8 @@
 // bytes and a [Policy], it says whether the output is what a genuine enclave
 // running a published code hash produced, and why not when it is not.
 //
-//	v := verify.New(verify.Policy{Manifest: m})
-//	res, err := v.Verify(bundle)          // err: not a bundle at all
+//	v, err := verify.New(verify.Policy{Manifest: m}) // err: a contradictory or empty policy
+//	res, err := v.Verify(bundle)                     // err: not a bundle at all
 //	if !res.Valid { fmt.Println(res.Reasons()) }
 //
 // # What is checked
@@ -15,7 +15,7 @@
 //     report data is [attestation.BootReportData] of the bundle's boot keys
 //     and nonce; and the boot signing key signed the claims (COSE_Sign1
 //     ES256). The simulated profile "sev-snp-sim" never passes unless
-//     Policy.AllowSimulation is set, and the result says so.
+//     Policy.UnsafeAllowSimulation is set, and the result says so.
 //   - Code hash (EnclaveHashMatch): the authenticated measurement is one the
 //     policy (or its manifest) lists for the profile, and equals the
 //     measurement in the claims.
@@ -34,6 +34,18 @@
 // certified by the policy, the quote's qualifying data is the report data,
 // the measurement a hash over the policy's PCRs; no TPM anchor means no tpm
 // bundle verifies).
+//
+// # Policies
+//
+// [New] refuses a policy that could never accept a bundle or says two
+// things at once (no measurement at all, simulated roots without
+// simulation, pinned and carried simulated roots together, a notary key of
+// the wrong size, ...) with a *[PolicyError] naming the field. Every switch
+// that weakens verification is named Unsafe… (UnsafeAllowSimulation,
+// UnsafeTrustBundleSimulatedRoot, UnsafeTrustClaimedNotaryKey,
+// UnsafeAllowDebug) and, when it applies to a bundle, is listed in
+// Result.Relaxations and so in the "relaxation: …" lines of Reasons (the
+// details.reasons of POST /v1/verify).
 //
 // Valid is true only when every check that applies passed. Result.Failures
 // lists each failed check with a typed error (errors.Is with the Err*

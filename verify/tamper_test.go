@@ -79,7 +79,7 @@ func TestTamperEveryField(t *testing.T) {
 	out := []byte("output")
 	mpc := f.mpcBundle(t, out)
 	p := f.policy()
-	if res, _ := verify.New(p).VerifyOutput(mpc, out); !res.Valid {
+	if res, _ := mustNew(t, p).VerifyOutput(mpc, out); !res.Valid {
 		t.Fatalf("baseline: %v", res.Err())
 	}
 	// Bundle keys: 1 version, 2 profile, 3 evidence, 4 signing key, 5 TLS
@@ -130,7 +130,7 @@ func TestTamperEveryField(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := mutateBundle(t, mpc, tc.edit)
-			res, err := verify.New(p).VerifyOutput(b, out)
+			res, err := mustNew(t, p).VerifyOutput(b, out)
 			if tc.false == parseErr {
 				if err == nil {
 					t.Fatalf("parsed: %+v", res)
@@ -163,7 +163,7 @@ func TestTamperEveryField(t *testing.T) {
 func TestBadInputNeverVerifies(t *testing.T) {
 	f := getFixture(t)
 	b := f.rawBundle(t, []byte("x"))
-	v := verify.New(f.policy())
+	v := mustNew(t, f.policy())
 	inputs := map[string][]byte{
 		"empty":     nil,
 		"truncated": b[:len(b)/2],
@@ -214,7 +214,7 @@ func TestVerificationNeverDials(t *testing.T) {
 
 	// A simulated bundle.
 	out := []byte("o")
-	res, err := verify.New(f.policy()).VerifyOutput(f.mpcBundle(t, out), out)
+	res, err := mustNew(t, f.policy()).VerifyOutput(f.mpcBundle(t, out), out)
 	if err != nil || !res.Valid {
 		t.Fatalf("simulated bundle: %v %v", err, res.Err())
 	}
@@ -229,9 +229,9 @@ func TestVerificationNeverDials(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := f.policy()
-	p.AllowDebug = true
+	p.UnsafeAllowDebug = true
 	p.Now = func() time.Time { return time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC) }
-	res, err = verify.New(p).Verify(hw)
+	res, err = mustNew(t, p).Verify(hw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,14 @@ type Verifier struct {
 	certs        certCache
 }
 
-// New returns a verifier for p. See [Policy] for the zero values.
-func New(p Policy) *Verifier {
+// New returns a verifier for p, or a *[PolicyError] (wrapping ErrPolicy)
+// naming the field of a contradictory or empty policy; the rules are those
+// of [Policy] and are listed with PolicyError. See [Policy] for the zero
+// values.
+func New(p Policy) (*Verifier, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if p.Now == nil {
 		p.Now = time.Now
 	}
@@ -67,7 +73,7 @@ func New(p Policy) *Verifier {
 		}
 		v.notaryKeys = append(v.notaryKeys, m.NotaryKeys...)
 	}
-	return v
+	return v, nil
 }
 
 func maxTCB(a, b kds.TCBParts) kds.TCBParts {
@@ -192,24 +198,24 @@ func (v *Verifier) checkEvidence(boot *attestation.BootEvidence, at, now time.Ti
 	case attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim:
 		sv := v.hw
 		if boot.Profile == attestation.ProfileSEVSNPSim {
-			if !v.p.AllowSimulation {
+			if !v.p.UnsafeAllowSimulation {
 				r.fail(CheckProfile, fmt.Errorf("%w: a %s bundle proves the code path, not hardware", ErrSimulation, boot.Profile))
 				return false
 			}
 			sv = v.sim
-			r.Relaxations = append(r.Relaxations, "simulated SEV-SNP accepted (AllowSimulation): proves the code path, not hardware")
+			r.Relaxations = append(r.Relaxations, "simulated SEV-SNP accepted (UnsafeAllowSimulation): proves the code path, not hardware")
 		}
-		res, err := sv.Verify(boot.Evidence, sevsnp.Check{Now: at, AllowDebug: v.p.AllowDebug, MinimumTCB: v.minTCB[boot.Profile]})
+		res, err := sv.Verify(boot.Evidence, sevsnp.Check{Now: at, AllowDebug: v.p.UnsafeAllowDebug, MinimumTCB: v.minTCB[boot.Profile]})
 		if err != nil {
 			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
 			return false
 		}
 		if res.SimulatedRoot != nil && len(v.p.SimulatedRoots) == 0 {
 			fp := sha256.Sum256(res.SimulatedRoot.Raw)
-			r.Relaxations = append(r.Relaxations, "trusted the simulated root the bundle carries (sha256 "+hex.EncodeToString(fp[:8])+"…)")
+			r.Relaxations = append(r.Relaxations, "trusted the simulated root the bundle carries (UnsafeTrustBundleSimulatedRoot; sha256 "+hex.EncodeToString(fp[:8])+"…)")
 		}
 		if res.Policy.Debug {
-			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (AllowDebug)")
+			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (UnsafeAllowDebug)")
 		}
 		measurement, reportData = res.Measurement, res.ReportData
 		r.CertificatesValidNow = res.ValidAt(now)
@@ -221,12 +227,12 @@ func (v *Verifier) checkEvidence(boot *attestation.BootEvidence, at, now time.Ti
 		}
 		// Policy checks apart from the cryptographic ones: debug, and the
 		// TCB status (only "UpToDate") when collateral let it be evaluated.
-		if err := tdx.Validate(ev, tdx.Policy{AllowDebug: v.p.AllowDebug}); err != nil {
+		if err := tdx.Validate(ev, tdx.Policy{AllowDebug: v.p.UnsafeAllowDebug}); err != nil {
 			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
 			return false
 		}
 		if ev.Debug {
-			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (AllowDebug)")
+			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (UnsafeAllowDebug)")
 		}
 		if !ev.TCB.Evaluated {
 			r.Relaxations = append(r.Relaxations, "TDX TCB not evaluated: the policy supplies no collateral")

@@ -14,7 +14,7 @@
 // (verify.Failure.Check) with its typed error (errors.Is with verify.Err*).
 //
 //	m, _ := manifest.Verify(signedManifest, publisherKey, time.Now())
-//	ch := attested.NewChecker(verify.Policy{Manifest: m}, nil)
+//	ch, err := attested.NewChecker(verify.Policy{Manifest: m}, nil)
 //	c, err := ch.Client("https://acds.example.org", nil)
 //	sess, err := c.Anon(ctx, "") // sent only to an attested enclave
 //	var ce *verify.CertificateError
@@ -101,10 +101,10 @@ type entry struct {
 }
 
 // NewChecker returns a Checker accepting the enclaves that policy p
-// accepts (see verify.Policy for its zero values: the zero Policy accepts
-// nothing). p's clock also decides the validity of certificates and of the
-// manifest on cache hits.
-func NewChecker(p verify.Policy, opts *Options) *Checker {
+// accepts, or verify.New's *verify.PolicyError for a contradictory or
+// empty policy. p's clock also decides the validity of certificates and of
+// the manifest on cache hits.
+func NewChecker(p verify.Policy, opts *Options) (*Checker, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -115,8 +115,12 @@ func NewChecker(p verify.Policy, opts *Options) *Checker {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
-	return &Checker{v: verify.New(p), now: p.Now, manifest: p.Manifest, size: o.CacheSize,
-		cache: map[[32]byte]entry{}, inflight: map[cacheKey]*flight{}}
+	v, err := verify.New(p)
+	if err != nil {
+		return nil, err
+	}
+	return &Checker{v: v, now: p.Now, manifest: p.Manifest, size: o.CacheSize,
+		cache: map[[32]byte]entry{}, inflight: map[cacheKey]*flight{}}, nil
 }
 
 // VerifyConnection is a tls.Config.VerifyConnection: it accepts the

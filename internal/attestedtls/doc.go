@@ -20,7 +20,7 @@
 // during the handshake and before a byte of any request reaches the server,
 // a certificate whose key the quote does not bind (evidence copied from
 // another enclave), a measurement outside the manifest, simulated evidence
-// without Policy.AllowSimulation, a tampered evidence extension, an expired
+// without Policy.UnsafeAllowSimulation, a tampered evidence extension, an expired
 // certificate and a plain TLS server, each with the typed error of the
 // check that failed; and that verified evidence is cached per certificate
 // key. With an operator CA, a client that trusts it accepts the CA-issued
