@@ -66,8 +66,12 @@
 //
 // Nothing here opens a connection: roots, manifest and clock are injected;
 // go-sev-guest is called with certificate fetching disabled and a getter
-// that refuses every request; no package of ours on this path imports
-// net/http (go-sev-guest's trust package does, for the fetching this package
-// never enables). Tests prove that verification succeeds with every dial
-// failing.
+// that refuses every request. No package of this module on verify's
+// dependency path (the root acds package, attestation and its evidence
+// packages, manifest, mpctls) imports net/http; TestVerifyPathImports walks
+// that path and proves it. Packages of other modules on the path do import
+// it, for fetching this package never enables: go-sev-guest's verify/trust
+// (AMD KDS), go-tdx-guest's pcs and verify/trust (Intel PCS) and
+// go-tpm-tools' client (its internal package). Tests prove that
+// verification succeeds with every dial failing.
 package verify
