@@ -8,7 +8,7 @@ import (
 )
 
 // One Verifier serves many goroutines: bundles, boot evidence and attested
-// TLS certificates at once, sharing the chain and certificate caches (run
+// TLS certificates at once, sharing its cache of verified evidence (run
 // with -race in CI).
 func TestConcurrentVerification(t *testing.T) {
 	f := getFixture(t)

@@ -62,6 +62,20 @@
 // before sending a byte, any server that is not an attested enclave under
 // the policy, including plain TLS servers and TLS-terminating proxies.
 //
+// # One cache
+//
+// A Verifier keeps the one cache of verified evidence on these paths
+// (bundles, boot evidence, attested TLS; package sevsnp and client/attested
+// keep none): keyed by SHA-256 of the boot evidence's deterministic
+// encoding (profile, evidence, boot keys and nonce: the bytes an
+// attested-TLS certificate carries), so a later connection skips even
+// parsing them; bounded (Policy.CacheSize), safe for
+// concurrent use, one verification for concurrent first requests. An
+// outcome is reused only at times inside the window of the evidence's
+// certificates; tdx outcomes checked against collateral are not reused.
+// Everything else (claims signature, measurement, manifest, certificate
+// time and key) is checked on every call.
+//
 // # Offline by construction
 //
 // Nothing here opens a connection: roots, manifest and clock are injected;

@@ -97,6 +97,10 @@ type Policy struct {
 	MaxAge time.Duration
 	// Now is the clock. Zero value: time.Now.
 	Now func() time.Time
+	// CacheSize bounds how many verified pieces of evidence the verifier
+	// remembers (first in, first out); see [Verifier]. It changes cost,
+	// never outcomes. Zero value: DefaultCacheSize; negative: no cache.
+	CacheSize int
 }
 
 // TrustEnclave returns p extended to accept outputs of the enclave whose

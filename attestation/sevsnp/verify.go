@@ -2,12 +2,9 @@ package sevsnp
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/go-sev-guest/abi"
@@ -90,47 +87,16 @@ type Roots struct {
 	PinnedSimulatedRoots []*x509.Certificate
 }
 
-// Verifier checks SEV-SNP evidence offline. It keeps a bounded,
-// concurrency-safe cache of verified certificate chains so repeated evidence
-// from the same chip costs one report signature check. It is safe for
-// concurrent use.
+// Verifier checks SEV-SNP evidence offline. It keeps no state besides its
+// roots (package verify caches verified evidence, once for every kind) and
+// is safe for concurrent use.
 type Verifier struct {
-	roots   Roots
-	rootsID [32]byte
-	cache   *chainCache
+	roots Roots
 }
-
-// DefaultCacheSize is the number of verified chains a Verifier keeps.
-const DefaultCacheSize = 256
 
 // NewVerifier returns a verifier with the given trust anchors.
 func NewVerifier(roots Roots) *Verifier {
-	h := sha256.New()
-	if roots.UnsafeTrustEvidenceChain {
-		h.Write([]byte("evidence-chain\x00"))
-		for _, c := range roots.PinnedSimulatedRoots {
-			h.Write(c.Raw)
-		}
-	} else if roots.AMD == nil {
-		h.Write([]byte("amd-embedded\x00"))
-	} else {
-		h.Write([]byte("amd-explicit\x00"))
-		for line, rs := range roots.AMD {
-			fmt.Fprintf(h, "%s\x00%d\x00", line, len(rs))
-			for _, r := range rs {
-				if r.ProductCerts != nil {
-					for _, c := range []*x509.Certificate{r.ProductCerts.Ark, r.ProductCerts.Ask, r.ProductCerts.Asvk} {
-						if c != nil {
-							h.Write(c.Raw)
-						}
-					}
-				}
-			}
-		}
-	}
-	v := &Verifier{roots: roots, cache: newChainCache(DefaultCacheSize)}
-	h.Sum(v.rootsID[:0])
-	return v
+	return &Verifier{roots: roots}
 }
 
 // Verify checks evidence: the VCEK chains to the verifier's roots at c.Now,
@@ -162,19 +128,9 @@ func (v *Verifier) VerifyEvidence(ev *Evidence, c Check) (*Result, error) {
 	att := &spb.Attestation{Report: report, CertificateChain: &spb.CertificateChain{VcekCert: ev.VCEK}}
 
 	res := &Result{}
-	key := v.cacheKey(ev)
-	entry, hit := v.cache.get(key)
-	if hit && entry.validAt(now) {
-		// The chain was verified before; only this report's signature is new.
-		if err := sevverify.SnpReportSignature(ev.Report, entry.vcek); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrReportSignature, err)
-		}
-	} else {
-		entry, err = v.verifyChain(att, ev, now)
-		if err != nil {
-			return nil, err
-		}
-		v.cache.put(key, entry)
+	entry, err := v.verifyChain(att, ev, now)
+	if err != nil {
+		return nil, err
 	}
 	res.NotBefore, res.NotAfter, res.SimulatedRoot, res.ProductLine = entry.notBefore, entry.notAfter, entry.simRoot, entry.productLine
 
@@ -344,69 +300,10 @@ func window(certs []*x509.Certificate) (time.Time, time.Time) {
 	return nb, na
 }
 
-func (v *Verifier) cacheKey(ev *Evidence) [32]byte {
-	h := sha256.New()
-	h.Write(v.rootsID[:])
-	var n [4]byte
-	for _, part := range [][]byte{ev.VCEK, ev.ASK, ev.ARK, ev.Report[0:4], ev.Report[0x188:0x18B]} {
-		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
-		h.Write(n[:])
-		h.Write(part)
-	}
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
-}
-
+// chainEntry is what verifyChain found.
 type chainEntry struct {
 	vcek                *x509.Certificate
 	productLine         string
 	simRoot             *x509.Certificate
 	notBefore, notAfter time.Time
-}
-
-func (e *chainEntry) validAt(t time.Time) bool {
-	return !t.Before(e.notBefore) && !t.After(e.notAfter)
-}
-
-// chainCache is a bounded map of verified chains with first-in-first-out
-// eviction.
-type chainCache struct {
-	mu    sync.RWMutex
-	max   int
-	m     map[[32]byte]*chainEntry
-	order [][32]byte
-}
-
-func newChainCache(max int) *chainCache {
-	return &chainCache{max: max, m: make(map[[32]byte]*chainEntry, max)}
-}
-
-func (c *chainCache) get(k [32]byte) (*chainEntry, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	e, ok := c.m[k]
-	return e, ok
-}
-
-func (c *chainCache) put(k [32]byte, e *chainEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
-		c.m[k] = e
-		return
-	}
-	if len(c.order) >= c.max {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.m[k] = e
-	c.order = append(c.order, k)
-}
-
-// CachedChains returns the number of cached verified chains.
-func (v *Verifier) CachedChains() int {
-	v.cache.mu.RLock()
-	defer v.cache.mu.RUnlock()
-	return len(v.cache.m)
 }

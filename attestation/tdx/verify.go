@@ -163,6 +163,10 @@ type Evidence struct {
 	FMSPC, PCEID string
 	// PCKCertificate is the verified PCK leaf certificate.
 	PCKCertificate *x509.Certificate
+	// NotBefore and NotAfter bound the time in which every certificate of
+	// the verified PCK chain (leaf to root) is valid. Collateral has
+	// windows of its own that they do not include.
+	NotBefore, NotAfter time.Time
 	// TCB is the TCB evaluation; TCB.Evaluated is false without collateral.
 	TCB TCB
 	// Checked lists the checks that passed, in order.
@@ -231,6 +235,15 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 	}
 	pck := path[0]
 	ev.PCKCertificate = pck
+	ev.NotBefore, ev.NotAfter = pck.NotBefore, pck.NotAfter
+	for _, c := range path[1:] {
+		if c.NotBefore.After(ev.NotBefore) {
+			ev.NotBefore = c.NotBefore
+		}
+		if c.NotAfter.Before(ev.NotAfter) {
+			ev.NotAfter = c.NotAfter
+		}
+	}
 	ev.Checked = append(ev.Checked, CheckPCKChain)
 
 	signed := q.GetSignedData()
