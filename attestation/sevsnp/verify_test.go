@@ -97,7 +97,7 @@ func TestRealMilanEvidenceOneByteChanged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := milanEvidence(t)
 			tc.mutate(ev)
-			_, err := v.VerifyEvidence(ev, sevsnp.Check{Now: milanNow, AllowDebug: true})
+			_, err := v.VerifyParsed(ev, sevsnp.Check{Now: milanNow, AllowDebug: true})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
@@ -121,11 +121,11 @@ func TestForgedAMDChainRejected(t *testing.T) {
 	}
 	v := sevsnp.NewVerifier(sevsnp.Roots{})
 	// VCEK alone, chain left to the verifier's roots.
-	if _, err := v.VerifyEvidence(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
+	if _, err := v.VerifyParsed(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
 		t.Fatalf("forged VCEK accepted: %v", err)
 	}
 	// Carrying the forged ASK and ARK does not help.
-	if _, err := v.VerifyEvidence(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw, ASK: chain.ASK.Raw, ARK: chain.ARK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
+	if _, err := v.VerifyParsed(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw, ASK: chain.ASK.Raw, ARK: chain.ARK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
 		t.Fatalf("forged chain accepted: %v", err)
 	}
 	// And go-sev-guest itself (>= v0.15.0) refuses a forged chain carried in
@@ -192,7 +192,26 @@ func TestRepeatedEvidenceIsCheckedAgain(t *testing.T) {
 		t.Fatalf("expired chain: %v", err)
 	}
 	ev.Report[0x90] ^= 1
-	if _, err := v.VerifyEvidence(ev, sevsnp.Check{Now: milanNow, AllowDebug: true}); !errors.Is(err, sevsnp.ErrReportSignature) {
+	if _, err := v.VerifyParsed(ev, sevsnp.Check{Now: milanNow, AllowDebug: true}); !errors.Is(err, sevsnp.ErrReportSignature) {
 		t.Fatalf("tampered report: %v", err)
+	}
+}
+
+// The shape all evidence kinds share (attestation.EvidenceVerifier).
+func TestVerifierShape(t *testing.T) {
+	ev := milanEvidence(t)
+	raw, _ := ev.Marshal()
+	var v attestation.EvidenceVerifier = sevsnp.NewVerifier(sevsnp.Roots{})
+	got, err := v.VerifyEvidence(raw, attestation.EvidenceOptions{Now: milanNow, AllowDebug: true})
+	if err != nil || len(got.Measurement) != 48 || !got.ValidAt(milanNow) || len(got.Relaxations) != 0 {
+		t.Fatalf("VerifyEvidence = %+v, %v", got, err)
+	}
+	rd := got.ReportData
+	if _, err := v.VerifyEvidence(raw, attestation.EvidenceOptions{Now: milanNow, AllowDebug: true, ReportData: &rd}); err != nil {
+		t.Fatalf("its own report data: %v", err)
+	}
+	rd[0] ^= 1
+	if _, err := v.VerifyEvidence(raw, attestation.EvidenceOptions{Now: milanNow, AllowDebug: true, ReportData: &rd}); !errors.Is(err, attestation.ErrReportData) || !errors.Is(err, sevsnp.ErrReportData) {
+		t.Fatalf("other report data: %v", err)
 	}
 }
