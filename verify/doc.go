@@ -26,14 +26,15 @@
 //   - Freshness (Policy.MaxAge) and, with [Verifier.VerifyOutput], that the
 //     output's digest is the attested one.
 //
-// Evidence per profile: "sev-snp" (AMD roots embedded in go-sev-guest,
-// validated with go-sev-guest's validate package), "sev-snp-sim" (the same
-// code with the simulated root as trust anchor), "tdx" (package
-// attestation/tdx, Intel root embedded; TCB evaluated when the policy
-// supplies collateral) and "tpm" (package attestation/tpm: the AK pinned or
-// certified by the policy, the quote's qualifying data is the report data,
-// the measurement a hash over the policy's PCRs; no TPM anchor means no tpm
-// bundle verifies).
+// Evidence per profile, each through the one shape of the evidence kinds
+// (attestation.EvidenceVerifier): "sev-snp" (package attestation/sevsnp:
+// AMD roots embedded in go-sev-guest, validated with go-sev-guest's validate
+// package), "sev-snp-sim" (the same code with the simulated root as trust
+// anchor), "tdx" (package attestation/tdx, Intel root embedded; TCB
+// evaluated when the policy supplies collateral) and "tpm" (package
+// attestation/tpm: the AK pinned or certified by the policy, the quote's
+// qualifying data is the report data, the measurement a hash over the
+// policy's PCRs; no TPM anchor means no tpm bundle verifies).
 //
 // # Policies
 //

@@ -28,11 +28,9 @@ import (
 // one to share its cache.
 type Verifier struct {
 	p            Policy
-	hw           *sevsnp.Verifier
-	sim          *sevsnp.Verifier
+	kinds        map[string]attestation.EvidenceVerifier // per profile
 	measurements map[string][][]byte
 	notaryKeys   []ed25519.PublicKey
-	minTCB       map[string]kds.TCBParts
 	cache        *evidenceCache
 }
 
@@ -55,27 +53,32 @@ func New(p Policy) (*Verifier, error) {
 	}
 	v := &Verifier{
 		p:            p,
-		hw:           sevsnp.NewVerifier(sevsnp.Roots{AMD: p.AMDRoots}),
-		sim:          sevsnp.NewVerifier(sevsnp.Roots{UnsafeTrustEvidenceChain: true, PinnedSimulatedRoots: p.SimulatedRoots}),
 		measurements: map[string][][]byte{},
-		minTCB:       map[string]kds.TCBParts{},
 		cache:        newEvidenceCache(p.CacheSize),
 	}
+	minTCB := map[string]kds.TCBParts{}
 	for prof, ms := range p.Measurements {
 		v.measurements[prof] = append(v.measurements[prof], ms...)
 	}
 	v.notaryKeys = append(v.notaryKeys, p.NotaryKeys...)
 	for _, prof := range []string{attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim} {
-		v.minTCB[prof] = p.MinimumTCB
+		minTCB[prof] = p.MinimumTCB
 	}
 	if m := p.Manifest; m != nil {
 		for prof, mp := range m.Profiles {
 			v.measurements[prof] = append(v.measurements[prof], mp.Measurements...)
 			if t := mp.MinimumTCB; t != nil {
-				v.minTCB[prof] = maxTCB(v.minTCB[prof], kds.TCBParts{BlSpl: t.Bootloader, TeeSpl: t.TEE, SnpSpl: t.SNP, UcodeSpl: t.Microcode})
+				minTCB[prof] = maxTCB(minTCB[prof], kds.TCBParts{BlSpl: t.Bootloader, TeeSpl: t.TEE, SnpSpl: t.SNP, UcodeSpl: t.Microcode})
 			}
 		}
 		v.notaryKeys = append(v.notaryKeys, m.NotaryKeys...)
+	}
+	v.kinds = map[string]attestation.EvidenceVerifier{
+		attestation.ProfileSEVSNP: sevsnp.NewVerifier(sevsnp.Roots{AMD: p.AMDRoots}).WithMinimumTCB(minTCB[attestation.ProfileSEVSNP]),
+		attestation.ProfileSEVSNPSim: sevsnp.NewVerifier(sevsnp.Roots{UnsafeTrustEvidenceChain: true, PinnedSimulatedRoots: p.SimulatedRoots}).
+			WithMinimumTCB(minTCB[attestation.ProfileSEVSNPSim]),
+		attestation.ProfileTDX: tdx.NewVerifier(tdx.Options{Roots: p.IntelRoots, Collateral: p.TDXCollateral}),
+		attestation.ProfileTPM: tpm.NewVerifier(tpm.Options{TrustedAKs: p.TPMTrustedAKs, Roots: p.TPMRoots, PCRs: p.TPMPCRs}),
 	}
 	return v, nil
 }
@@ -245,70 +248,22 @@ func (v *Verifier) verifyEvidence(boot *attestation.BootEvidence, at time.Time) 
 	default:
 		return failed(CheckProfile, fmt.Errorf("%w: %s", ErrUnsupported, boot.Profile))
 	}
-	var (
-		keep       = true
-		reportData [64]byte
-	)
 	want := boot.ReportData()
-	switch boot.Profile {
-	case attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim:
-		sv := v.hw
-		if boot.Profile == attestation.ProfileSEVSNPSim {
-			sv = v.sim
-		}
-		res, err := sv.Verify(boot.Evidence, sevsnp.Check{Now: at, AllowDebug: v.p.UnsafeAllowDebug, MinimumTCB: v.minTCB[boot.Profile]})
-		if err != nil {
-			return evidenceFailed(err)
-		}
-		if res.SimulatedRoot != nil && len(v.p.SimulatedRoots) == 0 {
-			fp := sha256.Sum256(res.SimulatedRoot.Raw)
-			e.relaxations = append(e.relaxations, "trusted the simulated root the bundle carries (UnsafeTrustBundleSimulatedRoot; sha256 "+hex.EncodeToString(fp[:8])+"…)")
-		}
-		if res.Policy.Debug {
-			e.relaxations = append(e.relaxations, "debuggable guest accepted (UnsafeAllowDebug)")
-		}
-		e.measurement, reportData = res.Measurement, res.ReportData
-		e.notBefore, e.notAfter = res.NotBefore, res.NotAfter
-	case attestation.ProfileTDX:
-		ev, err := tdx.Verify(boot.Evidence, tdx.Options{Roots: v.p.IntelRoots, Now: func() time.Time { return at }, Collateral: v.p.TDXCollateral})
-		if err != nil {
-			return evidenceFailed(err)
-		}
-		// Policy checks apart from the cryptographic ones: debug, and the
-		// TCB status (only "UpToDate") when collateral let it be evaluated.
-		if err := tdx.Validate(ev, tdx.Policy{AllowDebug: v.p.UnsafeAllowDebug}); err != nil {
-			return evidenceFailed(err)
-		}
-		if ev.Debug {
-			e.relaxations = append(e.relaxations, "debuggable guest accepted (UnsafeAllowDebug)")
-		}
-		if !ev.TCB.Evaluated {
-			e.relaxations = append(e.relaxations, "TDX TCB not evaluated: the policy supplies no collateral")
-		}
-		e.measurement, reportData = ev.Measurement, ev.ReportData
-		e.notBefore, e.notAfter = ev.NotBefore, ev.NotAfter
-		// Collateral has validity windows of its own that the chain's
-		// does not include: such outcomes are not reused.
-		keep = v.p.TDXCollateral == nil
-	case attestation.ProfileTPM:
-		// The quote's qualifying data is the report data: tpm.Verify checks
-		// the binding itself.
-		ev, err := tpm.Verify(boot.Evidence, want[:], tpm.Options{
-			TrustedAKs: v.p.TPMTrustedAKs, Roots: v.p.TPMRoots, PCRs: v.p.TPMPCRs,
-			Now: func() time.Time { return at },
-		})
-		if errors.Is(err, tpm.ErrNonce) {
-			return failed(CheckBinding, fmt.Errorf("%w: %w", ErrBinding, err))
-		}
-		if err != nil {
-			return evidenceFailed(err)
-		}
-		e.measurement, reportData = ev.Measurement, want
-		e.notBefore, e.notAfter = ev.NotBefore, ev.NotAfter
+	ve, err := v.kinds[boot.Profile].VerifyEvidence(boot.Evidence, attestation.EvidenceOptions{Now: at, ReportData: &want, AllowDebug: v.p.UnsafeAllowDebug})
+	if errors.Is(err, attestation.ErrReportData) {
+		return failed(CheckBinding, fmt.Errorf("%w: report data is not SHA-512 of the bundle's boot keys and nonce: %w", ErrBinding, err))
 	}
-	if !bytes.Equal(reportData[:], want[:]) {
-		return failed(CheckBinding, fmt.Errorf("%w: report data is not SHA-512 of the bundle's boot keys and nonce", ErrBinding))
+	if err != nil {
+		return evidenceFailed(err)
 	}
+	e.relaxations = append(e.relaxations, ve.Relaxations...)
+	if ve.Debug {
+		e.relaxations = append(e.relaxations, "debuggable guest accepted (UnsafeAllowDebug)")
+	}
+	e.measurement, e.notBefore, e.notAfter = ve.Measurement, ve.NotBefore, ve.NotAfter
+	// Collateral has validity windows of its own that the chain's does not
+	// include: such tdx outcomes are not reused.
+	keep := boot.Profile != attestation.ProfileTDX || v.p.TDXCollateral == nil
 	return e, keep, nil
 }
 

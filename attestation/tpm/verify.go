@@ -251,17 +251,6 @@ func Verify(att []byte, nonce []byte, opts Options) (*Evidence, error) {
 	return ev, nil
 }
 
-// VerifyBinding is the one call a bundle verifier needs: Verify with nonce
-// and opts, returning the measurement (MeasurementOf over opts.PCRs or
-// DefaultPCRs) or an *Error naming the failed check.
-func VerifyBinding(att []byte, nonce []byte, opts Options) (Measurement, error) {
-	ev, err := Verify(att, nonce, opts)
-	if err != nil {
-		return nil, err
-	}
-	return ev.Measurement, nil
-}
-
 func sha256Quote(qs []*tpmpb.Quote) *tpmpb.Quote {
 	for _, q := range qs {
 		if tpm2.Algorithm(q.GetPcrs().GetHash()) == tpm2.AlgSHA256 {
