@@ -106,7 +106,8 @@ type Policy struct {
 // TrustEnclave returns p extended to accept outputs of the enclave whose
 // boot evidence is given: its measurement is added to the allowed ones for
 // its profile and, for the simulated profile, simulation is allowed with
-// that installation's root pinned. A server uses it for its own
+// that installation's root pinned (unless p already trusts every carried
+// root: UnsafeTrustBundleSimulatedRoot). A server uses it for its own
 // POST /v1/verify. It does not verify boot.
 func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (Policy, error) {
 	ms := make(map[string][][]byte, len(p.Measurements)+1)
@@ -115,7 +116,7 @@ func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (
 	}
 	ms[boot.Profile] = append(ms[boot.Profile], bytes.Clone(measurement))
 	p.Measurements = ms
-	if boot.Profile == attestation.ProfileSEVSNPSim {
+	if boot.Profile == attestation.ProfileSEVSNPSim && !p.UnsafeTrustBundleSimulatedRoot {
 		ev, err := sevsnp.ParseEvidence(boot.Evidence)
 		if err != nil {
 			return p, err

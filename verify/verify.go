@@ -256,7 +256,12 @@ func (v *Verifier) verifyEvidence(boot *attestation.BootEvidence, at time.Time) 
 	if err != nil {
 		return evidenceFailed(err)
 	}
-	e.relaxations = append(e.relaxations, ve.Relaxations...)
+	for _, x := range ve.Relaxations {
+		if boot.Profile == attestation.ProfileSEVSNPSim && v.p.UnsafeTrustBundleSimulatedRoot {
+			x += " (UnsafeTrustBundleSimulatedRoot)" // the switch that let the carried root in
+		}
+		e.relaxations = append(e.relaxations, x)
+	}
 	if ve.Debug {
 		e.relaxations = append(e.relaxations, "debuggable guest accepted (UnsafeAllowDebug)")
 	}

@@ -74,6 +74,15 @@ func TestPinnedSimulatedRoot(t *testing.T) {
 	if !res.Valid || len(res.Relaxations) != 1 {
 		t.Fatalf("own root pinned: %v %v", res.Err(), res.Relaxations)
 	}
+	// A policy that already trusts every carried root stays as it is
+	// (pinning as well would contradict it).
+	carried, err := verify.TrustEnclave(f.policy(), f.enclave.BootEvidence(), f.enclave.Measurement())
+	if err != nil || len(carried.SimulatedRoots) != 0 {
+		t.Fatalf("TrustEnclave on a carried-root policy: %v %v", carried.SimulatedRoots, err)
+	}
+	if res, _ := mustNew(t, carried).Verify(b); !res.Valid {
+		t.Fatal(res.Err())
+	}
 	// Pinned to some other root: the carried one is refused.
 	other := selfSigned(t)
 	p.SimulatedRoots = []*x509.Certificate{other}
