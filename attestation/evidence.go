@@ -1,6 +1,7 @@
 package attestation
 
 import (
+	"crypto/x509"
 	"errors"
 	"time"
 )
@@ -58,6 +59,21 @@ type VerifiedEvidence struct {
 	// (a simulated root the evidence carries, a TCB not evaluated), each a
 	// sentence.
 	Relaxations []string
+}
+
+// CertificatesWindow returns the times between which every one of certs is
+// valid: the latest NotBefore and the earliest NotAfter (zero times for no
+// certificates). Evidence kinds use it for VerifiedEvidence's window.
+func CertificatesWindow(certs ...*x509.Certificate) (notBefore, notAfter time.Time) {
+	for i, c := range certs {
+		if i == 0 || c.NotBefore.After(notBefore) {
+			notBefore = c.NotBefore
+		}
+		if i == 0 || c.NotAfter.Before(notAfter) {
+			notAfter = c.NotAfter
+		}
+	}
+	return notBefore, notAfter
 }
 
 // ValidAt reports whether t is inside [NotBefore, NotAfter].

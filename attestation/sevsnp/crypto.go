@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acds-project/acds/attestation"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
@@ -119,7 +120,7 @@ func (v *Verifier) verifyChain(att *spb.Attestation, ev *Evidence, now time.Time
 		}
 		return nil, fmt.Errorf("%w: %v", ErrChain, err)
 	}
-	entry.notBefore, entry.notAfter = window(certs)
+	entry.notBefore, entry.notAfter = attestation.CertificatesWindow(certs...)
 	return entry, nil
 }
 
@@ -160,19 +161,6 @@ func productLineOf(report *spb.Report, vcek *x509.Certificate) (string, error) {
 		return "", err
 	}
 	return kds.ProductLine(p), nil
-}
-
-func window(certs []*x509.Certificate) (time.Time, time.Time) {
-	nb, na := certs[0].NotBefore, certs[0].NotAfter
-	for _, c := range certs[1:] {
-		if c.NotBefore.After(nb) {
-			nb = c.NotBefore
-		}
-		if c.NotAfter.Before(na) {
-			na = c.NotAfter
-		}
-	}
-	return nb, na
 }
 
 // chainEntry is what verifyChain found.

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/acds-project/acds/attestation"
 	"math/big"
 	"sync"
 	"time"
@@ -235,15 +236,7 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 	}
 	pck := path[0]
 	ev.PCKCertificate = pck
-	ev.NotBefore, ev.NotAfter = pck.NotBefore, pck.NotAfter
-	for _, c := range path[1:] {
-		if c.NotBefore.After(ev.NotBefore) {
-			ev.NotBefore = c.NotBefore
-		}
-		if c.NotAfter.Before(ev.NotAfter) {
-			ev.NotAfter = c.NotAfter
-		}
-	}
+	ev.NotBefore, ev.NotAfter = attestation.CertificatesWindow(path...)
 	ev.Checked = append(ev.Checked, CheckPCKChain)
 
 	signed := q.GetSignedData()

@@ -11,6 +11,7 @@ import (
 	"encoding/asn1"
 	"encoding/hex"
 	"fmt"
+	"github.com/acds-project/acds/attestation"
 	"slices"
 	"time"
 
@@ -171,15 +172,7 @@ func Verify(att []byte, nonce []byte, opts Options) (*Evidence, error) {
 			return nil, err
 		}
 		ev.AKCertificate = cert
-		ev.NotBefore, ev.NotAfter = cert.NotBefore, cert.NotAfter
-		for _, c := range chain[1:] {
-			if c.NotBefore.After(ev.NotBefore) {
-				ev.NotBefore = c.NotBefore
-			}
-			if c.NotAfter.Before(ev.NotAfter) {
-				ev.NotAfter = c.NotAfter
-			}
-		}
+		ev.NotBefore, ev.NotAfter = attestation.CertificatesWindow(chain...)
 	}
 	ev.AK = ak
 	ev.Checked = append(ev.Checked, CheckParse, CheckTrust, CheckAK)
