@@ -16,23 +16,9 @@ var ErrPolicy = errors.New("verify: policy refused")
 
 // PolicyError says which field of a [Policy] made [New] refuse it, and
 // why. It wraps ErrPolicy.
-type PolicyError struct {
-	// Field names the Policy field, with an index or key when one element
-	// is at fault ("NotaryKeys[1]", `Measurements["tdx"][0]`).
-	Field string
-	// Reason says what is wrong with it.
-	Reason string
-}
-
-func (e *PolicyError) Error() string {
-	return fmt.Sprintf("verify: policy field %s: %s", e.Field, e.Reason)
-}
-
-// Unwrap returns ErrPolicy.
-func (e *PolicyError) Unwrap() error { return ErrPolicy }
-
-// check applies the rules New enforces. Each rule refuses a policy that
-// could never do what its fields say, or that says two things at once:
+//
+// The rules, each refusing a policy that could never do what its fields
+// say, or that says two things at once:
 //
 //   - Measurements or Manifest: at least one measurement for some profile.
 //     A policy that allows no code hash accepts nothing, which is always
@@ -54,6 +40,22 @@ func (e *PolicyError) Unwrap() error { return ErrPolicy }
 //     trust mechanism); each AK is an *ecdsa.PublicKey or *rsa.PublicKey.
 //   - TPMPCRs: indices 0 to 23, none twice.
 //   - SessionWindow, ClockSkew, MaxAge: not negative.
+type PolicyError struct {
+	// Field names the Policy field, with an index or key when one element
+	// is at fault ("NotaryKeys[1]", `Measurements["tdx"][0]`).
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("verify: policy field %s: %s", e.Field, e.Reason)
+}
+
+// Unwrap returns ErrPolicy.
+func (e *PolicyError) Unwrap() error { return ErrPolicy }
+
+// check applies the rules listed with PolicyError.
 func (p *Policy) check() error {
 	bad := func(field, format string, a ...any) error {
 		return &PolicyError{Field: field, Reason: fmt.Sprintf(format, a...)}
