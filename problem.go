@@ -3,7 +3,6 @@ package acds
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 )
 
@@ -38,36 +37,38 @@ const (
 )
 
 // ProblemStatus returns the HTTP status that the server uses for a problem
-// code, or 500 for an unknown code.
+// code, or 500 for an unknown code. The statuses are written as numbers
+// (named in comments, as RFC 9110 names them) so that this package, which
+// verify depends on, does not import net/http.
 func ProblemStatus(code string) int {
 	switch code {
 	case ProblemInvalidJSON, ProblemInvalidRequest:
-		return http.StatusBadRequest
+		return 400 // Bad Request
 	case ProblemUnsupportedMediaType:
-		return http.StatusUnsupportedMediaType
+		return 415 // Unsupported Media Type
 	case ProblemPayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
+		return 413 // Content Too Large
 	case ProblemUnauthorized:
-		return http.StatusUnauthorized
+		return 401 // Unauthorized
 	case ProblemNotFound:
-		return http.StatusNotFound
+		return 404 // Not Found
 	case ProblemMethodNotAllowed:
-		return http.StatusMethodNotAllowed
+		return 405 // Method Not Allowed
 	case ProblemUnsupportedSystemType, ProblemUnsupportedOutputFormat, ProblemInvalidFHIR,
 		ProblemPortalAuthFailed, ProblemPortalMFARequired:
-		return http.StatusUnprocessableEntity
+		return 422 // Unprocessable Content
 	case ProblemRecordNotFound:
-		return http.StatusNotFound
+		return 404 // Not Found
 	case ProblemPortalUnavailable, ProblemPortalResponseInvalid:
-		return http.StatusBadGateway
+		return 502 // Bad Gateway
 	case ProblemForbiddenPortal:
-		return http.StatusForbidden
+		return 403 // Forbidden
 	case ProblemRateLimited:
-		return http.StatusTooManyRequests
+		return 429 // Too Many Requests
 	case ProblemUnavailable:
-		return http.StatusServiceUnavailable
+		return 503 // Service Unavailable
 	default:
-		return http.StatusInternalServerError
+		return 500 // Internal Server Error
 	}
 }
 

@@ -15,10 +15,34 @@
 // boot nonce, the signed claims and, for MPC-TLS fetches, the notary
 // statements.
 //
-// Verification lives in package verify; this package only defines the formats,
-// the binding and the signing side, and parses untrusted bytes strictly:
-// [ParseBundle] enforces size limits, rejects unknown fields, duplicate keys,
-// indefinite lengths and any encoding that is not the deterministic one.
+// # What the package holds
+//
+//   - Formats and their strict parsers: [Bundle], [BootEvidence], [Claims]
+//     ([ParseBundle], [ParseBootEvidence], [ParseClaims]) with size limits,
+//     no unknown fields, no duplicate keys, no indefinite lengths and no
+//     encoding other than the deterministic one; the error classes and
+//     [FieldError]; [Profiles] and [MeasurementSize].
+//   - The binding: [BootReportData], the report data that ties the
+//     hardware quote to the boot keys and nonce.
+//   - The signing side: [Enclave] (the boot keys, the one quote, [Claims]
+//     signed per output with [ClaimsSigner], sealing) on a [Backend] that the
+//     evidence packages implement.
+//   - The claims check: [VerifyClaims] verifies a COSE_Sign1 statement
+//     under a boot key and parses its claims. It is the one verification
+//     step that needs no TEE knowledge; everything else (evidence, roots,
+//     measurements, policy) is package verify's.
+//   - The one shape of the evidence kinds: [EvidenceVerifier],
+//     [EvidenceOptions] and [VerifiedEvidence], which packages sevsnp, tdx
+//     and tpm implement and package verify uses per profile.
+//   - Attested TLS certificates: [Enclave.TLSCertificate] (self-signed,
+//     carrying the boot evidence in the [OIDBootEvidence] extension) and
+//     [BootEvidenceFromCertificate]; and an operator CA, [Issuer]
+//     ([ParseIssuer]), that issues such certificates from the enclave's
+//     certificate request ([Enclave.TLSCertificateRequest],
+//     [Enclave.IssuedTLSCertificate]) without ever replacing the evidence.
+//     The CA is here, not in a TLS package, because it checks what only
+//     this package defines: that a request is for the key the boot
+//     evidence binds and carries that evidence.
 //
 // # Profiles
 //

@@ -194,7 +194,11 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	cfg.Store = s.st
 	cfg.Pipeline = fhirPipeline{key: deidKey}
 	cfg.Enclave = enclaveSeam{e: s.encl, notaryKey: s.inProcess}
-	cfg.Verifier = verifierSeam{verify.New(s.policy)}
+	v, err := verify.New(s.policy)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Verifier = verifierSeam{v}
 	cfg.Fetcher = fetcherSeam{fetcher}
 	if cfg.Logger == nil {
 		cfg.Logger = log

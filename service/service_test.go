@@ -74,7 +74,7 @@ func offlinePolicy(t *testing.T, notaryKeys ...ed25519.PublicKey) verify.Policy 
 		t.Fatal(err)
 	}
 	return verify.Policy{Measurements: map[string][][]byte{attestation.ProfileSEVSNPSim: {self}},
-		AllowSimulation: true, NotaryKeys: notaryKeys}
+		UnsafeAllowSimulation: true, UnsafeTrustBundleSimulatedRoot: true, NotaryKeys: notaryKeys}
 }
 
 // session opens an anonymous session; it returns the client with the
@@ -129,7 +129,7 @@ func TestProcessAndVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, p := range map[string]verify.Policy{"independent": offlinePolicy(t), "service": svc.Policy()} {
-		r, err := verify.New(p).VerifyOutput(bundle, rec.Result.Output)
+		r, err := mustVerifier(t, p).VerifyOutput(bundle, rec.Result.Output)
 		if err != nil || !r.Valid || !r.TEEQuoteVerified || !r.EnclaveHashMatch || !r.OutputChecked {
 			t.Fatalf("%s policy: %+v %v (%v)", name, r, err, r.Err())
 		}
@@ -138,7 +138,7 @@ func TestProcessAndVerify(t *testing.T) {
 		}
 	}
 	altered := bytes.Replace(rec.Result.Output, []byte("Chalmers"), []byte("Chalmerz"), 1)
-	if r, err := verify.New(offlinePolicy(t)).VerifyOutput(bundle, altered); err != nil || r.Valid {
+	if r, err := mustVerifier(t, offlinePolicy(t)).VerifyOutput(bundle, altered); err != nil || r.Valid {
 		t.Fatalf("altered output verified: %+v %v", r, err)
 	}
 	// POST /v1/verify is wired to the same verifier.
@@ -388,7 +388,7 @@ func TestAttestedTLS(t *testing.T) {
 	hs := &http.Server{Handler: svc.Handler(), TLSConfig: cfg, ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = hs.Serve(tls.NewListener(ln, cfg)) }()
 	defer hs.Close()
-	v := verify.New(offlinePolicy(t))
+	v := mustVerifier(t, offlinePolicy(t))
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		InsecureSkipVerify: true, // the evidence, not a CA, decides (VerifyConnection)
 		VerifyConnection:   v.VerifyConnection,
@@ -403,7 +403,7 @@ func TestAttestedTLS(t *testing.T) {
 	// A verifier expecting other code refuses the handshake.
 	other := offlinePolicy(t)
 	other.Measurements[attestation.ProfileSEVSNPSim] = [][]byte{bytes.Repeat([]byte{1}, 48)}
-	hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, VerifyConnection: verify.New(other).VerifyConnection}}
+	hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, VerifyConnection: mustVerifier(t, other).VerifyConnection}}
 	if _, err := c.Health(ctx); err == nil {
 		t.Fatal("a client expecting another measurement accepted the server")
 	}
@@ -451,12 +451,12 @@ func TestFetchAndAttest(t *testing.T) {
 		t.Fatalf("fetch: %+v %+v %v", rec, rec.Error, err)
 	}
 	bundle, _ := base64.StdEncoding.DecodeString(rec.Result.AttestationBundle)
-	r, err := verify.New(offlinePolicy(t, svc.NotaryKey())).VerifyOutput(bundle, rec.Result.Output)
+	r, err := mustVerifier(t, offlinePolicy(t, svc.NotaryKey())).VerifyOutput(bundle, rec.Result.Output)
 	if err != nil || !r.Valid || !r.MPCTLSVerified {
 		t.Fatalf("offline verification: %+v %v (%v)", r, err, r.Err())
 	}
 	// Without the notary key the mpc-tls source does not verify.
-	if r, err := verify.New(offlinePolicy(t)).VerifyOutput(bundle, rec.Result.Output); err != nil || r.Valid || r.MPCTLSVerified {
+	if r, err := mustVerifier(t, offlinePolicy(t)).VerifyOutput(bundle, rec.Result.Output); err != nil || r.Valid || r.MPCTLSVerified {
 		t.Fatalf("verified without trusting the notary: %+v %v", r, err)
 	}
 
@@ -488,4 +488,13 @@ func TestPostgres(t *testing.T) {
 	}
 	c, _ = session(t, ctx, c)
 	process(t, ctx, c, acds.OutputFHIRR4)
+}
+
+func mustVerifier(t *testing.T, p verify.Policy) *verify.Verifier {
+	t.Helper()
+	v, err := verify.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -5,12 +5,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/acds-project/acds/verify"
 )
 
 // One Verifier serves many goroutines: bundles, boot evidence and attested
-// TLS certificates at once, sharing the chain and certificate caches (run
+// TLS certificates at once, sharing its cache of verified evidence (run
 // with -race in CI).
 func TestConcurrentVerification(t *testing.T) {
 	f := getFixture(t)
@@ -23,7 +21,7 @@ func TestConcurrentVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := verify.New(f.policy())
+	v := mustNew(t, f.policy())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

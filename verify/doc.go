@@ -2,8 +2,8 @@
 // bytes and a [Policy], it says whether the output is what a genuine enclave
 // running a published code hash produced, and why not when it is not.
 //
-//	v := verify.New(verify.Policy{Manifest: m})
-//	res, err := v.Verify(bundle)          // err: not a bundle at all
+//	v, err := verify.New(verify.Policy{Manifest: m}) // err: a contradictory or empty policy
+//	res, err := v.Verify(bundle)                     // err: not a bundle at all
 //	if !res.Valid { fmt.Println(res.Reasons()) }
 //
 // # What is checked
@@ -15,7 +15,7 @@
 //     report data is [attestation.BootReportData] of the bundle's boot keys
 //     and nonce; and the boot signing key signed the claims (COSE_Sign1
 //     ES256). The simulated profile "sev-snp-sim" never passes unless
-//     Policy.AllowSimulation is set, and the result says so.
+//     Policy.UnsafeAllowSimulation is set, and the result says so.
 //   - Code hash (EnclaveHashMatch): the authenticated measurement is one the
 //     policy (or its manifest) lists for the profile, and equals the
 //     measurement in the claims.
@@ -26,14 +26,27 @@
 //   - Freshness (Policy.MaxAge) and, with [Verifier.VerifyOutput], that the
 //     output's digest is the attested one.
 //
-// Evidence per profile: "sev-snp" (AMD roots embedded in go-sev-guest,
-// validated with go-sev-guest's validate package), "sev-snp-sim" (the same
-// code with the simulated root as trust anchor), "tdx" (package
-// attestation/tdx, Intel root embedded; TCB evaluated when the policy
-// supplies collateral) and "tpm" (package attestation/tpm: the AK pinned or
-// certified by the policy, the quote's qualifying data is the report data,
-// the measurement a hash over the policy's PCRs; no TPM anchor means no tpm
-// bundle verifies).
+// Evidence per profile, each through the one shape of the evidence kinds
+// (attestation.EvidenceVerifier): "sev-snp" (package attestation/sevsnp:
+// AMD roots embedded in go-sev-guest, validated with go-sev-guest's validate
+// package), "sev-snp-sim" (the same code with the simulated root as trust
+// anchor), "tdx" (package attestation/tdx, Intel root embedded; TCB
+// evaluated when the policy supplies collateral) and "tpm" (package
+// attestation/tpm: the AK pinned or certified by the policy, the quote's
+// qualifying data is the report data, the measurement a hash over the
+// policy's PCRs; no TPM anchor means no tpm bundle verifies).
+//
+// # Policies
+//
+// [New] refuses a policy that could never accept a bundle or says two
+// things at once (no measurement at all, simulated roots without
+// simulation, pinned and carried simulated roots together, a notary key of
+// the wrong size, ...) with a *[PolicyError] naming the field. Every switch
+// that weakens verification is named Unsafe… (UnsafeAllowSimulation,
+// UnsafeTrustBundleSimulatedRoot, UnsafeTrustClaimedNotaryKey,
+// UnsafeAllowDebug) and, when it applies to a bundle, is listed in
+// Result.Relaxations and so in the "relaxation: …" lines of Reasons (the
+// details.reasons of POST /v1/verify).
 //
 // Valid is true only when every check that applies passed. Result.Failures
 // lists each failed check with a typed error (errors.Is with the Err*
@@ -50,12 +63,30 @@
 // before sending a byte, any server that is not an attested enclave under
 // the policy, including plain TLS servers and TLS-terminating proxies.
 //
+// # One cache
+//
+// A Verifier keeps the one cache of verified evidence on these paths
+// (bundles, boot evidence, attested TLS; package sevsnp and client/attested
+// keep none): keyed by SHA-256 of the boot evidence's deterministic
+// encoding (profile, evidence, boot keys and nonce: the bytes an
+// attested-TLS certificate carries), so a later connection skips even
+// parsing them; bounded (Policy.CacheSize), safe for
+// concurrent use, one verification for concurrent first requests. An
+// outcome is reused only at times inside the window of the evidence's
+// certificates; tdx outcomes checked against collateral are not reused.
+// Everything else (claims signature, measurement, manifest, certificate
+// time and key) is checked on every call.
+//
 // # Offline by construction
 //
 // Nothing here opens a connection: roots, manifest and clock are injected;
 // go-sev-guest is called with certificate fetching disabled and a getter
-// that refuses every request; no package of ours on this path imports
-// net/http (go-sev-guest's trust package does, for the fetching this package
-// never enables). Tests prove that verification succeeds with every dial
-// failing.
+// that refuses every request. No package of this module on verify's
+// dependency path (the root acds package, attestation and its evidence
+// packages, manifest, mpctls) imports net/http; TestVerifyPathImports walks
+// that path and proves it. Packages of other modules on the path do import
+// it, for fetching this package never enables: go-sev-guest's verify/trust
+// (AMD KDS), go-tdx-guest's pcs and verify/trust (Intel PCS) and
+// go-tpm-tools' client (its internal package). Tests prove that
+// verification succeeds with every dial failing.
 package verify

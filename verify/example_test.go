@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -42,7 +43,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	res, err := verify.New(policy).VerifyOutput(bundle, output)
+	v, err := verify.New(policy)
+	if err != nil {
+		panic(err) // a contradictory or empty policy
+	}
+	res, err := v.VerifyOutput(bundle, output)
 	if err != nil {
 		panic(err) // not a bundle at all
 	}
@@ -52,15 +57,17 @@ func Example() {
 	fmt.Println("request:", res.Claims.RequestID, res.Claims.Source.Kind)
 	fmt.Println("relaxations:", res.Relaxations)
 
-	// Without AllowSimulation the same bundle is refused.
-	policy.AllowSimulation = false
-	res, _ = verify.New(policy).Verify(bundle)
-	fmt.Println("valid without AllowSimulation:", res.Valid)
+	// Pinned simulated roots without UnsafeAllowSimulation contradict
+	// each other: New names the field.
+	policy.UnsafeAllowSimulation = false
+	_, err = verify.New(policy)
+	var pe *verify.PolicyError
+	fmt.Println("refused field:", errors.As(err, &pe), pe.Field)
 	// Output:
 	// valid: true
 	// tee quote verified: true
 	// enclave hash match: true
 	// request: req-42 raw
-	// relaxations: [simulated SEV-SNP accepted (AllowSimulation): proves the code path, not hardware]
-	// valid without AllowSimulation: false
+	// relaxations: [simulated SEV-SNP accepted (UnsafeAllowSimulation): proves the code path, not hardware]
+	// refused field: true SimulatedRoots
 }

@@ -75,10 +75,11 @@ func getFixture(t testing.TB) *fixture {
 // carried by bundles; the clock is a minute after issue.
 func (f *fixture) policy() verify.Policy {
 	return verify.Policy{
-		AllowSimulation: true,
-		Measurements:    map[string][][]byte{attestation.ProfileSEVSNPSim: {simMeasurement}},
-		NotaryKeys:      []ed25519.PublicKey{f.notaryPub},
-		Now:             func() time.Time { return f.now.Add(time.Minute) },
+		UnsafeAllowSimulation:          true,
+		UnsafeTrustBundleSimulatedRoot: true,
+		Measurements:                   map[string][][]byte{attestation.ProfileSEVSNPSim: {simMeasurement}},
+		NotaryKeys:                     []ed25519.PublicKey{f.notaryPub},
+		Now:                            func() time.Time { return f.now.Add(time.Minute) },
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/verify"
 )
 
 // FuzzVerify feeds arbitrary bytes to bundle decoding and verification,
@@ -40,8 +39,8 @@ func FuzzVerify(f *testing.F) {
 	// process must not verify there, and the only valid inputs are this
 	// process's own bundles.
 	p := fx.policy()
-	p.SimulatedRoots = []*x509.Certificate{fx.backend.Root()}
-	v := verify.New(p)
+	p.SimulatedRoots, p.UnsafeTrustBundleSimulatedRoot = []*x509.Certificate{fx.backend.Root()}, false
+	v := mustNew(f, p)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := v.VerifyOutput(data, []byte("fuzz output"))
 		if err == nil && res.Valid && !bytes.Equal(data, raw) && !bytes.Equal(data, mpc) {

@@ -68,11 +68,12 @@ func TestMPCTLSWithRealNotary(t *testing.T) {
 	}
 
 	p := verify.Policy{
-		AllowSimulation: true,
-		Measurements:    map[string][][]byte{attestation.ProfileSEVSNPSim: {simMeasurement}},
-		NotaryKeys:      []ed25519.PublicKey{n.Key},
+		UnsafeAllowSimulation:          true,
+		UnsafeTrustBundleSimulatedRoot: true,
+		Measurements:                   map[string][][]byte{attestation.ProfileSEVSNPSim: {simMeasurement}},
+		NotaryKeys:                     []ed25519.PublicKey{n.Key},
 	}
-	res, err := verify.New(p).VerifyOutput(bundle, out)
+	res, err := mustNew(t, p).VerifyOutput(bundle, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +82,11 @@ func TestMPCTLSWithRealNotary(t *testing.T) {
 	}
 	// Without the notary key, only the development relaxation accepts it.
 	p.NotaryKeys = nil
-	if res, _ := verify.New(p).Verify(bundle); res.Valid || res.MPCTLSVerified {
+	if res, _ := mustNew(t, p).Verify(bundle); res.Valid || res.MPCTLSVerified {
 		t.Fatal("untrusted notary accepted")
 	}
 	p.UnsafeTrustClaimedNotaryKey = true
-	if res, _ := verify.New(p).Verify(bundle); !res.Valid {
+	if res, _ := mustNew(t, p).Verify(bundle); !res.Valid {
 		t.Fatalf("claimed notary key: %v", res.Err())
 	}
 
@@ -100,7 +101,7 @@ func TestMPCTLSWithRealNotary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := verify.New(p)
+	v := mustNew(t, p)
 	_, disclosed, err := v.VerifyPresentation(bundle, 0, raw)
 	if err != nil {
 		t.Fatal(err)

@@ -18,9 +18,13 @@ import (
 	"github.com/google/go-sev-guest/verify/trust"
 )
 
-// Policy is what a verifier trusts and requires. The zero value trusts the
-// embedded vendor roots, lists no measurements (so no bundle is valid:
-// verification fails closed), refuses simulation and trusts no notary.
+// Policy is what a verifier trusts and requires. Fields are trusted
+// material (roots, measurements, notary keys), requirements (MinimumTCB,
+// MaxAge) and weakening switches, each named Unsafe… and each reported in
+// Result.Relaxations whenever it applies. Zero values trust the embedded
+// vendor roots, refuse simulation and debuggable guests and trust no
+// notary; a policy must still list at least one measurement (directly or
+// through a manifest), else [New] refuses it (see [PolicyError]).
 type Policy struct {
 	// Manifest supplies allowed measurements per profile, minimum SEV-SNP
 	// TCB and trusted notary keys. The caller has verified its signature
@@ -53,26 +57,33 @@ type Policy struct {
 	// MinimumTCB is the lowest acceptable SEV-SNP reported TCB, combined
 	// (component-wise maximum) with the manifest's. Zero value: none.
 	MinimumTCB kds.TCBParts
-	// AllowDebug accepts guests whose policy permits debugging (the host can
-	// read their memory). Zero value: refused.
-	AllowDebug bool
+	// UnsafeAllowDebug accepts guests whose policy permits debugging (the
+	// host can read their memory); the result lists the relaxation. Zero
+	// value: refused.
+	UnsafeAllowDebug bool
 
-	// AllowSimulation accepts the "sev-snp-sim" profile. A simulated quote
-	// proves the code path, not hardware; the result lists the relaxation.
-	// Zero value: the simulated profile is never valid.
-	AllowSimulation bool
-	// SimulatedRoots pins the simulated ARKs trusted with AllowSimulation
-	// (a server trusting its own installation). Zero value: the root the
-	// bundle carries is trusted, reported as a relaxation.
+	// UnsafeAllowSimulation accepts the "sev-snp-sim" profile. A simulated
+	// quote proves the code path, not hardware; the result lists the
+	// relaxation. It needs a simulated root: SimulatedRoots, or
+	// UnsafeTrustBundleSimulatedRoot. Zero value: the simulated profile is
+	// never valid.
+	UnsafeAllowSimulation bool
+	// SimulatedRoots pins the simulated ARKs trusted with
+	// UnsafeAllowSimulation (for example a server trusting its own
+	// installation). Zero value: none.
 	SimulatedRoots []*x509.Certificate
+	// UnsafeTrustBundleSimulatedRoot trusts whatever simulated root each
+	// sev-snp-sim bundle carries, so any installation's simulated enclave
+	// passes (the result names the root's fingerprint). Needs
+	// UnsafeAllowSimulation and excludes SimulatedRoots. Zero value: off.
+	UnsafeTrustBundleSimulatedRoot bool
 
 	// NotaryKeys are trusted MPC-TLS notary keys, in addition to the
 	// manifest's. Zero value: none.
 	NotaryKeys []ed25519.PublicKey
 	// UnsafeTrustClaimedNotaryKey trusts the notary key that a simulated
-	// enclave's signed claims name (its in-process notary). Only effective
-	// together with AllowSimulation on a sev-snp-sim bundle. Zero value:
-	// off.
+	// enclave's signed claims name (its in-process notary). Applies only to
+	// sev-snp-sim bundles and needs UnsafeAllowSimulation. Zero value: off.
 	UnsafeTrustClaimedNotaryKey bool
 	// SessionWindow is how long before the claims' issue time a notarized
 	// session may have started. Zero value: 1 hour.
@@ -86,12 +97,17 @@ type Policy struct {
 	MaxAge time.Duration
 	// Now is the clock. Zero value: time.Now.
 	Now func() time.Time
+	// CacheSize bounds how many verified pieces of evidence the verifier
+	// remembers (first in, first out); see [Verifier]. It changes cost,
+	// never outcomes. Zero value: DefaultCacheSize; negative: no cache.
+	CacheSize int
 }
 
 // TrustEnclave returns p extended to accept outputs of the enclave whose
 // boot evidence is given: its measurement is added to the allowed ones for
 // its profile and, for the simulated profile, simulation is allowed with
-// that installation's root pinned. A server uses it for its own
+// that installation's root pinned (unless p already trusts every carried
+// root: UnsafeTrustBundleSimulatedRoot). A server uses it for its own
 // POST /v1/verify. It does not verify boot.
 func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (Policy, error) {
 	ms := make(map[string][][]byte, len(p.Measurements)+1)
@@ -100,7 +116,7 @@ func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (
 	}
 	ms[boot.Profile] = append(ms[boot.Profile], bytes.Clone(measurement))
 	p.Measurements = ms
-	if boot.Profile == attestation.ProfileSEVSNPSim {
+	if boot.Profile == attestation.ProfileSEVSNPSim && !p.UnsafeTrustBundleSimulatedRoot {
 		ev, err := sevsnp.ParseEvidence(boot.Evidence)
 		if err != nil {
 			return p, err
@@ -109,7 +125,7 @@ func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (
 		if err != nil {
 			return p, fmt.Errorf("simulated root: %w", err)
 		}
-		p.AllowSimulation = true
+		p.UnsafeAllowSimulation = true
 		p.SimulatedRoots = append(append([]*x509.Certificate(nil), p.SimulatedRoots...), ark)
 	}
 	return p, nil

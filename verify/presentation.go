@@ -62,9 +62,9 @@ func (v *Verifier) VerifyPresentation(bundle []byte, session int, presentation [
 // c, and the relaxation that applied, if any.
 func (v *Verifier) trustedNotaries(b *attestation.Bundle, c *attestation.Claims) ([]ed25519.PublicKey, string) {
 	trusted := v.notaryKeys
-	if v.p.UnsafeTrustClaimedNotaryKey && v.p.AllowSimulation && b.Boot.Profile == attestation.ProfileSEVSNPSim && len(c.NotaryKey) == ed25519.PublicKeySize {
+	if v.p.UnsafeTrustClaimedNotaryKey && v.p.UnsafeAllowSimulation && b.Boot.Profile == attestation.ProfileSEVSNPSim && len(c.NotaryKey) == ed25519.PublicKeySize {
 		trusted = append(append([]ed25519.PublicKey(nil), trusted...), ed25519.PublicKey(c.NotaryKey))
-		return trusted, "trusted the notary key the simulated enclave's claims name (" + fmt.Sprintf("%x", c.NotaryKey[:8]) + "…)"
+		return trusted, "trusted the notary key the simulated enclave's claims name (UnsafeTrustClaimedNotaryKey; " + fmt.Sprintf("%x", c.NotaryKey[:8]) + "…)"
 	}
 	return trusted, ""
 }

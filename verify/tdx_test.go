@@ -36,11 +36,11 @@ func TestTDXBundleEvidenceChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := verify.Policy{
-		Measurements: map[string][][]byte{attestation.ProfileTDX: {ev.Measurement}},
-		AllowDebug:   true,
-		Now:          func() time.Time { return at },
+		Measurements:     map[string][][]byte{attestation.ProfileTDX: {ev.Measurement}},
+		UnsafeAllowDebug: true,
+		Now:              func() time.Time { return at },
 	}
-	res, err := verify.New(p).Verify(b)
+	res, err := mustNew(t, p).Verify(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestTDXBundleEvidenceChecked(t *testing.T) {
 	q[200] ^= 1
 	parsed.Boot.Evidence = q
 	b, _ = parsed.Marshal()
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if res.Valid || !errors.Is(res.Err(), verify.ErrEvidence) {
 		t.Fatalf("tampered quote: %v", res.Err())
 	}

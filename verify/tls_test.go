@@ -71,13 +71,17 @@ func TestAttestedTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serveTLS(t, cert)
-	v := verify.New(f.policy())
+	v := mustNew(t, f.policy())
 	if got, err := dialAttested(addr, v); err != nil || got != "hello" {
 		t.Fatalf("attested TLS to a genuine enclave: %q %v", got, err)
 	}
-	// Cached per certificate: the same result again.
-	if r1, r2 := v.VerifyCertificate(cert.Leaf), v.VerifyCertificate(cert.Leaf); r1 != r2 || !r1.Valid {
-		t.Fatal("verified certificate not cached")
+	// The evidence was verified once; later checks of it are cache hits.
+	before := v.Stats()
+	if r1, r2 := v.VerifyCertificate(cert.Leaf), v.VerifyCertificate(cert.Leaf); !r1.Valid || !r2.Valid {
+		t.Fatal("verified certificate refused again")
+	}
+	if s := v.Stats(); before.Verified != 1 || s.Verified != 1 || s.Cached != before.Cached+2 {
+		t.Fatalf("stats %+v then %+v, want one verification and two hits", before, s)
 	}
 
 	refuse := func(name, addr string, v *verify.Verifier, want error) {
@@ -90,36 +94,36 @@ func TestAttestedTLS(t *testing.T) {
 	}
 	// Simulation not allowed.
 	p := f.policy()
-	p.AllowSimulation = false
-	refuse("simulation", addr, verify.New(p), verify.ErrSimulation)
+	p.UnsafeAllowSimulation, p.UnsafeTrustBundleSimulatedRoot = false, false
+	refuse("simulation", addr, mustNew(t, p), verify.ErrSimulation)
 	// Measurement outside the policy.
 	p = f.policy()
 	p.Measurements = map[string][][]byte{attestation.ProfileSEVSNPSim: {make([]byte, 48)}}
-	refuse("measurement", addr, verify.New(p), verify.ErrMeasurement)
+	refuse("measurement", addr, mustNew(t, p), verify.ErrMeasurement)
 
 	// A plain TLS server.
 	plain := selfSignedTLS(t, nil, nil)
-	refuse("plain TLS", serveTLS(t, plain), verify.New(f.policy()), verify.ErrNoEvidence)
+	refuse("plain TLS", serveTLS(t, plain), mustNew(t, f.policy()), verify.ErrNoEvidence)
 	// The genuine evidence copied into another key's certificate.
 	copied := selfSignedTLS(t, attestation.BootEvidenceFromCertificate(cert.Leaf), nil)
-	refuse("copied evidence", serveTLS(t, copied), verify.New(f.policy()), verify.ErrTLSKeyNotBound)
+	refuse("copied evidence", serveTLS(t, copied), mustNew(t, f.policy()), verify.ErrTLSKeyNotBound)
 	// A tampered extension.
 	ev := append([]byte(nil), attestation.BootEvidenceFromCertificate(cert.Leaf)...)
 	ev[len(ev)/3] ^= 1 // inside the SNP report or its certificates
-	refuse("tampered evidence", serveTLS(t, selfSignedTLS(t, ev, nil)), verify.New(f.policy()), verify.ErrEvidence)
+	refuse("tampered evidence", serveTLS(t, selfSignedTLS(t, ev, nil)), mustNew(t, f.policy()), verify.ErrEvidence)
 	ev = append([]byte(nil), attestation.BootEvidenceFromCertificate(cert.Leaf)...)
 	ev[len(ev)-5] ^= 1 // the boot nonce
-	refuse("tampered nonce", serveTLS(t, selfSignedTLS(t, ev, nil)), verify.New(f.policy()), verify.ErrBinding)
+	refuse("tampered nonce", serveTLS(t, selfSignedTLS(t, ev, nil)), mustNew(t, f.policy()), verify.ErrBinding)
 	// Evidence without a TLS key (an enclave started without --tls).
 	noTLS := selfSignedTLS(t, f.enclave.MarshalBootEvidence(), nil)
-	refuse("no bound TLS key", serveTLS(t, noTLS), verify.New(f.policy()), verify.ErrTLSKeyNotBound)
+	refuse("no bound TLS key", serveTLS(t, noTLS), mustNew(t, f.policy()), verify.ErrTLSKeyNotBound)
 	// An expired certificate of a genuine enclave.
 	old := tlsEnclave(t, f.now.Add(-48*time.Hour))
 	expired, err := old.TLSCertificate(time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refuse("expired certificate", serveTLS(t, expired), verify.New(f.policy()), verify.ErrCertificateTime)
+	refuse("expired certificate", serveTLS(t, expired), mustNew(t, f.policy()), verify.ErrCertificateTime)
 }
 
 // selfSignedTLS makes a certificate for a fresh key, carrying ev in the

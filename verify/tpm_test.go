@@ -54,7 +54,7 @@ func TestTPMBundleEvidenceChecked(t *testing.T) {
 	p := f.policy()
 	p.Measurements = map[string][][]byte{attestation.ProfileTPM: {ev.Measurement}}
 	p.TPMTrustedAKs = []crypto.PublicKey{ak}
-	res, err := verify.New(p).Verify(b)
+	res, err := mustNew(t, p).Verify(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestTPMBundleEvidenceChecked(t *testing.T) {
 		t.Fatalf("want only a binding failure: %v", res.Err())
 	}
 	p.TPMTrustedAKs = nil
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if res.Valid || !errors.Is(res.Err(), tpm.ErrNoTrust) {
 		t.Fatalf("no trust anchor: %v", res.Err())
 	}

@@ -20,21 +20,28 @@ import (
 	"github.com/google/go-sev-guest/kds"
 )
 
-// Verifier checks bundles under one policy. It keeps a bounded cache of
-// verified certificate chains, so verifying many outputs of the same enclave
-// costs little more than their signatures. It is safe for concurrent use.
+// Verifier checks bundles under one policy. It keeps the one bounded cache
+// of verified evidence (keyed by the digest of the boot evidence bytes;
+// Policy.CacheSize), so verifying many outputs of
+// the same enclave, or connecting to it again over attested TLS, costs
+// little more than their signatures. It is safe for concurrent use; share
+// one to share its cache.
 type Verifier struct {
 	p            Policy
-	hw           *sevsnp.Verifier
-	sim          *sevsnp.Verifier
+	kinds        map[string]attestation.EvidenceVerifier // per profile
 	measurements map[string][][]byte
 	notaryKeys   []ed25519.PublicKey
-	minTCB       map[string]kds.TCBParts
-	certs        certCache
+	cache        *evidenceCache
 }
 
-// New returns a verifier for p. See [Policy] for the zero values.
-func New(p Policy) *Verifier {
+// New returns a verifier for p, or a *[PolicyError] (wrapping ErrPolicy)
+// naming the field of a contradictory or empty policy; the rules are those
+// of [Policy] and are listed with PolicyError. See [Policy] for the zero
+// values.
+func New(p Policy) (*Verifier, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if p.Now == nil {
 		p.Now = time.Now
 	}
@@ -46,28 +53,34 @@ func New(p Policy) *Verifier {
 	}
 	v := &Verifier{
 		p:            p,
-		hw:           sevsnp.NewVerifier(sevsnp.Roots{AMD: p.AMDRoots}),
-		sim:          sevsnp.NewVerifier(sevsnp.Roots{UnsafeTrustEvidenceChain: true, PinnedSimulatedRoots: p.SimulatedRoots}),
 		measurements: map[string][][]byte{},
-		minTCB:       map[string]kds.TCBParts{},
+		cache:        newEvidenceCache(p.CacheSize),
 	}
+	minTCB := map[string]kds.TCBParts{}
 	for prof, ms := range p.Measurements {
 		v.measurements[prof] = append(v.measurements[prof], ms...)
 	}
 	v.notaryKeys = append(v.notaryKeys, p.NotaryKeys...)
 	for _, prof := range []string{attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim} {
-		v.minTCB[prof] = p.MinimumTCB
+		minTCB[prof] = p.MinimumTCB
 	}
 	if m := p.Manifest; m != nil {
 		for prof, mp := range m.Profiles {
 			v.measurements[prof] = append(v.measurements[prof], mp.Measurements...)
 			if t := mp.MinimumTCB; t != nil {
-				v.minTCB[prof] = maxTCB(v.minTCB[prof], kds.TCBParts{BlSpl: t.Bootloader, TeeSpl: t.TEE, SnpSpl: t.SNP, UcodeSpl: t.Microcode})
+				minTCB[prof] = maxTCB(minTCB[prof], kds.TCBParts{BlSpl: t.Bootloader, TeeSpl: t.TEE, SnpSpl: t.SNP, UcodeSpl: t.Microcode})
 			}
 		}
 		v.notaryKeys = append(v.notaryKeys, m.NotaryKeys...)
 	}
-	return v
+	v.kinds = map[string]attestation.EvidenceVerifier{
+		attestation.ProfileSEVSNP: sevsnp.NewVerifier(sevsnp.Roots{AMD: p.AMDRoots}).WithMinimumTCB(minTCB[attestation.ProfileSEVSNP]),
+		attestation.ProfileSEVSNPSim: sevsnp.NewVerifier(sevsnp.Roots{UnsafeTrustEvidenceChain: true, PinnedSimulatedRoots: p.SimulatedRoots}).
+			WithMinimumTCB(minTCB[attestation.ProfileSEVSNPSim]),
+		attestation.ProfileTDX: tdx.NewVerifier(tdx.Options{Roots: p.IntelRoots, Collateral: p.TDXCollateral}),
+		attestation.ProfileTPM: tpm.NewVerifier(tpm.Options{TrustedAKs: p.TPMTrustedAKs, Roots: p.TPMRoots, PCRs: p.TPMPCRs}),
+	}
+	return v, nil
 }
 
 func maxTCB(a, b kds.TCBParts) kds.TCBParts {
@@ -120,7 +133,12 @@ func (v *Verifier) verify(data, output []byte) (*Result, error) {
 		at = r.Claims.IssuedAt
 	}
 
-	teeOK := v.checkEvidence(&b.Boot, at, now, r)
+	teeOK := false
+	if raw, err := b.Boot.Marshal(); err != nil {
+		r.fail(CheckStructure, fmt.Errorf("%w: boot evidence: %w", ErrInconsistent, err))
+	} else {
+		teeOK, _ = v.checkEvidence(raw, &b.Boot, at, now, r)
+	}
 	r.TEEQuoteVerified = teeOK && sigOK
 	r.EnclaveHashMatch = v.checkMeasurement(teeOK, r)
 
@@ -148,11 +166,7 @@ func (v *Verifier) verify(data, output []byte) (*Result, error) {
 			}
 		}
 	}
-	if m := v.p.Manifest; m != nil {
-		if err := m.ValidAt(now); err != nil {
-			r.fail(CheckManifest, fmt.Errorf("%w: %w", ErrManifest, err))
-		}
-	}
+	v.checkManifest(now, r)
 	r.Valid = r.TEEQuoteVerified && r.EnclaveHashMatch && (!mpcApplies || r.MPCTLSVerified) && len(r.Failures) == 0
 	return r, nil
 }
@@ -160,109 +174,112 @@ func (v *Verifier) verify(data, output []byte) (*Result, error) {
 // VerifyBoot checks boot evidence alone (what GET /v1/attestation serves and
 // an attested-TLS certificate carries): the evidence under the policy at the
 // clock, its binding of the boot keys, and the measurement. Valid means
-// TEEQuoteVerified and EnclaveHashMatch; Result.Boot holds the bound keys.
+// TEEQuoteVerified and EnclaveHashMatch; Result.Boot holds the bound keys
+// (shared with other Results of the same evidence: do not modify it).
 // The error is non-nil only when the bytes are not boot evidence.
 func (v *Verifier) VerifyBoot(boot []byte) (*Result, error) {
-	be, err := attestation.ParseBootEvidence(boot)
+	now := v.p.Now()
+	r := &Result{VerifiedAt: now}
+	ok, err := v.checkEvidence(boot, nil, now, now, r)
 	if err != nil {
 		return nil, fmt.Errorf("not boot evidence: %w", err)
 	}
-	now := v.p.Now()
-	r := &Result{Profile: be.Profile, VerifiedAt: now, Boot: be}
-	r.TEEQuoteVerified = v.checkEvidence(be, now, now, r)
+	r.TEEQuoteVerified = ok
 	r.EnclaveHashMatch = v.checkMeasurement(r.TEEQuoteVerified, r)
+	v.checkManifest(now, r)
+	r.Valid = r.TEEQuoteVerified && r.EnclaveHashMatch && len(r.Failures) == 0
+	return r, nil
+}
+
+// checkEvidence verifies boot evidence (raw: its deterministic encoding;
+// parsed: the same parsed, or nil to parse raw on a cache miss) at time at
+// and its binding of the boot keys, through the verifier's cache of
+// verified evidence keyed by SHA-256 of raw. It records the boot evidence
+// (when r has none), failures and relaxations in r and reports whether
+// everything passed; the error is non-nil only when raw does not parse.
+func (v *Verifier) checkEvidence(raw []byte, parsed *attestation.BootEvidence, at, now time.Time, r *Result) (bool, error) {
+	var parseErr error
+	e, f := v.cache.do(sha256.Sum256(raw), at, func() (*verified, bool, *Failure) {
+		boot := parsed
+		if boot == nil {
+			if boot, parseErr = attestation.ParseBootEvidence(raw); parseErr != nil {
+				return nil, false, nil
+			}
+		}
+		return v.verifyEvidence(boot, at)
+	})
+	if parseErr != nil {
+		return false, parseErr
+	}
+	if r.Boot == nil {
+		r.Boot = e.boot
+	}
+	r.Profile = r.Boot.Profile
+	r.Measurement = e.measurement
+	r.Relaxations = append(r.Relaxations, e.relaxations...)
+	if f != nil {
+		r.Failures = append(r.Failures, f)
+		return false, nil
+	}
+	r.CertificatesValidNow = e.validAt(now)
+	return true, nil
+}
+
+// verifyEvidence checks that boot's profile is supported and allowed, its
+// evidence verifies at time at, and it binds the boot keys and nonce. It
+// returns what it found (always non-nil: the boot evidence, the
+// relaxations that applied, the measurement once known), whether the
+// outcome may be cached, and the failure.
+func (v *Verifier) verifyEvidence(boot *attestation.BootEvidence, at time.Time) (*verified, bool, *Failure) {
+	e := &verified{boot: boot}
+	failed := func(c Check, err error) (*verified, bool, *Failure) {
+		return e, false, &Failure{Check: c, Err: err}
+	}
+	evidenceFailed := func(err error) (*verified, bool, *Failure) {
+		return failed(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
+	}
+	switch boot.Profile {
+	case attestation.ProfileSEVSNP, attestation.ProfileTDX, attestation.ProfileTPM:
+	case attestation.ProfileSEVSNPSim:
+		if !v.p.UnsafeAllowSimulation {
+			return failed(CheckProfile, fmt.Errorf("%w: a %s bundle proves the code path, not hardware", ErrSimulation, boot.Profile))
+		}
+		e.relaxations = append(e.relaxations, "simulated SEV-SNP accepted (UnsafeAllowSimulation): proves the code path, not hardware")
+	default:
+		return failed(CheckProfile, fmt.Errorf("%w: %s", ErrUnsupported, boot.Profile))
+	}
+	want := boot.ReportData()
+	ve, err := v.kinds[boot.Profile].VerifyEvidence(boot.Evidence, attestation.EvidenceOptions{Now: at, ReportData: &want, AllowDebug: v.p.UnsafeAllowDebug})
+	if errors.Is(err, attestation.ErrReportData) {
+		return failed(CheckBinding, fmt.Errorf("%w: report data is not SHA-512 of the bundle's boot keys and nonce: %w", ErrBinding, err))
+	}
+	if err != nil {
+		return evidenceFailed(err)
+	}
+	for _, x := range ve.Relaxations {
+		if boot.Profile == attestation.ProfileSEVSNPSim && v.p.UnsafeTrustBundleSimulatedRoot {
+			x += " (UnsafeTrustBundleSimulatedRoot)" // the switch that let the carried root in
+		}
+		e.relaxations = append(e.relaxations, x)
+	}
+	if ve.Debug {
+		e.relaxations = append(e.relaxations, "debuggable guest accepted (UnsafeAllowDebug)")
+	}
+	e.measurement, e.notBefore, e.notAfter = ve.Measurement, ve.NotBefore, ve.NotAfter
+	// Collateral has validity windows of its own that the chain's does not
+	// include: such tdx outcomes are not reused.
+	keep := boot.Profile != attestation.ProfileTDX || v.p.TDXCollateral == nil
+	return e, keep, nil
+}
+
+// checkManifest records a failure when the policy's manifest is not valid
+// at now.
+func (v *Verifier) checkManifest(now time.Time, r *Result) {
 	if m := v.p.Manifest; m != nil {
 		if err := m.ValidAt(now); err != nil {
 			r.fail(CheckManifest, fmt.Errorf("%w: %w", ErrManifest, err))
 		}
 	}
-	r.Valid = r.TEEQuoteVerified && r.EnclaveHashMatch && len(r.Failures) == 0
-	return r, nil
-}
-
-// checkEvidence verifies the profile's evidence at time at and its binding
-// of the boot keys; it records failures and relaxations and reports whether
-// both passed.
-func (v *Verifier) checkEvidence(boot *attestation.BootEvidence, at, now time.Time, r *Result) bool {
-	var (
-		measurement []byte
-		reportData  [64]byte
-	)
-	switch boot.Profile {
-	case attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim:
-		sv := v.hw
-		if boot.Profile == attestation.ProfileSEVSNPSim {
-			if !v.p.AllowSimulation {
-				r.fail(CheckProfile, fmt.Errorf("%w: a %s bundle proves the code path, not hardware", ErrSimulation, boot.Profile))
-				return false
-			}
-			sv = v.sim
-			r.Relaxations = append(r.Relaxations, "simulated SEV-SNP accepted (AllowSimulation): proves the code path, not hardware")
-		}
-		res, err := sv.Verify(boot.Evidence, sevsnp.Check{Now: at, AllowDebug: v.p.AllowDebug, MinimumTCB: v.minTCB[boot.Profile]})
-		if err != nil {
-			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
-			return false
-		}
-		if res.SimulatedRoot != nil && len(v.p.SimulatedRoots) == 0 {
-			fp := sha256.Sum256(res.SimulatedRoot.Raw)
-			r.Relaxations = append(r.Relaxations, "trusted the simulated root the bundle carries (sha256 "+hex.EncodeToString(fp[:8])+"…)")
-		}
-		if res.Policy.Debug {
-			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (AllowDebug)")
-		}
-		measurement, reportData = res.Measurement, res.ReportData
-		r.CertificatesValidNow = res.ValidAt(now)
-	case attestation.ProfileTDX:
-		ev, err := tdx.Verify(boot.Evidence, tdx.Options{Roots: v.p.IntelRoots, Now: func() time.Time { return at }, Collateral: v.p.TDXCollateral})
-		if err != nil {
-			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
-			return false
-		}
-		// Policy checks apart from the cryptographic ones: debug, and the
-		// TCB status (only "UpToDate") when collateral let it be evaluated.
-		if err := tdx.Validate(ev, tdx.Policy{AllowDebug: v.p.AllowDebug}); err != nil {
-			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
-			return false
-		}
-		if ev.Debug {
-			r.Relaxations = append(r.Relaxations, "debuggable guest accepted (AllowDebug)")
-		}
-		if !ev.TCB.Evaluated {
-			r.Relaxations = append(r.Relaxations, "TDX TCB not evaluated: the policy supplies no collateral")
-		}
-		measurement, reportData = ev.Measurement, ev.ReportData
-		pck := ev.PCKCertificate
-		r.CertificatesValidNow = pck != nil && !now.Before(pck.NotBefore) && !now.After(pck.NotAfter)
-	case attestation.ProfileTPM:
-		// The quote's qualifying data is the report data: tpm.Verify checks
-		// the binding itself.
-		rd := boot.ReportData()
-		ev, err := tpm.Verify(boot.Evidence, rd[:], tpm.Options{
-			TrustedAKs: v.p.TPMTrustedAKs, Roots: v.p.TPMRoots, PCRs: v.p.TPMPCRs,
-			Now: func() time.Time { return at },
-		})
-		if errors.Is(err, tpm.ErrNonce) {
-			r.fail(CheckBinding, fmt.Errorf("%w: %w", ErrBinding, err))
-			return false
-		}
-		if err != nil {
-			r.fail(CheckEvidence, fmt.Errorf("%w: %w", ErrEvidence, err))
-			return false
-		}
-		measurement, reportData = ev.Measurement, rd
-		ak := ev.AKCertificate
-		r.CertificatesValidNow = ak == nil || (!now.Before(ak.NotBefore) && !now.After(ak.NotAfter))
-	default:
-		r.fail(CheckProfile, fmt.Errorf("%w: %s", ErrUnsupported, boot.Profile))
-		return false
-	}
-	r.Measurement = measurement
-	if want := boot.ReportData(); !bytes.Equal(reportData[:], want[:]) {
-		r.fail(CheckBinding, fmt.Errorf("%w: report data is not SHA-512 of the bundle's boot keys and nonce", ErrBinding))
-		return false
-	}
-	return true
 }
 
 // checkMeasurement compares the authenticated measurement with the

@@ -20,7 +20,7 @@ func TestRawBundleValid(t *testing.T) {
 	f := getFixture(t)
 	out := []byte(`{"resourceType":"Bundle"}`)
 	b := f.rawBundle(t, out)
-	res, err := verify.New(f.policy()).VerifyOutput(b, out)
+	res, err := mustNew(t, f.policy()).VerifyOutput(b, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestRawBundleValid(t *testing.T) {
 		t.Fatalf("response: %+v", resp)
 	}
 	// Another output is refused.
-	res, _ = verify.New(f.policy()).VerifyOutput(b, []byte("other"))
+	res, _ = mustNew(t, f.policy()).VerifyOutput(b, []byte("other"))
 	if res.Valid || !errors.Is(res.Err(), verify.ErrOutputDigest) {
 		t.Fatalf("other output: %v", res.Err())
 	}
@@ -48,18 +48,18 @@ func TestSimulationRefusedByDefault(t *testing.T) {
 	f := getFixture(t)
 	b := f.rawBundle(t, []byte("x"))
 	p := f.policy()
-	p.AllowSimulation = false
-	res, err := verify.New(p).Verify(b)
+	p.UnsafeAllowSimulation, p.UnsafeTrustBundleSimulatedRoot = false, false
+	res, err := mustNew(t, p).Verify(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Valid || res.TEEQuoteVerified || res.EnclaveHashMatch || !errors.Is(res.Err(), verify.ErrSimulation) {
-		t.Fatalf("simulation accepted without AllowSimulation: %+v", res)
+		t.Fatalf("simulation accepted without UnsafeAllowSimulation: %+v", res)
 	}
-	// The zero policy fails closed.
-	res, _ = verify.New(verify.Policy{}).Verify(b)
-	if res.Valid || !errors.Is(res.Err(), verify.ErrNoReferenceHash) {
-		t.Fatalf("zero policy: %v", res.Err())
+	// The zero policy is refused before any bundle is seen.
+	var pe *verify.PolicyError
+	if _, err := verify.New(verify.Policy{}); !errors.As(err, &pe) || pe.Field != "Measurements" || !errors.Is(err, verify.ErrPolicy) {
+		t.Fatalf("zero policy: %v", err)
 	}
 }
 
@@ -70,14 +70,23 @@ func TestPinnedSimulatedRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := verify.New(p).Verify(b)
+	res, _ := mustNew(t, p).Verify(b)
 	if !res.Valid || len(res.Relaxations) != 1 {
 		t.Fatalf("own root pinned: %v %v", res.Err(), res.Relaxations)
+	}
+	// A policy that already trusts every carried root stays as it is
+	// (pinning as well would contradict it).
+	carried, err := verify.TrustEnclave(f.policy(), f.enclave.BootEvidence(), f.enclave.Measurement())
+	if err != nil || len(carried.SimulatedRoots) != 0 {
+		t.Fatalf("TrustEnclave on a carried-root policy: %v %v", carried.SimulatedRoots, err)
+	}
+	if res, _ := mustNew(t, carried).Verify(b); !res.Valid {
+		t.Fatal(res.Err())
 	}
 	// Pinned to some other root: the carried one is refused.
 	other := selfSigned(t)
 	p.SimulatedRoots = []*x509.Certificate{other}
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if res.Valid || res.TEEQuoteVerified || !errors.Is(res.Err(), sevsnp.ErrChain) {
 		t.Fatalf("foreign pin: %v", res.Err())
 	}
@@ -98,7 +107,7 @@ func TestMPCTLSBundle(t *testing.T) {
 	f := getFixture(t)
 	out := []byte("deidentified output")
 	b := f.mpcBundle(t, out)
-	res, err := verify.New(f.policy()).VerifyOutput(b, out)
+	res, err := mustNew(t, f.policy()).VerifyOutput(b, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,31 +117,31 @@ func TestMPCTLSBundle(t *testing.T) {
 	// Untrusted notary.
 	p := f.policy()
 	p.NotaryKeys = nil
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if res.Valid || res.MPCTLSVerified || !res.TEEQuoteVerified || !errors.Is(res.Err(), verify.ErrNotary) {
 		t.Fatalf("untrusted notary: %v", res.Err())
 	}
 	// ... unless the development relaxation trusts the key the claims name.
 	p.UnsafeTrustClaimedNotaryKey = true
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if !res.Valid || len(res.Relaxations) != 3 {
 		t.Fatalf("claimed notary key: %v %v", res.Err(), res.Relaxations)
 	}
 	// A session for another host.
 	other := f.mpcBundle(t, out, f.statement(t, "evil.example.net", f.now.Add(-5*time.Second)))
-	res, _ = verify.New(f.policy()).Verify(other)
+	res, _ = mustNew(t, f.policy()).Verify(other)
 	if res.Valid || res.MPCTLSVerified || !errors.Is(res.Err(), verify.ErrNotary) {
 		t.Fatalf("other host: %v", res.Err())
 	}
 	// A session that ended long before the claims were issued.
 	stale := f.mpcBundle(t, out, f.statement(t, "portal.example.org", f.now.Add(-3*time.Hour)))
-	res, _ = verify.New(f.policy()).Verify(stale)
+	res, _ = mustNew(t, f.policy()).Verify(stale)
 	if res.Valid || res.MPCTLSVerified {
 		t.Fatalf("stale session accepted")
 	}
 	// A session after the claims were issued.
 	future := f.mpcBundle(t, out, f.statement(t, "portal.example.org", f.now.Add(time.Hour)))
-	res, _ = verify.New(f.policy()).Verify(future)
+	res, _ = mustNew(t, f.policy()).Verify(future)
 	if res.Valid || res.MPCTLSVerified {
 		t.Fatalf("session after issue accepted")
 	}
@@ -143,7 +152,7 @@ func TestMaxAgeAndManifest(t *testing.T) {
 	b := f.rawBundle(t, []byte("x"))
 	p := f.policy()
 	p.MaxAge = 30 * time.Second
-	res, _ := verify.New(p).Verify(b)
+	res, _ := mustNew(t, p).Verify(b)
 	if res.Valid || !errors.Is(res.Err(), verify.ErrTime) || !res.TEEQuoteVerified {
 		t.Fatalf("max age: %v", res.Err())
 	}
@@ -154,20 +163,20 @@ func TestMaxAgeAndManifest(t *testing.T) {
 		Issuer: "test", NotBefore: f.now.Add(-time.Hour), NotAfter: f.now.Add(time.Hour),
 		Profiles: map[string]manifest.Profile{attestation.ProfileSEVSNPSim: {Measurements: [][]byte{simMeasurement}}},
 	}
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if !res.Valid {
 		t.Fatalf("manifest: %v", res.Err())
 	}
 	// A manifest minimum TCB above the simulated chip's.
 	p.Manifest.Profiles[attestation.ProfileSEVSNPSim] = manifest.Profile{Measurements: [][]byte{simMeasurement}, MinimumTCB: &manifest.TCB{SNP: 127}}
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if res.Valid || res.TEEQuoteVerified || !errors.Is(res.Err(), sevsnp.ErrPolicy) {
 		t.Fatalf("minimum TCB: %v", res.Err())
 	}
 	// An expired manifest.
 	p.Manifest = &manifest.Manifest{Issuer: "test", NotBefore: f.now.Add(-2 * time.Hour), NotAfter: f.now.Add(-time.Hour),
 		Profiles: map[string]manifest.Profile{attestation.ProfileSEVSNPSim: {Measurements: [][]byte{simMeasurement}}}}
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if res.Valid || !errors.Is(res.Err(), verify.ErrManifest) {
 		t.Fatalf("expired manifest: %v", res.Err())
 	}
@@ -175,7 +184,7 @@ func TestMaxAgeAndManifest(t *testing.T) {
 	// is reported separately.
 	p = f.policy()
 	p.Now = func() time.Time { return f.now.AddDate(30, 0, 0) }
-	res, _ = verify.New(p).Verify(b)
+	res, _ = mustNew(t, p).Verify(b)
 	if !res.Valid || res.CertificatesValidNow {
 		t.Fatalf("chain checked at issue time, reported expired now: valid=%v now=%v %v", res.Valid, res.CertificatesValidNow, res.Err())
 	}
@@ -186,14 +195,14 @@ func TestMaxAgeAndManifest(t *testing.T) {
 
 func TestVerifyBoot(t *testing.T) {
 	f := getFixture(t)
-	res, err := verify.New(f.policy()).VerifyBoot(f.enclave.MarshalBootEvidence())
+	res, err := mustNew(t, f.policy()).VerifyBoot(f.enclave.MarshalBootEvidence())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Valid || res.Boot == nil {
 		t.Fatalf("boot evidence: %v", res.Err())
 	}
-	if _, err := verify.New(f.policy()).VerifyBoot([]byte("junk")); !errors.Is(err, attestation.ErrMalformed) {
+	if _, err := mustNew(t, f.policy()).VerifyBoot([]byte("junk")); !errors.Is(err, attestation.ErrMalformed) {
 		t.Fatalf("junk boot evidence: %v", err)
 	}
 }

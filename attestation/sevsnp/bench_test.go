@@ -24,9 +24,10 @@ func threadCPU() time.Duration {
 
 // BenchmarkVerifyRealMilan compares, in one run and in thread CPU time,
 // go-sev-guest's verify.SnpAttestation on the real Milan evidence (chain
-// and signature, every time: "sevguest-cpu-ns") with Verifier.Verify on the
-// same evidence with a warm chain cache (signature, validate and parsing:
-// "cached-cpu-ns"). "speedup" is their ratio.
+// and signature: "sevguest-cpu-ns") with Verifier.Verify on the same
+// evidence (the same checks, plus parsing, error classification and
+// validate: "verify-cpu-ns"). "overhead" is their ratio. Repeated evidence
+// is cached one layer up, by package verify (see its BenchmarkVerify).
 func BenchmarkVerifyRealMilan(b *testing.B) {
 	ev := milanEvidence(b)
 	raw, _ := ev.Marshal()
@@ -40,7 +41,7 @@ func BenchmarkVerifyRealMilan(b *testing.B) {
 	opts := &sevverify.Options{DisableCertFetching: true, Now: milanNow}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var base, cached time.Duration
+	var base, ours time.Duration
 	for b.Loop() {
 		c0 := threadCPU()
 		if err := sevverify.SnpAttestation(att, opts); err != nil {
@@ -52,12 +53,12 @@ func BenchmarkVerifyRealMilan(b *testing.B) {
 		}
 		c2 := threadCPU()
 		base += c1 - c0
-		cached += c2 - c1
+		ours += c2 - c1
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(base.Nanoseconds())/n, "sevguest-cpu-ns")
-	b.ReportMetric(float64(cached.Nanoseconds())/n, "cached-cpu-ns")
-	if cached > 0 {
-		b.ReportMetric(float64(base)/float64(cached), "speedup")
+	b.ReportMetric(float64(ours.Nanoseconds())/n, "verify-cpu-ns")
+	if base > 0 {
+		b.ReportMetric(float64(ours)/float64(base), "overhead")
 	}
 }

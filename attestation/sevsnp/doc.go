@@ -2,16 +2,31 @@
 //
 // Evidence is a deterministic CBOR map carrying the raw 1184-byte
 // ATTESTATION_REPORT and the DER VCEK certificate that signed it (and, for the
-// simulated profile only, the ASK and ARK of the simulated chain). A
-// [Verifier] checks it offline with github.com/google/go-sev-guest: the
-// certificate chain and report signature with verify.SnpAttestation (never
-// fetching certificates), then the report's fields with validate.SnpAttestation
-// (report data, guest policy, TCB consistency and minimum). Measurements are
-// checked against an allow-list. Nothing here touches the network.
+// simulated profile only, the ASK and ARK of the simulated chain).
 //
-// [Hardware] is the quote provider inside a real SEV-SNP guest (configfs-tsm or
-// /dev/sev-guest); [Open] starts an attestation.Enclave on it.
+// The package is split the way go-sev-guest splits itself (abi, client,
+// verify, validate), one file per layer:
 //
-// Layers are kept apart: [ParseEvidence] checks bytes only; the chain and
-// signature checks are cryptographic; [Check] holds the policy.
+//   - Bytes (evidence.go): [Evidence], [ParseEvidence] and
+//     [Evidence.Marshal] check sizes and encoding only, no cryptography.
+//   - Device (device.go): [Hardware] obtains extended reports inside a
+//     real SEV-SNP guest (configfs-tsm or /dev/sev-guest, through
+//     go-sev-guest's client) and derives sealing keys; [Open] starts an
+//     attestation.Enclave on it. It is the only code that touches the
+//     machine.
+//   - Cryptographic checks (crypto.go): the VCEK chains to [Roots] (AMD's,
+//     embedded in go-sev-guest, or for simulation only the chain the
+//     evidence carries) at a given time and signed the report, with
+//     go-sev-guest's verify package, never fetching certificates
+//     ([ErrChain], [ErrReportSignature]).
+//   - Policy (policy.go): [Check] says what an authenticated report must
+//     say (report data, measurements, debug, minimum TCB), checked with
+//     go-sev-guest's validate package ([ErrReportData], [ErrMeasurement],
+//     [ErrPolicy]).
+//
+// [Verifier] runs them in that order (verify.go): [Verifier.Verify] with a
+// Check, or [Verifier.VerifyEvidence], the attestation.EvidenceVerifier
+// shape shared with packages tdx and tpm. A Verifier keeps no cache:
+// package verify caches verified evidence once for every kind. Nothing here
+// touches the network.
 package sevsnp

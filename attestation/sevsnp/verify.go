@@ -1,57 +1,20 @@
 package sevsnp
 
+// The verifier: parsing (evidence.go), then the cryptographic checks
+// (crypto.go), then the policy (policy.go).
+
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/binary"
-	"errors"
+	"encoding/hex"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/acds-project/acds/attestation"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
-	"github.com/google/go-sev-guest/validate"
-	sevverify "github.com/google/go-sev-guest/verify"
-	"github.com/google/go-sev-guest/verify/trust"
 )
-
-// Error classes of [Verifier.Verify]; each failure wraps exactly one, plus
-// attestation.ErrMalformed for unparseable evidence.
-var (
-	// ErrChain: the VCEK certificate does not chain to a trusted root at the
-	// given time, or does not look like an AMD KDS certificate.
-	ErrChain = errors.New("sev-snp: certificate chain not trusted")
-	// ErrReportSignature: the report is not signed by the VCEK.
-	ErrReportSignature = errors.New("sev-snp: report signature does not verify")
-	// ErrReportData: the report data is not the expected value.
-	ErrReportData = errors.New("sev-snp: report data mismatch")
-	// ErrMeasurement: the measurement is not in the allow-list.
-	ErrMeasurement = errors.New("sev-snp: measurement not allowed")
-	// ErrPolicy: the report fails the policy (debug, TCB, versions, ...).
-	ErrPolicy = errors.New("sev-snp: report violates policy")
-)
-
-// Check is what a report must satisfy besides a valid signature chain. The
-// zero value checks signatures and internal consistency only.
-type Check struct {
-	// Now is the time at which certificates must be valid. Zero value:
-	// time.Now().
-	Now time.Time
-	// ReportData, when non-nil, is the exact report data required.
-	ReportData *[64]byte
-	// Measurements, when non-empty, lists the allowed measurements.
-	// Zero value: any measurement is accepted (the caller checks).
-	Measurements [][]byte
-	// AllowDebug accepts a guest policy that permits debugging (the
-	// hypervisor can read guest memory). Zero value: rejected.
-	AllowDebug bool
-	// MinimumTCB is the lowest acceptable reported TCB, per component.
-	// Zero value: any.
-	MinimumTCB kds.TCBParts
-}
 
 // Result describes verified evidence.
 type Result struct {
@@ -75,62 +38,45 @@ func (r *Result) ValidAt(t time.Time) bool {
 	return !t.Before(r.NotBefore) && !t.After(r.NotAfter)
 }
 
-// Roots selects the trust anchors of a [Verifier].
-type Roots struct {
-	// AMD maps product line ("Milan", "Genoa", "Turin") to trusted ARK/ASK
-	// pairs. Zero value: the AMD roots embedded in go-sev-guest.
-	AMD map[string][]*trust.AMDRootCerts
-	// UnsafeTrustEvidenceChain makes the verifier trust the ASK and ARK that
-	// each evidence carries. Only the simulated profile may use it: it
-	// proves the code path, not hardware. Zero value: false.
-	UnsafeTrustEvidenceChain bool
-	// PinnedSimulatedRoots, with UnsafeTrustEvidenceChain, restricts the
-	// carried ARK to these certificates (for example a server trusting its
-	// own simulated root). Zero value: any carried ARK.
-	PinnedSimulatedRoots []*x509.Certificate
-}
-
-// Verifier checks SEV-SNP evidence offline. It keeps a bounded,
-// concurrency-safe cache of verified certificate chains so repeated evidence
-// from the same chip costs one report signature check. It is safe for
-// concurrent use.
+// Verifier checks SEV-SNP evidence offline. It holds its roots and the
+// minimum TCB of VerifyEvidence, and nothing else (package verify caches
+// verified evidence, once for every kind); it is safe for concurrent use.
 type Verifier struct {
-	roots   Roots
-	rootsID [32]byte
-	cache   *chainCache
+	roots  Roots
+	minTCB kds.TCBParts
 }
 
-// DefaultCacheSize is the number of verified chains a Verifier keeps.
-const DefaultCacheSize = 256
+var _ attestation.EvidenceVerifier = (*Verifier)(nil)
+
+// WithMinimumTCB returns a verifier with v's roots whose VerifyEvidence
+// requires a reported TCB of at least t (component-wise). Zero value of a
+// Verifier: any TCB.
+func (v *Verifier) WithMinimumTCB(t kds.TCBParts) *Verifier {
+	return &Verifier{roots: v.roots, minTCB: t}
+}
+
+// VerifyEvidence is the attestation.EvidenceVerifier shape of Verify: the
+// chain and report signature at o.Now, the report data o.ReportData, debug
+// only with o.AllowDebug, the verifier's minimum TCB. With
+// Roots.UnsafeTrustEvidenceChain, the result names the carried root as a
+// relaxation.
+func (v *Verifier) VerifyEvidence(evidence []byte, o attestation.EvidenceOptions) (*attestation.VerifiedEvidence, error) {
+	res, err := v.Verify(evidence, Check{Now: o.Now, ReportData: o.ReportData, AllowDebug: o.AllowDebug, MinimumTCB: v.minTCB})
+	if err != nil {
+		return nil, err
+	}
+	out := &attestation.VerifiedEvidence{Measurement: res.Measurement, ReportData: res.ReportData,
+		Debug: res.Policy.Debug, NotBefore: res.NotBefore, NotAfter: res.NotAfter}
+	if res.SimulatedRoot != nil && len(v.roots.PinnedSimulatedRoots) == 0 {
+		fp := sha256.Sum256(res.SimulatedRoot.Raw)
+		out.Relaxations = append(out.Relaxations, "trusted the simulated root the evidence carries (sha256 "+hex.EncodeToString(fp[:8])+"…)")
+	}
+	return out, nil
+}
 
 // NewVerifier returns a verifier with the given trust anchors.
 func NewVerifier(roots Roots) *Verifier {
-	h := sha256.New()
-	if roots.UnsafeTrustEvidenceChain {
-		h.Write([]byte("evidence-chain\x00"))
-		for _, c := range roots.PinnedSimulatedRoots {
-			h.Write(c.Raw)
-		}
-	} else if roots.AMD == nil {
-		h.Write([]byte("amd-embedded\x00"))
-	} else {
-		h.Write([]byte("amd-explicit\x00"))
-		for line, rs := range roots.AMD {
-			fmt.Fprintf(h, "%s\x00%d\x00", line, len(rs))
-			for _, r := range rs {
-				if r.ProductCerts != nil {
-					for _, c := range []*x509.Certificate{r.ProductCerts.Ark, r.ProductCerts.Ask, r.ProductCerts.Asvk} {
-						if c != nil {
-							h.Write(c.Raw)
-						}
-					}
-				}
-			}
-		}
-	}
-	v := &Verifier{roots: roots, cache: newChainCache(DefaultCacheSize)}
-	h.Sum(v.rootsID[:0])
-	return v
+	return &Verifier{roots: roots}
 }
 
 // Verify checks evidence: the VCEK chains to the verifier's roots at c.Now,
@@ -142,11 +88,11 @@ func (v *Verifier) Verify(evidence []byte, c Check) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.VerifyEvidence(ev, c)
+	return v.VerifyParsed(ev, c)
 }
 
-// VerifyEvidence is Verify on parsed evidence.
-func (v *Verifier) VerifyEvidence(ev *Evidence, c Check) (*Result, error) {
+// VerifyParsed is Verify on parsed evidence.
+func (v *Verifier) VerifyParsed(ev *Evidence, c Check) (*Result, error) {
 	now := c.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -162,47 +108,14 @@ func (v *Verifier) VerifyEvidence(ev *Evidence, c Check) (*Result, error) {
 	att := &spb.Attestation{Report: report, CertificateChain: &spb.CertificateChain{VcekCert: ev.VCEK}}
 
 	res := &Result{}
-	key := v.cacheKey(ev)
-	entry, hit := v.cache.get(key)
-	if hit && entry.validAt(now) {
-		// The chain was verified before; only this report's signature is new.
-		if err := sevverify.SnpReportSignature(ev.Report, entry.vcek); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrReportSignature, err)
-		}
-	} else {
-		entry, err = v.verifyChain(att, ev, now)
-		if err != nil {
-			return nil, err
-		}
-		v.cache.put(key, entry)
+	entry, err := v.verifyChain(att, ev, now)
+	if err != nil {
+		return nil, err
 	}
 	res.NotBefore, res.NotAfter, res.SimulatedRoot, res.ProductLine = entry.notBefore, entry.notAfter, entry.simRoot, entry.productLine
 
-	// Report data and measurement first, for a precise error class; then
-	// go-sev-guest's validate checks them again with the guest policy,
-	// TCB consistency and minimum, firmware versions and chip ID.
-	opts := &validate.Options{GuestPolicy: abi.SnpPolicy{SMT: true, Debug: c.AllowDebug}, MinimumTCB: c.MinimumTCB}
-	if c.ReportData != nil {
-		if !bytes.Equal(report.GetReportData(), c.ReportData[:]) {
-			return nil, fmt.Errorf("%w: report data does not bind the expected keys and nonce", ErrReportData)
-		}
-		opts.ReportData = c.ReportData[:]
-	}
-	if len(c.Measurements) > 0 {
-		var match []byte
-		for _, m := range c.Measurements {
-			if bytes.Equal(m, report.GetMeasurement()) {
-				match = m
-				break
-			}
-		}
-		if match == nil {
-			return nil, fmt.Errorf("%w: %x", ErrMeasurement, report.GetMeasurement())
-		}
-		opts.Measurement = match
-	}
-	if err := validate.SnpAttestation(att, opts); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+	if err := checkPolicy(report, att, c); err != nil {
+		return nil, err
 	}
 	res.Measurement = report.GetMeasurement()
 	copy(res.ReportData[:], report.GetReportData())
@@ -211,202 +124,4 @@ func (v *Verifier) VerifyEvidence(ev *Evidence, c Check) (*Result, error) {
 	res.Policy, _ = abi.ParseSnpPolicy(report.GetPolicy())
 	res.VMPL = report.GetVmpl()
 	return res, nil
-}
-
-// noNetwork is the certificate getter handed to go-sev-guest: verification
-// never fetches anything, and this makes sure of it.
-type noNetwork struct{}
-
-// ErrNetworkRefused is what the getter go-sev-guest receives returns.
-var ErrNetworkRefused = errors.New("sev-snp: network access refused during verification")
-
-func (noNetwork) Get(url string) ([]byte, error) {
-	return nil, fmt.Errorf("%w: %s", ErrNetworkRefused, url)
-}
-
-func (v *Verifier) verifyChain(att *spb.Attestation, ev *Evidence, now time.Time) (*chainEntry, error) {
-	opts := &sevverify.Options{DisableCertFetching: true, Getter: noNetwork{}, Now: now, TrustedRoots: v.roots.AMD}
-	vcek, err := x509.ParseCertificate(ev.VCEK)
-	if err != nil {
-		return nil, fmt.Errorf("%w: VCEK: %v", ErrChain, err)
-	}
-	productLine, err := productLineOf(att.Report, vcek)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrChain, err)
-	}
-	entry := &chainEntry{vcek: vcek, productLine: productLine}
-	certs := []*x509.Certificate{vcek}
-	if v.roots.UnsafeTrustEvidenceChain {
-		if len(ev.ARK) == 0 {
-			return nil, fmt.Errorf("%w: evidence carries no simulated chain", ErrChain)
-		}
-		ask, err1 := x509.ParseCertificate(ev.ASK)
-		ark, err2 := x509.ParseCertificate(ev.ARK)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("%w: carried chain: %v", ErrChain, err)
-		}
-		if len(v.roots.PinnedSimulatedRoots) > 0 {
-			pinned := false
-			for _, p := range v.roots.PinnedSimulatedRoots {
-				pinned = pinned || p.Equal(ark)
-			}
-			if !pinned {
-				return nil, fmt.Errorf("%w: simulated root is not the pinned one", ErrChain)
-			}
-		}
-		r := trust.AMDRootCertsProduct(productLine)
-		r.ProductCerts = &trust.ProductCerts{Ask: ask, Ark: ark}
-		opts.TrustedRoots = map[string][]*trust.AMDRootCerts{productLine: {r}}
-		entry.simRoot = ark
-		certs = append(certs, ask, ark)
-	} else {
-		if len(ev.ARK) != 0 {
-			return nil, fmt.Errorf("%w: hardware evidence must not carry its own ASK/ARK", ErrChain)
-		}
-		roots := v.roots.AMD
-		if roots == nil {
-			def, err := trust.GetDefaultRootCerts(productLine)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrChain, err)
-			}
-			roots = map[string][]*trust.AMDRootCerts{productLine: {def}}
-		}
-		for _, r := range roots[productLine] {
-			if r.ProductCerts != nil && r.ProductCerts.Ark != nil && r.ProductCerts.Ask != nil {
-				certs = append(certs, r.ProductCerts.Ask, r.ProductCerts.Ark)
-			}
-		}
-	}
-	att.CertificateChain.AskCert, att.CertificateChain.ArkCert = ev.ASK, ev.ARK
-	if err := sevverify.SnpAttestation(att, opts); err != nil {
-		if errors.Is(err, ErrNetworkRefused) {
-			return nil, err
-		}
-		// Tell a chain failure from a signature failure.
-		if sigErr := sevverify.SnpReportSignature(ev.Report, vcek); sigErr != nil && chainOK(vcek, opts, productLine) {
-			return nil, fmt.Errorf("%w: %v", ErrReportSignature, sigErr)
-		}
-		return nil, fmt.Errorf("%w: %v", ErrChain, err)
-	}
-	entry.notBefore, entry.notAfter = window(certs)
-	return entry, nil
-}
-
-// chainOK reports whether vcek chains to some root in opts at opts.Now. It
-// is only used to classify an error.
-func chainOK(vcek *x509.Certificate, opts *sevverify.Options, productLine string) bool {
-	for _, r := range opts.TrustedRoots[productLine] {
-		if r.ProductCerts == nil {
-			continue
-		}
-		if o := r.X509Options(opts.Now, abi.VcekReportSigner); o != nil {
-			if _, err := vcek.Verify(*o); err == nil {
-				return true
-			}
-		}
-	}
-	if opts.TrustedRoots == nil {
-		if def, err := trust.GetDefaultRootCerts(productLine); err == nil {
-			if o := def.X509Options(opts.Now, abi.VcekReportSigner); o != nil {
-				_, err := vcek.Verify(*o)
-				return err == nil
-			}
-		}
-	}
-	return false
-}
-
-func productLineOf(report *spb.Report, vcek *x509.Certificate) (string, error) {
-	if fms := report.GetCpuid1EaxFms(); fms != 0 {
-		return kds.ProductLineFromFms(fms), nil
-	}
-	exts, err := kds.VcekCertificateExtensions(vcek)
-	if err != nil {
-		return "", err
-	}
-	p, err := kds.ParseProductName(exts.ProductName, abi.VcekReportSigner)
-	if err != nil {
-		return "", err
-	}
-	return kds.ProductLine(p), nil
-}
-
-func window(certs []*x509.Certificate) (time.Time, time.Time) {
-	nb, na := certs[0].NotBefore, certs[0].NotAfter
-	for _, c := range certs[1:] {
-		if c.NotBefore.After(nb) {
-			nb = c.NotBefore
-		}
-		if c.NotAfter.Before(na) {
-			na = c.NotAfter
-		}
-	}
-	return nb, na
-}
-
-func (v *Verifier) cacheKey(ev *Evidence) [32]byte {
-	h := sha256.New()
-	h.Write(v.rootsID[:])
-	var n [4]byte
-	for _, part := range [][]byte{ev.VCEK, ev.ASK, ev.ARK, ev.Report[0:4], ev.Report[0x188:0x18B]} {
-		binary.BigEndian.PutUint32(n[:], uint32(len(part)))
-		h.Write(n[:])
-		h.Write(part)
-	}
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
-}
-
-type chainEntry struct {
-	vcek                *x509.Certificate
-	productLine         string
-	simRoot             *x509.Certificate
-	notBefore, notAfter time.Time
-}
-
-func (e *chainEntry) validAt(t time.Time) bool {
-	return !t.Before(e.notBefore) && !t.After(e.notAfter)
-}
-
-// chainCache is a bounded map of verified chains with first-in-first-out
-// eviction.
-type chainCache struct {
-	mu    sync.RWMutex
-	max   int
-	m     map[[32]byte]*chainEntry
-	order [][32]byte
-}
-
-func newChainCache(max int) *chainCache {
-	return &chainCache{max: max, m: make(map[[32]byte]*chainEntry, max)}
-}
-
-func (c *chainCache) get(k [32]byte) (*chainEntry, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	e, ok := c.m[k]
-	return e, ok
-}
-
-func (c *chainCache) put(k [32]byte, e *chainEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
-		c.m[k] = e
-		return
-	}
-	if len(c.order) >= c.max {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.m[k] = e
-	c.order = append(c.order, k)
-}
-
-// CachedChains returns the number of cached verified chains.
-func (v *Verifier) CachedChains() int {
-	v.cache.mu.RLock()
-	defer v.cache.mu.RUnlock()
-	return len(v.cache.m)
 }

@@ -97,7 +97,7 @@ func TestRealMilanEvidenceOneByteChanged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := milanEvidence(t)
 			tc.mutate(ev)
-			_, err := v.VerifyEvidence(ev, sevsnp.Check{Now: milanNow, AllowDebug: true})
+			_, err := v.VerifyParsed(ev, sevsnp.Check{Now: milanNow, AllowDebug: true})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
@@ -121,11 +121,11 @@ func TestForgedAMDChainRejected(t *testing.T) {
 	}
 	v := sevsnp.NewVerifier(sevsnp.Roots{})
 	// VCEK alone, chain left to the verifier's roots.
-	if _, err := v.VerifyEvidence(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
+	if _, err := v.VerifyParsed(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
 		t.Fatalf("forged VCEK accepted: %v", err)
 	}
 	// Carrying the forged ASK and ARK does not help.
-	if _, err := v.VerifyEvidence(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw, ASK: chain.ASK.Raw, ARK: chain.ARK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
+	if _, err := v.VerifyParsed(&sevsnp.Evidence{Report: report, VCEK: chain.VCEK.Raw, ASK: chain.ASK.Raw, ARK: chain.ARK.Raw}, sevsnp.Check{}); !errors.Is(err, sevsnp.ErrChain) {
 		t.Fatalf("forged chain accepted: %v", err)
 	}
 	// And go-sev-guest itself (>= v0.15.0) refuses a forged chain carried in
@@ -178,25 +178,40 @@ func TestHardwareAbsentIsTyped(t *testing.T) {
 	}
 }
 
-func TestChainCacheServesRepeatedEvidence(t *testing.T) {
+// Verification of repeated evidence checks the chain every time (package
+// verify caches verified evidence): a chain outside its validity window and a
+// tampered report are refused after a success.
+func TestRepeatedEvidenceIsCheckedAgain(t *testing.T) {
 	ev := milanEvidence(t)
 	raw, _ := ev.Marshal()
 	v := sevsnp.NewVerifier(sevsnp.Roots{})
-	for range 3 {
-		if _, err := v.Verify(raw, sevsnp.Check{Now: milanNow, AllowDebug: true}); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := v.Verify(raw, sevsnp.Check{Now: milanNow, AllowDebug: true}); err != nil {
+		t.Fatal(err)
 	}
-	if n := v.CachedChains(); n != 1 {
-		t.Fatalf("cache holds %d chains, want 1", n)
-	}
-	// A cached chain is not used outside its validity window.
 	if _, err := v.Verify(raw, sevsnp.Check{Now: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), AllowDebug: true}); !errors.Is(err, sevsnp.ErrChain) {
-		t.Fatalf("expired chain served from cache: %v", err)
+		t.Fatalf("expired chain: %v", err)
 	}
-	// A tampered report is still refused with a warm cache.
 	ev.Report[0x90] ^= 1
-	if _, err := v.VerifyEvidence(ev, sevsnp.Check{Now: milanNow, AllowDebug: true}); !errors.Is(err, sevsnp.ErrReportSignature) {
-		t.Fatalf("warm cache: %v", err)
+	if _, err := v.VerifyParsed(ev, sevsnp.Check{Now: milanNow, AllowDebug: true}); !errors.Is(err, sevsnp.ErrReportSignature) {
+		t.Fatalf("tampered report: %v", err)
+	}
+}
+
+// The shape all evidence kinds share (attestation.EvidenceVerifier).
+func TestVerifierShape(t *testing.T) {
+	ev := milanEvidence(t)
+	raw, _ := ev.Marshal()
+	var v attestation.EvidenceVerifier = sevsnp.NewVerifier(sevsnp.Roots{})
+	got, err := v.VerifyEvidence(raw, attestation.EvidenceOptions{Now: milanNow, AllowDebug: true})
+	if err != nil || len(got.Measurement) != 48 || !got.ValidAt(milanNow) || len(got.Relaxations) != 0 {
+		t.Fatalf("VerifyEvidence = %+v, %v", got, err)
+	}
+	rd := got.ReportData
+	if _, err := v.VerifyEvidence(raw, attestation.EvidenceOptions{Now: milanNow, AllowDebug: true, ReportData: &rd}); err != nil {
+		t.Fatalf("its own report data: %v", err)
+	}
+	rd[0] ^= 1
+	if _, err := v.VerifyEvidence(raw, attestation.EvidenceOptions{Now: milanNow, AllowDebug: true, ReportData: &rd}); !errors.Is(err, attestation.ErrReportData) || !errors.Is(err, sevsnp.ErrReportData) {
+		t.Fatalf("other report data: %v", err)
 	}
 }

@@ -20,8 +20,11 @@
 //     MRTDs, RTMR values or composite measurements, debug (refused unless
 //     allowed), a minimum TEE TCB SVN and accepted TCB statuses.
 //
-// VerifyBinding combines them for a bundle verifier: raw quote plus expected
-// report data in, measurement or error out.
+// [Verifier] combines them in the shape all evidence kinds share
+// (attestation.EvidenceVerifier, also implemented by packages sevsnp and
+// tpm): [Verifier.VerifyEvidence] takes the raw quote, the time, the
+// expected report data and whether debug is allowed, and returns the
+// measurement, report data and the PCK chain's validity window.
 //
 // # Measurement
 //

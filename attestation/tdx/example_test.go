@@ -1,7 +1,9 @@
 package tdx_test
 
 import (
+	"errors"
 	"fmt"
+	"github.com/acds-project/acds/attestation"
 	"os"
 	"time"
 
@@ -26,9 +28,11 @@ func ExampleVerify() {
 	fmt.Println("debug:", ev.Debug)
 	fmt.Println("tcb evaluated:", ev.TCB.Evaluated)
 
-	// A bundle verifier checks the binding in one call.
-	if _, err := tdx.VerifyBinding(quote, [64]byte{}, opts); err != nil {
-		fmt.Println("binding:", err != nil)
+	// A bundle verifier checks the binding in one call, in the shape all
+	// evidence kinds share (attestation.EvidenceVerifier).
+	v := tdx.NewVerifier(tdx.Options{})
+	if _, err := v.VerifyEvidence(quote, attestation.EvidenceOptions{Now: opts.Now(), ReportData: &[64]byte{}}); err != nil {
+		fmt.Println("binding:", errors.Is(err, attestation.ErrReportData))
 	}
 	// Output:
 	// measurement bytes: 48

@@ -87,19 +87,3 @@ func Validate(ev *Evidence, p Policy) error {
 	}
 	return nil
 }
-
-// VerifyBinding is the one call a bundle verifier needs: it verifies the raw
-// quote with opts, requires its REPORTDATA to equal reportData, applies the
-// zero Policy (no debug TDs; TCB UpToDate when collateral was given) and
-// returns the composite measurement (MeasurementOf). Errors are *Error values
-// naming the failed check.
-func VerifyBinding(quote []byte, reportData [64]byte, opts Options) (Measurement, error) {
-	ev, err := Verify(quote, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := Validate(ev, Policy{ReportData: &reportData}); err != nil {
-		return nil, err
-	}
-	return ev.Measurement, nil
-}

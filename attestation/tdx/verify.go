@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/acds-project/acds/attestation"
 	"math/big"
 	"sync"
 	"time"
@@ -163,6 +164,10 @@ type Evidence struct {
 	FMSPC, PCEID string
 	// PCKCertificate is the verified PCK leaf certificate.
 	PCKCertificate *x509.Certificate
+	// NotBefore and NotAfter bound the time in which every certificate of
+	// the verified PCK chain (leaf to root) is valid. Collateral has
+	// windows of its own that they do not include.
+	NotBefore, NotAfter time.Time
 	// TCB is the TCB evaluation; TCB.Evaluated is false without collateral.
 	TCB TCB
 	// Checked lists the checks that passed, in order.
@@ -231,6 +236,7 @@ func Verify(quote []byte, opts Options) (*Evidence, error) {
 	}
 	pck := path[0]
 	ev.PCKCertificate = pck
+	ev.NotBefore, ev.NotAfter = attestation.CertificatesWindow(path...)
 	ev.Checked = append(ev.Checked, CheckPCKChain)
 
 	signed := q.GetSignedData()

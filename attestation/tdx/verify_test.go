@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"github.com/acds-project/acds/attestation"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -214,20 +215,25 @@ func TestVerifyBadInput(t *testing.T) {
 	}
 }
 
-func TestVerifyBinding(t *testing.T) {
+func TestVerifierShape(t *testing.T) {
 	quote := sprQuote(t)
 	ev, err := Verify(quote, Options{Now: at(pinned)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := VerifyBinding(quote, ev.ReportData, Options{Now: at(pinned)})
-	if err != nil || !bytes.Equal(m, ev.Measurement) {
-		t.Fatalf("VerifyBinding = %s, %v", m, err)
+	v := NewVerifier(Options{})
+	rd := ev.ReportData
+	got, err := v.VerifyEvidence(quote, attestation.EvidenceOptions{Now: pinned, ReportData: &rd})
+	if err != nil || !bytes.Equal(got.Measurement, ev.Measurement) || got.ReportData != rd || !got.ValidAt(pinned) || len(got.Relaxations) != 1 {
+		t.Fatalf("VerifyEvidence = %+v, %v", got, err)
 	}
 	other := ev.ReportData
 	other[63] ^= 1
-	_, err = VerifyBinding(quote, other, Options{Now: at(pinned)})
-	wantErr(t, err, ErrPolicy, CheckReportData)
+	if _, err = v.VerifyEvidence(quote, attestation.EvidenceOptions{Now: pinned, ReportData: &other}); !errors.Is(err, attestation.ErrReportData) {
+		t.Fatalf("other report data: %v", err)
+	}
+	_, err = v.VerifyEvidence(quote, attestation.EvidenceOptions{Now: pinned.AddDate(30, 0, 0)})
+	wantErr(t, err, ErrCertificate, CheckPCKChain)
 }
 
 func TestValidate(t *testing.T) {

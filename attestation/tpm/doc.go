@@ -16,6 +16,12 @@
 //
 // The zero Options trusts no AK and fails closed (ErrNoTrust).
 //
+// [Verifier] is Verify in the shape all evidence kinds share
+// (attestation.EvidenceVerifier, also implemented by packages sevsnp and
+// tdx): [Verifier.VerifyEvidence] takes the attestation, the time and the
+// report data (the quote's nonce), and returns the measurement and the AK
+// chain's validity window.
+//
 // # Measurement
 //
 // The code hash of a TPM machine is a digest over a PCR set of the SHA-256

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Error classes. Every error from Verify and VerifyBinding is an *Error whose
+// Error classes. Every error from Verify is an *Error whose
 // class is one of these (errors.Is), naming the failed Check (errors.As).
 var (
 	// ErrMalformed: the attestation is too large, not a go-tpm-tools

@@ -40,7 +40,7 @@ func ExampleVerify() {
 	fmt.Println("measurement bytes:", len(ev.Measurement))
 
 	// The wrong nonce is a typed error naming the check.
-	_, err = tpm.VerifyBinding(att, []byte("another nonce"), tpm.Options{TrustedAKs: []crypto.PublicKey{ak}})
+	_, err = tpm.Verify(att, []byte("another nonce"), tpm.Options{TrustedAKs: []crypto.PublicKey{ak}})
 	var e *tpm.Error
 	if errors.As(err, &e) {
 		fmt.Println("wrong nonce fails at:", e.Check)

@@ -11,6 +11,7 @@ import (
 	"encoding/asn1"
 	"encoding/hex"
 	"fmt"
+	"github.com/acds-project/acds/attestation"
 	"slices"
 	"time"
 
@@ -102,6 +103,10 @@ type Evidence struct {
 	// AKCertificate is the verified AK certificate when trust came from
 	// Roots, nil when the AK was pinned.
 	AKCertificate *x509.Certificate
+	// NotBefore and NotAfter bound the time in which every certificate of
+	// the verified AK chain is valid; both are zero when the AK was pinned
+	// (no certificate, no window).
+	NotBefore, NotAfter time.Time
 	// FirmwareVersion is the TPM vendor's firmware version from the quote.
 	FirmwareVersion uint64
 	// MachineState is what go-tpm-tools' server package extracted from the
@@ -162,11 +167,12 @@ func Verify(att []byte, nonce []byte, opts Options) (*Evidence, error) {
 			return nil, fail(CheckAK, ErrUntrustedAK, "AK is not one of the %d pinned keys", len(opts.TrustedAKs))
 		}
 	} else {
-		cert, err := verifyAKCert(&a, ak, opts, ev.VerifiedAt)
+		cert, chain, err := verifyAKCert(&a, ak, opts, ev.VerifiedAt)
 		if err != nil {
 			return nil, err
 		}
 		ev.AKCertificate = cert
+		ev.NotBefore, ev.NotAfter = attestation.CertificatesWindow(chain...)
 	}
 	ev.AK = ak
 	ev.Checked = append(ev.Checked, CheckParse, CheckTrust, CheckAK)
@@ -236,17 +242,6 @@ func Verify(att []byte, nonce []byte, opts Options) (*Evidence, error) {
 		"tpm clock and reset counters: not checked",
 		"revocation: AK certificate revocation is not consulted")
 	return ev, nil
-}
-
-// VerifyBinding is the one call a bundle verifier needs: Verify with nonce
-// and opts, returning the measurement (MeasurementOf over opts.PCRs or
-// DefaultPCRs) or an *Error naming the failed check.
-func VerifyBinding(att []byte, nonce []byte, opts Options) (Measurement, error) {
-	ev, err := Verify(att, nonce, opts)
-	if err != nil {
-		return nil, err
-	}
-	return ev.Measurement, nil
 }
 
 func sha256Quote(qs []*tpmpb.Quote) *tpmpb.Quote {
@@ -322,13 +317,14 @@ func checkPCRDigest(info *tpm2.QuoteInfo, pcrs *tpmpb.PCRs) error {
 
 var oidSubjectAltName = asn1.ObjectIdentifier{2, 5, 29, 17}
 
-func verifyAKCert(a *attestpb.Attestation, ak crypto.PublicKey, opts Options, at time.Time) (*x509.Certificate, error) {
+// verifyAKCert returns the AK certificate and the chain it verified with.
+func verifyAKCert(a *attestpb.Attestation, ak crypto.PublicKey, opts Options, at time.Time) (*x509.Certificate, []*x509.Certificate, error) {
 	if len(a.GetAkCert()) == 0 {
-		return nil, fail(CheckAK, ErrUntrustedAK, "trust comes from AK certificate roots, and the attestation carries no AK certificate")
+		return nil, nil, fail(CheckAK, ErrUntrustedAK, "trust comes from AK certificate roots, and the attestation carries no AK certificate")
 	}
 	cert, err := x509.ParseCertificate(a.GetAkCert())
 	if err != nil {
-		return nil, fail(CheckAK, ErrUntrustedAK, "AK certificate: %v", err)
+		return nil, nil, fail(CheckAK, ErrUntrustedAK, "AK certificate: %v", err)
 	}
 	roots := x509.NewCertPool()
 	for _, r := range opts.Roots {
@@ -339,12 +335,12 @@ func verifyAKCert(a *attestpb.Attestation, ak crypto.PublicKey, opts Options, at
 		inter.AddCert(c)
 	}
 	if n := len(a.GetIntermediateCerts()); n > 8 {
-		return nil, fail(CheckAK, ErrUntrustedAK, "%d intermediate certificates, limit 8", n)
+		return nil, nil, fail(CheckAK, ErrUntrustedAK, "%d intermediate certificates, limit 8", n)
 	}
 	for _, der := range a.GetIntermediateCerts() {
 		c, err := x509.ParseCertificate(der)
 		if err != nil {
-			return nil, fail(CheckAK, ErrUntrustedAK, "intermediate certificate: %v", err)
+			return nil, nil, fail(CheckAK, ErrUntrustedAK, "intermediate certificate: %v", err)
 		}
 		inter.AddCert(c)
 	}
@@ -352,18 +348,19 @@ func verifyAKCert(a *attestpb.Attestation, ak crypto.PublicKey, opts Options, at
 	// directoryName that crypto/x509 does not interpret; accept it as handled.
 	cert.UnhandledCriticalExtensions = slices.DeleteFunc(slices.Clone(cert.UnhandledCriticalExtensions),
 		func(o asn1.ObjectIdentifier) bool { return o.Equal(oidSubjectAltName) })
-	if _, err := cert.Verify(x509.VerifyOptions{
+	chains, err := cert.Verify(x509.VerifyOptions{
 		Roots:         roots,
 		Intermediates: inter,
 		CurrentTime:   at,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
-	}); err != nil {
-		return nil, fail(CheckAK, ErrUntrustedAK, "AK certificate: %w", err)
+	})
+	if err != nil {
+		return nil, nil, fail(CheckAK, ErrUntrustedAK, "AK certificate: %w", err)
 	}
 	if !sameKey(cert.PublicKey, ak) {
-		return nil, fail(CheckAK, ErrUntrustedAK, "AK certificate is for a different key than the AK that signed")
+		return nil, nil, fail(CheckAK, ErrUntrustedAK, "AK certificate is for a different key than the AK that signed")
 	}
-	return cert, nil
+	return cert, chains[0], nil
 }
 
 // safely runs a third-party decoder on untrusted bytes and turns a panic

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"github.com/acds-project/acds/attestation"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -279,9 +280,23 @@ func TestVerifySimulatorAttestation(t *testing.T) {
 	if err != nil || bytes.Equal(ev2.Measurement, ev.Measurement) {
 		t.Fatalf("PCRs 0-7: %v, %v", ev2, err)
 	}
-	m, err := VerifyBinding(v.att, v.nonce, Options{TrustedAKs: []crypto.PublicKey{v.ak}})
-	if err != nil || !bytes.Equal(m, ev.Measurement) || m.String() != hex.EncodeToString(ev.Measurement) {
-		t.Fatalf("VerifyBinding = %s, %v", m, err)
+	if ev.Measurement.String() != hex.EncodeToString(ev.Measurement) {
+		t.Fatalf("Measurement.String = %s", ev.Measurement)
+	}
+	// The shape all evidence kinds share (attestation.EvidenceVerifier).
+	var rd [64]byte
+	copy(rd[:], v.nonce)
+	kind := NewVerifier(Options{TrustedAKs: []crypto.PublicKey{v.ak}})
+	got, err := kind.VerifyEvidence(v.att, attestation.EvidenceOptions{ReportData: &rd})
+	if err != nil || !bytes.Equal(got.Measurement, ev.Measurement) || got.ReportData != rd || !got.NotAfter.IsZero() {
+		t.Fatalf("VerifyEvidence = %+v, %v", got, err)
+	}
+	rd[0] ^= 1
+	if _, err := kind.VerifyEvidence(v.att, attestation.EvidenceOptions{ReportData: &rd}); !errors.Is(err, attestation.ErrReportData) || !errors.Is(err, ErrNonce) {
+		t.Fatalf("other report data: %v", err)
+	}
+	if _, err := kind.VerifyEvidence(v.att, attestation.EvidenceOptions{}); !errors.Is(err, attestation.ErrReportData) {
+		t.Fatalf("no report data: %v", err)
 	}
 }
 

@@ -24,7 +24,11 @@ func Example() {
 		fmt.Println("manifest:", err)
 		return
 	}
-	ch := attested.NewChecker(verify.Policy{Manifest: m}, nil)
+	ch, err := attested.NewChecker(verify.Policy{Manifest: m}, nil)
+	if err != nil {
+		fmt.Println("policy:", err)
+		return
+	}
 	c, err := ch.Client("https://acds.example.org", nil)
 	if err != nil {
 		fmt.Println(err)
@@ -47,7 +51,16 @@ func Example() {
 
 // A raw TLS connection to an enclave, checked the same way.
 func ExampleChecker_TLSConfig() {
-	ch := attested.NewChecker(verify.Policy{}, nil)
+	ms, err := verify.ParseMeasurements("<the code hash the publisher announced, 96 hex digits>")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ch, err := attested.NewChecker(verify.Policy{Measurements: ms}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	cfg := ch.TLSConfig("acds.example.org")
 	_ = cfg // tls.Dial("tcp", "acds.example.org:443", cfg)
 }

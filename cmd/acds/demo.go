@@ -224,9 +224,10 @@ func demoPolicy(notaryKey ed25519.PublicKey) (verify.Policy, error) {
 		return verify.Policy{}, err
 	}
 	p := verify.Policy{
-		Measurements:    map[string][][]byte{attestation.ProfileSEVSNPSim: {self}},
-		AllowSimulation: true,
-		Now:             time.Now,
+		Measurements:                   map[string][][]byte{attestation.ProfileSEVSNPSim: {self}},
+		UnsafeAllowSimulation:          true,
+		UnsafeTrustBundleSimulatedRoot: true,
+		Now:                            time.Now,
 	}
 	if notaryKey != nil {
 		p.NotaryKeys = []ed25519.PublicKey{notaryKey}
@@ -269,7 +270,11 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	}
 	// The client checks the enclave's evidence in every TLS handshake,
 	// before the session request, token or portal credentials are sent.
-	checker := attested.NewChecker(verify.Policy{Measurements: policy.Measurements, AllowSimulation: true, Now: time.Now}, nil)
+	checker, err := attested.NewChecker(verify.Policy{Measurements: policy.Measurements,
+		UnsafeAllowSimulation: true, UnsafeTrustBundleSimulatedRoot: true, Now: time.Now}, nil)
+	if err != nil {
+		return 1, err
+	}
 	c, err := checker.Client(s.BaseURL, &client.Options{PollInterval: 100 * time.Millisecond})
 	if err != nil {
 		return 1, err
@@ -313,7 +318,10 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	if o.offlinePolicy != nil {
 		o.offlinePolicy(&policy)
 	}
-	v := verify.New(policy)
+	v, err := verify.New(policy)
+	if err != nil {
+		return 1, err
+	}
 	fres, err := verifyResult(v, fetched.Result)
 	if err != nil {
 		return 1, fmt.Errorf("fetch-and-attest bundle: %w", err)

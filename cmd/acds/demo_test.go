@@ -161,7 +161,11 @@ func TestFetchAndAttestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := attested.NewChecker(policy, nil).Client(s.BaseURL, &client.Options{PollInterval: 20 * time.Millisecond})
+	checker, err := attested.NewChecker(policy, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := checker.Client(s.BaseURL, &client.Options{PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +177,10 @@ func TestFetchAndAttestEndToEnd(t *testing.T) {
 	p := s.Portal.Patients()[0]
 	family := strings.Fields(p.Name)[len(strings.Fields(p.Name))-1]
 	measurement := hex.EncodeToString(s.Enclave.Measurement())
-	v := verify.New(policy)
+	v, err := verify.New(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cases := []struct{ system, format string }{
 		{acds.SystemFHIRBasic, acds.OutputFHIRR4},

@@ -133,7 +133,11 @@ func TestServeFullFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	br, err := verify.New(pol).VerifyBoot(a.Boot)
+	bv, err := verify.New(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := bv.VerifyBoot(a.Boot)
 	if err != nil || !br.TEEQuoteVerified || !br.EnclaveHashMatch {
 		t.Fatalf("boot evidence: %+v, %v", br, err)
 	}

@@ -128,12 +128,17 @@ func runVerify(ctx context.Context, e env) int {
 		selfHash = true
 	}
 	if *allowSim {
-		p.AllowSimulation = true
+		p.UnsafeAllowSimulation = true
+		p.UnsafeTrustBundleSimulatedRoot = true
 		p.UnsafeTrustClaimedNotaryKey = true
+	}
+	v, err := verify.New(p)
+	if err != nil {
+		return fail("%v", err)
 	}
 
 	if *server != "" {
-		return verifyServer(ctx, e, *server, verify.New(p), *asJSON, notes, selfHash)
+		return verifyServer(ctx, e, *server, v, *asJSON, notes, selfHash)
 	}
 
 	bundle, err := readBundle(args[0], e.stdin)
@@ -146,7 +151,6 @@ func runVerify(ctx context.Context, e env) int {
 			return fail("--output: %v", err)
 		}
 	}
-	v := verify.New(p)
 	var res *verify.Result
 	if output != nil {
 		res, err = v.VerifyOutput(bundle, output)

@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return usage("give either -policy (with -manifest-key) or -measurement")
 	}
 
-	p := verify.Policy{Now: time.Now, AllowSimulation: *allowSim, UnsafeTrustClaimedNotaryKey: *allowSim}
+	p := verify.Policy{Now: time.Now, UnsafeAllowSimulation: *allowSim, UnsafeTrustBundleSimulatedRoot: *allowSim, UnsafeTrustClaimedNotaryKey: *allowSim}
 	if *policyFile != "" {
 		if *keyFile == "" {
 			return usage("-policy needs -manifest-key")
@@ -97,7 +97,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usage("-bundle: %v", err)
 	}
-	v := verify.New(p)
+	v, err := verify.New(p)
+	if err != nil {
+		return usage("%v", err)
+	}
 	var res *verify.Result
 	if *outputFile != "" {
 		out, err := os.ReadFile(*outputFile)

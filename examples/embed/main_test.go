@@ -138,7 +138,11 @@ func TestEmbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offline := verify.New(verify.Policy{Measurements: map[string][][]byte{attestation.ProfileSEVSNPSim: {self}}, AllowSimulation: true})
+	offline, err := verify.New(verify.Policy{Measurements: map[string][][]byte{attestation.ProfileSEVSNPSim: {self}},
+		UnsafeAllowSimulation: true, UnsafeTrustBundleSimulatedRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if r, err := offline.VerifyOutput(raw, rec.Result.Output); err != nil || !r.Valid {
 		t.Fatalf("offline verification: %+v %v", r, err)
 	}

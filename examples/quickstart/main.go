@@ -19,7 +19,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,7 +29,6 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/verify"
@@ -81,15 +79,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err error
 	)
 	if strings.HasPrefix(*serverURL, "https://") {
-		m, err := hex.DecodeString(*measurement)
-		if err != nil || len(m) == 0 {
+		ms, perr := verify.ParseMeasurements(*measurement)
+		if perr != nil || *measurement == "" {
 			return fail(2, "an https server is checked by attested TLS: give -measurement HEX (acds measure)")
 		}
-		p := verify.Policy{AllowSimulation: *allowSim, Measurements: map[string][][]byte{}}
-		for _, profile := range []string{attestation.ProfileSEVSNP, attestation.ProfileTDX, attestation.ProfileTPM, attestation.ProfileSEVSNPSim} {
-			p.Measurements[profile] = [][]byte{m}
+		p := verify.Policy{UnsafeAllowSimulation: *allowSim, UnsafeTrustBundleSimulatedRoot: *allowSim, Measurements: ms}
+		ch, cerr := attested.NewChecker(p, nil)
+		if cerr != nil {
+			return fail(2, "%v", cerr)
 		}
-		c, err = attested.NewChecker(p, nil).Client(*serverURL, opts)
+		c, err = ch.Client(*serverURL, opts)
 	} else {
 		c, err = client.New(*serverURL, opts)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/internal/attestedtls"
 )
 
@@ -37,7 +36,7 @@ func BenchmarkOperatorCATimeToFirstByte(b *testing.B) {
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Certificate)
 
-	ch := attested.NewChecker(h.policy(b), nil)
+	ch := mustChecker(b, h.policy(b), nil)
 	plainCfg := ch.TLSConfig("localhost")
 	plainCfg.InsecureSkipVerify, plainCfg.VerifyConnection, plainCfg.RootCAs = false, nil, roots
 	caCfg := ch.TLSConfig("localhost")

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/internal/attestedtls"
 )
 
@@ -53,7 +52,7 @@ func TestCertificatesRotate(t *testing.T) {
 	}
 	p := h.policy(t)
 	p.Now = clk.now
-	ch := attested.NewChecker(p, nil)
+	ch := mustChecker(t, p, nil)
 	base, _ := h.serveTLS(t, certs.TLSConfig())
 	dial := func() {
 		t.Helper()

@@ -20,10 +20,10 @@
 // during the handshake and before a byte of any request reaches the server,
 // a certificate whose key the quote does not bind (evidence copied from
 // another enclave), a measurement outside the manifest, simulated evidence
-// without Policy.AllowSimulation, a tampered evidence extension, an expired
+// without Policy.UnsafeAllowSimulation, a tampered evidence extension, an expired
 // certificate and a plain TLS server, each with the typed error of the
-// check that failed; and that verified evidence is cached per certificate
-// key. With an operator CA, a client that trusts it accepts the CA-issued
+// check that failed; and that verified evidence is cached once, by the
+// verifier, per evidence. With an operator CA, a client that trusts it accepts the CA-issued
 // certificate and refuses one from another CA, a CA-issued certificate for
 // a key the quote does not bind and an expired one; a client without
 // RootCAs still decides by the evidence.

@@ -31,7 +31,7 @@ func FuzzVerifyConnection(f *testing.F) {
 	f.Add(attestation.BootEvidenceFromCertificate(mustCert(f, h.other)))
 	f.Add([]byte{0xbf, 0xff}) // an empty indefinite-length CBOR map
 
-	ch := attested.NewChecker(h.policy(f), &attested.Options{CacheSize: -1})
+	ch := mustChecker(f, h.policy(f), &attested.Options{CacheSize: -1})
 	spki := h.cert.Leaf.RawSubjectPublicKeyInfo
 	now := time.Now()
 	f.Fuzz(func(t *testing.T, ev []byte) {

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"github.com/acds-project/acds/client/attested"
 	"io"
 	"log"
 	"math/big"
@@ -141,7 +142,7 @@ func (x *harness) policy(tb testing.TB, allowed ...[]byte) verify.Policy {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return verify.Policy{Manifest: m, AllowSimulation: true, SimulatedRoots: []*x509.Certificate{x.backend.Root()}}
+	return verify.Policy{Manifest: m, UnsafeAllowSimulation: true, SimulatedRoots: []*x509.Certificate{x.backend.Root()}}
 }
 
 // listener counts what reaches the server: TCP connections accepted and
@@ -241,4 +242,15 @@ func (s enclaveSeam) BootEvidence() acds.Attestation {
 	b := s.e.BootEvidence()
 	return acds.Attestation{Profile: b.Profile, Measurement: hex.EncodeToString(s.e.Measurement()), Evidence: b.Evidence,
 		Certificates: [][]byte{}, SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce, Boot: s.e.MarshalBootEvidence()}
+}
+
+// mustChecker is attested.NewChecker for a policy the test knows to be
+// well-formed.
+func mustChecker(tb testing.TB, p verify.Policy, o *attested.Options) *attested.Checker {
+	tb.Helper()
+	ch, err := attested.NewChecker(p, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ch
 }

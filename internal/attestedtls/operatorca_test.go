@@ -117,7 +117,7 @@ func TestOperatorCA(t *testing.T) {
 	base, l := h.serveTLS(t, certs.TLSConfig())
 
 	t.Run("accepted with the CA and the evidence", func(t *testing.T) {
-		ch := attested.NewChecker(h.policy(t), nil)
+		ch := mustChecker(t, h.policy(t), nil)
 		c := caClient(t, ch, base, roots)
 		resp, err := c.Health(context.Background())
 		if err != nil {
@@ -133,7 +133,7 @@ func TestOperatorCA(t *testing.T) {
 	})
 
 	t.Run("accepted without RootCAs, by the evidence", func(t *testing.T) {
-		ch := attested.NewChecker(h.policy(t), nil)
+		ch := mustChecker(t, h.policy(t), nil)
 		if _, err := caClient(t, ch, base, nil).Health(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestOperatorCA(t *testing.T) {
 	otherBuild := bytes.Clone(measurement)
 	otherBuild[0] ^= 0xff
 	for _, r := range []*x509.CertPool{roots, nil} {
-		ch := attested.NewChecker(h.policy(t, otherBuild), nil)
+		ch := mustChecker(t, h.policy(t, otherBuild), nil)
 		before := l.appBytes.Load()
 		_, err := caClient(t, ch, base, r).Health(context.Background())
 		var ce *verify.CertificateError
@@ -211,7 +211,7 @@ func TestOperatorCA(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base, l := h.serve(t, tc.cert, 0)
-			ch := attested.NewChecker(h.policy(t), nil)
+			ch := mustChecker(t, h.policy(t), nil)
 			before := h.requests.Load()
 			_, err := caClient(t, ch, base, roots).Anon(context.Background(), "a passphrase that must not leave")
 			if err == nil || !tc.withCA(err) {
@@ -231,7 +231,7 @@ func TestOperatorCA(t *testing.T) {
 			}
 
 			// Without RootCAs the evidence alone decides.
-			_, err = caClient(t, attested.NewChecker(h.policy(t), nil), base, nil).Health(context.Background())
+			_, err = caClient(t, mustChecker(t, h.policy(t), nil), base, nil).Health(context.Background())
 			if tc.noCA == nil && err != nil || tc.noCA != nil && !errors.Is(err, tc.noCA) {
 				t.Fatalf("without RootCAs: %v, want %v", err, tc.noCA)
 			}
@@ -319,7 +319,7 @@ func TestOperatorCARotation(t *testing.T) {
 	base, _ := h.serveTLS(t, certs.TLSConfig())
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Certificate)
-	cfg := attested.NewChecker(p, nil).TLSConfig("127.0.0.1")
+	cfg := mustChecker(t, p, nil).TLSConfig("127.0.0.1")
 	cfg.InsecureSkipVerify, cfg.RootCAs, cfg.Time = false, roots, clk.now
 	conn, err := tls.Dial("tcp", base[len("https://"):], cfg)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -62,7 +61,7 @@ func TestProxies(t *testing.T) {
 	target := base[len("https://"):]
 	ctx := context.Background()
 
-	ch := attested.NewChecker(h.policy(t), nil)
+	ch := mustChecker(t, h.policy(t), nil)
 	if _, err := newClient(t, ch, passthrough(t, target)).Health(ctx); err != nil {
 		t.Fatalf("through TLS passthrough: %v", err)
 	}
