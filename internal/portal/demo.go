@@ -181,7 +181,7 @@ func NewDemo(opts Options) (*Demo, error) {
 		opts.PageSize = 250
 	}
 	if opts.ClientKey != nil {
-		if _, _, _, err := jwtAlg(opts.ClientKey); err != nil {
+		if _, err := jwtAlg(opts.ClientKey); err != nil {
 			return nil, err
 		}
 	}

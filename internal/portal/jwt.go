@@ -5,60 +5,52 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/asn1"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
-	"strings"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/cryptosigner"
+	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // SMART client authentication with private_key_jwt (RFC 7523, SMART App
 // Launch "asymmetric" client authentication): the client signs a short
-// JWT naming itself and the token endpoint.
+// JWT naming itself and the token endpoint. go-jose does the JOSE work.
 
 const clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 // errAssertion is the class of client-assertion failures in the demo.
 var errAssertion = errors.New("invalid client assertion")
 
+// assertionLifetime is how long a client assertion is valid.
+const assertionLifetime = 5 * time.Minute
+
 // jwtAlg returns the JOSE algorithm for a key: ES256 for P-256, ES384
-// for P-384, RS384 for RSA.
-func jwtAlg(pub crypto.PublicKey) (alg string, h crypto.Hash, size int, err error) {
+// for P-384, RS384 for RSA of at least 2048 bits.
+func jwtAlg(pub crypto.PublicKey) (jose.SignatureAlgorithm, error) {
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:
 		switch k.Curve {
 		case elliptic.P256():
-			return "ES256", crypto.SHA256, 32, nil
+			return jose.ES256, nil
 		case elliptic.P384():
-			return "ES384", crypto.SHA384, 48, nil
+			return jose.ES384, nil
 		}
 	case *rsa.PublicKey:
 		if k.N.BitLen() >= 2048 {
-			return "RS384", crypto.SHA384, 0, nil
+			return jose.RS384, nil
 		}
 	}
-	return "", 0, 0, fmt.Errorf("portal: client key must be ECDSA P-256/P-384 or RSA ≥ 2048 bits, not %T", pub)
-}
-
-func digest(h crypto.Hash, data []byte) []byte {
-	if h == crypto.SHA256 {
-		s := sha256.Sum256(data)
-		return s[:]
-	}
-	s := sha512.Sum384(data)
-	return s[:]
+	return "", fmt.Errorf("portal: client key must be ECDSA P-256/P-384 or RSA ≥ 2048 bits, not %T", pub)
 }
 
 // clientAssertion signs the private_key_jwt assertion for clientID at
-// audience (the token endpoint URL).
+// audience (the token endpoint URL). random supplies its jti.
 func clientAssertion(key crypto.Signer, keyID, clientID, audience string, now time.Time, random io.Reader) (string, error) {
-	alg, h, size, err := jwtAlg(key.Public())
+	alg, err := jwtAlg(key.Public())
 	if err != nil {
 		return "", err
 	}
@@ -66,99 +58,54 @@ func clientAssertion(key crypto.Signer, keyID, clientID, audience string, now ti
 	if _, err := io.ReadFull(random, jti); err != nil {
 		return "", fmt.Errorf("portal: client assertion: %w", err)
 	}
-	hdr := map[string]string{"alg": alg, "typ": "JWT"}
+	opts := (&jose.SignerOptions{}).WithType("JWT")
 	if keyID != "" {
-		hdr["kid"] = keyID
+		opts = opts.WithHeader("kid", keyID)
 	}
-	hb, _ := json.Marshal(hdr)
-	cb, _ := json.Marshal(map[string]any{
-		"iss": clientID, "sub": clientID, "aud": audience,
-		"exp": now.Add(5 * time.Minute).Unix(), "iat": now.Unix(), "jti": base64.RawURLEncoding.EncodeToString(jti),
-	})
-	signing := base64.RawURLEncoding.EncodeToString(hb) + "." + base64.RawURLEncoding.EncodeToString(cb)
-	sig, err := key.Sign(random, digest(h, []byte(signing)), h)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: cryptosigner.Opaque(key)}, opts)
 	if err != nil {
 		return "", fmt.Errorf("portal: client assertion: %w", err)
 	}
-	if size > 0 { // ECDSA: ASN.1 to the fixed-size r‖s of JWS
-		var rs struct{ R, S *big.Int }
-		if _, err := asn1.Unmarshal(sig, &rs); err != nil {
-			return "", fmt.Errorf("portal: client assertion: %w", err)
-		}
-		raw := make([]byte, 2*size)
-		rs.R.FillBytes(raw[:size])
-		rs.S.FillBytes(raw[size:])
-		sig = raw
+	tok, err := jwt.Signed(signer).Claims(jwt.Claims{
+		Issuer: clientID, Subject: clientID, Audience: jwt.Audience{audience},
+		Expiry: jwt.NewNumericDate(now.Add(assertionLifetime)), IssuedAt: jwt.NewNumericDate(now),
+		ID: base64.RawURLEncoding.EncodeToString(jti),
+	}).Serialize()
+	if err != nil {
+		return "", fmt.Errorf("portal: client assertion: %w", err)
 	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return tok, nil
 }
 
-// assertionClaims are the checked claims of a client assertion.
-type assertionClaims struct {
-	Iss string `json:"iss"`
-	Sub string `json:"sub"`
-	Aud any    `json:"aud"` // a string or an array of strings
-	Exp int64  `json:"exp"`
-	JTI string `json:"jti"`
-}
-
-// verifyAssertion checks a client assertion's signature under pub, its
-// issuer and subject (clientID), audience and expiry (at most 5 minutes
-// ahead), and returns its jti.
+// verifyAssertion checks a client assertion's signature under pub (in
+// the one algorithm jwtAlg names for it), its issuer and subject
+// (clientID), audience and expiry (present, and at most 5 minutes ahead,
+// with 30 seconds for clock skew), and returns its jti. It does not
+// remember jti values: replay protection is the caller's.
 func verifyAssertion(token string, pub crypto.PublicKey, clientID, audience string, now time.Time) (string, error) {
 	if len(token) > 8<<10 {
 		return "", fmt.Errorf("%w: too long", errAssertion)
 	}
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return "", fmt.Errorf("%w: not a JWS compact serialization", errAssertion)
-	}
-	alg, h, size, err := jwtAlg(pub)
+	alg, err := jwtAlg(pub)
 	if err != nil {
 		return "", err
 	}
-	var hdr struct {
-		Alg string `json:"alg"`
-	}
-	hb, err1 := base64.RawURLEncoding.DecodeString(parts[0])
-	cb, err2 := base64.RawURLEncoding.DecodeString(parts[1])
-	sig, err3 := base64.RawURLEncoding.DecodeString(parts[2])
-	if err := errors.Join(err1, err2, err3); err != nil {
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{alg})
+	if err != nil {
 		return "", fmt.Errorf("%w: %w", errAssertion, err)
 	}
-	if json.Unmarshal(hb, &hdr) != nil || hdr.Alg != alg {
-		return "", fmt.Errorf("%w: algorithm must be %s", errAssertion, alg)
+	var c jwt.Claims
+	if err := tok.Claims(pub, &c); err != nil {
+		return "", fmt.Errorf("%w: %w", errAssertion, err)
 	}
-	d := digest(h, []byte(parts[0]+"."+parts[1]))
-	switch k := pub.(type) {
-	case *ecdsa.PublicKey:
-		if len(sig) != 2*size || !ecdsa.Verify(k, d, new(big.Int).SetBytes(sig[:size]), new(big.Int).SetBytes(sig[size:])) {
-			return "", fmt.Errorf("%w: bad signature", errAssertion)
-		}
-	case *rsa.PublicKey:
-		if rsa.VerifyPKCS1v15(k, h, d, sig) != nil {
-			return "", fmt.Errorf("%w: bad signature", errAssertion)
-		}
-	}
-	var c assertionClaims
-	if err := json.Unmarshal(cb, &c); err != nil {
-		return "", fmt.Errorf("%w: claims: %w", errAssertion, err)
-	}
-	audOK := c.Aud == audience
-	if list, ok := c.Aud.([]any); ok {
-		for _, a := range list {
-			audOK = audOK || a == audience
-		}
+	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: clientID, Subject: clientID, AnyAudience: jwt.Audience{audience}, Time: now}, 0); err != nil {
+		return "", fmt.Errorf("%w: %w", errAssertion, err)
 	}
 	switch {
-	case c.Iss != clientID || c.Sub != clientID:
-		return "", fmt.Errorf("%w: iss and sub must be the client id", errAssertion)
-	case !audOK:
-		return "", fmt.Errorf("%w: audience is not this token endpoint", errAssertion)
-	case c.Exp < now.Unix() || c.Exp > now.Add(5*time.Minute+30*time.Second).Unix():
-		return "", fmt.Errorf("%w: expired or valid for too long", errAssertion)
-	case c.JTI == "":
+	case c.Expiry == nil || c.Expiry.Time().After(now.Add(assertionLifetime+30*time.Second)):
+		return "", fmt.Errorf("%w: no expiry, or valid for too long", errAssertion)
+	case c.ID == "":
 		return "", fmt.Errorf("%w: no jti", errAssertion)
 	}
-	return c.JTI, nil
+	return c.ID, nil
 }
