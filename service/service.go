@@ -18,9 +18,9 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/internal/attestedtls"
-	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/verify"
 )

@@ -12,13 +12,13 @@ if ! command -v gcc >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
 fi
 
-echo "-- race detector: internal/portal"
-CGO_ENABLED=1 go test -count=1 -race ./internal/portal/
+echo "-- race detector: portal"
+CGO_ENABLED=1 go test -count=1 -race ./portal/
 
 echo "-- acds portal command"
 go test -count=1 -run 'TestPortalCommand' ./cmd/acds/
 
 echo "-- fuzz: login-page reader, numeric host forms, portal answers"
-bash .ci/fuzz.sh FuzzParseHTML ./internal/portal/ 15s
-bash .ci/fuzz.sh FuzzParseHostAddr ./internal/portal/ 15s
-bash .ci/fuzz.sh FuzzConnectorPages ./internal/portal/ 15s
+bash .ci/fuzz.sh FuzzParseHTML ./portal/ 15s
+bash .ci/fuzz.sh FuzzParseHostAddr ./portal/ 15s
+bash .ci/fuzz.sh FuzzConnectorPages ./portal/ 15s

@@ -14,7 +14,7 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
 )
 
 // TestServeFetchAndAttest runs the whole fetch-and-attest path of `acds
@@ -23,7 +23,7 @@ import (
 // bundle verifies with mpcTlsVerified, and a wrong password fails the
 // request with portal-auth-failed without the password anywhere.
 func TestServeFetchAndAttest(t *testing.T) {
-	demo, err := portal.NewDemo(portal.Options{Patients: 2, Seed: 7})
+	demo, err := demoportal.New(demoportal.Options{Patients: 2, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 	patient := demo.Patients()[0].ID
 
 	acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: portalURL, RecordID: patient,
-		Username: portal.DemoUsername, Password: portal.DemoPassword, OutputFormat: acds.OutputFHIRR4})
+		Username: demoportal.Username, Password: demoportal.Password, OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 
 	const wrong = "WRONG-password-6612"
 	acc, err = c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: portalURL, RecordID: patient,
-		Username: portal.DemoUsername, Password: wrong, OutputFormat: acds.OutputFHIRR4})
+		Username: demoportal.Username, Password: wrong, OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 	if stop() != 0 {
 		t.Fatal("serve did not stop cleanly")
 	}
-	for _, secret := range []string{wrong, portal.DemoPassword, sess.Token} {
+	for _, secret := range []string{wrong, demoportal.Password, sess.Token} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the logs contain %q", secret)
 		}

@@ -68,6 +68,14 @@ type Request struct {
 	Credentials Credentials // the login
 }
 
+// The public SMART client the connector uses for a portal origin without
+// a Registration: the client the bundled demo portal (`acds portal`,
+// `acds demo`) registers.
+const (
+	DemoClientID    = "acds-demo"
+	DemoRedirectURI = "https://acds.invalid/smart/callback"
+)
+
 // Registration is the SMART client registration the operator configured
 // for a portal origin.
 type Registration struct {
@@ -660,7 +668,7 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, &Error{Kind: ErrInvalidRequest, Op: t.op, Err: err}
 		}
-		form.Set("client_assertion_type", clientAssertionType)
+		form.Set("client_assertion_type", ClientAssertionType)
 		form.Set("client_assertion", a)
 	}
 	ex, err := t.s.do(req.Context(), t.op, false, poster(req.URL.String(), form, "application/json"))

@@ -88,7 +88,7 @@ func FuzzConnectorPages(f *testing.F) {
 		}
 		c := &Connector{MaxRetries: -1, MaxPages: 20, MaxBytes: 1 << 20}
 		hc := &http.Client{Transport: bodyTransport{status: status, body: body}}
-		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: demoCreds})
+		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: testCreds})
 		if err != nil {
 			if ProblemCode(err) == ProblemInternal {
 				t.Fatalf("unclassified error: %v", err)

@@ -1,10 +1,10 @@
-package portal
+package demoportal
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds/fhir"
+
+	"github.com/acds-project/acds/portal"
 )
 
 // collection wraps a record's resources in a collection Bundle, as
@@ -36,7 +38,7 @@ func collection(rec *record) []byte {
 // population (`acds portal` with no flags) against our own FHIR
 // validation, and the spread of sizes.
 func TestEveryDemoPatientValidates(t *testing.T) {
-	d, err := NewDemo(Options{Seed: 1})
+	d, err := New(Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestDemoLoginFormChecks(t *testing.T) {
 	origin := strings.TrimSuffix(p.Base, "/fhir")
 	verifier := strings.Repeat("v", 43)
 	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {DemoClientID}, "redirect_uri": {DemoRedirectURI},
+	q := url.Values{"response_type": {"code"}, "client_id": {portal.DemoClientID}, "redirect_uri": {portal.DemoRedirectURI},
 		"state": {"st"}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
 	get := func(hc *http.Client, u string) (*http.Response, string) {
 		resp, err := hc.Get(u)
@@ -134,9 +136,7 @@ func TestDemoLoginFormChecks(t *testing.T) {
 
 	hc := jarClient()
 	_, page := get(hc, origin+"/auth/authorize?"+q.Encode())
-	form := parseHTML(page).forms[0]
-	vals := url.Values{}
-	fillLogin(form, vals, demoCreds)
+	vals := fillForm(t, page, "")
 	post := func(hc *http.Client, path string, v url.Values) (*http.Response, string) {
 		resp, err := hc.PostForm(origin+path, v)
 		if err != nil {
@@ -162,16 +162,15 @@ func TestDemoLoginFormChecks(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `name="decision"`) {
 		t.Fatalf("login: %d %s", resp.StatusCode, page)
 	}
-	vals = url.Values{}
-	fillConsent(parseHTML(page).forms[0], vals, PatientID(1))
+	vals = fillForm(t, page, PatientID(1))
 	resp, _ = post(hc, "/auth/consent", vals)
 	loc, _ := url.Parse(resp.Header.Get("Location"))
 	code := loc.Query().Get("code")
 	if resp.StatusCode != http.StatusFound || code == "" || loc.Query().Get("state") != "st" {
 		t.Fatalf("consent: %d %s", resp.StatusCode, loc)
 	}
-	tokenReq := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {DemoRedirectURI},
-		"client_id": {DemoClientID}, "code_verifier": {strings.Repeat("w", 43)}}
+	tokenReq := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {portal.DemoRedirectURI},
+		"client_id": {portal.DemoClientID}, "code_verifier": {strings.Repeat("w", 43)}}
 	if resp, _ := post(hc, "/auth/token", tokenReq); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("wrong verifier: %d", resp.StatusCode)
 	}
@@ -180,19 +179,27 @@ func TestDemoLoginFormChecks(t *testing.T) {
 		t.Errorf("code reused after a failed exchange: %d", resp.StatusCode)
 	}
 
-	// A fresh run gives a token whose patient context is the one chosen.
-	c := testConnector()
-	s := &session{c: c, hc: jarClient(), red: newRedactor(), creds: demoCreds}
-	s.base, _ = url.Parse(p.Base)
-	s.hc.CheckRedirect = s.checkRedirect
-	if err := s.formFlow(context.Background(), PatientID(1)); err != nil {
-		t.Fatal(err)
+	// A fresh run, choosing PatientID(1) at consent, gives a token whose
+	// patient context is that patient and which reads no other.
+	hc = jarClient()
+	_, page = get(hc, origin+"/auth/authorize?"+q.Encode())
+	_, page = post(hc, "/auth/login", fillForm(t, page, PatientID(1)))
+	resp, _ = post(hc, "/auth/consent", fillForm(t, page, PatientID(1)))
+	loc, _ = url.Parse(resp.Header.Get("Location"))
+	tokenReq.Set("code", loc.Query().Get("code"))
+	resp, body := post(hc, "/auth/token", tokenReq)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+		Patient     string `json:"patient"`
 	}
-	if s.patientContext != PatientID(1) {
-		t.Errorf("patient context %q", s.patientContext)
+	if err := json.Unmarshal([]byte(body), &tok); err != nil || resp.StatusCode != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("code exchange: %d %s", resp.StatusCode, body)
+	}
+	if tok.Patient != PatientID(1) {
+		t.Errorf("patient context %q", tok.Patient)
 	}
 	req, _ := http.NewRequest("GET", p.Base+"/Patient/"+PatientID(0), nil)
-	s.auth(req)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	r2, err := p.client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,12 @@
 // Package portal is how ACDS gets a patient record out of a clinical
 // portal: connectors that log in and fetch FHIR R4 by systemType, the SSRF
-// guard that decides which portals may be reached, a Fetcher that runs
+// guard that decides which portals may be reached, and a Fetcher that runs
 // every exchange through MPC-TLS provers and collects the notary
-// statements, and the synthetic demo portal that tests, `acds portal` and
-// `acds demo` run against.
+// statements. The OAuth2 flows are golang.org/x/oauth2's, the login-page
+// reader is built on golang.org/x/net/html and private_key_jwt client
+// assertions are signed with github.com/go-jose/go-jose/v4. (The
+// synthetic demo portal that tests, `acds portal` and `acds demo` run
+// against lives in internal/demoportal.)
 //
 // # Fetching a record
 //
@@ -103,21 +106,4 @@
 // IPv4-translated ::ffff:0:0:0/96, unassigned space). AllowPrivate and AllowHTTP are the
 // operator's switches for tests and private deployments. Redirects, form
 // actions, SMART endpoints and next links are checked as well.
-//
-// # The demo portal
-//
-// NewDemo makes a portal with its own CA (CACertPEM) serving
-// deterministic synthetic patients: Patient, Encounter, Condition (SNOMED
-// CT), Observation (LOINC vital signs and laboratory results),
-// MedicationRequest (RxNorm; some through Medication resources),
-// Immunization (CVX), AllergyIntolerance, Procedure, plus the
-// Practitioner and Organization resources they refer to. Every record
-// passes fhir.Validate without errors; sizes run from about 13 KB to
-// 6.5 MB. It offers HTTP Basic, SMART discovery, the password grant, and
-// the App Launch flow with an HTML login form (CSRF token bound to a
-// cookie), a consent page and PKCE; Patient/{id}/$everything with paging
-// (_count, _offset and next links), per-type searches by patient, and
-// reads. Options.Failures injects wrong passwords, locked accounts, MFA,
-// 429 with Retry-After, 503, slow answers, truncated pages and a missing
-// $everything.
 package portal
