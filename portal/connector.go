@@ -77,7 +77,8 @@ const (
 )
 
 // Registration is the SMART client registration the operator configured
-// for a portal origin.
+// for a portal origin (Connector.Registrations). It prints, logs and
+// marshals without its Key (String, GoString, LogValue, MarshalJSON).
 type Registration struct {
 	ClientID    string // required
 	RedirectURI string // required; the connector intercepts the redirect and never dials it
@@ -117,9 +118,12 @@ type Connector struct {
 	// endpoint and paging link. The address check at connect time is the
 	// transport's job (Guard.Transport, or the notary's AllowAddr).
 	Guard Guard
-	// Registrations are the SMART clients by portal origin
-	// ("https://host" or "https://host:port"). An origin without one uses
-	// the demo portal's client (DemoClientID, DemoRedirectURI).
+	// Registrations are the operator's SMART clients by portal origin,
+	// written as Origin writes it ("https://host", or "https://host:port"
+	// for a port other than 443); CheckRegistrations checks them and
+	// LoadRegistrations reads them from a file. An origin without one
+	// uses the demo portal's public client (DemoClientID,
+	// DemoRedirectURI). Nil means none.
 	Registrations map[string]Registration
 	// MaxBytes bounds the bytes read from the portal for one record,
 	// login pages included. Zero means 64 MiB.
@@ -614,7 +618,7 @@ func poster(u string, form url.Values, accept string) func(ctx context.Context) 
 }
 
 func (s *session) registration() Registration {
-	origin := s.base.Scheme + "://" + s.base.Host
+	origin, _ := Origin(s.base.String()) // the guard admitted base: it has one
 	r, ok := s.c.Registrations[origin]
 	if !ok {
 		r = Registration{ClientID: DemoClientID, RedirectURI: DemoRedirectURI}
