@@ -219,8 +219,14 @@ func CheckRecordID(id string) error {
 // Fetch: they wrap ErrUnsupportedSystemType, ErrInvalidRequest (with
 // ErrInvalidRecordID for a bad recordId) or ErrForbidden.
 func (c *Connector) Admit(req Request) error {
+	return redactorFor(req).wrap(c.admit(req))
+}
+
+// admit is Admit without the redaction, for callers that redact once at
+// their own boundary.
+func (c *Connector) admit(req Request) error {
 	if !slices.Contains(SystemTypes(), req.SystemType) {
-		red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+		red := redactorFor(req)
 		return &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
 	}
 	if req.RecordID != "" {
@@ -263,16 +269,19 @@ type session struct {
 // (whose Transport it uses; it does not modify hc). Errors wrap one of the
 // package's error classes and never contain the credentials.
 func (c *Connector) Fetch(ctx context.Context, hc *http.Client, req Request) (*Record, error) {
-	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+	red := redactorFor(req)
 	rec, err := c.fetch(ctx, hc, req, red)
 	return rec, red.wrap(err)
 }
+
+// fetch is Fetch without the final redaction of the error's text (red
+// still blanks out the portal text quoted in Details).
 
 func (c *Connector) fetch(ctx context.Context, hc *http.Client, req Request, red redactor) (*Record, error) {
 	if hc == nil {
 		return nil, &Error{Kind: ErrInvalidRequest, Detail: "no HTTP client"}
 	}
-	if err := c.Admit(req); err != nil {
+	if err := c.admit(req); err != nil {
 		return nil, err
 	}
 	u, err := c.Guard.CheckURL(req.PortalURL)

@@ -73,7 +73,9 @@
 // ProblemCode maps it to the service's problem code. Error texts quote
 // portals only capped and with the request's username, password, access
 // token and authorization code blanked out; Credentials print as a
-// placeholder under every fmt verb. A name that does not resolve and a
+// placeholder under every fmt verb. That redaction is done in one place
+// (errors.go), once per error, at the boundary of Connector.Admit,
+// Connector.Fetch, Fetcher.Admit and Fetcher.Fetch. A name that does not resolve and a
 // portal that does not answer are ErrUnavailable, and their texts name
 // the portal's host and the kind of failure, never the service's
 // resolver, the addresses a name resolved to, the notary or any local
