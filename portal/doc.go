@@ -46,8 +46,12 @@
 // The SMART client (client id, redirect URI, scope, and for confidential
 // clients a private key used for private_key_jwt client authentication,
 // RFC 7523, ES256/ES384/RS384) is configured per portal origin in
-// Connector.Registrations; origins without one use the demo portal's
-// public client.
+// Connector.Registrations (keys as Origin writes them); origins without
+// one use the demo portal's public client (DemoClientID). The operator's
+// registrations come from Go (checked by CheckRegistrations) or from a
+// JSON registrations file (LoadRegistrations; `acds serve
+// --registrations FILE`). A Registration never prints, logs or marshals
+// its key.
 //
 // Then the record is fetched: Patient/{id}/$everything and its next
 // links. When the portal has no $everything (404, 400, 405 or 501 on its
