@@ -239,3 +239,27 @@ func FuzzScanValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRegistrations: a registrations file never panics the parser,
+// and whatever it accepts CheckRegistrations accepts too (the file and
+// Go decide alike).
+func FuzzParseRegistrations(f *testing.F) {
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://acds.example/cb", "scopes": ["openid"]}]`))
+	f.Add([]byte(`[{"origin": "https://A.example:443/", "clientId": "a", "redirectUri": "https://x/cb"}, {"origin": "http://[::1]:80"}]`))
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "privateKeyFile": "k.pem", "keyId": "k"}]`))
+	f.Add([]byte(`{}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		regs, err := parseRegistrations(data, dir)
+		if err != nil {
+			var re *RegistrationError
+			if !errors.As(err, &re) {
+				t.Fatalf("%T is not a *RegistrationError", err)
+			}
+			return
+		}
+		if err := CheckRegistrations(regs); err != nil {
+			t.Fatalf("the file gave registrations that CheckRegistrations refuses: %v", err)
+		}
+	})
+}

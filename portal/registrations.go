@@ -39,6 +39,7 @@ type RegistrationError struct {
 	Err    error // the cause (a file error), if any
 }
 
+// Error names the file, the entry (or origin) and the field, then the reason.
 func (e *RegistrationError) Error() string {
 	var b strings.Builder
 	if e.File != "" {
