@@ -27,8 +27,15 @@ const ClientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bea
 // is valid (its exp is its iat plus AssertionLifetime).
 const AssertionLifetime = 5 * time.Minute
 
-// jwtAlg returns the JOSE algorithm for a key: ES256 for P-256, ES384
-// for P-384, RS384 for RSA of at least 2048 bits.
+// AssertionAlgorithm returns the JWS algorithm of the private_key_jwt
+// client assertions the connector signs with a key whose public half is
+// pub: "ES256" for ECDSA P-256, "ES384" for P-384, "RS384" for RSA of at
+// least 2048 bits. Other keys are refused.
+func AssertionAlgorithm(pub crypto.PublicKey) (string, error) {
+	alg, err := jwtAlg(pub)
+	return string(alg), err
+}
+
 func jwtAlg(pub crypto.PublicKey) (jose.SignatureAlgorithm, error) {
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:

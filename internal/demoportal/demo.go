@@ -186,7 +186,7 @@ func New(opts Options) (*Portal, error) {
 		opts.PageSize = 250
 	}
 	if opts.ClientKey != nil {
-		if _, err := assertionAlg(opts.ClientKey); err != nil {
+		if _, err := portal.AssertionAlgorithm(opts.ClientKey); err != nil {
 			return nil, err
 		}
 	}
