@@ -723,8 +723,14 @@ func (s *session) useToken(op string, tok *oauth2.Token, err error) error {
 	var re *oauth2.RetrieveError
 	switch {
 	case errors.As(err, &ue):
-		// The exchange itself failed; session.do classified why.
-		return ue.Err
+		// The exchange itself failed; session.do classified why, unless
+		// it never ran (the context ended first).
+		var pe *Error
+		var fe *ForbiddenError
+		if errors.As(ue.Err, &pe) || errors.As(ue.Err, &fe) {
+			return ue.Err
+		}
+		return &Error{Kind: ErrUnavailable, Op: op, Err: safeCause(ue.Err)}
 	case errors.As(err, &re) && re.Response != nil && (re.Response.StatusCode < 200 || re.Response.StatusCode > 299):
 		desc := strings.ToLower(re.ErrorDescription)
 		e := &Error{Op: op, Status: re.Response.StatusCode, Detail: s.red.detail(strings.TrimSpace(re.ErrorCode + " " + re.ErrorDescription))}
