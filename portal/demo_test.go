@@ -2,17 +2,14 @@ package portal_test
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acds-project/acds/fhir"
-
 	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
 	"github.com/acds-project/acds/portal"
 )
 
@@ -32,26 +29,8 @@ func startDemo(t testing.TB, opts demoportal.Options) *testPortal {
 	if opts.Seed == 0 {
 		opts.Seed = 1
 	}
-	d, err := demoportal.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(l) }()
-	t.Cleanup(func() {
-		d.Close()
-		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("demo serve: %v", err)
-		}
-	})
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	tr := portal.Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: d.CertPool()})
-	t.Cleanup(tr.CloseIdleConnections)
-	return &testPortal{Portal: d, Base: "https://localhost:" + port + "/fhir", Port: port, client: &http.Client{Transport: tr}}
+	s := demoportaltest.Start(t, opts)
+	return &testPortal{Portal: s.Portal, Base: s.URL, Port: s.Port, client: s.Client}
 }
 
 // testConnector is a connector for loopback portals with quick retries.

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
 )
 
 // TestServeFetchAndAttest runs the whole fetch-and-attest path of `acds
@@ -30,16 +30,7 @@ import (
 // bundle verifies with mpcTlsVerified, and a wrong password fails the
 // request with portal-auth-failed without the password anywhere.
 func TestServeFetchAndAttest(t *testing.T) {
-	demo, err := demoportal.New(demoportal.Options{Patients: 2, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = demo.Serve(ln) }()
-	t.Cleanup(func() { _ = demo.Close() })
+	demo := demoportaltest.Start(t, demoportal.Options{Patients: 2, Seed: 7})
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "portal-ca.pem")
 	if err := os.WriteFile(caFile, demo.CACertPEM(), 0o600); err != nil {
@@ -56,7 +47,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = c.WithToken(sess.Token)
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port := demo.Port
 	portalURL := "https://localhost:" + port + "/fhir" // notarized sessions need a DNS name (SNI)
 	patient := demo.Patients()[0].ID
 
@@ -113,17 +104,8 @@ func TestServeRegistrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	const clientID, redirect = "operator-client", "https://acds.example/smart/callback"
-	demo, err := demoportal.New(demoportal.Options{Patients: 1, Seed: 7, ClientID: clientID, RedirectURI: redirect, ClientKey: &key.PublicKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = demo.Serve(ln) }()
-	t.Cleanup(func() { _ = demo.Close() })
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	demo := demoportaltest.Start(t, demoportal.Options{Patients: 1, Seed: 7, ClientID: clientID, RedirectURI: redirect, ClientKey: &key.PublicKey})
+	port := demo.Port
 
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "portal-ca.pem")
