@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/mpctls/prover"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/service"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/verify"
 )

@@ -18,9 +18,9 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/internal/attestedtls"
-	"github.com/acds-project/acds/internal/portal"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/verify"
 )
@@ -61,6 +61,14 @@ type Options struct {
 	// and the in-process notary. Zero value: only public addresses, the
 	// production setting.
 	AllowPrivatePortals bool
+	// PortalRegistrations are the operator's SMART client registrations
+	// by portal origin, for the smart-password and smart-form flows (see
+	// portal.Connector.Registrations; portal.LoadRegistrations reads a
+	// registrations file). Open refuses them unless
+	// portal.CheckRegistrations accepts them. They are never logged with
+	// their keys. Zero value: none; every origin uses the demo portal's
+	// public client.
+	PortalRegistrations map[string]portal.Registration
 
 	// TLS has the enclave make a second, attested key for TLS, bound by
 	// the same boot quote; TLSConfig then serves certificates for it that
@@ -142,6 +150,9 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := portal.CheckRegistrations(o.PortalRegistrations); err != nil {
+		return nil, fmt.Errorf("%w: PortalRegistrations: %w", ErrInvalidOptions, err)
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -185,7 +196,7 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 		return nil, err
 	}
 	fetcher := &portal.Fetcher{
-		Connector:    portal.Connector{Guard: guard},
+		Connector:    portal.Connector{Guard: guard, Registrations: o.PortalRegistrations},
 		NewTransport: portal.Notarized{Notary: s.notaryAddr, NotaryKeys: s.notaryKeys, TLSConfig: &tls.Config{RootCAs: roots}}.Factory(),
 		CheckHost:    prover.CheckServerName,
 	}

@@ -24,7 +24,8 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
 	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
@@ -425,20 +426,11 @@ func TestAttestedTLS(t *testing.T) {
 func TestFetchAndAttest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	demo, err := portal.NewDemo(portal.Options{Patients: 1, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = demo.Serve(ln) }()
-	defer demo.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	demo := demoportaltest.Start(t, demoportal.Options{Patients: 1, Seed: 3})
+	port := demo.Port
 	req := acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: "https://localhost:" + port + "/fhir",
 		RecordID: demo.Patients()[0].ID, OutputFormat: acds.OutputFHIRR4,
-		Username: portal.DemoUsername, Password: portal.DemoPassword}
+		Username: demoportal.Username, Password: demoportal.Password}
 
 	svc, c := open(t, service.Options{DataDir: dataDir(t), PortalCA: demo.CACertPEM(), AllowPrivatePortals: true})
 	c, _ = session(t, ctx, c)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Portals: the race detector over the connectors, the demo portal and the
-# notarized Fetcher (real notary and provers on loopback), the `acds
-# portal` command tests, and short fuzz runs of the login-page reader, the
-# numeric host parser of the SSRF guard and the connector's handling of
-# arbitrary portal answers.
+# Portals: the race detector over the connectors (portal), the demo portal
+# (internal/demoportal) and the notarized Fetcher (real notary and provers
+# on loopback), the `acds portal` command tests, and short fuzz runs of
+# the login-page reader, the numeric host parser of the SSRF guard and the
+# connector's handling of arbitrary portal answers and the registrations
+# file parser.
 set -euo pipefail
 
 if ! command -v gcc >/dev/null 2>&1; then
@@ -12,13 +13,14 @@ if ! command -v gcc >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
 fi
 
-echo "-- race detector: internal/portal"
-CGO_ENABLED=1 go test -count=1 -race ./internal/portal/
+echo "-- race detector: portal, internal/demoportal"
+CGO_ENABLED=1 go test -count=1 -race ./portal/ ./internal/demoportal/
 
 echo "-- acds portal command"
 go test -count=1 -run 'TestPortalCommand' ./cmd/acds/
 
-echo "-- fuzz: login-page reader, numeric host forms, portal answers"
-bash .ci/fuzz.sh FuzzParseHTML ./internal/portal/ 15s
-bash .ci/fuzz.sh FuzzParseHostAddr ./internal/portal/ 15s
-bash .ci/fuzz.sh FuzzConnectorPages ./internal/portal/ 15s
+echo "-- fuzz: login-page reader, numeric host forms, portal answers, registrations files"
+bash .ci/fuzz.sh FuzzParseHTML ./portal/ 15s
+bash .ci/fuzz.sh FuzzParseHostAddr ./portal/ 15s
+bash .ci/fuzz.sh FuzzConnectorPages ./portal/ 15s
+bash .ci/fuzz.sh FuzzParseRegistrations ./portal/ 15s

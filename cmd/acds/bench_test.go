@@ -23,10 +23,11 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkFetchAndAttest(b *testing.B) {
 		b.Fatal(err)
 	}
 	c = c.WithToken(sess.Token)
-	creds := acds.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}
+	creds := acds.Credentials{Username: demoportal.Username, Password: demoportal.Password}
 	var accept, delivery []time.Duration
 	attest := func() (time.Duration, error) {
 		t := time.Now()
@@ -279,7 +280,7 @@ func (f *floor) run(ctx context.Context, req portal.Request) error {
 // plainFetch fetches Patient/{id}/$everything with a plain net/http client
 // and Basic auth over a fresh TLS connection, following next links, and
 // returns the bytes read.
-func plainFetch(ctx context.Context, d *portal.Demo, base, id string) (int, error) {
+func plainFetch(ctx context.Context, d *demoportal.Portal, base, id string) (int, error) {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: d.CertPool()}}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
@@ -290,7 +291,7 @@ func plainFetch(ctx context.Context, d *portal.Demo, base, id string) (int, erro
 		if err != nil {
 			return 0, err
 		}
-		req.SetBasicAuth(portal.DemoUsername, portal.DemoPassword)
+		req.SetBasicAuth(demoportal.Username, demoportal.Password)
 		req.Header.Set("Accept", "application/fhir+json")
 		resp, err := hc.Do(req)
 		if err != nil {

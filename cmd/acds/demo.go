@@ -24,7 +24,7 @@ import (
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
 	"github.com/acds-project/acds/verify"
@@ -115,7 +115,7 @@ type stackOptions struct {
 
 // stack is a running demo portal and `acds serve` in this process.
 type stack struct {
-	Portal     *portal.Demo
+	Portal     *demoportal.Portal
 	PortalURL  string // the FHIR base URL (https://localhost:PORT/fhir)
 	BaseURL    string // the API (http or https://127.0.0.1:PORT)
 	CAFile     string // the portal's CA certificate
@@ -133,7 +133,7 @@ type stack struct {
 // fetcher through the MPC-TLS prover) on free loopback ports, and returns
 // once the server is serving.
 func startStack(ctx context.Context, o stackOptions) (*stack, error) {
-	d, err := portal.NewDemo(portal.Options{Seed: o.Seed, Patients: o.Patients, Username: o.Username, Password: o.Password})
+	d, err := demoportal.New(demoportal.Options{Seed: o.Seed, Patients: o.Patients, Username: o.Username, Password: o.Password})
 	if err != nil {
 		return nil, fmt.Errorf("demo portal: %w", err)
 	}
@@ -289,7 +289,7 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	// 1. Fetch and attest.
 	t1 := time.Now()
 	acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemDemo, PortalURL: s.PortalURL,
-		RecordID: patient.ID, Username: portal.DemoUsername, Password: portal.DemoPassword,
+		RecordID: patient.ID, Username: demoportal.Username, Password: demoportal.Password,
 		OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		return 1, fmt.Errorf("fetch-and-attest: %w", err)
@@ -381,7 +381,7 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 		fmt.Fprintf(w, "  API:           %s (attested TLS: acds verify --server %s --allow-simulated)\n", s.BaseURL, s.BaseURL)
 		fmt.Fprintf(w, "  bearer token:  %s\n", sess.Token)
 		fmt.Fprintf(w, "  portal:        %s (CA %s)\n", s.PortalURL, s.CAFile)
-		fmt.Fprintf(w, "  portal login:  username %q password %q, patients %s\n", portal.DemoUsername, portal.DemoPassword, patientIDs(s.Portal))
+		fmt.Fprintf(w, "  portal login:  username %q password %q, patients %s\n", demoportal.Username, demoportal.Password, patientIDs(s.Portal))
 		fmt.Fprintf(w, "  data and logs: %s\n", dir)
 		<-ctx.Done()
 	}
@@ -517,7 +517,7 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func patientIDs(d *portal.Demo) string {
+func patientIDs(d *demoportal.Portal) string {
 	var ids []string
 	for _, p := range d.Patients() {
 		ids = append(ids, p.ID)

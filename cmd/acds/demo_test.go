@@ -19,7 +19,7 @@ import (
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -60,7 +60,7 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(stderr.String(), "\033[") || !strings.Contains(stderr.String(), "• fetch-and-attest pat-0002: completed in ") {
 		t.Errorf("progress on stderr:\n%q", stderr.String())
 	}
-	if strings.Contains(out+stderr.String(), portal.DemoPassword) {
+	if strings.Contains(out+stderr.String(), demoportal.Password) {
 		t.Error("the portal password is printed without --keep")
 	}
 	left, _ := filepath.Glob(filepath.Join(tmp, "acds-demo-*"))
@@ -191,7 +191,7 @@ func TestFetchAndAttestEndToEnd(t *testing.T) {
 	ids := make([]string, len(cases))
 	for i, tc := range cases {
 		acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: tc.system, PortalURL: s.PortalURL, RecordID: p.ID,
-			Username: portal.DemoUsername, Password: portal.DemoPassword, OutputFormat: tc.format})
+			Username: demoportal.Username, Password: demoportal.Password, OutputFormat: tc.format})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.system, err)
 		}

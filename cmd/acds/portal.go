@@ -10,7 +10,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/portal"
 )
 
 // runPortal runs the demo clinical portal over HTTPS until ctx ends.
@@ -31,7 +32,7 @@ func runPortal(ctx context.Context, e env) int {
 	patients := flags.Int("patients", 25, "number of synthetic patients (1..10000)")
 	seed := flags.Uint64("seed", 1, "seed of the synthetic patients; the same seed gives the same records")
 	hosts := flags.String("hosts", "", "comma-separated extra DNS names for the server certificate (localhost is always in it)")
-	var f portal.Failures
+	var f demoportal.Failures
 	flags.BoolVar(&f.RejectPassword, "fail-password", false, "fault: refuse every login as a wrong password")
 	flags.BoolVar(&f.Locked, "fail-locked", false, "fault: refuse every login as a locked account")
 	flags.BoolVar(&f.MFA, "fail-mfa", false, "fault: ask every login for a second factor")
@@ -76,7 +77,7 @@ func runPortal(ctx context.Context, e env) int {
 			extra = append(extra, h)
 		}
 	}
-	d, err := portal.NewDemo(portal.Options{Seed: *seed, Patients: *patients, Hosts: extra, Failures: f})
+	d, err := demoportal.New(demoportal.Options{Seed: *seed, Patients: *patients, Hosts: extra, Failures: f})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds portal: %v\n", err)
 		return 1
@@ -99,7 +100,7 @@ func runPortal(ctx context.Context, e env) int {
 	base := portalBaseURL(l.Addr().(*net.TCPAddr), *addr)
 	fmt.Fprintf(e.stdout, "FHIR base URL: %s\n", base)
 	fmt.Fprintf(e.stdout, "demo credentials: username %q password %q (systemType fhir-basic, smart-password, smart-form or demo)\n",
-		portal.DemoUsername, portal.DemoPassword)
+		demoportal.Username, demoportal.Password)
 	fmt.Fprintf(e.stdout, "SMART client: client_id %q redirect_uri %q\n", portal.DemoClientID, portal.DemoRedirectURI)
 	for _, p := range d.Patients() {
 		fmt.Fprintf(e.stdout, "patient %s  %-20s %5d resources %9d bytes\n", p.ID, p.Name, p.Resources, p.Bytes)

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/portal"
 )
 
 // startPortalCmd runs `acds portal` with args and returns what it printed
@@ -83,7 +84,7 @@ func TestPortalCommandServesTheDemo(t *testing.T) {
 	c := &portal.Connector{Guard: portal.Guard{AllowPrivate: true}}
 	for _, st := range portal.SystemTypes() {
 		rec, err := c.Fetch(context.Background(), hc, portal.Request{SystemType: st, PortalURL: base, RecordID: "pat-0002",
-			Credentials: portal.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}})
+			Credentials: portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}})
 		if err != nil {
 			t.Fatalf("%s: %v", st, err)
 		}
@@ -106,7 +107,7 @@ func TestPortalCommandFaultFlags(t *testing.T) {
 	hc := &http.Client{Transport: portal.Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: roots})}
 	_, err := (&portal.Connector{Guard: portal.Guard{AllowPrivate: true}}).Fetch(context.Background(), hc, portal.Request{
 		SystemType: portal.SystemSMARTForm, PortalURL: base, RecordID: "pat-0001",
-		Credentials: portal.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword}})
+		Credentials: portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}})
 	if !errors.Is(err, portal.ErrMFARequired) {
 		t.Fatalf("error %v, want MFA required", err)
 	}

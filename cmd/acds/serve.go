@@ -22,6 +22,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/internal/attestedtls"
 	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
 )
@@ -35,6 +36,7 @@ type serveFlags struct {
 	notaryKey           string
 	portalCA            string
 	allowPrivatePortals bool
+	registrations       string
 	workers             int
 	rateLimit           float64
 	tls                 bool
@@ -54,6 +56,7 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.StringVar(&f.notaryKey, "notary-key", "", "file with the trusted public key of the external notary (required with --notary host:port)")
 	fs.StringVar(&f.portalCA, "portal-ca", "", "PEM file of extra root certificates trusted for portals")
 	fs.BoolVar(&f.allowPrivatePortals, "allow-private-portals", false, "allow portals on loopback, private and link-local addresses (development only)")
+	fs.StringVar(&f.registrations, "registrations", "", "JSON `file` of the operator's SMART client registrations by portal origin (see below)")
 	fs.IntVar(&f.workers, "workers", 2*runtime.NumCPU(), "requests processed concurrently")
 	fs.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second per token; 0 turns the limit off (load tests)")
 	fs.BoolVar(&f.tls, "tls", false, "serve HTTPS with the enclave's attested TLS key")
@@ -69,6 +72,16 @@ func parseServeFlags(e env) (*serveFlags, error) {
 		fmt.Fprintln(e.stderr, "With --tls the certificate carries the enclave's boot evidence and is")
 		fmt.Fprintln(e.stderr, "self-signed, or issued by an operator CA with --tls-ca-cert and --tls-ca-key;")
 		fmt.Fprintln(e.stderr, "clients verify the evidence either way (acds verify --server).")
+		fmt.Fprintln(e.stderr)
+		fmt.Fprintln(e.stderr, "--registrations names the SMART clients the smart-password and smart-form flows")
+		fmt.Fprintln(e.stderr, "use, per portal origin (other origins use the demo portal's public client):")
+		fmt.Fprintln(e.stderr, `  [{"origin": "https://portal.example", "clientId": "acds-prod",`)
+		fmt.Fprintln(e.stderr, `    "redirectUri": "https://acds.example/smart/callback",`)
+		fmt.Fprintln(e.stderr, `    "scopes": ["openid", "launch/patient", "patient/*.read"],`)
+		fmt.Fprintln(e.stderr, `    "privateKeyFile": "keys/portal-example.pem", "keyId": "2026-01"}]`)
+		fmt.Fprintln(e.stderr, "origin, clientId and redirectUri are required. privateKeyFile (PEM; ECDSA P-256,")
+		fmt.Fprintln(e.stderr, "P-384 or RSA >= 2048 bits; mode 0600; relative to the file) selects private_key_jwt")
+		fmt.Fprintln(e.stderr, "client authentication. The file is checked at start; keys are never logged.")
 		fmt.Fprintln(e.stderr)
 		fs.PrintDefaults()
 	}
@@ -112,6 +125,11 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	if f.tlsCACert != "" || f.tlsCAKey != "" {
 		if _, err := loadTLSIssuer(f); err != nil {
 			return nil, err
+		}
+	}
+	if f.registrations != "" {
+		if _, err := portal.LoadRegistrations(f.registrations); err != nil {
+			return nil, fmt.Errorf("--registrations %w", err)
 		}
 	}
 	if f.portalCA != "" {
@@ -342,6 +360,13 @@ func serviceOptions(f *serveFlags) (service.Options, error) {
 		if o.NotaryKey, err = notary.ParsePublicKey(b); err != nil {
 			return o, fmt.Errorf("--notary-key %s: %w", f.notaryKey, err)
 		}
+	}
+	if f.registrations != "" {
+		regs, err := portal.LoadRegistrations(f.registrations)
+		if err != nil {
+			return o, fmt.Errorf("--registrations %w", err)
+		}
+		o.PortalRegistrations = regs
 	}
 	if f.portalCA != "" {
 		b, err := os.ReadFile(f.portalCA)

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
-	"net"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +20,8 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
 )
 
 // TestServeFetchAndAttest runs the whole fetch-and-attest path of `acds
@@ -23,16 +30,7 @@ import (
 // bundle verifies with mpcTlsVerified, and a wrong password fails the
 // request with portal-auth-failed without the password anywhere.
 func TestServeFetchAndAttest(t *testing.T) {
-	demo, err := portal.NewDemo(portal.Options{Patients: 2, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = demo.Serve(ln) }()
-	t.Cleanup(func() { _ = demo.Close() })
+	demo := demoportaltest.Start(t, demoportal.Options{Patients: 2, Seed: 7})
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "portal-ca.pem")
 	if err := os.WriteFile(caFile, demo.CACertPEM(), 0o600); err != nil {
@@ -49,12 +47,12 @@ func TestServeFetchAndAttest(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = c.WithToken(sess.Token)
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port := demo.Port
 	portalURL := "https://localhost:" + port + "/fhir" // notarized sessions need a DNS name (SNI)
 	patient := demo.Patients()[0].ID
 
 	acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: portalURL, RecordID: patient,
-		Username: portal.DemoUsername, Password: portal.DemoPassword, OutputFormat: acds.OutputFHIRR4})
+		Username: demoportal.Username, Password: demoportal.Password, OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +71,7 @@ func TestServeFetchAndAttest(t *testing.T) {
 
 	const wrong = "WRONG-password-6612"
 	acc, err = c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemFHIRBasic, PortalURL: portalURL, RecordID: patient,
-		Username: portal.DemoUsername, Password: wrong, OutputFormat: acds.OutputFHIRR4})
+		Username: demoportal.Username, Password: wrong, OutputFormat: acds.OutputFHIRR4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +85,74 @@ func TestServeFetchAndAttest(t *testing.T) {
 	if stop() != 0 {
 		t.Fatal("serve did not stop cleanly")
 	}
-	for _, secret := range []string{wrong, portal.DemoPassword, sess.Token} {
+	for _, secret := range []string{wrong, demoportal.Password, sess.Token} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the logs contain %q", secret)
 		}
+	}
+}
+
+// TestServeRegistrations runs `acds serve --registrations FILE` against a
+// demo portal that knows only the operator's client (its own id and
+// redirect URI, private_key_jwt with the operator's key): a smart-form
+// fetch completes, so the file's registration reached the connector and
+// was used for the portal's origin. A file with a bad entry stops serve
+// at start with exit 2 and a message naming the entry and the field.
+func TestServeRegistrations(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clientID, redirect = "operator-client", "https://acds.example/smart/callback"
+	demo := demoportaltest.Start(t, demoportal.Options{Patients: 1, Seed: 7, ClientID: clientID, RedirectURI: redirect, ClientKey: &key.PublicKey})
+	port := demo.Port
+
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "portal-ca.pem")
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	regFile := filepath.Join(dir, "registrations.json")
+	for name, data := range map[string][]byte{
+		caFile:                             demo.CACertPEM(),
+		filepath.Join(dir, "operator.pem"): pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
+		regFile: []byte(`[{"origin": "https://localhost:` + port + `", "clientId": "` + clientID + `", "redirectUri": "` + redirect +
+			`", "privateKeyFile": "operator.pem"}]`),
+	} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`[{"origin": "https://a.example", "redirectUri": "https://acds.example/cb"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if code := runServe(context.Background(), env{args: []string{"--registrations", bad}, stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "" }}); code != 2 ||
+		!strings.Contains(stderr.String(), "entry 1 (https://a.example): clientId: required") {
+		t.Errorf("bad registrations: exit %d, %q", code, stderr.String())
+	}
+
+	base, logs, stop := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--portal-ca", caFile, "--allow-private-portals", "--registrations", regFile)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, _ := client.New(base, &client.Options{PollInterval: 50 * time.Millisecond})
+	sess, err := c.Anon(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = c.WithToken(sess.Token)
+	acc, err := c.FetchAndAttest(ctx, acds.FetchAndAttestRequest{SystemType: acds.SystemSMARTForm, PortalURL: "https://localhost:" + port + "/fhir",
+		RecordID: demo.Patients()[0].ID, Username: demoportal.Username, Password: demoportal.Password, OutputFormat: acds.OutputFHIRR4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Wait(ctx, acc.RequestID)
+	if err != nil || rec.Status != acds.StatusCompleted {
+		t.Fatalf("fetch with the operator's client: %+v %+v %v\nlogs:\n%s", rec, rec.Error, err, logs)
+	}
+	if strings.Contains(logs.String(), "PRIVATE KEY") || strings.Contains(logs.String(), key.D.String()) {
+		t.Error("the logs carry the client's private key")
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/internal/conformance"
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/service"
 )
 
@@ -39,7 +39,7 @@ func TestHandler(t *testing.T) {
 // fetch-and-attest target.
 func openService(t *testing.T) (http.Handler, conformance.FetchTarget) {
 	t.Helper()
-	demo, err := portal.NewDemo(portal.Options{Patients: 1, Seed: 1})
+	demo, err := demoportal.New(demoportal.Options{Patients: 1, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +66,8 @@ func openService(t *testing.T) (http.Handler, conformance.FetchTarget) {
 	return svc.Handler(), conformance.FetchTarget{
 		SystemType: "fhir-basic",
 		PortalURL:  "https://localhost:" + port + "/fhir", // a DNS name: notarized sessions send SNI
-		Username:   portal.DemoUsername,
-		Password:   portal.DemoPassword,
+		Username:   demoportal.Username,
+		Password:   demoportal.Password,
 		RecordID:   demo.Patients()[0].ID,
 	}
 }

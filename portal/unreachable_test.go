@@ -52,7 +52,7 @@ func TestPlainTransportErrorsTellTheTruth(t *testing.T) {
 			d := &GuardedDialer{Guard: tc.guard, Resolver: dns.Resolver()}
 			hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 			c := &Connector{Guard: tc.guard, MaxRetries: -1}
-			_, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: tc.url, RecordID: "pat-1", Credentials: demoCreds})
+			_, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: tc.url, RecordID: "pat-1", Credentials: testCreds})
 			if err == nil {
 				t.Fatal("fetched")
 			}
@@ -82,7 +82,7 @@ func TestNotaryDownIsTheServicesFault(t *testing.T) {
 	pub, _, _ := ed25519.GenerateKey(nil)
 	f := &Fetcher{Connector: Connector{Guard: Guard{AllowPrivate: true}, MaxRetries: -1},
 		NewTransport: Notarized{Notary: notaryAddr, NotaryKeys: []ed25519.PublicKey{pub}}.Factory()}
-	_, err := f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: "https://" + portalHost + "/fhir", RecordID: "pat-1", Credentials: demoCreds})
+	_, err := f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: "https://" + portalHost + "/fhir", RecordID: "pat-1", Credentials: testCreds})
 	if err == nil {
 		t.Fatal("fetched without a notary")
 	}

@@ -1,4 +1,4 @@
-package portal_test
+package demoportal_test
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/acds-project/acds/internal/portal"
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/portal"
 )
 
 // Example fetches a record from the demo portal with the smart-form flow
@@ -15,7 +16,7 @@ import (
 // transport is the MPC-TLS prover (portal.Notarized) and the guard is
 // strict.
 func Example() {
-	demo, err := portal.NewDemo(portal.Options{Seed: 1, Patients: 2})
+	demo, err := demoportal.New(demoportal.Options{Seed: 1, Patients: 2})
 	if err != nil {
 		panic(err)
 	}
@@ -33,8 +34,8 @@ func Example() {
 	rec, err := c.Fetch(context.Background(), hc, portal.Request{
 		SystemType:  portal.SystemSMARTForm,
 		PortalURL:   base,
-		RecordID:    portal.PatientID(1),
-		Credentials: portal.Credentials{Username: portal.DemoUsername, Password: portal.DemoPassword},
+		RecordID:    demoportal.PatientID(1),
+		Credentials: portal.Credentials{Username: demoportal.Username, Password: demoportal.Password},
 	})
 	if err != nil {
 		panic(err)
@@ -43,8 +44,8 @@ func Example() {
 
 	// A wrong password is a typed error with a problem code.
 	_, err = c.Fetch(context.Background(), hc, portal.Request{
-		SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: portal.PatientID(1),
-		Credentials: portal.Credentials{Username: portal.DemoUsername, Password: "wrong"},
+		SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(1),
+		Credentials: portal.Credentials{Username: demoportal.Username, Password: "wrong"},
 	})
 	fmt.Println(portal.ProblemCode(err))
 	// Output:

@@ -37,7 +37,7 @@ func TestConnectorRechecksRedirects(t *testing.T) {
 		}
 		c := &Connector{Backoff: time.Millisecond} // the strict guard
 		_, err := c.Fetch(context.Background(), &http.Client{Transport: tr}, Request{
-			SystemType: SystemFHIRBasic, PortalURL: "https://portal.example:" + port + "/fhir", RecordID: "p1", Credentials: demoCreds})
+			SystemType: SystemFHIRBasic, PortalURL: "https://portal.example:" + port + "/fhir", RecordID: "p1", Credentials: testCreds})
 		if !errors.Is(err, ErrForbidden) {
 			t.Errorf("redirect to %s: %v, want forbidden", target, err)
 		}

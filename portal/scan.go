@@ -6,6 +6,15 @@ import (
 	"errors"
 )
 
+// scan.go is a hand-written JSON walker, kept where the standard library
+// could serve because it is the fetch's hot path: BenchmarkScanPage reads
+// a 1 MB Synthea page with it, with json.Unmarshal into the page's fields,
+// and with a json.Decoder token stream (streamPage), in the same run; on
+// the 2-core CI machine scanPage took ~2–4 ms, json.Unmarshal ~10–23 ms
+// (without reading each resource's type and id) and json.Decoder ~20–35
+// ms. It is fuzzed against encoding/json (FuzzScanPage, FuzzScanValue,
+// FuzzResourceHeader).
+
 // errScan is returned for bytes that are not JSON (or not a JSON object
 // where one is needed).
 var errScan = errors.New("not a JSON object")

@@ -1,4 +1,4 @@
-package portal
+package portal_test
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"github.com/acds-project/acds/mpctls"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
+
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/portal"
 )
 
 // portalHost is the name the notarized tests use for the demo portal: the
@@ -22,28 +25,28 @@ import (
 const portalHost = "portal.acds.test"
 
 // notarizedSetup starts a demo portal and a real notary (mpctls/notary on
-// loopback) trusting the portal's CA, and returns a Fetcher whose
+// loopback) trusting the portal's CA, and returns a portal.Fetcher whose
 // transports are fresh MPC-TLS provers (mpctls/prover) per fetch.
-func notarizedSetup(t testing.TB, opts Options, allow func(netip.AddrPort) error) (*testPortal, *Fetcher, []ed25519.PublicKey) {
+func notarizedSetup(t testing.TB, opts demoportal.Options, allow func(netip.AddrPort) error) (*testPortal, *portal.Fetcher, []ed25519.PublicKey) {
 	t.Helper()
 	opts.Hosts = append(opts.Hosts, portalHost)
 	p := startDemo(t, opts)
 	n := notarytest.StartNotary(t, notary.Config{Roots: p.CertPool(), AllowAddr: allow})
 	keys := []ed25519.PublicKey{n.Key}
-	f := &Fetcher{
+	f := &portal.Fetcher{
 		Connector:    *testConnector(),
-		NewTransport: Notarized{Notary: n.Addr, NotaryKeys: keys, TLSConfig: &tls.Config{RootCAs: p.CertPool()}}.Factory(),
+		NewTransport: portal.Notarized{Notary: n.Addr, NotaryKeys: keys, TLSConfig: &tls.Config{RootCAs: p.CertPool()}}.Factory(),
 	}
 	return p, f, keys
 }
 
 func TestNotarizedFetchEndToEnd(t *testing.T) {
-	p, f, keys := notarizedSetup(t, Options{Patients: 3}, notarytest.LoopbackOnly)
+	p, f, keys := notarizedSetup(t, demoportal.Options{Patients: 3}, notarytest.LoopbackOnly)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
 	want := p.Patients()[1]
-	for _, st := range []string{SystemFHIRBasic, SystemSMARTForm} {
+	for _, st := range []string{portal.SystemFHIRBasic, portal.SystemSMARTForm} {
 		t.Run(st, func(t *testing.T) {
-			res, err := f.Fetch(context.Background(), Request{SystemType: st, PortalURL: base, RecordID: want.ID, Credentials: demoCreds})
+			res, err := f.Fetch(context.Background(), portal.Request{SystemType: st, PortalURL: base, RecordID: want.ID, Credentials: demoCreds})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,11 +80,11 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 				}
 				disclosed = append(disclosed, d.Data()...)
 			}
-			pat := p.records[1].Resources[0].JSON
+			pat := p.Resource("Patient/" + demoportal.PatientID(1))
 			if !bytes.Contains(disclosed, pat) || !bytes.Contains(res.FHIR, pat) {
 				t.Error("the notarized sessions do not carry the Patient resource that was returned")
 			}
-			if bytes.Contains(disclosed, []byte(DemoPassword)) {
+			if bytes.Contains(disclosed, []byte(demoportal.Password)) {
 				// Presentations disclose server records only.
 				t.Error("a presentation discloses the password")
 			}
@@ -96,30 +99,30 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 // notary's AllowAddr, a name that resolves to loopback is refused at the
 // notary's connect, and the fetch fails as forbidden.
 func TestNotaryGuardRefusesPrivatePortals(t *testing.T) {
-	p, f, _ := notarizedSetup(t, Options{Patients: 1}, Guard{}.AllowAddrPort)
+	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 1}, portal.Guard{}.AllowAddrPort)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
-	_, err := f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: base, RecordID: PatientID(0), Credentials: demoCreds})
-	if !errors.Is(err, ErrForbidden) || ProblemCode(err) != ProblemForbiddenPortal {
+	_, err := f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, portal.ErrForbidden) || portal.ProblemCode(err) != portal.ProblemForbiddenPortal {
 		t.Fatalf("error %v, want forbidden", err)
 	}
 }
 
 func TestNotarizedFetchFailures(t *testing.T) {
-	p, f, _ := notarizedSetup(t, Options{Patients: 1, Failures: Failures{Locked: true}}, notarytest.LoopbackOnly)
+	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 1, Failures: demoportal.Failures{Locked: true}}, notarytest.LoopbackOnly)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
-	_, err := f.Fetch(context.Background(), Request{SystemType: SystemSMARTPassword, PortalURL: base, RecordID: PatientID(0), Credentials: demoCreds})
-	if !errors.Is(err, ErrAccountLocked) {
+	_, err := f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemSMARTPassword, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, portal.ErrAccountLocked) {
 		t.Fatalf("error %v, want locked", err)
 	}
 	// Plain http is refused before anything is dialled.
 	f.Connector.Guard.AllowHTTP = true
-	_, err = f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: "http://" + portalHost + ":" + p.Port + "/fhir", RecordID: PatientID(0), Credentials: demoCreds})
-	if !errors.Is(err, ErrForbidden) {
+	_, err = f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: "http://" + portalHost + ":" + p.Port + "/fhir", RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, portal.ErrForbidden) {
 		t.Fatalf("plain http through the prover: %v, want forbidden", err)
 	}
 	// No transport factory, no fetch.
-	_, err = (&Fetcher{}).Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: base, RecordID: PatientID(0), Credentials: demoCreds})
-	if !errors.Is(err, ErrNotarization) {
+	_, err = (&portal.Fetcher{}).Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, portal.ErrNotarization) {
 		t.Fatalf("no factory: %v", err)
 	}
 }

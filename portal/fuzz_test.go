@@ -88,7 +88,7 @@ func FuzzConnectorPages(f *testing.F) {
 		}
 		c := &Connector{MaxRetries: -1, MaxPages: 20, MaxBytes: 1 << 20}
 		hc := &http.Client{Transport: bodyTransport{status: status, body: body}}
-		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: demoCreds})
+		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: testCreds})
 		if err != nil {
 			if ProblemCode(err) == ProblemInternal {
 				t.Fatalf("unclassified error: %v", err)
@@ -236,6 +236,30 @@ func FuzzScanValue(f *testing.F) {
 		got := err == nil && skipWS(b, end) == len(b)
 		if want := json.Valid(b); got != want {
 			t.Fatalf("scanValue accepts %q: %v, json.Valid: %v", b, got, want)
+		}
+	})
+}
+
+// FuzzParseRegistrations: a registrations file never panics the parser,
+// and whatever it accepts CheckRegistrations accepts too (the file and
+// Go decide alike).
+func FuzzParseRegistrations(f *testing.F) {
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://acds.example/cb", "scopes": ["openid"]}]`))
+	f.Add([]byte(`[{"origin": "https://A.example:443/", "clientId": "a", "redirectUri": "https://x/cb"}, {"origin": "http://[::1]:80"}]`))
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "privateKeyFile": "k.pem", "keyId": "k"}]`))
+	f.Add([]byte(`{}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		regs, err := parseRegistrations(data, dir)
+		if err != nil {
+			var re *RegistrationError
+			if !errors.As(err, &re) {
+				t.Fatalf("%T is not a *RegistrationError", err)
+			}
+			return
+		}
+		if err := CheckRegistrations(regs); err != nil {
+			t.Fatalf("the file gave registrations that CheckRegistrations refuses: %v", err)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package portal
+package demoportal
 
 import (
 	"crypto"
@@ -27,18 +27,19 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acds-project/acds/portal"
 )
 
-// Demo credentials and client registration of the demo portal, used when
-// Options leave them empty.
+// The demo login, used when Options leave it empty. The demo's SMART
+// client is portal.DemoClientID with portal.DemoRedirectURI, the public
+// client the connector uses for an origin without a registration.
 const (
-	DemoUsername    = "demo"
-	DemoPassword    = "demo-password"
-	DemoClientID    = "acds-demo"
-	DemoRedirectURI = "https://acds.invalid/smart/callback"
+	Username = "demo"
+	Password = "demo-password"
 )
 
-// Failures are the faults a Demo portal can be told to inject. The zero
+// Failures are the faults a Portal can be told to inject. The zero
 // value injects none.
 type Failures struct {
 	// RejectPassword refuses every login as a wrong password.
@@ -69,7 +70,7 @@ type Failures struct {
 	NoEverything bool
 }
 
-// Options configure a Demo portal. Every zero value is usable.
+// Options configure a Portal. Every zero value is usable.
 type Options struct {
 	// Seed makes the synthetic patients; the same seed gives the same
 	// records, byte for byte.
@@ -79,13 +80,13 @@ type Options struct {
 	// == 3) to ~6.5 MB (i%6 == 4).
 	Patients int
 	// Username and Password are the one account of the portal. Empty
-	// means DemoUsername and DemoPassword. The account reads every
+	// means Username and Password. The account reads every
 	// patient; SMART tokens carry the patient chosen at consent (form
 	// flow) or the first patient (password grant) as their patient
 	// context.
 	Username, Password string
 	// ClientID and RedirectURI are the registered SMART client. Empty
-	// means DemoClientID and DemoRedirectURI.
+	// means portal.DemoClientID and portal.DemoRedirectURI.
 	ClientID, RedirectURI string
 	// PageSize is the number of entries per searchset page, also the
 	// maximum _count a client may ask for. Zero means 250.
@@ -109,15 +110,19 @@ type PatientInfo struct {
 	ID        string // the FHIR id, e.g. "pat-0004"
 	Name      string // display name
 	Resources int    // resources in $everything (compartment and referenced)
-	Bytes     int    // total JSON size of those resources
+	// Compartment is how many of Resources are in the patient's
+	// compartment (found by a search by patient); the others are shared
+	// resources they refer to (practitioners, organizations, medications).
+	Compartment int
+	Bytes       int // total JSON size of those resources
 }
 
-// Demo is a synthetic clinical portal: a FHIR R4 API with HTTP Basic
+// Portal is a synthetic clinical portal: a FHIR R4 API with HTTP Basic
 // auth, SMART discovery, an OAuth2 password grant and a SMART App Launch
 // authorization-code flow with PKCE through an HTML login form, over
 // HTTPS with its own CA. It exists for tests, `acds portal` and `acds
 // demo`; it keeps everything in memory and is safe for concurrent use.
-type Demo struct {
+type Portal struct {
 	opts    Options
 	now     func() time.Time
 	caCert  *x509.Certificate
@@ -156,9 +161,9 @@ type authCode struct {
 	expires                                   time.Time
 }
 
-// NewDemo generates the patients and the portal's CA and server
+// New generates the patients and the portal's CA and server
 // certificate.
-func NewDemo(opts Options) (*Demo, error) {
+func New(opts Options) (*Portal, error) {
 	if opts.Patients == 0 {
 		opts.Patients = 25
 	}
@@ -166,29 +171,29 @@ func NewDemo(opts Options) (*Demo, error) {
 		return nil, fmt.Errorf("portal: demo patients %d out of range 1..10000", opts.Patients)
 	}
 	if opts.Username == "" {
-		opts.Username = DemoUsername
+		opts.Username = Username
 	}
 	if opts.Password == "" {
-		opts.Password = DemoPassword
+		opts.Password = Password
 	}
 	if opts.ClientID == "" {
-		opts.ClientID = DemoClientID
+		opts.ClientID = portal.DemoClientID
 	}
 	if opts.RedirectURI == "" {
-		opts.RedirectURI = DemoRedirectURI
+		opts.RedirectURI = portal.DemoRedirectURI
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 250
 	}
 	if opts.ClientKey != nil {
-		if _, _, _, err := jwtAlg(opts.ClientKey); err != nil {
+		if _, err := portal.AssertionAlgorithm(opts.ClientKey); err != nil {
 			return nil, err
 		}
 	}
 	if opts.Failures.RetryAfter <= 0 {
 		opts.Failures.RetryAfter = time.Second
 	}
-	d := &Demo{opts: opts, now: opts.Now, byRef: map[string]*resource{}, owner: map[string]string{},
+	d := &Portal{opts: opts, now: opts.Now, byRef: map[string]*resource{}, owner: map[string]string{},
 		tokens: map[string]grant{}, txns: map[string]*txn{}, codes: map[string]*authCode{}, jtis: map[string]bool{}}
 	if d.now == nil {
 		d.now = time.Now
@@ -211,7 +216,7 @@ func NewDemo(opts Options) (*Demo, error) {
 	return d, nil
 }
 
-func (d *Demo) makeCerts() error {
+func (d *Portal) makeCerts() error {
 	now := d.now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -253,10 +258,10 @@ func (d *Demo) makeCerts() error {
 
 // CACertPEM returns the PEM certificate of the portal's CA, which clients
 // (and notaries) must trust.
-func (d *Demo) CACertPEM() []byte { return slices.Clone(d.caPEM) }
+func (d *Portal) CACertPEM() []byte { return slices.Clone(d.caPEM) }
 
 // CertPool returns a pool holding only the portal's CA.
-func (d *Demo) CertPool() *x509.CertPool {
+func (d *Portal) CertPool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(d.caCert)
 	return p
@@ -264,22 +269,36 @@ func (d *Demo) CertPool() *x509.CertPool {
 
 // TLSConfig returns the server TLS configuration (TLS 1.2 and 1.3,
 // HTTP/1.1), for callers that serve Handler themselves.
-func (d *Demo) TLSConfig() *tls.Config {
+func (d *Portal) TLSConfig() *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{d.cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 }
 
 // Patients describes the demo patients in id order.
-func (d *Demo) Patients() []PatientInfo {
+func (d *Portal) Patients() []PatientInfo {
 	out := make([]PatientInfo, len(d.records))
 	for i, r := range d.records {
 		out[i] = PatientInfo{ID: r.ID, Name: r.Name, Resources: len(r.Resources), Bytes: r.Bytes}
+		for _, res := range r.Resources {
+			if res.Compartment {
+				out[i].Compartment++
+			}
+		}
 	}
 	return out
 }
 
+// Resource returns the JSON of the resource ref ("Type/id") as the portal
+// serves it, or nil when there is none.
+func (d *Portal) Resource(ref string) []byte {
+	if r := d.byRef[ref]; r != nil {
+		return slices.Clone(r.JSON)
+	}
+	return nil
+}
+
 // Serve serves the portal over HTTPS on l until Close. It returns
 // http.ErrServerClosed after Close, at once when Close came first.
-func (d *Demo) Serve(l net.Listener) error {
+func (d *Portal) Serve(l net.Listener) error {
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: d.TLSConfig(),
 		ErrorLog: log.New(io.Discard, "", 0), IdleTimeout: time.Minute}
 	d.mu.Lock()
@@ -294,7 +313,7 @@ func (d *Demo) Serve(l net.Listener) error {
 }
 
 // Close stops every Serve.
-func (d *Demo) Close() error {
+func (d *Portal) Close() error {
 	d.mu.Lock()
 	srvs := d.servers
 	d.servers, d.closed = nil, true
@@ -308,7 +327,7 @@ func (d *Demo) Close() error {
 
 // Handler returns the portal's HTTP handler: the FHIR API under /fhir,
 // the OAuth2 endpoints under /auth.
-func (d *Demo) Handler() http.Handler {
+func (d *Portal) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /fhir/.well-known/smart-configuration", d.smartConfig)
 	mux.HandleFunc("GET /fhir/metadata", d.api(d.metadata, false))
@@ -329,7 +348,7 @@ func (d *Demo) Handler() http.Handler {
 // base is the FHIR base URL as the client addressed it.
 func base(r *http.Request) string { return "https://" + r.Host + "/fhir" }
 
-func (d *Demo) smartConfig(w http.ResponseWriter, r *http.Request) {
+func (d *Portal) smartConfig(w http.ResponseWriter, r *http.Request) {
 	origin := "https://" + r.Host
 	auth := []string{"none"}
 	if d.opts.ClientKey != nil {
@@ -378,7 +397,7 @@ type apiHandler func(w http.ResponseWriter, r *http.Request, patient string)
 
 // api wraps a FHIR API handler with the injected faults and, when auth,
 // authentication.
-func (d *Demo) api(h apiHandler, auth bool) http.HandlerFunc {
+func (d *Portal) api(h apiHandler, auth bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		f := d.opts.Failures
 		d.mu.Lock()
@@ -417,7 +436,7 @@ func (d *Demo) api(h apiHandler, auth bool) http.HandlerFunc {
 
 // authenticate checks Basic or Bearer credentials and answers 401 when
 // they fail.
-func (d *Demo) authenticate(w http.ResponseWriter, r *http.Request) (patient string, ok bool) {
+func (d *Portal) authenticate(w http.ResponseWriter, r *http.Request) (patient string, ok bool) {
 	h := r.Header.Get("Authorization")
 	switch {
 	case strings.HasPrefix(h, "Bearer "):
@@ -465,7 +484,7 @@ const (
 	loginMFA
 )
 
-func (d *Demo) checkLogin(user, pass string) loginResult {
+func (d *Portal) checkLogin(user, pass string) loginResult {
 	okUser := subtle.ConstantTimeCompare([]byte(user), []byte(d.opts.Username)) == 1
 	okPass := subtle.ConstantTimeCompare([]byte(pass), []byte(d.opts.Password)) == 1
 	f := d.opts.Failures
@@ -480,7 +499,7 @@ func (d *Demo) checkLogin(user, pass string) loginResult {
 	return loginOK
 }
 
-func (d *Demo) metadata(w http.ResponseWriter, r *http.Request, _ string) {
+func (d *Portal) metadata(w http.ResponseWriter, r *http.Request, _ string) {
 	types := []string{"Patient", "Encounter", "Condition", "Observation", "MedicationRequest", "Medication", "Immunization", "AllergyIntolerance", "Procedure", "Practitioner", "Organization"}
 	var res []any
 	for _, t := range types {
@@ -499,7 +518,7 @@ func (d *Demo) metadata(w http.ResponseWriter, r *http.Request, _ string) {
 
 // page writes entries [offset, offset+count) of rs as a searchset Bundle
 // with self and next links built from self.
-func (d *Demo) page(w http.ResponseWriter, r *http.Request, rs []*resource, include func(*resource) bool) {
+func (d *Portal) page(w http.ResponseWriter, r *http.Request, rs []*resource, include func(*resource) bool) {
 	q := r.URL.Query()
 	count := d.opts.PageSize
 	if c, err := strconv.Atoi(q.Get("_count")); err == nil && c > 0 && c < count {
@@ -547,7 +566,7 @@ func (d *Demo) page(w http.ResponseWriter, r *http.Request, rs []*resource, incl
 	w.Write([]byte(body))
 }
 
-func (d *Demo) record(id string) *record {
+func (d *Portal) record(id string) *record {
 	for _, rec := range d.records {
 		if rec.ID == id {
 			return rec
@@ -556,7 +575,7 @@ func (d *Demo) record(id string) *record {
 	return nil
 }
 
-func (d *Demo) everything(w http.ResponseWriter, r *http.Request, patient string) {
+func (d *Portal) everything(w http.ResponseWriter, r *http.Request, patient string) {
 	if r.PathValue("op") != "$everything" || d.opts.Failures.NoEverything {
 		writeOutcome(w, http.StatusNotFound, "not-supported", "unknown operation "+strconv.Quote(r.PathValue("op")))
 		return
@@ -574,7 +593,7 @@ func (d *Demo) everything(w http.ResponseWriter, r *http.Request, patient string
 	d.page(w, r, rs, func(res *resource) bool { return !res.Compartment })
 }
 
-func (d *Demo) read(w http.ResponseWriter, r *http.Request, patient string) {
+func (d *Portal) read(w http.ResponseWriter, r *http.Request, patient string) {
 	key := r.PathValue("type") + "/" + r.PathValue("id")
 	res, ok := d.byRef[key]
 	if owner, inCompartment := d.owner[key]; !ok || (inCompartment && patient != "" && owner != patient) {
@@ -585,7 +604,7 @@ func (d *Demo) read(w http.ResponseWriter, r *http.Request, patient string) {
 	w.Write(res.JSON)
 }
 
-func (d *Demo) search(w http.ResponseWriter, r *http.Request, patient string) {
+func (d *Portal) search(w http.ResponseWriter, r *http.Request, patient string) {
 	typ := r.PathValue("type")
 	q := r.URL.Query()
 	want := q.Get("patient")
@@ -644,7 +663,7 @@ type pageData struct {
 	Patients                                           []PatientInfo
 }
 
-func (d *Demo) render(w http.ResponseWriter, status int, p pageData) {
+func (d *Portal) render(w http.ResponseWriter, status int, p pageData) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
@@ -652,7 +671,7 @@ func (d *Demo) render(w http.ResponseWriter, status int, p pageData) {
 	pageTmpl.Execute(w, p)
 }
 
-func (d *Demo) authorize(w http.ResponseWriter, r *http.Request) {
+func (d *Portal) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("client_id") != d.opts.ClientID || q.Get("redirect_uri") != d.opts.RedirectURI {
 		// Never redirect to an unregistered URI.
@@ -675,7 +694,7 @@ func (d *Demo) authorize(w http.ResponseWriter, r *http.Request) {
 
 // formTxn finds the transaction of a form post and checks its cookie and
 // CSRF token.
-func (d *Demo) formTxn(w http.ResponseWriter, r *http.Request) (string, *txn, bool) {
+func (d *Portal) formTxn(w http.ResponseWriter, r *http.Request) (string, *txn, bool) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		d.render(w, http.StatusBadRequest, pageData{Step: "error", Error: "bad form", ErrorCode: "invalid-request"})
@@ -695,7 +714,7 @@ func (d *Demo) formTxn(w http.ResponseWriter, r *http.Request) (string, *txn, bo
 	return id, t, true
 }
 
-func (d *Demo) login(w http.ResponseWriter, r *http.Request) {
+func (d *Portal) login(w http.ResponseWriter, r *http.Request) {
 	id, t, ok := d.formTxn(w, r)
 	if !ok {
 		return
@@ -717,7 +736,7 @@ func (d *Demo) login(w http.ResponseWriter, r *http.Request) {
 
 // mfa refuses every one-time code: the demo account has no second factor
 // a client could know.
-func (d *Demo) mfa(w http.ResponseWriter, r *http.Request) {
+func (d *Portal) mfa(w http.ResponseWriter, r *http.Request) {
 	id, t, ok := d.formTxn(w, r)
 	if !ok {
 		return
@@ -725,7 +744,7 @@ func (d *Demo) mfa(w http.ResponseWriter, r *http.Request) {
 	d.render(w, http.StatusOK, pageData{Step: "mfa", CSRF: t.csrf, Txn: id, Error: "Invalid code.", ErrorCode: "invalid-otp"})
 }
 
-func (d *Demo) consent(w http.ResponseWriter, r *http.Request) {
+func (d *Portal) consent(w http.ResponseWriter, r *http.Request) {
 	id, t, ok := d.formTxn(w, r)
 	if !ok {
 		return
@@ -760,7 +779,7 @@ func oauthError(w http.ResponseWriter, status int, code, desc string) {
 	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
-func (d *Demo) token(w http.ResponseWriter, r *http.Request) {
+func (d *Portal) token(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "bad form")
@@ -772,7 +791,7 @@ func (d *Demo) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d.opts.ClientKey != nil {
-		if f.Get("client_assertion_type") != clientAssertionType {
+		if f.Get("client_assertion_type") != portal.ClientAssertionType {
 			oauthError(w, http.StatusUnauthorized, "invalid_client", "private_key_jwt client authentication required")
 			return
 		}

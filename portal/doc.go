@@ -1,9 +1,12 @@
 // Package portal is how ACDS gets a patient record out of a clinical
 // portal: connectors that log in and fetch FHIR R4 by systemType, the SSRF
-// guard that decides which portals may be reached, a Fetcher that runs
+// guard that decides which portals may be reached, and a Fetcher that runs
 // every exchange through MPC-TLS provers and collects the notary
-// statements, and the synthetic demo portal that tests, `acds portal` and
-// `acds demo` run against.
+// statements. The OAuth2 flows are golang.org/x/oauth2's, the login-page
+// reader is built on golang.org/x/net/html and private_key_jwt client
+// assertions are signed with github.com/go-jose/go-jose/v4. (The
+// synthetic demo portal that tests, `acds portal` and `acds demo` run
+// against lives in internal/demoportal.)
 //
 // # Fetching a record
 //
@@ -43,8 +46,12 @@
 // The SMART client (client id, redirect URI, scope, and for confidential
 // clients a private key used for private_key_jwt client authentication,
 // RFC 7523, ES256/ES384/RS384) is configured per portal origin in
-// Connector.Registrations; origins without one use the demo portal's
-// public client.
+// Connector.Registrations (keys as Origin writes them); origins without
+// one use the demo portal's public client (DemoClientID). The operator's
+// registrations come from Go (checked by CheckRegistrations) or from a
+// JSON registrations file (LoadRegistrations; `acds serve
+// --registrations FILE`). A Registration never prints, logs or marshals
+// its key.
 //
 // Then the record is fetched: Patient/{id}/$everything and its next
 // links. When the portal has no $everything (404, 400, 405 or 501 on its
@@ -70,7 +77,9 @@
 // ProblemCode maps it to the service's problem code. Error texts quote
 // portals only capped and with the request's username, password, access
 // token and authorization code blanked out; Credentials print as a
-// placeholder under every fmt verb. A name that does not resolve and a
+// placeholder under every fmt verb. That redaction is done in one place
+// (errors.go), once per error, at the boundary of Connector.Admit,
+// Connector.Fetch, Fetcher.Admit and Fetcher.Fetch. A name that does not resolve and a
 // portal that does not answer are ErrUnavailable, and their texts name
 // the portal's host and the kind of failure, never the service's
 // resolver, the addresses a name resolved to, the notary or any local
@@ -103,21 +112,4 @@
 // IPv4-translated ::ffff:0:0:0/96, unassigned space). AllowPrivate and AllowHTTP are the
 // operator's switches for tests and private deployments. Redirects, form
 // actions, SMART endpoints and next links are checked as well.
-//
-// # The demo portal
-//
-// NewDemo makes a portal with its own CA (CACertPEM) serving
-// deterministic synthetic patients: Patient, Encounter, Condition (SNOMED
-// CT), Observation (LOINC vital signs and laboratory results),
-// MedicationRequest (RxNorm; some through Medication resources),
-// Immunization (CVX), AllergyIntolerance, Procedure, plus the
-// Practitioner and Organization resources they refer to. Every record
-// passes fhir.Validate without errors; sizes run from about 13 KB to
-// 6.5 MB. It offers HTTP Basic, SMART discovery, the password grant, and
-// the App Launch flow with an HTML login form (CSRF token bound to a
-// cookie), a consent page and PKCE; Patient/{id}/$everything with paging
-// (_count, _offset and next links), per-type searches by patient, and
-// reads. Options.Failures injects wrong passwords, locked accounts, MFA,
-// 429 with Retry-After, 503, slow answers, truncated pages and a missing
-// $everything.
 package portal

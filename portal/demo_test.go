@@ -1,27 +1,27 @@
-package portal
+package portal_test
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
+	"github.com/acds-project/acds/portal"
 )
 
 // testPortal is a demo portal serving on a loopback listener.
 type testPortal struct {
-	*Demo
+	*demoportal.Portal
 	Base   string // FHIR base URL, https://localhost:port/fhir
 	Port   string
 	client *http.Client
 }
 
-func startDemo(t testing.TB, opts Options) *testPortal {
+func startDemo(t testing.TB, opts demoportal.Options) *testPortal {
 	t.Helper()
 	if opts.Patients == 0 {
 		opts.Patients = 6
@@ -29,41 +29,23 @@ func startDemo(t testing.TB, opts Options) *testPortal {
 	if opts.Seed == 0 {
 		opts.Seed = 1
 	}
-	d, err := NewDemo(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(l) }()
-	t.Cleanup(func() {
-		d.Close()
-		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("demo serve: %v", err)
-		}
-	})
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	tr := Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: d.CertPool()})
-	t.Cleanup(tr.CloseIdleConnections)
-	return &testPortal{Demo: d, Base: "https://localhost:" + port + "/fhir", Port: port, client: &http.Client{Transport: tr}}
+	s := demoportaltest.Start(t, opts)
+	return &testPortal{Portal: s.Portal, Base: s.URL, Port: s.Port, client: s.Client}
 }
 
 // testConnector is a connector for loopback portals with quick retries.
-func testConnector() *Connector {
-	return &Connector{Guard: Guard{AllowPrivate: true}, Backoff: 5 * time.Millisecond, Count: 40}
+func testConnector() *portal.Connector {
+	return &portal.Connector{Guard: portal.Guard{AllowPrivate: true}, Backoff: 5 * time.Millisecond, Count: 40}
 }
 
-var demoCreds = Credentials{Username: DemoUsername, Password: DemoPassword}
+var demoCreds = portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}
 
 func TestEveryFlowFetchesTheRecord(t *testing.T) {
-	p := startDemo(t, Options{})
+	p := startDemo(t, demoportal.Options{})
 	want := p.Patients()[1]
-	for _, st := range SystemTypes() {
+	for _, st := range portal.SystemTypes() {
 		t.Run(st, func(t *testing.T) {
-			rec, err := testConnector().Fetch(context.Background(), p.client, Request{SystemType: st, PortalURL: p.Base, RecordID: want.ID, Credentials: demoCreds})
+			rec, err := testConnector().Fetch(context.Background(), p.client, portal.Request{SystemType: st, PortalURL: p.Base, RecordID: want.ID, Credentials: demoCreds})
 			if err != nil {
 				t.Fatal(err)
 			}

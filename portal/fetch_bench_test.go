@@ -1,4 +1,4 @@
-package portal
+package portal_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
+
+	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/portal"
 )
 
 // plainFetch is the baseline: a plain net/http client with Basic auth
@@ -21,7 +22,7 @@ func plainFetch(b *testing.B, hc *http.Client, u string) int {
 	n := 0
 	for u != "" {
 		req, _ := http.NewRequest(http.MethodGet, u, nil)
-		req.SetBasicAuth(DemoUsername, DemoPassword)
+		req.SetBasicAuth(demoportal.Username, demoportal.Password)
 		resp, err := hc.Do(req)
 		if err != nil {
 			b.Fatal(err)
@@ -51,20 +52,20 @@ func plainFetch(b *testing.B, hc *http.Client, u string) int {
 	return n
 }
 
-// BenchmarkFetch1MB fetches the same ~1 MB demo patient (PatientID(3))
+// BenchmarkFetch1MB fetches the same ~1 MB demo patient (demoportal.PatientID(3))
 // (a) with a plain net/http client and Basic auth and (b) through the
-// Fetcher over a real notary and a fresh MPC-TLS prover per fetch, with
+// portal.Fetcher over a real notary and a fresh MPC-TLS prover per fetch, with
 // the fhir-basic connector; both in every iteration, so both run under
 // the same machine load. It reports each in ms/op and the ratio b/a.
 func BenchmarkFetch1MB(b *testing.B) {
-	p, f, _ := notarizedSetup(b, Options{Patients: 4}, notarytest.LoopbackOnly)
+	p, f, _ := notarizedSetup(b, demoportal.Options{Patients: 4}, notarytest.LoopbackOnly)
 	f.Connector.Count = 0 // the portal's page size, as the baseline
-	id := PatientID(3)
+	id := demoportal.PatientID(3)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
-	plainTr := Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: p.CertPool()})
+	plainTr := portal.Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: p.CertPool()})
 	hc := &http.Client{Transport: plainTr}
 	defer plainTr.CloseIdleConnections()
-	req := Request{SystemType: SystemFHIRBasic, PortalURL: base, RecordID: id, Credentials: demoCreds}
+	req := portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: id, Credentials: demoCreds}
 	var plain, notarized time.Duration
 	var plainBytes, fhirBytes, sessions int
 	b.ResetTimer()
@@ -89,46 +90,4 @@ func BenchmarkFetch1MB(b *testing.B) {
 	b.ReportMetric(float64(plainBytes), "plain-bytes")
 	b.ReportMetric(float64(fhirBytes), "fhir-bytes")
 	b.ReportMetric(float64(sessions), "sessions")
-}
-
-// BenchmarkScanPage reads a ~1 MB real Synthea Bundle as a page: scanPage
-// (one validating pass and a walk, resources as slices) against decoding
-// it with encoding/json into the page's fields (what the connector did
-// before), in the same run.
-func BenchmarkScanPage(b *testing.B) {
-	body, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "testdata", "synthea", "Reginald_Auer_d46fae79-67eb-4721-a300-238c8eb943eb.json"))
-	if err != nil {
-		b.Skip("shared test data absent:", err)
-	}
-	type decoded struct {
-		ResourceType string `json:"resourceType"`
-		Link         []struct {
-			Relation string `json:"relation"`
-			URL      string `json:"url"`
-		} `json:"link"`
-		Entry []struct {
-			Resource json.RawMessage `json:"resource"`
-			Search   *struct {
-				Mode string `json:"mode"`
-			} `json:"search"`
-		} `json:"entry"`
-	}
-	var scanned, std time.Duration
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		t0 := time.Now()
-		p, err := scanPage(body)
-		t1 := time.Now()
-		var d decoded
-		derr := json.Unmarshal(body, &d)
-		t2 := time.Now()
-		if err != nil || derr != nil || len(p.entries) != len(d.Entry) || len(p.entries) == 0 {
-			b.Fatalf("scanPage %v, encoding/json %v", err, derr)
-		}
-		scanned += t1.Sub(t0)
-		std += t2.Sub(t1)
-	}
-	b.ReportMetric(float64(scanned.Microseconds())/1e3/float64(b.N), "scan-ms/op")
-	b.ReportMetric(float64(std.Microseconds())/1e3/float64(b.N), "encoding-json-ms/op")
-	b.ReportMetric(float64(scanned)/float64(std), "ratio")
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
+	"golang.org/x/oauth2"
 )
 
 // The systemType values (DESIGN §6).
@@ -68,8 +68,17 @@ type Request struct {
 	Credentials Credentials // the login
 }
 
+// The public SMART client the connector uses for a portal origin without
+// a Registration: the client the bundled demo portal (`acds portal`,
+// `acds demo`) registers.
+const (
+	DemoClientID    = "acds-demo"
+	DemoRedirectURI = "https://acds.invalid/smart/callback"
+)
+
 // Registration is the SMART client registration the operator configured
-// for a portal origin.
+// for a portal origin (Connector.Registrations). It prints, logs and
+// marshals without its Key (String, GoString, LogValue, MarshalJSON).
 type Registration struct {
 	ClientID    string // required
 	RedirectURI string // required; the connector intercepts the redirect and never dials it
@@ -109,9 +118,12 @@ type Connector struct {
 	// endpoint and paging link. The address check at connect time is the
 	// transport's job (Guard.Transport, or the notary's AllowAddr).
 	Guard Guard
-	// Registrations are the SMART clients by portal origin
-	// ("https://host" or "https://host:port"). An origin without one uses
-	// the demo portal's client (DemoClientID, DemoRedirectURI).
+	// Registrations are the operator's SMART clients by portal origin,
+	// written as Origin writes it ("https://host", or "https://host:port"
+	// for a port other than 443); CheckRegistrations checks them and
+	// LoadRegistrations reads them from a file. An origin without one
+	// uses the demo portal's public client (DemoClientID,
+	// DemoRedirectURI). Nil means none.
 	Registrations map[string]Registration
 	// MaxBytes bounds the bytes read from the portal for one record,
 	// login pages included. Zero means 64 MiB.
@@ -134,8 +146,9 @@ type Connector struct {
 	// Count is the _count asked of paged searches. Zero asks none (the
 	// portal's default page size).
 	Count int
-	// Rand is the source of PKCE verifiers, state and jitter. Nil means
-	// crypto/rand.
+	// Rand is the source of the authorization state, client assertion
+	// ids and retry jitter. Nil means crypto/rand. PKCE verifiers always
+	// come from crypto/rand (oauth2.GenerateVerifier).
 	Rand io.Reader
 }
 
@@ -206,8 +219,14 @@ func CheckRecordID(id string) error {
 // Fetch: they wrap ErrUnsupportedSystemType, ErrInvalidRequest (with
 // ErrInvalidRecordID for a bad recordId) or ErrForbidden.
 func (c *Connector) Admit(req Request) error {
+	return redactorFor(req).wrap(c.admit(req))
+}
+
+// admit is Admit without the redaction, for callers that redact once at
+// their own boundary.
+func (c *Connector) admit(req Request) error {
 	if !slices.Contains(SystemTypes(), req.SystemType) {
-		red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+		red := redactorFor(req)
 		return &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
 	}
 	if req.RecordID != "" {
@@ -250,16 +269,19 @@ type session struct {
 // (whose Transport it uses; it does not modify hc). Errors wrap one of the
 // package's error classes and never contain the credentials.
 func (c *Connector) Fetch(ctx context.Context, hc *http.Client, req Request) (*Record, error) {
-	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
+	red := redactorFor(req)
 	rec, err := c.fetch(ctx, hc, req, red)
 	return rec, red.wrap(err)
 }
+
+// fetch is Fetch without the final redaction of the error's text (red
+// still blanks out the portal text quoted in Details).
 
 func (c *Connector) fetch(ctx context.Context, hc *http.Client, req Request, red redactor) (*Record, error) {
 	if hc == nil {
 		return nil, &Error{Kind: ErrInvalidRequest, Detail: "no HTTP client"}
 	}
-	if err := c.Admit(req); err != nil {
+	if err := c.admit(req); err != nil {
 		return nil, err
 	}
 	u, err := c.Guard.CheckURL(req.PortalURL)
@@ -605,7 +627,7 @@ func poster(u string, form url.Values, accept string) func(ctx context.Context) 
 }
 
 func (s *session) registration() Registration {
-	origin := s.base.Scheme + "://" + s.base.Host
+	origin, _ := Origin(s.base.String()) // the guard admitted base: it has one
 	r, ok := s.c.Registrations[origin]
 	if !ok {
 		r = Registration{ClientID: DemoClientID, RedirectURI: DemoRedirectURI}
@@ -616,64 +638,135 @@ func (s *session) registration() Registration {
 	return r
 }
 
-// token posts a token request and installs the bearer token. A client
-// with a key authenticates with private_key_jwt.
-func (s *session) token(ctx context.Context, op, endpoint string, form url.Values) error {
-	if reg := s.registration(); reg.Key != nil {
-		a, err := clientAssertion(reg.Key, reg.KeyID, reg.ClientID, endpoint, time.Now(), s.c.rand())
+// oauthConfig is the OAuth2 client of reg at the portal's endpoints.
+// Client authentication is always in the form body: client_id for a
+// public client, and for a client with a key the private_key_jwt
+// assertion that tokenTransport adds.
+func oauthConfig(reg Registration, sc *smartConfig) *oauth2.Config {
+	return &oauth2.Config{
+		ClientID: reg.ClientID, RedirectURL: reg.RedirectURI, Scopes: strings.Fields(reg.Scope),
+		Endpoint: oauth2.Endpoint{AuthURL: sc.AuthorizationEndpoint, TokenURL: sc.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams},
+	}
+}
+
+// tokenTransport carries x/oauth2's token requests through the session:
+// each is one exchange of session.do over the request's *http.Client, so
+// the SSRF guard, the notarized transport, the retries and the byte
+// limits apply to it as to every other exchange. When the registration
+// has a key it adds the private_key_jwt client assertion (RFC 7523),
+// which x/oauth2 does not make.
+type tokenTransport struct {
+	s        *session
+	op       string
+	endpoint string // the token endpoint, the assertion's audience
+	reg      Registration
+}
+
+func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(io.LimitReader(req.Body, maxAuthPage))
+		req.Body.Close()
 		if err != nil {
-			return &Error{Kind: ErrInvalidRequest, Op: op, Err: err}
+			return nil, &Error{Kind: ErrInvalidRequest, Op: t.op, Err: err}
 		}
-		form.Set("client_assertion_type", clientAssertionType)
+		body = b
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalidRequest, Op: t.op, Err: err}
+	}
+	if t.reg.Key != nil {
+		a, err := clientAssertion(t.reg.Key, t.reg.KeyID, t.reg.ClientID, t.endpoint, time.Now(), t.s.c.rand())
+		if err != nil {
+			return nil, &Error{Kind: ErrInvalidRequest, Op: t.op, Err: err}
+		}
+		form.Set("client_assertion_type", ClientAssertionType)
 		form.Set("client_assertion", a)
 	}
-	ex, err := s.do(ctx, op, false, poster(endpoint, form, "application/json"))
+	ex, err := t.s.do(req.Context(), t.op, false, poster(req.URL.String(), form, "application/json"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var tr struct {
-		AccessToken string `json:"access_token"`
-		TokenType   string `json:"token_type"`
-		Patient     string `json:"patient"`
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
+	h := ex.header
+	if json.Valid(ex.body) {
+		// Token answers are JSON (RFC 6749 §5); x/oauth2 reads a body as
+		// a form unless its Content-Type says JSON, and portals do not
+		// always say so.
+		h = h.Clone()
+		h.Set("Content-Type", "application/json")
 	}
-	jsonErr := json.Unmarshal(ex.body, &tr)
-	if ex.status != http.StatusOK {
-		e := &Error{Op: op, Status: ex.status, Detail: s.red.detail(strings.TrimSpace(tr.Error + " " + tr.Description))}
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", ex.status, http.StatusText(ex.status)), StatusCode: ex.status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
+		Body: io.NopCloser(bytes.NewReader(ex.body)), ContentLength: int64(len(ex.body)), Request: req,
+	}, nil
+}
+
+// oauthContext is ctx carrying, for x/oauth2, a client whose every
+// exchange is a tokenTransport one.
+func (s *session) oauthContext(ctx context.Context, op, endpoint string, reg Registration) context.Context {
+	hc := &http.Client{
+		Transport: &tokenTransport{s: s, op: op, endpoint: endpoint, reg: reg},
+		// Redirects were followed (and checked) by session.do already.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return context.WithValue(ctx, oauth2.HTTPClient, hc)
+}
+
+// useToken installs the bearer token of a token request's outcome, or
+// classifies its failure. The error never quotes x/oauth2's text, which
+// holds the portal's whole answer: only the OAuth2 error code and
+// description, redacted.
+func (s *session) useToken(op string, tok *oauth2.Token, err error) error {
+	var ue *url.Error
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &ue):
+		// The exchange itself failed; session.do classified why, unless
+		// it never ran (the context ended first).
+		var pe *Error
+		var fe *ForbiddenError
+		if errors.As(ue.Err, &pe) || errors.As(ue.Err, &fe) {
+			return ue.Err
+		}
+		return &Error{Kind: ErrUnavailable, Op: op, Err: safeCause(ue.Err)}
+	case errors.As(err, &re) && re.Response != nil && (re.Response.StatusCode < 200 || re.Response.StatusCode > 299):
+		desc := strings.ToLower(re.ErrorDescription)
+		e := &Error{Op: op, Status: re.Response.StatusCode, Detail: s.red.detail(strings.TrimSpace(re.ErrorCode + " " + re.ErrorDescription))}
 		switch {
-		case strings.Contains(tr.Error, "mfa") || strings.Contains(strings.ToLower(tr.Description), "multifactor") || strings.Contains(strings.ToLower(tr.Description), "multi-factor"):
+		case strings.Contains(re.ErrorCode, "mfa") || strings.Contains(desc, "multifactor") || strings.Contains(desc, "multi-factor"):
 			e.Kind = ErrMFARequired
-		case tr.Error == "invalid_grant" && strings.Contains(strings.ToLower(tr.Description), "locked"):
+		case re.ErrorCode == "invalid_grant" && strings.Contains(desc, "locked"):
 			e.Kind, e.Err = ErrAuthFailed, ErrAccountLocked
-		case tr.Error == "invalid_grant" || tr.Error == "invalid_client" || tr.Error == "unauthorized_client" || tr.Error == "access_denied" ||
-			ex.status == http.StatusUnauthorized || ex.status == http.StatusForbidden:
+		case re.ErrorCode == "invalid_grant" || re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "access_denied" ||
+			e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
 			e.Kind = ErrAuthFailed
 		default:
 			e.Kind = ErrResponseInvalid
 		}
 		return e
-	}
-	if jsonErr != nil || tr.AccessToken == "" || !strings.EqualFold(tr.TokenType, "bearer") {
+	case err != nil || tok.AccessToken == "" || !strings.EqualFold(tok.TokenType, "bearer"):
 		return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "no bearer token in the token response"}
 	}
-	tok := tr.AccessToken
-	s.red = append(s.red, tok)
-	s.patientContext = tr.Patient
-	s.auth = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	at := tok.AccessToken
+	s.red = append(s.red, at)
+	s.patientContext, _ = tok.Extra("patient").(string)
+	s.auth = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+at) }
 	return nil
 }
 
+// passwordGrant runs smart-password: discovery, then the OAuth2
+// resource owner password grant.
 func (s *session) passwordGrant(ctx context.Context) error {
 	sc, err := s.discover(ctx)
 	if err != nil {
 		return err
 	}
 	reg := s.registration()
-	return s.token(ctx, "password grant", sc.TokenEndpoint, url.Values{
-		"grant_type": {"password"}, "username": {s.creds.Username}, "password": {s.creds.Password},
-		"client_id": {reg.ClientID}, "scope": {reg.Scope},
-	})
+	const op = "password grant"
+	tok, err := oauthConfig(reg, sc).PasswordCredentialsToken(s.oauthContext(ctx, op, sc.TokenEndpoint, reg), s.creds.Username, s.creds.Password)
+	return s.useToken(op, tok, err)
 }
 
 func (s *session) random(n int) (string, error) {
@@ -698,31 +791,18 @@ func (s *session) formFlow(ctx context.Context, recordID string) error {
 	if len(sc.CodeChallengeMethods) > 0 && !slices.Contains(sc.CodeChallengeMethods, "S256") {
 		return &Error{Kind: ErrResponseInvalid, Op: "SMART discovery", Detail: "the portal does not support PKCE S256"}
 	}
-	authURL, err := s.c.Guard.CheckURL(sc.AuthorizationEndpoint)
-	if err != nil {
+	if _, err := s.c.Guard.CheckURL(sc.AuthorizationEndpoint); err != nil {
 		return err
 	}
 	reg := s.registration()
 	s.redirectURI = reg.RedirectURI
-	verifier, err := s.random(32)
-	if err != nil {
-		return err
-	}
+	verifier := oauth2.GenerateVerifier()
 	state, err := s.random(16)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256([]byte(verifier))
-	q := authURL.Query()
-	for k, v := range map[string]string{
-		"response_type": "code", "client_id": reg.ClientID, "redirect_uri": reg.RedirectURI, "scope": reg.Scope,
-		"state": state, "aud": s.base.String(), "code_challenge": base64.RawURLEncoding.EncodeToString(sum[:]),
-		"code_challenge_method": "S256",
-	} {
-		q.Set(k, v)
-	}
-	authURL.RawQuery = q.Encode()
-	ex, err := s.do(ctx, "authorization request", false, getter(authURL.String(), "text/html"))
+	authURL := oauthConfig(reg, sc).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("aud", s.base.String()))
+	ex, err := s.do(ctx, "authorization request", false, getter(authURL, "text/html"))
 	if err != nil {
 		return err
 	}
@@ -732,7 +812,7 @@ func (s *session) formFlow(ctx context.Context, recordID string) error {
 			return &Error{Kind: ErrResponseInvalid, Op: "login form", Detail: "too many login steps"}
 		}
 		if ex.status >= 300 && ex.status < 400 {
-			return s.finishForm(ctx, ex, sc.TokenEndpoint, reg, state, verifier)
+			return s.finishForm(ctx, ex, sc, reg, state, verifier)
 		}
 		if ex.status != http.StatusOK {
 			return &Error{Kind: ErrResponseInvalid, Op: "login form", Status: ex.status}
@@ -833,7 +913,7 @@ func fillConsent(f *htmlForm, form url.Values, recordID string) {
 	}
 }
 
-func (s *session) finishForm(ctx context.Context, ex *exchange, tokenEndpoint string, reg Registration, state, verifier string) error {
+func (s *session) finishForm(ctx context.Context, ex *exchange, sc *smartConfig, reg Registration, state, verifier string) error {
 	loc, err := ex.url.Parse(ex.header.Get("Location"))
 	if err != nil || !strings.HasPrefix(loc.String(), reg.RedirectURI) {
 		return &Error{Kind: ErrResponseInvalid, Op: "authorization", Detail: "redirect to an unexpected location"}
@@ -850,10 +930,9 @@ func (s *session) finishForm(ctx context.Context, ex *exchange, tokenEndpoint st
 		return &Error{Kind: ErrResponseInvalid, Op: "authorization", Detail: "no code"}
 	}
 	s.red = append(s.red, code)
-	return s.token(ctx, "code exchange", tokenEndpoint, url.Values{
-		"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {reg.RedirectURI},
-		"client_id": {reg.ClientID}, "code_verifier": {verifier},
-	})
+	const op = "code exchange"
+	tok, err := oauthConfig(reg, sc).Exchange(s.oauthContext(ctx, op, sc.TokenEndpoint, reg), code, oauth2.VerifierOption(verifier))
+	return s.useToken(op, tok, err)
 }
 
 // searchTypes are searched by patient when $everything is missing (the

@@ -158,8 +158,20 @@ func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 const maxDetail = 200
 
 // redactor blanks out secrets in text that is about to become part of an
-// error.
+// error. It is the package's one redaction: every public entry point
+// that takes a Request (Connector.Admit and Fetch, Fetcher.Admit and
+// Fetch) makes one with redactorFor and wraps its error with it exactly
+// once, on the way out; inside, a session's copy blanks out the portal
+// text quoted in Details, and also holds the access token and the
+// authorization code once the flow learns them. (The server redacts the credentials out of a Fetcher's
+// errors again, defensively, because its Fetcher need not be this
+// package's.)
 type redactor []string
+
+// redactorFor is the redactor of req's credentials.
+func redactorFor(req Request) redactor {
+	return newRedactor(req.Credentials.Username, req.Credentials.Password)
+}
 
 func newRedactor(secrets ...string) redactor {
 	var r redactor

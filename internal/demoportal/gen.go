@@ -1,4 +1,4 @@
-package portal
+package demoportal
 
 import (
 	"encoding/json"

@@ -125,13 +125,12 @@ type Fetcher struct {
 // calls it when a request arrives, so that a request bound to fail is
 // refused then instead of being accepted and failed later.
 func (f *Fetcher) Admit(req Request) error {
-	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
-	return red.wrap(f.admit(req))
+	return redactorFor(req).wrap(f.admit(req))
 }
 
 // admit is the Connector's admission, then the transport's host rule.
 func (f *Fetcher) admit(req Request) error {
-	if err := f.Connector.Admit(req); err != nil {
+	if err := f.Connector.admit(req); err != nil {
 		return err
 	}
 	if f.CheckHost == nil {
@@ -152,12 +151,12 @@ func (f *Fetcher) admit(req Request) error {
 // Fetch returns, also on failure. Errors wrap the package's error classes
 // and never contain the credentials.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
-	red := newRedactor(req.Credentials.Username, req.Credentials.Password)
-	res, err := f.fetch(ctx, req)
+	red := redactorFor(req)
+	res, err := f.fetch(ctx, req, red)
 	return res, red.wrap(err)
 }
 
-func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
+func (f *Fetcher) fetch(ctx context.Context, req Request, red redactor) (*Result, error) {
 	if f.NewTransport == nil {
 		return nil, &Error{Kind: ErrNotarization, Detail: "no transport factory"}
 	}
@@ -168,7 +167,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, &Error{Kind: ErrNotarization, Op: "transport", Err: safeCause(err)}
 	}
-	rec, ferr := f.Connector.Fetch(ctx, &http.Client{Transport: tr}, req)
+	rec, ferr := f.Connector.fetch(ctx, &http.Client{Transport: tr}, req, red)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDuration(f.FinishTimeout, 30*time.Second))
 	defer cancel()
 	sessions, nerr := tr.Finish(fctx)
