@@ -1,0 +1,350 @@
+package fhirpath
+
+import (
+	"strings"
+
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
+)
+
+// Node is an element or resource of the FHIR model in a collection.
+type Node struct {
+	// Value is the r4 value: an r4.Resource, or a pointer to an element
+	// (*r4.HumanName, *r4.Date, *r4.PatientContact…). Element ids, a
+	// resource's logical id and Extension.url, which the model holds as
+	// plain strings, appear as a new *r4.String, *r4.ID or *r4.URI.
+	Value any
+	// Type is the FHIR type: "Patient", "HumanName", "date", or for a
+	// backbone element its definition path ("Patient.contact").
+	Type string
+	def  *spec.Type
+}
+
+func (Node) isValue() {}
+
+// TypeName returns "FHIR." and the type; backbone elements are
+// "FHIR.BackboneElement" (or "FHIR.Element" inside data types).
+func (n Node) TypeName() string {
+	if n.def != nil && n.def.Kind == spec.Backbone {
+		if r4.IsResourceType(rootOf(n.Type)) {
+			return "FHIR.BackboneElement"
+		}
+		return "FHIR.Element"
+	}
+	return "FHIR." + n.Type
+}
+
+func rootOf(path string) string {
+	if i := strings.IndexByte(path, '.'); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// NodeOf wraps a resource as the Node an evaluation starts from.
+func NodeOf(r r4.Resource) Node {
+	t := r.ResourceType()
+	return Node{Value: r, Type: t, def: spec.Lookup(t)}
+}
+
+// NewNode wraps an element of the model whose FHIR type is typ (as the spec
+// tables name it: "HumanName", "date", "Patient.contact").
+func NewNode(x any, typ string) Node {
+	if r, ok := x.(r4.Resource); ok {
+		return NodeOf(r)
+	}
+	return Node{Value: x, Type: typ, def: spec.Lookup(typ)}
+}
+
+var elementDef = spec.Lookup("Element")
+
+// childDef returns the type definition whose elements describe n's
+// children.
+func (n *Node) childDef() *spec.Type {
+	if n.def == nil {
+		return nil
+	}
+	if n.def.Kind == spec.Primitive {
+		return elementDef
+	}
+	return n.def
+}
+
+// child builds the Node for a child element c found under JSON name.
+func childNode(parentDef *spec.Type, name string, c any) Node {
+	if r, ok := c.(r4.Resource); ok {
+		return NodeOf(r)
+	}
+	if parentDef != nil {
+		if e := parentDef.Element(name); e != nil {
+			return Node{Value: c, Type: e.Type, def: e.TypeDef()}
+		}
+	}
+	if p, ok := c.(r4.Primitive); ok {
+		t := p.PrimitiveType()
+		return Node{Value: c, Type: t, def: spec.Lookup(t)}
+	}
+	if _, ok := c.(*r4.Extension); ok {
+		return Node{Value: c, Type: "Extension", def: spec.Lookup("Extension")}
+	}
+	return Node{Value: c, Type: "Element"}
+}
+
+// choiceNames reports whether name is a choice element of def (such as
+// value for Observation.value[x]).
+func isChoice(def *spec.Type, name string) bool {
+	if def == nil {
+		return false
+	}
+	es := def.Elements
+	lo, hi := 0, len(es)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if es[m].Name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	suffix := "." + name + "[x]"
+	for ; lo < len(es) && strings.HasPrefix(es[lo].Name, name); lo++ {
+		if strings.HasSuffix(es[lo].Path, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// navigate appends to out the children of n named name (a choice name
+// such as value matches valueQuantity, valueString…).
+func navigate(n Node, name string, out Collection) Collection {
+	switch name {
+	case "id":
+		if r, ok := n.Value.(r4.Resource); ok {
+			if id := r.ResourceID(); id != "" {
+				return append(out, Node{Value: &r4.ID{Value: id, Present: true}, Type: "id", def: spec.Lookup("id")})
+			}
+			return out
+		}
+		if idp, _ := r4.ElementOf(n.Value); idp != nil && *idp != "" {
+			return append(out, Node{Value: &r4.String{Value: *idp, Present: true}, Type: "string", def: spec.Lookup("string")})
+		}
+		return out
+	case "url":
+		if e, ok := n.Value.(*r4.Extension); ok {
+			if e.URL != "" {
+				out = append(out, Node{Value: &r4.URI{Value: e.URL, Present: true}, Type: "uri", def: spec.Lookup("uri")})
+			}
+			return out
+		}
+	}
+	def := n.childDef()
+	exact := def == nil || def.Element(name) != nil
+	choice := !exact && isChoice(def, name)
+	if !exact && !choice {
+		return out
+	}
+	r4.Children(n.Value, func(cname string, _ int, c any) bool {
+		if cname == name || choice && len(cname) > len(name) && strings.HasPrefix(cname, name) && cname[len(name)] >= 'A' && cname[len(name)] <= 'Z' {
+			out = append(out, childNode(def, cname, c))
+		}
+		return true
+	})
+	return out
+}
+
+// children appends every child of n.
+func children(n Node, out Collection) Collection {
+	if _, ok := n.Value.(r4.Resource); ok {
+		out = navigate(n, "id", out)
+	} else {
+		out = navigate(n, "id", out)
+		out = navigate(n, "url", out)
+	}
+	def := n.childDef()
+	r4.Children(n.Value, func(cname string, _ int, c any) bool {
+		out = append(out, childNode(def, cname, c))
+		return true
+	})
+	return out
+}
+
+// isPrimitiveNode reports whether n is a FHIR primitive.
+func (n Node) primitive() (r4.Primitive, bool) {
+	p, ok := n.Value.(r4.Primitive)
+	return p, ok
+}
+
+// quantityTypes are the FHIR types that are Quantity or specialise it.
+var quantityTypes = map[string]bool{"Quantity": true, "Age": true, "Count": true, "Distance": true, "Duration": true, "MoneyQuantity": true, "SimpleQuantity": true}
+
+// toSystem converts a FHIR primitive or Quantity node to its System value;
+// other values are returned unchanged. ok is false for a primitive without
+// a value.
+func toSystem(v Value) (Value, bool) {
+	n, isNode := v.(Node)
+	if !isNode {
+		return v, true
+	}
+	if p, ok := n.primitive(); ok {
+		if !p.HasValue() {
+			return nil, false
+		}
+		switch x := n.Value.(type) {
+		case *r4.Boolean:
+			return Boolean(x.Value), true
+		case *r4.Integer:
+			return Integer(x.Value), true
+		case *r4.PositiveInt:
+			return Integer(x.Value), true
+		case *r4.UnsignedInt:
+			return Integer(x.Value), true
+		case *r4.Decimal:
+			d, ok := parseDecimal(x.Value)
+			if !ok {
+				return nil, false
+			}
+			return d, true
+		case *r4.Date:
+			d, ok := parseDate(x.Value)
+			if !ok {
+				return nil, false
+			}
+			return d, true
+		case *r4.DateTime:
+			return dateTimeValue(x.Value)
+		case *r4.Instant:
+			return dateTimeValue(x.Value)
+		case *r4.Time:
+			t, ok := parseTime(x.Value)
+			if !ok {
+				return nil, false
+			}
+			return t, true
+		}
+		return String(p.Text()), true
+	}
+	if quantityTypes[n.Type] {
+		if q, ok := quantityOf(n.Value); ok {
+			return q, true
+		}
+	}
+	return v, true
+}
+
+// dateTimeValue converts a FHIR dateTime text: a date alone stays a
+// DateTime of date precision.
+func dateTimeValue(s string) (Value, bool) {
+	dt, ok := parseDateTime(s)
+	if !ok {
+		return nil, false
+	}
+	return dt, true
+}
+
+// quantityOf reads the r4 Quantity family.
+func quantityOf(x any) (Quantity, bool) {
+	var value *r4.Decimal
+	var unit, code, system *string
+	str := func(p interface{ Text() string }, ok bool) *string {
+		if !ok {
+			return nil
+		}
+		s := p.Text()
+		return &s
+	}
+	switch q := x.(type) {
+	case *r4.Quantity:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Age:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Count:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Distance:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Duration:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	default:
+		return Quantity{}, false
+	}
+	if value == nil || !value.HasValue() {
+		return Quantity{}, false
+	}
+	d, ok := parseDecimal(value.Value)
+	if !ok {
+		return Quantity{}, false
+	}
+	u := ""
+	switch {
+	case code != nil && (system == nil || *system == ucumSystem):
+		u = *code
+	case unit != nil:
+		u = *unit
+	}
+	if u == "" {
+		u = "1"
+	}
+	return Quantity{Value: d, Unit: u}, true
+}
+
+const ucumSystem = "http://unitsofmeasure.org"
+
+// fhirBase returns the FHIR type that typ specialises, or "".
+func fhirBase(typ string, def *spec.Type) string {
+	switch typ {
+	case "code", "id", "markdown":
+		return "string"
+	case "url", "canonical", "oid", "uuid":
+		return "uri"
+	case "unsignedInt", "positiveInt":
+		return "integer"
+	case "Age", "Count", "Distance", "Duration", "MoneyQuantity", "SimpleQuantity":
+		return "Quantity"
+	case "Element", "Base":
+		return ""
+	case "BackboneElement":
+		return "Element"
+	case "Resource":
+		return ""
+	case "DomainResource":
+		return "Resource"
+	case "Bundle", "Binary", "Parameters":
+		return "Resource"
+	}
+	if def == nil {
+		def = spec.Lookup(typ)
+	}
+	if def != nil {
+		switch def.Kind {
+		case spec.Resource:
+			return "DomainResource"
+		case spec.Backbone:
+			if r4.IsResourceType(rootOf(typ)) {
+				return "BackboneElement"
+			}
+			return "Element"
+		}
+	}
+	if r4.IsResourceType(typ) {
+		return "DomainResource"
+	}
+	return "Element"
+}
+
+// nodeIs reports whether n is of FHIR type name or a specialisation of it.
+func nodeIs(n Node, name string) bool {
+	t, def := n.Type, n.def
+	for i := 0; t != "" && i < 8; i++ {
+		if t == name {
+			return true
+		}
+		t = fhirBase(t, def)
+		def = nil
+	}
+	return false
+}
