@@ -238,9 +238,8 @@ func addDuration(v Value, q Quantity, at int) (Value, error) {
 		case "minute":
 			dur = time.Duration(n) * time.Minute
 		case "second":
-			// Seconds may have a fraction: keep milliseconds.
-			ms := q.Value.mul(decFromInt(1000)).truncInt().Int64()
-			dur = time.Duration(ms) * time.Millisecond
+			// Whole seconds: a fraction of a second is dropped.
+			dur = time.Duration(n) * time.Second
 		case "millisecond":
 			dur = time.Duration(n) * time.Millisecond
 		}

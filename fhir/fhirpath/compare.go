@@ -218,6 +218,10 @@ func temporalCompare(a, b Value) (c int, known, ok bool) {
 	if timeA != timeB {
 		return 0, false, false
 	}
+	if !timeA && ta.Precision >= Hour && tb.Precision >= Hour && ta.HasZone != tb.HasZone {
+		// One has a time zone and the other not: the order is unknown.
+		return 0, false, true
+	}
 	if !timeA && ta.Precision >= Hour && tb.Precision >= Hour && (ta.HasZone || tb.HasZone) {
 		ta, tb = ta.utc(), tb.utc()
 	}

@@ -178,9 +178,12 @@ func (e *evaluator) eval(n node, sc *scope) (Collection, error) {
 			}
 			return Collection{Boolean(ok)}, nil
 		}
+		if len(x) > 1 {
+			return nil, evalErr(ErrEvaluation, n.at, "'as' needs a single item, not %d", len(x))
+		}
 		var out Collection
 		for _, v := range x {
-			ok, err := isType(v, n.typ, n.at)
+			ok, err := asType(v, n.typ, n.at)
 			if err != nil {
 				return nil, err
 			}
@@ -275,32 +278,11 @@ func (e *evaluator) member(c Collection, name string, at int, first bool) (Colle
 		}
 		before := len(out)
 		out = navigate(n, name, out)
-		if len(out) == before && n.def != nil && !n.knows(name) {
-			return nil, evalErr(ErrSemantic, at, "%s has no element %q", n.Type, name)
-		}
 		if err := e.step(len(out)-before, at); err != nil {
 			return nil, err
 		}
 	}
 	return out, e.checkSize(out, at)
-}
-
-// knows reports whether name is an element (or choice element) of n's type.
-func (n Node) knows(name string) bool {
-	if name == "id" || name == "extension" {
-		return true
-	}
-	def := n.childDef()
-	if def == nil {
-		return true
-	}
-	if def.Element(name) != nil || isChoice(def, name) {
-		return true
-	}
-	if name == "url" && n.Type == "Extension" {
-		return true
-	}
-	return false
 }
 
 func (e *evaluator) singleInteger(c Collection, at int) (int64, bool, error) {

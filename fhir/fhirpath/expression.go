@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
 )
 
 // Expression is a compiled FHIRPath expression. It is immutable and safe
@@ -14,6 +15,9 @@ import (
 type Expression struct {
 	src  string
 	root node
+	// checked records, per input resource type, the result of checking
+	// the expression against that type (nil or a semantic error).
+	checked sync.Map
 }
 
 // String returns the expression's source text.
@@ -42,7 +46,7 @@ func Parse(expr string) (*Expression, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := check(root); err != nil {
+	if err := check(root, nil); err != nil {
 		return nil, err
 	}
 	return &Expression{src: expr, root: root}, nil
@@ -172,6 +176,13 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 			}
 		}
 	}
+	if len(input) == 1 {
+		if n, ok := input[0].(Node); ok && n.def != nil {
+			if err := x.checkFor(n.def); err != nil {
+				return nil, err
+			}
+		}
+	}
 	sc := &scope{this: input}
 	out, err := e.eval(x.root, sc)
 	if err != nil {
@@ -184,4 +195,22 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 // %resource and %context.
 func (x *Expression) EvaluateResource(ctx context.Context, r r4.Resource, env *Env) (Collection, error) {
 	return x.Evaluate(ctx, Collection{NodeOf(r)}, env)
+}
+
+// checkFor checks the expression against an input of type def, once per
+// type.
+func (x *Expression) checkFor(def *spec.Type) error {
+	if v, ok := x.checked.Load(def.Name); ok {
+		if v == nil {
+			return nil
+		}
+		return v.(error)
+	}
+	err := check(x.root, []*spec.Type{def})
+	if err != nil {
+		x.checked.Store(def.Name, err)
+	} else {
+		x.checked.Store(def.Name, nil)
+	}
+	return err
 }

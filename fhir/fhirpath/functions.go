@@ -262,7 +262,7 @@ func filterFuncs() map[string]*funcDef {
 			}
 			var out Collection
 			for _, v := range t {
-				ok, err := isType(v, ts, n.at)
+				ok, err := asType(v, ts, n.at)
 				if err != nil {
 					return nil, err
 				}
@@ -294,9 +294,12 @@ func filterFuncs() map[string]*funcDef {
 			if err != nil {
 				return nil, err
 			}
+			if len(t) > 1 {
+				return nil, evalErr(ErrEvaluation, n.at, "as() needs a single item, not %d", len(t))
+			}
 			var out Collection
 			for _, v := range t {
-				ok, err := isType(v, ts, n.at)
+				ok, err := asType(v, ts, n.at)
 				if err != nil {
 					return nil, err
 				}
@@ -495,11 +498,12 @@ func (e *evaluator) sortColl(n *callNode, t Collection, sc *scope) (Collection, 
 		for k := range items[a].keys {
 			x, y := items[a].keys[k], items[b].keys[k]
 			if x == nil || y == nil {
+				// Empty keys sort first, whatever the direction.
 				if x == nil && y != nil {
-					return !desc[k]
+					return true
 				}
 				if y == nil && x != nil {
-					return desc[k]
+					return false
 				}
 				continue
 			}

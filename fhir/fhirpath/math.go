@@ -244,7 +244,11 @@ func boundary(high bool) func(e *evaluator, n *callNode, v Value, sc *scope) (Co
 		case Time:
 			return dateBoundary(x.temporal, p, high, 2)
 		case Quantity:
-			return nil, evalErr(ErrNotSupported, n.at, "%s() of a quantity", n.name)
+			r, err := boundary(high)(e, n, x.Value, sc)
+			if err != nil || len(r) == 0 {
+				return nil, err
+			}
+			return Collection{Quantity{Value: r[0].(Decimal), Unit: x.Unit}}, nil
 		}
 		return nil, evalErr(ErrEvaluation, n.at, "%s() of %s", n.name, typeName(v))
 	}
@@ -254,6 +258,10 @@ func dateBoundary(t temporal, digits int64, high bool, kind int) (Collection, er
 	target := Millisecond
 	if kind == 0 {
 		target = Day
+	}
+	if kind == 1 && t.Precision == Hour {
+		// A date-time given to the hour is read as given to the minute.
+		t.Precision = Minute
 	}
 	if digits >= 0 {
 		p, ok := precisionOfDigits(int(digits), kind == 2)

@@ -231,10 +231,14 @@ func stringFuncs() map[string]*funcDef {
 			}
 			switch f {
 			case "html":
-				return str(html.EscapeString(s)), nil
+				return str(htmlEscaper.Replace(s)), nil
 			case "json":
-				b, _ := json.Marshal(s)
-				return str(string(b[1 : len(b)-1])), nil
+				var b strings.Builder
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(false)
+				_ = enc.Encode(s)
+				j := strings.TrimSuffix(b.String(), "\n")
+				return str(j[1 : len(j)-1]), nil
 			}
 			return nil, evalErr(ErrEvaluation, n.at, "unknown escape %q", f)
 		}),
@@ -247,8 +251,8 @@ func stringFuncs() map[string]*funcDef {
 			case "html":
 				return str(html.UnescapeString(s)), nil
 			case "json":
-				var out string
-				if err := json.Unmarshal([]byte(`"`+s+`"`), &out); err != nil {
+				out, ok := unescapeJSON(s)
+				if !ok {
 					return nil, nil
 				}
 				return str(out), nil
@@ -273,4 +277,29 @@ func matchFn(full bool) func(e *evaluator, n *callNode, s string, sc *scope) (Co
 		}
 		return boolColl(re.MatchString(s)), nil
 	}
+}
+
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
+
+// unescapeJSON undoes the escapes of a JSON string body (without quotes).
+func unescapeJSON(s string) (string, bool) {
+	var out string
+	// Quote bare double quotes so the body is a valid JSON string.
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s):
+			b.WriteByte(s[i])
+			b.WriteByte(s[i+1])
+			i++
+		case s[i] == '"':
+			b.WriteString(`\"`)
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	if err := json.Unmarshal([]byte(`"`+b.String()+`"`), &out); err != nil {
+		return "", false
+	}
+	return out, true
 }

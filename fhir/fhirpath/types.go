@@ -40,6 +40,9 @@ var systemTypes = map[string]bool{
 
 // isType reports whether v is of type ts (or a subtype of it).
 func isType(v Value, ts typeSpec, at int) (bool, error) {
+	if err := checkTypeName(ts, at); err != nil {
+		return false, err
+	}
 	switch ts.ns {
 	case "System":
 		if _, ok := v.(Node); ok {
@@ -88,4 +91,30 @@ func dateTimeOf(t time.Time, p Precision) DateTime {
 	}
 	tt.Precision = p
 	return DateTime{tt}
+}
+
+// asType reports whether v is exactly of type ts, as as() and ofType()
+// require of primitives (a code is a string for is(), not for as()).
+func asType(v Value, ts typeSpec, at int) (bool, error) {
+	if err := checkTypeName(ts, at); err != nil {
+		return false, err
+	}
+	if n, ok := v.(Node); ok && ts.ns != "System" {
+		if _, isPrim := n.primitive(); isPrim {
+			return n.Type == ts.name, nil
+		}
+	}
+	return isType(v, ts, at)
+}
+
+// checkTypeName fails for a FHIR or unqualified type name that names no
+// type.
+func checkTypeName(ts typeSpec, at int) error {
+	if ts.ns == "System" || knownType(ts) {
+		return nil
+	}
+	if ts.ns != "" && ts.ns != "FHIR" {
+		return nil
+	}
+	return evalErr(ErrSemantic, at, "unknown type %s", ts)
 }
