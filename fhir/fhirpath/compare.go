@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/big"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -338,7 +340,8 @@ var ucumBase = map[string]struct {
 	"s": {"1", "s"}, "min": {"60", "s"}, "h": {"3600", "s"}, "d": {"86400", "s"}, "wk": {"604800", "s"},
 	"mo": {"2629800", "s"}, "a": {"31557600", "s"},
 	"[in_i]": {"0.0254", "m"}, "[ft_i]": {"0.3048", "m"}, "[lb_av]": {"453.59237", "g"}, "[oz_av]": {"28.349523125", "g"},
-	"mol": {"1", "mol"}, "eq": {"1", "eq"}, "Cel": {"", ""}, "K": {"1", "K"}, "%": {"1/100", "1"}, "1": {"1", "1"},
+	"mol": {"1", "mol"}, "eq": {"1", "eq"}, "Cel": {"", ""}, "K": {"1", "K"}, "%": {"1/100", "1"},
+	"ms": {"1/1000", "s"}, "[pi]": {"", ""},
 	"[iU]": {"1", "[iU]"}, "U": {"1", "U"}, "mm[Hg]": {"133322/1000", "Pa"}, "Pa": {"1", "Pa"},
 }
 
@@ -347,32 +350,164 @@ var ucumPrefixes = map[string]string{
 	"n": "1/1000000000", "p": "1/1000000000000", "M": "1000000", "G": "1000000000",
 }
 
-// parseUCUM understands a prefixed simple unit, and the ratio of two.
+// parseUCUM understands UCUM terms built from the units in ucumBase, with
+// metric prefixes, integer exponents (m2, s-1), products (.), quotients
+// (/), bracketed annotations ({score}) and numeric factors. The dimension
+// is a canonical string of base units and exponents.
 func parseUCUM(u string) (ucumUnit, bool) {
-	if i := strings.IndexByte(u, '/'); i > 0 {
-		n, ok1 := parseUCUM(u[:i])
-		d, ok2 := parseUCUM(u[i+1:])
-		if !ok1 || !ok2 {
+	if u == "" || len(u) > 256 {
+		return ucumUnit{}, false
+	}
+	factor := new(big.Rat).SetInt64(1)
+	dims := map[string]int{}
+	sign := 1
+	i := 0
+	for i <= len(u) {
+		j := i
+		depth := 0
+		for j < len(u) && (depth > 0 || u[j] != '.' && u[j] != '/') {
+			switch u[j] {
+			case '[', '{', '(':
+				depth++
+			case ']', '}', ')':
+				depth--
+			}
+			j++
+		}
+		term := u[i:j]
+		if !ucumTerm(term, sign, factor, dims) {
 			return ucumUnit{}, false
 		}
-		return ucumUnit{factor: new(big.Rat).Quo(n.factor, d.factor), dim: n.dim + "/" + d.dim}, true
+		if j >= len(u) {
+			break
+		}
+		// UCUM operators bind left to right: a/b.c is (a/b).c.
+		sign = 1
+		if u[j] == '/' {
+			sign = -1
+		}
+		i = j + 1
 	}
-	if b, ok := ucumBase[u]; ok && b.factor != "" {
+	keys := make([]string, 0, len(dims))
+	for k, v := range dims {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteString(strconv.Itoa(dims[k]))
+		b.WriteByte('.')
+	}
+	return ucumUnit{factor: factor, dim: b.String()}, true
+}
+
+// ucumTerm folds one term (such as cm2 or 10*3 or {score}) into factor and
+// dims with the exponent sign.
+func ucumTerm(term string, sign int, factor *big.Rat, dims map[string]int) bool {
+	// Annotations alone are dimensionless.
+	for {
+		a := strings.IndexByte(term, '{')
+		if a < 0 {
+			break
+		}
+		b := strings.IndexByte(term[a:], '}')
+		if b < 0 {
+			return false
+		}
+		term = term[:a] + term[a+b+1:]
+	}
+	if term == "" || term == "1" {
+		return true
+	}
+	if n, ok := atoiN(term); ok {
+		f := new(big.Rat).SetInt64(int64(n))
+		if sign < 0 {
+			f.Inv(f)
+		}
+		factor.Mul(factor, f)
+		return true
+	}
+	if strings.HasPrefix(term, "10*") || strings.HasPrefix(term, "10^") {
+		e, err := strconv.Atoi(term[3:])
+		if err != nil || e > 30 || e < -30 {
+			return false
+		}
+		f := new(big.Rat).SetInt(pow10(abs(e)))
+		if e*sign < 0 {
+			f.Inv(f)
+		}
+		factor.Mul(factor, f)
+		return true
+	}
+	// Split a trailing integer exponent.
+	k := len(term)
+	for k > 0 && isDigit(term[k-1]) {
+		k--
+	}
+	if k > 0 && term[k-1] == '-' && k < len(term) {
+		k--
+	}
+	exp := 1
+	if k < len(term) && k > 0 {
+		e, err := strconv.Atoi(term[k:])
+		if err != nil || e > 10 || e < -10 {
+			return false
+		}
+		exp = e
+		term = term[:k]
+	}
+	f, dim, ok := ucumAtom(term)
+	if !ok {
+		return false
+	}
+	exp *= sign
+	for n := 0; n < abs(exp); n++ {
+		if exp > 0 {
+			factor.Mul(factor, f)
+		} else {
+			factor.Quo(factor, f)
+		}
+	}
+	for d, e := range dim {
+		dims[d] += e * exp
+	}
+	return true
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// ucumAtom resolves a unit atom with an optional prefix.
+func ucumAtom(a string) (*big.Rat, map[string]int, bool) {
+	if b, ok := ucumBase[a]; ok && b.factor != "" {
 		f, _ := new(big.Rat).SetString(b.factor)
-		return ucumUnit{factor: f, dim: b.dim}, true
+		return f, dimsOf(b.dim), true
 	}
 	for p, pf := range ucumPrefixes {
-		if strings.HasPrefix(u, p) {
-			if b, ok := ucumBase[u[len(p):]]; ok && b.factor != "" && b.dim != "s" {
+		if strings.HasPrefix(a, p) {
+			if b, ok := ucumBase[a[len(p):]]; ok && b.factor != "" && !strings.HasPrefix(a[len(p):], "[") {
 				f, _ := new(big.Rat).SetString(b.factor)
 				g, _ := new(big.Rat).SetString(pf)
-				return ucumUnit{factor: f.Mul(f, g), dim: b.dim}, true
+				return f.Mul(f, g), dimsOf(b.dim), true
 			}
 		}
 	}
-	if u == "ms" {
-		f, _ := new(big.Rat).SetString("1/1000")
-		return ucumUnit{factor: f, dim: "s"}, true
+	return nil, nil, false
+}
+
+func dimsOf(d string) map[string]int {
+	switch d {
+	case "1":
+		return nil
+	case "m3":
+		return map[string]int{"m": 3}
 	}
-	return ucumUnit{}, false
+	return map[string]int{d: 1}
 }
