@@ -522,9 +522,10 @@ func (e *evaluator) logic(n *binaryNode, sc *scope) (Collection, error) {
 // union merges two collections without duplicates.
 func union(l, r Collection) Collection {
 	out := make(Collection, 0, len(l)+len(r))
+	seen := make(keyed, len(l)+len(r))
 	for _, src := range [2]Collection{l, r} {
 		for _, v := range src {
-			if !containsValue(out, v) {
+			if seen.add(v) {
 				out = append(out, v)
 			}
 		}

@@ -154,13 +154,13 @@ func existenceFuncs() map[string]*funcDef {
 			return Collection{Integer(len(t))}, nil
 		}},
 		"distinct": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			if err := e.step(len(t)*len(t)/8, n.at); err != nil {
+			if err := e.step(len(t), n.at); err != nil {
 				return nil, err
 			}
 			return union(t, nil), nil
 		}},
 		"isDistinct": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			if err := e.step(len(t)*len(t)/8, n.at); err != nil {
+			if err := e.step(len(t), n.at); err != nil {
 				return nil, err
 			}
 			return boolColl(len(union(t, nil)) == len(t)), nil
@@ -187,8 +187,9 @@ func boolAgg(decides func(bool) bool, result bool) func(e *evaluator, n *callNod
 }
 
 func subset(a, b Collection) bool {
+	k := keysOf(b)
 	for _, v := range a {
-		if !containsValue(b, v) {
+		if !k.has(v) {
 			return false
 		}
 	}
@@ -230,6 +231,7 @@ func filterFuncs() map[string]*funcDef {
 		}},
 		"repeat": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
+			seen := keyed{}
 			queue := t
 			for len(queue) > 0 {
 				var next Collection
@@ -239,10 +241,10 @@ func filterFuncs() map[string]*funcDef {
 						return nil, err
 					}
 					for _, x := range r {
-						if err := e.step(len(out)/16+1, n.at); err != nil {
+						if err := e.step(1, n.at); err != nil {
 							return nil, err
 						}
-						if !containsValue(out, x) {
+						if seen.add(x) {
 							out = append(out, x)
 							next = append(next, x)
 						}
@@ -365,8 +367,9 @@ func filterFuncs() map[string]*funcDef {
 				return nil, err
 			}
 			var out Collection
+			k, seen := keysOf(o), keyed{}
 			for _, v := range t {
-				if containsValue(o, v) && !containsValue(out, v) {
+				if k.has(v) && seen.add(v) {
 					out = append(out, v)
 				}
 			}
@@ -378,8 +381,9 @@ func filterFuncs() map[string]*funcDef {
 				return nil, err
 			}
 			var out Collection
+			k := keysOf(o)
 			for _, v := range t {
-				if !containsValue(o, v) {
+				if !k.has(v) {
 					out = append(out, v)
 				}
 			}
