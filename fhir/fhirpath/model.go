@@ -155,10 +155,8 @@ func navigate(n Node, name string, out Collection) Collection {
 
 // children appends every child of n.
 func children(n Node, out Collection) Collection {
-	if _, ok := n.Value.(r4.Resource); ok {
-		out = navigate(n, "id", out)
-	} else {
-		out = navigate(n, "id", out)
+	out = navigate(n, "id", out)
+	if _, ok := n.Value.(*r4.Extension); ok {
 		out = navigate(n, "url", out)
 	}
 	def := n.childDef()
