@@ -146,7 +146,7 @@ func TestConformance(t *testing.T) {
 
 // minConformance is the score under which the test fails: a regression
 // guard, raised as the engine improves.
-const minConformance = 50.0
+const minConformance = 98.0
 
 func loadInput(examples map[string]string, cache map[string]r4.Resource, file string) (r4.Resource, string) {
 	if r, ok := cache[file]; ok {
