@@ -296,9 +296,6 @@ func filterFuncs() map[string]*funcDef {
 			if err != nil {
 				return nil, err
 			}
-			if len(t) > 1 {
-				return nil, evalErr(ErrEvaluation, n.at, "as() needs a single item, not %d", len(t))
-			}
 			var out Collection
 			for _, v := range t {
 				ok, err := asType(v, ts, n.at)
