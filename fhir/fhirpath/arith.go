@@ -29,6 +29,9 @@ func arith(op string, a, b Value, at int) (Value, error) {
 		}
 	case String:
 		if y, ok := b.(String); ok && op == "+" {
+			if len(x)+len(y) > maxString {
+				return nil, evalErr(ErrLimit, at, "string longer than %d bytes", maxString)
+			}
 			return x + y, nil
 		}
 	case Quantity:

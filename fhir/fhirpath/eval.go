@@ -446,6 +446,9 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 		if a != nil && !oka || b != nil && !okb {
 			return nil, evalErr(ErrEvaluation, n.at, "'&' needs strings")
 		}
+		if len(sa)+len(sb) > maxString {
+			return nil, evalErr(ErrLimit, n.at, "string longer than %d bytes", maxString)
+		}
 		return Collection{sa + sb}, nil
 	}
 	a, ok1, err := singleton(l, n.l.pos())
@@ -459,6 +462,9 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 	v, err := arith(n.op, a, b, n.at)
 	if err != nil || v == nil {
 		return nil, err
+	}
+	if d, ok := v.(Decimal); ok && d.outOfRange() || func() bool { q, ok := v.(Quantity); return ok && q.Value.outOfRange() }() {
+		return nil, nil // beyond the range of System.Decimal
 	}
 	return Collection{v}, nil
 }

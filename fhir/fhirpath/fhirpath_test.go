@@ -172,6 +172,26 @@ func TestLimits(t *testing.T) {
 	require.Less(t, time.Since(start), 2*time.Second)
 }
 
+func TestGrowthLimits(t *testing.T) {
+	for _, expr := range []string{
+		"(1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25).aggregate($total & $total, 'abcdefgh')",
+		"(1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25).aggregate($total + $total, 'abcdefgh')",
+		"'abcdefgh'.replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh')",
+	} {
+		_, err := MustCompile(expr).Evaluate(context.Background(), nil, nil)
+		require.ErrorIs(t, err, ErrLimit, expr)
+	}
+	// Numbers past the range of their type are empty, not huge.
+	for _, expr := range []string{
+		"2.power(1000000000)",
+		"(1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25|26|27|28|29|30).aggregate($total * 1000.0, 1.0)",
+		"9223372036854775807 + 1",
+	} {
+		require.Equal(t, "[]", evalJSON(t, expr, nil, nil), expr)
+	}
+	require.Equal(t, "[0.3333333300]", evalJSON(t, "(1.0/3).aggregate($total * 1.0, 1.0) * (1.0 / 3)", nil, nil))
+}
+
 func TestCache(t *testing.T) {
 	c := NewCache(2)
 	a, err := c.Compile("1 + 1")

@@ -133,6 +133,10 @@ func mathFuncs() map[string]*funcDef {
 			}
 			if x, ok := v.(Integer); ok {
 				if y, ok := p.(Integer); ok && y >= 0 {
+					bits := int64(big.NewInt(int64(x)).BitLen())
+					if bits > 1 && y > 64 || (bits-1)*int64(y) > 64 {
+						return nil, nil // beyond System.Integer
+					}
 					r := new(big.Int).Exp(big.NewInt(int64(x)), big.NewInt(int64(y)), nil)
 					return bigToInteger(r), nil
 				}

@@ -139,11 +139,14 @@ func stringFuncs() map[string]*funcDef {
 			if err := e.step(len(s), n.at); err != nil {
 				return nil, err
 			}
-			out := strings.ReplaceAll(s, pat, sub)
-			if len(out) > 1<<24 {
-				return nil, evalErr(ErrLimit, n.at, "replace() result over 16 MiB")
+			count := utf8.RuneCountInString(s) + 1
+			if pat != "" {
+				count = strings.Count(s, pat)
 			}
-			return str(out), nil
+			if len(s)+count*(len(sub)-len(pat)) > maxString {
+				return nil, evalErr(ErrLimit, n.at, "replace() result longer than %d bytes", maxString)
+			}
+			return str(strings.ReplaceAll(s, pat, sub)), nil
 		}),
 		"matches":     stringFn(1, 1, matchFn(false)),
 		"matchesFull": stringFn(1, 1, matchFn(true)),
@@ -166,7 +169,11 @@ func stringFuncs() map[string]*funcDef {
 			if err := e.step(len(s), n.at); err != nil {
 				return nil, err
 			}
-			return str(re.ReplaceAllString(s, sub)), nil
+			out := re.ReplaceAllString(s, sub)
+			if len(out) > maxString {
+				return nil, evalErr(ErrLimit, n.at, "replaceMatches() result longer than %d bytes", maxString)
+			}
+			return str(out), nil
 		}),
 		"join": {0, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			sep := ""
@@ -178,11 +185,16 @@ func stringFuncs() map[string]*funcDef {
 				sep = s
 			}
 			parts := make([]string, 0, len(t))
+			total := 0
 			for _, v := range t {
 				s, _ := toSystem(v)
 				x, ok := s.(String)
 				if !ok {
 					return nil, evalErr(ErrEvaluation, n.at, "join() needs strings, not %s", typeName(s))
+				}
+				total += len(x) + len(sep)
+				if total > maxString {
+					return nil, evalErr(ErrLimit, n.at, "join() result longer than %d bytes", maxString)
 				}
 				parts = append(parts, string(x))
 			}

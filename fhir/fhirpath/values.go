@@ -192,7 +192,39 @@ func (d Decimal) sub(e Decimal) Decimal {
 }
 
 func (d Decimal) mul(e Decimal) Decimal {
-	return Decimal{r: new(big.Rat).Mul(d.rat(), e.rat()), scale: min(d.scale+e.scale, 28)}
+	return Decimal{r: new(big.Rat).Mul(d.rat(), e.rat()), scale: min(d.scale+e.scale, 28)}.bounded()
+}
+
+// maxString bounds the strings an evaluation builds (16 MiB).
+const maxString = 16 << 20
+
+// decimalLimit is 10^28, past the range of System.Decimal.
+var decimalLimit = new(big.Rat).SetInt(pow10(28))
+
+// outOfRange reports a value whose magnitude reaches 10^28.
+func (d Decimal) outOfRange() bool {
+	r := d.rat()
+	if r.Num().BitLen()-r.Denom().BitLen() < 90 {
+		return false
+	}
+	return new(big.Rat).Abs(r).Cmp(decimalLimit) >= 0
+}
+
+// bounded keeps a computed value's exact form from growing without bound:
+// past 28 decimal places it is rounded to 28.
+func (d Decimal) bounded() Decimal {
+	if r := d.rat(); r.Denom().BitLen() > 96 && !r.IsInt() {
+		return d.roundTo(28).trimTo(d.scale)
+	}
+	return d
+}
+
+// trimTo keeps scale as the precision when it is coarser.
+func (d Decimal) trimTo(scale int) Decimal {
+	if scale < d.scale {
+		d.scale = max(scale, min(d.scale, fracDigits(d.rat())))
+	}
+	return d
 }
 
 // div divides; ok is false for division by zero. The result keeps up to
