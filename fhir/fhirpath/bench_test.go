@@ -2,6 +2,8 @@ package fhirpath
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -78,5 +80,30 @@ func BenchmarkCompile(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+var exprsOut = flag.String("fhirpath.exprs", "", "write the benchmark expressions as JSON to this file (for testdata/fhirpathjs/run.sh)")
+
+// TestBenchExpressionsJSON writes benchExpressions for the fhirpath.js
+// comparison when -fhirpath.exprs is given.
+func TestBenchExpressionsJSON(t *testing.T) {
+	if *exprsOut == "" {
+		t.Skip("no -fhirpath.exprs")
+	}
+	type item struct {
+		Name string `json:"name"`
+		Expr string `json:"expr"`
+	}
+	var items []item
+	for _, c := range benchExpressions {
+		items = append(items, item{c.name, c.expr})
+	}
+	data, err := json.Marshal(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(*exprsOut, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -47,6 +47,9 @@ func staticTypes(n node, this []*spec.Type) ([]*spec.Type, error) {
 		if _, err := staticTypes(x.x, this); err != nil {
 			return nil, err
 		}
+		if err := checkTypeName(x.typ, x.at); err != nil {
+			return nil, err
+		}
 		if x.op == "as" {
 			return castType(x.typ), nil
 		}
@@ -66,12 +69,17 @@ func staticTypes(n node, this []*spec.Type) ([]*spec.Type, error) {
 			argThis = target
 		}
 		if x.name == "ofType" || x.name == "as" || x.name == "is" {
-			if ts, err := argType(x, 0); err == nil {
-				if x.name == "is" {
-					return nil, nil
-				}
-				return castType(ts), nil
+			ts, err := argType(x, 0)
+			if err != nil {
+				return nil, err
 			}
+			if err := checkTypeName(ts, x.args[0].pos()); err != nil {
+				return nil, err
+			}
+			if x.name == "is" {
+				return nil, nil
+			}
+			return castType(ts), nil
 		}
 		for _, a := range x.args {
 			if _, err := staticTypes(a, argThis); err != nil {

@@ -292,57 +292,36 @@ func quantityOf(x any) (Quantity, bool) {
 
 const ucumSystem = "http://unitsofmeasure.org"
 
-// fhirBase returns the FHIR type that typ specialises, or "".
-func fhirBase(typ string, def *spec.Type) string {
-	switch typ {
-	case "code", "id", "markdown":
-		return "string"
-	case "url", "canonical", "oid", "uuid":
-		return "uri"
-	case "unsignedInt", "positiveInt":
-		return "integer"
-	case "Age", "Count", "Distance", "Duration", "MoneyQuantity", "SimpleQuantity":
-		return "Quantity"
-	case "Element", "Base":
-		return ""
-	case "BackboneElement":
-		return "Element"
-	case "Resource":
-		return ""
-	case "DomainResource":
-		return "Resource"
-	case "Bundle", "Binary", "Parameters":
-		return "Resource"
-	}
-	if def == nil {
-		def = spec.Lookup(typ)
-	}
-	if def != nil {
-		switch def.Kind {
-		case spec.Resource:
-			return "DomainResource"
-		case spec.Backbone:
-			if r4.IsResourceType(rootOf(typ)) {
-				return "BackboneElement"
-			}
-			return "Element"
-		}
-	}
-	if r4.IsResourceType(typ) {
-		return "DomainResource"
-	}
-	return "Element"
-}
-
 // nodeIs reports whether n is of FHIR type name or a specialisation of it.
 func nodeIs(n Node, name string) bool {
-	t, def := n.Type, n.def
-	for i := 0; t != "" && i < 8; i++ {
-		if t == name {
-			return true
+	if n.Type == name {
+		return true
+	}
+	_, isRes := n.Value.(r4.Resource)
+	switch name {
+	case "Resource":
+		return isRes
+	case "DomainResource":
+		if !isRes {
+			return false
 		}
-		t = fhirBase(t, def)
-		def = nil
+		switch n.Type {
+		case "Bundle", "Binary", "Parameters":
+			return false
+		}
+		return true
+	case "Element":
+		return !isRes
+	case "BackboneElement":
+		return n.def != nil && n.def.Kind == spec.Backbone && r4.IsResourceType(rootOf(n.Type))
+	case "Quantity":
+		return quantityTypes[n.Type]
+	case "string":
+		return n.Type == "code" || n.Type == "id" || n.Type == "markdown"
+	case "uri":
+		return n.Type == "url" || n.Type == "canonical" || n.Type == "oid" || n.Type == "uuid"
+	case "integer":
+		return n.Type == "unsignedInt" || n.Type == "positiveInt"
 	}
 	return false
 }

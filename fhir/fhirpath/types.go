@@ -39,10 +39,8 @@ var systemTypes = map[string]bool{
 }
 
 // isType reports whether v is of type ts (or a subtype of it).
+// The type name has been checked when the expression was compiled.
 func isType(v Value, ts typeSpec, at int) (bool, error) {
-	if err := checkTypeName(ts, at); err != nil {
-		return false, err
-	}
 	switch ts.ns {
 	case "System":
 		if _, ok := v.(Node); ok {
@@ -96,9 +94,6 @@ func dateTimeOf(t time.Time, p Precision) DateTime {
 // asType reports whether v is exactly of type ts, as as() and ofType()
 // require of primitives (a code is a string for is(), not for as()).
 func asType(v Value, ts typeSpec, at int) (bool, error) {
-	if err := checkTypeName(ts, at); err != nil {
-		return false, err
-	}
 	if n, ok := v.(Node); ok && ts.ns != "System" {
 		if _, isPrim := n.primitive(); isPrim {
 			return n.Type == ts.name, nil
