@@ -144,10 +144,8 @@ func navigate(n Node, name string, out Collection) Collection {
 	if !exact && !choice {
 		return out
 	}
-	r4.Children(n.Value, func(cname string, _ int, c any) bool {
-		if cname == name || choice && len(cname) > len(name) && strings.HasPrefix(cname, name) && cname[len(name)] >= 'A' && cname[len(name)] <= 'Z' {
-			out = append(out, childNode(def, cname, c))
-		}
+	r4.ChildrenNamed(n.Value, name, choice, func(cname string, _ int, c any) bool {
+		out = append(out, childNode(def, cname, c))
 		return true
 	})
 	return out

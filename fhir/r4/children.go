@@ -13,6 +13,15 @@ package r4
 //
 // Children uses the generated walkers: no reflection.
 func Children(x any, fn func(name string, index int, child any) bool) {
+	ChildrenNamed(x, "", false, fn)
+}
+
+// ChildrenNamed is Children restricted to the children called name; with
+// choice, name is a choice element's name and the children are those of
+// its typed names (value matches valueQuantity, valueString…). Fields of
+// other names are skipped without a call, which makes navigating one name
+// cheaper than filtering Children. An empty name means every child.
+func ChildrenNamed(x any, name string, choice bool, fn func(name string, index int, child any) bool) {
 	wk, ok := x.(walkable)
 	if !ok || wk == nil {
 		return
@@ -27,7 +36,7 @@ func Children(x any, fn func(name string, index int, child any) bool) {
 	}
 	stopped := false
 	var segs [1]PathSegment
-	w := &walker{}
+	w := &walker{only: name, choice: choice}
 	w.path.segs = segs[:0]
 	w.fn = func(p *Path, node any) error {
 		if stopped {
