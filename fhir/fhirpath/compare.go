@@ -47,8 +47,8 @@ func valueEqual(a, b Value) (eq, known bool, err error) {
 			return false, true, nil
 		}
 		return c == 0, known, nil
-	case Node:
-		y, ok := b.(Node)
+	case *Node:
+		y, ok := b.(*Node)
 		if !ok {
 			return false, true, nil
 		}
@@ -62,13 +62,13 @@ func valueEqual(a, b Value) (eq, known bool, err error) {
 
 // nodeJSONEqual compares complex elements member by member, through
 // their JSON form.
-func nodeJSONEqual(a, b Node) bool {
+func nodeJSONEqual(a, b *Node) bool {
 	ja, ea := nodeJSON(a)
 	jb, eb := nodeJSON(b)
 	return ea == nil && eb == nil && bytes.Equal(ja, jb)
 }
 
-func nodeJSON(n Node) ([]byte, error) {
+func nodeJSON(n *Node) ([]byte, error) {
 	if r, ok := n.Value.(r4.Resource); ok {
 		return r4.MarshalCanonical(r)
 	}
@@ -154,8 +154,8 @@ func valueEquivalent(a, b Value) bool {
 	case Date, DateTime, Time:
 		c, known, ok := temporalCompare(a, b)
 		return ok && known && c == 0
-	case Node:
-		if _, ok := b.(Node); !ok {
+	case *Node:
+		if _, ok := b.(*Node); !ok {
 			return false
 		}
 	}

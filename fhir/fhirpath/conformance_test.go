@@ -261,7 +261,7 @@ func suiteForm(v Value) (string, string) {
 		return "time", "@T" + x.String()
 	case Quantity:
 		return "Quantity", x.Value.String() + " '" + x.Unit + "'"
-	case Node:
+	case *Node:
 		if p, ok := x.Value.(r4.Primitive); ok {
 			switch x.Type {
 			case "date", "dateTime", "instant":

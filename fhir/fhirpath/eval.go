@@ -60,6 +60,8 @@ type evaluator struct {
 	bundle   *r4.Bundle
 	vars     map[string]Collection
 	regexps  map[string]*regexp.Regexp
+	nodes    []Node     // the current block of box
+	kids     []r4.Child // navigation's reused buffer
 }
 
 // scope is what $this, $index and $total refer to.
@@ -252,7 +254,7 @@ func (e *evaluator) member(c Collection, name string, at int, first bool) (Colle
 	if first && name != "" && name[0] >= 'A' && name[0] <= 'Z' {
 		matched := false
 		for _, v := range c {
-			if n, ok := v.(Node); ok {
+			if n, ok := v.(*Node); ok {
 				if _, isRes := n.Value.(r4.Resource); isRes && nodeIs(n, name) {
 					out = append(out, v)
 					matched = true
@@ -264,7 +266,7 @@ func (e *evaluator) member(c Collection, name string, at int, first bool) (Colle
 		}
 	}
 	for _, v := range c {
-		n, ok := v.(Node)
+		n, ok := v.(*Node)
 		if !ok {
 			if ti, ok := v.(TypeInfo); ok {
 				switch name {
@@ -277,7 +279,7 @@ func (e *evaluator) member(c Collection, name string, at int, first bool) (Colle
 			continue
 		}
 		before := len(out)
-		out = navigate(n, name, out)
+		out = navigate(n, name, out, e)
 		if err := e.step(len(out)-before, at); err != nil {
 			return nil, err
 		}

@@ -157,7 +157,7 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if env.Resource != nil {
 		e.resource = Collection{NodeOf(env.Resource)}
 	} else if len(input) == 1 {
-		if n, ok := input[0].(Node); ok {
+		if n, ok := input[0].(*Node); ok {
 			if _, ok := n.Value.(r4.Resource); ok {
 				e.resource = input
 			}
@@ -167,7 +167,7 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if e.bundle == nil {
 		for _, c := range []Collection{input, e.resource} {
 			if len(c) == 1 {
-				if n, ok := c[0].(Node); ok {
+				if n, ok := c[0].(*Node); ok {
 					if b, ok := n.Value.(*r4.Bundle); ok {
 						e.bundle = b
 						break
@@ -177,7 +177,7 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 		}
 	}
 	if len(input) == 1 {
-		if n, ok := input[0].(Node); ok && n.def != nil {
+		if n, ok := input[0].(*Node); ok && n.def != nil {
 			if err := x.checkFor(n.def); err != nil {
 				return nil, err
 			}

@@ -22,12 +22,12 @@ func fhirFuncs() map[string]*funcDef {
 			}
 			var out Collection
 			for _, v := range t {
-				nd, ok := v.(Node)
+				nd, ok := v.(*Node)
 				if !ok {
 					continue
 				}
-				for _, x := range navigate(nd, "extension", nil) {
-					if ext, ok := x.(Node).Value.(*r4.Extension); ok && ext.URL == url {
+				for _, x := range navigate(nd, "extension", nil, e) {
+					if ext, ok := x.(*Node).Value.(*r4.Extension); ok && ext.URL == url {
 						out = append(out, x)
 					}
 				}
@@ -38,7 +38,7 @@ func fhirFuncs() map[string]*funcDef {
 			if len(t) != 1 {
 				return boolColl(false), nil
 			}
-			nd, ok := t[0].(Node)
+			nd, ok := t[0].(*Node)
 			if !ok {
 				return boolColl(false), nil
 			}
@@ -49,7 +49,7 @@ func fhirFuncs() map[string]*funcDef {
 			if len(t) != 1 {
 				return nil, nil
 			}
-			nd, ok := t[0].(Node)
+			nd, ok := t[0].(*Node)
 			if !ok {
 				return nil, nil
 			}
@@ -67,7 +67,7 @@ func fhirFuncs() map[string]*funcDef {
 			for _, v := range t {
 				ref := ""
 				switch x := v.(type) {
-				case Node:
+				case *Node:
 					if r, ok := x.Value.(*r4.Reference); ok {
 						if r.Reference != nil {
 							ref = r.Reference.Value
@@ -104,7 +104,7 @@ func fhirFuncs() map[string]*funcDef {
 			if err != nil || !ok {
 				return nil, err
 			}
-			nd, ok := v.(Node)
+			nd, ok := v.(*Node)
 			return boolColl(ok && nodeIs(nd, typ)), nil
 		}},
 		"memberOf": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
@@ -134,7 +134,7 @@ func fhirFuncs() map[string]*funcDef {
 }
 
 func memberOf(vs *spec.ValueSet, v Value, at int) (Collection, error) {
-	if nd, ok := v.(Node); ok {
+	if nd, ok := v.(*Node); ok {
 		switch x := nd.Value.(type) {
 		case *r4.Coding:
 			return boolColl(codingIn(vs, x)), nil
@@ -176,7 +176,7 @@ func codingIn(vs *spec.ValueSet, c *r4.Coding) bool {
 func (e *evaluator) resolve(ref string) r4.Resource {
 	if strings.HasPrefix(ref, "#") {
 		for _, v := range e.resource {
-			nd, ok := v.(Node)
+			nd, ok := v.(*Node)
 			if !ok {
 				continue
 			}

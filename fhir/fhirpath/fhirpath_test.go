@@ -254,7 +254,7 @@ func TestTypes(t *testing.T) {
 		names = append(names, v.TypeName())
 	}
 	require.Equal(t, []string{"FHIR.code", "FHIR.date", "System.Integer", "System.Decimal", "System.String", "System.Date", "System.DateTime", "System.Time", "System.Quantity", "System.Boolean"}, names)
-	n := out[0].(Node)
+	n := out[0].(*Node)
 	require.IsType(t, &r4.Code{}, n.Value)
 	require.Equal(t, `[true]`, evalJSON(t, "Patient.is(DomainResource) and Patient.is(Resource) and gender.is(string)", p, nil))
 }

@@ -404,8 +404,8 @@ func filterFuncs() map[string]*funcDef {
 		"children": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
 			for _, v := range t {
-				if nd, ok := v.(Node); ok {
-					out = children(nd, out)
+				if nd, ok := v.(*Node); ok {
+					out = children(nd, out, e)
 				}
 			}
 			return out, e.step(len(out), n.at)
@@ -416,8 +416,8 @@ func filterFuncs() map[string]*funcDef {
 			for len(queue) > 0 {
 				start := len(out)
 				for _, v := range queue {
-					if nd, ok := v.(Node); ok {
-						out = children(nd, out)
+					if nd, ok := v.(*Node); ok {
+						out = children(nd, out, e)
 					}
 				}
 				if err := e.step(len(out)-start, n.at); err != nil {

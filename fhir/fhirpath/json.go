@@ -67,7 +67,7 @@ func appendJSON(b *bytes.Buffer, v Value) error {
 			writeJSONString(b, x.Unit)
 		}
 		b.WriteByte('}')
-	case Node:
+	case *Node:
 		if p, ok := x.Value.(r4.Primitive); ok {
 			if !p.HasValue() {
 				b.WriteString("null")

@@ -13,7 +13,7 @@ func valueKey(v Value) string {
 	s, ok := toSystem(v)
 	if !ok {
 		// A primitive without a value: only equal to itself.
-		if n, isNode := v.(Node); isNode {
+		if n, isNode := v.(*Node); isNode {
 			return fmt.Sprintf("E:%p", n.Value)
 		}
 		return "E:"
@@ -43,7 +43,7 @@ func valueKey(v Value) string {
 		return "Q:" + x.Value.rat().String() + " '" + x.Unit
 	case TypeInfo:
 		return "Y:" + x.Namespace + "." + x.Name
-	case Node:
+	case *Node:
 		if b, err := nodeJSON(x); err == nil {
 			return "J:" + x.Type + ":" + string(b)
 		}

@@ -20,11 +20,11 @@ type Node struct {
 	def  *spec.Type
 }
 
-func (Node) isValue() {}
+func (*Node) isValue() {}
 
 // TypeName returns "FHIR." and the type; backbone elements are
 // "FHIR.BackboneElement" (or "FHIR.Element" inside data types).
-func (n Node) TypeName() string {
+func (n *Node) TypeName() string {
 	if n.def != nil && n.def.Kind == spec.Backbone {
 		if r4.IsResourceType(rootOf(n.Type)) {
 			return "FHIR.BackboneElement"
@@ -42,18 +42,49 @@ func rootOf(path string) string {
 }
 
 // NodeOf wraps a resource as the Node an evaluation starts from.
-func NodeOf(r r4.Resource) Node {
+func NodeOf(r r4.Resource) *Node {
 	t := r.ResourceType()
-	return Node{Value: r, Type: t, def: spec.Lookup(t)}
+	return &Node{Value: r, Type: t, def: spec.Lookup(t)}
 }
 
 // NewNode wraps an element of the model whose FHIR type is typ (as the spec
 // tables name it: "HumanName", "date", "Patient.contact").
-func NewNode(x any, typ string) Node {
+func NewNode(x any, typ string) *Node {
 	if r, ok := x.(r4.Resource); ok {
 		return NodeOf(r)
 	}
-	return Node{Value: x, Type: typ, def: spec.Lookup(typ)}
+	return &Node{Value: x, Type: typ, def: spec.Lookup(typ)}
+}
+
+// box allocates a Node from the evaluator's blocks, so that navigation does
+// not make one allocation per item; with a nil evaluator it allocates the
+// Node alone.
+func (e *evaluator) box(n Node) *Node {
+	if e == nil {
+		return &n
+	}
+	if len(e.nodes) == cap(e.nodes) {
+		e.nodes = make([]Node, 0, 128)
+	}
+	e.nodes = append(e.nodes, n)
+	return &e.nodes[len(e.nodes)-1]
+}
+
+// navigate2all appends every child of n (besides id and url).
+func navigate2all(n *Node, def *spec.Type, out Collection, e *evaluator) Collection {
+	var kids []r4.Child
+	if e != nil {
+		kids = e.kids[:0]
+	}
+	kids = r4.AppendChildren(kids, n.Value, "", false)
+	for _, c := range kids {
+		out = append(out, e.box(childNode(def, c.Name, c.Node)))
+	}
+	if e != nil {
+		clear(kids)
+		e.kids = kids[:0]
+	}
+	return out
 }
 
 var elementDef = spec.Lookup("Element")
@@ -73,7 +104,8 @@ func (n *Node) childDef() *spec.Type {
 // child builds the Node for a child element c found under JSON name.
 func childNode(parentDef *spec.Type, name string, c any) Node {
 	if r, ok := c.(r4.Resource); ok {
-		return NodeOf(r)
+		t := r.ResourceType()
+		return Node{Value: r, Type: t, def: spec.Lookup(t)}
 	}
 	if parentDef != nil {
 		if e := parentDef.Element(name); e != nil {
@@ -117,23 +149,23 @@ func isChoice(def *spec.Type, name string) bool {
 
 // navigate appends to out the children of n named name (a choice name
 // such as value matches valueQuantity, valueString…).
-func navigate(n Node, name string, out Collection) Collection {
+func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
 	switch name {
 	case "id":
 		if r, ok := n.Value.(r4.Resource); ok {
 			if id := r.ResourceID(); id != "" {
-				return append(out, Node{Value: &r4.ID{Value: id, Present: true}, Type: "id", def: spec.Lookup("id")})
+				return append(out, &Node{Value: &r4.ID{Value: id, Present: true}, Type: "id", def: spec.Lookup("id")})
 			}
 			return out
 		}
 		if idp, _ := r4.ElementOf(n.Value); idp != nil && *idp != "" {
-			return append(out, Node{Value: &r4.String{Value: *idp, Present: true}, Type: "string", def: spec.Lookup("string")})
+			return append(out, &Node{Value: &r4.String{Value: *idp, Present: true}, Type: "string", def: spec.Lookup("string")})
 		}
 		return out
 	case "url":
 		if e, ok := n.Value.(*r4.Extension); ok {
 			if e.URL != "" {
-				out = append(out, Node{Value: &r4.URI{Value: e.URL, Present: true}, Type: "uri", def: spec.Lookup("uri")})
+				out = append(out, &Node{Value: &r4.URI{Value: e.URL, Present: true}, Type: "uri", def: spec.Lookup("uri")})
 			}
 			return out
 		}
@@ -144,29 +176,33 @@ func navigate(n Node, name string, out Collection) Collection {
 	if !exact && !choice {
 		return out
 	}
-	r4.ChildrenNamed(n.Value, name, choice, func(cname string, _ int, c any) bool {
-		out = append(out, childNode(def, cname, c))
-		return true
-	})
+	var kids []r4.Child
+	if e != nil {
+		kids = e.kids[:0]
+	}
+	kids = r4.AppendChildren(kids, n.Value, name, choice)
+	for _, c := range kids {
+		out = append(out, e.box(childNode(def, c.Name, c.Node)))
+	}
+	if e != nil {
+		clear(kids)
+		e.kids = kids[:0]
+	}
 	return out
 }
 
 // children appends every child of n.
-func children(n Node, out Collection) Collection {
-	out = navigate(n, "id", out)
+func children(n *Node, out Collection, e *evaluator) Collection {
+	out = navigate(n, "id", out, e)
 	if _, ok := n.Value.(*r4.Extension); ok {
-		out = navigate(n, "url", out)
+		out = navigate(n, "url", out, e)
 	}
 	def := n.childDef()
-	r4.Children(n.Value, func(cname string, _ int, c any) bool {
-		out = append(out, childNode(def, cname, c))
-		return true
-	})
-	return out
+	return navigate2all(n, def, out, e)
 }
 
 // isPrimitiveNode reports whether n is a FHIR primitive.
-func (n Node) primitive() (r4.Primitive, bool) {
+func (n *Node) primitive() (r4.Primitive, bool) {
 	p, ok := n.Value.(r4.Primitive)
 	return p, ok
 }
@@ -178,7 +214,7 @@ var quantityTypes = map[string]bool{"Quantity": true, "Age": true, "Count": true
 // other values are returned unchanged. ok is false for a primitive without
 // a value.
 func toSystem(v Value) (Value, bool) {
-	n, isNode := v.(Node)
+	n, isNode := v.(*Node)
 	if !isNode {
 		return v, true
 	}
@@ -291,7 +327,7 @@ func quantityOf(x any) (Quantity, bool) {
 const ucumSystem = "http://unitsofmeasure.org"
 
 // nodeIs reports whether n is of FHIR type name or a specialisation of it.
-func nodeIs(n Node, name string) bool {
+func nodeIs(n *Node, name string) bool {
 	if n.Type == name {
 		return true
 	}

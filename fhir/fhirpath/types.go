@@ -26,7 +26,7 @@ func (t TypeInfo) TypeName() string {
 }
 
 func typeInfoOf(v Value) TypeInfo {
-	if n, ok := v.(Node); ok {
+	if n, ok := v.(*Node); ok {
 		tn := n.TypeName()
 		return TypeInfo{Namespace: "FHIR", Name: strings.TrimPrefix(tn, "FHIR.")}
 	}
@@ -43,15 +43,15 @@ var systemTypes = map[string]bool{
 func isType(v Value, ts typeSpec, at int) (bool, error) {
 	switch ts.ns {
 	case "System":
-		if _, ok := v.(Node); ok {
+		if _, ok := v.(*Node); ok {
 			return false, nil
 		}
 		return v.TypeName() == "System."+ts.name, nil
 	case "FHIR":
-		n, ok := v.(Node)
+		n, ok := v.(*Node)
 		return ok && nodeIs(n, ts.name), nil
 	case "":
-		if n, ok := v.(Node); ok {
+		if n, ok := v.(*Node); ok {
 			return nodeIs(n, ts.name), nil
 		}
 		if ts.name == "Long" {
@@ -94,7 +94,7 @@ func dateTimeOf(t time.Time, p Precision) DateTime {
 // asType reports whether v is exactly of type ts, as as() and ofType()
 // require of primitives (a code is a string for is(), not for as()).
 func asType(v Value, ts typeSpec, at int) (bool, error) {
-	if n, ok := v.(Node); ok && ts.ns != "System" {
+	if n, ok := v.(*Node); ok && ts.ns != "System" {
 		if _, isPrim := n.primitive(); isPrim {
 			return n.Type == ts.name, nil
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // Value is one item of a collection: a System value (Boolean, Integer,
-// Decimal, String, Date, DateTime, Time, Quantity) or a Node of the FHIR
+// Decimal, String, Date, DateTime, Time, Quantity) or a *Node of the FHIR
 // model. Only this package's types implement it.
 type Value interface {
 	// TypeName returns the value's type, qualified: "System.Integer",

@@ -91,6 +91,10 @@ type walker struct {
 	// valueQuantity for value): see ChildrenNamed.
 	only   string
 	choice bool
+	// collecting makes visit append each child to collected instead of
+	// calling fn and descending: see AppendChildren.
+	collecting bool
+	collected  []Child
 }
 
 // wants reports whether the walk visits members called name.
@@ -108,6 +112,10 @@ func (w *walker) wants(name string) bool {
 type walkable interface{ walk(w *walker) }
 
 func (w *walker) visit(name string, i int, v walkable) {
+	if w.collecting {
+		w.collected = append(w.collected, Child{Name: name, Index: i, Node: v})
+		return
+	}
 	w.path.segs = append(w.path.segs, PathSegment{Name: name, Index: i})
 	err := w.fn(&w.path, v)
 	switch {
