@@ -15,7 +15,7 @@ import (
 // attested query (DESIGN §9), navigation, a whole-tree walk, date
 // comparison, reference resolution and an invariant-style check.
 var benchExpressions = []struct{ name, expr string }{
-	{"hba1c", "Bundle.entry.resource.ofType(Observation).where(code.coding.exists(system = 'http://loinc.org' and code = '4548-4')).value.ofType(Quantity).value"},
+	{"weight", "Bundle.entry.resource.ofType(Observation).where(code.coding.exists(system = 'http://loinc.org' and code = '29463-7')).value.ofType(Quantity).value"},
 	{"given", "entry.resource.ofType(Patient).name.where(use = 'official').given.first()"},
 	{"references", "descendants().ofType(Reference).count()"},
 	{"dates", "entry.resource.ofType(Observation).where(effective.ofType(dateTime) > @2015-01-01).count()"},

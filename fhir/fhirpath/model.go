@@ -44,7 +44,25 @@ func rootOf(path string) string {
 // NodeOf wraps a resource as the Node an evaluation starts from.
 func NodeOf(r r4.Resource) *Node {
 	t := r.ResourceType()
-	return &Node{Value: r, Type: t, def: spec.Lookup(t)}
+	return &Node{Value: r, Type: t, def: resourceDef(t)}
+}
+
+// resourceDefs holds the definition of every resource type, read-only
+// after initialisation: nested resources are met often enough that a
+// binary search of the tables each time shows.
+var resourceDefs = func() map[string]*spec.Type {
+	m := map[string]*spec.Type{}
+	for _, t := range r4.ResourceTypes() {
+		m[t] = spec.Lookup(t)
+	}
+	return m
+}()
+
+func resourceDef(t string) *spec.Type {
+	if d, ok := resourceDefs[t]; ok {
+		return d
+	}
+	return spec.Lookup(t)
 }
 
 // NewNode wraps an element of the model whose FHIR type is typ (as the spec
@@ -105,7 +123,7 @@ func (n *Node) childDef() *spec.Type {
 func childNode(parentDef *spec.Type, name string, c any) Node {
 	if r, ok := c.(r4.Resource); ok {
 		t := r.ResourceType()
-		return Node{Value: r, Type: t, def: spec.Lookup(t)}
+		return Node{Value: r, Type: t, def: resourceDef(t)}
 	}
 	if parentDef != nil {
 		if e := parentDef.Element(name); e != nil {
