@@ -38,10 +38,12 @@
 // # Values
 //
 // A Collection holds System values (Boolean, Integer, Decimal, String,
-// Date, DateTime, Time, Quantity) and Nodes of the model: an r4.Resource or
-// a pointer to an r4 element (*r4.HumanName, *r4.Code…) with its FHIR
-// type. Navigation goes through the generated walkers (r4.Children) and
-// the definitions in package spec, without reflection. FHIR primitives
+// Date, DateTime, Time, Quantity) and *Node items of the model: an
+// r4.Resource or a pointer to an r4 element (*r4.HumanName, *r4.Code…)
+// with its FHIR type. Navigation goes through the generated walkers
+// (r4.AppendChildren, which visits only the members asked for) and the
+// definitions in package spec, without reflection; nodes are allocated in
+// blocks per evaluation. FHIR primitives
 // stay Nodes, so their ids and extensions remain reachable, and convert to
 // System values where an operator or function needs one. Decimals are
 // exact (a rational and the number of decimal places), so 0.1 + 0.2 = 0.3;
