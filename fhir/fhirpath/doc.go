@@ -25,8 +25,8 @@
 // # Evaluating
 //
 // Evaluate takes the input collection and an Env holding the environment
-// variables: %resource and %rootResource (by default the input's
-// resource), %context (the input), %bundle (Env.Bundle, or the input when
+// variables: %resource and %rootResource (Env.Resource and
+// Env.RootResource, by default the input's resource), %context (the input), %bundle (Env.Bundle, or the input when
 // it is a Bundle), %ucum, %sct, %loinc, %vs-name and %ext-name, and any
 // others in Env.Vars. Evaluation is bounded by the context (a cancelled or
 // expired ctx ends it) and by Env.Limits (steps and collection size, with

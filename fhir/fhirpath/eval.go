@@ -28,9 +28,13 @@ type Limits struct {
 type Env struct {
 	// Vars are further environment variables (%name), by name without %.
 	Vars map[string]Collection
-	// Resource is %resource and %rootResource. Nil means the input when it
-	// is a single resource.
+	// Resource is %resource, the resource that holds the input. Nil means
+	// the input when it is a single resource.
 	Resource r4.Resource
+	// RootResource is %rootResource, the resource that holds Resource when
+	// that is a contained resource; resolve() looks up #id references
+	// among its contained resources. Nil means Resource.
+	RootResource r4.Resource
 	// Bundle is %bundle; resolve() also finds references among its
 	// entries. Nil means the input when it is a single Bundle, or
 	// %resource when that is one.
@@ -57,6 +61,7 @@ type evaluator struct {
 	now      time.Time
 	input    Collection
 	resource Collection
+	root     Collection // %rootResource
 	bundle   *r4.Bundle
 	vars     map[string]Collection
 	regexps  map[string]*regexp.Regexp
@@ -219,8 +224,10 @@ func (e *evaluator) envVar(n *envNode) (Collection, error) {
 	switch n.name {
 	case "context":
 		return e.input, nil
-	case "resource", "rootResource":
+	case "resource":
 		return e.resource, nil
+	case "rootResource":
+		return e.root, nil
 	case "ucum":
 		return Collection{String(ucumSystem)}, nil
 	case "sct":

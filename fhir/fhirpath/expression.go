@@ -163,6 +163,10 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 			}
 		}
 	}
+	e.root = e.resource
+	if env.RootResource != nil {
+		e.root = Collection{NodeOf(env.RootResource)}
+	}
 	e.bundle = env.Bundle
 	if e.bundle == nil {
 		for _, c := range []Collection{input, e.resource} {

@@ -172,10 +172,19 @@ func codingIn(vs *spec.ValueSet, c *r4.Coding) bool {
 }
 
 // resolve finds the resource a reference points to: a contained resource
-// (#id) of %resource, or an entry of %bundle by fullUrl or Type/id.
+// (#id) of %rootResource (# alone is %rootResource itself), or an entry of
+// %bundle by fullUrl or Type/id.
 func (e *evaluator) resolve(ref string) r4.Resource {
+	if ref == "#" {
+		for _, v := range e.root {
+			if r, ok := v.(*Node).Value.(r4.Resource); ok {
+				return r
+			}
+		}
+		return nil
+	}
 	if strings.HasPrefix(ref, "#") {
-		for _, v := range e.resource {
+		for _, v := range e.root {
 			nd, ok := v.(*Node)
 			if !ok {
 				continue

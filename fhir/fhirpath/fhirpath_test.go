@@ -96,6 +96,13 @@ func TestBundleResolveAndVariables(t *testing.T) {
 	require.Equal(t, `[2]`, evalJSON(t, "%bundle.entry.count()", nil, &Env{Bundle: b}))
 	require.Equal(t, `["p1"]`, evalJSON(t, "entry.resource.ofType(Observation).subject.resolve().id", b, nil))
 	require.Equal(t, `["v"]`, evalJSON(t, "%x", nil, &Env{Vars: map[string]Collection{"x": {String("v")}}}))
+	// Inside a contained resource, #id resolves among the container's
+	// contained resources and # is the container.
+	obs := mustDecode(t, obsJSON)
+	pr := obs.(*r4.Observation).Contained[0]
+	require.Equal(t, `["o1"]`, evalJSON(t, "'#'.resolve().id", pr, &Env{RootResource: obs}))
+	require.Equal(t, `["Who"]`, evalJSON(t, "'#pr'.resolve().name.family", pr, &Env{RootResource: obs}))
+	require.Equal(t, `["Practitioner"]`, evalJSON(t, "%resource.type().name | %rootResource.type().name.where(false)", pr, &Env{RootResource: obs}))
 	// An unresolvable reference resolves to nothing.
 	require.Equal(t, `[]`, evalJSON(t, "'Patient/none'.resolve()", nil, &Env{Bundle: b}))
 }
