@@ -67,6 +67,7 @@ type evaluator struct {
 	regexps  map[string]*regexp.Regexp
 	nodes    []Node     // the current block of box
 	kids     []r4.Child // navigation's reused buffer
+	last     lookup     // navigation's last name lookup
 }
 
 // scope is what $this, $index and $total refer to.

@@ -165,6 +165,37 @@ func isChoice(def *spec.Type, name string) bool {
 	return false
 }
 
+// lookup is what navigation needs to know about a name on a type: its
+// element (nil for a choice name or an unknown type) and whether it is a
+// choice element.
+type lookup struct {
+	def    *spec.Type
+	name   string
+	elem   *spec.Element
+	choice bool
+	none   bool // def has no such element
+}
+
+// lookupName resolves name on def, remembering the last answer: a
+// collection's items mostly share their type.
+func (e *evaluator) lookupName(def *spec.Type, name string) lookup {
+	if e != nil && def != nil && e.last.def == def && e.last.name == name {
+		return e.last
+	}
+	l := lookup{def: def, name: name}
+	if def != nil {
+		l.elem = def.Element(name)
+		if l.elem == nil {
+			l.choice = isChoice(def, name)
+			l.none = !l.choice
+		}
+	}
+	if e != nil {
+		e.last = l
+	}
+	return l
+}
+
 // navigate appends to out the children of n named name (a choice name
 // such as value matches valueQuantity, valueString…).
 func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
@@ -189,17 +220,22 @@ func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
 		}
 	}
 	def := n.childDef()
-	exact := def == nil || def.Element(name) != nil
-	choice := !exact && isChoice(def, name)
-	if !exact && !choice {
+	l := e.lookupName(def, name)
+	if l.none {
 		return out
 	}
 	var kids []r4.Child
 	if e != nil {
 		kids = e.kids[:0]
 	}
-	kids = r4.AppendChildren(kids, n.Value, name, choice)
+	kids = r4.AppendChildren(kids, n.Value, name, l.choice)
 	for _, c := range kids {
+		if l.elem != nil {
+			if _, isRes := c.Node.(r4.Resource); !isRes {
+				out = append(out, e.box(Node{Value: c.Node, Type: l.elem.Type, def: l.elem.TypeDef()}))
+				continue
+			}
+		}
 		out = append(out, e.box(childNode(def, c.Name, c.Node)))
 	}
 	if e != nil {
