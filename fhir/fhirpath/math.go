@@ -198,7 +198,11 @@ func digitsOf(p Precision, isTime bool) int {
 }
 
 func precisionOfDigits(d int, isTime bool) (Precision, bool) {
-	for p := Year; p <= Millisecond; p++ {
+	first := Year
+	if isTime {
+		first = Hour
+	}
+	for p := first; p <= Millisecond; p++ {
 		if digitsOf(p, isTime) == d {
 			return p, true
 		}
