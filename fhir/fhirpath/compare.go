@@ -423,6 +423,9 @@ func ucumTerm(term string, sign int, factor *big.Rat, dims map[string]int) bool 
 		return true
 	}
 	if n, ok := atoiN(term); ok {
+		if n == 0 || len(term) > 18 {
+			return false // a factor of zero is no unit
+		}
 		f := new(big.Rat).SetInt64(int64(n))
 		if sign < 0 {
 			f.Inv(f)
