@@ -193,6 +193,7 @@ func TestGrowthLimits(t *testing.T) {
 		"2.power(1000000000)",
 		"(1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25|26|27|28|29|30).aggregate($total * 1000.0, 1.0)",
 		"9223372036854775807 + 1",
+		"'abc'.substring(1, 9223372036854775807).length() = 2 and {}",
 	} {
 		require.Equal(t, "[]", evalJSON(t, expr, nil, nil), expr)
 	}

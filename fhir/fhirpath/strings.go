@@ -103,7 +103,9 @@ func stringFuncs() map[string]*funcDef {
 					if l <= 0 {
 						return str(""), nil
 					}
-					end = min(end, start+l)
+					if l < end-start {
+						end = start + l
+					}
 				}
 			}
 			return str(string(rs[start:end])), nil
