@@ -22,7 +22,7 @@ trap 'rm -f "$out"' EXIT
 status=0
 go test -count=1 -run '^TestConformance$' -v ./fhir/fhirpath/ >"$out" 2>&1 || status=$?
 grep -E '^\s+conformance_test.go:[0-9]+: (FAIL|SKIP) ' -A1 "$out" | grep -v '^--$' | tail -80 || true
-grep -E 'fhirpath conformance:|^(ok|FAIL|---)' "$out" | tail -5
+grep -E 'failing by group:|fhirpath conformance:|^(ok|FAIL|---)' "$out" | tail -6
 if ! grep -q 'fhirpath conformance:' "$out"; then
   echo "fhirpath: the conformance suite did not run (../shared/testdata/fhirpath or .fhir-defs missing)" >&2
   exit 1

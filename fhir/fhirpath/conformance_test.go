@@ -134,6 +134,20 @@ func TestConformance(t *testing.T) {
 		}
 		t.Logf("%s %s/%s: %s\n\t%s", kind, r.group, r.name, r.reason, r.expr)
 	}
+	byGroup := map[string]int{}
+	for _, r := range results {
+		if !r.skipped {
+			byGroup[r.group]++
+		}
+	}
+	var groups []string
+	for g, n := range byGroup {
+		groups = append(groups, fmt.Sprintf("%s %d", g, n))
+	}
+	sort.Strings(groups)
+	if len(groups) > 0 {
+		t.Logf("failing by group: %s", strings.Join(groups, ", "))
+	}
 	pct := 0.0
 	if run > 0 {
 		pct = 100 * float64(passed) / float64(run)
