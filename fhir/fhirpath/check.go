@@ -36,6 +36,9 @@ func staticTypes(n node, this []*spec.Type) ([]*spec.Type, error) {
 		if r4.IsResourceType(x.name) {
 			return concrete(spec.Lookup(x.name)), nil
 		}
+		if fhirAbstract[x.name] {
+			return nil, nil // Resource.id, DomainResource.text: any resource
+		}
 		return memberTypes(this, x.name, x.at)
 	case *memberNode:
 		ts, err := staticTypes(x.target, this)

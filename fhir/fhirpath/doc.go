@@ -62,6 +62,15 @@
 // sets package spec does not hold, htmlChecks(), subsumes(), subsumedBy(),
 // elementDefinition(), slice(), checkModifiers().
 //
+// R4 compatibility: as (operator and function) keeps the items of the type
+// from a collection of several, as R4's own invariants (dom-3) and search
+// parameters ((Observation.component.value as Quantity)) need, where
+// FHIRPath 2.0 would fail; hasExtension(url), which R4 search parameters
+// use, is extension(url).exists().
+//
 // Conformance: the official FHIRPath suite for R4 (tests-fhir-r4.xml)
-// runs in CI over the official R4 examples in JSON (see TestConformance).
+// runs in CI over the official R4 examples in JSON (see TestConformance);
+// every constraint and search parameter expression of the R4 definitions
+// compiles and evaluates on the examples (TestR4Invariants,
+// TestR4SearchParameters).
 package fhirpath

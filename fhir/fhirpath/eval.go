@@ -186,9 +186,9 @@ func (e *evaluator) eval(n node, sc *scope) (Collection, error) {
 			}
 			return Collection{Boolean(ok)}, nil
 		}
-		if len(x) > 1 {
-			return nil, evalErr(ErrEvaluation, n.at, "'as' needs a single item, not %d", len(x))
-		}
+		// R4's own search parameters and invariants apply as to
+		// collections ((Observation.component.value as Quantity)): like
+		// the function, the operator keeps the items of the type.
 		var out Collection
 		for _, v := range x {
 			ok, err := asType(v, n.typ, n.at)

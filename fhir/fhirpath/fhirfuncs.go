@@ -15,24 +15,15 @@ func notSupported(what string) *funcDef {
 
 func fhirFuncs() map[string]*funcDef {
 	return map[string]*funcDef{
-		"extension": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			url, ok, err := e.argString(n, 0, sc)
-			if err != nil || !ok {
+		"extension": {1, 1, extensionFn},
+		// hasExtension(url) is extension(url).exists(), used by R4's own
+		// search parameters.
+		"hasExtension": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
+			ext, err := extensionFn(e, n, t, sc)
+			if err != nil {
 				return nil, err
 			}
-			var out Collection
-			for _, v := range t {
-				nd, ok := v.(*Node)
-				if !ok {
-					continue
-				}
-				for _, x := range navigate(nd, "extension", nil, e) {
-					if ext, ok := x.(*Node).Value.(*r4.Extension); ok && ext.URL == url {
-						out = append(out, x)
-					}
-				}
-			}
-			return out, nil
+			return boolColl(len(ext) > 0), nil
 		}},
 		"hasValue": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			if len(t) != 1 {
@@ -241,4 +232,26 @@ func refTypeID(ref string) (string, string) {
 		return "", ""
 	}
 	return typ, id
+}
+
+// extensionFn is extension(url): the extensions of the input items with
+// that url.
+func extensionFn(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
+	url, ok, err := e.argString(n, 0, sc)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var out Collection
+	for _, v := range t {
+		nd, ok := v.(*Node)
+		if !ok {
+			continue
+		}
+		for _, x := range navigate(nd, "extension", nil, e) {
+			if ext, ok := x.(*Node).Value.(*r4.Extension); ok && ext.URL == url {
+				out = append(out, x)
+			}
+		}
+	}
+	return out, nil
 }
