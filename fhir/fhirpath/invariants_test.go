@@ -85,12 +85,18 @@ func TestR4Invariants(t *testing.T) {
 	root := repoRoot(t)
 	files, _ := filepath.Glob(filepath.Join(root, ".fhir-defs", "package", "*.json"))
 	byType := map[string][]invariant{}
+	dataTypes := map[string][]invariant{}
 	for _, iv := range invs {
 		rt := strings.SplitN(iv.path, ".", 2)[0]
-		if r4.IsResourceType(rt) && !strings.Contains(iv.path, "[x]") {
+		switch {
+		case strings.Contains(iv.path, "[x]"):
+		case r4.IsResourceType(rt):
 			byType[rt] = append(byType[rt], iv)
+		case !fhirAbstract[rt]:
+			dataTypes[rt] = append(dataTypes[rt], iv)
 		}
 	}
+	descendants := MustCompile("descendants()")
 	ctx := context.Background()
 	evaluated, notSupported := 0, 0
 	for i, f := range files {
@@ -107,11 +113,42 @@ func TestR4Invariants(t *testing.T) {
 			continue
 		}
 		in := Collection{NodeOf(r)}
+		// Data type constraints apply wherever the type occurs.
+		all, err := descendants.Evaluate(ctx, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byNodeType := map[string]Collection{}
+		for _, v := range all {
+			n := v.(*Node)
+			byNodeType[n.Type] = append(byNodeType[n.Type], n)
+		}
+		type job struct {
+			iv    invariant
+			nodes Collection
+		}
+		var jobs []job
+		for typ, ivs := range dataTypes {
+			for _, iv := range ivs {
+				nodes := byNodeType[typ]
+				if rest, ok := strings.CutPrefix(iv.path, typ+"."); ok && len(nodes) > 0 {
+					var err error
+					if nodes, err = MustCompile(rest).Evaluate(ctx, nodes, nil); err != nil {
+						t.Fatalf("%s: context %s: %v", base, iv.path, err)
+					}
+				}
+				jobs = append(jobs, job{iv, nodes})
+			}
+		}
 		for _, iv := range byType[r.ResourceType()] {
 			nodes, err := MustCompile(iv.path).Evaluate(ctx, in, nil)
 			if err != nil {
 				t.Fatalf("%s: context %s: %v", base, iv.path, err)
 			}
+			jobs = append(jobs, job{iv, nodes})
+		}
+		for _, j := range jobs {
+			iv, nodes := j.iv, j.nodes
 			x := MustCompile(iv.expr)
 			for _, n := range nodes {
 				out, err := x.Evaluate(ctx, Collection{n}, &Env{Resource: r})
