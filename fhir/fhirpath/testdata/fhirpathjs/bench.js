@@ -23,14 +23,19 @@ for (const { name, expr } of exprs) {
     console.log(`${name}\terror\t${JSON.stringify(String(e.message || e))}`);
     continue;
   }
-  // Run for at least a second.
-  let n = 0;
-  const start = process.hrtime.bigint();
-  let elapsed = 0n;
-  while (elapsed < 1000000000n) {
-    fn(bundle);
-    n++;
-    elapsed = process.hrtime.bigint() - start;
+  // Three rounds of at least a second each; the fastest counts (the
+  // machine may be shared).
+  let best = Infinity;
+  for (let round = 0; round < 3; round++) {
+    let n = 0;
+    const start = process.hrtime.bigint();
+    let elapsed = 0n;
+    while (elapsed < 1000000000n) {
+      fn(bundle);
+      n++;
+      elapsed = process.hrtime.bigint() - start;
+    }
+    best = Math.min(best, Number(elapsed) / n);
   }
-  console.log(`${name}\t${Number(elapsed) / n}\t${JSON.stringify(result)}`);
+  console.log(`${name}\t${best}\t${JSON.stringify(result)}`);
 }
