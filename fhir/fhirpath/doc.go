@@ -16,11 +16,13 @@
 // same without the cache and NewCache gives a private one. A parse error
 // is a *SyntaxError naming the byte offset, line and column; an expression
 // longer than MaxLength or nested deeper than 200 levels fails with
-// ErrLimit. On evaluation the paths are also checked against the input's
-// type, once per type: a name the type does not define (name.given1,
-// Encounter.name on any input) or a choice element by its JSON name
-// (valueQuantity, where FHIRPath says value.ofType(Quantity)) is an
-// ErrSemantic error rather than an empty result.
+// ErrLimit. On evaluation the paths are also checked against the types of
+// the input items (each type once per expression): a name that none of
+// them defines (name.given1 on a Patient, Encounter.name on any input) or
+// a choice element by its JSON name (valueQuantity, where FHIRPath says
+// value.ofType(Quantity)) is an ErrSemantic error rather than an empty
+// result; a name that some input type defines gives nothing for the
+// others.
 //
 // # Evaluating
 //

@@ -180,12 +180,8 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 			}
 		}
 	}
-	if len(input) == 1 {
-		if n, ok := input[0].(*Node); ok && n.def != nil {
-			if err := x.checkFor(n.def); err != nil {
-				return nil, err
-			}
-		}
+	if err := x.checkInput(input); err != nil {
+		return nil, err
 	}
 	sc := &scope{this: input}
 	out, err := e.eval(x.root, sc)
@@ -217,4 +213,45 @@ func (x *Expression) checkFor(def *spec.Type) error {
 		x.checked.Store(def.Name, nil)
 	}
 	return err
+}
+
+// checkInput checks the expression against the types of the input items:
+// it is a semantic error when it names an element that none of them has
+// (name.given1 on a Patient; name on Observations only). Inputs of many
+// types, or with items other than Nodes, are not checked.
+func (x *Expression) checkInput(input Collection) error {
+	var defs [8]*spec.Type
+	n := 0
+	for _, v := range input {
+		nd, ok := v.(*Node)
+		if !ok || nd.def == nil {
+			return nil
+		}
+		seen := false
+		for _, d := range defs[:n] {
+			if d == nd.def {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			continue
+		}
+		if n == len(defs) {
+			return nil
+		}
+		defs[n] = nd.def
+		n++
+	}
+	var first error
+	for _, d := range defs[:n] {
+		err := x.checkFor(d)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }

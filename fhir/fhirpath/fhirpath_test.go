@@ -152,6 +152,23 @@ func TestEvaluationErrors(t *testing.T) {
 	}
 }
 
+func TestCheckAgainstInputTypes(t *testing.T) {
+	p := NodeOf(mustDecode(t, `{"resourceType":"Patient","name":[{"family":"F"}]}`))
+	o := NodeOf(mustDecode(t, obsJSON))
+	x := MustCompile("name.family")
+	// A name some input type has is fine: the others give nothing.
+	out, err := x.Evaluate(context.Background(), Collection{o, p, o}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	// A name no input type has is a typo.
+	_, err = x.Evaluate(context.Background(), Collection{o, o}, nil)
+	require.ErrorIs(t, err, ErrSemantic)
+	// A type name selects: Observation.where(…) over mixed entries is fine.
+	out, err = MustCompile("Observation.where(status = 'final').id").Evaluate(context.Background(), Collection{p, o}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+}
+
 func TestLimits(t *testing.T) {
 	x := MustCompile("(1|2|3|4|5|6|7|8|9|10).select((1|2|3|4|5|6|7|8|9|10).select((1|2|3|4|5|6|7|8|9|10).combine((1|2|3|4|5|6|7|8|9|10))))")
 	_, err := x.Evaluate(context.Background(), nil, &Env{Limits: Limits{MaxSteps: 1000}})
