@@ -86,11 +86,36 @@ type walker struct {
 	fn   WalkFunc
 	path Path
 	err  error
+	// only, when set, restricts the walk to the children of that JSON
+	// name (and with choice, to the choice element's typed names such as
+	// valueQuantity for value): see ChildrenNamed.
+	only   string
+	choice bool
+	// collecting makes visit append each child to collected instead of
+	// calling fn and descending: see AppendChildren.
+	collecting bool
+	collected  []Child
+}
+
+// wants reports whether the walk visits members called name.
+func (w *walker) wants(name string) bool {
+	if w.only == "" {
+		return true
+	}
+	if len(name) == len(w.only) {
+		return name == w.only
+	}
+	n := len(w.only)
+	return w.choice && len(name) > n && name[n] >= 'A' && name[n] <= 'Z' && name[:n] == w.only
 }
 
 type walkable interface{ walk(w *walker) }
 
 func (w *walker) visit(name string, i int, v walkable) {
+	if w.collecting {
+		w.collected = append(w.collected, Child{Name: name, Index: i, Node: v})
+		return
+	}
 	w.path.segs = append(w.path.segs, PathSegment{Name: name, Index: i})
 	err := w.fn(&w.path, v)
 	switch {
@@ -103,13 +128,16 @@ func (w *walker) visit(name string, i int, v walkable) {
 }
 
 func (w *walker) resource(name string, r Resource) {
-	if r == nil || r.isNil() || w.err != nil {
+	if r == nil || r.isNil() || w.err != nil || !w.wants(name) {
 		return
 	}
 	w.visit(name, -1, r)
 }
 
 func (w *walker) resources(name string, rs []Resource) {
+	if len(rs) == 0 || !w.wants(name) {
+		return
+	}
 	for i, r := range rs {
 		if w.err != nil {
 			return
@@ -124,7 +152,7 @@ func walkOne[T any, P interface {
 	*T
 	walkable
 }](w *walker, name string, x P) {
-	if x == nil || w.err != nil {
+	if x == nil || w.err != nil || !w.wants(name) {
 		return
 	}
 	w.visit(name, -1, x)
@@ -134,6 +162,9 @@ func walkMany[T any, P interface {
 	*T
 	walkable
 }](w *walker, name string, s []T) {
+	if len(s) == 0 || !w.wants(name) {
+		return
+	}
 	for i := range s {
 		if w.err != nil {
 			return

@@ -1,0 +1,109 @@
+package fhirpath
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/acds-project/acds/fhir/r4"
+)
+
+// benchExpressions are typical queries over a patient's record: an
+// attested query (DESIGN §9), navigation, a whole-tree walk, date
+// comparison, reference resolution and an invariant-style check.
+var benchExpressions = []struct{ name, expr string }{
+	{"weight", "Bundle.entry.resource.ofType(Observation).where(code.coding.exists(system = 'http://loinc.org' and code = '29463-7')).value.ofType(Quantity).value"},
+	{"given", "entry.resource.ofType(Patient).name.where(use = 'official').given.first()"},
+	{"references", "descendants().ofType(Reference).count()"},
+	{"dates", "entry.resource.ofType(Observation).where(effective.ofType(dateTime) > @2015-01-01).count()"},
+	{"resolve", "entry.resource.ofType(Encounter).subject.resolve().ofType(Patient).id.distinct()"},
+	{"invariant", "entry.resource.all(id.exists() and (meta.empty() or meta.lastUpdated.exists().not() or meta.lastUpdated <= now()))"},
+}
+
+func loadSynthea(b *testing.B) ([]byte, *r4.Bundle) {
+	root := repoRoot(b)
+	files, _ := filepath.Glob(filepath.Join(root, "..", "shared", "testdata", "synthea", "Mary_Lind_*.json"))
+	if len(files) == 0 {
+		b.Skip("Synthea bundles not present (../shared/testdata/synthea)")
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		b.Skip(err)
+	}
+	r, err := r4.Unmarshal(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data, r.(*r4.Bundle)
+}
+
+// BenchmarkEvaluate measures compile (from the cache) and evaluation of
+// each expression over one Synthea bundle, reported per byte of the
+// bundle's JSON; Baseline/decode, decoding the same bytes into the model,
+// is measured in the same run to relate the two.
+func BenchmarkEvaluate(b *testing.B) {
+	data, bundle := loadSynthea(b)
+	in := Collection{NodeOf(bundle)}
+	ctx := context.Background()
+	b.Run("Baseline/decode", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := r4.Unmarshal(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, c := range benchExpressions {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				x, err := Compile(c.expr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := x.Evaluate(ctx, in, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCompile measures parsing and checking without the cache.
+func BenchmarkCompile(b *testing.B) {
+	for b.Loop() {
+		for _, c := range benchExpressions {
+			if _, err := Parse(c.expr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+var exprsOut = flag.String("fhirpath.exprs", "", "write the benchmark expressions as JSON to this file (for testdata/fhirpathjs/run.sh)")
+
+// TestBenchExpressionsJSON writes benchExpressions for the fhirpath.js
+// comparison when -fhirpath.exprs is given.
+func TestBenchExpressionsJSON(t *testing.T) {
+	if *exprsOut == "" {
+		t.Skip("no -fhirpath.exprs")
+	}
+	type item struct {
+		Name string `json:"name"`
+		Expr string `json:"expr"`
+	}
+	var items []item
+	for _, c := range benchExpressions {
+		items = append(items, item{c.name, c.expr})
+	}
+	data, err := json.Marshal(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(*exprsOut, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

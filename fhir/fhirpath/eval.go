@@ -1,0 +1,559 @@
+package fhirpath
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds/fhir/r4"
+)
+
+// Limits bound an evaluation. The zero value of each field selects its
+// default.
+type Limits struct {
+	// MaxSteps bounds the work of one evaluation: every node of the
+	// expression evaluated and every item a function or operator visits
+	// counts one step. Zero means 10,000,000.
+	MaxSteps int
+	// MaxItems bounds the size of every collection an evaluation builds,
+	// the result included. Zero means 1,000,000.
+	MaxItems int
+}
+
+// Env is what an evaluation sees besides its input. The zero value (or a
+// nil *Env) is a plain evaluation: %resource and %rootResource are the
+// input's resource, %context the input, %bundle unset, the clock the
+// system clock, trace() output discarded.
+type Env struct {
+	// Vars are further environment variables (%name), by name without %.
+	Vars map[string]Collection
+	// Resource is %resource, the resource that holds the input. Nil means
+	// the input when it is a single resource.
+	Resource r4.Resource
+	// RootResource is %rootResource, the resource that holds Resource when
+	// that is a contained resource; resolve() looks up #id references
+	// among its contained resources. Nil means Resource.
+	RootResource r4.Resource
+	// Bundle is %bundle; resolve() also finds references among its
+	// entries. Nil means the input when it is a single Bundle, or
+	// %resource when that is one.
+	Bundle *r4.Bundle
+	// Now is the time now(), today() and timeOfDay() report, fixed for
+	// the evaluation. Zero means the system clock, read once per
+	// evaluation.
+	Now time.Time
+	// Trace receives the collections trace() passes through. Nil
+	// discards them.
+	Trace func(name string, c Collection)
+	// Limits bound the evaluation.
+	Limits Limits
+}
+
+// evaluator is the state of one evaluation.
+type evaluator struct {
+	ctx      context.Context
+	src      string
+	env      *Env
+	steps    int
+	maxSteps int
+	maxItems int
+	now      time.Time
+	input    Collection
+	resource Collection
+	root     Collection // %rootResource
+	bundle   *r4.Bundle
+	vars     map[string]Collection
+	regexps  map[string]*regexp.Regexp
+	nodes    []Node     // the current block of box
+	kids     []r4.Child // navigation's reused buffer
+	last     lookup     // navigation's last name lookup
+}
+
+// scope is what $this, $index and $total refer to.
+type scope struct {
+	this     Collection
+	index    int
+	hasIndex bool
+	total    Collection
+	hasTotal bool
+}
+
+func (e *evaluator) step(n int, at int) error {
+	e.steps += n
+	if e.steps > e.maxSteps {
+		return evalErr(ErrLimit, at, "evaluation took more than %d steps", e.maxSteps)
+	}
+	if e.steps&0xfff < n || n > 0xfff {
+		if err := e.ctx.Err(); err != nil {
+			return &EvalError{Class: ErrLimit, Offset: at, Msg: "evaluation stopped", Err: err}
+		}
+	}
+	return nil
+}
+
+func (e *evaluator) checkSize(c Collection, at int) error {
+	if len(c) > e.maxItems {
+		return evalErr(ErrLimit, at, "collection of more than %d items", e.maxItems)
+	}
+	return nil
+}
+
+func (e *evaluator) eval(n node, sc *scope) (Collection, error) {
+	if err := e.step(1, n.pos()); err != nil {
+		return nil, err
+	}
+	switch n := n.(type) {
+	case *literalNode:
+		if n.val == nil {
+			return nil, nil
+		}
+		return Collection{n.val}, nil
+	case *identNode:
+		return e.member(sc.this, n.name, n.at, true)
+	case *memberNode:
+		t, err := e.eval(n.target, sc)
+		if err != nil {
+			return nil, err
+		}
+		return e.member(t, n.name, n.at, false)
+	case *callNode:
+		var target Collection
+		if n.target == nil {
+			target = sc.this
+		} else {
+			var err error
+			if target, err = e.eval(n.target, sc); err != nil {
+				return nil, err
+			}
+		}
+		out, err := n.fn.impl(e, n, target, sc)
+		if err != nil {
+			return nil, err
+		}
+		return out, e.checkSize(out, n.at)
+	case *indexNode:
+		t, err := e.eval(n.target, sc)
+		if err != nil {
+			return nil, err
+		}
+		ic, err := e.eval(n.index, sc)
+		if err != nil {
+			return nil, err
+		}
+		i, ok, err := e.singleInteger(ic, n.index.pos())
+		if err != nil || !ok {
+			return nil, err
+		}
+		if i < 0 || int(i) >= len(t) {
+			return nil, nil
+		}
+		return Collection{t[i]}, nil
+	case *unaryNode:
+		x, err := e.eval(n.x, sc)
+		if err != nil {
+			return nil, err
+		}
+		if n.op == "+" {
+			if len(x) == 1 {
+				if v, _ := toSystem(x[0]); isNumeric(v) {
+					return Collection{v}, nil
+				}
+			}
+			if len(x) == 0 {
+				return nil, nil
+			}
+			return nil, evalErr(ErrEvaluation, n.at, "unary + needs a number")
+		}
+		return e.negate(x, n.at)
+	case *binaryNode:
+		return e.binary(n, sc)
+	case *typeOpNode:
+		x, err := e.eval(n.x, sc)
+		if err != nil {
+			return nil, err
+		}
+		if n.op == "is" {
+			if len(x) == 0 {
+				return nil, nil
+			}
+			if len(x) > 1 {
+				return nil, evalErr(ErrEvaluation, n.at, "'is' needs a single item, not %d", len(x))
+			}
+			ok, err := isType(x[0], n.typ, n.at)
+			if err != nil {
+				return nil, err
+			}
+			return Collection{Boolean(ok)}, nil
+		}
+		// R4's own search parameters and invariants apply as to
+		// collections ((Observation.component.value as Quantity)): like
+		// the function, the operator keeps the items of the type.
+		var out Collection
+		for _, v := range x {
+			ok, err := asType(v, n.typ, n.at)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	case *varNode:
+		switch n.name {
+		case "$this":
+			return sc.this, nil
+		case "$index":
+			if !sc.hasIndex {
+				return nil, evalErr(ErrSemantic, n.at, "$index outside an iterating function")
+			}
+			return Collection{Integer(sc.index)}, nil
+		case "$total":
+			if !sc.hasTotal {
+				return nil, evalErr(ErrSemantic, n.at, "$total outside aggregate()")
+			}
+			return sc.total, nil
+		}
+	case *envNode:
+		return e.envVar(n)
+	}
+	return nil, evalErr(ErrEvaluation, n.pos(), "cannot evaluate")
+}
+
+func (e *evaluator) envVar(n *envNode) (Collection, error) {
+	switch n.name {
+	case "context":
+		return e.input, nil
+	case "resource":
+		return e.resource, nil
+	case "rootResource":
+		return e.root, nil
+	case "ucum":
+		return Collection{String(ucumSystem)}, nil
+	case "sct":
+		return Collection{String("http://snomed.info/sct")}, nil
+	case "loinc":
+		return Collection{String("http://loinc.org")}, nil
+	case "bundle":
+		if e.bundle != nil {
+			return Collection{NodeOf(e.bundle)}, nil
+		}
+	}
+	if v, ok := e.vars[n.name]; ok {
+		return v, nil
+	}
+	if strings.HasPrefix(n.name, "vs-") {
+		return Collection{String("http://hl7.org/fhir/ValueSet/" + n.name[3:])}, nil
+	}
+	if strings.HasPrefix(n.name, "ext-") {
+		return Collection{String("http://hl7.org/fhir/StructureDefinition/" + n.name[4:])}, nil
+	}
+	if n.name == "bundle" {
+		return nil, nil
+	}
+	return nil, evalErr(ErrSemantic, n.at, "unknown environment variable %%%s", n.name)
+}
+
+// member navigates from every item of c to its children called name. At
+// the start of a path (first), a type name selects the items of that type.
+func (e *evaluator) member(c Collection, name string, at int, first bool) (Collection, error) {
+	var out Collection
+	if first && name != "" && name[0] >= 'A' && name[0] <= 'Z' {
+		matched := false
+		for _, v := range c {
+			if n, ok := v.(*Node); ok {
+				if _, isRes := n.Value.(r4.Resource); isRes && nodeIs(n, name) {
+					out = append(out, v)
+					matched = true
+				}
+			}
+		}
+		if matched || r4.IsResourceType(name) || name == "Resource" || name == "DomainResource" {
+			return out, nil
+		}
+	}
+	for _, v := range c {
+		n, ok := v.(*Node)
+		if !ok {
+			if ti, ok := v.(TypeInfo); ok {
+				switch name {
+				case "name":
+					out = append(out, String(ti.Name))
+				case "namespace":
+					out = append(out, String(ti.Namespace))
+				}
+			}
+			continue
+		}
+		before := len(out)
+		out = navigate(n, name, out, e)
+		if err := e.step(len(out)-before, at); err != nil {
+			return nil, err
+		}
+	}
+	return out, e.checkSize(out, at)
+}
+
+func (e *evaluator) singleInteger(c Collection, at int) (int64, bool, error) {
+	if len(c) == 0 {
+		return 0, false, nil
+	}
+	if len(c) > 1 {
+		return 0, false, evalErr(ErrEvaluation, at, "expected a single integer, got %d items", len(c))
+	}
+	v, _ := toSystem(c[0])
+	if i, ok := v.(Integer); ok {
+		return int64(i), true, nil
+	}
+	return 0, false, evalErr(ErrEvaluation, at, "expected an integer, got %s", typeName(v))
+}
+
+func typeName(v Value) string {
+	if v == nil {
+		return "nothing"
+	}
+	return v.TypeName()
+}
+
+// singleton returns the single item of c as a System value where it
+// converts; ok is false for an empty collection.
+func singleton(c Collection, at int) (Value, bool, error) {
+	if len(c) == 0 {
+		return nil, false, nil
+	}
+	if len(c) > 1 {
+		return nil, false, evalErr(ErrEvaluation, at, "expected a single item, got %d", len(c))
+	}
+	v, ok := toSystem(c[0])
+	if !ok {
+		return nil, false, nil
+	}
+	return v, true, nil
+}
+
+// toBool applies singleton evaluation for a Boolean: empty is unknown
+// (ok false), a single Boolean its value, any other single item true.
+func toBool(c Collection, at int) (b, ok bool, err error) {
+	v, ok, err := singleton(c, at)
+	if err != nil || !ok {
+		return false, false, err
+	}
+	if x, isB := v.(Boolean); isB {
+		return bool(x), true, nil
+	}
+	return true, true, nil
+}
+
+func isNumeric(v Value) bool {
+	switch v.(type) {
+	case Integer, Decimal:
+		return true
+	}
+	return false
+}
+
+func (e *evaluator) negate(x Collection, at int) (Collection, error) {
+	v, ok, err := singleton(x, at)
+	if err != nil || !ok {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case Integer:
+		return Collection{-v}, nil
+	case Decimal:
+		return Collection{v.neg()}, nil
+	case Quantity:
+		return Collection{Quantity{Value: v.Value.neg(), Unit: v.Unit}}, nil
+	}
+	return nil, evalErr(ErrEvaluation, at, "cannot negate %s", typeName(v))
+}
+
+func boolColl(b bool) Collection { return Collection{Boolean(b)} }
+
+func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
+	switch n.op {
+	case "and", "or", "xor", "implies":
+		return e.logic(n, sc)
+	}
+	l, err := e.eval(n.l, sc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.eval(n.r, sc)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.step(len(l)+len(r), n.at); err != nil {
+		return nil, err
+	}
+	switch n.op {
+	case "|":
+		out := union(l, r)
+		return out, e.checkSize(out, n.at)
+	case "=", "!=":
+		res, known, err := collEqual(l, r)
+		if err != nil || !known {
+			return nil, err
+		}
+		return boolColl(res == (n.op == "=")), nil
+	case "~", "!~":
+		res := collEquivalent(l, r)
+		return boolColl(res == (n.op == "~")), nil
+	case "<", ">", "<=", ">=":
+		a, ok1, err := singleton(l, n.l.pos())
+		if err != nil {
+			return nil, err
+		}
+		b, ok2, err := singleton(r, n.r.pos())
+		if err != nil || !ok1 || !ok2 {
+			return nil, err
+		}
+		c, known, err := compare(a, b, n.at)
+		if err != nil || !known {
+			return nil, err
+		}
+		var res bool
+		switch n.op {
+		case "<":
+			res = c < 0
+		case ">":
+			res = c > 0
+		case "<=":
+			res = c <= 0
+		case ">=":
+			res = c >= 0
+		}
+		return boolColl(res), nil
+	case "in", "contains":
+		item, coll := l, r
+		if n.op == "contains" {
+			item, coll = r, l
+		}
+		if len(item) == 0 {
+			return nil, nil
+		}
+		if len(item) > 1 {
+			return nil, evalErr(ErrEvaluation, n.at, "'%s' needs a single item, not %d", n.op, len(item))
+		}
+		for _, v := range coll {
+			if eq, known, _ := valueEqual(item[0], v); known && eq {
+				return boolColl(true), nil
+			}
+		}
+		return boolColl(false), nil
+	case "&":
+		a, _, err := singleton(l, n.l.pos())
+		if err != nil {
+			return nil, err
+		}
+		b, _, err := singleton(r, n.r.pos())
+		if err != nil {
+			return nil, err
+		}
+		sa, oka := a.(String)
+		sb, okb := b.(String)
+		if a != nil && !oka || b != nil && !okb {
+			return nil, evalErr(ErrEvaluation, n.at, "'&' needs strings")
+		}
+		if len(sa)+len(sb) > maxString {
+			return nil, evalErr(ErrLimit, n.at, "string longer than %d bytes", maxString)
+		}
+		return Collection{sa + sb}, nil
+	}
+	a, ok1, err := singleton(l, n.l.pos())
+	if err != nil {
+		return nil, err
+	}
+	b, ok2, err := singleton(r, n.r.pos())
+	if err != nil || !ok1 || !ok2 {
+		return nil, err
+	}
+	v, err := arith(n.op, a, b, n.at)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	if d, ok := v.(Decimal); ok && d.outOfRange() || func() bool { q, ok := v.(Quantity); return ok && q.Value.outOfRange() }() {
+		return nil, nil // beyond the range of System.Decimal
+	}
+	return Collection{v}, nil
+}
+
+func (e *evaluator) logic(n *binaryNode, sc *scope) (Collection, error) {
+	l, err := e.eval(n.l, sc)
+	if err != nil {
+		return nil, err
+	}
+	a, aok, err := toBool(l, n.l.pos())
+	if err != nil {
+		return nil, err
+	}
+	// Short cuts that need not evaluate the right operand.
+	switch {
+	case n.op == "and" && aok && !a:
+		return boolColl(false), nil
+	case n.op == "or" && aok && a:
+		return boolColl(true), nil
+	case n.op == "implies" && aok && !a:
+		return boolColl(true), nil
+	}
+	r, err := e.eval(n.r, sc)
+	if err != nil {
+		return nil, err
+	}
+	b, bok, err := toBool(r, n.r.pos())
+	if err != nil {
+		return nil, err
+	}
+	switch n.op {
+	case "and":
+		if bok && !b {
+			return boolColl(false), nil
+		}
+		if aok && bok {
+			return boolColl(true), nil
+		}
+	case "or":
+		if bok && b {
+			return boolColl(true), nil
+		}
+		if aok && bok {
+			return boolColl(false), nil
+		}
+	case "xor":
+		if aok && bok {
+			return boolColl(a != b), nil
+		}
+	case "implies":
+		if bok && b {
+			return boolColl(true), nil
+		}
+		if aok && bok {
+			return boolColl(!a || b), nil
+		}
+	}
+	return nil, nil
+}
+
+// union merges two collections without duplicates.
+func union(l, r Collection) Collection {
+	out := make(Collection, 0, len(l)+len(r))
+	seen := make(keyed, len(l)+len(r))
+	for _, src := range [2]Collection{l, r} {
+		for _, v := range src {
+			if seen.add(v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func containsValue(c Collection, v Value) bool {
+	for _, w := range c {
+		if eq, known, _ := valueEqual(v, w); known && eq {
+			return true
+		}
+	}
+	return false
+}

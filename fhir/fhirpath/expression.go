@@ -1,0 +1,257 @@
+package fhirpath
+
+import (
+	"container/list"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
+)
+
+// Expression is a compiled FHIRPath expression. It is immutable and safe
+// for concurrent use.
+type Expression struct {
+	src  string
+	root node
+	// checked records, per input resource type, the result of checking
+	// the expression against that type (nil or a semantic error).
+	checked sync.Map
+}
+
+// String returns the expression's source text.
+func (x *Expression) String() string { return x.src }
+
+// Limits on the text of an expression.
+const (
+	// MaxLength is the longest expression Compile accepts, in bytes.
+	MaxLength = 64 << 10
+	// maxTokens and maxDepth bound parsing work and recursion.
+	maxTokens = 16 << 10
+	maxDepth  = 200
+)
+
+// Parse compiles expr without the cache. The error is a *SyntaxError
+// (ErrSyntax, or ErrLimit when expr exceeds MaxLength or nests too deeply)
+// or an *EvalError of class ErrSemantic (an unknown function, a wrong
+// number of arguments).
+func Parse(expr string) (*Expression, error) {
+	if len(expr) > MaxLength {
+		e := newSyntaxError(expr, MaxLength, "expression longer than %d bytes", MaxLength)
+		e.class = ErrLimit
+		return nil, e
+	}
+	root, err := parse(expr, maxTokens, maxDepth)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(root, nil); err != nil {
+		return nil, err
+	}
+	return &Expression{src: expr, root: root}, nil
+}
+
+// Cache is a bounded, concurrency-safe cache of compiled expressions keyed
+// by their text, evicting the least recently used. Errors are not cached.
+type Cache struct {
+	mu    sync.Mutex
+	size  int
+	ll    *list.List
+	items map[string]*list.Element
+}
+
+type cacheEntry struct {
+	src string
+	x   *Expression
+}
+
+// NewCache returns a cache holding at most size expressions (1024 if size
+// is not positive).
+func NewCache(size int) *Cache {
+	if size <= 0 {
+		size = 1024
+	}
+	return &Cache{size: size, ll: list.New(), items: map[string]*list.Element{}}
+}
+
+// Compile returns the compiled expression for expr, compiling it on first
+// use. Errors are those of Parse.
+func (c *Cache) Compile(expr string) (*Expression, error) {
+	c.mu.Lock()
+	if el, ok := c.items[expr]; ok {
+		c.ll.MoveToFront(el)
+		x := el.Value.(*cacheEntry).x
+		c.mu.Unlock()
+		return x, nil
+	}
+	c.mu.Unlock()
+	x, err := Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[expr]; ok {
+		c.ll.MoveToFront(el)
+		return el.Value.(*cacheEntry).x, nil
+	}
+	c.items[expr] = c.ll.PushFront(&cacheEntry{src: expr, x: x})
+	for c.ll.Len() > c.size {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.items, last.Value.(*cacheEntry).src)
+	}
+	return x, nil
+}
+
+// Len returns the number of cached expressions.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}
+
+// defaultCache backs Compile. It holds only immutable compiled
+// expressions, so sharing it changes no behaviour, only speed.
+var defaultCache = NewCache(1024)
+
+// Compile compiles expr, or returns it from a process-wide cache of the
+// 1024 most recently used expressions. Errors are those of Parse.
+func Compile(expr string) (*Expression, error) { return defaultCache.Compile(expr) }
+
+// MustCompile is Compile for expressions known to be valid; it panics on
+// an error.
+func MustCompile(expr string) *Expression {
+	x, err := Compile(expr)
+	if err != nil {
+		panic(err)
+	}
+	return x
+}
+
+// Evaluate evaluates the expression over input with env (which may be
+// nil). It stops with an *EvalError of class ErrLimit when ctx ends or
+// the limits in env are exceeded; other errors are *EvalError of class
+// ErrSemantic, ErrEvaluation or ErrNotSupported.
+func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (Collection, error) {
+	if env == nil {
+		env = &Env{}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &EvalError{Class: ErrLimit, Offset: -1, Msg: "evaluation not started", Err: err}
+	}
+	e := &evaluator{ctx: ctx, src: x.src, env: env, input: input, vars: env.Vars}
+	e.maxSteps = env.Limits.MaxSteps
+	if e.maxSteps <= 0 {
+		e.maxSteps = 10_000_000
+	}
+	e.maxItems = env.Limits.MaxItems
+	if e.maxItems <= 0 {
+		e.maxItems = 1_000_000
+	}
+	e.now = env.Now
+	if e.now.IsZero() {
+		e.now = time.Now()
+	}
+	if env.Resource != nil {
+		e.resource = Collection{NodeOf(env.Resource)}
+	} else if len(input) == 1 {
+		if n, ok := input[0].(*Node); ok {
+			if _, ok := n.Value.(r4.Resource); ok {
+				e.resource = input
+			}
+		}
+	}
+	e.root = e.resource
+	if env.RootResource != nil {
+		e.root = Collection{NodeOf(env.RootResource)}
+	}
+	e.bundle = env.Bundle
+	if e.bundle == nil {
+		for _, c := range []Collection{input, e.resource} {
+			if len(c) == 1 {
+				if n, ok := c[0].(*Node); ok {
+					if b, ok := n.Value.(*r4.Bundle); ok {
+						e.bundle = b
+						break
+					}
+				}
+			}
+		}
+	}
+	if err := x.checkInput(input); err != nil {
+		return nil, err
+	}
+	sc := &scope{this: input}
+	out, err := e.eval(x.root, sc)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EvaluateResource evaluates the expression with a resource as input,
+// %resource and %context.
+func (x *Expression) EvaluateResource(ctx context.Context, r r4.Resource, env *Env) (Collection, error) {
+	return x.Evaluate(ctx, Collection{NodeOf(r)}, env)
+}
+
+// checkFor checks the expression against an input of type def, once per
+// type.
+func (x *Expression) checkFor(def *spec.Type) error {
+	if v, ok := x.checked.Load(def.Name); ok {
+		if v == nil {
+			return nil
+		}
+		return v.(error)
+	}
+	err := check(x.root, []*spec.Type{def})
+	if err != nil {
+		x.checked.Store(def.Name, err)
+	} else {
+		x.checked.Store(def.Name, nil)
+	}
+	return err
+}
+
+// checkInput checks the expression against the types of the input items:
+// it is a semantic error when it names an element that none of them has
+// (name.given1 on a Patient; name on Observations only). Inputs of many
+// types, or with items other than Nodes, are not checked.
+func (x *Expression) checkInput(input Collection) error {
+	var defs [8]*spec.Type
+	n := 0
+	for _, v := range input {
+		nd, ok := v.(*Node)
+		if !ok || nd.def == nil {
+			return nil
+		}
+		seen := false
+		for _, d := range defs[:n] {
+			if d == nd.def {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			continue
+		}
+		if n == len(defs) {
+			return nil
+		}
+		defs[n] = nd.def
+		n++
+	}
+	var first error
+	for _, d := range defs[:n] {
+		err := x.checkFor(d)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}

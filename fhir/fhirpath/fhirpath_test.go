@@ -1,0 +1,285 @@
+package fhirpath
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/stretchr/testify/require"
+)
+
+func mustDecode(t testing.TB, js string) r4.Resource {
+	t.Helper()
+	r, err := r4.Unmarshal([]byte(js))
+	require.NoError(t, err)
+	return r
+}
+
+func evalJSON(t testing.TB, expr string, r r4.Resource, env *Env) string {
+	t.Helper()
+	x, err := Compile(expr)
+	require.NoError(t, err, expr)
+	var in Collection
+	if r != nil {
+		in = Collection{NodeOf(r)}
+	}
+	out, err := x.Evaluate(context.Background(), in, env)
+	require.NoError(t, err, expr)
+	b, err := MarshalJSON(out)
+	require.NoError(t, err)
+	return string(b)
+}
+
+const obsJSON = `{"resourceType":"Observation","id":"o1","status":"final",
+ "code":{"coding":[{"system":"http://loinc.org","code":"4548-4"}],"text":"HbA1c"},
+ "subject":{"reference":"Patient/p1"},
+ "effectiveDateTime":"2024-03-01",
+ "valueQuantity":{"value":6.10,"unit":"%","system":"http://unitsofmeasure.org","code":"%"},
+ "_status":{"extension":[{"url":"http://example.org/x","valueString":"checked"}]},
+ "contained":[{"resourceType":"Practitioner","id":"pr","name":[{"family":"Who"}]}],
+ "performer":[{"reference":"#pr"}]}`
+
+func TestNavigationAndOutput(t *testing.T) {
+	obs := mustDecode(t, obsJSON)
+	for _, c := range []struct{ expr, want string }{
+		{"Observation.value", `[{"value":6.10,"unit":"%","system":"http://unitsofmeasure.org","code":"%"}]`},
+		{"value.ofType(Quantity).value", `[6.10]`},
+		{"value is Quantity", `[true]`},
+		{"value.as(Quantity) > 6 '%'", `[true]`},
+		{"value > 0.05 '1'", `[true]`},
+		{"effective", `["2024-03-01"]`},
+		{"effective.toString()", `["2024-03-01"]`},
+		{"effective > @2024-02", `[true]`},
+		{"status", `["final"]`},
+		{"status.extension('http://example.org/x').value", `["checked"]`},
+		{"status.hasValue()", `[true]`},
+		{"status.getValue() = 'final'", `[true]`},
+		{"code.coding.where(system = %loinc).code", `["4548-4"]`},
+		{"id", `["o1"]`},
+		{"performer.resolve().name.family", `["Who"]`},
+		{"%resource.contained.ofType(Practitioner).id", `["pr"]`},
+		{"Observation.value.toQuantity()", `[{"value":6.10,"unit":"%","system":"http://unitsofmeasure.org","code":"%"}]`},
+		{"Observation.subject", `[{"reference":"Patient/p1"}]`},
+		{"(1 | 2 | 3).aggregate($this + $total, 0)", `[6]`},
+		{"1.0 / 3", `[0.33333333]`},
+		{"7 days", `[{"value":7,"unit":"day","system":"http://unitsofmeasure.org","code":"d"}]`},
+		{"@2024-01-31 + 1 month", `["2024-02-29"]`},
+		{"children().count() > 5", `[true]`},
+		{"descendants().ofType(Reference).count()", `[2]`},
+		{"Patient.name", `[]`},
+		{"{} = 1", `[]`},
+		{"(true and {}) or true", `[true]`},
+	} {
+		require.Equal(t, c.want, evalJSON(t, c.expr, obs, nil), c.expr)
+	}
+}
+
+func TestBundleResolveAndVariables(t *testing.T) {
+	b := mustDecode(t, `{"resourceType":"Bundle","type":"collection","entry":[
+	 {"fullUrl":"urn:uuid:1","resource":{"resourceType":"Patient","id":"p1","gender":"female"}},
+	 {"fullUrl":"http://example.org/fhir/Observation/o1","resource":`+obsJSON+`}]}`).(*r4.Bundle)
+	// The input is the entries, %bundle the Bundle (DESIGN §9).
+	var entries Collection
+	for _, e := range b.Entry {
+		entries = append(entries, NodeOf(e.Resource))
+	}
+	x := MustCompile("Observation.where(value.ofType(Quantity) > 6 '%').subject.resolve().gender")
+	out, err := x.Evaluate(context.Background(), entries, &Env{Bundle: b})
+	require.NoError(t, err)
+	js, _ := MarshalJSON(out)
+	require.Equal(t, `["female"]`, string(js))
+
+	require.Equal(t, `[2]`, evalJSON(t, "%bundle.entry.count()", nil, &Env{Bundle: b}))
+	require.Equal(t, `["p1"]`, evalJSON(t, "entry.resource.ofType(Observation).subject.resolve().id", b, nil))
+	require.Equal(t, `["v"]`, evalJSON(t, "%x", nil, &Env{Vars: map[string]Collection{"x": {String("v")}}}))
+	// Inside a contained resource, #id resolves among the container's
+	// contained resources and # is the container.
+	obs := mustDecode(t, obsJSON)
+	pr := obs.(*r4.Observation).Contained[0]
+	require.Equal(t, `["o1"]`, evalJSON(t, "'#'.resolve().id", pr, &Env{RootResource: obs}))
+	require.Equal(t, `["Who"]`, evalJSON(t, "'#pr'.resolve().name.family", pr, &Env{RootResource: obs}))
+	require.Equal(t, `["Practitioner"]`, evalJSON(t, "%resource.type().name | %rootResource.type().name.where(false)", pr, &Env{RootResource: obs}))
+	// An unresolvable reference resolves to nothing.
+	require.Equal(t, `[]`, evalJSON(t, "'Patient/none'.resolve()", nil, &Env{Bundle: b}))
+}
+
+func TestSyntaxErrorPosition(t *testing.T) {
+	_, err := Compile("name.where(\n  given = 'x' +)")
+	var se *SyntaxError
+	require.ErrorAs(t, err, &se)
+	require.ErrorIs(t, err, ErrSyntax)
+	require.Equal(t, 2, se.Line)
+	require.Equal(t, 16, se.Column)
+	require.Equal(t, 27, se.Offset)
+	require.Contains(t, err.Error(), "2:16")
+
+	_, err = Compile("name.nosuch()")
+	require.ErrorIs(t, err, ErrSemantic)
+	_, err = Compile("Encounter.name")
+	require.ErrorIs(t, err, ErrSemantic)
+	_, err = Compile(strings.Repeat("(", 500) + "1" + strings.Repeat(")", 500))
+	require.ErrorIs(t, err, ErrLimit)
+	_, err = Compile(strings.Repeat("1+", MaxLength))
+	require.ErrorIs(t, err, ErrLimit)
+}
+
+func TestEvaluationErrors(t *testing.T) {
+	p := mustDecode(t, `{"resourceType":"Patient","name":[{"given":["a","b"]}]}`)
+	in := Collection{NodeOf(p)}
+	cases := []struct {
+		expr  string
+		class error
+	}{
+		{"name.given.single()", ErrEvaluation},
+		{"name.given + 1", ErrEvaluation},
+		{"name.given1", ErrSemantic},
+		{"'x'.memberOf('http://example.org/unknown-vs')", ErrNotSupported},
+		{"conformsTo('http://example.org/profile')", ErrNotSupported},
+		{"%nosuch", ErrSemantic},
+	}
+	for _, c := range cases {
+		x, err := Parse(c.expr)
+		if err == nil {
+			_, err = x.Evaluate(context.Background(), in, nil)
+		}
+		require.ErrorIs(t, err, c.class, c.expr)
+		var ee *EvalError
+		require.ErrorAs(t, err, &ee, c.expr)
+	}
+}
+
+func TestCheckAgainstInputTypes(t *testing.T) {
+	p := NodeOf(mustDecode(t, `{"resourceType":"Patient","name":[{"family":"F"}]}`))
+	o := NodeOf(mustDecode(t, obsJSON))
+	x := MustCompile("name.family")
+	// A name some input type has is fine: the others give nothing.
+	out, err := x.Evaluate(context.Background(), Collection{o, p, o}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	// A name no input type has is a typo.
+	_, err = x.Evaluate(context.Background(), Collection{o, o}, nil)
+	require.ErrorIs(t, err, ErrSemantic)
+	// A type name selects: Observation.where(…) over mixed entries is fine.
+	out, err = MustCompile("Observation.where(status = 'final').id").Evaluate(context.Background(), Collection{p, o}, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+}
+
+func TestLimits(t *testing.T) {
+	x := MustCompile("(1|2|3|4|5|6|7|8|9|10).select((1|2|3|4|5|6|7|8|9|10).select((1|2|3|4|5|6|7|8|9|10).combine((1|2|3|4|5|6|7|8|9|10))))")
+	_, err := x.Evaluate(context.Background(), nil, &Env{Limits: Limits{MaxSteps: 1000}})
+	require.ErrorIs(t, err, ErrLimit)
+	_, err = x.Evaluate(context.Background(), nil, &Env{Limits: Limits{MaxItems: 100}})
+	require.ErrorIs(t, err, ErrLimit)
+	out, err := x.Evaluate(context.Background(), nil, nil)
+	require.NoError(t, err)
+	require.Len(t, out, 2000)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = x.Evaluate(ctx, nil, nil)
+	require.ErrorIs(t, err, ErrLimit)
+	require.ErrorIs(t, err, context.Canceled)
+
+	// A deadline stops a long evaluation.
+	slow := MustCompile("1.repeat($this + 1).count()")
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = slow.Evaluate(ctx, nil, &Env{Limits: Limits{MaxSteps: 1 << 40, MaxItems: 1 << 40}})
+	require.ErrorIs(t, err, ErrLimit)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestGrowthLimits(t *testing.T) {
+	for _, expr := range []string{
+		"(1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25).aggregate($total & $total, 'abcdefgh')",
+		"(1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25).aggregate($total + $total, 'abcdefgh')",
+		"'abcdefgh'.replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh').replace('', 'abcdefgh')",
+	} {
+		_, err := MustCompile(expr).Evaluate(context.Background(), nil, nil)
+		require.ErrorIs(t, err, ErrLimit, expr)
+	}
+	// Numbers past the range of their type are empty, not huge.
+	for _, expr := range []string{
+		"2.power(1000000000)",
+		"(1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21|22|23|24|25|26|27|28|29|30).aggregate($total * 1000.0, 1.0)",
+		"9223372036854775807 + 1",
+		"'abc'.substring(1, 9223372036854775807).length() = 2 and {}",
+	} {
+		require.Equal(t, "[]", evalJSON(t, expr, nil, nil), expr)
+	}
+	require.Equal(t, "[0.3333333300]", evalJSON(t, "(1.0/3).aggregate($total * 1.0, 1.0) * (1.0 / 3)", nil, nil))
+}
+
+func TestCache(t *testing.T) {
+	c := NewCache(2)
+	a, err := c.Compile("1 + 1")
+	require.NoError(t, err)
+	b, _ := c.Compile("1 + 1")
+	require.Same(t, a, b)
+	_, _ = c.Compile("2")
+	_, _ = c.Compile("3")
+	require.Equal(t, 2, c.Len())
+	d, _ := c.Compile("1 + 1")
+	require.NotSame(t, a, d, "evicted")
+	_, err = c.Compile("1 +")
+	require.ErrorIs(t, err, ErrSyntax)
+
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 200 {
+				x, err := c.Compile(fmt.Sprintf("%d + %d", i%3, j%5))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := x.Evaluate(context.Background(), nil, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestNowAndTrace(t *testing.T) {
+	now := time.Date(2024, 3, 1, 10, 30, 0, 0, time.UTC)
+	var traced []string
+	env := &Env{Now: now, Trace: func(name string, c Collection) { traced = append(traced, fmt.Sprintf("%s:%d", name, len(c))) }}
+	require.Equal(t, `["2024-03-01"]`, evalJSON(t, "today()", nil, env))
+	require.Equal(t, `["2024-03-01T10:30:00.000Z"]`, evalJSON(t, "now()", nil, env))
+	require.Equal(t, `[3]`, evalJSON(t, "(1|2|3).trace('n').count()", nil, env))
+	require.Equal(t, []string{"n:3"}, traced)
+}
+
+func TestMemberOf(t *testing.T) {
+	p := mustDecode(t, `{"resourceType":"Patient","gender":"female","maritalStatus":{"coding":[{"system":"http://terminology.hl7.org/CodeSystem/v3-MaritalStatus","code":"M"}]}}`)
+	require.Equal(t, `[true]`, evalJSON(t, "gender.memberOf('http://hl7.org/fhir/ValueSet/administrative-gender')", p, nil))
+	require.Equal(t, `[false]`, evalJSON(t, "'nope'.memberOf('http://hl7.org/fhir/ValueSet/administrative-gender')", p, nil))
+	require.Equal(t, `[true]`, evalJSON(t, "maritalStatus.memberOf('http://hl7.org/fhir/ValueSet/marital-status')", p, nil))
+}
+
+func TestTypes(t *testing.T) {
+	p := mustDecode(t, `{"resourceType":"Patient","gender":"female","birthDate":"1980"}`)
+	x := MustCompile("gender.combine(birthDate).combine(1).combine(1.5).combine('a').combine(@2020).combine(@2020T).combine(@T10).combine(1 'mg').combine(true)")
+	out, err := x.Evaluate(context.Background(), Collection{NodeOf(p)}, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, v := range out {
+		names = append(names, v.TypeName())
+	}
+	require.Equal(t, []string{"FHIR.code", "FHIR.date", "System.Integer", "System.Decimal", "System.String", "System.Date", "System.DateTime", "System.Time", "System.Quantity", "System.Boolean"}, names)
+	n := out[0].(*Node)
+	require.IsType(t, &r4.Code{}, n.Value)
+	require.Equal(t, `[true]`, evalJSON(t, "Patient.is(DomainResource) and Patient.is(Resource) and gender.is(string)", p, nil))
+}

@@ -1,0 +1,415 @@
+package fhirpath
+
+import (
+	"strings"
+
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
+)
+
+// Node is an element or resource of the FHIR model in a collection.
+type Node struct {
+	// Value is the r4 value: an r4.Resource, or a pointer to an element
+	// (*r4.HumanName, *r4.Date, *r4.PatientContact…). Element ids, a
+	// resource's logical id and Extension.url, which the model holds as
+	// plain strings, appear as a new *r4.String, *r4.ID or *r4.URI.
+	Value any
+	// Type is the FHIR type: "Patient", "HumanName", "date", or for a
+	// backbone element its definition path ("Patient.contact").
+	Type string
+	def  *spec.Type
+}
+
+func (*Node) isValue() {}
+
+// TypeName returns "FHIR." and the type; backbone elements are
+// "FHIR.BackboneElement" (or "FHIR.Element" inside data types).
+func (n *Node) TypeName() string {
+	if n.def != nil && n.def.Kind == spec.Backbone {
+		if r4.IsResourceType(rootOf(n.Type)) {
+			return "FHIR.BackboneElement"
+		}
+		return "FHIR.Element"
+	}
+	return "FHIR." + n.Type
+}
+
+func rootOf(path string) string {
+	if i := strings.IndexByte(path, '.'); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// NodeOf wraps a resource as the Node an evaluation starts from.
+func NodeOf(r r4.Resource) *Node {
+	t := r.ResourceType()
+	return &Node{Value: r, Type: t, def: resourceDef(t)}
+}
+
+// resourceDefs holds the definition of every resource type, read-only
+// after initialisation: nested resources are met often enough that a
+// binary search of the tables each time shows.
+var resourceDefs = func() map[string]*spec.Type {
+	m := map[string]*spec.Type{}
+	for _, t := range r4.ResourceTypes() {
+		m[t] = spec.Lookup(t)
+	}
+	return m
+}()
+
+func resourceDef(t string) *spec.Type {
+	if d, ok := resourceDefs[t]; ok {
+		return d
+	}
+	return spec.Lookup(t)
+}
+
+// NewNode wraps an element of the model whose FHIR type is typ (as the spec
+// tables name it: "HumanName", "date", "Patient.contact").
+func NewNode(x any, typ string) *Node {
+	if r, ok := x.(r4.Resource); ok {
+		return NodeOf(r)
+	}
+	return &Node{Value: x, Type: typ, def: spec.Lookup(typ)}
+}
+
+// box allocates a Node from the evaluator's blocks, so that navigation does
+// not make one allocation per item; with a nil evaluator it allocates the
+// Node alone.
+func (e *evaluator) box(n Node) *Node {
+	if e == nil {
+		return &n
+	}
+	if len(e.nodes) == cap(e.nodes) {
+		e.nodes = make([]Node, 0, 128)
+	}
+	e.nodes = append(e.nodes, n)
+	return &e.nodes[len(e.nodes)-1]
+}
+
+// navigate2all appends every child of n (besides id and url).
+func navigate2all(n *Node, def *spec.Type, out Collection, e *evaluator) Collection {
+	var kids []r4.Child
+	if e != nil {
+		kids = e.kids[:0]
+	}
+	kids = r4.AppendChildren(kids, n.Value, "", false)
+	for _, c := range kids {
+		out = append(out, e.box(childNode(def, c.Name, c.Node)))
+	}
+	if e != nil {
+		clear(kids)
+		e.kids = kids[:0]
+	}
+	return out
+}
+
+var elementDef = spec.Lookup("Element")
+
+// childDef returns the type definition whose elements describe n's
+// children.
+func (n *Node) childDef() *spec.Type {
+	if n.def == nil {
+		return nil
+	}
+	if n.def.Kind == spec.Primitive {
+		return elementDef
+	}
+	return n.def
+}
+
+// child builds the Node for a child element c found under JSON name.
+func childNode(parentDef *spec.Type, name string, c any) Node {
+	if r, ok := c.(r4.Resource); ok {
+		t := r.ResourceType()
+		return Node{Value: r, Type: t, def: resourceDef(t)}
+	}
+	if parentDef != nil {
+		if e := parentDef.Element(name); e != nil {
+			return Node{Value: c, Type: e.Type, def: e.TypeDef()}
+		}
+	}
+	if p, ok := c.(r4.Primitive); ok {
+		t := p.PrimitiveType()
+		return Node{Value: c, Type: t, def: spec.Lookup(t)}
+	}
+	if _, ok := c.(*r4.Extension); ok {
+		return Node{Value: c, Type: "Extension", def: spec.Lookup("Extension")}
+	}
+	return Node{Value: c, Type: "Element"}
+}
+
+// choiceNames reports whether name is a choice element of def (such as
+// value for Observation.value[x]).
+func isChoice(def *spec.Type, name string) bool {
+	if def == nil {
+		return false
+	}
+	es := def.Elements
+	lo, hi := 0, len(es)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if es[m].Name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	suffix := "." + name + "[x]"
+	for ; lo < len(es) && strings.HasPrefix(es[lo].Name, name); lo++ {
+		if strings.HasSuffix(es[lo].Path, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup is what navigation needs to know about a name on a type: its
+// element (nil for a choice name or an unknown type) and whether it is a
+// choice element.
+type lookup struct {
+	def    *spec.Type
+	name   string
+	elem   *spec.Element
+	choice bool
+	none   bool // def has no such element
+}
+
+// lookupName resolves name on def, remembering the last answer: a
+// collection's items mostly share their type.
+func (e *evaluator) lookupName(def *spec.Type, name string) lookup {
+	if e != nil && def != nil && e.last.def == def && e.last.name == name {
+		return e.last
+	}
+	l := lookup{def: def, name: name}
+	if def != nil {
+		l.elem = def.Element(name)
+		if l.elem == nil {
+			l.choice = isChoice(def, name)
+			l.none = !l.choice
+		}
+	}
+	if e != nil {
+		e.last = l
+	}
+	return l
+}
+
+// navigate appends to out the children of n named name (a choice name
+// such as value matches valueQuantity, valueString…).
+func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
+	switch name {
+	case "id":
+		if r, ok := n.Value.(r4.Resource); ok {
+			if id := r.ResourceID(); id != "" {
+				return append(out, &Node{Value: &r4.ID{Value: id, Present: true}, Type: "id", def: spec.Lookup("id")})
+			}
+			return out
+		}
+		if idp, _ := r4.ElementOf(n.Value); idp != nil && *idp != "" {
+			return append(out, &Node{Value: &r4.String{Value: *idp, Present: true}, Type: "string", def: spec.Lookup("string")})
+		}
+		return out
+	case "url":
+		if e, ok := n.Value.(*r4.Extension); ok {
+			if e.URL != "" {
+				out = append(out, &Node{Value: &r4.URI{Value: e.URL, Present: true}, Type: "uri", def: spec.Lookup("uri")})
+			}
+			return out
+		}
+	}
+	def := n.childDef()
+	l := e.lookupName(def, name)
+	if l.none {
+		return out
+	}
+	var kids []r4.Child
+	if e != nil {
+		kids = e.kids[:0]
+	}
+	kids = r4.AppendChildren(kids, n.Value, name, l.choice)
+	for _, c := range kids {
+		if l.elem != nil {
+			if _, isRes := c.Node.(r4.Resource); !isRes {
+				out = append(out, e.box(Node{Value: c.Node, Type: l.elem.Type, def: l.elem.TypeDef()}))
+				continue
+			}
+		}
+		out = append(out, e.box(childNode(def, c.Name, c.Node)))
+	}
+	if e != nil {
+		clear(kids)
+		e.kids = kids[:0]
+	}
+	return out
+}
+
+// children appends every child of n.
+func children(n *Node, out Collection, e *evaluator) Collection {
+	out = navigate(n, "id", out, e)
+	if _, ok := n.Value.(*r4.Extension); ok {
+		out = navigate(n, "url", out, e)
+	}
+	def := n.childDef()
+	return navigate2all(n, def, out, e)
+}
+
+// isPrimitiveNode reports whether n is a FHIR primitive.
+func (n *Node) primitive() (r4.Primitive, bool) {
+	p, ok := n.Value.(r4.Primitive)
+	return p, ok
+}
+
+// quantityTypes are the FHIR types that are Quantity or specialise it.
+var quantityTypes = map[string]bool{"Quantity": true, "Age": true, "Count": true, "Distance": true, "Duration": true, "MoneyQuantity": true, "SimpleQuantity": true}
+
+// toSystem converts a FHIR primitive or Quantity node to its System value;
+// other values are returned unchanged. ok is false for a primitive without
+// a value.
+func toSystem(v Value) (Value, bool) {
+	n, isNode := v.(*Node)
+	if !isNode {
+		return v, true
+	}
+	if p, ok := n.primitive(); ok {
+		if !p.HasValue() {
+			return nil, false
+		}
+		switch x := n.Value.(type) {
+		case *r4.Boolean:
+			return Boolean(x.Value), true
+		case *r4.Integer:
+			return Integer(x.Value), true
+		case *r4.PositiveInt:
+			return Integer(x.Value), true
+		case *r4.UnsignedInt:
+			return Integer(x.Value), true
+		case *r4.Decimal:
+			d, ok := parseDecimal(x.Value)
+			if !ok {
+				return nil, false
+			}
+			return d, true
+		case *r4.Date:
+			d, ok := parseDate(x.Value)
+			if !ok {
+				return nil, false
+			}
+			return d, true
+		case *r4.DateTime:
+			return dateTimeValue(x.Value)
+		case *r4.Instant:
+			return dateTimeValue(x.Value)
+		case *r4.Time:
+			t, ok := parseTime(x.Value)
+			if !ok {
+				return nil, false
+			}
+			return t, true
+		}
+		return String(p.Text()), true
+	}
+	if quantityTypes[n.Type] {
+		if q, ok := quantityOf(n.Value); ok {
+			return q, true
+		}
+	}
+	return v, true
+}
+
+// dateTimeValue converts a FHIR dateTime text: a date alone stays a
+// DateTime of date precision.
+func dateTimeValue(s string) (Value, bool) {
+	dt, ok := parseDateTime(s)
+	if !ok {
+		return nil, false
+	}
+	return dt, true
+}
+
+// quantityOf reads the r4 Quantity family.
+func quantityOf(x any) (Quantity, bool) {
+	var value *r4.Decimal
+	var unit, code, system *string
+	str := func(p interface{ Text() string }, ok bool) *string {
+		if !ok {
+			return nil
+		}
+		s := p.Text()
+		return &s
+	}
+	switch q := x.(type) {
+	case *r4.Quantity:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Age:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Count:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Distance:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	case *r4.Duration:
+		value = q.Value
+		unit, code, system = str(q.Unit, q.Unit != nil), str(q.Code, q.Code != nil), str(q.System, q.System != nil)
+	default:
+		return Quantity{}, false
+	}
+	if value == nil || !value.HasValue() {
+		return Quantity{}, false
+	}
+	d, ok := parseDecimal(value.Value)
+	if !ok {
+		return Quantity{}, false
+	}
+	u := ""
+	switch {
+	case code != nil && (system == nil || *system == ucumSystem):
+		u = *code
+	case unit != nil:
+		u = *unit
+	}
+	if u == "" {
+		u = "1"
+	}
+	return Quantity{Value: d, Unit: u}, true
+}
+
+const ucumSystem = "http://unitsofmeasure.org"
+
+// nodeIs reports whether n is of FHIR type name or a specialisation of it.
+func nodeIs(n *Node, name string) bool {
+	if n.Type == name {
+		return true
+	}
+	_, isRes := n.Value.(r4.Resource)
+	switch name {
+	case "Resource":
+		return isRes
+	case "DomainResource":
+		if !isRes {
+			return false
+		}
+		switch n.Type {
+		case "Bundle", "Binary", "Parameters":
+			return false
+		}
+		return true
+	case "Element":
+		return !isRes
+	case "BackboneElement":
+		return n.def != nil && n.def.Kind == spec.Backbone && r4.IsResourceType(rootOf(n.Type))
+	case "Quantity":
+		return quantityTypes[n.Type]
+	case "string":
+		return n.Type == "code" || n.Type == "id" || n.Type == "markdown"
+	case "uri":
+		return n.Type == "url" || n.Type == "canonical" || n.Type == "oid" || n.Type == "uuid"
+	case "integer":
+		return n.Type == "unsignedInt" || n.Type == "positiveInt"
+	}
+	return false
+}

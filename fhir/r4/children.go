@@ -1,0 +1,74 @@
+package r4
+
+import "sync"
+
+// Child is a direct child of an element or resource, as AppendChildren
+// reports it.
+type Child struct {
+	// Name is the JSON member name (valueQuantity for a choice element).
+	Name string
+	// Index is the position in a repeating element, or -1.
+	Index int
+	// Node is what Walk would pass for the child: a pointer to the element
+	// or a nested Resource.
+	Node any
+}
+
+// walkers recycles the walkers of AppendChildren, which navigation calls
+// once per element: it holds no data between calls.
+var walkers = sync.Pool{New: func() any { return new(walker) }}
+
+// AppendChildren appends to dst the direct children of x that have
+// content, in definition order, and returns the extended slice. x is a
+// Resource or what Walk passes for an element (*HumanName, *Date,
+// *PatientContact…); a primitive's children are its extensions. With a
+// non-empty name only the children of that JSON name are appended, and
+// with choice the typed names of that choice element (value gives
+// valueQuantity, valueString…); the other fields are skipped without a
+// call. Element ids, Extension.url and the logical id of a resource are
+// plain strings and are not reported (ElementOf, Extension.URL and
+// Resource.ResourceID give them). For any other x, or a nil pointer, dst is
+// returned unchanged.
+//
+// AppendChildren uses the generated walkers, no reflection, and allocates
+// nothing beyond dst's growth.
+func AppendChildren(dst []Child, x any, name string, choice bool) []Child {
+	wk, ok := x.(walkable)
+	if !ok || wk == nil {
+		return dst
+	}
+	if r, ok := x.(Resource); ok && r.isNil() {
+		return dst
+	}
+	if e, ok := x.(elementer); ok {
+		if id, _ := e.elementParts(); id == nil {
+			return dst // a nil pointer
+		}
+	}
+	w := walkers.Get().(*walker)
+	w.only, w.choice, w.collecting, w.collected = name, choice, true, dst
+	wk.walk(w)
+	dst = w.collected
+	*w = walker{}
+	walkers.Put(w)
+	return dst
+}
+
+// Children calls fn for every direct child of x that has content, in
+// definition order, with its JSON member name and, for a repeating element,
+// its index (-1 otherwise); fn returns false to stop early. It is
+// AppendChildren with a callback.
+func Children(x any, fn func(name string, index int, child any) bool) {
+	ChildrenNamed(x, "", false, fn)
+}
+
+// ChildrenNamed is Children restricted to the children called name (with
+// choice, to the typed names of that choice element), as AppendChildren.
+func ChildrenNamed(x any, name string, choice bool, fn func(name string, index int, child any) bool) {
+	var buf [8]Child
+	for _, c := range AppendChildren(buf[:0], x, name, choice) {
+		if !fn(c.Name, c.Index, c.Node) {
+			return
+		}
+	}
+}
