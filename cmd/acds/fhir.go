@@ -21,6 +21,7 @@ import (
 //
 //	acds fhir validate FILE… [--errors-only] [--json]
 //	acds fhir fmt FILE [--deidentify [--key-file F]] [--source S]
+//	acds fhir path EXPRESSION FILE
 //
 // FILE may be "-" for standard input. validate reports every file (its
 // issues, or why it could not be read, and a one-line summary) and exits 0
@@ -39,6 +40,8 @@ func runFHIR(ctx context.Context, e env) int {
 		return fhirValidate(rest, e)
 	case "fmt":
 		return fhirFmt(rest, e)
+	case "path":
+		return fhirPath(ctx, rest, e)
 	case "-h", "--help", "help":
 		fhirUsage(e.stdout)
 		return 0
@@ -51,9 +54,11 @@ func runFHIR(ctx context.Context, e env) int {
 func fhirUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: acds fhir validate FILE… [--errors-only] [--json]")
 	fmt.Fprintln(w, "       acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]")
+	fmt.Fprintln(w, "       acds fhir path EXPRESSION FILE")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "validate  checks FHIR R4 JSON, every file; exit 0 all valid, 1 any invalid, 2 usage or any unreadable")
 	fmt.Fprintln(w, "fmt       prints the normalised canonical JSON (a collection Bundle with a Provenance)")
+	fmt.Fprintln(w, "path      evaluates a FHIRPath expression; prints the result as a JSON array (exit 1 evaluation error)")
 	fmt.Fprintln(w, "FILE may be - for standard input")
 }
 

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/acds-project/acds/fhir/fhirpath"
+	"github.com/acds-project/acds/fhir/r4"
+)
+
+// fhirPathTimeout bounds one evaluation of `acds fhir path`.
+const fhirPathTimeout = 30 * time.Second
+
+// fhirPath evaluates a FHIRPath expression on a resource or Bundle (DESIGN
+// §8):
+//
+//	acds fhir path EXPRESSION FILE
+//
+// It prints the result collection as a JSON array (fhirpath.MarshalJSON:
+// primitives as JSON values, complex elements and Quantity as their FHIR
+// JSON) and exits 0; 1 on an evaluation error; 2 on a usage error, an
+// expression that does not parse, or an input that cannot be read or is
+// not FHIR R4 JSON.
+func fhirPath(ctx context.Context, args []string, e env) int {
+	fs := flag.NewFlagSet("acds fhir path", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fhirPathUsage(fs.Output()) }
+	pos, err := fhirArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(e.stderr, "acds fhir path: want EXPRESSION and FILE")
+		fhirPathUsage(e.stderr)
+		return 2
+	}
+	expr, name := pos[0], pos[1]
+	x, err := fhirpath.Compile(expr)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds fhir path: %v\n", err)
+		return 2
+	}
+	data, err := fhirRead(name, e.stdin)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds fhir path: %s: %v\n", name, err)
+		return 2
+	}
+	res, err := r4.Unmarshal(data)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds fhir path: %s: not FHIR R4 JSON: %v\n", name, err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, fhirPathTimeout)
+	defer cancel()
+	out, err := x.EvaluateResource(ctx, res, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds fhir path: %v\n", err)
+		return 1
+	}
+	js, err := fhirpath.MarshalJSON(out)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds fhir path: encoding the result: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(e.stdout, "%s\n", js)
+	return 0
+}
+
+func fhirPathUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: acds fhir path EXPRESSION FILE")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Evaluates a FHIRPath expression on a FHIR R4 resource or Bundle (FILE, or - for")
+	fmt.Fprintln(w, "standard input) and prints the result collection as a JSON array: primitives as")
+	fmt.Fprintln(w, "JSON values, complex elements and Quantity as their FHIR JSON.")
+	fmt.Fprintln(w, "Exit status: 0 evaluated, 1 evaluation error, 2 usage error, an expression that")
+	fmt.Fprintln(w, "does not parse, or an input that cannot be read or is not FHIR R4 JSON.")
+}
