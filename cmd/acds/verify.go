@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -267,14 +266,11 @@ func parseInterspersed(flags *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// readBundle reads BUNDLE ("-" is stdin) and returns the CBOR bytes,
-// decoding base64 (standard or URL alphabet, whitespace ignored) when the
-// input is not raw CBOR.
+// readBundle reads BUNDLE ("-" is stdin) as attestation.ReadBundle reads
+// it: raw CBOR or base64.
 func readBundle(name string, stdin io.Reader) ([]byte, error) {
-	var r io.Reader
-	if name == "-" {
-		r = stdin
-	} else {
+	r := stdin
+	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, err
@@ -282,30 +278,15 @@ func readBundle(name string, stdin io.Reader) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	limit := int64(attestation.MaxBundleSize)*4/3 + 4096
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	data, err := io.ReadAll(io.LimitReader(r, attestation.MaxBundleTextSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than any bundle (%d bytes)", name, attestation.MaxBundleSize)
+	b, err := attestation.ReadBundle(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(data) > 0 && data[0] >= 0xa0 && data[0] <= 0xbf {
-		return data, nil // a CBOR map: raw bundle
-	}
-	text := strings.Map(func(r rune) rune {
-		if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
-			return -1
-		}
-		return r
-	}, string(data))
-	text = strings.TrimPrefix(strings.Trim(text, `"`), "base64:")
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(text); err == nil && len(b) > 0 {
-			return b, nil
-		}
-	}
-	return nil, fmt.Errorf("%s is neither raw CBOR nor base64", name)
+	return b, nil
 }
 
 // loadPolicyManifest reads --policy: a signed manifest verified with the
