@@ -64,14 +64,12 @@ func runDemo(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr)
 		flags.PrintDefaults()
 	}
-	if err := flags.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	args, err := parseArgs(flags, e.args)
+	if err != nil {
+		return parseExit(err)
 	}
-	if flags.NArg() != 0 {
-		fmt.Fprintf(e.stderr, "acds demo: unexpected argument %q\n", flags.Arg(0))
+	if len(args) != 0 {
+		fmt.Fprintf(e.stderr, "acds demo: unexpected argument %q\n", args[0])
 		return 2
 	}
 	dir, err := os.MkdirTemp("", "acds-demo-")
