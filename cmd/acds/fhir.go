@@ -58,23 +58,7 @@ func fhirUsage(w io.Writer) {
 }
 
 func fhirRead(name string, stdin io.Reader) ([]byte, error) {
-	var r io.Reader = stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	b, err := io.ReadAll(io.LimitReader(r, fhir.DefaultMaxBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > fhir.DefaultMaxBytes {
-		return nil, fmt.Errorf("larger than %d bytes", fhir.DefaultMaxBytes)
-	}
-	return b, nil
+	return readArg(name, stdin, fhir.DefaultMaxBytes)
 }
 
 // fhirFileResult is one file's entry in `acds fhir validate --json`.

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"io"
+	"os"
 )
 
 // parseArgs parses a subcommand's flags, which may come before or after
@@ -34,4 +37,26 @@ func parseExit(err error) int {
 		return 0
 	}
 	return 2
+}
+
+// readArg reads the file a command line names, "-" being standard input,
+// up to limit bytes; more is an error.
+func readArg(name string, stdin io.Reader, limit int64) ([]byte, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"time"
@@ -133,12 +132,7 @@ func manifestVerify(e env) int {
 		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
 		return 2
 	}
-	var signed []byte
-	if *in == "-" {
-		signed, err = io.ReadAll(io.LimitReader(e.stdin, manifest.MaxSize+1))
-	} else {
-		signed, err = os.ReadFile(*in)
-	}
+	signed, err := readArg(*in, e.stdin, manifest.MaxSize)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
 		return 2

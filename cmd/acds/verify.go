@@ -229,16 +229,7 @@ func (h *hexList) Set(s string) error {
 // readBundle reads BUNDLE ("-" is stdin) as attestation.ReadBundle reads
 // it: raw CBOR or base64.
 func readBundle(name string, stdin io.Reader) ([]byte, error) {
-	r := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, attestation.MaxBundleTextSize+1))
+	data, err := readArg(name, stdin, attestation.MaxBundleTextSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
