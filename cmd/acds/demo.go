@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -434,9 +433,9 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 // verifyResult verifies a result's attestation bundle together with the
 // output bytes it attests.
 func verifyResult(v *verify.Verifier, r *acds.Result) (*verify.Result, error) {
-	raw, err := base64.StdEncoding.DecodeString(r.AttestationBundle)
+	raw, err := attestation.ReadBundle([]byte(r.AttestationBundle))
 	if err != nil {
-		return nil, fmt.Errorf("attestation bundle is not base64: %w", err)
+		return nil, err
 	}
 	return v.VerifyOutput(raw, r.Output)
 }
