@@ -12,7 +12,7 @@ func TestImportRules(t *testing.T) {
 	for dir, allowed := range map[string][]string{
 		".":      nil,
 		"client": {"github.com/acds-project/acds"},
-		"server": {"github.com/acds-project/acds", "github.com/acds-project/acds/internal/store", "github.com/google/uuid", "golang.org/x/crypto/argon2", "golang.org/x/time/rate"},
+		"server": {"github.com/acds-project/acds", "github.com/acds-project/acds/attestation", "github.com/acds-project/acds/internal/jsonscan", "github.com/acds-project/acds/internal/store", "github.com/google/uuid", "golang.org/x/crypto/argon2", "golang.org/x/time/rate"},
 	} {
 		pkg, err := build.ImportDir(dir, 0)
 		if err != nil {

@@ -223,23 +223,6 @@ func pageByEncodingJSON(b []byte) (*page, error) {
 	return &p, nil
 }
 
-// FuzzScanValue checks the validating scan that page walks use against
-// json.Valid: a value followed by nothing but white space is accepted
-// exactly when json.Valid accepts it, and the scan never panics.
-func FuzzScanValue(f *testing.F) {
-	for _, s := range []string{`{"a":[1,-0.5e+3,true,false,null,"\u00e9\n"]}`, `[]`, `{}`, ` "x" `, `01`, `1.`, `1e`, `-`, `"\x"`,
-		`"\u12g4"`, "\"\x01\"", `{"a" 1}`, `{"a":1,}`, `[1,]`, `[1 2]`, `tru`, `nul`, `{"a":1}x`, `"\xff"`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		end, err := scanValue(b, skipWS(b, 0))
-		got := err == nil && skipWS(b, end) == len(b)
-		if want := json.Valid(b); got != want {
-			t.Fatalf("scanValue accepts %q: %v, json.Valid: %v", b, got, want)
-		}
-	})
-}
-
 // FuzzParseRegistrations: a registrations file never panics the parser,
 // and whatever it accepts CheckRegistrations accepts too (the file and
 // Go decide alike).

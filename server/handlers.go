@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/internal/store"
 )
 
@@ -537,15 +538,6 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// decodeBase64 accepts std or url alphabets, padded or not.
-func decodeBase64(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if strings.ContainsAny(s, "-_") {
-		return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
-	}
-	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
-}
-
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	var req acds.VerifyRequest
 	if p := decodeBody(w, r, s.cfg.MaxProcessBody, &req, false); p != nil {
@@ -556,7 +548,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, fieldProblem("attestationBundle", "required"))
 		return
 	}
-	bundle, err := decodeBase64(req.AttestationBundle)
+	bundle, err := attestation.ReadBundle([]byte(req.AttestationBundle))
 	if err != nil || len(bundle) == 0 {
 		writeProblem(w, fieldProblem("attestationBundle", "must be base64"))
 		return

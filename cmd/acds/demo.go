@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -64,14 +63,12 @@ func runDemo(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr)
 		flags.PrintDefaults()
 	}
-	if err := flags.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	args, err := parseArgs(flags, e.args)
+	if err != nil {
+		return parseExit(err)
 	}
-	if flags.NArg() != 0 {
-		fmt.Fprintf(e.stderr, "acds demo: unexpected argument %q\n", flags.Arg(0))
+	if len(args) != 0 {
+		fmt.Fprintf(e.stderr, "acds demo: unexpected argument %q\n", args[0])
 		return 2
 	}
 	dir, err := os.MkdirTemp("", "acds-demo-")
@@ -436,9 +433,9 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 // verifyResult verifies a result's attestation bundle together with the
 // output bytes it attests.
 func verifyResult(v *verify.Verifier, r *acds.Result) (*verify.Result, error) {
-	raw, err := base64.StdEncoding.DecodeString(r.AttestationBundle)
+	raw, err := attestation.ReadBundle([]byte(r.AttestationBundle))
 	if err != nil {
-		return nil, fmt.Errorf("attestation bundle is not base64: %w", err)
+		return nil, err
 	}
 	return v.VerifyOutput(raw, r.Output)
 }

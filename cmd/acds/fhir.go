@@ -62,44 +62,8 @@ func fhirUsage(w io.Writer) {
 	fmt.Fprintln(w, "FILE may be - for standard input")
 }
 
-// fhirArgs parses flags that may come before or after the positional
-// arguments; "--" ends the flags.
-func fhirArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
 func fhirRead(name string, stdin io.Reader) ([]byte, error) {
-	var r io.Reader = stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	b, err := io.ReadAll(io.LimitReader(r, fhir.DefaultMaxBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > fhir.DefaultMaxBytes {
-		return nil, fmt.Errorf("larger than %d bytes", fhir.DefaultMaxBytes)
-	}
-	return b, nil
+	return readArg(name, stdin, fhir.DefaultMaxBytes)
 }
 
 // fhirFileResult is one file's entry in `acds fhir validate --json`.
@@ -129,12 +93,9 @@ func fhirValidate(args []string, e env) int {
 		fmt.Fprintln(e.stderr)
 		fs.PrintDefaults()
 	}
-	files, err := fhirArgs(fs, args)
+	files, err := parseArgs(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return parseExit(err)
 	}
 	if len(files) == 0 {
 		fs.Usage()
@@ -221,12 +182,9 @@ func fhirFmt(args []string, e env) int {
 		fmt.Fprintln(e.stderr, "usage: acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]")
 		fs.PrintDefaults()
 	}
-	files, err := fhirArgs(fs, args)
+	files, err := parseArgs(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return parseExit(err)
 	}
 	if len(files) != 1 {
 		fs.Usage()

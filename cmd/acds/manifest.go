@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"time"
@@ -62,13 +58,11 @@ func manifestSign(e env) int {
 	in := flags.String("in", "", "JSON manifest description")
 	out := flags.String("out", "", `file for the signed manifest ("-" for standard output)`)
 	pubOut := flags.String("pub-out", "", "also write the publisher's public key (PEM) to `FILE`, the form acds manifest verify --key and acds verify --manifest-key read; default none: it is printed on standard error only")
-	if err := flags.Parse(e.args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	args, err := parseArgs(flags, e.args[1:])
+	if err != nil {
+		return parseExit(err)
 	}
-	if *keyFile == "" || *in == "" || *out == "" || flags.NArg() != 0 {
+	if *keyFile == "" || *in == "" || *out == "" || len(args) != 0 {
 		fmt.Fprintln(e.stderr, "acds manifest sign: --key, --in and --out are required")
 		return 2
 	}
@@ -125,13 +119,11 @@ func manifestVerify(e env) int {
 	keyFile := flags.String("key", "", "the publisher's Ed25519 public key file (PEM, hex or base64)")
 	in := flags.String("in", "", `signed manifest ("-" for standard input)`)
 	asJSON := flags.Bool("json", false, "print the manifest as a JSON description")
-	if err := flags.Parse(e.args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	args, err := parseArgs(flags, e.args[1:])
+	if err != nil {
+		return parseExit(err)
 	}
-	if *keyFile == "" || *in == "" || flags.NArg() != 0 {
+	if *keyFile == "" || *in == "" || len(args) != 0 {
 		fmt.Fprintln(e.stderr, "acds manifest verify: --key and --in are required")
 		return 2
 	}
@@ -140,12 +132,7 @@ func manifestVerify(e env) int {
 		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
 		return 2
 	}
-	var signed []byte
-	if *in == "-" {
-		signed, err = io.ReadAll(io.LimitReader(e.stdin, manifest.MaxSize+1))
-	} else {
-		signed, err = os.ReadFile(*in)
-	}
+	signed, err := readArg(*in, e.stdin, manifest.MaxSize)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
 		return 2
@@ -155,7 +142,7 @@ func manifestVerify(e env) int {
 		fmt.Fprintf(e.stderr, "acds manifest verify: %v\n", err)
 		return 1
 	}
-	d := describe(m)
+	d := m.Description()
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -182,21 +169,4 @@ func manifestVerify(e env) int {
 		fmt.Fprintf(e.stdout, "  notary key %s\n", k)
 	}
 	return 0
-}
-
-// describe turns a manifest back into its JSON description form.
-func describe(m *manifest.Manifest) manifest.Description {
-	d := manifest.Description{Issuer: m.Issuer, NotBefore: m.NotBefore, NotAfter: m.NotAfter, Profiles: map[string]manifest.ProfileDescription{}}
-	for n, p := range m.Profiles {
-		var pd manifest.ProfileDescription
-		for _, x := range p.Measurements {
-			pd.Measurements = append(pd.Measurements, hex.EncodeToString(x))
-		}
-		pd.MinimumTCB = p.MinimumTCB
-		d.Profiles[n] = pd
-	}
-	for _, k := range m.NotaryKeys {
-		d.NotaryKeys = append(d.NotaryKeys, base64.StdEncoding.EncodeToString(k))
-	}
-	return d
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 
@@ -23,21 +22,16 @@ func runMeasure(ctx context.Context, e env) int {
 		fmt.Fprintln(e.stderr, "usage: acds measure [FILE]")
 		fmt.Fprintln(e.stderr, "prints the code hash (hex SHA-384) of FILE, or of this acds binary")
 	}
-	if err := flags.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	args, err := parseArgs(flags, e.args)
+	if err != nil {
+		return parseExit(err)
 	}
-	var (
-		m   []byte
-		err error
-	)
-	switch flags.NArg() {
+	var m []byte
+	switch len(args) {
 	case 0:
 		m, err = sim.MeasureSelf()
 	case 1:
-		m, err = sim.MeasureFile(flags.Arg(0))
+		m, err = sim.MeasureFile(args[0])
 	default:
 		flags.Usage()
 		return 2

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,14 +40,12 @@ func runNotary(ctx context.Context, e env) int {
 		fmt.Fprintln(w)
 		flags.PrintDefaults()
 	}
-	if err := flags.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	args, err := parseArgs(flags, e.args)
+	if err != nil {
+		return parseExit(err)
 	}
-	if flags.NArg() != 0 {
-		fmt.Fprintf(e.stderr, "acds notary: unexpected argument %q\n", flags.Arg(0))
+	if len(args) != 0 {
+		fmt.Fprintf(e.stderr, "acds notary: unexpected argument %q\n", args[0])
 		return 2
 	}
 	key, created, err := notary.LoadOrCreateKey(*keyFile)

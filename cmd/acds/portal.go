@@ -57,14 +57,12 @@ func runPortal(ctx context.Context, e env) int {
 		fmt.Fprintln(w)
 		flags.PrintDefaults()
 	}
-	if err := flags.Parse(e.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	args, err := parseArgs(flags, e.args)
+	if err != nil {
+		return parseExit(err)
 	}
-	if flags.NArg() != 0 {
-		fmt.Fprintf(e.stderr, "acds portal: unexpected argument %q\n", flags.Arg(0))
+	if len(args) != 0 {
+		fmt.Fprintf(e.stderr, "acds portal: unexpected argument %q\n", args[0])
 		return 2
 	}
 	if *patients < 1 || *patients > 10000 {

@@ -85,11 +85,12 @@ func parseServeFlags(e env) (*serveFlags, error) {
 		fmt.Fprintln(e.stderr)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(e.args); err != nil {
+	args, err := parseArgs(fs, e.args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() != 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if len(args) != 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
 	}
 	if _, _, err := net.SplitHostPort(f.addr); err != nil {
 		return nil, fmt.Errorf("--addr %q: %w", f.addr, err)
@@ -295,47 +296,11 @@ func loadTLSIssuer(f *serveFlags) (*attestation.Issuer, error) {
 	case !f.tls:
 		return nil, errors.New("--tls-ca-cert and --tls-ca-key need --tls")
 	}
-	fi, err := os.Stat(f.tlsCAKey)
+	ca, err := attestation.LoadIssuer(f.tlsCACert, f.tlsCAKey, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("--tls-ca-key: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("--tls-ca-key %s: mode %04o lets group or others read it; chmod 600 it", f.tlsCAKey, fi.Mode().Perm())
-	}
-	certPEM, err := readLimited(f.tlsCACert, attestation.MaxIssuerPEMSize)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-ca-cert: %w", err)
-	}
-	keyPEM, err := readLimited(f.tlsCAKey, attestation.MaxIssuerPEMSize)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-ca-key: %w", err)
-	}
-	ca, err := attestation.ParseIssuer(certPEM, keyPEM)
-	clear(keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("--tls-ca-cert %s, --tls-ca-key %s: %w", f.tlsCACert, f.tlsCAKey, err)
-	}
-	if err := ca.Check(time.Now()); err != nil {
-		return nil, fmt.Errorf("--tls-ca-cert %s: %w", f.tlsCACert, err)
+		return nil, fmt.Errorf("--tls-ca-cert, --tls-ca-key: %w", err)
 	}
 	return ca, nil
-}
-
-// readLimited reads a file of at most limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return b, nil
 }
 
 // serviceOptions are the service options of the serve flags: it reads the

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,6 +18,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -72,12 +71,9 @@ func runVerify(ctx context.Context, e env) int {
 		fmt.Fprintln(w)
 		flags.PrintDefaults()
 	}
-	args, err := parseInterspersed(flags, e.args)
+	args, err := parseArgs(flags, e.args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return parseExit(err)
 	}
 	if (*server == "") != (len(args) == 1) || (*server != "" && *outputFile != "") {
 		flags.Usage()
@@ -93,32 +89,29 @@ func runVerify(ctx context.Context, e env) int {
 		return 2
 	}
 
-	p := verify.Policy{Now: time.Now}
+	if *manifestKey != "" && *policyFile == "" {
+		return fail("--manifest-key needs --policy")
+	}
+	p, source, err := verify.LoadPolicy(verify.PolicyFiles{
+		Manifest:             *policyFile,
+		ManifestKey:          *manifestKey,
+		Measurements:         measurements,
+		UnsafeAllowSimulated: *allowSim,
+	}, time.Now)
+	switch {
+	case errors.Is(err, manifest.ErrKeyRequired):
+		return fail("--policy: %s is a signed manifest: give the publisher's public key with --manifest-key", *policyFile)
+	case err != nil && *policyFile != "":
+		return fail("--policy: %v", err)
+	case err != nil:
+		return fail("%v", err)
+	}
 	var notes []string
+	if source != "" {
+		notes = append(notes, source)
+	}
 	selfHash := false
-	if len(measurements) > 0 {
-		if *manifestKey != "" {
-			return fail("--manifest-key needs --policy")
-		}
-		ms, err := verify.ParseMeasurements(measurements...)
-		if err != nil {
-			return fail("--measurement: %v", err)
-		}
-		p.Measurements = ms
-		notes = append(notes, fmt.Sprintf("policy: the code hash(es) given with --measurement (%d), no manifest", len(measurements)))
-	} else if *policyFile != "" {
-		m, note, err := loadPolicyManifest(*policyFile, *manifestKey)
-		if err != nil {
-			return fail("--policy: %v", err)
-		}
-		p.Manifest = m
-		if note != "" {
-			notes = append(notes, note)
-		}
-	} else {
-		if *manifestKey != "" {
-			return fail("--manifest-key needs --policy")
-		}
+	if *policyFile == "" && len(measurements) == 0 {
 		self, err := sim.MeasureSelf()
 		if err != nil {
 			return fail("%v", err)
@@ -127,18 +120,16 @@ func runVerify(ctx context.Context, e env) int {
 		notes = append(notes, "no --policy: expecting this acds binary's code hash "+hex.EncodeToString(self))
 		selfHash = true
 	}
-	if *allowSim {
-		p.UnsafeAllowSimulation = true
-		p.UnsafeTrustBundleSimulatedRoot = true
-		p.UnsafeTrustClaimedNotaryKey = true
+	if *server != "" {
+		ch, err := attested.NewChecker(p, nil)
+		if err != nil {
+			return fail("%v", err)
+		}
+		return verifyServer(ctx, e, *server, ch, *asJSON, notes, selfHash)
 	}
 	v, err := verify.New(p)
 	if err != nil {
 		return fail("%v", err)
-	}
-
-	if *server != "" {
-		return verifyServer(ctx, e, *server, v, *asJSON, notes, selfHash)
 	}
 
 	bundle, err := readBundle(args[0], e.stdin)
@@ -186,12 +177,12 @@ func report(e env, res *verify.Result, asJSON bool, notes []string, selfHash boo
 	return 1
 }
 
-// verifyServer is the attested-TLS check of a running server: it connects,
-// verifies the boot evidence in the server's certificate during the
-// handshake (before anything is sent) and reports. A TLS server without
-// evidence is not an enclave (exit 1); no TLS at all is a connection error
-// (exit 2).
-func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier, asJSON bool, notes []string, selfHash bool) int {
+// verifyServer is the attested-TLS check of a running server: it connects
+// with ch's TLS configuration, which verifies the boot evidence in the
+// server's certificate during the handshake (before anything is sent), and
+// reports. A TLS server without evidence is not an enclave (exit 1); no
+// TLS at all is a connection error (exit 2).
+func verifyServer(ctx context.Context, e env, rawURL string, ch *attested.Checker, asJSON bool, notes []string, selfHash bool) int {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		fmt.Fprintf(e.stderr, "acds verify: --server wants https://HOST[:PORT], got %q\n", rawURL)
@@ -201,30 +192,18 @@ func verifyServer(ctx context.Context, e env, rawURL string, v *verify.Verifier,
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "443")
 	}
-	var res *verify.Result
-	cfg := &tls.Config{
-		// The evidence, not a CA, authenticates the server: see
-		// verify.(*Verifier).VerifyCertificate.
-		InsecureSkipVerify: true,
-		MinVersion:         tls.VersionTLS12,
-		ServerName:         u.Hostname(),
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("no server certificate")
-			}
-			res = v.VerifyCertificate(cs.PeerCertificates[0])
-			if !res.Valid {
-				return &verify.CertificateError{Result: res}
-			}
-			return nil
-		},
-	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	d := tls.Dialer{Config: cfg}
+	d := tls.Dialer{Config: ch.TLSConfig(u.Hostname())}
 	conn, err := d.DialContext(ctx, "tcp", addr)
-	if conn != nil {
+	var res *verify.Result
+	var refused *verify.CertificateError
+	switch {
+	case err == nil:
+		res = ch.Result(conn.(*tls.Conn).ConnectionState().PeerCertificates[0])
 		conn.Close()
+	case errors.As(err, &refused):
+		res = refused.Result
 	}
 	if res == nil {
 		fmt.Fprintf(e.stderr, "acds verify: %s: %v\n", addr, err)
@@ -247,103 +226,18 @@ func (h *hexList) Set(s string) error {
 	return nil
 }
 
-// parseInterspersed parses flags that may follow positional arguments, as
-// in `acds verify bundle.b64 --json`. "--" ends the flags.
-func parseInterspersed(flags *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := flags.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := flags.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// readBundle reads BUNDLE ("-" is stdin) and returns the CBOR bytes,
-// decoding base64 (standard or URL alphabet, whitespace ignored) when the
-// input is not raw CBOR.
+// readBundle reads BUNDLE ("-" is stdin) as attestation.ReadBundle reads
+// it: raw CBOR or base64.
 func readBundle(name string, stdin io.Reader) ([]byte, error) {
-	var r io.Reader
-	if name == "-" {
-		r = stdin
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	limit := int64(attestation.MaxBundleSize)*4/3 + 4096
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	data, err := readArg(name, stdin, attestation.MaxBundleTextSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than any bundle (%d bytes)", name, attestation.MaxBundleSize)
-	}
-	if len(data) > 0 && data[0] >= 0xa0 && data[0] <= 0xbf {
-		return data, nil // a CBOR map: raw bundle
-	}
-	text := strings.Map(func(r rune) rune {
-		if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
-			return -1
-		}
-		return r
-	}, string(data))
-	text = strings.TrimPrefix(strings.Trim(text, `"`), "base64:")
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(text); err == nil && len(b) > 0 {
-			return b, nil
-		}
-	}
-	return nil, fmt.Errorf("%s is neither raw CBOR nor base64", name)
-}
-
-// loadPolicyManifest reads --policy: a signed manifest verified with the
-// key in keyFile, or (without a key) a JSON manifest description. Its
-// errors say which of those the file is not, or why it fails.
-func loadPolicyManifest(path, keyFile string) (*manifest.Manifest, string, error) {
-	data, err := os.ReadFile(path)
+	b, err := attestation.ReadBundle(data)
 	if err != nil {
-		return nil, "", err
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
-		if keyFile != "" {
-			return nil, "", fmt.Errorf("%s is an unsigned JSON description; --manifest-key applies to signed manifests", path)
-		}
-		m, err := manifest.ParseDescription(data)
-		if err != nil {
-			return nil, "", fmt.Errorf("%s is not a valid JSON manifest description: %w", path, err)
-		}
-		return m, "policy " + path + " is an unsigned manifest description (trusted as given)", nil
-	}
-	if err := manifest.CheckSigned(data); err != nil {
-		return nil, "", fmt.Errorf("%s is not a manifest: neither a signed manifest (acds manifest sign) nor a JSON manifest description: %w", path, err)
-	}
-	if keyFile == "" {
-		return nil, "", fmt.Errorf("%s is a signed manifest: give the publisher's public key with --manifest-key", path)
-	}
-	pub, err := manifest.ReadPublicKey(keyFile)
-	if err != nil {
-		return nil, "", fmt.Errorf("--manifest-key: %w", err)
-	}
-	m, err := manifest.Verify(data, pub, time.Now())
-	switch {
-	case errors.Is(err, manifest.ErrSignature):
-		return nil, "", fmt.Errorf("%s is a signed manifest, but its signature does not verify with the key in %s: %w", path, keyFile, err)
-	case err != nil:
-		return nil, "", fmt.Errorf("%s: %w", path, err)
-	}
-	return m, "policy " + path + " signed by " + m.Issuer, nil
+	return b, nil
 }
 
 func printResult(w io.Writer, r *verify.Result, notes []string) {

@@ -18,9 +18,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +26,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/verify"
 )
@@ -35,10 +34,6 @@ import (
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
-
-// maxBundle bounds the bundle file read (bundles are a few KiB, with a
-// presentation a few MiB).
-const maxBundle = 64 << 20
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("civerify", flag.ContinueOnError)
@@ -134,26 +129,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// readBundle reads a bundle file: base64 (std or URL, padding optional,
-// surrounding whitespace ignored) or raw CBOR.
+// readBundle reads a bundle file as attestation.ReadBundle reads it: raw
+// CBOR, or base64 (std or URL, padding optional, white space ignored).
 func readBundle(name string) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxBundle+1))
+	b, err := io.ReadAll(io.LimitReader(f, attestation.MaxBundleTextSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxBundle {
-		return nil, fmt.Errorf("larger than %d bytes", maxBundle)
-	}
-	text := bytes.TrimSpace(b)
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if raw, err := enc.DecodeString(string(text)); err == nil && len(raw) > 0 {
-			return raw, nil
-		}
-	}
-	return b, nil // raw CBOR; the verifier says if it is not a bundle
+	return attestation.ReadBundle(b)
 }

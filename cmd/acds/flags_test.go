@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestParseArgs: flags may come before or after positional arguments,
+// "--" ends them, and -h or a bad flag maps to exit 0 or 2.
+func TestParseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		pos  []string
+		json bool
+	}{
+		{[]string{"a", "--json", "b"}, []string{"a", "b"}, true},
+		{[]string{"--json", "a"}, []string{"a"}, true},
+		{[]string{"a", "--", "--json"}, []string{"a", "--json"}, false},
+		{[]string{"--", "-"}, []string{"-"}, false},
+		{nil, nil, false},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		asJSON := fs.Bool("json", false, "")
+		pos, err := parseArgs(fs, tc.args)
+		if err != nil || !reflect.DeepEqual(pos, tc.pos) || *asJSON != tc.json {
+			t.Errorf("%q: %q json=%v %v; want %q json=%v", tc.args, pos, *asJSON, err, tc.pos, tc.json)
+		}
+	}
+	for args, code := range map[string]int{"-h": 0, "--nope": 2} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		_, err := parseArgs(fs, []string{"x", args})
+		if err == nil || parseExit(err) != code {
+			t.Errorf("%s: %v, exit %d; want %d", args, err, parseExit(err), code)
+		}
+	}
+}
+
+func TestReadArg(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("12345"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readArg(p, nil, 5); err != nil || string(b) != "12345" {
+		t.Errorf("file: %q %v", b, err)
+	}
+	if b, err := readArg("-", strings.NewReader("abc"), 5); err != nil || string(b) != "abc" {
+		t.Errorf("stdin: %q %v", b, err)
+	}
+	if _, err := readArg(p, nil, 4); err == nil {
+		t.Error("over the limit: no error")
+	}
+	if _, err := readArg(filepath.Join(t.TempDir(), "none"), nil, 5); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+}
