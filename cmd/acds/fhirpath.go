@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,12 +28,9 @@ func fhirPath(ctx context.Context, args []string, e env) int {
 	fs := flag.NewFlagSet("acds fhir path", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() { fhirPathUsage(fs.Output()) }
-	pos, err := fhirArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
+	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return 2
+		return parseExit(err)
 	}
 	if len(pos) != 2 {
 		fmt.Fprintln(e.stderr, "acds fhir path: want EXPRESSION and FILE")
