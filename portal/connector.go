@@ -60,7 +60,7 @@ func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"[redacted]"`)
 // LogValue makes log/slog print a placeholder, never the credentials.
 func (Credentials) LogValue() slog.Value { return slog.StringValue("[redacted]") }
 
-// Request is one record to fetch. It mirrors server.FetchRequest.
+// Request is one record to fetch.
 type Request struct {
 	SystemType  string      // one of SystemTypes
 	PortalURL   string      // the FHIR base URL, e.g. https://portal.example/fhir

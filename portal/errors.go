@@ -94,6 +94,22 @@ func ProblemCode(err error) string {
 	}
 }
 
+// ProblemField returns the request field an error of Admit is about,
+// for the problem's field errors: "portalUrl" for ErrForbidden, "recordId"
+// for ErrInvalidRecordID, "systemType" for ErrUnsupportedSystemType, and
+// "" for any other error.
+func ProblemField(err error) string {
+	switch {
+	case errors.Is(err, ErrForbidden):
+		return "portalUrl"
+	case errors.Is(err, ErrInvalidRecordID):
+		return "recordId"
+	case errors.Is(err, ErrUnsupportedSystemType):
+		return "systemType"
+	}
+	return ""
+}
+
 // Error is a failed exchange with a portal. It wraps one of the error
 // classes (Kind) and, when there is one, the underlying cause. Its text
 // never contains credentials: portal answers quoted in Detail are capped

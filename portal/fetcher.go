@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/acds-project/acds/mpctls/prover"
@@ -66,13 +68,40 @@ func (n Notarized) Factory() TransportFactory {
 			MaxIdleConnsPerHost:   1,
 			ResponseHeaderTimeout: time.Minute,
 		}
-		return &notarizedTransport{Transport: tr, d: d}, nil
+		return &notarizedTransport{Transport: tr, d: d, lines: map[string]string{}}, nil
 	}
 }
 
 type notarizedTransport struct {
 	*http.Transport
 	d *prover.Dialer
+
+	mu    sync.Mutex
+	lines map[string]string // session id → the first request line sent in it
+}
+
+// RoundTrip sends req, noting the first request line each session carries.
+func (t *notarizedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	line := requestLine(req)
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		s := t.d.SessionOf(i.Conn)
+		if s == nil {
+			return
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, ok := t.lines[s.ID()]; !ok {
+			t.lines[s.ID()] = line
+		}
+	}}
+	return t.Transport.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+}
+
+// RequestLine is the first request line sent in the session of that id.
+func (t *notarizedTransport) RequestLine(sessionID string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lines[sessionID]
 }
 
 func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, error) {
@@ -80,8 +109,7 @@ func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, erro
 	return t.d.FinalizeAll(ctx)
 }
 
-// Result is a record fetched through notarized TLS sessions. It mirrors
-// server.Fetched.
+// Result is a record fetched through notarized TLS sessions.
 type Result struct {
 	FHIR []byte // the record: a collection Bundle
 	Host string // the portal host
@@ -93,6 +121,11 @@ type Result struct {
 	// NotaryStatements are the signed statements, one per TLS session,
 	// in dial order.
 	NotaryStatements [][]byte
+	// SessionRequestLines are the first request line sent in each
+	// session, parallel to NotaryStatements (a token request, a login
+	// page, a FHIR API request); an entry is empty when the transport does
+	// not say (a Transport other than Notarized's).
+	SessionRequestLines []string
 	// Sessions are the prover's results, for presentations.
 	Sessions []*prover.Result
 	// Pages, Resources and Everything are as in Record.
@@ -185,8 +218,14 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, red redactor) (*Result
 	if len(rec.RequestLines) > 0 {
 		res.RequestLine = rec.RequestLines[0]
 	}
+	lines, _ := tr.(interface{ RequestLine(sessionID string) string })
 	for _, s := range sessions {
 		res.NotaryStatements = append(res.NotaryStatements, s.Statement)
+		line := ""
+		if lines != nil {
+			line = lines.RequestLine(s.SessionID)
+		}
+		res.SessionRequestLines = append(res.SessionRequestLines, line)
 	}
 	return res, nil
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/portal"
 )
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
@@ -237,7 +239,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	}
 	if c, ok := s.cfg.Pipeline.(Checker); ok {
 		if err := c.Check(r.Context(), req.Data); err != nil {
-			var inv *InvalidFHIRError
+			var inv *fhir.InvalidError
 			if errors.As(err, &inv) {
 				writeProblem(w, invalidFHIRProblem(inv))
 				return
@@ -252,13 +254,21 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	s.accept(w, r, acds.KindProcess, raw, nil, "")
 }
 
-func invalidFHIRProblem(e *InvalidFHIRError) *acds.Problem {
-	detail := "the FHIR input has errors; see operationOutcome"
-	if e.Detail != "" {
-		detail = "the FHIR input has errors: " + e.Detail
+// invalidFHIRProblem is the invalid-fhir problem of e, carrying its
+// OperationOutcome.
+func invalidFHIRProblem(e *fhir.InvalidError) *acds.Problem {
+	n := e.Outcome.ErrorCount()
+	detail := fmt.Sprintf("the FHIR input has errors: %d errors", n)
+	if n == 1 {
+		detail = "the FHIR input has errors: 1 error"
+	}
+	if e.NotR4 {
+		detail += " (the content is not FHIR R4)"
 	}
 	p := acds.NewProblem(acds.ProblemInvalidFHIR, detail)
-	p.OperationOutcome = e.OperationOutcome
+	if oo, err := e.Outcome.MarshalJSON(); err == nil {
+		p.OperationOutcome = oo
+	}
 	return p
 }
 
@@ -317,8 +327,8 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	freq := FetchRequest{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID,
-		Credentials: acds.Credentials{Username: req.Username, Password: req.Password}}
+	freq := portal.Request{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID,
+		Credentials: portal.Credentials{Username: req.Username, Password: req.Password}}
 	if err := s.cfg.Fetcher.Admit(freq); err != nil {
 		writeProblem(w, s.admitProblem(err, req.Username, req.Password))
 		return
@@ -330,7 +340,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	}
 	// The credentials are sealed bound to the request id.
 	id := uuid.NewString()
-	creds, _ := json.Marshal(acds.Credentials{Username: req.Username, Password: req.Password})
+	creds := sealCredentials(freq.Credentials)
 	sealed, err := s.cfg.Enclave.Seal(creds, []byte(id))
 	clear(creds)
 	if err != nil {
@@ -342,25 +352,24 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 }
 
 // admitProblem is the answer to a request the Fetcher did not admit (see
-// Fetcher.Admit).
+// Fetcher.Admit): the problem code portal.ProblemCode gives the error,
+// naming the field portal.ProblemField gives it.
 func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
-	var fe *FetchError
-	switch {
-	case errors.As(err, &fe) && fe.Code != "":
-		detail := redact(fe.Detail, secrets...)
-		p := acds.NewProblem(fe.Code, detail)
-		if fe.Field != "" {
-			p.Errors = []acds.FieldError{{Field: fe.Field, Message: detail}}
-		}
-		return p
-	case errors.Is(err, ErrForbiddenPortal):
-		detail := redact(err.Error(), secrets...)
-		p := acds.NewProblem(acds.ProblemForbiddenPortal, "the portal is refused: "+detail)
-		p.Errors = []acds.FieldError{{Field: "portalUrl", Message: detail}}
-		return p
+	code := portal.ProblemCode(err)
+	if code == acds.ProblemInternal {
+		s.log.Error("admitting a fetch failed", "err", redact(err.Error(), secrets...))
+		return acds.NewProblem(acds.ProblemInternal, "checking the request failed")
 	}
-	s.log.Error("admitting a fetch failed", "err", redact(err.Error(), secrets...))
-	return acds.NewProblem(acds.ProblemInternal, "checking the request failed")
+	detail := redact(err.Error(), secrets...)
+	field := portal.ProblemField(err)
+	if field == "recordId" {
+		detail = portal.ErrInvalidRecordID.Error()
+	}
+	p := acds.NewProblem(code, detail)
+	if field != "" {
+		p.Errors = []acds.FieldError{{Field: field, Message: detail}}
+	}
+	return p
 }
 
 // acceptWithID stores a new request durably (CreateRequest returns only

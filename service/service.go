@@ -192,8 +192,8 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	if err := s.startNotary(o, guard, roots, log); err != nil {
 		return nil, err
 	}
-	if s.policy, err = trustPolicy(s.encl, s.notaryKeys); err != nil {
-		return nil, err
+	if s.policy, err = verify.TrustEnclave(verify.Policy{NotaryKeys: s.notaryKeys}, s.encl.BootEvidence(), s.encl.Measurement()); err != nil {
+		return nil, fmt.Errorf("verifier policy: %w", err)
 	}
 	fetcher := &portal.Fetcher{
 		Connector:    portal.Connector{Guard: guard, Registrations: o.PortalRegistrations},
@@ -203,14 +203,14 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 
 	cfg := o.Server
 	cfg.Store = s.st
-	cfg.Pipeline = fhirPipeline{key: deidKey}
-	cfg.Enclave = enclaveSeam{e: s.encl, notaryKey: s.inProcess}
+	cfg.Pipeline = server.FHIRPipeline{DeidentKey: deidKey}
+	cfg.Enclave = server.AttestationEnclave(s.encl, s.inProcess)
 	v, err := verify.New(s.policy)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Verifier = verifierSeam{v}
-	cfg.Fetcher = fetcherSeam{fetcher}
+	cfg.Verifier = server.Verify(v)
+	cfg.Fetcher = fetcher
 	if cfg.Logger == nil {
 		cfg.Logger = log
 	}

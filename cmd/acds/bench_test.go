@@ -77,7 +77,7 @@ func BenchmarkFetchAndAttest(b *testing.B) {
 		b.Fatal(err)
 	}
 	c = c.WithToken(sess.Token)
-	creds := acds.Credentials{Username: demoportal.Username, Password: demoportal.Password}
+	creds := portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}
 	var accept, delivery []time.Duration
 	attest := func() (time.Duration, error) {
 		t := time.Now()
