@@ -15,6 +15,7 @@ import (
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/portal"
 )
@@ -44,7 +45,7 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 	p, f, keys := notarizedSetup(t, demoportal.Options{Patients: 3}, notarytest.LoopbackOnly)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
 	want := p.Patients()[1]
-	for _, st := range []string{portal.SystemFHIRBasic, portal.SystemSMARTForm} {
+	for _, st := range []string{acds.SystemFHIRBasic, acds.SystemSMARTForm} {
 		t.Run(st, func(t *testing.T) {
 			res, err := f.Fetch(context.Background(), portal.Request{SystemType: st, PortalURL: base, RecordID: want.ID, Credentials: demoCreds})
 			if err != nil {
@@ -101,8 +102,8 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 func TestNotaryGuardRefusesPrivatePortals(t *testing.T) {
 	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 1}, portal.Guard{}.AllowAddrPort)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
-	_, err := f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
-	if !errors.Is(err, portal.ErrForbidden) || portal.ProblemCode(err) != portal.ProblemForbiddenPortal {
+	_, err := f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, portal.ErrForbidden) || portal.ProblemCode(err) != acds.ProblemForbiddenPortal {
 		t.Fatalf("error %v, want forbidden", err)
 	}
 }
@@ -110,18 +111,18 @@ func TestNotaryGuardRefusesPrivatePortals(t *testing.T) {
 func TestNotarizedFetchFailures(t *testing.T) {
 	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 1, Failures: demoportal.Failures{Locked: true}}, notarytest.LoopbackOnly)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
-	_, err := f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemSMARTPassword, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	_, err := f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemSMARTPassword, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrAccountLocked) {
 		t.Fatalf("error %v, want locked", err)
 	}
 	// Plain http is refused before anything is dialled.
 	f.Connector.Guard.AllowHTTP = true
-	_, err = f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: "http://" + portalHost + ":" + p.Port + "/fhir", RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	_, err = f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: "http://" + portalHost + ":" + p.Port + "/fhir", RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrForbidden) {
 		t.Fatalf("plain http through the prover: %v, want forbidden", err)
 	}
 	// No transport factory, no fetch.
-	_, err = (&portal.Fetcher{}).Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	_, err = (&portal.Fetcher{}).Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrNotarization) {
 		t.Fatalf("no factory: %v", err)
 	}

@@ -96,7 +96,7 @@ func BenchmarkProcessAccept(b *testing.B) {
 		}
 		id := uuid.NewString()
 		now := time.Now()
-		err = floorSt.CreateRequest(r.Context(), store.Request{ID: id, Owner: "floor", Kind: store.KindProcess, Input: body, CreatedAt: now, UpdatedAt: now})
+		err = floorSt.CreateRequest(r.Context(), store.Request{ID: id, Owner: "floor", Kind: acds.KindProcess, Input: body, CreatedAt: now, UpdatedAt: now})
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return

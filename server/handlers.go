@@ -377,7 +377,7 @@ func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
 func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind string, input, sealed []byte, message string) {
 	now := s.cfg.Now()
 	req := store.Request{
-		ID: id, Owner: ownerFrom(r), Kind: kind, Status: store.StatusProcessing,
+		ID: id, Owner: ownerFrom(r), Kind: kind, Status: acds.StatusProcessing,
 		Input: input, Sealed: sealed, CreatedAt: now, UpdatedAt: now,
 	}
 	// Durability: the 202 below is written only after CreateRequest has
@@ -409,14 +409,14 @@ func wireRequest(r store.Request) (acds.Request, error) {
 		t := r.CompletedAt.UTC()
 		out.CompletedAt = &t
 	}
-	if r.Status == store.StatusCompleted && len(r.Result) > 0 {
+	if r.Status == acds.StatusCompleted && len(r.Result) > 0 {
 		var res acds.Result
 		if err := json.Unmarshal(r.Result, &res); err != nil {
 			return out, fmt.Errorf("stored result of %s: %w", r.ID, err)
 		}
 		out.Result = &res
 	}
-	if r.Status == store.StatusFailed && len(r.Error) > 0 {
+	if r.Status == acds.StatusFailed && len(r.Error) > 0 {
 		var p acds.Problem
 		if err := json.Unmarshal(r.Error, &p); err != nil {
 			return out, fmt.Errorf("stored error of %s: %w", r.ID, err)
@@ -464,7 +464,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	// saves about 12 ms of CPU per GET. Encoding still checks that it is
 	// valid JSON (an invalid one answers internal).
 	var raw json.RawMessage
-	if req.Status == store.StatusCompleted && len(req.Result) > 0 {
+	if req.Status == acds.StatusCompleted && len(req.Result) > 0 {
 		raw, req.Result = req.Result, nil
 	}
 	out, err := wireRequest(req)

@@ -147,9 +147,9 @@ func (s *Server) attempt(ctx context.Context, req *store.Request) (res *acds.Res
 		}
 	}()
 	switch req.Kind {
-	case store.KindProcess:
+	case acds.KindProcess:
 		return s.attemptProcess(ctx, req)
-	case store.KindFetchAndAttest:
+	case acds.KindFetchAndAttest:
 		return s.attemptFetch(ctx, req)
 	}
 	return nil, acds.NewProblem(acds.ProblemInternal, "unknown request kind "+req.Kind), nil

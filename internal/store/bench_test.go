@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/internal/store/storetest"
 )
@@ -84,7 +85,7 @@ func benchCreate(b *testing.B, s store.Store, input []byte, dir string) {
 					return
 				}
 				r := store.Request{
-					ID: uuid.NewString(), Owner: fmt.Sprintf("anon-%d", c), Kind: store.KindProcess,
+					ID: uuid.NewString(), Owner: fmt.Sprintf("anon-%d", c), Kind: acds.KindProcess,
 					Input: input, CreatedAt: now.Add(time.Duration(i)),
 				}
 				t0 := time.Now()
@@ -195,7 +196,7 @@ func benchClaim(b *testing.B, s store.Store, input, result []byte) {
 		for range benchClients {
 			wg.Go(func() {
 				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-					r := store.Request{ID: uuid.NewString(), Owner: "anon-bench", Kind: store.KindProcess, Input: input, CreatedAt: now.Add(time.Duration(i))}
+					r := store.Request{ID: uuid.NewString(), Owner: "anon-bench", Kind: acds.KindProcess, Input: input, CreatedAt: now.Add(time.Duration(i))}
 					if err := s.CreateRequest(b.Context(), r); err != nil {
 						b.Error(err)
 						return

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/store"
 )
 
@@ -31,7 +32,7 @@ func Example() {
 	err = s.CreateRequest(ctx, store.Request{
 		ID:        "2f1b7c44-6f1c-4c7e-9a55-2f0d8e1b3b1d",
 		Owner:     "anon-hx4k",
-		Kind:      store.KindProcess,
+		Kind:      acds.KindProcess,
 		Input:     []byte(`{"outputFormat":"fhir_r4","data":{"resourceType":"Bundle"}}`),
 		CreatedAt: now,
 	})

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -219,7 +220,7 @@ func (p *Postgres) DeleteExpiredSessions(ctx context.Context, now time.Time) (in
 }
 
 // CreateRequest implements [Store]. The request is stored as
-// StatusProcessing with no attempts and no lease, whatever r says about
+// acds.StatusProcessing with no attempts and no lease, whatever r says about
 // those; UpdatedAt is set to CreatedAt.
 func (p *Postgres) CreateRequest(ctx context.Context, r Request) error {
 	if err := checkNewRequest(r); err != nil {
@@ -372,12 +373,12 @@ func (p *Postgres) Heartbeat(ctx context.Context, id, worker string, until time.
 
 // Complete implements [Store].
 func (p *Postgres) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
-	return p.finish(ctx, id, worker, StatusCompleted, "result", result, now)
+	return p.finish(ctx, id, worker, acds.StatusCompleted, "result", result, now)
 }
 
 // Fail implements [Store].
 func (p *Postgres) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
-	return p.finish(ctx, id, worker, StatusFailed, "error", problem, now)
+	return p.finish(ctx, id, worker, acds.StatusFailed, "error", problem, now)
 }
 
 func (p *Postgres) finish(ctx context.Context, id, worker, status, col string, val []byte, now time.Time) error {

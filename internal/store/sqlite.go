@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acds-project/acds"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -616,7 +617,7 @@ func (s *SQLite) DeleteExpiredSessions(ctx context.Context, now time.Time) (int,
 }
 
 // CreateRequest implements [Store]. The request is stored as
-// StatusProcessing with no attempts and no lease, whatever r says about
+// acds.StatusProcessing with no attempts and no lease, whatever r says about
 // those; UpdatedAt is set to CreatedAt.
 func (s *SQLite) CreateRequest(ctx context.Context, r Request) error {
 	if err := checkNewRequest(r); err != nil {
@@ -844,12 +845,12 @@ func (s *SQLite) Heartbeat(ctx context.Context, id, worker string, until time.Ti
 // Complete implements [Store].
 func (s *SQLite) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
 	result, codec := s.codecs.compress(result)
-	return s.finish(ctx, id, worker, StatusCompleted, "result = ?, result_codec = ?", now, result, codec)
+	return s.finish(ctx, id, worker, acds.StatusCompleted, "result = ?, result_codec = ?", now, result, codec)
 }
 
 // Fail implements [Store].
 func (s *SQLite) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
-	return s.finish(ctx, id, worker, StatusFailed, "error = ?", now, problem)
+	return s.finish(ctx, id, worker, acds.StatusFailed, "error = ?", now, problem)
 }
 
 // finish ends a request; set assigns its outcome from vals.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/internal/store/storetest"
 )
@@ -27,7 +28,7 @@ func TestSQLiteGroupCommitIsolatesFailures(t *testing.T) {
 	now := time.Now()
 	input := storetest.Bundle(4 << 10)
 	mk := func(id string) store.Request {
-		return store.Request{ID: id, Owner: "anon_group", Kind: store.KindProcess, Input: input, CreatedAt: now, UpdatedAt: now}
+		return store.Request{ID: id, Owner: "anon_group", Kind: acds.KindProcess, Input: input, CreatedAt: now, UpdatedAt: now}
 	}
 	if err := s.CreateRequest(t.Context(), mk("taken")); err != nil {
 		t.Fatal(err)

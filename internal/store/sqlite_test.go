@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/internal/store/storetest"
 )
@@ -53,7 +54,7 @@ func TestSQLiteDurableAcrossReopen(t *testing.T) {
 	defer s.Close()
 	got, err := s.GetRequest(ctx, "anon-a", r.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusProcessing, got.Status)
+	require.Equal(t, acds.StatusProcessing, got.Status)
 	require.Equal(t, 1, got.Attempts)
 	require.Equal(t, "w1", got.LeaseOwner)
 	require.Equal(t, r.Sealed, got.Sealed)
@@ -235,7 +236,7 @@ func TestSQLiteIdleWALHoldsNoErasedValues(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	r := storetest.NewRequest("anon-a", storetest.T0)
-	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("SEALED-MARKER-c41a9e")
+	r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte("SEALED-MARKER-c41a9e")
 	require.NoError(t, s.CreateRequest(ctx, r))
 	c, err := s.Claim(ctx, store.ClaimOptions{Worker: "w", Lease: time.Minute, Now: storetest.T0})
 	require.NoError(t, err)

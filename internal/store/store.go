@@ -10,7 +10,7 @@
 //
 // # Request lifecycle
 //
-// CreateRequest stores an accepted request as StatusProcessing; when it
+// CreateRequest stores an accepted request as acds.StatusProcessing; when it
 // returns nil the row is durable, so the server may answer 202. Workers
 // call Claim, which leases the oldest claimable request to one worker for
 // ClaimOptions.Lease and counts the attempt; the worker renews the lease
@@ -67,16 +67,6 @@ var (
 	ErrCorrupt = errors.New("store: corrupt stored value")
 )
 
-// Request kinds and statuses as stored. They match the wire values.
-const (
-	KindProcess        = "process"
-	KindFetchAndAttest = "fetch-and-attest"
-
-	StatusProcessing = "processing"
-	StatusCompleted  = "completed"
-	StatusFailed     = "failed"
-)
-
 // Session is an anonymous session: a pseudonym and the SHA-256 of its bearer
 // token. The token itself is never stored.
 type Session struct {
@@ -90,8 +80,8 @@ type Session struct {
 type Request struct {
 	ID     string // UUIDv4
 	Owner  string // pseudonym of the session that created it
-	Kind   string // KindProcess or KindFetchAndAttest
-	Status string // StatusProcessing, StatusCompleted or StatusFailed
+	Kind   string // acds.KindProcess or acds.KindFetchAndAttest
+	Status string // acds.StatusProcessing, acds.StatusCompleted or acds.StatusFailed
 
 	// Input is the request body as accepted (JSON), without credentials.
 	Input []byte
@@ -149,7 +139,7 @@ type Store interface {
 	// DeleteExpiredSessions removes sessions that expired before now.
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
 
-	// CreateRequest stores a new request in StatusProcessing. When it
+	// CreateRequest stores a new request in acds.StatusProcessing. When it
 	// returns nil the row is on disk.
 	CreateRequest(ctx context.Context, r Request) error
 	// GetRequest returns the owner's request; ErrNotFound if it does not

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acds-project/acds"
 )
 
 // Time precision: both backends keep timestamps in microseconds (the
@@ -57,11 +59,11 @@ func checkNewRequest(r Request) error {
 	if err := checkName("owner", r.Owner); err != nil {
 		return err
 	}
-	if r.Kind != KindProcess && r.Kind != KindFetchAndAttest {
+	if r.Kind != acds.KindProcess && r.Kind != acds.KindFetchAndAttest {
 		return fmt.Errorf("%w: unknown request kind %q", ErrInvalid, r.Kind)
 	}
-	if r.Status != "" && r.Status != StatusProcessing {
-		return fmt.Errorf("%w: a new request must be %s, not %q", ErrInvalid, StatusProcessing, r.Status)
+	if r.Status != "" && r.Status != acds.StatusProcessing {
+		return fmt.Errorf("%w: a new request must be %s, not %q", ErrInvalid, acds.StatusProcessing, r.Status)
 	}
 	if r.CreatedAt.IsZero() {
 		return fmt.Errorf("%w: request created_at must be set", ErrInvalid)
