@@ -18,8 +18,8 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/portal"
+	"github.com/acds-project/acds/store"
 )
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
 // Long-polling: GET /v1/requests/{id}?wait=N holds the answer while the

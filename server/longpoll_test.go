@@ -18,9 +18,9 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 )
 
 // gate blocks the fake pipeline until opened, and tells when a request

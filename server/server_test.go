@@ -21,10 +21,10 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 )
 
 var tokenRE = regexp.MustCompile(`^acds_[A-Za-z0-9_-]{43}$`)
@@ -599,7 +599,7 @@ func TestNewRequiresStore(t *testing.T) {
 
 func ExampleServer() {
 	srv, err := server.New(server.Config{
-		Store:    servertest.NewMemStore(), // real servers use store.OpenSQLite or store.OpenPostgres
+		Store:    servertest.NewMemStore(), // real servers use service.OpenStore
 		Pipeline: &servertest.Pipeline{},
 		Enclave:  servertest.NewEnclave(),
 	})

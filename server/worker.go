@@ -11,8 +11,8 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/portal"
+	"github.com/acds-project/acds/store"
 )
 
 // The request lifecycle. A worker claims the oldest claimable request with

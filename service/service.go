@@ -22,6 +22,7 @@ import (
 	"github.com/acds-project/acds/mpctls/prover"
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -105,7 +106,7 @@ type Options struct {
 // safe for concurrent use.
 type Service struct {
 	srv        *server.Server
-	st         Store
+	st         store.Store
 	ownStore   bool
 	storeName  string
 	encl       *attestation.Enclave
@@ -274,7 +275,7 @@ func (s *Service) Handler() http.Handler { return s.srv.Handler() }
 func (s *Service) Server() *server.Server { return s.srv }
 
 // Store is the durable store the server uses.
-func (s *Service) Store() Store { return s.st }
+func (s *Service) Store() store.Store { return s.st }
 
 // StoreName describes the store for logs without any secret:
 // "sqlite:PATH", "postgres", or "provided" for Options.Server.Store.

@@ -27,9 +27,9 @@ import (
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
+	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/verify"
 )
 

@@ -24,11 +24,11 @@ import (
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/demoportal"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store"
 )
 
 // BenchmarkFetchAndAttest fetches the same ~1 MB demo patient (patient 4

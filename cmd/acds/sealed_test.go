@@ -16,9 +16,9 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store"
 )
 
 // Recognisable portal credentials: the account of the test portal.

@@ -25,9 +25,10 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
-	"github.com/acds-project/acds/internal/store"
+	sqlstore "github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -101,7 +102,7 @@ func newHarness() (*harness, error) {
 	if _, x.publisher, err = ed25519.GenerateKey(rand.Reader); err != nil {
 		return nil, err
 	}
-	if x.st, err = store.OpenSQLite(ctx, filepath.Join(x.dir, "acds.db")); err != nil {
+	if x.st, err = sqlstore.OpenSQLite(ctx, filepath.Join(x.dir, "acds.db")); err != nil {
 		return nil, err
 	}
 	x.srv, err = server.New(server.Config{

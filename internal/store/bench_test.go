@@ -13,8 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // Benchmark parameters: what the server's /v1/process benchmark does.
@@ -49,7 +50,7 @@ func BenchmarkCreateRequest(b *testing.B) {
 
 	b.Run("sqlite", func(b *testing.B) {
 		dir := b.TempDir()
-		s, err := store.OpenSQLite(b.Context(), filepath.Join(dir, "acds.db"))
+		s, err := sqlstore.OpenSQLite(b.Context(), filepath.Join(dir, "acds.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func BenchmarkCreateRequest(b *testing.B) {
 		benchCreate(b, s, input, dir)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		s, err := store.OpenPostgres(b.Context(), postgresDSN(b))
+		s, err := sqlstore.OpenPostgres(b.Context(), postgresDSN(b))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func BenchmarkClaimComplete(b *testing.B) {
 	input, result := storetest.Bundle(benchInputSize), storetest.Bundle(4<<10)
 	b.Run("sqlite", func(b *testing.B) {
-		s, err := store.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "acds.db"))
+		s, err := sqlstore.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "acds.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 		benchClaim(b, s, input, result)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		s, err := store.OpenPostgres(b.Context(), postgresDSN(b))
+		s, err := sqlstore.OpenPostgres(b.Context(), postgresDSN(b))
 		if err != nil {
 			b.Fatal(err)
 		}

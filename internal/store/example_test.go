@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
 // A request's life: accepted, claimed by a worker under a lease, completed.
@@ -21,7 +22,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	s, err := store.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // Many concurrent writes, some of them duplicates, share group commits
@@ -21,7 +22,7 @@ import (
 func TestSQLiteGroupCommitIsolatesFailures(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(t.Context(), path)
+	s, err := sqlstore.OpenSQLite(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestSQLiteGroupCommitIsolatesFailures(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = store.OpenSQLite(t.Context(), path)
+	s, err = sqlstore.OpenSQLite(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

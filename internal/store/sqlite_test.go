@@ -13,13 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 func openSQLite(t *testing.T) store.Store {
 	t.Helper()
-	s, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "data", "acds.db"))
+	s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "data", "acds.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestSQLiteDurableAcrossReopen(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	r := storetest.NewRequest("anon-a", storetest.T0)
 	r.Sealed = []byte("sealed")
@@ -49,7 +50,7 @@ func TestSQLiteDurableAcrossReopen(t *testing.T) {
 	require.NotNil(t, c)
 	require.NoError(t, s.Close())
 
-	s, err = store.OpenSQLite(ctx, path)
+	s, err = sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err, "reopening an existing database")
 	defer s.Close()
 	got, err := s.GetRequest(ctx, "anon-a", r.ID)
@@ -75,7 +76,7 @@ func TestSQLiteFileModes(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "new", "data")
 	path := filepath.Join(dir, "acds.db")
-	s, err := store.OpenSQLite(t.Context(), path)
+	s, err := sqlstore.OpenSQLite(t.Context(), path)
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.CreateRequest(t.Context(), storetest.NewRequest("anon-a", storetest.T0)))
@@ -93,7 +94,7 @@ func TestSQLiteSettings(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
@@ -113,20 +114,20 @@ func TestSQLiteSettings(t *testing.T) {
 		versions = append(versions, v)
 	}
 	require.NoError(t, rows.Err())
-	require.Len(t, versions, store.SchemaVersion())
+	require.Len(t, versions, sqlstore.SchemaVersion())
 	require.Equal(t, 1, versions[0])
 
 	// A database migrated by a newer build is refused, not clobbered.
-	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 0)", store.SchemaVersion()+1)
+	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 0)", sqlstore.SchemaVersion()+1)
 	require.NoError(t, err)
-	_, err = store.OpenSQLite(ctx, path)
+	_, err = sqlstore.OpenSQLite(ctx, path)
 	require.Error(t, err)
 }
 
 func TestSQLiteInvalidPath(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"", ":memory:", "file:x.db", "x.db?mode=memory"} {
-		_, err := store.OpenSQLite(t.Context(), p)
+		_, err := sqlstore.OpenSQLite(t.Context(), p)
 		require.ErrorIs(t, err, store.ErrInvalid, "path %q", p)
 	}
 }
@@ -137,7 +138,7 @@ func TestSQLiteErasureLeavesNoTrace(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	deleted := storetest.NewRequest("anon-a", storetest.T0)
 	deleted.Input = []byte(`{"marker":"INPUT-MARKER-5f1d2c"}`)
@@ -172,11 +173,11 @@ func TestSQLiteConcurrentOpeners(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
 	const n = 4
-	stores := make([]*store.SQLite, n)
+	stores := make([]*sqlstore.SQLite, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { stores[i], errs[i] = store.OpenSQLite(ctx, path) })
+		wg.Go(func() { stores[i], errs[i] = sqlstore.OpenSQLite(ctx, path) })
 	}
 	wg.Wait()
 	for i := range n {
@@ -204,7 +205,7 @@ func TestSQLiteCompressesAndDetectsDamage(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	defer s.Close()
 	r := storetest.NewRequest("anon-a", storetest.T0)
@@ -232,7 +233,7 @@ func TestSQLiteIdleWALHoldsNoErasedValues(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
-	s, err := store.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
 	require.NoError(t, err)
 	defer s.Close()
 	r := storetest.NewRequest("anon-a", storetest.T0)
@@ -272,7 +273,7 @@ func TestSQLiteWALStaysBounded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
-	s, err := store.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
 	require.NoError(t, err)
 	defer s.Close()
 	const goroutines, each = 8, 192 // 1536 × 16 KiB = 24 MiB

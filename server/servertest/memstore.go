@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
 // MemStore is an in-memory store.Store. It passes the store conformance

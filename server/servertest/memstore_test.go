@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // TestMemStoreConformance runs the store conformance suite against the

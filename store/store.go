@@ -1,9 +1,13 @@
-// Package store keeps the durable state of an ACDS server: anonymous
-// sessions, recovery passphrases and the requests that workers process.
+// Package store is the durable state of an ACDS server, as an interface an
+// embedder can implement: anonymous sessions, recovery passphrases and the
+// requests that workers process ([Store], its record types and errors, and
+// the rules every implementation applies to its arguments).
 //
-// One interface, [Store], has two backends: SQLite (the embedded default,
-// see OpenSQLite) and PostgreSQL (several server replicas sharing one
-// database, see OpenPostgres). Both pass the same conformance suite.
+// The service's own implementations, SQLite (the embedded default) and
+// PostgreSQL (several server replicas sharing one database), are opened
+// with service.OpenStore. Any implementation, theirs or yours, must pass
+// the conformance suite in store/storetest; server/servertest has an
+// in-memory one for tests.
 //
 // The store knows nothing about HTTP or the wire format: request inputs,
 // results and errors are opaque bytes (JSON produced by the server).
@@ -36,9 +40,10 @@
 //
 // # Schema
 //
-// Each backend embeds its schema as numbered migrations and applies the
-// missing ones when it opens a database, recording them in a
-// schema_migrations table; a database migrated by a newer build is refused.
+// The SQLite and PostgreSQL implementations embed their schema as
+// numbered migrations and apply the missing ones when they open a
+// database, recording them in a schema_migrations table; a database
+// migrated by a newer build is refused.
 package store
 
 import (

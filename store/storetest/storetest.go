@@ -7,7 +7,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) store.Store {
-//			s, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "acds.db"))
+//			s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "acds.db"))
 //			if err != nil {
 //				t.Fatal(err)
 //			}
@@ -34,7 +34,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
 // T0 is the pinned "now" of the suite. It has nanoseconds on purpose:
