@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ func (n Notarized) Factory() TransportFactory {
 			MaxIdleConnsPerHost:   1,
 			ResponseHeaderTimeout: time.Minute,
 		}
-		return &notarizedTransport{Transport: tr, d: d, lines: map[string]string{}}, nil
+		return &notarizedTransport{Transport: tr, d: d, lines: map[string][]string{}}, nil
 	}
 }
 
@@ -77,10 +78,10 @@ type notarizedTransport struct {
 	d *prover.Dialer
 
 	mu    sync.Mutex
-	lines map[string]string // session id → the first request line sent in it
+	lines map[string][]string // session id → the request lines sent in it, in order
 }
 
-// RoundTrip sends req, noting the first request line each session carries.
+// RoundTrip sends req, noting the session that carries it.
 func (t *notarizedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	line := requestLine(req)
 	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
@@ -90,18 +91,16 @@ func (t *notarizedTransport) RoundTrip(req *http.Request) (*http.Response, error
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		if _, ok := t.lines[s.ID()]; !ok {
-			t.lines[s.ID()] = line
-		}
+		t.lines[s.ID()] = append(t.lines[s.ID()], line)
 	}}
 	return t.Transport.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 }
 
-// RequestLine is the first request line sent in the session of that id.
-func (t *notarizedTransport) RequestLine(sessionID string) string {
+// RequestLines are the request lines sent in the session of that id.
+func (t *notarizedTransport) RequestLines(sessionID string) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.lines[sessionID]
+	return slices.Clone(t.lines[sessionID])
 }
 
 func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, error) {
@@ -121,11 +120,11 @@ type Result struct {
 	// NotaryStatements are the signed statements, one per TLS session,
 	// in dial order.
 	NotaryStatements [][]byte
-	// SessionRequestLines are the first request line sent in each
-	// session, parallel to NotaryStatements (a token request, a login
-	// page, a FHIR API request); an entry is empty when the transport does
-	// not say (a Transport other than Notarized's).
-	SessionRequestLines []string
+	// SessionRequestLines are the request lines sent in each session, in
+	// order, parallel to NotaryStatements (discovery, token and login
+	// requests as well as FHIR API ones); an entry is empty when the
+	// transport does not say (a Transport other than Notarized's).
+	SessionRequestLines [][]string
 	// Sessions are the prover's results, for presentations.
 	Sessions []*prover.Result
 	// Pages, Resources and Everything are as in Record.
@@ -218,14 +217,16 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, red redactor) (*Result
 	if len(rec.RequestLines) > 0 {
 		res.RequestLine = rec.RequestLines[0]
 	}
-	lines, _ := tr.(interface{ RequestLine(sessionID string) string })
+	lines, _ := tr.(interface {
+		RequestLines(sessionID string) []string
+	})
 	for _, s := range sessions {
 		res.NotaryStatements = append(res.NotaryStatements, s.Statement)
-		line := ""
+		var l []string
 		if lines != nil {
-			line = lines.RequestLine(s.SessionID)
+			l = lines.RequestLines(s.SessionID)
 		}
-		res.SessionRequestLines = append(res.SessionRequestLines, line)
+		res.SessionRequestLines = append(res.SessionRequestLines, l)
 	}
 	return res, nil
 }

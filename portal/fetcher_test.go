@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,16 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 			}
 			if len(res.NotaryStatements) == 0 || len(res.NotaryStatements) != len(res.Sessions) {
 				t.Fatalf("%d statements, %d sessions", len(res.NotaryStatements), len(res.Sessions))
+			}
+			// Each session names the first request it carried, so the
+			// claims can say what every session was, not only the first.
+			if len(res.SessionRequestLines) != len(res.NotaryStatements) || !slices.Contains(slices.Concat(res.SessionRequestLines...), res.RequestLine) {
+				t.Errorf("session request lines %q, want one list per statement including %q", res.SessionRequestLines, res.RequestLine)
+			}
+			for i, lines := range res.SessionRequestLines {
+				if len(lines) == 0 || !strings.HasSuffix(lines[0], " HTTP/1.1") {
+					t.Errorf("session %d request lines %q", i, lines)
+				}
 			}
 			// Every statement is signed by the notary and names the portal;
 			// together the sessions carry exactly the record's bytes.

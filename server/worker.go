@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -206,7 +207,10 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 }
 
 // mpctlsClaims are the claims of a fetched record: one session for each
-// notary statement, each with its own host and request line.
+// notary statement, each with its own host and the request line it
+// carried: its first FHIR API request (one of r.RequestLines), else its
+// first request (discovery, a token or a login page), and the record's
+// request when the Fetcher does not say.
 func mpctlsClaims(r *portal.Result) attestation.Claims {
 	c := attestation.Claims{Source: attestation.Source{Kind: acds.SourceMPCTLS}}
 	for i := range r.NotaryStatements {
@@ -214,8 +218,12 @@ func mpctlsClaims(r *portal.Result) attestation.Claims {
 		if i < len(r.Sessions) && r.Sessions[i] != nil && r.Sessions[i].Host != "" {
 			sess.Host = r.Sessions[i].Host
 		}
-		if i < len(r.SessionRequestLines) && r.SessionRequestLines[i] != "" {
-			sess.RequestLine = r.SessionRequestLines[i]
+		if i < len(r.SessionRequestLines) && len(r.SessionRequestLines[i]) > 0 {
+			lines := r.SessionRequestLines[i]
+			sess.RequestLine = lines[0]
+			if j := slices.IndexFunc(lines, func(l string) bool { return slices.Contains(r.RequestLines, l) }); j >= 0 {
+				sess.RequestLine = lines[j]
+			}
 		}
 		c.Source.Sessions = append(c.Source.Sessions, sess)
 	}

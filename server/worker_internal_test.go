@@ -85,14 +85,19 @@ func BenchmarkResultRecord(b *testing.B) {
 func TestMPCTLSClaims(t *testing.T) {
 	r := &portal.Result{
 		Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1",
-		NotaryStatements:    [][]byte{[]byte("s1"), []byte("s2"), []byte("s3")},
-		Sessions:            []*prover.Result{{Host: "auth.example"}, {Host: "portal.example"}, {Host: "portal.example"}},
-		SessionRequestLines: []string{"POST /token HTTP/1.1", "GET /fhir/Patient/7/$everything HTTP/1.1", ""},
+		RequestLines:     []string{"GET /fhir/Patient/7/$everything HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
+		NotaryStatements: [][]byte{[]byte("s1"), []byte("s2"), []byte("s3")},
+		Sessions:         []*prover.Result{{Host: "auth.example"}, {Host: "portal.example"}, {Host: "portal.example"}},
+		SessionRequestLines: [][]string{
+			{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "POST /token HTTP/1.1"},
+			{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
+			nil,
+		},
 	}
 	c := mpctlsClaims(r)
 	want := []attestation.Session{
-		{Host: "auth.example", RequestLine: "POST /token HTTP/1.1"},
-		{Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1"},
+		{Host: "auth.example", RequestLine: "GET /fhir/.well-known/smart-configuration HTTP/1.1"},
+		{Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
 		{Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1"}, // unknown: the record's request
 	}
 	if c.Source.Kind != acds.SourceMPCTLS || !slices.Equal(c.Source.Sessions, want) {
