@@ -18,8 +18,8 @@ import (
 )
 
 // Error classes. Every error of a connector or of Fetcher.Fetch wraps
-// exactly one of them; ProblemCode maps them to the service's problem
-// codes.
+// exactly one of them; ProblemCode maps them to the wire's problem codes
+// and ProblemField to the request field at fault.
 var (
 	// ErrAuthFailed: the portal refused the credentials (wrong password,
 	// unknown user, locked account, refused consent).
@@ -52,8 +52,11 @@ var (
 	ErrInvalidRequest = errors.New("invalid portal request")
 )
 
-// ProblemCode returns the problem code for an error returned by this
-// package, and "internal" for any other error (including nil).
+// ProblemCode returns the wire's problem code (one of the acds.Problem*
+// constants, which are the only declaration of them) for an error
+// returned by this package, and acds.ProblemInternal for any other error
+// (including nil). It is the one mapping of portal errors to problem
+// codes: the server answers and fails requests with it.
 func ProblemCode(err error) string {
 	switch {
 	case err == nil:
