@@ -1,35 +1,100 @@
 package acds_test
 
 import (
-	"go/build"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestImportRules enforces the house rules: the wire contract imports only
-// the standard library, and the client only the wire contract.
+// TestImportRules enforces the rules of the house (DESIGN §2) over the
+// module's own packages and everything they import, transitively:
+//
+//   - the wire contract (the root package) imports only the standard
+//     library, and not net/http;
+//   - client never imports server;
+//   - verify never imports server, client or internal/store;
+//   - no library package imports cmd/…;
+//   - server may import every floor below it (acds, verify, attestation,
+//     mpctls, fhir, portal, internal/store), and nothing above it: not
+//     client, service or cmd.
 func TestImportRules(t *testing.T) {
-	for dir, allowed := range map[string][]string{
-		".":      nil,
-		"client": {"github.com/acds-project/acds"},
-		"server": {"github.com/acds-project/acds", "github.com/acds-project/acds/attestation", "github.com/acds-project/acds/internal/jsonscan", "github.com/acds-project/acds/internal/store", "github.com/google/uuid", "golang.org/x/crypto/argon2", "golang.org/x/time/rate"},
-	} {
-		pkg, err := build.ImportDir(dir, 0)
-		if err != nil {
-			t.Fatalf("%s: %v", dir, err)
+	const mod = "github.com/acds-project/acds"
+	out, err := exec.Command("go", "list", "-deps=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, deps := fields[0], fields[1:]
+		for _, v := range importViolations(mod, pkg, deps) {
+			t.Error(v)
 		}
-	imports:
-		for _, imp := range pkg.Imports {
-			first, _, _ := strings.Cut(imp, "/")
-			if !strings.Contains(first, ".") {
-				continue // standard library
+	}
+}
+
+// importViolations lists the rules pkg breaks by depending on deps.
+func importViolations(mod, pkg string, deps []string) []string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+	under := func(p, dir string) bool { return p == mod+"/"+dir || strings.HasPrefix(p, mod+"/"+dir+"/") }
+	var bad []string
+	forbid := func(why string, match func(string) bool) {
+		for _, d := range deps {
+			if match(d) {
+				bad = append(bad, pkg+" imports "+d+": "+why)
 			}
-			for _, a := range allowed {
-				if imp == a {
-					continue imports
-				}
-			}
-			t.Errorf("package %s imports %s", dir, imp)
+		}
+	}
+	switch {
+	case pkg == mod:
+		forbid("the wire contract imports only the standard library", func(d string) bool {
+			first, _, _ := strings.Cut(d, "/")
+			return strings.Contains(first, ".") || d == "net/http"
+		})
+	case under(pkg, "client"):
+		forbid("client never imports server", func(d string) bool { return under(d, "server") || under(d, "service") })
+	case under(pkg, "verify"):
+		forbid("verify never imports server, client or internal/store", func(d string) bool {
+			return under(d, "server") || under(d, "service") || under(d, "client") || under(d, "internal/store")
+		})
+	case under(pkg, "server"):
+		forbid("server imports only the floors below it", func(d string) bool {
+			return under(d, "client") || under(d, "service") || under(d, "cmd")
+		})
+	}
+	if !strings.HasPrefix(rel, "cmd/") && !strings.HasPrefix(rel, "examples/") && !slices.Contains([]string{"cmd", "examples"}, rel) {
+		forbid("library packages never import cmd", func(d string) bool { return under(d, "cmd") })
+	}
+	return bad
+}
+
+// TestImportRulesCatchViolations: the rules fail on the violations they
+// name.
+func TestImportRulesCatchViolations(t *testing.T) {
+	const mod = "github.com/acds-project/acds"
+	for _, tc := range []struct {
+		pkg, dep string
+	}{
+		{mod, "net/http"},
+		{mod, "github.com/google/uuid"},
+		{mod + "/client", mod + "/server"},
+		{mod + "/verify", mod + "/internal/store"},
+		{mod + "/verify", mod + "/client"},
+		{mod + "/server", mod + "/client"},
+		{mod + "/portal", mod + "/cmd/acds"},
+	} {
+		if len(importViolations(mod, tc.pkg, []string{tc.dep})) == 0 {
+			t.Errorf("%s importing %s passes", tc.pkg, tc.dep)
+		}
+	}
+	for _, tc := range []struct{ pkg, dep string }{
+		{mod + "/server", mod + "/portal"},
+		{mod + "/server", mod + "/internal/store"},
+		{mod + "/server", mod + "/verify"},
+		{mod + "/client", mod + "/verify"},
+	} {
+		if v := importViolations(mod, tc.pkg, []string{tc.dep}); len(v) != 0 {
+			t.Errorf("%s importing %s refused: %v", tc.pkg, tc.dep, v)
 		}
 	}
 }

@@ -78,14 +78,6 @@ type Session struct {
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
-// Credentials are the portal login the service uses on the caller's behalf.
-// They are sealed by the enclave while queued, erased when the fetch ends,
-// and never appear in a response, a log line or an error.
-type Credentials struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-}
-
 // FetchAndAttestRequest is the body of POST /v1/fetch-and-attest (SPEC
 // §2.2): flat, every SPEC field a string and required. OutputFormat is an
 // optional extension; empty means OutputFHIRR4.

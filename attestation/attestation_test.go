@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 )
 
@@ -45,7 +46,7 @@ func newEnclave(t testing.TB, tls bool) (*attestation.Enclave, *testBackend) {
 func rawClaims() attestation.Claims {
 	return attestation.Claims{
 		RequestID: "req-1", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest([]byte("out")),
-		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("in"))},
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("in"))},
 	}
 }
 
@@ -98,7 +99,7 @@ func TestAttestRoundTrip(t *testing.T) {
 	stmts := [][]byte{[]byte("notary statement 1"), []byte("notary statement 2")}
 	c := attestation.Claims{
 		RequestID: "req-2", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest([]byte("o")),
-		Source: attestation.Source{Kind: attestation.SourceMPCTLS, Sessions: []attestation.Session{
+		Source: attestation.Source{Kind: acds.SourceMPCTLS, Sessions: []attestation.Session{
 			{RequestLine: "GET /a HTTP/1.1", Host: "portal.example.org"},
 			{RequestLine: "GET /b HTTP/1.1", Host: "portal.example.org"},
 		}},

@@ -11,17 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/veraison/go-cose"
-)
-
-// Source kinds of [Claims].
-const (
-	// SourceRaw: the caller submitted the input; the claims carry its digest.
-	SourceRaw = "raw"
-	// SourceMPCTLS: the enclave fetched the input through notarized TLS
-	// sessions; the claims carry, for each session, the digest of the
-	// notary's statement, the request line and the host.
-	SourceMPCTLS = "mpc-tls"
 )
 
 // ClaimsContentType is the COSE content type of a claims statement.
@@ -50,7 +41,7 @@ type Claims struct {
 
 // Source is the provenance part of [Claims].
 type Source struct {
-	// Kind is SourceRaw or SourceMPCTLS.
+	// Kind is acds.SourceRaw or acds.SourceMPCTLS.
 	Kind string
 	// InputDigest is "sha256:<hex>" of the submitted input (raw only).
 	InputDigest string
@@ -167,12 +158,12 @@ func (w *wireClaims) check() error {
 		return malformed("claims", "notaryKey", "want a 32-byte Ed25519 public key")
 	}
 	switch w.Source.Kind {
-	case SourceRaw:
+	case acds.SourceRaw:
 		if len(w.Source.Sessions) != 0 {
 			return malformed("claims", "source.sessions", "raw source has no sessions")
 		}
 		return checkDigest("source.inputDigest", w.Source.InputDigest)
-	case SourceMPCTLS:
+	case acds.SourceMPCTLS:
 		if w.Source.InputDigest != "" {
 			return malformed("claims", "source.inputDigest", "mpc-tls source has no input digest")
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 )
@@ -229,7 +230,7 @@ func TestWaitLongPollOptions(t *testing.T) {
 // problem as the error, reachable with errors.As and errors.Is, and the
 // record is returned too.
 func TestWaitFailedIsAnError(t *testing.T) {
-	fetcher := &servertest.Fetcher{Err: &server.FetchError{Code: acds.ProblemPortalAuthFailed, Detail: "the portal refused the login"}}
+	fetcher := &servertest.Fetcher{Err: &portal.Error{Kind: portal.ErrAuthFailed, Detail: "the portal refused the login"}}
 	base := newServer(t, func(c *server.Config) { c.Fetcher = fetcher }, nil)
 	c, err := client.New(base, &client.Options{PollInterval: 5 * time.Millisecond})
 	if err != nil {

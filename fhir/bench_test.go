@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/acds-project/acds"
 )
 
 func loadSynthea(b *testing.B) ([][]byte, int64) {
@@ -36,7 +38,7 @@ func loadSynthea(b *testing.B) ([][]byte, int64) {
 // the baseline's; time-ratio = b/a (goal ≤ 1.0, acceptable ≤ 1.5).
 func BenchmarkPipeline(b *testing.B) {
 	data, total := loadSynthea(b)
-	opts := testOpts(FormatR4)
+	opts := testOpts(acds.OutputFHIRR4)
 	b.SetBytes(total)
 	b.ReportAllocs()
 	var baseline time.Duration
@@ -89,7 +91,7 @@ func BenchmarkLargestBundle(b *testing.B) {
 			big = d
 		}
 	}
-	opts := testOpts(FormatR4)
+	opts := testOpts(acds.OutputFHIRR4)
 	b.SetBytes(int64(len(big)))
 	b.ReportAllocs()
 	b.ResetTimer()

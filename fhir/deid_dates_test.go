@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acds-project/acds"
 )
 
 // deidDates de-identifies one resource (or Bundle) with opts, requires the
@@ -89,10 +91,10 @@ func TestDeidentifyBirthDates(t *testing.T) {
 			want: []string{`"onsetDateTime":"1936"`, `"recordedDate":"1950"`},
 			bad:  []string{`"1925"`},
 		},
-	}, testOpts(FormatR4Deidentified))
+	}, testOpts(acds.OutputFHIRR4Deidentified))
 
 	// The floor follows Options.Now.
-	opts := testOpts(FormatR4Deidentified)
+	opts := testOpts(acds.OutputFHIRR4Deidentified)
 	opts.Now = time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
 	runDateCases(t, []dateCase{
 		{name: "Now 2040", in: `{"resourceType":"Patient","id":"p1","birthDate":"1945-01-01"}`, want: []string{`"birthDate":"1950"`}},
@@ -193,7 +195,7 @@ func TestDeidentifyAgeForms(t *testing.T) {
 				{"url":"http://example.org/b","valueRange":{"low":` + q("95", "mg") + `}}]}`,
 			want: []string{`"valueRange":` + low90, `"value":95`},
 		},
-	}, testOpts(FormatR4Deidentified))
+	}, testOpts(acds.OutputFHIRR4Deidentified))
 }
 
 // TestDeidentifyAgeUnits (C2): ages are converted to years from their unit
@@ -231,7 +233,7 @@ func TestDeidentifyAgeUnits(t *testing.T) {
 		{name: "< 90 a", in: age("90", "<", "a", "a"), want: []string{`"comparator":"<"`, `"value":90`}},
 		{name: "< 40 a", in: age("40", "<", "a", "a"), want: []string{`"comparator":"<"`, `"value":40`}},
 		{name: "<= 30 d", in: age("30", "<=", "d", "d"), want: []string{`"comparator":"<="`, `"value":30`}},
-	}, testOpts(FormatR4Deidentified))
+	}, testOpts(acds.OutputFHIRR4Deidentified))
 }
 
 // TestDeidentifyDateTimeZones (V2): a dateTime with a time is reduced to
@@ -260,7 +262,7 @@ func TestDeidentifyDateTimeZones(t *testing.T) {
 			in:   `{"resourceType":"Observation","id":"o","status":"final","code":{"text":"x"},` + subjectP + `,"issued":"2021-01-01T00:10:00+02:00"}`,
 			want: []string{`"issued":"2020-01-01T00:00:00Z"`},
 		},
-	}, testOpts(FormatR4Deidentified))
+	}, testOpts(acds.OutputFHIRR4Deidentified))
 }
 
 // TestDeidentifyInstants (V3): instants, optional or not, are kept as
@@ -279,7 +281,7 @@ func TestDeidentifyInstants(t *testing.T) {
 			want: []string{`"lastUpdated":"1936-01-01T00:00:00Z"`},
 			bad:  []string{"1930-"},
 		},
-	}, testOpts(FormatR4Deidentified))
+	}, testOpts(acds.OutputFHIRR4Deidentified))
 }
 
 // TestDateYear covers dateYear's parsing edges directly.
@@ -321,6 +323,6 @@ func TestDeidentifyKeepsInvariants(t *testing.T) {
 		`{"resourceType":"Encounter","id":"e1","status":"finished","class":{"system":"http://terminology.hl7.org/CodeSystem/v3-ActCode","code":"AMB"},"period":{"start":"2016-12-31T23:30:00-05:00","end":"2016-12-31T23:59:60-05:00"}}`,
 		`{"resourceType":"Observation","id":"o1","status":"final","code":{"text":"x"},"valueQuantity":{"value":5,"unit":"mg","system":"http://10.1.2.3/units","code":"mg"}}`,
 	} {
-		processOK(t, in, FormatR4Deidentified)
+		processOK(t, in, acds.OutputFHIRR4Deidentified)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/acds-project/acds/fhir/spec"
 )
 
-// nestedIDs pseudonymises, for FormatR4Deidentified, the ids and URLs
+// nestedIDs pseudonymises, for acds.OutputFHIRR4Deidentified, the ids and URLs
 // that the top-level id pseudonyms do not cover: those of the resources
 // nested in the output's entries. It runs after normalize has given the
 // entries their pseudonymous ids and rewritten their references, and

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds"
 )
 
 var fullDate = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
@@ -206,7 +208,7 @@ func testDeidentifySharedBundles(t *testing.T, process func([]byte, Options) (*O
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := process(data, testOpts(FormatR4Deidentified))
+		out, err := process(data, testOpts(acds.OutputFHIRR4Deidentified))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -261,7 +263,7 @@ func testDeidentifySharedBundles(t *testing.T, process func([]byte, Options) (*O
 		}
 		// References survive de-identification: every one that resolves in
 		// the fhir_r4 output is still there (pointing at pseudonyms).
-		plain, err := process(data, testOpts(FormatR4))
+		plain, err := process(data, testOpts(acds.OutputFHIRR4))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +271,7 @@ func testDeidentifySharedBundles(t *testing.T, process func([]byte, Options) (*O
 			t.Errorf("%s: %d resolvable references in fhir_r4, %d after de-identification", name, a, b)
 		}
 		// Pseudonyms are keyed: another key gives other ids.
-		other := testOpts(FormatR4Deidentified)
+		other := testOpts(acds.OutputFHIRR4Deidentified)
 		other.DeidentKey = bytes.Repeat([]byte{9}, 32)
 		out2, err := process(data, other)
 		if err != nil {
@@ -294,7 +296,7 @@ func testDeidentifyRules(t *testing.T, process func([]byte, Options) (*Output, e
 	"extension":[{"url":"http://hl7.org/fhir/StructureDefinition/patient-mothersMaidenName","valueString":"Smith"},
 	 {"url":"http://example.org/ip","valueString":"10.1.2.3"}],
 	"generalPractitioner":[{"reference":"http://elsewhere.example/Practitioner/77","display":"Dr Who"}]}`
-	out, err := process([]byte(in), testOpts(FormatR4Deidentified))
+	out, err := process([]byte(in), testOpts(acds.OutputFHIRR4Deidentified))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +352,7 @@ func testDeidentifyKeepsPrimitiveArraysAligned(t *testing.T, process func([]byte
 	in := `{"resourceType":"CarePlan","status":"active","intent":"plan","subject":{"reference":"Patient/p"},
 	"instantiatesUri":["http://10.0.0.1/protocol","http://example.org/protocol"],
 	"_instantiatesUri":[null,{"extension":[{"url":"http://example.org/e","valueCode":"x"}]}]}`
-	out, err := process([]byte(in), testOpts(FormatR4Deidentified))
+	out, err := process([]byte(in), testOpts(acds.OutputFHIRR4Deidentified))
 	if err != nil {
 		t.Fatal(err)
 	}

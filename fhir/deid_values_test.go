@@ -8,13 +8,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds"
 )
 
 // deidValues de-identifies in, checks that the output is valid R4 and
 // returns the output JSON.
 func deidValues(t *testing.T, in string) string {
 	t.Helper()
-	out, err := Process([]byte(in), testOpts(FormatR4Deidentified))
+	out, err := Process([]byte(in), testOpts(acds.OutputFHIRR4Deidentified))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestDeidentifyOpenValues(t *testing.T) {
 // set), so the second output is valid too and identical.
 func TestDeidentifyMaskedSurvivesAgain(t *testing.T) {
 	in := `{"resourceType":"QuestionnaireResponse","id":"qr","status":"completed","item":[{"linkId":"free text 1","answer":[{"valueUri":"mailto:a@b.example"}]}]}`
-	opts := testOpts(FormatR4Deidentified)
+	opts := testOpts(acds.OutputFHIRR4Deidentified)
 	out, err := Process([]byte(in), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -400,7 +402,7 @@ func TestDeidentifySharedBundlesValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := Process(data, testOpts(FormatR4Deidentified))
+		out, err := Process(data, testOpts(acds.OutputFHIRR4Deidentified))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -6,7 +6,7 @@
 // Process is the pipeline entry point:
 //
 //	out, err := fhir.Process(input, fhir.Options{
-//		Format:      fhir.FormatR4,       // or fhir.FormatR4Deidentified
+//		Format:      acds.OutputFHIRR4,       // or acds.OutputFHIRR4Deidentified
 //		Source:      "portal.example.org", // or "raw"
 //		Measurement: measurementHex,
 //		Now:         time.Now(),
@@ -72,7 +72,7 @@
 //
 // # De-identification
 //
-// FormatR4Deidentified follows the HIPAA Safe Harbor method, 45 CFR
+// The de-identified format (acds.OutputFHIRR4Deidentified) follows the HIPAA Safe Harbor method, 45 CFR
 // 164.514(b)(2)(i), over the typed structure of each resource:
 //
 //   - a patient's contacts (relatives, guardians) are removed;

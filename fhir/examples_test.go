@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds"
 )
 
 // TestOfficialExamples validates the official R4 examples (the npm package
@@ -45,7 +47,7 @@ func TestOfficialExamples(t *testing.T) {
 		if o.HasErrors() || conformance(base) {
 			continue // processing is for clinical content; definitions are only validated
 		}
-		out, err := Process(data, testOpts(FormatR4))
+		out, err := Process(data, testOpts(acds.OutputFHIRR4))
 		if err != nil {
 			if errors.Is(err, ErrInvalid) && strings.Contains(err.Error(), "no resources") {
 				continue
@@ -56,11 +58,11 @@ func TestOfficialExamples(t *testing.T) {
 		if oo := Validate(out.JSON); oo.HasErrors() {
 			t.Errorf("%s: normalised output has errors: %v", base, oo.Issues)
 		}
-		again, err := Process(out.JSON, testOpts(FormatR4))
+		again, err := Process(out.JSON, testOpts(acds.OutputFHIRR4))
 		if err != nil || again.Digest != out.Digest {
 			t.Errorf("%s: normalisation not idempotent (%v)", base, err)
 		}
-		deid, err := Process(data, testOpts(FormatR4Deidentified))
+		deid, err := Process(data, testOpts(acds.OutputFHIRR4Deidentified))
 		if err != nil {
 			t.Errorf("%s: de-identifying: %v", base, err)
 			continue

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/acds-project/acds"
 )
 
 // fuzzSeedStrings are the hand-written fuzz seeds.
@@ -52,7 +54,7 @@ func FuzzProcess(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkErr := Check(data, Options{})
-		for _, format := range Formats() {
+		for _, format := range acds.OutputFormats() {
 			opts := testOpts(format)
 			out, err := Process(data, opts)
 			if (err == nil) != (checkErr == nil) {
@@ -64,7 +66,7 @@ func FuzzProcess(f *testing.F) {
 			if o := Validate(out.JSON); o.HasErrors() {
 				t.Fatalf("%s output does not validate: %v\ninput: %s\noutput: %s", format, o.Issues, data, out.JSON)
 			}
-			if format != FormatR4 {
+			if format != acds.OutputFHIRR4 {
 				continue
 			}
 			again, err := Process(out.JSON, opts)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -30,7 +32,7 @@ func testGolden(t *testing.T, process func([]byte, Options) (*Output, error)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, format := range Formats() {
+		for _, format := range acds.OutputFormats() {
 			n++
 			out, err := process(data, testOpts(format))
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir/r4"
 )
 
@@ -92,7 +93,7 @@ type entry struct {
 
 // normalize turns a validated resource (any resource, typically a Bundle)
 // into the output collection Bundle and returns it with its entry count,
-// the Provenance included. For FormatR4Deidentified it de-identifies the
+// the Provenance included. For acds.OutputFHIRR4Deidentified it de-identifies the
 // resources first (opts.DeidentKey must then be set; Process checks its
 // length). The rules are those of the package doc (Normalisation and
 // De-identification). It may modify root: the output Bundle holds root's
@@ -151,7 +152,7 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 		e.finalID = id
 		taken[e.typ+"/"+id] = e
 	}
-	if format == FormatR4Deidentified {
+	if format == acds.OutputFHIRR4Deidentified {
 		for _, e := range entries {
 			e.finalID = pseudonymID(opts.DeidentKey, e.typ+"/"+e.finalID)
 		}
@@ -231,7 +232,7 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 	if now.IsZero() {
 		now = time.Now()
 	}
-	if format == FormatR4Deidentified {
+	if format == acds.OutputFHIRR4Deidentified {
 		d := &safeHarbor{key: opts.DeidentKey, now: now, resolves: make(map[string]bool, len(out))}
 		rs := make([]r4.Resource, len(out))
 		for i, e := range out {

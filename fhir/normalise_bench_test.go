@@ -3,6 +3,7 @@ package fhir
 import (
 	"testing"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir/r4"
 )
 
@@ -12,7 +13,7 @@ import (
 // so every iteration decodes afresh with the timer stopped.
 func BenchmarkNormalize(b *testing.B) {
 	big := largestSynthea(b)
-	for _, format := range Formats() {
+	for _, format := range acds.OutputFormats() {
 		b.Run(format, func(b *testing.B) {
 			opts := testOpts(format)
 			b.SetBytes(int64(len(big)))
@@ -40,7 +41,7 @@ func BenchmarkCanonical(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, _, err := normalize(root, testOpts(FormatR4), FormatR4)
+	out, _, err := normalize(root, testOpts(acds.OutputFHIRR4), acds.OutputFHIRR4)
 	if err != nil {
 		b.Fatal(err)
 	}

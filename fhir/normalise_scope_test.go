@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir/r4"
 )
 
-// processOK runs Process and requires a valid output; for FormatR4 it
+// processOK runs Process and requires a valid output; for acds.OutputFHIRR4 it
 // also requires that processing the output again returns it unchanged.
 func processOK(t *testing.T, in string, format string) *Output {
 	t.Helper()
@@ -28,7 +29,7 @@ func processOK(t *testing.T, in string, format string) *Output {
 	if err != nil {
 		t.Fatalf("%s: processing the output again: %v\n%s", format, err, out.JSON)
 	}
-	if format == FormatR4 && !bytes.Equal(again.JSON, out.JSON) {
+	if format == acds.OutputFHIRR4 && !bytes.Equal(again.JSON, out.JSON) {
 		t.Fatalf("%s: not idempotent:\nfirst:  %s\nsecond: %s", format, out.JSON, again.JSON)
 	}
 	return out
@@ -57,7 +58,7 @@ func isNoResources(err error) bool {
 func TestRootProvenanceRefused(t *testing.T) {
 	in := []byte(`{"resourceType":"Provenance","id":"p","meta":{"tag":[{"system":"urn:acds:tag","code":"provenance"}]},` +
 		`"target":[{"reference":"Patient/x"}],"recorded":"2020-01-01T00:00:00Z","agent":[{"who":{"display":"x"}}]}`)
-	for _, format := range Formats() {
+	for _, format := range acds.OutputFormats() {
 		_, err := Process(in, testOpts(format))
 		if !isNoResources(err) {
 			t.Errorf("%s: Process: got %v, want the no-resources error", format, err)
@@ -71,7 +72,7 @@ func TestRootProvenanceRefused(t *testing.T) {
 	if err := Check(other, Options{}); err != nil {
 		t.Errorf("Check of a foreign Provenance: %v", err)
 	}
-	processOK(t, string(other), FormatR4)
+	processOK(t, string(other), acds.OutputFHIRR4)
 }
 
 // entryByRef returns the output entry resource (as JSON object) named by
@@ -108,7 +109,7 @@ func TestRelativeReferenceResolvesAgainstEntryBase(t *testing.T) {
 {"fullUrl":"http://b.org/fhir/Observation/o","resource":{"resourceType":"Observation","id":"o","status":"final","code":{"text":"pregnancy"},"subject":{"reference":"Patient/1/_history/1"}}},
 {"fullUrl":"http://a.org/fhir/Observation/p","resource":{"resourceType":"Observation","id":"p","status":"final","code":{"text":"prostate"},"subject":{"reference":"Patient/1/_history/1"}}},
 {"fullUrl":"urn:uuid:0c3f3c8e-58a6-4d43-9a59-0b6a3c3e2b11","resource":{"resourceType":"Observation","status":"final","code":{"text":"any"},"subject":{"reference":"Patient/1/_history/1"}}}]}`
-	for _, format := range Formats() {
+	for _, format := range acds.OutputFormats() {
 		out := processOK(t, in, format)
 		var b struct {
 			Entry []struct {
@@ -191,7 +192,7 @@ func at(t *testing.T, v any, path ...any) any {
 // fullUrls: the document's author stays its own Practitioner, in both
 // formats, and the output validates.
 func TestNestedBundleIsItsOwnScope(t *testing.T) {
-	for _, format := range Formats() {
+	for _, format := range acds.OutputFormats() {
 		b := decodeOut(t, processOK(t, nestedDocument, format))
 		doc := at(t, b, "entry", 1, "resource")
 		author := at(t, doc, "entry", 0, "resource", "author", 0, "reference").(string)
@@ -199,11 +200,11 @@ func TestNestedBundleIsItsOwnScope(t *testing.T) {
 		if at(t, doc, "entry", 1, "resource", "resourceType") != "Practitioner" || author != practitioner {
 			t.Errorf("%s: the author is %q, want the document's Practitioner %q", format, author, practitioner)
 		}
-		if format == FormatR4 && author != "urn:uuid:aaaaaaaa-1111-1111-1111-111111111111" {
+		if format == acds.OutputFHIRR4 && author != "urn:uuid:aaaaaaaa-1111-1111-1111-111111111111" {
 			t.Errorf("%s: the nested reference changed to %q", format, author)
 		}
 		// A document needs a timestamp (bdl-10): de-identified, the year's.
-		if ts := at(t, doc, "timestamp"); format == FormatR4Deidentified && ts != "2020-01-01T00:00:00Z" {
+		if ts := at(t, doc, "timestamp"); format == acds.OutputFHIRR4Deidentified && ts != "2020-01-01T00:00:00Z" {
 			t.Errorf("%s: the nested document's timestamp is %v", format, ts)
 		}
 	}
@@ -211,11 +212,11 @@ func TestNestedBundleIsItsOwnScope(t *testing.T) {
 
 // TestNestedParametersIsItsOwnScope (V1): a reference inside a
 // Parameters resource names a resource of that Parameters, in both
-// formats: unchanged in FormatR4; in the de-identified format the nested
+// formats: unchanged in acds.OutputFHIRR4; in the de-identified format the nested
 // Patient's id and the reference to it get the same pseudonym, distinct
 // from nothing the top-level Patient/pp leaks.
 func TestNestedParametersIsItsOwnScope(t *testing.T) {
-	for _, format := range Formats() {
+	for _, format := range acds.OutputFormats() {
 		b := decodeOut(t, processOK(t, nestedParameters, format))
 		params := at(t, b, "entry", 1, "resource")
 		cov := at(t, params, "parameter", 0, "resource").(map[string]any)
@@ -226,7 +227,7 @@ func TestNestedParametersIsItsOwnScope(t *testing.T) {
 				t.Errorf("%s: the Coverage refers to %v, want its Parameters' Patient %s", format, ref, want)
 			}
 		}
-		if format == FormatR4Deidentified {
+		if format == acds.OutputFHIRR4Deidentified {
 			if pat["id"] == "pp" || cov["id"] == "cov" {
 				t.Errorf("%s: nested ids kept: %v, %v", format, pat["id"], cov["id"])
 			}
@@ -267,7 +268,7 @@ func leaks(t *testing.T, out *Output, secrets ...string) {
 func TestDeidentifyContainedIDs(t *testing.T) {
 	out := processOK(t, `{"resourceType":"Observation","id":"o1","status":"final","code":{"text":"x"},`+
 		`"contained":[{"resourceType":"Patient","id":"SSN-123-45-6789","name":[{"family":"Smith"}]}],`+
-		`"subject":{"reference":"#SSN-123-45-6789"}}`, FormatR4Deidentified)
+		`"subject":{"reference":"#SSN-123-45-6789"}}`, acds.OutputFHIRR4Deidentified)
 	leaks(t, out, "SSN-123-45-6789", "6789")
 	obs := at(t, decodeOut(t, out), "entry", 0, "resource")
 	id := at(t, obs, "contained", 0, "id").(string)
@@ -281,7 +282,7 @@ func TestDeidentifyContainedIDs(t *testing.T) {
 		`"contained":[{"resourceType":"ValueSet","id":"vs-MRN-4471","status":"active"},`+
 		`{"resourceType":"Provenance","id":"prov-MRN-4471","target":[{"reference":"#"}],"recorded":"2020-01-01T00:00:00Z","agent":[{"who":{"reference":"#org-MRN-4471"}}]},`+
 		`{"resourceType":"Organization","id":"org-MRN-4471","active":true}],`+
-		`"item":[{"linkId":"1","type":"choice","answerValueSet":"#vs-MRN-4471"}]}`, FormatR4Deidentified)
+		`"item":[{"linkId":"1","type":"choice","answerValueSet":"#vs-MRN-4471"}]}`, acds.OutputFHIRR4Deidentified)
 	leaks(t, out, "MRN-4471")
 	q := at(t, decodeOut(t, out), "entry", 0, "resource")
 	vs, org := at(t, q, "contained", 0, "id").(string), at(t, q, "contained", 2, "id").(string)
@@ -295,7 +296,7 @@ func TestDeidentifyContainedIDs(t *testing.T) {
 	// A ValueSet's contained CodeSystem, named by a uri "#id".
 	out = processOK(t, `{"resourceType":"ValueSet","id":"v","status":"active",`+
 		`"contained":[{"resourceType":"CodeSystem","id":"cs-MRN-5512","status":"active","content":"complete","concept":[{"code":"a"}]}],`+
-		`"compose":{"include":[{"system":"#cs-MRN-5512"}]}}`, FormatR4Deidentified)
+		`"compose":{"include":[{"system":"#cs-MRN-5512"}]}}`, acds.OutputFHIRR4Deidentified)
 	leaks(t, out, "MRN-5512")
 	v := at(t, decodeOut(t, out), "entry", 0, "resource")
 	if cs := at(t, v, "contained", 0, "id").(string); at(t, v, "compose", "include", 0, "system") != "#"+cs {
@@ -334,7 +335,7 @@ func TestDeidentifyNestedBundleURLs(t *testing.T) {
 	if err := Check([]byte(in), Options{}); err != nil {
 		t.Fatalf("test input: %v", err)
 	}
-	out := processOK(t, in, FormatR4Deidentified)
+	out := processOK(t, in, acds.OutputFHIRR4Deidentified)
 	leaks(t, out, "MRN-", "SSN-", "hospital.example.org", "55555555")
 	b := decodeOut(t, out)
 	tx := at(t, b, "entry", 0, "resource")
@@ -373,11 +374,11 @@ func TestDeidentifyNestedBundleURLs(t *testing.T) {
 	}
 }
 
-// TestNestedScopesLeftAsTheyAreInFormatR4: in FormatR4 a nested Bundle
+// TestNestedScopesLeftAsTheyAreInFormatR4: in acds.OutputFHIRR4 a nested Bundle
 // and a nested Parameters keep their ids, fullUrls and references exactly,
 // even a reference that happens to equal an outer entry's fullUrl.
 func TestNestedScopesLeftAsTheyAreInFormatR4(t *testing.T) {
-	out := processOK(t, nestedParameters, FormatR4)
+	out := processOK(t, nestedParameters, acds.OutputFHIRR4)
 	if !bytes.Contains(out.JSON, []byte(`{"beneficiary":{"reference":"Patient/pp"},"id":"cov"`)) {
 		t.Errorf("the nested Parameters changed:\n%s", out.JSON)
 	}
@@ -386,7 +387,7 @@ func TestNestedScopesLeftAsTheyAreInFormatR4(t *testing.T) {
 {"fullUrl":"urn:uuid:bbbbbbbb-1111-1111-1111-111111111111","resource":{"resourceType":"Parameters","parameter":[
  {"name":"c","resource":{"resourceType":"Coverage","status":"active","beneficiary":{"reference":"Patient/p"},"payor":[{"reference":"urn:uuid:aaaaaaaa-1111-1111-1111-111111111111"}]}},
  {"name":"p","resource":{"resourceType":"Patient","id":"p"}}]}}]}`
-	out = processOK(t, in, FormatR4)
+	out = processOK(t, in, acds.OutputFHIRR4)
 	if !bytes.Contains(out.JSON, []byte(`"payor":[{"reference":"urn:uuid:aaaaaaaa-1111-1111-1111-111111111111"}]`)) {
 		t.Errorf("a nested reference was rewritten with the outer Bundle's table:\n%s", out.JSON)
 	}
@@ -484,7 +485,7 @@ func TestDeidentifiedNestedIdentitiesDoNotSurvive(t *testing.T) {
 		if len(secrets) == 0 {
 			continue
 		}
-		out, err := Process(data, testOpts(FormatR4Deidentified))
+		out, err := Process(data, testOpts(acds.OutputFHIRR4Deidentified))
 		if err != nil {
 			continue // invalid input, or nothing to process
 		}
@@ -507,16 +508,16 @@ func TestDeidentifiedNestedIdentitiesDoNotSurvive(t *testing.T) {
 // contained resources (validation does not resolve those).
 func TestDeidentifyLocalReferencesWithoutContained(t *testing.T) {
 	in := `{"resourceType":"QuestionnaireResponse","id":"q1","status":"completed","questionnaire":"#john-smith-1950","item":[{"linkId":"a","definition":"#mrn12345"}]}`
-	out := processOK(t, in, FormatR4Deidentified)
+	out := processOK(t, in, acds.OutputFHIRR4Deidentified)
 	leaks(t, out, "john-smith", "mrn12345")
 }
 
 // TestReferenceToOutputFullURLIsIdempotent: a reference that names what
 // will be an output fullUrl resolves on the first pass, as it would on a
-// second, so FormatR4 stays idempotent (processOK checks it).
+// second, so acds.OutputFHIRR4 stays idempotent (processOK checks it).
 func TestReferenceToOutputFullURLIsIdempotent(t *testing.T) {
 	in := `{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"http://b.example/fhir/Patient/1","resource":{"resourceType":"Patient","id":"1","gender":"male"}},{"fullUrl":"http://b.example/fhir/Observation/o","resource":{"resourceType":"Observation","id":"o","status":"final","code":{"text":"x"},"subject":{"reference":"https://acds.invalid/fhir/Patient/1"}}}]}`
-	out := processOK(t, in, FormatR4)
+	out := processOK(t, in, acds.OutputFHIRR4)
 	if !strings.Contains(string(out.JSON), `"subject":{"reference":"Patient/1"}`) {
 		t.Errorf("subject not resolved: %s", out.JSON)
 	}
@@ -528,5 +529,5 @@ func TestDeidentifyNestedVersions(t *testing.T) {
 	in := `{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:11111111-1111-1111-1111-111111111111","resource":{"resourceType":"Bundle","type":"collection","entry":[
  {"fullUrl":"http://example.org/fhir/Patient/1","resource":{"resourceType":"Patient","id":"1","meta":{"versionId":"1"},"gender":"male"}},
  {"fullUrl":"http://example.org/fhir/Patient/1","resource":{"resourceType":"Patient","id":"1","meta":{"versionId":"2"},"gender":"female"}}]}}]}`
-	processOK(t, in, FormatR4Deidentified)
+	processOK(t, in, acds.OutputFHIRR4Deidentified)
 }

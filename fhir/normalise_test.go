@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir/r4"
 )
 
 // TestNormalizeIdempotent: normalising the encoded output of
-// normalize again gives the same bytes (FormatR4), on every shared bundle
+// normalize again gives the same bytes (acds.OutputFHIRR4), on every shared bundle
 // and official example the pipeline accepts.
 func TestNormalizeIdempotent(t *testing.T) {
 	n := 0
@@ -25,11 +26,11 @@ func TestNormalizeIdempotent(t *testing.T) {
 			continue
 		}
 		name := filepath.Base(f)
-		first := normalizeBytes(t, name, data, testOpts(FormatR4))
+		first := normalizeBytes(t, name, data, testOpts(acds.OutputFHIRR4))
 		if first == nil {
 			continue
 		}
-		second := normalizeBytes(t, name, first, testOpts(FormatR4))
+		second := normalizeBytes(t, name, first, testOpts(acds.OutputFHIRR4))
 		if !bytes.Equal(first, second) {
 			t.Errorf("%s: normalising the output again changed it:\nfirst:  %.400s\nsecond: %.400s", name, first, second)
 		}
@@ -64,7 +65,7 @@ func normalizeBytes(t *testing.T, name string, data []byte, opts Options) []byte
 }
 
 func TestNormalizeNil(t *testing.T) {
-	if _, _, err := normalize(nil, testOpts(FormatR4), FormatR4); !errors.Is(err, errNoRoot) {
+	if _, _, err := normalize(nil, testOpts(acds.OutputFHIRR4), acds.OutputFHIRR4); !errors.Is(err, errNoRoot) {
 		t.Fatalf("got %v, want errNoRoot", err)
 	}
 }
@@ -76,9 +77,9 @@ func TestNormalizeSingleResource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := testOpts(FormatR4)
+	opts := testOpts(acds.OutputFHIRR4)
 	opts.BaseURL = "https://x.example/base/"
-	b, n, err := normalize(root, opts, FormatR4)
+	b, n, err := normalize(root, opts, acds.OutputFHIRR4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestNormalizeSingleResource(t *testing.T) {
 // returns the output JSON.
 func deidentify(t *testing.T, in string) string {
 	t.Helper()
-	out, err := Process([]byte(in), testOpts(FormatR4Deidentified))
+	out, err := Process([]byte(in), testOpts(acds.OutputFHIRR4Deidentified))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestRewritesOnlyReferences(t *testing.T) {
 	 {"fullUrl":"http://s.example/fhir/Patient/a","resource":{"resourceType":"Patient","id":"a"}},
 	 {"fullUrl":"http://s.example/fhir/DetectedIssue/d","resource":{"resourceType":"DetectedIssue","id":"d","status":"final",
 	  "patient":{"reference":"http://s.example/fhir/Patient/a"},"reference":"http://s.example/fhir/Patient/a"}}]}`
-	out, err := Process([]byte(in), testOpts(FormatR4))
+	out, err := Process([]byte(in), testOpts(acds.OutputFHIRR4))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,21 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir/r4"
 )
-
-// The output formats Process produces.
-const (
-	// FormatR4 is a validated, normalised collection Bundle with a
-	// Provenance resource, as canonical JSON.
-	FormatR4 = "fhir_r4"
-	// FormatR4Deidentified is FormatR4 after HIPAA Safe Harbor
-	// de-identification (45 CFR 164.514(b)(2)).
-	FormatR4Deidentified = "fhir_r4_deidentified"
-)
-
-// Formats returns the output formats Process supports, in a stable order.
-func Formats() []string { return []string{FormatR4, FormatR4Deidentified} }
 
 // Errors returned by Process. Use errors.Is.
 var (
@@ -64,7 +52,7 @@ func (e *InvalidError) Is(target error) bool {
 
 // Options configures Process.
 type Options struct {
-	// Format is the output format; the zero value means FormatR4.
+	// Format is the output format; the zero value means acds.OutputFHIRR4.
 	Format string
 	// Source names where the input came from: the portal host for a
 	// notarised fetch, or "raw" for a direct submission. Zero means "raw".
@@ -76,7 +64,7 @@ type Options struct {
 	// pass a fixed time for reproducible output.
 	Now time.Time
 	// DeidentKey is the HMAC key for de-identification pseudonyms, at
-	// least 32 bytes; required for FormatR4Deidentified, unused otherwise.
+	// least 32 bytes; required for acds.OutputFHIRR4Deidentified, unused otherwise.
 	// The same key gives the same pseudonyms, so outputs can be linked;
 	// the enclave should use a per-deployment secret.
 	DeidentKey []byte
@@ -109,22 +97,22 @@ type Output struct {
 // their contained resources; a nested Bundle or Parameters keeps its own),
 // duplicate resources are
 // removed, and a Provenance resource records the source, the enclave
-// measurement and the time. For FormatR4Deidentified the resources are
+// measurement and the time. For acds.OutputFHIRR4Deidentified the resources are
 // de-identified (HIPAA Safe Harbor) before the Provenance is added. The
 // output is canonical JSON, so its digest is stable; processing the output
-// again with the same options returns it unchanged (FormatR4).
+// again with the same options returns it unchanged (acds.OutputFHIRR4).
 //
 // Input with validation errors yields an *InvalidError (ErrInvalid, and
 // ErrNotR4 for DSTU2/STU3 content). Process does not modify input.
 func Process(input []byte, opts Options) (*Output, error) {
 	format := opts.Format
 	if format == "" {
-		format = FormatR4
+		format = acds.OutputFHIRR4
 	}
-	if format != FormatR4 && format != FormatR4Deidentified {
-		return nil, fmt.Errorf("%w: %q (supported: %v)", ErrUnsupportedFormat, format, Formats())
+	if format != acds.OutputFHIRR4 && format != acds.OutputFHIRR4Deidentified {
+		return nil, fmt.Errorf("%w: %q (supported: %v)", ErrUnsupportedFormat, format, acds.OutputFormats())
 	}
-	if format == FormatR4Deidentified && len(opts.DeidentKey) < 32 {
+	if format == acds.OutputFHIRR4Deidentified && len(opts.DeidentKey) < 32 {
 		return nil, ErrKey
 	}
 	maxBytes := opts.MaxBytes

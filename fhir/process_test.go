@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acds-project/acds"
 )
 
 var testNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -85,7 +87,7 @@ func testProcessSharedBundles(t *testing.T, process func([]byte, Options) (*Outp
 			t.Fatal(err)
 		}
 		orig := bytes.Clone(data)
-		out, err := Process(data, testOpts(FormatR4))
+		out, err := Process(data, testOpts(acds.OutputFHIRR4))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -93,14 +95,14 @@ func testProcessSharedBundles(t *testing.T, process func([]byte, Options) (*Outp
 			t.Fatalf("%s: Process modified its input", name)
 		}
 		checkOutput(t, name, out)
-		again, err := Process(out.JSON, testOpts(FormatR4))
+		again, err := Process(out.JSON, testOpts(acds.OutputFHIRR4))
 		if err != nil {
 			t.Fatalf("%s: re-processing: %v", name, err)
 		}
 		if again.Digest != out.Digest || !bytes.Equal(again.JSON, out.JSON) {
 			t.Errorf("%s: normalisation is not idempotent", name)
 		}
-		twice, _ := Process(data, testOpts(FormatR4))
+		twice, _ := Process(data, testOpts(acds.OutputFHIRR4))
 		if twice.Digest != out.Digest {
 			t.Errorf("%s: output digest is not deterministic", name)
 		}
@@ -147,7 +149,7 @@ func testProcessErrors(t *testing.T, process func([]byte, Options) (*Output, err
 	if _, err = Process([]byte(`{"resourceType":"Patient"}`), Options{Format: "csv"}); !errors.Is(err, ErrUnsupportedFormat) {
 		t.Fatalf("got %v", err)
 	}
-	if _, err = Process([]byte(`{"resourceType":"Patient"}`), Options{Format: FormatR4Deidentified}); !errors.Is(err, ErrKey) {
+	if _, err = Process([]byte(`{"resourceType":"Patient"}`), Options{Format: acds.OutputFHIRR4Deidentified}); !errors.Is(err, ErrKey) {
 		t.Fatalf("got %v", err)
 	}
 	if _, err = Process([]byte(`{"resourceType":"Patient"}`), Options{MaxBytes: 5}); !errors.Is(err, ErrInvalid) {
@@ -164,7 +166,7 @@ func TestCanonicalJSON(t *testing.T) {
 		`"component":[{"code":{"text":"c"},"valueQuantity":{"value":1.50}},{"code":{"text":"d"},"valueQuantity":{"value":-0}},` +
 		`{"code":{"text":"e"},"valueQuantity":{"value":1e2}},{"code":{"text":"f"},"valueQuantity":{"value":123456789012345678901234}},` +
 		`{"code":{"text":"g"},"valueQuantity":{"value":-1.5E-7}}]}`)
-	out, err := Process(in, testOpts(FormatR4))
+	out, err := Process(in, testOpts(acds.OutputFHIRR4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,13 +194,13 @@ func TestProcessMemory(t *testing.T) {
 			big = d
 		}
 	}
-	if _, err := Process(big, testOpts(FormatR4)); err != nil { // warm up
+	if _, err := Process(big, testOpts(acds.OutputFHIRR4)); err != nil { // warm up
 		t.Fatal(err)
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	out, err := Process(big, testOpts(FormatR4))
+	out, err := Process(big, testOpts(acds.OutputFHIRR4))
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +244,7 @@ func TestProcessKeepsDecimalPrecision(t *testing.T) {
 func testProcessKeepsDecimalPrecision(t *testing.T, process func([]byte, Options) (*Output, error)) {
 	in := []byte(`{"resourceType":"Observation","id":"o1","status":"final",` +
 		`"code":{"text":"potassium"},"valueQuantity":{"value":4.50,"unit":"mmol/L"}}`)
-	out, err := Process(in, Options{Format: FormatR4, Source: "raw", Measurement: "00", Now: time.Unix(0, 0).UTC()})
+	out, err := Process(in, Options{Format: acds.OutputFHIRR4, Source: "raw", Measurement: "00", Now: time.Unix(0, 0).UTC()})
 	if err != nil {
 		t.Fatal(err)
 	}

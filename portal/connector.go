@@ -21,23 +21,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
 	"golang.org/x/oauth2"
 )
-
-// The systemType values (DESIGN §6).
-const (
-	SystemFHIRBasic     = "fhir-basic"     // FHIR server with HTTP Basic auth
-	SystemSMARTPassword = "smart-password" // SMART discovery + OAuth2 password grant
-	SystemSMARTForm     = "smart-form"     // SMART App Launch: authorization code + PKCE through the HTML login form
-	SystemDemo          = "demo"           // the bundled demo portal, driven with the smart-form flow
-)
-
-// SystemTypes returns the supported systemType values in a stable order.
-func SystemTypes() []string {
-	return []string{SystemFHIRBasic, SystemSMARTPassword, SystemSMARTForm, SystemDemo}
-}
 
 // Credentials are a portal login. They print, marshal and log as a
 // placeholder (String, GoString, MarshalJSON, LogValue), so a Request in
@@ -60,9 +48,9 @@ func (Credentials) MarshalJSON() ([]byte, error) { return []byte(`"[redacted]"`)
 // LogValue makes log/slog print a placeholder, never the credentials.
 func (Credentials) LogValue() slog.Value { return slog.StringValue("[redacted]") }
 
-// Request is one record to fetch. It mirrors server.FetchRequest.
+// Request is one record to fetch.
 type Request struct {
-	SystemType  string      // one of SystemTypes
+	SystemType  string      // one of acds.SystemTypes
 	PortalURL   string      // the FHIR base URL, e.g. https://portal.example/fhir
 	RecordID    string      // the Patient id; empty means the token's patient context (smart-*)
 	Credentials Credentials // the login
@@ -225,9 +213,9 @@ func (c *Connector) Admit(req Request) error {
 // admit is Admit without the redaction, for callers that redact once at
 // their own boundary.
 func (c *Connector) admit(req Request) error {
-	if !slices.Contains(SystemTypes(), req.SystemType) {
+	if !slices.Contains(acds.SystemTypes(), req.SystemType) {
 		red := redactorFor(req)
-		return &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(SystemTypes(), ", "))}
+		return &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(acds.SystemTypes(), ", "))}
 	}
 	if req.RecordID != "" {
 		if err := CheckRecordID(req.RecordID); err != nil {
@@ -298,11 +286,11 @@ func (c *Connector) fetch(ctx context.Context, hc *http.Client, req Request, red
 	s.hc = &hcc
 
 	switch req.SystemType {
-	case SystemFHIRBasic:
+	case acds.SystemFHIRBasic:
 		s.auth = func(r *http.Request) { r.SetBasicAuth(s.creds.Username, s.creds.Password) }
-	case SystemSMARTPassword:
+	case acds.SystemSMARTPassword:
 		err = s.passwordGrant(ctx)
-	case SystemSMARTForm, SystemDemo:
+	case acds.SystemSMARTForm, acds.SystemDemo:
 		err = s.formFlow(ctx, req.RecordID)
 	}
 	if err != nil {

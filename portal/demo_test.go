@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
@@ -43,7 +44,7 @@ var demoCreds = portal.Credentials{Username: demoportal.Username, Password: demo
 func TestEveryFlowFetchesTheRecord(t *testing.T) {
 	p := startDemo(t, demoportal.Options{})
 	want := p.Patients()[1]
-	for _, st := range portal.SystemTypes() {
+	for _, st := range acds.SystemTypes() {
 		t.Run(st, func(t *testing.T) {
 			rec, err := testConnector().Fetch(context.Background(), p.client, portal.Request{SystemType: st, PortalURL: p.Base, RecordID: want.ID, Credentials: demoCreds})
 			if err != nil {

@@ -74,7 +74,7 @@
 // (with ErrAccountLocked), ErrMFARequired, ErrUnavailable,
 // ErrRecordNotFound, ErrResponseInvalid, ErrForbidden,
 // ErrUnsupportedSystemType, ErrInvalidRequest, ErrNotarization — and
-// ProblemCode maps it to the service's problem code. Error texts quote
+// ProblemCode maps it to the wire's problem code (acds.Problem*). Error texts quote
 // portals only capped and with the request's username, password, access
 // token and authorization code blanked out; Credentials print as a
 // placeholder under every fmt verb. That redaction is done in one place

@@ -13,11 +13,13 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/acds-project/acds"
 )
 
 // Error classes. Every error of a connector or of Fetcher.Fetch wraps
-// exactly one of them; ProblemCode maps them to the service's problem
-// codes.
+// exactly one of them; ProblemCode maps them to the wire's problem codes
+// and ProblemField to the request field at fault.
 var (
 	// ErrAuthFailed: the portal refused the credentials (wrong password,
 	// unknown user, locked account, refused consent).
@@ -44,54 +46,58 @@ var (
 	// ErrForbidden: the portal URL or the address it resolves to is
 	// refused by the Guard.
 	ErrForbidden = errors.New("forbidden portal")
-	// ErrUnsupportedSystemType: the systemType is not one of SystemTypes.
+	// ErrUnsupportedSystemType: the systemType is not one of acds.SystemTypes.
 	ErrUnsupportedSystemType = errors.New("unsupported system type")
 	// ErrInvalidRequest: the request lacks a field or has a malformed one.
 	ErrInvalidRequest = errors.New("invalid portal request")
 )
 
-// Problem codes of the portal errors, in the style of the wire contract
-// (DESIGN §3): the server puts "urn:acds:problem:" before them.
-const (
-	ProblemAuthFailed         = "portal-auth-failed"
-	ProblemMFARequired        = "portal-mfa-required"
-	ProblemUnavailable        = "portal-unavailable"
-	ProblemRecordNotFound     = "record-not-found"
-	ProblemResponseInvalid    = "portal-response-invalid"
-	ProblemForbiddenPortal    = "forbidden-portal"
-	ProblemUnsupportedType    = "unsupported-system-type"
-	ProblemInvalidRequest     = "invalid-request"
-	ProblemServiceUnavailable = "unavailable" // notarization failed: not the portal's fault
-	ProblemInternal           = "internal"
-)
-
-// ProblemCode returns the problem code for an error returned by this
-// package, and "internal" for any other error (including nil).
+// ProblemCode returns the wire's problem code (one of the acds.Problem*
+// constants, which are the only declaration of them) for an error
+// returned by this package, and acds.ProblemInternal for any other error
+// (including nil). It is the one mapping of portal errors to problem
+// codes: the server answers and fails requests with it.
 func ProblemCode(err error) string {
 	switch {
 	case err == nil:
-		return ProblemInternal
+		return acds.ProblemInternal
 	case errors.Is(err, ErrForbidden):
-		return ProblemForbiddenPortal
+		return acds.ProblemForbiddenPortal
 	case errors.Is(err, ErrMFARequired):
-		return ProblemMFARequired
+		return acds.ProblemPortalMFARequired
 	case errors.Is(err, ErrAuthFailed):
-		return ProblemAuthFailed
+		return acds.ProblemPortalAuthFailed
 	case errors.Is(err, ErrRecordNotFound):
-		return ProblemRecordNotFound
+		return acds.ProblemRecordNotFound
 	case errors.Is(err, ErrResponseInvalid):
-		return ProblemResponseInvalid
+		return acds.ProblemPortalResponseInvalid
 	case errors.Is(err, ErrUnavailable):
-		return ProblemUnavailable
+		return acds.ProblemPortalUnavailable
 	case errors.Is(err, ErrUnsupportedSystemType):
-		return ProblemUnsupportedType
+		return acds.ProblemUnsupportedSystemType
 	case errors.Is(err, ErrInvalidRequest):
-		return ProblemInvalidRequest
+		return acds.ProblemInvalidRequest
 	case errors.Is(err, ErrNotarization):
-		return ProblemServiceUnavailable
+		return acds.ProblemUnavailable
 	default:
-		return ProblemInternal
+		return acds.ProblemInternal
 	}
+}
+
+// ProblemField returns the request field an error of Admit is about,
+// for the problem's field errors: "portalUrl" for ErrForbidden, "recordId"
+// for ErrInvalidRecordID, "systemType" for ErrUnsupportedSystemType, and
+// "" for any other error.
+func ProblemField(err error) string {
+	switch {
+	case errors.Is(err, ErrForbidden):
+		return "portalUrl"
+	case errors.Is(err, ErrInvalidRecordID):
+		return "recordId"
+	case errors.Is(err, ErrUnsupportedSystemType):
+		return "systemType"
+	}
+	return ""
 }
 
 // Error is a failed exchange with a portal. It wraps one of the error

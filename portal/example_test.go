@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/portal"
 )
 
@@ -38,7 +39,7 @@ func Example() {
 	hc := &http.Client{Transport: guard.Transport(&tls.Config{RootCAs: roots})}
 	c := &portal.Connector{Guard: guard}
 	req := portal.Request{
-		SystemType:  portal.SystemFHIRBasic,
+		SystemType:  acds.SystemFHIRBasic,
 		PortalURL:   srv.URL + "/fhir",
 		RecordID:    "p1",
 		Credentials: portal.Credentials{Username: "alice", Password: "s3cret"},

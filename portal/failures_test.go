@@ -15,6 +15,7 @@ import (
 
 	"github.com/acds-project/acds/fhir"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/portal"
 )
@@ -22,7 +23,7 @@ import (
 func TestFallbackWithoutEverything(t *testing.T) {
 	p := startDemo(t, demoportal.Options{Failures: demoportal.Failures{NoEverything: true}})
 	want := p.Patients()[2]
-	for _, st := range []string{portal.SystemFHIRBasic, portal.SystemSMARTForm} {
+	for _, st := range []string{acds.SystemFHIRBasic, acds.SystemSMARTForm} {
 		t.Run(st, func(t *testing.T) {
 			rec, err := testConnector().Fetch(context.Background(), p.client, portal.Request{SystemType: st, PortalURL: p.Base, RecordID: want.ID, Credentials: demoCreds})
 			if err != nil {
@@ -47,7 +48,7 @@ func TestFallbackWithoutEverything(t *testing.T) {
 			if out := fhir.Validate(rec.FHIR); out.HasErrors() {
 				t.Errorf("fetched bundle is invalid: %v", out.Issues[0])
 			}
-			if _, err := fhir.Process(rec.FHIR, fhir.Options{Format: fhir.FormatR4, Source: rec.Host, Measurement: strings.Repeat("ab", 48), Now: time.Unix(1.8e9, 0)}); err != nil {
+			if _, err := fhir.Process(rec.FHIR, fhir.Options{Format: acds.OutputFHIRR4, Source: rec.Host, Measurement: strings.Repeat("ab", 48), Now: time.Unix(1.8e9, 0)}); err != nil {
 				t.Errorf("fhir.Process: %v", err)
 			}
 		})
@@ -65,32 +66,32 @@ func TestInjectedFailures(t *testing.T) {
 		want     []error
 		problem  string
 	}
-	all := portal.SystemTypes()
+	all := acds.SystemTypes()
 	cases := []tc{
 		{name: "wrong password", creds: portal.Credentials{Username: demoportal.Username, Password: "not-the-password"}, systems: all,
-			want: []error{portal.ErrAuthFailed}, problem: portal.ProblemAuthFailed},
-		{name: "rejected password", failures: demoportal.Failures{RejectPassword: true}, systems: all, want: []error{portal.ErrAuthFailed}, problem: portal.ProblemAuthFailed},
-		{name: "locked account", failures: demoportal.Failures{Locked: true}, systems: all, want: []error{portal.ErrAuthFailed, portal.ErrAccountLocked}, problem: portal.ProblemAuthFailed},
-		{name: "mfa required", failures: demoportal.Failures{MFA: true}, systems: all, want: []error{portal.ErrMFARequired}, problem: portal.ProblemMFARequired},
-		{name: "unknown record", record: "pat-9999", systems: all, want: []error{portal.ErrRecordNotFound}, problem: portal.ProblemRecordNotFound},
-		{name: "unknown record without $everything", record: "pat-9999", failures: demoportal.Failures{NoEverything: true}, systems: []string{portal.SystemFHIRBasic},
-			want: []error{portal.ErrRecordNotFound}, problem: portal.ProblemRecordNotFound},
-		{name: "always 503", failures: demoportal.Failures{ServerErrors: -1}, systems: []string{portal.SystemFHIRBasic, portal.SystemSMARTPassword},
-			conn: func(c *portal.Connector) { c.MaxRetries = 2 }, want: []error{portal.ErrUnavailable}, problem: portal.ProblemUnavailable},
-		{name: "always 429", failures: demoportal.Failures{RateLimited: 1 << 30, RetryAfter: time.Second}, systems: []string{portal.SystemFHIRBasic},
-			conn: func(c *portal.Connector) { c.MaxRetries = 1 }, want: []error{portal.ErrUnavailable}, problem: portal.ProblemUnavailable},
-		{name: "Retry-After beyond the limit", failures: demoportal.Failures{RateLimited: 1, RetryAfter: time.Hour}, systems: []string{portal.SystemFHIRBasic},
-			want: []error{portal.ErrUnavailable}, problem: portal.ProblemUnavailable},
-		{name: "slow", failures: demoportal.Failures{Slow: 3 * time.Second}, systems: []string{portal.SystemFHIRBasic},
-			conn: func(c *portal.Connector) { c.RequestTimeout = 100 * time.Millisecond; c.MaxRetries = 1 }, want: []error{portal.ErrUnavailable}, problem: portal.ProblemUnavailable},
-		{name: "truncated pages", failures: demoportal.Failures{TruncatePages: true}, systems: []string{portal.SystemFHIRBasic, portal.SystemSMARTForm},
-			want: []error{portal.ErrResponseInvalid}, problem: portal.ProblemResponseInvalid},
-		{name: "too many bytes", systems: []string{portal.SystemFHIRBasic}, record: demoportal.PatientID(2),
-			conn: func(c *portal.Connector) { c.MaxBytes = 100 << 10 }, want: []error{portal.ErrResponseInvalid, portal.ErrLimit}, problem: portal.ProblemResponseInvalid},
-		{name: "too many pages", systems: []string{portal.SystemFHIRBasic}, record: demoportal.PatientID(2),
-			conn: func(c *portal.Connector) { c.MaxPages = 2 }, want: []error{portal.ErrResponseInvalid, portal.ErrLimit}, problem: portal.ProblemResponseInvalid},
-		{name: "unsupported system type", systems: []string{"epic-magic"}, want: []error{portal.ErrUnsupportedSystemType}, problem: portal.ProblemUnsupportedType},
-		{name: "bad record id", systems: []string{portal.SystemFHIRBasic}, record: "../Observation", want: []error{portal.ErrInvalidRequest}, problem: portal.ProblemInvalidRequest},
+			want: []error{portal.ErrAuthFailed}, problem: acds.ProblemPortalAuthFailed},
+		{name: "rejected password", failures: demoportal.Failures{RejectPassword: true}, systems: all, want: []error{portal.ErrAuthFailed}, problem: acds.ProblemPortalAuthFailed},
+		{name: "locked account", failures: demoportal.Failures{Locked: true}, systems: all, want: []error{portal.ErrAuthFailed, portal.ErrAccountLocked}, problem: acds.ProblemPortalAuthFailed},
+		{name: "mfa required", failures: demoportal.Failures{MFA: true}, systems: all, want: []error{portal.ErrMFARequired}, problem: acds.ProblemPortalMFARequired},
+		{name: "unknown record", record: "pat-9999", systems: all, want: []error{portal.ErrRecordNotFound}, problem: acds.ProblemRecordNotFound},
+		{name: "unknown record without $everything", record: "pat-9999", failures: demoportal.Failures{NoEverything: true}, systems: []string{acds.SystemFHIRBasic},
+			want: []error{portal.ErrRecordNotFound}, problem: acds.ProblemRecordNotFound},
+		{name: "always 503", failures: demoportal.Failures{ServerErrors: -1}, systems: []string{acds.SystemFHIRBasic, acds.SystemSMARTPassword},
+			conn: func(c *portal.Connector) { c.MaxRetries = 2 }, want: []error{portal.ErrUnavailable}, problem: acds.ProblemPortalUnavailable},
+		{name: "always 429", failures: demoportal.Failures{RateLimited: 1 << 30, RetryAfter: time.Second}, systems: []string{acds.SystemFHIRBasic},
+			conn: func(c *portal.Connector) { c.MaxRetries = 1 }, want: []error{portal.ErrUnavailable}, problem: acds.ProblemPortalUnavailable},
+		{name: "Retry-After beyond the limit", failures: demoportal.Failures{RateLimited: 1, RetryAfter: time.Hour}, systems: []string{acds.SystemFHIRBasic},
+			want: []error{portal.ErrUnavailable}, problem: acds.ProblemPortalUnavailable},
+		{name: "slow", failures: demoportal.Failures{Slow: 3 * time.Second}, systems: []string{acds.SystemFHIRBasic},
+			conn: func(c *portal.Connector) { c.RequestTimeout = 100 * time.Millisecond; c.MaxRetries = 1 }, want: []error{portal.ErrUnavailable}, problem: acds.ProblemPortalUnavailable},
+		{name: "truncated pages", failures: demoportal.Failures{TruncatePages: true}, systems: []string{acds.SystemFHIRBasic, acds.SystemSMARTForm},
+			want: []error{portal.ErrResponseInvalid}, problem: acds.ProblemPortalResponseInvalid},
+		{name: "too many bytes", systems: []string{acds.SystemFHIRBasic}, record: demoportal.PatientID(2),
+			conn: func(c *portal.Connector) { c.MaxBytes = 100 << 10 }, want: []error{portal.ErrResponseInvalid, portal.ErrLimit}, problem: acds.ProblemPortalResponseInvalid},
+		{name: "too many pages", systems: []string{acds.SystemFHIRBasic}, record: demoportal.PatientID(2),
+			conn: func(c *portal.Connector) { c.MaxPages = 2 }, want: []error{portal.ErrResponseInvalid, portal.ErrLimit}, problem: acds.ProblemPortalResponseInvalid},
+		{name: "unsupported system type", systems: []string{"epic-magic"}, want: []error{portal.ErrUnsupportedSystemType}, problem: acds.ProblemUnsupportedSystemType},
+		{name: "bad record id", systems: []string{acds.SystemFHIRBasic}, record: "../Observation", want: []error{portal.ErrInvalidRequest}, problem: acds.ProblemInvalidRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,7 +131,7 @@ func TestRetriesRecover(t *testing.T) {
 		t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
 			p := startDemo(t, demoportal.Options{Patients: 2, Failures: f})
 			start := time.Now()
-			rec, err := testConnector().Fetch(context.Background(), p.client, portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: p.Base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+			rec, err := testConnector().Fetch(context.Background(), p.client, portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: p.Base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +152,7 @@ func TestRetriesStopWithTheContext(t *testing.T) {
 	conn.Backoff = time.Hour
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err := conn.Fetch(ctx, p.client, portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: p.Base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	_, err := conn.Fetch(ctx, p.client, portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: p.Base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v, want unavailable after the deadline", err)
 	}
@@ -184,7 +185,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	}))
 	defer echo.Close()
 	hc := echo.Client()
-	for _, st := range portal.SystemTypes() {
+	for _, st := range acds.SystemTypes() {
 		req := portal.Request{SystemType: st, PortalURL: echo.URL + "/fhir", RecordID: "p1", Credentials: portal.Credentials{Username: user, Password: pass}}
 		_, err := testConnector().Fetch(context.Background(), hc, req)
 		if !errors.Is(err, portal.ErrAuthFailed) {
@@ -209,15 +210,15 @@ func TestSecretsNeverInErrors(t *testing.T) {
 
 func TestProblemCodes(t *testing.T) {
 	for err, want := range map[error]string{
-		nil: portal.ProblemInternal, errors.New("x"): portal.ProblemInternal,
-		&portal.Error{Kind: portal.ErrAuthFailed, Err: portal.ErrAccountLocked}: portal.ProblemAuthFailed,
-		&portal.Error{Kind: portal.ErrMFARequired}:                              portal.ProblemMFARequired,
-		&portal.Error{Kind: portal.ErrUnavailable}:                              portal.ProblemUnavailable,
-		&portal.Error{Kind: portal.ErrRecordNotFound}:                           portal.ProblemRecordNotFound,
-		&portal.Error{Kind: portal.ErrResponseInvalid, Err: portal.ErrLimit}:    portal.ProblemResponseInvalid,
-		&portal.ForbiddenError{Target: "x", Reason: "y"}:                        portal.ProblemForbiddenPortal,
-		&portal.Error{Kind: portal.ErrNotarization}:                             portal.ProblemServiceUnavailable,
-		fmt.Errorf("wrapped: %w", &portal.Error{Kind: portal.ErrMFARequired}):   portal.ProblemMFARequired,
+		nil: acds.ProblemInternal, errors.New("x"): acds.ProblemInternal,
+		&portal.Error{Kind: portal.ErrAuthFailed, Err: portal.ErrAccountLocked}: acds.ProblemPortalAuthFailed,
+		&portal.Error{Kind: portal.ErrMFARequired}:                              acds.ProblemPortalMFARequired,
+		&portal.Error{Kind: portal.ErrUnavailable}:                              acds.ProblemPortalUnavailable,
+		&portal.Error{Kind: portal.ErrRecordNotFound}:                           acds.ProblemRecordNotFound,
+		&portal.Error{Kind: portal.ErrResponseInvalid, Err: portal.ErrLimit}:    acds.ProblemPortalResponseInvalid,
+		&portal.ForbiddenError{Target: "x", Reason: "y"}:                        acds.ProblemForbiddenPortal,
+		&portal.Error{Kind: portal.ErrNotarization}:                             acds.ProblemUnavailable,
+		fmt.Errorf("wrapped: %w", &portal.Error{Kind: portal.ErrMFARequired}):   acds.ProblemPortalMFARequired,
 	} {
 		if got := portal.ProblemCode(err); got != want {
 			t.Errorf("ProblemCode(%v) = %q, want %q", err, got, want)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/portal"
 )
@@ -65,7 +66,7 @@ func BenchmarkFetch1MB(b *testing.B) {
 	plainTr := portal.Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: p.CertPool()})
 	hc := &http.Client{Transport: plainTr}
 	defer plainTr.CloseIdleConnections()
-	req := portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: id, Credentials: demoCreds}
+	req := portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: base, RecordID: id, Credentials: demoCreds}
 	var plain, notarized time.Duration
 	var plainBytes, fhirBytes, sessions int
 	b.ResetTimer()

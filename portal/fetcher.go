@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/acds-project/acds/mpctls/prover"
@@ -66,13 +69,38 @@ func (n Notarized) Factory() TransportFactory {
 			MaxIdleConnsPerHost:   1,
 			ResponseHeaderTimeout: time.Minute,
 		}
-		return &notarizedTransport{Transport: tr, d: d}, nil
+		return &notarizedTransport{Transport: tr, d: d, lines: map[string][]string{}}, nil
 	}
 }
 
 type notarizedTransport struct {
 	*http.Transport
 	d *prover.Dialer
+
+	mu    sync.Mutex
+	lines map[string][]string // session id → the request lines sent in it, in order
+}
+
+// RoundTrip sends req, noting the session that carries it.
+func (t *notarizedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	line := requestLine(req)
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		s := t.d.SessionOf(i.Conn)
+		if s == nil {
+			return
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.lines[s.ID()] = append(t.lines[s.ID()], line)
+	}}
+	return t.Transport.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+}
+
+// RequestLines are the request lines sent in the session of that id.
+func (t *notarizedTransport) RequestLines(sessionID string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.lines[sessionID])
 }
 
 func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, error) {
@@ -80,8 +108,7 @@ func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, erro
 	return t.d.FinalizeAll(ctx)
 }
 
-// Result is a record fetched through notarized TLS sessions. It mirrors
-// server.Fetched.
+// Result is a record fetched through notarized TLS sessions.
 type Result struct {
 	FHIR []byte // the record: a collection Bundle
 	Host string // the portal host
@@ -93,6 +120,11 @@ type Result struct {
 	// NotaryStatements are the signed statements, one per TLS session,
 	// in dial order.
 	NotaryStatements [][]byte
+	// SessionRequestLines are the request lines sent in each session, in
+	// order, parallel to NotaryStatements (discovery, token and login
+	// requests as well as FHIR API ones); an entry is empty when the
+	// transport does not say (a Transport other than Notarized's).
+	SessionRequestLines [][]string
 	// Sessions are the prover's results, for presentations.
 	Sessions []*prover.Result
 	// Pages, Resources and Everything are as in Record.
@@ -185,8 +217,16 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, red redactor) (*Result
 	if len(rec.RequestLines) > 0 {
 		res.RequestLine = rec.RequestLines[0]
 	}
+	lines, _ := tr.(interface {
+		RequestLines(sessionID string) []string
+	})
 	for _, s := range sessions {
 		res.NotaryStatements = append(res.NotaryStatements, s.Statement)
+		var l []string
+		if lines != nil {
+			l = lines.RequestLines(s.SessionID)
+		}
+		res.SessionRequestLines = append(res.SessionRequestLines, l)
 	}
 	return res, nil
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/portal"
 )
@@ -44,7 +46,7 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 	p, f, keys := notarizedSetup(t, demoportal.Options{Patients: 3}, notarytest.LoopbackOnly)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
 	want := p.Patients()[1]
-	for _, st := range []string{portal.SystemFHIRBasic, portal.SystemSMARTForm} {
+	for _, st := range []string{acds.SystemFHIRBasic, acds.SystemSMARTForm} {
 		t.Run(st, func(t *testing.T) {
 			res, err := f.Fetch(context.Background(), portal.Request{SystemType: st, PortalURL: base, RecordID: want.ID, Credentials: demoCreds})
 			if err != nil {
@@ -58,6 +60,16 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 			}
 			if len(res.NotaryStatements) == 0 || len(res.NotaryStatements) != len(res.Sessions) {
 				t.Fatalf("%d statements, %d sessions", len(res.NotaryStatements), len(res.Sessions))
+			}
+			// Each session names the first request it carried, so the
+			// claims can say what every session was, not only the first.
+			if len(res.SessionRequestLines) != len(res.NotaryStatements) || !slices.Contains(slices.Concat(res.SessionRequestLines...), res.RequestLine) {
+				t.Errorf("session request lines %q, want one list per statement including %q", res.SessionRequestLines, res.RequestLine)
+			}
+			for i, lines := range res.SessionRequestLines {
+				if len(lines) == 0 || !strings.HasSuffix(lines[0], " HTTP/1.1") {
+					t.Errorf("session %d request lines %q", i, lines)
+				}
 			}
 			// Every statement is signed by the notary and names the portal;
 			// together the sessions carry exactly the record's bytes.
@@ -101,8 +113,8 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 func TestNotaryGuardRefusesPrivatePortals(t *testing.T) {
 	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 1}, portal.Guard{}.AllowAddrPort)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
-	_, err := f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
-	if !errors.Is(err, portal.ErrForbidden) || portal.ProblemCode(err) != portal.ProblemForbiddenPortal {
+	_, err := f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	if !errors.Is(err, portal.ErrForbidden) || portal.ProblemCode(err) != acds.ProblemForbiddenPortal {
 		t.Fatalf("error %v, want forbidden", err)
 	}
 }
@@ -110,18 +122,18 @@ func TestNotaryGuardRefusesPrivatePortals(t *testing.T) {
 func TestNotarizedFetchFailures(t *testing.T) {
 	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 1, Failures: demoportal.Failures{Locked: true}}, notarytest.LoopbackOnly)
 	base := "https://" + portalHost + ":" + p.Port + "/fhir"
-	_, err := f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemSMARTPassword, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	_, err := f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemSMARTPassword, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrAccountLocked) {
 		t.Fatalf("error %v, want locked", err)
 	}
 	// Plain http is refused before anything is dialled.
 	f.Connector.Guard.AllowHTTP = true
-	_, err = f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: "http://" + portalHost + ":" + p.Port + "/fhir", RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	_, err = f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: "http://" + portalHost + ":" + p.Port + "/fhir", RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrForbidden) {
 		t.Fatalf("plain http through the prover: %v, want forbidden", err)
 	}
 	// No transport factory, no fetch.
-	_, err = (&portal.Fetcher{}).Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
+	_, err = (&portal.Fetcher{}).Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrNotarization) {
 		t.Fatalf("no factory: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds"
 )
 
 // FuzzParseHTML feeds the login-page reader arbitrary pages: it must not
@@ -88,9 +90,9 @@ func FuzzConnectorPages(f *testing.F) {
 		}
 		c := &Connector{MaxRetries: -1, MaxPages: 20, MaxBytes: 1 << 20}
 		hc := &http.Client{Transport: bodyTransport{status: status, body: body}}
-		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: testCreds})
+		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: testCreds})
 		if err != nil {
-			if ProblemCode(err) == ProblemInternal {
+			if ProblemCode(err) == acds.ProblemInternal {
 				t.Fatalf("unclassified error: %v", err)
 			}
 			return

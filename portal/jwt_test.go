@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/portal"
 )
@@ -24,7 +25,7 @@ func TestPrivateKeyJWTClients(t *testing.T) {
 		key  crypto.Signer
 		ok   bool
 	}{{"registered key", key, true}, {"other key", other, false}, {"no key", nil, false}} {
-		for _, st := range []string{portal.SystemSMARTPassword, portal.SystemSMARTForm} {
+		for _, st := range []string{acds.SystemSMARTPassword, acds.SystemSMARTForm} {
 			c := testConnector()
 			c.Registrations = map[string]portal.Registration{origin: {ClientID: portal.DemoClientID, RedirectURI: portal.DemoRedirectURI, Key: tc.key, KeyID: "k1"}}
 			_, err := c.Fetch(context.Background(), p.client, portal.Request{SystemType: st, PortalURL: p.Base, RecordID: demoportal.PatientID(1), Credentials: demoCreds})

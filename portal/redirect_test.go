@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acds-project/acds"
 )
 
 // TestConnectorRechecksRedirects: a portal (reached by name, so the strict
@@ -37,7 +39,7 @@ func TestConnectorRechecksRedirects(t *testing.T) {
 		}
 		c := &Connector{Backoff: time.Millisecond} // the strict guard
 		_, err := c.Fetch(context.Background(), &http.Client{Transport: tr}, Request{
-			SystemType: SystemFHIRBasic, PortalURL: "https://portal.example:" + port + "/fhir", RecordID: "p1", Credentials: testCreds})
+			SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example:" + port + "/fhir", RecordID: "p1", Credentials: testCreds})
 		if !errors.Is(err, ErrForbidden) {
 			t.Errorf("redirect to %s: %v, want forbidden", target, err)
 		}

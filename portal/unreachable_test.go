@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/dnstest"
 )
 
@@ -42,17 +43,17 @@ func TestPlainTransportErrorsTellTheTruth(t *testing.T) {
 		guard           Guard
 		code, want      string
 	}{
-		{"NXDOMAIN", "https://portal.example.org/fhir", "portal.example.org", Guard{}, ProblemUnavailable, "the name does not resolve"},
-		{"SERVFAIL", "https://servfail.portal.test/fhir", "servfail.portal.test", Guard{}, ProblemUnavailable, "resolving the name failed"},
-		{"timeout", "https://silent.portal.test/fhir", "silent.portal.test", Guard{}, ProblemUnavailable, "resolving the name timed out"},
-		{"connection refused", "https://closed.portal.test:" + port + "/fhir", "closed.portal.test", Guard{AllowPrivate: true}, ProblemUnavailable, "connection refused"},
-		{"resolves to loopback", "https://closed.portal.test:" + port + "/fhir", "closed.portal.test", Guard{}, ProblemForbiddenPortal, "loopback"},
+		{"NXDOMAIN", "https://portal.example.org/fhir", "portal.example.org", Guard{}, acds.ProblemPortalUnavailable, "the name does not resolve"},
+		{"SERVFAIL", "https://servfail.portal.test/fhir", "servfail.portal.test", Guard{}, acds.ProblemPortalUnavailable, "resolving the name failed"},
+		{"timeout", "https://silent.portal.test/fhir", "silent.portal.test", Guard{}, acds.ProblemPortalUnavailable, "resolving the name timed out"},
+		{"connection refused", "https://closed.portal.test:" + port + "/fhir", "closed.portal.test", Guard{AllowPrivate: true}, acds.ProblemPortalUnavailable, "connection refused"},
+		{"resolves to loopback", "https://closed.portal.test:" + port + "/fhir", "closed.portal.test", Guard{}, acds.ProblemForbiddenPortal, "loopback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &GuardedDialer{Guard: tc.guard, Resolver: dns.Resolver()}
 			hc := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
 			c := &Connector{Guard: tc.guard, MaxRetries: -1}
-			_, err := c.Fetch(context.Background(), hc, Request{SystemType: SystemFHIRBasic, PortalURL: tc.url, RecordID: "pat-1", Credentials: testCreds})
+			_, err := c.Fetch(context.Background(), hc, Request{SystemType: acds.SystemFHIRBasic, PortalURL: tc.url, RecordID: "pat-1", Credentials: testCreds})
 			if err == nil {
 				t.Fatal("fetched")
 			}
@@ -82,13 +83,13 @@ func TestNotaryDownIsTheServicesFault(t *testing.T) {
 	pub, _, _ := ed25519.GenerateKey(nil)
 	f := &Fetcher{Connector: Connector{Guard: Guard{AllowPrivate: true}, MaxRetries: -1},
 		NewTransport: Notarized{Notary: notaryAddr, NotaryKeys: []ed25519.PublicKey{pub}}.Factory()}
-	_, err := f.Fetch(context.Background(), Request{SystemType: SystemFHIRBasic, PortalURL: "https://" + portalHost + "/fhir", RecordID: "pat-1", Credentials: testCreds})
+	_, err := f.Fetch(context.Background(), Request{SystemType: acds.SystemFHIRBasic, PortalURL: "https://" + portalHost + "/fhir", RecordID: "pat-1", Credentials: testCreds})
 	if err == nil {
 		t.Fatal("fetched without a notary")
 	}
 	t.Logf("%s", err)
-	if got := ProblemCode(err); got != ProblemServiceUnavailable {
-		t.Errorf("code %s, want %s", got, ProblemServiceUnavailable)
+	if got := ProblemCode(err); got != acds.ProblemUnavailable {
+		t.Errorf("code %s, want %s", got, acds.ProblemUnavailable)
 	}
 	if strings.Contains(err.Error(), notaryAddr) || strings.Contains(err.Error(), "127.0.0.1") {
 		t.Errorf("%q names the notary's address", err)

@@ -19,9 +19,10 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/store"
+	sqlstore "github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 	"github.com/google/uuid"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkProcessAccept(b *testing.B) {
 
 	// The ACDS server on SQLite. The store is opened under the label so
 	// that its writer goroutine carries it too.
-	var st *store.SQLite
+	var st *sqlstore.SQLite
 	labelled("acds", func() { st = openSQLite(b, filepath.Join(b.TempDir(), "bench.db")) })
 	defer st.Close()
 	srv, err := server.New(server.Config{Store: st, Pipeline: processOnly{&servertest.Pipeline{}}, Enclave: servertest.NewEnclave(), Workers: -1, RateLimit: -1, AuthRateLimit: -1})
@@ -85,7 +86,7 @@ func BenchmarkProcessAccept(b *testing.B) {
 
 	// The floor: the bare handler plus one durable insert of the body as
 	// read, through the same SQLite group commit, on a store of its own.
-	var floorSt *store.SQLite
+	var floorSt *sqlstore.SQLite
 	labelled("floor", func() { floorSt = openSQLite(b, filepath.Join(b.TempDir(), "floor.db")) })
 	defer floorSt.Close()
 	floor := httptest.NewServer(withLabel("floor", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,7 +97,7 @@ func BenchmarkProcessAccept(b *testing.B) {
 		}
 		id := uuid.NewString()
 		now := time.Now()
-		err = floorSt.CreateRequest(r.Context(), store.Request{ID: id, Owner: "floor", Kind: store.KindProcess, Input: body, CreatedAt: now, UpdatedAt: now})
+		err = floorSt.CreateRequest(r.Context(), store.Request{ID: id, Owner: "floor", Kind: acds.KindProcess, Input: body, CreatedAt: now, UpdatedAt: now})
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -139,7 +140,7 @@ func BenchmarkProcessAccept(b *testing.B) {
 	}
 
 	// The server as `acds serve` runs it: fhir.Check at acceptance.
-	var ckSt *store.SQLite
+	var ckSt *sqlstore.SQLite
 	labelled("checked", func() { ckSt = openSQLite(b, filepath.Join(b.TempDir(), "checked.db")) })
 	defer ckSt.Close()
 	ckSrv, err := server.New(server.Config{Store: ckSt, Pipeline: fhirChecked{processOnly{&servertest.Pipeline{}}}, Enclave: servertest.NewEnclave(), Workers: -1, RateLimit: -1, AuthRateLimit: -1})

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
 // Defaults for the zero values of Config.

@@ -13,17 +13,19 @@
 //
 // # Seams
 //
-// The server reaches FHIR processing, the enclave, portal fetching and
-// verification only through small interfaces defined here: Pipeline
-// (optionally Checker), Enclave, Fetcher and Verifier. A nil seam is never
+// The server reaches its store (store.Store, an interface an embedder may
+// implement), FHIR processing, the enclave, portal fetching and
+// verification through small interfaces in the domain packages' own
+// types: Pipeline (optionally Checker), Enclave, Fetcher and Verifier.
+// FHIRPipeline, AttestationEnclave, Verify and *portal.Fetcher are the
+// real ones; package service opens all of them from a data directory. A nil seam is never
 // faked: requests that need it end failed with the problem "unavailable",
 // naming what is missing, and POST /v1/fetch-and-attest, which needs all
 // of Fetcher, Enclave and Pipeline, answers 503 unavailable at once
 // instead of accepting. Which portal URLs and recordIds are accepted is
 // the Fetcher's decision (Fetcher.Admit), taken by the rules its fetch
 // applies, so a request is never accepted only to fail on one of them.
-// cmd/acds wires the real implementations; package servertest has fakes
-// for tests.
+// Package servertest has fakes for tests.
 //
 // # Request lifecycle
 //

@@ -17,14 +17,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	sqlstore "github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 )
 
-func openSQLite(t testing.TB, path string) *store.SQLite {
+func openSQLite(t testing.TB, path string) *sqlstore.SQLite {
 	t.Helper()
-	st, err := store.OpenSQLite(context.Background(), path)
+	st, err := sqlstore.OpenSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestPostgresTwoInstancesExactlyOnce(t *testing.T) {
 	processed := map[string]int{} // bundle id → times processed
 	byInstance := [2]atomic.Int32{}
 	mk := func(i int) *harness {
-		st, err := store.OpenPostgres(context.Background(), dsn)
+		st, err := sqlstore.OpenPostgres(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store"
 )
 
 // TestGetSendsStoredResultAsStored: GET /v1/requests/{id} sends a completed

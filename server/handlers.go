@@ -18,7 +18,9 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/portal"
+	"github.com/acds-project/acds/store"
 )
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
@@ -238,7 +240,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	}
 	if c, ok := s.cfg.Pipeline.(Checker); ok {
 		if err := c.Check(r.Context(), req.Data); err != nil {
-			var inv *InvalidFHIRError
+			var inv *fhir.InvalidError
 			if errors.As(err, &inv) {
 				writeProblem(w, invalidFHIRProblem(inv))
 				return
@@ -253,13 +255,21 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	s.accept(w, r, acds.KindProcess, raw, nil, "")
 }
 
-func invalidFHIRProblem(e *InvalidFHIRError) *acds.Problem {
-	detail := "the FHIR input has errors; see operationOutcome"
-	if e.Detail != "" {
-		detail = "the FHIR input has errors: " + e.Detail
+// invalidFHIRProblem is the invalid-fhir problem of e, carrying its
+// OperationOutcome.
+func invalidFHIRProblem(e *fhir.InvalidError) *acds.Problem {
+	n := e.Outcome.ErrorCount()
+	detail := fmt.Sprintf("the FHIR input has errors: %d errors", n)
+	if n == 1 {
+		detail = "the FHIR input has errors: 1 error"
+	}
+	if e.NotR4 {
+		detail += " (the content is not FHIR R4)"
 	}
 	p := acds.NewProblem(acds.ProblemInvalidFHIR, detail)
-	p.OperationOutcome = e.OperationOutcome
+	if oo, err := e.Outcome.MarshalJSON(); err == nil {
+		p.OperationOutcome = oo
+	}
 	return p
 }
 
@@ -318,8 +328,8 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	freq := FetchRequest{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID,
-		Credentials: acds.Credentials{Username: req.Username, Password: req.Password}}
+	freq := portal.Request{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID,
+		Credentials: portal.Credentials{Username: req.Username, Password: req.Password}}
 	if err := s.cfg.Fetcher.Admit(freq); err != nil {
 		writeProblem(w, s.admitProblem(err, req.Username, req.Password))
 		return
@@ -331,7 +341,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	}
 	// The credentials are sealed bound to the request id.
 	id := uuid.NewString()
-	creds, _ := json.Marshal(acds.Credentials{Username: req.Username, Password: req.Password})
+	creds := sealCredentials(freq.Credentials)
 	sealed, err := s.cfg.Enclave.Seal(creds, []byte(id))
 	clear(creds)
 	if err != nil {
@@ -343,25 +353,24 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 }
 
 // admitProblem is the answer to a request the Fetcher did not admit (see
-// Fetcher.Admit).
+// Fetcher.Admit): the problem code portal.ProblemCode gives the error,
+// naming the field portal.ProblemField gives it.
 func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
-	var fe *FetchError
-	switch {
-	case errors.As(err, &fe) && fe.Code != "":
-		detail := redact(fe.Detail, secrets...)
-		p := acds.NewProblem(fe.Code, detail)
-		if fe.Field != "" {
-			p.Errors = []acds.FieldError{{Field: fe.Field, Message: detail}}
-		}
-		return p
-	case errors.Is(err, ErrForbiddenPortal):
-		detail := redact(err.Error(), secrets...)
-		p := acds.NewProblem(acds.ProblemForbiddenPortal, "the portal is refused: "+detail)
-		p.Errors = []acds.FieldError{{Field: "portalUrl", Message: detail}}
-		return p
+	code := portal.ProblemCode(err)
+	if code == acds.ProblemInternal {
+		s.log.Error("admitting a fetch failed", "err", redact(err.Error(), secrets...))
+		return acds.NewProblem(acds.ProblemInternal, "checking the request failed")
 	}
-	s.log.Error("admitting a fetch failed", "err", redact(err.Error(), secrets...))
-	return acds.NewProblem(acds.ProblemInternal, "checking the request failed")
+	detail := redact(err.Error(), secrets...)
+	field := portal.ProblemField(err)
+	if field == "recordId" {
+		detail = portal.ErrInvalidRecordID.Error()
+	}
+	p := acds.NewProblem(code, detail)
+	if field != "" {
+		p.Errors = []acds.FieldError{{Field: field, Message: detail}}
+	}
+	return p
 }
 
 // acceptWithID stores a new request durably (CreateRequest returns only
@@ -369,7 +378,7 @@ func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
 func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind string, input, sealed []byte, message string) {
 	now := s.cfg.Now()
 	req := store.Request{
-		ID: id, Owner: ownerFrom(r), Kind: kind, Status: store.StatusProcessing,
+		ID: id, Owner: ownerFrom(r), Kind: kind, Status: acds.StatusProcessing,
 		Input: input, Sealed: sealed, CreatedAt: now, UpdatedAt: now,
 	}
 	// Durability: the 202 below is written only after CreateRequest has
@@ -401,14 +410,14 @@ func wireRequest(r store.Request) (acds.Request, error) {
 		t := r.CompletedAt.UTC()
 		out.CompletedAt = &t
 	}
-	if r.Status == store.StatusCompleted && len(r.Result) > 0 {
+	if r.Status == acds.StatusCompleted && len(r.Result) > 0 {
 		var res acds.Result
 		if err := json.Unmarshal(r.Result, &res); err != nil {
 			return out, fmt.Errorf("stored result of %s: %w", r.ID, err)
 		}
 		out.Result = &res
 	}
-	if r.Status == store.StatusFailed && len(r.Error) > 0 {
+	if r.Status == acds.StatusFailed && len(r.Error) > 0 {
 		var p acds.Problem
 		if err := json.Unmarshal(r.Error, &p); err != nil {
 			return out, fmt.Errorf("stored error of %s: %w", r.ID, err)
@@ -456,7 +465,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	// saves about 12 ms of CPU per GET. Encoding still checks that it is
 	// valid JSON (an invalid one answers internal).
 	var raw json.RawMessage
-	if req.Status == store.StatusCompleted && len(req.Result) > 0 {
+	if req.Status == acds.StatusCompleted && len(req.Result) > 0 {
 		raw, req.Result = req.Result, nil
 	}
 	out, err := wireRequest(req)

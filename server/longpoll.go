@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
 // Long-polling: GET /v1/requests/{id}?wait=N holds the answer while the
@@ -170,7 +170,7 @@ func (s *Server) longPoll(ctx context.Context, owner, id string, seconds int) (s
 		// the sleep still wakes this waiter.
 		ch, release, ok := s.waiters.subscribe(id, owner)
 		req, err := s.cfg.Store.GetRequest(ctx, owner, id)
-		if !ok || err != nil || req.Status != store.StatusProcessing || s.claimCtx.Err() != nil {
+		if !ok || err != nil || req.Status != acds.StatusProcessing || s.claimCtx.Err() != nil {
 			if ok {
 				release()
 			}

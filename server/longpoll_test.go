@@ -17,9 +17,10 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 )
 
 // gate blocks the fake pipeline until opened, and tells when a request
@@ -155,7 +156,7 @@ func TestLongPollFailureWakes(t *testing.T) {
 			if err := g.hook(ctx, in); err != nil {
 				return err
 			}
-			return &server.InvalidFHIRError{Detail: "refused by the test"}
+			return &fhir.InvalidError{Outcome: &fhir.OperationOutcome{Issues: []fhir.Issue{{Severity: fhir.SeverityError, Code: "processing", Diagnostics: "refused by the test"}}}}
 		}}
 	})
 	server.SetLongPollTiming(h.srv, time.Second, time.Hour)

@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 )
@@ -60,10 +61,10 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	h := newHarness(t, func(c *server.Config) {
 		c.Fetcher = &servertest.Fetcher{
-			Err: &server.FetchError{Code: acds.ProblemPortalUnavailable, Detail: "the test portal is down"},
-			AdmitFunc: func(r server.FetchRequest) error {
+			Err: &portal.Error{Kind: portal.ErrUnavailable, Detail: "the test portal is down"},
+			AdmitFunc: func(r portal.Request) error {
 				if strings.Contains(r.PortalURL, "10.0.0.1") {
-					return fmt.Errorf("private address: %w", server.ErrForbiddenPortal)
+					return fmt.Errorf("private address: %w", portal.ErrForbidden)
 				}
 				return nil
 			},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 )
@@ -29,9 +30,9 @@ func TestEveryProblemCode(t *testing.T) {
 			}
 			return nil
 		}}
-		c.Fetcher = &servertest.Fetcher{AdmitFunc: func(r server.FetchRequest) error {
+		c.Fetcher = &servertest.Fetcher{AdmitFunc: func(r portal.Request) error {
 			if strings.Contains(r.PortalURL, "refused.example") {
-				return fmt.Errorf("refused by the test's rule: %w", server.ErrForbiddenPortal)
+				return fmt.Errorf("refused by the test's rule: %w", portal.ErrForbidden)
 			}
 			return nil
 		}}

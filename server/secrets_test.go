@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 )
@@ -90,8 +91,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 // fetcherFunc lets a test switch fetchers between requests.
 type fetcherFunc func() server.Fetcher
 
-func (f fetcherFunc) Admit(r server.FetchRequest) error { return f().Admit(r) }
+func (f fetcherFunc) Admit(r portal.Request) error { return f().Admit(r) }
 
-func (f fetcherFunc) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
+func (f fetcherFunc) Fetch(ctx context.Context, r portal.Request) (*portal.Result, error) {
 	return f().Fetch(ctx, r)
 }

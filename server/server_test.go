@@ -20,9 +20,11 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 )
 
 var tokenRE = regexp.MustCompile(`^acds_[A-Za-z0-9_-]{43}$`)
@@ -67,8 +69,8 @@ func TestFullProcessFlow(t *testing.T) {
 	if err := json.Unmarshal(bundle, &fb); err != nil {
 		t.Fatal(err)
 	}
-	if fb.Claims.RequestID != acc.RequestID || fb.Claims.Source != acds.SourceRaw || fb.Claims.OutputDigest != r.Result.OutputDigest ||
-		!strings.HasPrefix(fb.Claims.InputDigest, "sha256:") {
+	if fb.Claims.RequestID != acc.RequestID || fb.Claims.Source.Kind != acds.SourceRaw || fb.Claims.OutputDigest != r.Result.OutputDigest ||
+		!strings.HasPrefix(fb.Claims.Source.InputDigest, "sha256:") {
 		t.Fatalf("claims = %+v", fb.Claims)
 	}
 
@@ -393,7 +395,7 @@ func TestFetchAndAttest(t *testing.T) {
 	if r.Status != acds.StatusCompleted || r.Kind != acds.KindFetchAndAttest {
 		t.Fatalf("request = %+v (error %+v)", r, r.Error)
 	}
-	if got := fetcher.LastCredentials(); got != (acds.Credentials{Username: body.Username, Password: body.Password}) {
+	if got := fetcher.LastCredentials(); got != (portal.Credentials{Username: body.Username, Password: body.Password}) {
 		t.Fatalf("fetcher got credentials %+v", got)
 	}
 	for _, row := range h.store.(*servertest.MemStore).Snapshot() {
@@ -428,7 +430,7 @@ func TestExpiredCredentialsAreErased(t *testing.T) {
 	if r.Status != acds.StatusFailed || r.Error.Code() != acds.ProblemUnavailable || !strings.Contains(r.Error.Detail, "no longer available") {
 		t.Fatalf("request = %+v %+v", r, r.Error)
 	}
-	if got := fetcher.LastCredentials(); got != (acds.Credentials{}) {
+	if got := fetcher.LastCredentials(); got != (portal.Credentials{}) {
 		t.Fatalf("the fetcher saw expired credentials")
 	}
 }
@@ -466,14 +468,14 @@ func TestFetchWithoutFetcherRefusedUnavailable(t *testing.T) {
 // nothing is stored; what it admits is accepted. The real rules (package
 // portal's guard and recordId syntax) are tested through package service.
 func TestFetchAdmission(t *testing.T) {
-	var seen []server.FetchRequest
-	fetcher := &servertest.Fetcher{FHIR: []byte(sampleBundle), AdmitFunc: func(r server.FetchRequest) error {
+	var seen []portal.Request
+	fetcher := &servertest.Fetcher{FHIR: []byte(sampleBundle), AdmitFunc: func(r portal.Request) error {
 		seen = append(seen, r)
 		switch {
 		case strings.Contains(r.PortalURL, "refused.example"):
-			return fmt.Errorf("test rule for alice-77: %w", server.ErrForbiddenPortal)
+			return fmt.Errorf("test rule for alice-77: %w", portal.ErrForbidden)
 		case r.RecordID == "x_y":
-			return &server.FetchError{Code: acds.ProblemInvalidRequest, Field: "recordId", Detail: "not a FHIR id"}
+			return portal.CheckRecordID(r.RecordID)
 		case r.RecordID == "boom":
 			return errors.New("admission exploded")
 		}
@@ -513,7 +515,7 @@ func TestFetchAdmission(t *testing.T) {
 	}
 	last := seen[len(seen)-1]
 	if last.PortalURL != "https://portal.example/fhir" || last.RecordID != "pat-1" || last.SystemType != acds.SystemFHIRBasic ||
-		last.Credentials != (acds.Credentials{Username: "alice-77", Password: "hunter2-xyz"}) {
+		last.Credentials != (portal.Credentials{Username: "alice-77", Password: "hunter2-xyz"}) {
 		t.Fatalf("Admit saw %+v", last)
 	}
 	if r := h.wait(s.Token, decode[acds.Accepted](t, b).RequestID, 5*time.Second); r.Status != acds.StatusCompleted {
@@ -554,7 +556,7 @@ func TestInvalidFHIRDuringProcessingFailsTheRequest(t *testing.T) {
 
 type processOnly struct{ p server.Pipeline }
 
-func (p processOnly) Process(ctx context.Context, in []byte, o server.ProcessOptions) (*server.Output, error) {
+func (p processOnly) Process(ctx context.Context, in []byte, o fhir.Options) (*fhir.Output, error) {
 	return p.p.Process(ctx, in, o)
 }
 
@@ -597,7 +599,7 @@ func TestNewRequiresStore(t *testing.T) {
 
 func ExampleServer() {
 	srv, err := server.New(server.Config{
-		Store:    servertest.NewMemStore(), // real servers use store.OpenSQLite or store.OpenPostgres
+		Store:    servertest.NewMemStore(), // real servers use service.OpenStore
 		Pipeline: &servertest.Pipeline{},
 		Enclave:  servertest.NewEnclave(),
 	})
@@ -649,9 +651,9 @@ func TestFetchErrorCodes(t *testing.T) {
 		err  error
 		code string
 	}{
-		{&server.FetchError{Code: acds.ProblemPortalAuthFailed, Detail: "portal said no to alice-77 / hunter2-xyz"}, acds.ProblemPortalAuthFailed},
-		{fmt.Errorf("wrapped: %w", &server.FetchError{Code: acds.ProblemRecordNotFound, Detail: "no Patient/1"}), acds.ProblemRecordNotFound},
-		{fmt.Errorf("guard: %w", server.ErrForbiddenPortal), acds.ProblemForbiddenPortal},
+		{&portal.Error{Kind: portal.ErrAuthFailed, Detail: "portal said no to alice-77 / hunter2-xyz"}, acds.ProblemPortalAuthFailed},
+		{fmt.Errorf("wrapped: %w", &portal.Error{Kind: portal.ErrRecordNotFound, Detail: "no Patient/1"}), acds.ProblemRecordNotFound},
+		{fmt.Errorf("guard: %w", portal.ErrForbidden), acds.ProblemForbiddenPortal},
 		{errors.New("connection reset"), acds.ProblemPortalUnavailable},
 	} {
 		h := newHarness(t, func(c *server.Config) { c.Fetcher = &servertest.Fetcher{Err: tc.err} })

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/portal"
+	"github.com/acds-project/acds/store"
 )
 
 // The request lifecycle. A worker claims the oldest claimable request with
@@ -144,9 +148,9 @@ func (s *Server) attempt(ctx context.Context, req *store.Request) (res *acds.Res
 		}
 	}()
 	switch req.Kind {
-	case store.KindProcess:
+	case acds.KindProcess:
 		return s.attemptProcess(ctx, req)
-	case store.KindFetchAndAttest:
+	case acds.KindFetchAndAttest:
 		return s.attemptFetch(ctx, req)
 	}
 	return nil, acds.NewProblem(acds.ProblemInternal, "unknown request kind "+req.Kind), nil
@@ -161,8 +165,8 @@ func (s *Server) attemptProcess(ctx context.Context, req *store.Request) (*acds.
 		return nil, p, nil
 	}
 	data := in.bundle()
-	claims := Claims{Source: acds.SourceRaw, InputDigest: sha256Digest(data)}
-	return s.finish(ctx, req.ID, in.OutputFormat, data, acds.SourceRaw, claims)
+	claims := attestation.Claims{Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: sha256Digest(data)}}
+	return s.finish(ctx, req.ID, in.OutputFormat, data, acds.SourceRaw, claims, nil)
 }
 
 func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Result, *acds.Problem, error) {
@@ -181,31 +185,73 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 	if err != nil {
 		return nil, acds.NewProblem(acds.ProblemInternal, "the sealed credentials could not be unsealed by this enclave (sealed by another installation, or altered); submit a new request"), nil
 	}
-	var creds acds.Credentials
-	err = json.Unmarshal(plain, &creds)
+	creds, err := unsealCredentials(plain)
 	clear(plain)
 	if err != nil {
 		return nil, acds.NewProblem(acds.ProblemInternal, "the sealed credentials are unreadable"), nil
 	}
-	fetched, err := s.cfg.Fetcher.Fetch(ctx, FetchRequest{SystemType: in.SystemType, PortalURL: in.PortalURL, RecordID: in.RecordID, Credentials: creds})
+	fetched, err := s.cfg.Fetcher.Fetch(ctx, portal.Request{SystemType: in.SystemType, PortalURL: in.PortalURL, RecordID: in.RecordID, Credentials: creds})
 	if err != nil {
 		if s.workCtx.Err() != nil {
 			return nil, nil, errAbandon
 		}
-		var fe *FetchError
-		switch {
-		case errors.As(err, &fe):
-			return nil, acds.NewProblem(fe.Code, redact(fe.Detail, creds.Username, creds.Password)), nil
-		case errors.Is(err, ErrForbiddenPortal):
-			return nil, acds.NewProblem(acds.ProblemForbiddenPortal, "the portal was refused: "+redact(err.Error(), creds.Username, creds.Password)), nil
+		detail := redact(err.Error(), creds.Username, creds.Password)
+		if code := portal.ProblemCode(err); code != acds.ProblemInternal {
+			return nil, acds.NewProblem(code, detail), nil
 		}
-		return nil, acds.NewProblem(acds.ProblemPortalUnavailable, "fetching the record from the portal failed: "+redact(err.Error(), creds.Username, creds.Password)), nil
+		// An error of none of portal's classes (a Fetcher of the
+		// embedder's own) is the portal's failure.
+		return nil, acds.NewProblem(acds.ProblemPortalUnavailable, "fetching the record from the portal failed: "+detail), nil
 	}
-	claims := Claims{
-		Source: acds.SourceMPCTLS, NotaryStatements: fetched.NotaryStatements,
-		RequestLine: fetched.RequestLine, Host: fetched.Host,
+	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, mpctlsClaims(fetched), fetched.NotaryStatements)
+}
+
+// mpctlsClaims are the claims of a fetched record: one session for each
+// notary statement, each with its own host and the request line it
+// carried: its first FHIR API request (one of r.RequestLines), else its
+// first request (discovery, a token or a login page), and the record's
+// request when the Fetcher does not say.
+func mpctlsClaims(r *portal.Result) attestation.Claims {
+	c := attestation.Claims{Source: attestation.Source{Kind: acds.SourceMPCTLS}}
+	for i := range r.NotaryStatements {
+		sess := attestation.Session{Host: r.Host, RequestLine: r.RequestLine}
+		if i < len(r.Sessions) && r.Sessions[i] != nil && r.Sessions[i].Host != "" {
+			sess.Host = r.Sessions[i].Host
+		}
+		if i < len(r.SessionRequestLines) && len(r.SessionRequestLines[i]) > 0 {
+			lines := r.SessionRequestLines[i]
+			sess.RequestLine = lines[0]
+			if j := slices.IndexFunc(lines, func(l string) bool { return slices.Contains(r.RequestLines, l) }); j >= 0 {
+				sess.RequestLine = lines[j]
+			}
+		}
+		c.Source.Sessions = append(c.Source.Sessions, sess)
 	}
-	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, claims)
+	return c
+}
+
+// sealedCredentials is the encoding of the credentials the enclave seals
+// while a fetch is queued. portal.Credentials marshal as a placeholder on
+// purpose, so this private encoding, the one rows have always been
+// sealed with, carries them.
+type sealedCredentials struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// sealCredentials encodes c for sealing; the caller clears the result.
+func sealCredentials(c portal.Credentials) []byte {
+	b, _ := json.Marshal(sealedCredentials{Username: c.Username, Password: c.Password})
+	return b
+}
+
+// unsealCredentials decodes what sealCredentials encoded.
+func unsealCredentials(b []byte) (portal.Credentials, error) {
+	var c sealedCredentials
+	if err := json.Unmarshal(b, &c); err != nil {
+		return portal.Credentials{}, err
+	}
+	return portal.Credentials{Username: c.Username, Password: c.Password}, nil
 }
 
 // missingParts names the seams a request needs that this server lacks.
@@ -227,13 +273,13 @@ func (s *Server) missingParts(fetch bool) *acds.Problem {
 }
 
 // finish runs the pipeline and the enclave over input and builds the result.
-func (s *Server) finish(ctx context.Context, id, format string, input []byte, source string, claims Claims) (*acds.Result, *acds.Problem, error) {
+func (s *Server) finish(ctx context.Context, id, format string, input []byte, source string, claims attestation.Claims, statements [][]byte) (*acds.Result, *acds.Problem, error) {
 	now := s.cfg.Now()
-	out, err := s.cfg.Pipeline.Process(ctx, input, ProcessOptions{
+	out, err := s.cfg.Pipeline.Process(ctx, input, fhir.Options{
 		Format: format, Source: source, Measurement: s.cfg.Enclave.Measurement(), Now: now,
 	})
 	if err != nil {
-		var inv *InvalidFHIRError
+		var inv *fhir.InvalidError
 		if errors.As(err, &inv) {
 			return nil, invalidFHIRProblem(inv), nil
 		}
@@ -250,7 +296,7 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 	claims.OutputFormat = format
 	claims.OutputDigest = out.Digest
 	claims.IssuedAt = now
-	bundle, err := s.cfg.Enclave.Attest(ctx, claims)
+	bundle, err := s.cfg.Enclave.Attest(ctx, claims, statements)
 	if err != nil {
 		if s.workCtx.Err() != nil {
 			return nil, nil, errAbandon

@@ -3,10 +3,14 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/mpctls/prover"
+	"github.com/acds-project/acds/portal"
 )
 
 // TestResultRecord: the stored result is what encoding a Result (without
@@ -73,4 +77,30 @@ func BenchmarkResultRecord(b *testing.B) {
 	b.ReportMetric(float64(assembled)/1e6/float64(b.N), "assembled-ms/op")
 	b.ReportMetric(float64(encoded)/1e6/float64(b.N), "marshal-ms/op")
 	b.ReportMetric(float64(assembled)/float64(encoded), "ratio")
+}
+
+// TestMPCTLSClaims: the claims of a fetch name every session with its own
+// host and the request line sent in it, not the first request line
+// copied into each.
+func TestMPCTLSClaims(t *testing.T) {
+	r := &portal.Result{
+		Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1",
+		RequestLines:     []string{"GET /fhir/Patient/7/$everything HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
+		NotaryStatements: [][]byte{[]byte("s1"), []byte("s2"), []byte("s3")},
+		Sessions:         []*prover.Result{{Host: "auth.example"}, {Host: "portal.example"}, {Host: "portal.example"}},
+		SessionRequestLines: [][]string{
+			{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "POST /token HTTP/1.1"},
+			{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
+			nil,
+		},
+	}
+	c := mpctlsClaims(r)
+	want := []attestation.Session{
+		{Host: "auth.example", RequestLine: "GET /fhir/.well-known/smart-configuration HTTP/1.1"},
+		{Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
+		{Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1"}, // unknown: the record's request
+	}
+	if c.Source.Kind != acds.SourceMPCTLS || !slices.Equal(c.Source.Sessions, want) {
+		t.Fatalf("claims = %+v, want sessions %+v", c.Source, want)
+	}
 }

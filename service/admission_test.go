@@ -176,7 +176,7 @@ func fetchDecision(t *testing.T, g portal.Guard, rawURL, id string) string {
 			return recordingTransport{&http.Transport{DialContext: d.DialContext, DialTLSContext: d.DialContext}}, nil
 		},
 	}
-	_, err := f.Fetch(context.Background(), portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: rawURL, RecordID: id,
+	_, err := f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: rawURL, RecordID: id,
 		Credentials: portal.Credentials{Username: "u", Password: "p"}})
 	if rec.count() > 0 {
 		if !errors.Is(err, errDialRecorded) {

@@ -1,10 +1,17 @@
 // Package service runs the real ACDS server inside your own Go program:
 // the same wiring as `acds serve`, as a value you open, mount and close.
 //
-// Package server is the API and its request lifecycle; it reaches storage,
-// FHIR processing, the enclave, portal fetching and verification only
-// through seams (server.Config). Package service fills those seams with
-// the real implementations:
+// One entry point, two depths. Package server is the entry point: an
+// http.Handler opened with server.New and a server.Config whose seams
+// (Store, Pipeline, Enclave, Fetcher, Verifier) take the domain types, so
+// an embedder with its own store (any store.Store), enclave backend,
+// fetcher or pipeline constructs a server.Config and nothing else. Package
+// service is kept, thinned to what is not a seam: the installation. It
+// owns a data directory (its lock, sealed keys, the SQLite file), starts
+// a notary and opens the simulated enclave, which are process resources
+// with a lifetime a handler should not own. It holds no adapter and no
+// type of its own for a seam; Options.Server and Options.Configure reach
+// every server.Config field. It fills the seams with:
 //
 //   - a durable store: SQLite in the data directory by default, or
 //     PostgreSQL shared by several replicas (Options.Store, OpenStore);

@@ -22,6 +22,7 @@ import (
 	"github.com/acds-project/acds/mpctls/prover"
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -105,7 +106,7 @@ type Options struct {
 // safe for concurrent use.
 type Service struct {
 	srv        *server.Server
-	st         Store
+	st         store.Store
 	ownStore   bool
 	storeName  string
 	encl       *attestation.Enclave
@@ -192,8 +193,8 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	if err := s.startNotary(o, guard, roots, log); err != nil {
 		return nil, err
 	}
-	if s.policy, err = trustPolicy(s.encl, s.notaryKeys); err != nil {
-		return nil, err
+	if s.policy, err = verify.TrustEnclave(verify.Policy{NotaryKeys: s.notaryKeys}, s.encl.BootEvidence(), s.encl.Measurement()); err != nil {
+		return nil, fmt.Errorf("verifier policy: %w", err)
 	}
 	fetcher := &portal.Fetcher{
 		Connector:    portal.Connector{Guard: guard, Registrations: o.PortalRegistrations},
@@ -203,14 +204,14 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 
 	cfg := o.Server
 	cfg.Store = s.st
-	cfg.Pipeline = fhirPipeline{key: deidKey}
-	cfg.Enclave = enclaveSeam{e: s.encl, notaryKey: s.inProcess}
+	cfg.Pipeline = server.FHIRPipeline{DeidentKey: deidKey}
+	cfg.Enclave = server.AttestationEnclave(s.encl, s.inProcess)
 	v, err := verify.New(s.policy)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Verifier = verifierSeam{v}
-	cfg.Fetcher = fetcherSeam{fetcher}
+	cfg.Verifier = server.Verify(v)
+	cfg.Fetcher = fetcher
 	if cfg.Logger == nil {
 		cfg.Logger = log
 	}
@@ -274,7 +275,7 @@ func (s *Service) Handler() http.Handler { return s.srv.Handler() }
 func (s *Service) Server() *server.Server { return s.srv }
 
 // Store is the durable store the server uses.
-func (s *Service) Store() Store { return s.st }
+func (s *Service) Store() store.Store { return s.st }
 
 // StoreName describes the store for logs without any secret:
 // "sqlite:PATH", "postgres", or "provided" for Options.Server.Store.

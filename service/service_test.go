@@ -24,11 +24,12 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/client"
+	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
+	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -223,7 +224,7 @@ func (p blockingPipeline) Check(ctx context.Context, input []byte) error {
 	return p.Pipeline.(server.Checker).Check(ctx, input)
 }
 
-func (p blockingPipeline) Process(ctx context.Context, input []byte, o server.ProcessOptions) (*server.Output, error) {
+func (p blockingPipeline) Process(ctx context.Context, input []byte, o fhir.Options) (*fhir.Output, error) {
 	p.started <- struct{}{}
 	select {
 	case <-p.release:

@@ -6,16 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/acds-project/acds/internal/store"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
-// Store is the durable state of a server (sessions, passphrase hashes and
-// requests), the type of server.Config.Store. Open one with OpenStore, or
-// let Open do it from Options.Store.
-type Store = store.Store
-
-// OpenStore opens the durable store that spec names, applying any missing
-// schema migrations:
+// OpenStore opens the durable store (a store.Store, the type of
+// server.Config.Store) that spec names, applying any missing schema
+// migrations:
 //
 //   - "" or "sqlite": SQLite in dataDir/acds.db (the embedded default);
 //   - "sqlite:PATH": SQLite in the file PATH;
@@ -24,17 +21,17 @@ type Store = store.Store
 //
 // Anything else is an error wrapping ErrInvalidOptions. Errors never
 // contain the DSN (it may hold a password). The caller closes the store.
-func OpenStore(ctx context.Context, spec, dataDir string) (Store, error) {
+func OpenStore(ctx context.Context, spec, dataDir string) (store.Store, error) {
 	st, _, err := openStore(ctx, spec, dataDir)
 	return st, err
 }
 
 // openStore is OpenStore, also returning a description of the store for
 // logs that never contains a password ("sqlite:PATH" or "postgres").
-func openStore(ctx context.Context, spec, dataDir string) (Store, string, error) {
+func openStore(ctx context.Context, spec, dataDir string) (store.Store, string, error) {
 	switch {
 	case isPostgres(spec):
-		st, err := store.OpenPostgres(ctx, spec)
+		st, err := sqlstore.OpenPostgres(ctx, spec)
 		if err != nil {
 			return nil, "", fmt.Errorf("store: postgres: %w", err)
 		}
@@ -47,7 +44,7 @@ func openStore(ctx context.Context, spec, dataDir string) (Store, string, error)
 			}
 			path = filepath.Join(dataDir, "acds.db")
 		}
-		st, err := store.OpenSQLite(ctx, path)
+		st, err := sqlstore.OpenSQLite(ctx, path)
 		if err != nil {
 			return nil, "", fmt.Errorf("store: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/google/go-sev-guest/abi"
@@ -104,7 +105,7 @@ func BenchmarkAttest(b *testing.B) {
 	f := getFixture(b)
 	claims := attestation.Claims{
 		RequestID: "req-bench", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest([]byte("o")),
-		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("i"))},
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("i"))},
 	}
 	var size int
 	b.ReportAllocs()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/verify"
@@ -31,7 +32,7 @@ func Example() {
 		RequestID:    "req-42",
 		OutputFormat: "fhir_r4",
 		OutputDigest: attestation.Digest(output),
-		Source:       attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("input"))},
+		Source:       attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("input"))},
 	}, nil)
 	if err != nil {
 		panic(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/mpctls"
@@ -89,7 +90,7 @@ func (f *fixture) rawBundle(t testing.TB, output []byte) []byte {
 		RequestID:    "req-raw-1",
 		OutputFormat: "fhir_r4",
 		OutputDigest: attestation.Digest(output),
-		Source:       attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("input"))},
+		Source:       attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("input"))},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func (f *fixture) mpcBundle(t testing.TB, output []byte, stmts ...[]byte) []byte
 		RequestID:    "req-mpc-1",
 		OutputFormat: "fhir_r4_deidentified",
 		OutputDigest: attestation.Digest(output),
-		Source:       attestation.Source{Kind: attestation.SourceMPCTLS, Sessions: sessions},
+		Source:       attestation.Source{Kind: acds.SourceMPCTLS, Sessions: sessions},
 		NotaryKey:    f.notaryPub,
 	}, stmts)
 	if err != nil {

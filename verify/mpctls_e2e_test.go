@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
@@ -58,7 +59,7 @@ func TestMPCTLSWithRealNotary(t *testing.T) {
 	out := []byte("normalised output")
 	bundle, err := e.Attest(context.Background(), attestation.Claims{
 		RequestID: "req-e2e", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest(out),
-		Source: attestation.Source{Kind: attestation.SourceMPCTLS, Sessions: []attestation.Session{
+		Source: attestation.Source{Kind: acds.SourceMPCTLS, Sessions: []attestation.Session{
 			{RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1", Host: host},
 		}},
 		NotaryKey: n.Key,

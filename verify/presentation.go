@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/mpctls"
 )
@@ -32,7 +33,7 @@ func (v *Verifier) VerifyPresentation(bundle []byte, session int, presentation [
 		return res, nil, fmt.Errorf("%w: the bundle is not valid: %w", ErrPresentation, res.Err())
 	}
 	c := res.Claims
-	if c.Source.Kind != attestation.SourceMPCTLS || session < 0 || session >= len(c.Source.Sessions) {
+	if c.Source.Kind != acds.SourceMPCTLS || session < 0 || session >= len(c.Source.Sessions) {
 		return res, nil, fmt.Errorf("%w: the bundle has no session %d", ErrPresentation, session)
 	}
 	b, err := attestation.ParseBundle(bundle)

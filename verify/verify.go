@@ -151,11 +151,11 @@ func (v *Verifier) verify(data, output []byte) (*Result, error) {
 			r.fail(CheckTime, fmt.Errorf("%w: issued at %s, older than %s", ErrTime, c.IssuedAt.Format(time.RFC3339), v.p.MaxAge))
 		}
 		switch c.Source.Kind {
-		case attestation.SourceRaw:
+		case acds.SourceRaw:
 			if len(b.NotaryStatements) > 0 {
 				r.fail(CheckStructure, fmt.Errorf("%w: raw source with %d notary statements", ErrInconsistent, len(b.NotaryStatements)))
 			}
-		case attestation.SourceMPCTLS:
+		case acds.SourceMPCTLS:
 			mpcApplies = true
 			r.MPCTLSVerified = v.checkNotary(b, c, r)
 		}

@@ -51,7 +51,7 @@ func attBundle(t *testing.T, dir string) []byte {
 	}
 	bundle, err := e.Attest(context.Background(), attestation.Claims{
 		RequestID: "req-cli", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest([]byte("out")),
-		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("in"))},
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("in"))},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

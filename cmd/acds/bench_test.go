@@ -24,11 +24,11 @@ import (
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/internal/demoportal"
-	"github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store"
 )
 
 // BenchmarkFetchAndAttest fetches the same ~1 MB demo patient (patient 4
@@ -77,7 +77,7 @@ func BenchmarkFetchAndAttest(b *testing.B) {
 		b.Fatal(err)
 	}
 	c = c.WithToken(sess.Token)
-	creds := acds.Credentials{Username: demoportal.Username, Password: demoportal.Password}
+	creds := portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}
 	var accept, delivery []time.Duration
 	attest := func() (time.Duration, error) {
 		t := time.Now()
@@ -99,7 +99,7 @@ func BenchmarkFetchAndAttest(b *testing.B) {
 		return rec.CompletedAt.Sub(rec.CreatedAt), nil
 	}
 	fl := newFloor(b, s)
-	floorReq := portal.Request{SystemType: portal.SystemFHIRBasic, PortalURL: s.PortalURL, RecordID: p.ID,
+	floorReq := portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: s.PortalURL, RecordID: p.ID,
 		Credentials: portal.Credentials{Username: creds.Username, Password: creds.Password}}
 
 	// Warm up each path once (connections, page cache, allocator).
@@ -193,7 +193,7 @@ func (t *timedStore) Complete(ctx context.Context, id, worker string, result []b
 func (t *timedStore) GetRequest(ctx context.Context, owner, id string) (store.Request, error) {
 	start := time.Now()
 	r, err := t.Store.GetRequest(ctx, owner, id)
-	if r.Status == store.StatusCompleted {
+	if r.Status == acds.StatusCompleted {
 		t.add(&t.get, start)
 	}
 	return r, err
@@ -257,7 +257,7 @@ func (f *floor) run(ctx context.Context, req portal.Request) error {
 		return err
 	}
 	now := time.Now()
-	out, err := fhir.Process(res.FHIR, fhir.Options{Format: fhir.FormatR4, Source: res.Host, Measurement: f.measurement,
+	out, err := fhir.Process(res.FHIR, fhir.Options{Format: acds.OutputFHIRR4, Source: res.Host, Measurement: f.measurement,
 		Now: now, DeidentKey: f.deidKey})
 	if err != nil {
 		return err

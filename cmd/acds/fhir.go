@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/fhir"
 )
@@ -199,12 +200,12 @@ func fhirFmt(args []string, e env) int {
 		fmt.Fprintf(e.stderr, "acds fhir fmt: %s: %v\n", files[0], err)
 		return 2
 	}
-	opts := fhir.Options{Format: fhir.FormatR4, Source: *source, Now: time.Now()}
+	opts := fhir.Options{Format: acds.OutputFHIRR4, Source: *source, Now: time.Now()}
 	if m, err := sim.MeasureSelf(); err == nil {
 		opts.Measurement = hex.EncodeToString(m)
 	}
 	if *deid {
-		opts.Format = fhir.FormatR4Deidentified
+		opts.Format = acds.OutputFHIRR4Deidentified
 		if *keyFile != "" {
 			k, err := os.ReadFile(*keyFile)
 			if err != nil {

@@ -262,7 +262,7 @@ func otherBuildBundle(t *testing.T, dir string) (string, string) {
 	}
 	bundle, err := e.Attest(context.Background(), attestation.Claims{
 		RequestID: "req-other", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest([]byte("out")),
-		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("in"))},
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("in"))},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/portal"
 )
@@ -82,7 +83,7 @@ func TestPortalCommandServesTheDemo(t *testing.T) {
 	}
 	hc := &http.Client{Transport: portal.Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: roots})}
 	c := &portal.Connector{Guard: portal.Guard{AllowPrivate: true}}
-	for _, st := range portal.SystemTypes() {
+	for _, st := range acds.SystemTypes() {
 		rec, err := c.Fetch(context.Background(), hc, portal.Request{SystemType: st, PortalURL: base, RecordID: "pat-0002",
 			Credentials: portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}})
 		if err != nil {
@@ -106,7 +107,7 @@ func TestPortalCommandFaultFlags(t *testing.T) {
 	roots.AppendCertsFromPEM(pemBytes)
 	hc := &http.Client{Transport: portal.Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: roots})}
 	_, err := (&portal.Connector{Guard: portal.Guard{AllowPrivate: true}}).Fetch(context.Background(), hc, portal.Request{
-		SystemType: portal.SystemSMARTForm, PortalURL: base, RecordID: "pat-0001",
+		SystemType: acds.SystemSMARTForm, PortalURL: base, RecordID: "pat-0001",
 		Credentials: portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}})
 	if !errors.Is(err, portal.ErrMFARequired) {
 		t.Fatalf("error %v, want MFA required", err)

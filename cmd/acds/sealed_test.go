@@ -16,8 +16,9 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store"
 )
 
 // Recognisable portal credentials: the account of the test portal.
@@ -71,9 +72,9 @@ type gateFetcher struct {
 	release chan struct{}
 }
 
-func (g *gateFetcher) Admit(r server.FetchRequest) error { return g.next.Admit(r) }
+func (g *gateFetcher) Admit(r portal.Request) error { return g.next.Admit(r) }
 
-func (g *gateFetcher) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
+func (g *gateFetcher) Fetch(ctx context.Context, r portal.Request) (*portal.Result, error) {
 	g.entered <- struct{}{}
 	select {
 	case <-g.release:
@@ -88,7 +89,7 @@ func (g *gateFetcher) Fetch(ctx context.Context, r server.FetchRequest) (*server
 // and inside the credentials JSON object.
 func needles(user, pass string) map[string][]byte {
 	basic := user + ":" + pass
-	credsJSON, _ := json.Marshal(acds.Credentials{Username: user, Password: pass})
+	credsJSON, _ := json.Marshal(map[string]string{"username": user, "password": pass}) // the sealed encoding
 	return map[string][]byte{
 		"username":             []byte(user),
 		"password":             []byte(pass),

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
@@ -268,7 +269,7 @@ func printResult(w io.Writer, r *verify.Result, notes []string) {
 	line("enclaveHashMatch", fmt.Sprint(resp.EnclaveHashMatch))
 	if r.Claims != nil { // boot evidence alone (--server) has no sessions
 		mpc := fmt.Sprint(resp.MPCTLSVerified)
-		if r.Claims.Source.Kind == attestation.SourceRaw {
+		if r.Claims.Source.Kind == acds.SourceRaw {
 			mpc += " (does not apply: raw submission)"
 		}
 		line("mpcTlsVerified", mpc)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
@@ -37,7 +38,7 @@ func newFixture(t *testing.T) fixture {
 	output := []byte(`{"resourceType":"Bundle","type":"collection","entry":[]}`)
 	b, err := e.Attest(context.Background(), attestation.Claims{RequestID: "0b8e6a4e-4f59-4c1e-9d3e-5f3f0c6b2a11",
 		OutputFormat: "fhir_r4", OutputDigest: attestation.Digest(output), IssuedAt: time.Now(),
-		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest(output)}}, nil)
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest(output)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +122,13 @@ func TestCIVerifyPrettyOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []byte(`{"resourceType":"Patient","id":"p1","text":{"status":"generated","div":"<div xmlns=\"http://www.w3.org/1999/xhtml\">José &amp; Zoë</div>"},"gender":"female"}`)
-	out, err := fhir.Process(in, fhir.Options{Format: fhir.FormatR4, Source: "raw", Now: time.Now()})
+	out, err := fhir.Process(in, fhir.Options{Format: acds.OutputFHIRR4, Source: "raw", Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := e.Attest(context.Background(), attestation.Claims{RequestID: "0b8e6a4e-4f59-4c1e-9d3e-5f3f0c6b2a12",
 		OutputFormat: "fhir_r4", OutputDigest: attestation.Digest(out.JSON), IssuedAt: time.Now(),
-		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest(in)}}, nil)
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest(in)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/verify"
 )
@@ -77,7 +78,7 @@ func BenchmarkTimeToFirstByte(b *testing.B) {
 	}
 	bundle, err := h.enclave.Attest(context.Background(), attestation.Claims{
 		RequestID: "bench", OutputFormat: "fhir_r4", OutputDigest: attestation.Digest([]byte("{}")),
-		Source: attestation.Source{Kind: attestation.SourceRaw, InputDigest: attestation.Digest([]byte("{}"))},
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("{}"))},
 	}, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"github.com/acds-project/acds/client/attested"
 	"io"
 	"log"
@@ -23,13 +22,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
-	"github.com/acds-project/acds/internal/store"
+	sqlstore "github.com/acds-project/acds/internal/store"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -103,11 +102,11 @@ func newHarness() (*harness, error) {
 	if _, x.publisher, err = ed25519.GenerateKey(rand.Reader); err != nil {
 		return nil, err
 	}
-	if x.st, err = store.OpenSQLite(ctx, filepath.Join(x.dir, "acds.db")); err != nil {
+	if x.st, err = sqlstore.OpenSQLite(ctx, filepath.Join(x.dir, "acds.db")); err != nil {
 		return nil, err
 	}
 	x.srv, err = server.New(server.Config{
-		Store: x.st, Pipeline: &servertest.Pipeline{}, Enclave: enclaveSeam{x.enclave}, Verifier: servertest.Verifier{},
+		Store: x.st, Pipeline: &servertest.Pipeline{}, Enclave: server.AttestationEnclave(x.enclave, nil), Verifier: servertest.Verifier{},
 		RateLimit: -1, AuthRateLimit: -1, Workers: 1,
 	})
 	if err != nil {
@@ -223,25 +222,6 @@ func certificate(tb testing.TB, signer crypto.Signer, ev []byte, notBefore, notA
 		tb.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: signer, Leaf: leaf}
-}
-
-// enclaveSeam is the server.Enclave of an attestation.Enclave.
-type enclaveSeam struct{ e *attestation.Enclave }
-
-func (s enclaveSeam) Profile() string                     { return s.e.Profile() }
-func (s enclaveSeam) Measurement() string                 { return hex.EncodeToString(s.e.Measurement()) }
-func (s enclaveSeam) Seal(p, ad []byte) ([]byte, error)   { return s.e.Seal(p, ad) }
-func (s enclaveSeam) Unseal(c, ad []byte) ([]byte, error) { return s.e.Open(c, ad) }
-
-func (s enclaveSeam) Attest(ctx context.Context, c server.Claims) ([]byte, error) {
-	return s.e.Attest(ctx, attestation.Claims{RequestID: c.RequestID, OutputFormat: c.OutputFormat, OutputDigest: c.OutputDigest,
-		IssuedAt: c.IssuedAt, Source: attestation.Source{Kind: c.Source, InputDigest: c.InputDigest}}, c.NotaryStatements)
-}
-
-func (s enclaveSeam) BootEvidence() acds.Attestation {
-	b := s.e.BootEvidence()
-	return acds.Attestation{Profile: b.Profile, Measurement: hex.EncodeToString(s.e.Measurement()), Evidence: b.Evidence,
-		Certificates: [][]byte{}, SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce, Boot: s.e.MarshalBootEvidence()}
 }
 
 // mustChecker is attested.NewChecker for a policy the test knows to be

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/demoportal"
 	"github.com/acds-project/acds/portal"
 )
@@ -32,7 +33,7 @@ func Example() {
 	hc := &http.Client{Transport: guard.Transport(&tls.Config{RootCAs: demo.CertPool()})}
 	c := &portal.Connector{Guard: guard}
 	rec, err := c.Fetch(context.Background(), hc, portal.Request{
-		SystemType:  portal.SystemSMARTForm,
+		SystemType:  acds.SystemSMARTForm,
 		PortalURL:   base,
 		RecordID:    demoportal.PatientID(1),
 		Credentials: portal.Credentials{Username: demoportal.Username, Password: demoportal.Password},
@@ -44,7 +45,7 @@ func Example() {
 
 	// A wrong password is a typed error with a problem code.
 	_, err = c.Fetch(context.Background(), hc, portal.Request{
-		SystemType: portal.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(1),
+		SystemType: acds.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(1),
 		Credentials: portal.Credentials{Username: demoportal.Username, Password: "wrong"},
 	})
 	fmt.Println(portal.ProblemCode(err))

@@ -12,8 +12,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	"github.com/acds-project/acds"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // Benchmark parameters: what the server's /v1/process benchmark does.
@@ -48,7 +50,7 @@ func BenchmarkCreateRequest(b *testing.B) {
 
 	b.Run("sqlite", func(b *testing.B) {
 		dir := b.TempDir()
-		s, err := store.OpenSQLite(b.Context(), filepath.Join(dir, "acds.db"))
+		s, err := sqlstore.OpenSQLite(b.Context(), filepath.Join(dir, "acds.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -56,7 +58,7 @@ func BenchmarkCreateRequest(b *testing.B) {
 		benchCreate(b, s, input, dir)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		s, err := store.OpenPostgres(b.Context(), postgresDSN(b))
+		s, err := sqlstore.OpenPostgres(b.Context(), postgresDSN(b))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,7 +86,7 @@ func benchCreate(b *testing.B, s store.Store, input []byte, dir string) {
 					return
 				}
 				r := store.Request{
-					ID: uuid.NewString(), Owner: fmt.Sprintf("anon-%d", c), Kind: store.KindProcess,
+					ID: uuid.NewString(), Owner: fmt.Sprintf("anon-%d", c), Kind: acds.KindProcess,
 					Input: input, CreatedAt: now.Add(time.Duration(i)),
 				}
 				t0 := time.Now()
@@ -168,7 +170,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func BenchmarkClaimComplete(b *testing.B) {
 	input, result := storetest.Bundle(benchInputSize), storetest.Bundle(4<<10)
 	b.Run("sqlite", func(b *testing.B) {
-		s, err := store.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "acds.db"))
+		s, err := sqlstore.OpenSQLite(b.Context(), filepath.Join(b.TempDir(), "acds.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -176,7 +178,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 		benchClaim(b, s, input, result)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		s, err := store.OpenPostgres(b.Context(), postgresDSN(b))
+		s, err := sqlstore.OpenPostgres(b.Context(), postgresDSN(b))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -195,7 +197,7 @@ func benchClaim(b *testing.B, s store.Store, input, result []byte) {
 		for range benchClients {
 			wg.Go(func() {
 				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-					r := store.Request{ID: uuid.NewString(), Owner: "anon-bench", Kind: store.KindProcess, Input: input, CreatedAt: now.Add(time.Duration(i))}
+					r := store.Request{ID: uuid.NewString(), Owner: "anon-bench", Kind: acds.KindProcess, Input: input, CreatedAt: now.Add(time.Duration(i))}
 					if err := s.CreateRequest(b.Context(), r); err != nil {
 						b.Error(err)
 						return

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	kflate "github.com/klauspost/compress/flate"
+
+	"github.com/acds-project/acds/store"
 )
 
 // Blob codecs of the SQLite backend (columns input_codec, result_codec).
@@ -68,14 +70,14 @@ func (c *codecs) decompress(b []byte, codec int) ([]byte, error) {
 		return b, nil
 	case codecDeflate:
 	default:
-		return nil, fmt.Errorf("%w: unknown codec %d", ErrCorrupt, codec)
+		return nil, fmt.Errorf("%w: unknown codec %d", store.ErrCorrupt, codec)
 	}
 	src := bytes.NewReader(b)
 	r, _ := c.readers.Get().(io.ReadCloser)
 	if r == nil {
 		r = flate.NewReader(src)
 	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 	}
 	defer c.readers.Put(r)
 	limit := c.limit
@@ -86,10 +88,10 @@ func (c *codecs) decompress(b []byte, codec int) ([]byte, error) {
 	out.Grow(min(len(b)*8, limit))
 	n, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", store.ErrCorrupt, err)
 	}
 	if n > int64(limit) {
-		return nil, fmt.Errorf("%w: decodes to more than %d bytes", ErrCorrupt, limit)
+		return nil, fmt.Errorf("%w: decodes to more than %d bytes", store.ErrCorrupt, limit)
 	}
 	return out.Bytes(), nil
 }

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"testing"
+
+	"github.com/acds-project/acds/store"
 )
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -39,10 +41,10 @@ func TestCodecRoundTrip(t *testing.T) {
 
 func TestCodecRejects(t *testing.T) {
 	c := codecs{limit: 1 << 20}
-	if _, err := c.decompress([]byte("not deflate at all"), codecDeflate); !errors.Is(err, ErrCorrupt) {
+	if _, err := c.decompress([]byte("not deflate at all"), codecDeflate); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("garbage: %v", err)
 	}
-	if _, err := c.decompress(nil, 7); !errors.Is(err, ErrCorrupt) {
+	if _, err := c.decompress(nil, 7); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("unknown codec: %v", err)
 	}
 	// A bomb: more than the limit of zeros compresses to little.
@@ -53,7 +55,7 @@ func TestCodecRejects(t *testing.T) {
 		_, _ = w.Write(zeros)
 	}
 	_ = w.Close()
-	if _, err := c.decompress(buf.Bytes(), codecDeflate); !errors.Is(err, ErrCorrupt) {
+	if _, err := c.decompress(buf.Bytes(), codecDeflate); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("bomb of %d bytes: %v", buf.Len(), err)
 	}
 }
@@ -71,7 +73,7 @@ func FuzzDecompress(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, codec int) {
 		out, err := c.decompress(b, codec)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
+			if !errors.Is(err, store.ErrCorrupt) {
 				t.Fatalf("error %v is not ErrCorrupt", err)
 			}
 			return

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // crashChildEnv makes the test binary act as the process that is killed.
@@ -58,7 +58,7 @@ func TestSQLiteSurvivesKill9(t *testing.T) {
 	_ = cmd.Wait()
 	require.GreaterOrEqual(t, len(acked), 300, "the child acknowledged too few writes")
 
-	s, err := store.OpenSQLite(t.Context(), path)
+	s, err := sqlstore.OpenSQLite(t.Context(), path)
 	require.NoError(t, err)
 	defer s.Close()
 	for id := range acked {
@@ -77,7 +77,7 @@ func TestSQLiteSurvivesKill9(t *testing.T) {
 // CreateRequest has returned nil.
 func crashChild(path string) {
 	ctx := context.Background()
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

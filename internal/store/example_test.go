@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
 )
 
 // A request's life: accepted, claimed by a worker under a lease, completed.
@@ -20,7 +22,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	s, err := store.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func Example() {
 	err = s.CreateRequest(ctx, store.Request{
 		ID:        "2f1b7c44-6f1c-4c7e-9a55-2f0d8e1b3b1d",
 		Owner:     "anon-hx4k",
-		Kind:      store.KindProcess,
+		Kind:      acds.KindProcess,
 		Input:     []byte(`{"outputFormat":"fhir_r4","data":{"resourceType":"Bundle"}}`),
 		CreatedAt: now,
 	})

@@ -9,9 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acds-project/acds"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acds-project/acds/store"
 )
 
 // Postgres is the scale-out store: several `acds serve` replicas share one
@@ -39,7 +42,7 @@ type Postgres struct {
 	once   sync.Once
 }
 
-var _ Store = (*Postgres)(nil)
+var _ store.Store = (*Postgres)(nil)
 
 // defaultPgMaxConns is the pool size when the DSN does not set one.
 const defaultPgMaxConns = 16
@@ -57,7 +60,7 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	if err != nil {
 		// pgx's parse errors quote the connection string, and their
 		// password redaction is best effort: say nothing about it.
-		return nil, fmt.Errorf("%w: cannot parse the postgres connection string", ErrInvalid)
+		return nil, fmt.Errorf("%w: cannot parse the postgres connection string", store.ErrInvalid)
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "acds" // names our sessions in pg_stat_activity
@@ -128,14 +131,14 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 // err maps a pgx error.
 func (p *Postgres) err(what string, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" { // unique_violation
-		return ErrConflict
+		return store.ErrConflict
 	}
 	if p.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return fmt.Errorf("store: %s: %w", what, err)
 }
@@ -144,7 +147,7 @@ func pgTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	d := dbTime(t)
+	d := store.StoredTime(t)
 	return &d
 }
 
@@ -156,12 +159,12 @@ func fromPg(t *time.Time) time.Time {
 }
 
 // CreateSession implements [Store].
-func (p *Postgres) CreateSession(ctx context.Context, s Session) error {
-	if err := checkSession(s); err != nil {
+func (p *Postgres) CreateSession(ctx context.Context, s store.Session) error {
+	if err := store.CheckSession(s); err != nil {
 		return err
 	}
 	_, err := p.pool.Exec(ctx, "INSERT INTO sessions (pseudonym, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-		s.Pseudonym, s.TokenHash, dbTime(s.CreatedAt), dbTime(s.ExpiresAt))
+		s.Pseudonym, s.TokenHash, store.StoredTime(s.CreatedAt), store.StoredTime(s.ExpiresAt))
 	if err != nil {
 		return p.err("create session", err)
 	}
@@ -169,15 +172,15 @@ func (p *Postgres) CreateSession(ctx context.Context, s Session) error {
 }
 
 // SessionByTokenHash implements [Store].
-func (p *Postgres) SessionByTokenHash(ctx context.Context, tokenHash []byte) (Session, error) {
-	if err := checkTokenHash(tokenHash); err != nil {
-		return Session{}, err
+func (p *Postgres) SessionByTokenHash(ctx context.Context, tokenHash []byte) (store.Session, error) {
+	if err := store.CheckTokenHash(tokenHash); err != nil {
+		return store.Session{}, err
 	}
-	var s Session
+	var s store.Session
 	err := p.pool.QueryRow(ctx, "SELECT pseudonym, token_hash, created_at, expires_at FROM sessions WHERE token_hash = $1", tokenHash).
 		Scan(&s.Pseudonym, &s.TokenHash, &s.CreatedAt, &s.ExpiresAt)
 	if err != nil {
-		return Session{}, p.err("session", err)
+		return store.Session{}, p.err("session", err)
 	}
 	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
 	return s, nil
@@ -199,7 +202,7 @@ func (p *Postgres) SetPassphrase(ctx context.Context, pseudonym, encodedHash str
 
 // Passphrase implements [Store].
 func (p *Postgres) Passphrase(ctx context.Context, pseudonym string) (string, error) {
-	if err := checkName("pseudonym", pseudonym); err != nil {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
 		return "", err
 	}
 	var h string
@@ -211,7 +214,7 @@ func (p *Postgres) Passphrase(ctx context.Context, pseudonym string) (string, er
 
 // DeleteExpiredSessions implements [Store].
 func (p *Postgres) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
-	tag, err := p.pool.Exec(ctx, "DELETE FROM sessions WHERE expires_at < $1", dbTime(now))
+	tag, err := p.pool.Exec(ctx, "DELETE FROM sessions WHERE expires_at < $1", store.StoredTime(now))
 	if err != nil {
 		return 0, p.err("delete expired sessions", err)
 	}
@@ -219,13 +222,13 @@ func (p *Postgres) DeleteExpiredSessions(ctx context.Context, now time.Time) (in
 }
 
 // CreateRequest implements [Store]. The request is stored as
-// StatusProcessing with no attempts and no lease, whatever r says about
+// acds.StatusProcessing with no attempts and no lease, whatever r says about
 // those; UpdatedAt is set to CreatedAt.
-func (p *Postgres) CreateRequest(ctx context.Context, r Request) error {
-	if err := checkNewRequest(r); err != nil {
+func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
+	if err := store.CheckNewRequest(r); err != nil {
 		return err
 	}
-	created := dbTime(r.CreatedAt)
+	created := store.StoredTime(r.CreatedAt)
 	_, err := p.pool.Exec(ctx, `INSERT INTO requests (id, owner, kind, status, input, sealed, created_at, updated_at)
 		VALUES ($1, $2, $3, 'processing', $4, $5, $6, $6)`, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, created)
 	if err != nil {
@@ -237,13 +240,13 @@ func (p *Postgres) CreateRequest(ctx context.Context, r Request) error {
 const pgRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
 	lease_owner, lease_until, created_at, updated_at, completed_at`
 
-func scanPgRequest(row pgx.Row) (Request, error) {
-	var r Request
+func scanPgRequest(row pgx.Row) (store.Request, error) {
+	var r store.Request
 	var leaseUntil, completedAt *time.Time
 	err := row.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
 		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt)
 	if err != nil {
-		return Request{}, err
+		return store.Request{}, err
 	}
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
 	r.LeaseUntil, r.CompletedAt = fromPg(leaseUntil), fromPg(completedAt)
@@ -251,41 +254,41 @@ func scanPgRequest(row pgx.Row) (Request, error) {
 }
 
 // GetRequest implements [Store].
-func (p *Postgres) GetRequest(ctx context.Context, owner, id string) (Request, error) {
-	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
-		return Request{}, ErrNotFound
+func (p *Postgres) GetRequest(ctx context.Context, owner, id string) (store.Request, error) {
+	if owner == "" || id == "" || len(owner) > store.MaxIDLen || len(id) > store.MaxIDLen {
+		return store.Request{}, store.ErrNotFound
 	}
 	r, err := scanPgRequest(p.pool.QueryRow(ctx, "SELECT "+pgRequestCols+" FROM requests WHERE id = $1 AND owner = $2", id, owner))
 	if err != nil {
-		return Request{}, p.err("get request", err)
+		return store.Request{}, p.err("get request", err)
 	}
 	return r, nil
 }
 
 // ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
-func (p *Postgres) ListRequests(ctx context.Context, owner string, pg Page) ([]Request, string, error) {
-	if err := checkName("owner", owner); err != nil {
+func (p *Postgres) ListRequests(ctx context.Context, owner string, pg store.Page) ([]store.Request, string, error) {
+	if err := store.CheckName("owner", owner); err != nil {
 		return nil, "", err
 	}
-	limit := clampLimit(pg.Limit)
+	limit := store.ClampLimit(pg.Limit)
 	var rows pgx.Rows
 	var err error
 	if pg.Cursor == "" {
 		rows, err = p.pool.Query(ctx, "SELECT "+pgRequestCols+
 			" FROM requests WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2", owner, limit+1)
 	} else {
-		cur, cerr := decodeCursor(pg.Cursor)
+		curAt, curID, cerr := store.DecodeCursor(pg.Cursor)
 		if cerr != nil {
 			return nil, "", cerr
 		}
 		rows, err = p.pool.Query(ctx, "SELECT "+pgRequestCols+
 			` FROM requests WHERE owner = $1 AND (created_at, id) < ($2, $3)
-			ORDER BY created_at DESC, id DESC LIMIT $4`, owner, fromMicros(cur.createdAt), cur.id, limit+1)
+			ORDER BY created_at DESC, id DESC LIMIT $4`, owner, curAt, curID, limit+1)
 	}
 	if err != nil {
 		return nil, "", p.err("list requests", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Request, error) { return scanPgRequest(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Request, error) { return scanPgRequest(row) })
 	if err != nil {
 		return nil, "", p.err("list requests", err)
 	}
@@ -294,15 +297,15 @@ func (p *Postgres) ListRequests(ctx context.Context, owner string, pg Page) ([]R
 
 // DeleteRequest implements [Store].
 func (p *Postgres) DeleteRequest(ctx context.Context, owner, id string) error {
-	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
-		return ErrNotFound
+	if owner == "" || id == "" || len(owner) > store.MaxIDLen || len(id) > store.MaxIDLen {
+		return store.ErrNotFound
 	}
 	tag, err := p.pool.Exec(ctx, "DELETE FROM requests WHERE id = $1 AND owner = $2", id, owner)
 	if err != nil {
 		return p.err("delete request", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	return nil
 }
@@ -310,12 +313,12 @@ func (p *Postgres) DeleteRequest(ctx context.Context, owner, id string) error {
 // Claim implements [Store] with SELECT … FOR UPDATE SKIP LOCKED, so that
 // workers of every replica sharing the database each get a different
 // request and never wait on one another.
-func (p *Postgres) Claim(ctx context.Context, o ClaimOptions) (*Request, error) {
-	o, err := claimSettings(o)
+func (p *Postgres) Claim(ctx context.Context, o store.ClaimOptions) (*store.Request, error) {
+	o, err := store.NormalizeClaim(o)
 	if err != nil {
 		return nil, err
 	}
-	var claimed *Request
+	var claimed *store.Request
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		claimed = nil
 		for {
@@ -340,7 +343,7 @@ func (p *Postgres) Claim(ctx context.Context, o ClaimOptions) (*Request, error) 
 			}
 			r, err := scanPgRequest(tx.QueryRow(ctx, `UPDATE requests SET attempts = attempts + 1, lease_owner = $1,
 				lease_until = $2, updated_at = $3 WHERE id = $4 RETURNING `+pgRequestCols,
-				o.Worker, dbTime(o.Now.Add(o.Lease)), o.Now, id))
+				o.Worker, store.StoredTime(o.Now.Add(o.Lease)), o.Now, id))
 			if err != nil {
 				return err
 			}
@@ -357,48 +360,48 @@ func (p *Postgres) Claim(ctx context.Context, o ClaimOptions) (*Request, error) 
 // Heartbeat implements [Store].
 func (p *Postgres) Heartbeat(ctx context.Context, id, worker string, until time.Time) error {
 	if id == "" || worker == "" {
-		return ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	tag, err := p.pool.Exec(ctx, `UPDATE requests SET lease_until = $1
-		WHERE id = $2 AND lease_owner = $3 AND status = 'processing'`, dbTime(until), id, worker)
+		WHERE id = $2 AND lease_owner = $3 AND status = 'processing'`, store.StoredTime(until), id, worker)
 	if err != nil {
 		return p.err("heartbeat", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	return nil
 }
 
 // Complete implements [Store].
 func (p *Postgres) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
-	return p.finish(ctx, id, worker, StatusCompleted, "result", result, now)
+	return p.finish(ctx, id, worker, acds.StatusCompleted, "result", result, now)
 }
 
 // Fail implements [Store].
 func (p *Postgres) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
-	return p.finish(ctx, id, worker, StatusFailed, "error", problem, now)
+	return p.finish(ctx, id, worker, acds.StatusFailed, "error", problem, now)
 }
 
 func (p *Postgres) finish(ctx context.Context, id, worker, status, col string, val []byte, now time.Time) error {
 	if id == "" || worker == "" {
-		return ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	tag, err := p.pool.Exec(ctx, `UPDATE requests SET status = $1, `+col+` = $2, sealed = NULL,
 		lease_owner = '', lease_until = NULL, updated_at = $3, completed_at = $3
-		WHERE id = $4 AND lease_owner = $5 AND status = 'processing'`, status, val, dbTime(now), id, worker)
+		WHERE id = $4 AND lease_owner = $5 AND status = 'processing'`, status, val, store.StoredTime(now), id, worker)
 	if err != nil {
 		return p.err(status, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	return nil
 }
 
 // EraseSealedBefore implements [Store].
 func (p *Postgres) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
-	tag, err := p.pool.Exec(ctx, "UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < $1", dbTime(t))
+	tag, err := p.pool.Exec(ctx, "UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < $1", store.StoredTime(t))
 	if err != nil {
 		return 0, p.err("erase sealed", err)
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // postgresDSN returns a connection string for a fresh, empty schema of the
@@ -68,9 +69,9 @@ func withSearchPath(t testing.TB, dsn, schema string) string {
 	return dsn + " search_path=" + schema
 }
 
-func openPostgres(t *testing.T, dsn string) *store.Postgres {
+func openPostgres(t *testing.T, dsn string) *sqlstore.Postgres {
 	t.Helper()
-	s, err := store.OpenPostgres(t.Context(), dsn)
+	s, err := sqlstore.OpenPostgres(t.Context(), dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -91,10 +92,10 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	dsn := postgresDSN(t)
 	const replicas = 6
 	var wg sync.WaitGroup
-	stores := make([]*store.Postgres, replicas)
+	stores := make([]*sqlstore.Postgres, replicas)
 	errs := make([]error, replicas)
 	for i := range replicas {
-		wg.Go(func() { stores[i], errs[i] = store.OpenPostgres(t.Context(), dsn) })
+		wg.Go(func() { stores[i], errs[i] = sqlstore.OpenPostgres(t.Context(), dsn) })
 	}
 	wg.Wait()
 	for i := range replicas {
@@ -106,17 +107,17 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	defer conn.Close(context.Background())
 	var n, maxV int
 	require.NoError(t, conn.QueryRow(t.Context(), "SELECT count(*), max(version) FROM schema_migrations").Scan(&n, &maxV))
-	require.Equal(t, store.SchemaVersion(), n)
-	require.Equal(t, store.SchemaVersion(), maxV)
+	require.Equal(t, sqlstore.SchemaVersion(), n)
+	require.Equal(t, sqlstore.SchemaVersion(), maxV)
 
 	// Reopening finds the schema current and changes nothing.
 	s := openPostgres(t, dsn)
 	require.NoError(t, s.CreateRequest(t.Context(), storetest.NewRequest("anon-a", storetest.T0)))
 
 	// A database migrated by a newer build is refused.
-	_, err = conn.Exec(t.Context(), "INSERT INTO schema_migrations (version, name) VALUES ($1, 'future')", store.SchemaVersion()+1)
+	_, err = conn.Exec(t.Context(), "INSERT INTO schema_migrations (version, name) VALUES ($1, 'future')", sqlstore.SchemaVersion()+1)
 	require.NoError(t, err)
-	_, err = store.OpenPostgres(t.Context(), dsn)
+	_, err = sqlstore.OpenPostgres(t.Context(), dsn)
 	require.Error(t, err)
 }
 
@@ -136,7 +137,7 @@ func TestPostgresBadDSNKeepsSecrets(t *testing.T) {
 		"postgres://user:" + secret + "@[::1:5432/db",
 		"host=127.0.0.1 password=" + secret + " port=notaport",
 	} {
-		_, err := store.OpenPostgres(t.Context(), dsn)
+		_, err := sqlstore.OpenPostgres(t.Context(), dsn)
 		require.ErrorIs(t, err, store.ErrInvalid)
 		require.NotContains(t, err.Error(), secret)
 	}
@@ -144,7 +145,7 @@ func TestPostgresBadDSNKeepsSecrets(t *testing.T) {
 	// loopback is closed.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	_, err := store.OpenPostgres(ctx, "postgres://acds:"+secret+"@127.0.0.1:1/acds?sslmode=disable&connect_timeout=5")
+	_, err := sqlstore.OpenPostgres(ctx, "postgres://acds:"+secret+"@127.0.0.1:1/acds?sslmode=disable&connect_timeout=5")
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), secret)
 }
@@ -154,7 +155,7 @@ func TestPostgresBadDSNKeepsSecrets(t *testing.T) {
 func TestPostgresMissingSchema(t *testing.T) {
 	t.Parallel()
 	dsn := postgresDSN(t)
-	_, err := store.OpenPostgres(t.Context(), withSearchPath(t, dsn, "acds_store_test_no_such_schema"))
+	_, err := sqlstore.OpenPostgres(t.Context(), withSearchPath(t, dsn, "acds_store_test_no_such_schema"))
 	require.Error(t, err)
 }
 

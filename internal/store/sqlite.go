@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acds-project/acds"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/acds-project/acds/store"
 )
 
 // SQLite is the embedded store: one database file, written by one process.
@@ -79,7 +82,7 @@ type SQLite struct {
 	cerr    error
 }
 
-var _ Store = (*SQLite)(nil)
+var _ store.Store = (*SQLite)(nil)
 
 // sqliteBusyTimeout is how long a connection waits for a lock held by
 // another process (a second `acds` opening the same file) before failing.
@@ -95,7 +98,7 @@ const maxGroupCommit = 256
 // "?"), and not ":memory:": the store is meant to be durable.
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("%w: sqlite path must be a plain file name", ErrInvalid)
+		return nil, fmt.Errorf("%w: sqlite path must be a plain file name", store.ErrInvalid)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -311,7 +314,7 @@ func (s *SQLite) write(ctx context.Context, single bool, fn func(w *writeConn) e
 	select {
 	case s.jobs <- j:
 	case <-s.quit:
-		return ErrClosed
+		return store.ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -506,10 +509,10 @@ func (s *SQLite) run(j *writeJob) (err error) {
 // readErr maps errors of the read pool.
 func (s *SQLite) readErr(what string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return ErrNotFound
+		return store.ErrNotFound
 	}
 	if s.closed.Load() {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return fmt.Errorf("store: %s: %w", what, err)
 }
@@ -526,15 +529,15 @@ func sqliteConflict(err error) bool {
 }
 
 // CreateSession implements [Store].
-func (s *SQLite) CreateSession(ctx context.Context, ses Session) error {
-	if err := checkSession(ses); err != nil {
+func (s *SQLite) CreateSession(ctx context.Context, ses store.Session) error {
+	if err := store.CheckSession(ses); err != nil {
 		return err
 	}
 	return s.write(ctx, true, func(w *writeConn) error {
 		_, err := w.exec("INSERT INTO sessions (pseudonym, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
-			ses.Pseudonym, ses.TokenHash, dbTime(ses.CreatedAt).UnixMicro(), dbTime(ses.ExpiresAt).UnixMicro())
+			ses.Pseudonym, ses.TokenHash, store.StoredTime(ses.CreatedAt).UnixMicro(), store.StoredTime(ses.ExpiresAt).UnixMicro())
 		if sqliteConflict(err) {
-			return ErrConflict
+			return store.ErrConflict
 		}
 		if err != nil {
 			return fmt.Errorf("store: create session: %w", err)
@@ -544,16 +547,16 @@ func (s *SQLite) CreateSession(ctx context.Context, ses Session) error {
 }
 
 // SessionByTokenHash implements [Store].
-func (s *SQLite) SessionByTokenHash(ctx context.Context, tokenHash []byte) (Session, error) {
-	if err := checkTokenHash(tokenHash); err != nil {
-		return Session{}, err
+func (s *SQLite) SessionByTokenHash(ctx context.Context, tokenHash []byte) (store.Session, error) {
+	if err := store.CheckTokenHash(tokenHash); err != nil {
+		return store.Session{}, err
 	}
-	var ses Session
+	var ses store.Session
 	var created, expires int64
 	err := s.rdb.QueryRowContext(ctx, "SELECT pseudonym, token_hash, created_at, expires_at FROM sessions WHERE token_hash = ?", tokenHash).
 		Scan(&ses.Pseudonym, &ses.TokenHash, &created, &expires)
 	if err != nil {
-		return Session{}, s.readErr("session", err)
+		return store.Session{}, s.readErr("session", err)
 	}
 	ses.CreatedAt, ses.ExpiresAt = fromMicros(created), fromMicros(expires)
 	return ses, nil
@@ -563,11 +566,11 @@ func (s *SQLite) SessionByTokenHash(ctx context.Context, tokenHash []byte) (Sess
 const maxEncodedHash = 1024
 
 func checkPassphrase(pseudonym, encodedHash string) error {
-	if err := checkName("pseudonym", pseudonym); err != nil {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
 		return err
 	}
 	if encodedHash == "" || len(encodedHash) > maxEncodedHash {
-		return fmt.Errorf("%w: encoded passphrase hash must be 1..%d bytes", ErrInvalid, maxEncodedHash)
+		return fmt.Errorf("%w: encoded passphrase hash must be 1..%d bytes", store.ErrInvalid, maxEncodedHash)
 	}
 	return nil
 }
@@ -590,7 +593,7 @@ func (s *SQLite) SetPassphrase(ctx context.Context, pseudonym, encodedHash strin
 
 // Passphrase implements [Store].
 func (s *SQLite) Passphrase(ctx context.Context, pseudonym string) (string, error) {
-	if err := checkName("pseudonym", pseudonym); err != nil {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
 		return "", err
 	}
 	var h string
@@ -605,7 +608,7 @@ func (s *SQLite) Passphrase(ctx context.Context, pseudonym string) (string, erro
 func (s *SQLite) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, true, func(w *writeConn) error {
-		res, err := w.exec("DELETE FROM sessions WHERE expires_at < ?", dbTime(now).UnixMicro())
+		res, err := w.exec("DELETE FROM sessions WHERE expires_at < ?", store.StoredTime(now).UnixMicro())
 		if err != nil {
 			return fmt.Errorf("store: delete expired sessions: %w", err)
 		}
@@ -616,20 +619,20 @@ func (s *SQLite) DeleteExpiredSessions(ctx context.Context, now time.Time) (int,
 }
 
 // CreateRequest implements [Store]. The request is stored as
-// StatusProcessing with no attempts and no lease, whatever r says about
+// acds.StatusProcessing with no attempts and no lease, whatever r says about
 // those; UpdatedAt is set to CreatedAt.
-func (s *SQLite) CreateRequest(ctx context.Context, r Request) error {
-	if err := checkNewRequest(r); err != nil {
+func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
+	if err := store.CheckNewRequest(r); err != nil {
 		return err
 	}
-	created := dbTime(r.CreatedAt).UnixMicro()
+	created := store.StoredTime(r.CreatedAt).UnixMicro()
 	input, codec := s.codecs.compress(r.Input) // here, in parallel, not in the writer
 	return s.write(ctx, true, func(w *writeConn) error {
 		_, err := w.exec(`INSERT INTO requests (id, owner, kind, status, input, input_codec, sealed, created_at, updated_at)
 			VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?)`,
 			r.ID, r.Owner, r.Kind, input, codec, r.Sealed, created, created)
 		if sqliteConflict(err) {
-			return ErrConflict
+			return store.ErrConflict
 		}
 		if err != nil {
 			return fmt.Errorf("store: create request: %w", err)
@@ -644,19 +647,19 @@ const sqliteRequestCols = `id, owner, kind, status, input, sealed, result, error
 // storedRequest is a request as scanned, its input and result possibly
 // still compressed.
 type storedRequest struct {
-	Request
+	store.Request
 	inputCodec, resultCodec int
 }
 
 // decode decompresses the input and result.
-func (s *SQLite) decode(sr storedRequest) (Request, error) {
+func (s *SQLite) decode(sr storedRequest) (store.Request, error) {
 	r := sr.Request
 	var err error
 	if r.Input, err = s.codecs.decompress(r.Input, sr.inputCodec); err != nil {
-		return Request{}, fmt.Errorf("request %s input: %w", r.ID, err)
+		return store.Request{}, fmt.Errorf("request %s input: %w", r.ID, err)
 	}
 	if r.Result, err = s.codecs.decompress(r.Result, sr.resultCodec); err != nil {
-		return Request{}, fmt.Errorf("request %s result: %w", r.ID, err)
+		return store.Request{}, fmt.Errorf("request %s result: %w", r.ID, err)
 	}
 	return r, nil
 }
@@ -684,43 +687,43 @@ func scanSQLiteRequest(sc scanner) (storedRequest, error) {
 }
 
 // GetRequest implements [Store].
-func (s *SQLite) GetRequest(ctx context.Context, owner, id string) (Request, error) {
-	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
-		return Request{}, ErrNotFound
+func (s *SQLite) GetRequest(ctx context.Context, owner, id string) (store.Request, error) {
+	if owner == "" || id == "" || len(owner) > store.MaxIDLen || len(id) > store.MaxIDLen {
+		return store.Request{}, store.ErrNotFound
 	}
 	sr, err := scanSQLiteRequest(s.rdb.QueryRowContext(ctx,
 		"SELECT "+sqliteRequestCols+" FROM requests WHERE id = ? AND owner = ?", id, owner))
 	if err != nil {
-		return Request{}, s.readErr("get request", err)
+		return store.Request{}, s.readErr("get request", err)
 	}
 	return s.decode(sr)
 }
 
 // ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
-func (s *SQLite) ListRequests(ctx context.Context, owner string, p Page) ([]Request, string, error) {
-	if err := checkName("owner", owner); err != nil {
+func (s *SQLite) ListRequests(ctx context.Context, owner string, p store.Page) ([]store.Request, string, error) {
+	if err := store.CheckName("owner", owner); err != nil {
 		return nil, "", err
 	}
-	limit := clampLimit(p.Limit)
+	limit := store.ClampLimit(p.Limit)
 	var rows *sql.Rows
 	var err error
 	if p.Cursor == "" {
 		rows, err = s.rdb.QueryContext(ctx, "SELECT "+sqliteRequestCols+
 			" FROM requests WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?", owner, limit+1)
 	} else {
-		cur, cerr := decodeCursor(p.Cursor)
+		curAt, curID, cerr := store.DecodeCursor(p.Cursor)
 		if cerr != nil {
 			return nil, "", cerr
 		}
 		rows, err = s.rdb.QueryContext(ctx, "SELECT "+sqliteRequestCols+
 			` FROM requests WHERE owner = ? AND (created_at < ? OR (created_at = ? AND id < ?))
-			ORDER BY created_at DESC, id DESC LIMIT ?`, owner, cur.createdAt, cur.createdAt, cur.id, limit+1)
+			ORDER BY created_at DESC, id DESC LIMIT ?`, owner, curAt.UnixMicro(), curAt.UnixMicro(), curID, limit+1)
 	}
 	if err != nil {
 		return nil, "", s.readErr("list requests", err)
 	}
 	defer rows.Close()
-	var out []Request
+	var out []store.Request
 	for rows.Next() {
 		sr, err := scanSQLiteRequest(rows)
 		if err != nil {
@@ -739,26 +742,26 @@ func (s *SQLite) ListRequests(ctx context.Context, owner string, p Page) ([]Requ
 }
 
 // pageOf trims the limit+1 rows of a page query and makes the next cursor.
-func pageOf(rows []Request, limit int) ([]Request, string, error) {
+func pageOf(rows []store.Request, limit int) ([]store.Request, string, error) {
 	if len(rows) <= limit {
 		return rows, "", nil
 	}
 	rows = rows[:limit]
 	last := rows[limit-1]
-	return rows, cursor{createdAt: last.CreatedAt.UnixMicro(), id: last.ID}.encode(), nil
+	return rows, store.EncodeCursor(last.CreatedAt, last.ID), nil
 }
 
 // DeleteRequest implements [Store].
 func (s *SQLite) DeleteRequest(ctx context.Context, owner, id string) error {
-	if owner == "" || id == "" || len(owner) > maxIDLen || len(id) > maxIDLen {
-		return ErrNotFound
+	if owner == "" || id == "" || len(owner) > store.MaxIDLen || len(id) > store.MaxIDLen {
+		return store.ErrNotFound
 	}
 	return s.write(ctx, true, func(w *writeConn) error {
 		res, err := w.exec("DELETE FROM requests WHERE id = ? AND owner = ?", id, owner)
 		if err != nil {
 			return fmt.Errorf("store: delete request: %w", err)
 		}
-		return oneRow(res, ErrNotFound)
+		return oneRow(res, store.ErrNotFound)
 	})
 }
 
@@ -775,8 +778,8 @@ func oneRow(res sql.Result, none error) error {
 
 // Claim implements [Store]. Claims are serialised by the single writer, so
 // no two workers of this process can lease the same request.
-func (s *SQLite) Claim(ctx context.Context, o ClaimOptions) (*Request, error) {
-	o, err := claimSettings(o)
+func (s *SQLite) Claim(ctx context.Context, o store.ClaimOptions) (*store.Request, error) {
+	o, err := store.NormalizeClaim(o)
 	if err != nil {
 		return nil, err
 	}
@@ -805,7 +808,7 @@ func (s *SQLite) Claim(ctx context.Context, o ClaimOptions) (*Request, error) {
 				continue
 			}
 			if _, err := w.exec(`UPDATE requests SET attempts = attempts + 1, lease_owner = ?,
-				lease_until = ?, updated_at = ? WHERE id = ?`, o.Worker, dbTime(o.Now.Add(o.Lease)).UnixMicro(), now, id); err != nil {
+				lease_until = ?, updated_at = ? WHERE id = ?`, o.Worker, store.StoredTime(o.Now.Add(o.Lease)).UnixMicro(), now, id); err != nil {
 				return fmt.Errorf("store: claim: %w", err)
 			}
 			sr, err := scanSQLiteRequest(w.queryRow("SELECT "+sqliteRequestCols+" FROM requests WHERE id = ?", id))
@@ -829,35 +832,35 @@ func (s *SQLite) Claim(ctx context.Context, o ClaimOptions) (*Request, error) {
 // Heartbeat implements [Store].
 func (s *SQLite) Heartbeat(ctx context.Context, id, worker string, until time.Time) error {
 	if id == "" || worker == "" {
-		return ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	return s.write(ctx, true, func(w *writeConn) error {
 		res, err := w.exec(`UPDATE requests SET lease_until = ?
-			WHERE id = ? AND lease_owner = ? AND status = 'processing'`, dbTime(until).UnixMicro(), id, worker)
+			WHERE id = ? AND lease_owner = ? AND status = 'processing'`, store.StoredTime(until).UnixMicro(), id, worker)
 		if err != nil {
 			return fmt.Errorf("store: heartbeat: %w", err)
 		}
-		return oneRow(res, ErrLeaseLost)
+		return oneRow(res, store.ErrLeaseLost)
 	})
 }
 
 // Complete implements [Store].
 func (s *SQLite) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
 	result, codec := s.codecs.compress(result)
-	return s.finish(ctx, id, worker, StatusCompleted, "result = ?, result_codec = ?", now, result, codec)
+	return s.finish(ctx, id, worker, acds.StatusCompleted, "result = ?, result_codec = ?", now, result, codec)
 }
 
 // Fail implements [Store].
 func (s *SQLite) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
-	return s.finish(ctx, id, worker, StatusFailed, "error = ?", now, problem)
+	return s.finish(ctx, id, worker, acds.StatusFailed, "error = ?", now, problem)
 }
 
 // finish ends a request; set assigns its outcome from vals.
 func (s *SQLite) finish(ctx context.Context, id, worker, status, set string, now time.Time, vals ...any) error {
 	if id == "" || worker == "" {
-		return ErrLeaseLost
+		return store.ErrLeaseLost
 	}
-	t := dbTime(now).UnixMicro()
+	t := store.StoredTime(now).UnixMicro()
 	args := append([]any{status}, vals...)
 	args = append(args, t, t, id, worker)
 	return s.write(ctx, true, func(w *writeConn) error {
@@ -867,7 +870,7 @@ func (s *SQLite) finish(ctx context.Context, id, worker, status, set string, now
 		if err != nil {
 			return fmt.Errorf("store: %s: %w", status, err)
 		}
-		return oneRow(res, ErrLeaseLost)
+		return oneRow(res, store.ErrLeaseLost)
 	})
 }
 
@@ -876,7 +879,7 @@ func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error
 	var n int64
 	err := s.write(ctx, true, func(w *writeConn) error {
 		res, err := w.exec("UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < ?",
-			dbTime(t).UnixMicro())
+			store.StoredTime(t).UnixMicro())
 		if err != nil {
 			return fmt.Errorf("store: erase sealed: %w", err)
 		}
@@ -900,3 +903,6 @@ func (s *SQLite) Close() error {
 	})
 	return s.cerr
 }
+
+// fromMicros turns a stored microsecond count back into a UTC time.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	"github.com/acds-project/acds"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // Many concurrent writes, some of them duplicates, share group commits
@@ -20,14 +22,14 @@ import (
 func TestSQLiteGroupCommitIsolatesFailures(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(t.Context(), path)
+	s, err := sqlstore.OpenSQLite(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	input := storetest.Bundle(4 << 10)
 	mk := func(id string) store.Request {
-		return store.Request{ID: id, Owner: "anon_group", Kind: store.KindProcess, Input: input, CreatedAt: now, UpdatedAt: now}
+		return store.Request{ID: id, Owner: "anon_group", Kind: acds.KindProcess, Input: input, CreatedAt: now, UpdatedAt: now}
 	}
 	if err := s.CreateRequest(t.Context(), mk("taken")); err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func TestSQLiteGroupCommitIsolatesFailures(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = store.OpenSQLite(t.Context(), path)
+	s, err = sqlstore.OpenSQLite(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	"github.com/acds-project/acds"
+	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 func openSQLite(t *testing.T) store.Store {
 	t.Helper()
-	s, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "data", "acds.db"))
+	s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "data", "acds.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestSQLiteDurableAcrossReopen(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	r := storetest.NewRequest("anon-a", storetest.T0)
 	r.Sealed = []byte("sealed")
@@ -48,12 +50,12 @@ func TestSQLiteDurableAcrossReopen(t *testing.T) {
 	require.NotNil(t, c)
 	require.NoError(t, s.Close())
 
-	s, err = store.OpenSQLite(ctx, path)
+	s, err = sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err, "reopening an existing database")
 	defer s.Close()
 	got, err := s.GetRequest(ctx, "anon-a", r.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusProcessing, got.Status)
+	require.Equal(t, acds.StatusProcessing, got.Status)
 	require.Equal(t, 1, got.Attempts)
 	require.Equal(t, "w1", got.LeaseOwner)
 	require.Equal(t, r.Sealed, got.Sealed)
@@ -74,7 +76,7 @@ func TestSQLiteFileModes(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "new", "data")
 	path := filepath.Join(dir, "acds.db")
-	s, err := store.OpenSQLite(t.Context(), path)
+	s, err := sqlstore.OpenSQLite(t.Context(), path)
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.CreateRequest(t.Context(), storetest.NewRequest("anon-a", storetest.T0)))
@@ -92,7 +94,7 @@ func TestSQLiteSettings(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
@@ -112,20 +114,20 @@ func TestSQLiteSettings(t *testing.T) {
 		versions = append(versions, v)
 	}
 	require.NoError(t, rows.Err())
-	require.Len(t, versions, store.SchemaVersion())
+	require.Len(t, versions, sqlstore.SchemaVersion())
 	require.Equal(t, 1, versions[0])
 
 	// A database migrated by a newer build is refused, not clobbered.
-	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 0)", store.SchemaVersion()+1)
+	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 0)", sqlstore.SchemaVersion()+1)
 	require.NoError(t, err)
-	_, err = store.OpenSQLite(ctx, path)
+	_, err = sqlstore.OpenSQLite(ctx, path)
 	require.Error(t, err)
 }
 
 func TestSQLiteInvalidPath(t *testing.T) {
 	t.Parallel()
 	for _, p := range []string{"", ":memory:", "file:x.db", "x.db?mode=memory"} {
-		_, err := store.OpenSQLite(t.Context(), p)
+		_, err := sqlstore.OpenSQLite(t.Context(), p)
 		require.ErrorIs(t, err, store.ErrInvalid, "path %q", p)
 	}
 }
@@ -136,7 +138,7 @@ func TestSQLiteErasureLeavesNoTrace(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	deleted := storetest.NewRequest("anon-a", storetest.T0)
 	deleted.Input = []byte(`{"marker":"INPUT-MARKER-5f1d2c"}`)
@@ -171,11 +173,11 @@ func TestSQLiteConcurrentOpeners(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
 	const n = 4
-	stores := make([]*store.SQLite, n)
+	stores := make([]*sqlstore.SQLite, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { stores[i], errs[i] = store.OpenSQLite(ctx, path) })
+		wg.Go(func() { stores[i], errs[i] = sqlstore.OpenSQLite(ctx, path) })
 	}
 	wg.Wait()
 	for i := range n {
@@ -203,7 +205,7 @@ func TestSQLiteCompressesAndDetectsDamage(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "acds.db")
-	s, err := store.OpenSQLite(ctx, path)
+	s, err := sqlstore.OpenSQLite(ctx, path)
 	require.NoError(t, err)
 	defer s.Close()
 	r := storetest.NewRequest("anon-a", storetest.T0)
@@ -231,11 +233,11 @@ func TestSQLiteIdleWALHoldsNoErasedValues(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
-	s, err := store.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
 	require.NoError(t, err)
 	defer s.Close()
 	r := storetest.NewRequest("anon-a", storetest.T0)
-	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("SEALED-MARKER-c41a9e")
+	r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte("SEALED-MARKER-c41a9e")
 	require.NoError(t, s.CreateRequest(ctx, r))
 	c, err := s.Claim(ctx, store.ClaimOptions{Worker: "w", Lease: time.Minute, Now: storetest.T0})
 	require.NoError(t, err)
@@ -271,7 +273,7 @@ func TestSQLiteWALStaysBounded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dir := t.TempDir()
-	s, err := store.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
 	require.NoError(t, err)
 	defer s.Close()
 	const goroutines, each = 8, 192 // 1536 × 16 KiB = 24 MiB

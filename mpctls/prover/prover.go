@@ -150,6 +150,20 @@ func (d *Dialer) Sessions() []*Session {
 	return append([]*Session(nil), d.sessions...)
 }
 
+// SessionOf returns the session whose connection c is (as
+// DialTLSContext returned it), or nil when c is not one of the sessions
+// opened by this dialer and not yet finalized.
+func (d *Dialer) SessionOf(c net.Conn) *Session {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.sessions {
+		if net.Conn(s.conn) == c {
+			return s
+		}
+	}
+	return nil
+}
+
 // ErrNotServerName is returned (wrapped) for a portal host that is an IP
 // address: a notarized session needs a DNS name.
 var ErrNotServerName = errors.New("notarized sessions need a DNS name")

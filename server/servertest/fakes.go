@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 )
 
@@ -50,15 +53,11 @@ func (p *Pipeline) Check(ctx context.Context, input []byte) error {
 }
 
 func invalid(msg string) error {
-	oo, _ := json.Marshal(map[string]any{
-		"resourceType": "OperationOutcome",
-		"issue":        []any{map[string]any{"severity": "error", "code": "structure", "diagnostics": msg}},
-	})
-	return &server.InvalidFHIRError{Detail: msg, OperationOutcome: oo}
+	return &fhir.InvalidError{Outcome: &fhir.OperationOutcome{Issues: []fhir.Issue{{Severity: fhir.SeverityError, Code: "structure", Diagnostics: msg}}}}
 }
 
 // Process implements server.Pipeline.
-func (p *Pipeline) Process(ctx context.Context, input []byte, opts server.ProcessOptions) (*server.Output, error) {
+func (p *Pipeline) Process(ctx context.Context, input []byte, opts fhir.Options) (*fhir.Output, error) {
 	if p.Hook != nil {
 		if err := p.Hook(ctx, input); err != nil {
 			return nil, err
@@ -72,7 +71,7 @@ func (p *Pipeline) Process(ctx context.Context, input []byte, opts server.Proces
 		return nil, err
 	}
 	h := sha256.Sum256(buf.Bytes())
-	return &server.Output{JSON: buf.Bytes(), Digest: "sha256:" + hex.EncodeToString(h[:])}, nil
+	return &fhir.Output{Format: opts.Format, JSON: buf.Bytes(), Digest: "sha256:" + hex.EncodeToString(h[:])}, nil
 }
 
 // Enclave is a fake server.Enclave with a real per-instance P-256 signing
@@ -82,7 +81,7 @@ type Enclave struct {
 	key  *ecdsa.PrivateKey
 	aead cipher.AEAD
 	// AttestHook, when set, runs first in Attest.
-	AttestHook func(ctx context.Context, c server.Claims) error
+	AttestHook func(ctx context.Context, c attestation.Claims) error
 }
 
 // NewEnclave returns a fake enclave with fresh keys.
@@ -114,13 +113,14 @@ func (e *Enclave) Measurement() string {
 
 // FakeBundle is the fake attestation bundle.
 type FakeBundle struct {
-	Claims    server.Claims `json:"claims"`
-	Signature []byte        `json:"signature"`
-	Key       []byte        `json:"key"`
+	Claims           attestation.Claims `json:"claims"`
+	NotaryStatements [][]byte           `json:"notaryStatements,omitempty"`
+	Signature        []byte             `json:"signature"`
+	Key              []byte             `json:"key"`
 }
 
 // Attest implements server.Enclave.
-func (e *Enclave) Attest(ctx context.Context, c server.Claims) ([]byte, error) {
+func (e *Enclave) Attest(ctx context.Context, c attestation.Claims, notaryStatements [][]byte) ([]byte, error) {
 	if e.AttestHook != nil {
 		if err := e.AttestHook(ctx, c); err != nil {
 			return nil, err
@@ -133,7 +133,7 @@ func (e *Enclave) Attest(ctx context.Context, c server.Claims) ([]byte, error) {
 		return nil, err
 	}
 	spki, _ := x509.MarshalPKIXPublicKey(&e.key.PublicKey)
-	return json.Marshal(FakeBundle{Claims: c, Signature: sig, Key: spki})
+	return json.Marshal(FakeBundle{Claims: c, NotaryStatements: notaryStatements, Signature: sig, Key: spki})
 }
 
 // Seal implements server.Enclave.
@@ -179,8 +179,11 @@ func (Verifier) Verify(ctx context.Context, bundle, output []byte) (*acds.Verify
 	}
 	res := &acds.VerifyResponse{Details: acds.VerifyDetails{
 		Profile: FakeProfile, RequestID: fb.Claims.RequestID, OutputDigest: fb.Claims.OutputDigest,
-		Source: fb.Claims.Source, PortalHost: fb.Claims.Host, IssuedAt: fb.Claims.IssuedAt, Reasons: []string{},
+		Source: fb.Claims.Source.Kind, IssuedAt: fb.Claims.IssuedAt, Reasons: []string{},
 	}}
+	if len(fb.Claims.Source.Sessions) > 0 {
+		res.Details.PortalHost = fb.Claims.Source.Sessions[0].Host
+	}
 	pk, err := x509.ParsePKIXPublicKey(fb.Key)
 	ek, ok := pk.(*ecdsa.PublicKey)
 	if err != nil || !ok {
@@ -214,17 +217,17 @@ type Fetcher struct {
 	// AdmitFunc is the acceptance rule Admit applies. Nil admits every
 	// request: the fake has no portal rules of its own (the real ones are
 	// package portal's, wired by package service).
-	AdmitFunc func(server.FetchRequest) error
+	AdmitFunc func(portal.Request) error
 
 	mu   sync.Mutex
-	last acds.Credentials
+	last portal.Credentials
 }
 
 var _ server.Fetcher = (*Fetcher)(nil)
 
 // Admit implements server.Fetcher: it returns AdmitFunc's decision, or
 // nil (admitted) when AdmitFunc is nil.
-func (f *Fetcher) Admit(r server.FetchRequest) error {
+func (f *Fetcher) Admit(r portal.Request) error {
 	if f.AdmitFunc != nil {
 		return f.AdmitFunc(r)
 	}
@@ -232,21 +235,22 @@ func (f *Fetcher) Admit(r server.FetchRequest) error {
 }
 
 // Fetch implements server.Fetcher.
-func (f *Fetcher) Fetch(ctx context.Context, r server.FetchRequest) (*server.Fetched, error) {
+func (f *Fetcher) Fetch(ctx context.Context, r portal.Request) (*portal.Result, error) {
 	f.mu.Lock()
 	f.last = r.Credentials
 	f.mu.Unlock()
 	if f.Err != nil {
 		return nil, f.Err
 	}
-	return &server.Fetched{
-		FHIR: f.FHIR, Host: "portal.example", RequestLine: "GET /fhir/Patient/" + r.RecordID + "/$everything HTTP/1.1",
-		NotaryStatements: [][]byte{[]byte("statement")},
+	line := "GET /fhir/Patient/" + r.RecordID + "/$everything HTTP/1.1"
+	return &portal.Result{
+		FHIR: f.FHIR, Host: "portal.example", RequestLine: line, RequestLines: []string{line},
+		NotaryStatements: [][]byte{[]byte("statement")}, SessionRequestLines: [][]string{{line}},
 	}, nil
 }
 
 // LastCredentials returns the credentials of the last Fetch.
-func (f *Fetcher) LastCredentials() acds.Credentials {
+func (f *Fetcher) LastCredentials() portal.Credentials {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.last

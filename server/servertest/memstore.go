@@ -11,7 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/store"
 )
 
 // MemStore is an in-memory store.Store. It passes the store conformance
@@ -198,7 +199,7 @@ func (m *MemStore) CreateRequest(ctx context.Context, r store.Request) error {
 		ID:        r.ID,
 		Owner:     r.Owner,
 		Kind:      r.Kind,
-		Status:    store.StatusProcessing,
+		Status:    acds.StatusProcessing,
 		Input:     slices.Clone(r.Input),
 		Sealed:    slices.Clone(r.Sealed),
 		CreatedAt: created,
@@ -306,7 +307,7 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 	for {
 		var oldest *store.Request
 		for _, r := range m.requests {
-			if r.Status != store.StatusProcessing || (!r.LeaseUntil.IsZero() && r.LeaseUntil.After(now)) {
+			if r.Status != acds.StatusProcessing || (!r.LeaseUntil.IsZero() && r.LeaseUntil.After(now)) {
 				continue
 			}
 			if oldest == nil || newer(oldest, r) {
@@ -317,7 +318,7 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 			return nil, nil
 		}
 		if o.MaxAttempts > 0 && oldest.Attempts >= o.MaxAttempts {
-			oldest.Status = store.StatusFailed
+			oldest.Status = acds.StatusFailed
 			oldest.Error = slices.Clone(o.Exhausted)
 			oldest.Sealed = nil
 			oldest.LeaseOwner, oldest.LeaseUntil = "", time.Time{}
@@ -337,7 +338,7 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 // has run out but was not re-claimed); ErrLeaseLost otherwise.
 func (m *MemStore) leased(id, worker string) (*store.Request, error) {
 	r, ok := m.requests[id]
-	if !ok || r.Status != store.StatusProcessing || worker == "" || r.LeaseOwner != worker {
+	if !ok || r.Status != acds.StatusProcessing || worker == "" || r.LeaseOwner != worker {
 		return nil, store.ErrLeaseLost
 	}
 	return r, nil
@@ -377,12 +378,12 @@ func (m *MemStore) end(ctx context.Context, id, worker, status string, result, p
 
 // Complete implements store.Store.
 func (m *MemStore) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
-	return m.end(ctx, id, worker, store.StatusCompleted, result, nil, now)
+	return m.end(ctx, id, worker, acds.StatusCompleted, result, nil, now)
 }
 
 // Fail implements store.Store.
 func (m *MemStore) Fail(ctx context.Context, id, worker string, problem []byte, now time.Time) error {
-	return m.end(ctx, id, worker, store.StatusFailed, nil, problem, now)
+	return m.end(ctx, id, worker, acds.StatusFailed, nil, problem, now)
 }
 
 // EraseSealedBefore implements store.Store.

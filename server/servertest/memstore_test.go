@@ -3,9 +3,10 @@ package servertest_test
 import (
 	"testing"
 
-	"github.com/acds-project/acds/internal/store"
-	"github.com/acds-project/acds/internal/store/storetest"
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // TestMemStoreConformance runs the store conformance suite against the
@@ -24,7 +25,7 @@ func TestMemStoreConformance(t *testing.T) {
 func TestMemStoreSnapshot(t *testing.T) {
 	s := servertest.NewMemStore()
 	r := storetest.NewRequest("anon-a", storetest.T0)
-	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("sealed")
+	r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte("sealed")
 	if err := s.CreateRequest(t.Context(), r); err != nil {
 		t.Fatal(err)
 	}

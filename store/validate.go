@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acds-project/acds"
 )
 
 // Time precision: both backends keep timestamps in microseconds (the
@@ -13,19 +15,16 @@ import (
 // read back equals the value written truncated to the microsecond.
 func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// fromMicros turns a stored microsecond count back into a UTC time.
-func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
-
-// maxIDLen bounds ids, owners and worker names: they are UUIDs and
+// MaxIDLen bounds ids, owners and worker names: they are UUIDs and
 // pseudonyms in practice, and a bound keeps indexes and cursors small.
-const maxIDLen = 200
+const MaxIDLen = 200
 
 func checkName(what, v string) error {
 	if v == "" {
 		return fmt.Errorf("%w: empty %s", ErrInvalid, what)
 	}
-	if len(v) > maxIDLen {
-		return fmt.Errorf("%w: %s longer than %d bytes", ErrInvalid, what, maxIDLen)
+	if len(v) > MaxIDLen {
+		return fmt.Errorf("%w: %s longer than %d bytes", ErrInvalid, what, MaxIDLen)
 	}
 	return nil
 }
@@ -57,11 +56,11 @@ func checkNewRequest(r Request) error {
 	if err := checkName("owner", r.Owner); err != nil {
 		return err
 	}
-	if r.Kind != KindProcess && r.Kind != KindFetchAndAttest {
+	if r.Kind != acds.KindProcess && r.Kind != acds.KindFetchAndAttest {
 		return fmt.Errorf("%w: unknown request kind %q", ErrInvalid, r.Kind)
 	}
-	if r.Status != "" && r.Status != StatusProcessing {
-		return fmt.Errorf("%w: a new request must be %s, not %q", ErrInvalid, StatusProcessing, r.Status)
+	if r.Status != "" && r.Status != acds.StatusProcessing {
+		return fmt.Errorf("%w: a new request must be %s, not %q", ErrInvalid, acds.StatusProcessing, r.Status)
 	}
 	if r.CreatedAt.IsZero() {
 		return fmt.Errorf("%w: request created_at must be set", ErrInvalid)
@@ -113,7 +112,7 @@ type cursor struct {
 const (
 	cursorPrefix = "v1."
 	// maxCursorLen bounds the encoded cursor read from a client.
-	maxCursorLen = 4 * (len(cursorPrefix) + 21 + 1 + maxIDLen) / 3
+	maxCursorLen = 4 * (len(cursorPrefix) + 21 + 1 + MaxIDLen) / 3
 )
 
 func (c cursor) encode() string {
@@ -146,7 +145,7 @@ func decodeCursor(s string) (cursor, error) {
 	if err != nil || ts != strconv.FormatInt(us, 10) {
 		return bad("bad time")
 	}
-	if id == "" || len(id) > maxIDLen {
+	if id == "" || len(id) > MaxIDLen {
 		return bad("bad id")
 	}
 	return cursor{createdAt: us, id: id}, nil

@@ -1,16 +1,20 @@
-// Package store keeps the durable state of an ACDS server: anonymous
-// sessions, recovery passphrases and the requests that workers process.
+// Package store is the durable state of an ACDS server, as an interface an
+// embedder can implement: anonymous sessions, recovery passphrases and the
+// requests that workers process ([Store], its record types and errors, and
+// the rules every implementation applies to its arguments).
 //
-// One interface, [Store], has two backends: SQLite (the embedded default,
-// see OpenSQLite) and PostgreSQL (several server replicas sharing one
-// database, see OpenPostgres). Both pass the same conformance suite.
+// The service's own implementations, SQLite (the embedded default) and
+// PostgreSQL (several server replicas sharing one database), are opened
+// with service.OpenStore. Any implementation, theirs or yours, must pass
+// the conformance suite in store/storetest; server/servertest has an
+// in-memory one for tests.
 //
 // The store knows nothing about HTTP or the wire format: request inputs,
 // results and errors are opaque bytes (JSON produced by the server).
 //
 // # Request lifecycle
 //
-// CreateRequest stores an accepted request as StatusProcessing; when it
+// CreateRequest stores an accepted request as acds.StatusProcessing; when it
 // returns nil the row is durable, so the server may answer 202. Workers
 // call Claim, which leases the oldest claimable request to one worker for
 // ClaimOptions.Lease and counts the attempt; the worker renews the lease
@@ -36,9 +40,10 @@
 //
 // # Schema
 //
-// Each backend embeds its schema as numbered migrations and applies the
-// missing ones when it opens a database, recording them in a
-// schema_migrations table; a database migrated by a newer build is refused.
+// The SQLite and PostgreSQL implementations embed their schema as
+// numbered migrations and apply the missing ones when they open a
+// database, recording them in a schema_migrations table; a database
+// migrated by a newer build is refused.
 package store
 
 import (
@@ -67,16 +72,6 @@ var (
 	ErrCorrupt = errors.New("store: corrupt stored value")
 )
 
-// Request kinds and statuses as stored. They match the wire values.
-const (
-	KindProcess        = "process"
-	KindFetchAndAttest = "fetch-and-attest"
-
-	StatusProcessing = "processing"
-	StatusCompleted  = "completed"
-	StatusFailed     = "failed"
-)
-
 // Session is an anonymous session: a pseudonym and the SHA-256 of its bearer
 // token. The token itself is never stored.
 type Session struct {
@@ -90,8 +85,8 @@ type Session struct {
 type Request struct {
 	ID     string // UUIDv4
 	Owner  string // pseudonym of the session that created it
-	Kind   string // KindProcess or KindFetchAndAttest
-	Status string // StatusProcessing, StatusCompleted or StatusFailed
+	Kind   string // acds.KindProcess or acds.KindFetchAndAttest
+	Status string // acds.StatusProcessing, acds.StatusCompleted or acds.StatusFailed
 
 	// Input is the request body as accepted (JSON), without credentials.
 	Input []byte
@@ -149,7 +144,7 @@ type Store interface {
 	// DeleteExpiredSessions removes sessions that expired before now.
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
 
-	// CreateRequest stores a new request in StatusProcessing. When it
+	// CreateRequest stores a new request in acds.StatusProcessing. When it
 	// returns nil the row is on disk.
 	CreateRequest(ctx context.Context, r Request) error
 	// GetRequest returns the owner's request; ErrNotFound if it does not

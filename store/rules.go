@@ -42,5 +42,5 @@ func DecodeCursor(s string) (createdAt time.Time, id string, err error) {
 	if err != nil {
 		return time.Time{}, "", err
 	}
-	return fromMicros(c.createdAt), c.id, nil
+	return time.UnixMicro(c.createdAt).UTC(), c.id, nil
 }

@@ -7,7 +7,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) store.Store {
-//			s, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "acds.db"))
+//			s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "acds.db"))
 //			if err != nil {
 //				t.Fatal(err)
 //			}
@@ -33,7 +33,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/store"
 )
 
 // T0 is the pinned "now" of the suite. It has nanoseconds on purpose:
@@ -92,8 +93,8 @@ func NewRequest(owner string, created time.Time) store.Request {
 	return store.Request{
 		ID:        uuid.NewString(),
 		Owner:     owner,
-		Kind:      store.KindProcess,
-		Status:    store.StatusProcessing,
+		Kind:      acds.KindProcess,
+		Status:    acds.StatusProcessing,
 		Input:     []byte(`{"data":{"resourceType":"Bundle"}}`),
 		CreatedAt: created,
 	}
@@ -185,7 +186,7 @@ func testPassphrases(t *testing.T, s store.Store) {
 func testCreateGet(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := NewRequest("anon-a", T0)
-	r.Kind = store.KindFetchAndAttest
+	r.Kind = acds.KindFetchAndAttest
 	r.Sealed = []byte{0, 1, 2, 0xff}
 	r.Attempts, r.LeaseOwner, r.LeaseUntil = 7, "ignored", T0 // a new request has neither
 	require.NoError(t, s.CreateRequest(ctx, r))
@@ -194,8 +195,8 @@ func testCreateGet(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, r.ID, got.ID)
 	require.Equal(t, "anon-a", got.Owner)
-	require.Equal(t, store.KindFetchAndAttest, got.Kind)
-	require.Equal(t, store.StatusProcessing, got.Status)
+	require.Equal(t, acds.KindFetchAndAttest, got.Kind)
+	require.Equal(t, acds.StatusProcessing, got.Status)
 	require.Equal(t, r.Input, got.Input)
 	require.Equal(t, r.Sealed, got.Sealed)
 	require.Empty(t, got.Result)
@@ -283,7 +284,7 @@ func testCreateInvalid(t *testing.T, s store.Store) {
 		"no id":        func(r *store.Request) { r.ID = "" },
 		"no owner":     func(r *store.Request) { r.Owner = "" },
 		"bad kind":     func(r *store.Request) { r.Kind = "mine" },
-		"ended status": func(r *store.Request) { r.Status = store.StatusCompleted },
+		"ended status": func(r *store.Request) { r.Status = acds.StatusCompleted },
 		"no time":      func(r *store.Request) { r.CreatedAt = time.Time{} },
 		"long id":      func(r *store.Request) { r.ID = string(bytes.Repeat([]byte("x"), 1000)) },
 	} {
@@ -428,7 +429,7 @@ func testListBadCursor(t *testing.T, s store.Store) {
 func testDelete(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := NewRequest("anon-a", T0)
-	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("sealed-credentials")
+	r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte("sealed-credentials")
 	require.NoError(t, s.CreateRequest(ctx, r))
 	done := NewRequest("anon-a", T0.Add(time.Second))
 	require.NoError(t, s.CreateRequest(ctx, done))
@@ -463,7 +464,7 @@ func testDelete(t *testing.T, s store.Store) {
 func testClaimComplete(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := NewRequest("anon-a", T0)
-	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("sealed")
+	r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte("sealed")
 	require.NoError(t, s.CreateRequest(ctx, r))
 
 	now := T0.Add(time.Second)
@@ -476,7 +477,7 @@ func testClaimComplete(t *testing.T, s store.Store) {
 	require.True(t, c.LeaseUntil.Equal(us(now.Add(time.Minute))), "lease until %v", c.LeaseUntil)
 	require.Equal(t, r.Input, c.Input)
 	require.Equal(t, r.Sealed, c.Sealed, "the worker needs the sealed credentials")
-	require.Equal(t, store.StatusProcessing, c.Status)
+	require.Equal(t, acds.StatusProcessing, c.Status)
 
 	again, err := s.Claim(ctx, claimOpts("w2", now))
 	require.NoError(t, err)
@@ -496,7 +497,7 @@ func testClaimComplete(t *testing.T, s store.Store) {
 
 	got, err = s.GetRequest(ctx, "anon-a", r.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusCompleted, got.Status)
+	require.Equal(t, acds.StatusCompleted, got.Status)
 	require.Equal(t, result, got.Result)
 	require.Empty(t, got.Error)
 	require.Empty(t, got.Sealed, "completion erases the sealed credentials")
@@ -529,7 +530,7 @@ func testClaimFail(t *testing.T, s store.Store) {
 	require.NoError(t, s.Fail(ctx, r.ID, "w1", problem, T0.Add(time.Second)))
 	got, err := s.GetRequest(ctx, "anon-a", r.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusFailed, got.Status)
+	require.Equal(t, acds.StatusFailed, got.Status)
 	require.Equal(t, problem, got.Error)
 	require.Empty(t, got.Result)
 	require.Empty(t, got.Sealed, "failure erases the sealed credentials")
@@ -611,14 +612,14 @@ func testLeaseExpiry(t *testing.T, s store.Store) {
 	require.NoError(t, s.Complete(ctx, r.ID, "w2", []byte(`{"ok":true}`), T0.Add(3*time.Minute)))
 	got, err := s.GetRequest(ctx, "anon-a", r.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusCompleted, got.Status)
+	require.Equal(t, acds.StatusCompleted, got.Status)
 	require.Equal(t, []byte(`{"ok":true}`), got.Result)
 }
 
 func testExhaustion(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := NewRequest("anon-a", T0)
-	r.Kind, r.Sealed = store.KindFetchAndAttest, []byte("sealed")
+	r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte("sealed")
 	require.NoError(t, s.CreateRequest(ctx, r))
 
 	now := T0
@@ -643,7 +644,7 @@ func testExhaustion(t *testing.T, s store.Store) {
 
 	got, err := s.GetRequest(ctx, "anon-a", r.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusFailed, got.Status)
+	require.Equal(t, acds.StatusFailed, got.Status)
 	require.Equal(t, o.Exhausted, got.Error)
 	require.Empty(t, got.Sealed, "exhaustion erases the sealed credentials")
 	require.Empty(t, got.LeaseOwner)
@@ -669,7 +670,7 @@ func testEraseSealedBefore(t *testing.T, s store.Store) {
 	var rs []store.Request
 	for i := range 3 {
 		r := NewRequest("anon-a", T0.Add(time.Duration(i)*time.Hour))
-		r.Kind, r.Sealed = store.KindFetchAndAttest, []byte(fmt.Sprintf("sealed-%d", i))
+		r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte(fmt.Sprintf("sealed-%d", i))
 		require.NoError(t, s.CreateRequest(ctx, r))
 		rs = append(rs, r)
 	}
@@ -688,7 +689,7 @@ func testEraseSealedBefore(t *testing.T, s store.Store) {
 			require.Equal(t, r.Sealed, got.Sealed)
 		}
 		require.Equal(t, r.Input, got.Input, "erasing credentials keeps the input")
-		require.Equal(t, store.StatusProcessing, got.Status)
+		require.Equal(t, acds.StatusProcessing, got.Status)
 	}
 	n, err = s.EraseSealedBefore(ctx, T0.Add(90*time.Minute))
 	require.NoError(t, err)
@@ -817,7 +818,7 @@ func ConcurrentClaim(t *testing.T, stores []store.Store, n, workers int) {
 				continue
 			}
 			require.NoError(t, err)
-			require.Equal(t, store.StatusCompleted, r.Status)
+			require.Equal(t, acds.StatusCompleted, r.Status)
 			require.Equal(t, 1, r.Attempts)
 			require.Equal(t, []byte(`{"by":"`+claims[id][0]+`"}`), r.Result)
 		}

@@ -11,7 +11,7 @@ func TestCursorRoundTrip(t *testing.T) {
 		{createdAt: 1772600767891234, id: "6f1c2a9e-3b1d-4c7e-9a55-2f0d8e1b7c44"},
 		{createdAt: 0, id: "x"},
 		{createdAt: -1, id: "before.the.epoch"},
-		{createdAt: 1<<63 - 1, id: strings.Repeat("z", maxIDLen)},
+		{createdAt: 1<<63 - 1, id: strings.Repeat("z", MaxIDLen)},
 	} {
 		got, err := decodeCursor(c.encode())
 		if err != nil {
@@ -63,7 +63,7 @@ func FuzzDecodeCursor(f *testing.F) {
 		if len(s) > maxCursorLen {
 			t.Fatalf("accepted a cursor of %d bytes", len(s))
 		}
-		if c.id == "" || len(c.id) > maxIDLen {
+		if c.id == "" || len(c.id) > MaxIDLen {
 			t.Fatalf("accepted id of %d bytes", len(c.id))
 		}
 		again, err := decodeCursor(c.encode())
