@@ -13,10 +13,10 @@ import (
 //   - the wire contract (the root package) imports only the standard
 //     library, and not net/http;
 //   - client never imports server;
-//   - verify never imports server, client or internal/store;
+//   - verify never imports server, client or internal/sqlstore;
 //   - no library package imports cmd/…;
 //   - server may import every floor below it (acds, verify, attestation,
-//     mpctls, fhir, portal, internal/store), and nothing above it: not
+//     mpctls, fhir, portal, internal/sqlstore), and nothing above it: not
 //     client, service or cmd.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/acds-project/acds"
@@ -54,8 +54,8 @@ func importViolations(mod, pkg string, deps []string) []string {
 	case under(pkg, "client"):
 		forbid("client never imports server", func(d string) bool { return under(d, "server") || under(d, "service") })
 	case under(pkg, "verify"):
-		forbid("verify never imports server, client or internal/store", func(d string) bool {
-			return under(d, "server") || under(d, "service") || under(d, "client") || under(d, "internal/store")
+		forbid("verify never imports server, client or internal/sqlstore", func(d string) bool {
+			return under(d, "server") || under(d, "service") || under(d, "client") || under(d, "internal/sqlstore")
 		})
 	case under(pkg, "server"):
 		forbid("server imports only the floors below it", func(d string) bool {
@@ -78,7 +78,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{mod, "net/http"},
 		{mod, "github.com/google/uuid"},
 		{mod + "/client", mod + "/server"},
-		{mod + "/verify", mod + "/internal/store"},
+		{mod + "/verify", mod + "/internal/sqlstore"},
 		{mod + "/verify", mod + "/client"},
 		{mod + "/server", mod + "/client"},
 		{mod + "/portal", mod + "/cmd/acds"},
@@ -89,7 +89,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	}
 	for _, tc := range []struct{ pkg, dep string }{
 		{mod + "/server", mod + "/portal"},
-		{mod + "/server", mod + "/internal/store"},
+		{mod + "/server", mod + "/internal/sqlstore"},
 		{mod + "/server", mod + "/verify"},
 		{mod + "/client", mod + "/verify"},
 	} {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/sqlstore"
 	"github.com/acds-project/acds/store"
 )
 

@@ -25,7 +25,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
-	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/sqlstore"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 	"github.com/acds-project/acds/store"

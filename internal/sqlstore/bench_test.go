@@ -1,4 +1,4 @@
-package store_test
+package sqlstore_test
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acds-project/acds"
-	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/sqlstore"
 	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/store/storetest"
 )
@@ -40,7 +40,7 @@ const (
 //
 // Run it with
 //
-//	go test -run '^$' -bench CreateRequest -benchtime 4000x ./internal/store/
+//	go test -run '^$' -bench CreateRequest -benchtime 4000x ./internal/sqlstore/
 //
 // and with ACDS_TEST_POSTGRES set for the PostgreSQL figures.
 func BenchmarkCreateRequest(b *testing.B) {
@@ -166,7 +166,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // same run as the baseline (a claim and a completion are two writes, so
 // x-create near 0.5 means claiming costs no more than writing).
 //
-//	go test -run '^$' -bench ClaimComplete -benchtime 2000x ./internal/store/
+//	go test -run '^$' -bench ClaimComplete -benchtime 2000x ./internal/sqlstore/
 func BenchmarkClaimComplete(b *testing.B) {
 	input, result := storetest.Bundle(benchInputSize), storetest.Bundle(4<<10)
 	b.Run("sqlite", func(b *testing.B) {

@@ -1,4 +1,4 @@
-package store_test
+package sqlstore_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/sqlstore"
 	"github.com/acds-project/acds/store"
 )
 

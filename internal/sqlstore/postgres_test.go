@@ -1,4 +1,4 @@
-package store_test
+package sqlstore_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	sqlstore "github.com/acds-project/acds/internal/store"
+	"github.com/acds-project/acds/internal/sqlstore"
 	"github.com/acds-project/acds/store"
 	"github.com/acds-project/acds/store/storetest"
 )
