@@ -179,6 +179,13 @@ func redactorFor(req Request) redactor {
 	return newRedactor(req.Credentials.Username, req.Credentials.Password)
 }
 
+// Redact returns msg with every secret of three characters or more
+// replaced by "[redacted]" (shorter ones would blank out ordinary text).
+// It is the one redaction rule: the portal applies it to every error its
+// Connector and Fetcher return, and the server to the errors of any
+// Fetcher, including an embedder's own.
+func Redact(msg string, secrets ...string) string { return newRedactor(secrets...).apply(msg) }
+
 func newRedactor(secrets ...string) redactor {
 	var r redactor
 	for _, s := range secrets {

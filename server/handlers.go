@@ -358,10 +358,10 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
 	code := portal.ProblemCode(err)
 	if code == acds.ProblemInternal {
-		s.log.Error("admitting a fetch failed", "err", redact(err.Error(), secrets...))
+		s.log.Error("admitting a fetch failed", "err", portal.Redact(err.Error(), secrets...))
 		return acds.NewProblem(acds.ProblemInternal, "checking the request failed")
 	}
-	detail := redact(err.Error(), secrets...)
+	detail := portal.Redact(err.Error(), secrets...)
 	field := portal.ProblemField(err)
 	if field == "recordId" {
 		detail = portal.ErrInvalidRecordID.Error()

@@ -64,7 +64,7 @@ type Enclave interface {
 // they wrap one of portal's error classes, which portal.ProblemCode maps
 // to the problem code a request is answered or fails with. An error of
 // Admit that wraps none is internal; one of Fetch, portal-unavailable. Errors must never contain the credentials; the
-// server also redacts them defensively.
+// server also applies portal.Redact, the one redaction rule, to them.
 type Fetcher interface {
 	// Admit decides, without network access and quickly, whether r could
 	// be fetched at all, by the same rules Fetch applies before it

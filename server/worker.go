@@ -195,7 +195,7 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 		if s.workCtx.Err() != nil {
 			return nil, nil, errAbandon
 		}
-		detail := redact(err.Error(), creds.Username, creds.Password)
+		detail := portal.Redact(err.Error(), creds.Username, creds.Password)
 		if code := portal.ProblemCode(err); code != acds.ProblemInternal {
 			return nil, acds.NewProblem(code, detail), nil
 		}
@@ -308,17 +308,6 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 		OutputFormat: format, Output: out.JSON, OutputDigest: out.Digest,
 		AttestationBundle: base64Std(bundle),
 	}, nil, nil
-}
-
-// redact removes secrets from a message, defensively: Fetchers must not
-// put credentials in errors, but the server never relies on it.
-func redact(msg string, secrets ...string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 3 {
-			msg = strings.ReplaceAll(msg, sec, "[redacted]")
-		}
-	}
-	return msg
 }
 
 // resultRecord is the stored JSON of r: an acds.Result object whose output
