@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -330,7 +328,7 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	verifyTime := time.Since(t3)
 	prog.done()
 
-	counts, source, err := describeOutput(fetched.Result.Output)
+	summary, err := fhir.Summarize(fetched.Result.Output)
 	if err != nil {
 		return 1, fmt.Errorf("fetched output: %w", err)
 	}
@@ -341,8 +339,8 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 		sessions = len(fres.Claims.Source.Sessions)
 	}
 	fmt.Fprintf(w, "fetched: patient %s (%s) from %s via systemType %s, %d notarized TLS sessions\n",
-		patient.ID, patient.Name, source, acds.SystemDemo, sessions)
-	fmt.Fprintf(w, "  resources: %d (%s)\n", total(counts), formatCounts(counts))
+		patient.ID, patient.Name, summary.Source, acds.SystemDemo, sessions)
+	fmt.Fprintf(w, "  resources: %d (%s)\n", summary.Total(), summary)
 	fmt.Fprintf(w, "  bytes: %d at the portal, %d normalised output\n", patient.Bytes, len(fetched.Result.Output))
 	fmt.Fprintf(w, "  output digest: %s\n", fetched.Result.OutputDigest)
 	fmt.Fprintf(w, "processed: the fetched record as %s\n", processed.Result.OutputFormat)
@@ -447,71 +445,6 @@ func flagsLine(r *verify.Result) string {
 		s += " (mpcTls does not apply to a direct submission)"
 	}
 	return s
-}
-
-// describeOutput counts an output Bundle's resources by type and returns
-// the source its Provenance names.
-func describeOutput(output []byte) (map[string]int, string, error) {
-	var b struct {
-		Entry []struct {
-			Resource struct {
-				ResourceType string `json:"resourceType"`
-				Entity       []struct {
-					What struct {
-						Identifier struct {
-							System string `json:"system"`
-							Value  string `json:"value"`
-						} `json:"identifier"`
-					} `json:"what"`
-				} `json:"entity"`
-			} `json:"resource"`
-		} `json:"entry"`
-	}
-	if err := json.Unmarshal(output, &b); err != nil {
-		return nil, "", err
-	}
-	counts := map[string]int{}
-	source := ""
-	for _, e := range b.Entry {
-		counts[e.Resource.ResourceType]++
-		if e.Resource.ResourceType == "Provenance" {
-			for _, en := range e.Resource.Entity {
-				if en.What.Identifier.System == fhir.SourceSystem {
-					source = en.What.Identifier.Value
-				}
-			}
-		}
-	}
-	if source == "" {
-		return nil, "", errors.New("no Provenance names the source")
-	}
-	return counts, source, nil
-}
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
-func formatCounts(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d %s", m[k], k)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func patientIDs(d *demoportal.Portal) string {

@@ -131,17 +131,6 @@ func TestDemoUsage(t *testing.T) {
 	}
 }
 
-// TestDescribeOutputNeedsProvenance: the summary refuses an output whose
-// Provenance does not name its source.
-func TestDescribeOutputNeedsProvenance(t *testing.T) {
-	if _, _, err := describeOutput([]byte(`{"resourceType":"Bundle","entry":[{"resource":{"resourceType":"Patient"}}]}`)); err == nil {
-		t.Error("an output without Provenance was described")
-	}
-	if _, _, err := describeOutput([]byte(`{`)); err == nil {
-		t.Error("invalid JSON was described")
-	}
-}
-
 // TestFetchAndAttestEndToEnd extends TestServeFetchAndAttest to every
 // systemType and both outputFormats, over attested TLS: each completed
 // request's output is a normalised FHIR R4 collection Bundle (it passes
