@@ -19,7 +19,7 @@
 //		RecordID: "123", Credentials: portal.Credentials{Username: u, Password: p},
 //	})
 //	// res.FHIR: one collection Bundle; res.NotaryStatements: one signed
-//	// statement per TLS connection; res.RequestLine: the first FHIR request.
+//	// statement per TLS connection; res.RequestLines[0]: the first FHIR request.
 //	code := portal.ProblemCode(err) // "portal-auth-failed", "record-not-found", …
 //
 // Each Fetch gets a fresh transport (for Notarized, a fresh prover.Dialer),

@@ -112,10 +112,8 @@ func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, erro
 type Result struct {
 	FHIR []byte // the record: a collection Bundle
 	Host string // the portal host
-	// RequestLine is the first FHIR API request, the one the claims name
-	// ("GET /fhir/Patient/7/$everything HTTP/1.1").
-	RequestLine string
-	// RequestLines are all FHIR API requests in order.
+	// RequestLines are all FHIR API requests in order; the first is the
+	// record's request ("GET /fhir/Patient/7/$everything HTTP/1.1").
 	RequestLines []string
 	// NotaryStatements are the signed statements, one per TLS session,
 	// in dial order.
@@ -214,9 +212,6 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, red redactor) (*Result
 	}
 	res := &Result{FHIR: rec.FHIR, Host: rec.Host, RequestLines: rec.RequestLines, Sessions: sessions,
 		Pages: rec.Pages, Resources: rec.Resources, Everything: rec.Everything}
-	if len(rec.RequestLines) > 0 {
-		res.RequestLine = rec.RequestLines[0]
-	}
 	lines, _ := tr.(interface {
 		RequestLines(sessionID string) []string
 	})

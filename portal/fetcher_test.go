@@ -55,16 +55,16 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 			if res.Resources != want.Resources || res.Host != portalHost {
 				t.Errorf("got %d resources from %q, want %d from %q", res.Resources, res.Host, want.Resources, portalHost)
 			}
-			if !strings.HasPrefix(res.RequestLine, "GET /fhir/Patient/"+want.ID+"/$everything") {
-				t.Errorf("request line %q", res.RequestLine)
+			if len(res.RequestLines) == 0 || !strings.HasPrefix(res.RequestLines[0], "GET /fhir/Patient/"+want.ID+"/$everything") {
+				t.Fatalf("request lines %q", res.RequestLines)
 			}
 			if len(res.NotaryStatements) == 0 || len(res.NotaryStatements) != len(res.Sessions) {
 				t.Fatalf("%d statements, %d sessions", len(res.NotaryStatements), len(res.Sessions))
 			}
 			// Each session names the first request it carried, so the
 			// claims can say what every session was, not only the first.
-			if len(res.SessionRequestLines) != len(res.NotaryStatements) || !slices.Contains(slices.Concat(res.SessionRequestLines...), res.RequestLine) {
-				t.Errorf("session request lines %q, want one list per statement including %q", res.SessionRequestLines, res.RequestLine)
+			if len(res.SessionRequestLines) != len(res.NotaryStatements) || !slices.Contains(slices.Concat(res.SessionRequestLines...), res.RequestLines[0]) {
+				t.Errorf("session request lines %q, want one list per statement including %q", res.SessionRequestLines, res.RequestLines[0])
 			}
 			for i, lines := range res.SessionRequestLines {
 				if len(lines) == 0 || !strings.HasSuffix(lines[0], " HTTP/1.1") {

@@ -213,8 +213,12 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 // request when the Fetcher does not say.
 func mpctlsClaims(r *portal.Result) attestation.Claims {
 	c := attestation.Claims{Source: attestation.Source{Kind: acds.SourceMPCTLS}}
+	record := "" // the record's request: the first FHIR API one
+	if len(r.RequestLines) > 0 {
+		record = r.RequestLines[0]
+	}
 	for i := range r.NotaryStatements {
-		sess := attestation.Session{Host: r.Host, RequestLine: r.RequestLine}
+		sess := attestation.Session{Host: r.Host, RequestLine: record}
 		if i < len(r.Sessions) && r.Sessions[i] != nil && r.Sessions[i].Host != "" {
 			sess.Host = r.Sessions[i].Host
 		}

@@ -84,7 +84,7 @@ func BenchmarkResultRecord(b *testing.B) {
 // copied into each.
 func TestMPCTLSClaims(t *testing.T) {
 	r := &portal.Result{
-		Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1",
+		Host:             "portal.example",
 		RequestLines:     []string{"GET /fhir/Patient/7/$everything HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
 		NotaryStatements: [][]byte{[]byte("s1"), []byte("s2"), []byte("s3")},
 		Sessions:         []*prover.Result{{Host: "auth.example"}, {Host: "portal.example"}, {Host: "portal.example"}},

@@ -267,7 +267,7 @@ func (f *floor) run(ctx context.Context, req portal.Request) error {
 	claims := attestation.Claims{RequestID: id, OutputFormat: acds.OutputFHIRR4, OutputDigest: out.Digest, IssuedAt: now,
 		Source: attestation.Source{Kind: acds.SourceMPCTLS}, NotaryKey: f.notaryKey}
 	for range res.NotaryStatements {
-		claims.Source.Sessions = append(claims.Source.Sessions, attestation.Session{RequestLine: res.RequestLine, Host: res.Host})
+		claims.Source.Sessions = append(claims.Source.Sessions, attestation.Session{RequestLine: res.RequestLines[0], Host: res.Host})
 	}
 	bundle, err := f.enclave.Attest(ctx, claims, res.NotaryStatements)
 	if err != nil {

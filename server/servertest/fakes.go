@@ -244,7 +244,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r portal.Request) (*portal.Result, 
 	}
 	line := "GET /fhir/Patient/" + r.RecordID + "/$everything HTTP/1.1"
 	return &portal.Result{
-		FHIR: f.FHIR, Host: "portal.example", RequestLine: line, RequestLines: []string{line},
+		FHIR: f.FHIR, Host: "portal.example", RequestLines: []string{line},
 		NotaryStatements: [][]byte{[]byte("statement")}, SessionRequestLines: [][]string{{line}},
 	}, nil
 }
