@@ -53,14 +53,11 @@ func runDemo(ctx context.Context, e env) int {
 	flags := flag.NewFlagSet("acds demo", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	keep := flags.Bool("keep", false, "keep the servers running (and their data) after the run, until interrupted")
-	flags.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: acds demo [--keep]")
-		fmt.Fprintln(e.stderr)
-		fmt.Fprintln(e.stderr, "Starts the demo portal, the notary and the server in this process, fetches and")
-		fmt.Fprintln(e.stderr, "attests a record, processes it, verifies both bundles offline and prints a summary.")
-		fmt.Fprintln(e.stderr)
-		flags.PrintDefaults()
-	}
+	setUsage(flags, help{usage: []string{"acds demo [--keep]"},
+		about: `
+Starts the demo portal, the notary and the server in this process, fetches and
+attests a record, processes it, verifies both bundles offline and prints a summary.`,
+		exit: "0 every step succeeded and both bundles verified, 1 otherwise, 2 usage error."})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
 		return parseExit(err)

@@ -82,18 +82,13 @@ func fhirValidate(args []string, e env) int {
 	fs.SetOutput(e.stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {file, valid, errors, warnings, outcome, error} (outcome is a FHIR OperationOutcome; error says why a file could not be read)")
 	errorsOnly := fs.Bool("errors-only", false, "report only error and fatal issues, leaving out warnings and information (the counts in the summaries still include them)")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: acds fhir validate FILE… [--errors-only] [--json]")
-		fmt.Fprintln(e.stderr)
-		fmt.Fprintln(e.stderr, "Validates each FILE (- for standard input) as FHIR R4 JSON, prints its issues and")
-		fmt.Fprintln(e.stderr, "a one-line summary per file (FILE: valid FHIR R4: 0 errors, 170 warnings).")
-		fmt.Fprintln(e.stderr, "Every file is reported, also after an unreadable one.")
-		fmt.Fprintln(e.stderr)
-		fmt.Fprintln(e.stderr, "Exit status: 0 every file valid, 1 any file invalid, 2 usage error or any file")
-		fmt.Fprintln(e.stderr, "unreadable (after all files were reported).")
-		fmt.Fprintln(e.stderr)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, help{usage: []string{"acds fhir validate FILE… [--errors-only] [--json]"},
+		about: `
+Validates each FILE (- for standard input) as FHIR R4 JSON, prints its issues and
+a one-line summary per file (FILE: valid FHIR R4: 0 errors, 170 warnings).
+Every file is reported, also after an unreadable one.`,
+		exit: `0 every file valid, 1 any file invalid, 2 usage error or any file
+unreadable (after all files were reported).`})
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return parseExit(err)
@@ -179,10 +174,11 @@ func fhirFmt(args []string, e env) int {
 	deid := fs.Bool("deidentify", false, "de-identify (HIPAA Safe Harbor): the fhir_r4_deidentified output format")
 	keyFile := fs.String("key-file", "", "file holding the de-identification HMAC key (at least 32 bytes, used as is); without it a random per-run key is used, so pseudonyms differ between runs")
 	source := fs.String("source", "raw", "source recorded in the Provenance: a portal host, or raw")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, help{usage: []string{"acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]"},
+		about: `
+Validates FILE (- for standard input) as FHIR R4 JSON and prints its normalised
+canonical JSON: a collection Bundle with a Provenance, de-identified with --deidentify.`,
+		exit: "0 printed, 1 invalid FHIR R4, 2 usage error or an unreadable FILE or key file."})
 	files, err := parseArgs(fs, args)
 	if err != nil {
 		return parseExit(err)

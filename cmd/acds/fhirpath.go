@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/acds-project/acds/fhir/fhirpath"
@@ -27,14 +26,20 @@ const fhirPathTimeout = 30 * time.Second
 func fhirPath(ctx context.Context, args []string, e env) int {
 	fs := flag.NewFlagSet("acds fhir path", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fhirPathUsage(fs.Output()) }
+	setUsage(fs, help{usage: []string{"acds fhir path EXPRESSION FILE"},
+		about: `
+Evaluates a FHIRPath expression on a FHIR R4 resource or Bundle (FILE, or - for
+standard input) and prints the result collection as a JSON array: primitives as
+JSON values, complex elements and Quantity as their FHIR JSON.`,
+		exit: `0 evaluated, 1 evaluation error, 2 usage error, an expression that
+does not parse, or an input that cannot be read or is not FHIR R4 JSON.`})
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return parseExit(err)
 	}
 	if len(pos) != 2 {
 		fmt.Fprintln(e.stderr, "acds fhir path: want EXPRESSION and FILE")
-		fhirPathUsage(e.stderr)
+		fs.Usage()
 		return 2
 	}
 	expr, name := pos[0], pos[1]
@@ -67,14 +72,4 @@ func fhirPath(ctx context.Context, args []string, e env) int {
 	}
 	fmt.Fprintf(e.stdout, "%s\n", js)
 	return 0
-}
-
-func fhirPathUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: acds fhir path EXPRESSION FILE")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Evaluates a FHIRPath expression on a FHIR R4 resource or Bundle (FILE, or - for")
-	fmt.Fprintln(w, "standard input) and prints the result collection as a JSON array: primitives as")
-	fmt.Fprintln(w, "JSON values, complex elements and Quantity as their FHIR JSON.")
-	fmt.Fprintln(w, "Exit status: 0 evaluated, 1 evaluation error, 2 usage error, an expression that")
-	fmt.Fprintln(w, "does not parse, or an input that cannot be read or is not FHIR R4 JSON.")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // parseArgs parses a subcommand's flags, which may come before or after
@@ -59,4 +60,32 @@ func readArg(name string, stdin io.Reader, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	return b, nil
+}
+
+// help is a subcommand's -h text.
+type help struct {
+	usage []string // synopses without "acds "'s "usage: " ("acds demo [--keep]")
+	about string   // what the command does, lines as printed
+	exit  string   // the exit codes after "Exit status: ", lines as printed
+}
+
+// setUsage makes fs's usage (-h, or a usage error) print h: the synopses,
+// the description, the exit codes, then every flag with its default.
+func setUsage(fs *flag.FlagSet, h help) {
+	fs.Usage = func() {
+		w := fs.Output()
+		for i, u := range h.usage {
+			if i == 0 {
+				fmt.Fprintln(w, "usage: "+u)
+			} else {
+				fmt.Fprintln(w, "       "+u)
+			}
+		}
+		for _, s := range []string{h.about, "Exit status: " + h.exit} {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, strings.TrimSpace(s))
+		}
+		fmt.Fprintln(w)
+		fs.PrintDefaults()
+	}
 }

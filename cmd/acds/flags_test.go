@@ -60,3 +60,27 @@ func TestReadArg(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestSetUsage: the help prints the synopses, the description, the exit
+// codes and the flags with their defaults, in that order, and every
+// subcommand's -h goes through it.
+func TestSetUsage(t *testing.T) {
+	var buf strings.Builder
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(&buf)
+	fs.String("addr", "127.0.0.1:1", "listen address")
+	setUsage(fs, help{usage: []string{"acds t [--addr A]", "acds t --other"}, about: "\nDoes t.\nTwice.", exit: "0 ok, 2 usage error."})
+	fs.Usage()
+	want := "usage: acds t [--addr A]\n       acds t --other\n\nDoes t.\nTwice.\n\nExit status: 0 ok, 2 usage error.\n\n" +
+		"  -addr string\n    \tlisten address (default \"127.0.0.1:1\")\n"
+	if buf.String() != want {
+		t.Errorf("usage:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	for _, args := range [][]string{{"demo"}, {"notary"}, {"portal"}, {"serve"}, {"verify"}, {"measure"},
+		{"fhir", "validate"}, {"fhir", "fmt"}, {"fhir", "path"}} {
+		h := helpText(t, args...)
+		if !strings.HasPrefix(h, "usage: acds "+strings.Join(args, " ")) || !strings.Contains(h, "\n\nExit status: ") {
+			t.Errorf("acds %s -h:\n%s", strings.Join(args, " "), h)
+		}
+	}
+}

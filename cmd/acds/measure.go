@@ -18,10 +18,9 @@ import (
 func runMeasure(ctx context.Context, e env) int {
 	flags := flag.NewFlagSet("acds measure", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
-	flags.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: acds measure [FILE]")
-		fmt.Fprintln(e.stderr, "prints the code hash (hex SHA-384) of FILE, or of this acds binary")
-	}
+	setUsage(flags, help{usage: []string{"acds measure [FILE]"},
+		about: "prints the code hash (hex SHA-384) of FILE, or of this acds binary",
+		exit:  "0 printed, 2 usage error or an unreadable FILE."})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
 		return parseExit(err)

@@ -27,19 +27,13 @@ func runNotary(ctx context.Context, e env) int {
 	addr := flags.String("addr", "127.0.0.1:7047", "listen address (host:port)")
 	keyFile := flags.String("key", "notary.key", "Ed25519 signing key file (PEM PKCS #8), created with mode 0600 if missing")
 	portalCA := flags.String("portal-ca", "", "PEM file of extra roots trusted for portal certificates")
-	flags.Usage = func() {
-		w := e.stderr
-		fmt.Fprintln(w, "usage: acds notary [--addr HOST:PORT] [--key FILE] [--portal-ca FILE]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Runs a standalone MPC-TLS recording notary: an HTTP CONNECT proxy that dials")
-		fmt.Fprintln(w, "portals itself, records the TLS session, checks the server's identity and signs")
-		fmt.Fprintln(w, "a statement of it. Prints its public key (PEM; give it to acds serve --notary-key)")
-		fmt.Fprintln(w, "and one line with the listen address once ready. Never sees response plaintext.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.")
-		fmt.Fprintln(w)
-		flags.PrintDefaults()
-	}
+	setUsage(flags, help{usage: []string{"acds notary [--addr HOST:PORT] [--key FILE] [--portal-ca FILE]"},
+		about: `
+Runs a standalone MPC-TLS recording notary: an HTTP CONNECT proxy that dials
+portals itself, records the TLS session, checks the server's identity and signs
+a statement of it. Prints its public key (PEM; give it to acds serve --notary-key)
+and one line with the listen address once ready. Never sees response plaintext.`,
+		exit: "0 after a clean shutdown, 1 runtime error, 2 usage error."})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
 		return parseExit(err)

@@ -42,21 +42,15 @@ func runPortal(ctx context.Context, e env) int {
 	flags.DurationVar(&f.Slow, "slow", 0, "fault: delay every FHIR answer by this long")
 	flags.BoolVar(&f.TruncatePages, "truncate-pages", false, "fault: cut every search page in half")
 	flags.BoolVar(&f.NoEverything, "no-everything", false, "fault: no Patient/$everything (clients must fall back to searches)")
-	flags.Usage = func() {
-		w := e.stderr
-		fmt.Fprintln(w, "usage: acds portal [--addr HOST:PORT] [--ca-out FILE] [--patients N] [--seed N] [fault flags]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Runs the demo clinical portal over HTTPS: a FHIR R4 server with synthetic")
-		fmt.Fprintln(w, "patients, HTTP Basic, SMART password and SMART form logins, for trying")
-		fmt.Fprintln(w, "fetch-and-attest without a real portal. Writes its CA certificate (--ca-out, for")
-		fmt.Fprintln(w, "acds serve --portal-ca), prints the FHIR base URL, the demo credentials and the")
-		fmt.Fprintln(w, "patients, then one line with the listen address once ready. The fault flags")
-		fmt.Fprintln(w, "make it misbehave, for testing clients.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Exit status: 0 after a clean shutdown, 1 runtime error, 2 usage error.")
-		fmt.Fprintln(w)
-		flags.PrintDefaults()
-	}
+	setUsage(flags, help{usage: []string{"acds portal [--addr HOST:PORT] [--ca-out FILE] [--patients N] [--seed N] [fault flags]"},
+		about: `
+Runs the demo clinical portal over HTTPS: a FHIR R4 server with synthetic
+patients, HTTP Basic, SMART password and SMART form logins, for trying
+fetch-and-attest without a real portal. Writes its CA certificate (--ca-out, for
+acds serve --portal-ca), prints the FHIR base URL, the demo credentials and the
+patients, then one line with the listen address once ready. The fault flags
+make it misbehave, for testing clients.`,
+		exit: "0 after a clean shutdown, 1 runtime error, 2 usage error."})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
 		return parseExit(err)

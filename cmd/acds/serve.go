@@ -63,28 +63,25 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.StringVar(&f.tlsCACert, "tls-ca-cert", "", "with --tls: PEM file of an operator CA certificate (then its chain) that issues the attested certificate instead of self-signing it")
 	fs.StringVar(&f.tlsCAKey, "tls-ca-key", "", "with --tls: PEM file of the operator CA's private key (not group/world-readable; needs --tls-ca-cert)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "usage: acds serve [flags]")
-		fmt.Fprintln(e.stderr)
-		fmt.Fprintln(e.stderr, "Serves the ACDS v1 API, prints one line with the listen address once ready,")
-		fmt.Fprintln(e.stderr, "and drains in-flight requests on SIGTERM or interrupt.")
-		fmt.Fprintln(e.stderr)
-		fmt.Fprintln(e.stderr, "With --tls the certificate carries the enclave's boot evidence and is")
-		fmt.Fprintln(e.stderr, "self-signed, or issued by an operator CA with --tls-ca-cert and --tls-ca-key;")
-		fmt.Fprintln(e.stderr, "clients verify the evidence either way (acds verify --server).")
-		fmt.Fprintln(e.stderr)
-		fmt.Fprintln(e.stderr, "--registrations names the SMART clients the smart-password and smart-form flows")
-		fmt.Fprintln(e.stderr, "use, per portal origin (other origins use the demo portal's public client):")
-		fmt.Fprintln(e.stderr, `  [{"origin": "https://portal.example", "clientId": "acds-prod",`)
-		fmt.Fprintln(e.stderr, `    "redirectUri": "https://acds.example/smart/callback",`)
-		fmt.Fprintln(e.stderr, `    "scopes": ["openid", "launch/patient", "patient/*.read"],`)
-		fmt.Fprintln(e.stderr, `    "privateKeyFile": "keys/portal-example.pem", "keyId": "2026-01"}]`)
-		fmt.Fprintln(e.stderr, "origin, clientId and redirectUri are required. privateKeyFile (PEM; ECDSA P-256,")
-		fmt.Fprintln(e.stderr, "P-384 or RSA >= 2048 bits; mode 0600; relative to the file) selects private_key_jwt")
-		fmt.Fprintln(e.stderr, "client authentication. The file is checked at start; keys are never logged.")
-		fmt.Fprintln(e.stderr)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, help{usage: []string{"acds serve [flags]"},
+		about: `
+Serves the ACDS v1 API, prints one line with the listen address once ready,
+and drains in-flight requests on SIGTERM or interrupt.
+
+With --tls the certificate carries the enclave's boot evidence and is
+self-signed, or issued by an operator CA with --tls-ca-cert and --tls-ca-key;
+clients verify the evidence either way (acds verify --server).
+
+--registrations names the SMART clients the smart-password and smart-form flows
+use, per portal origin (other origins use the demo portal's public client):
+  [{"origin": "https://portal.example", "clientId": "acds-prod",
+    "redirectUri": "https://acds.example/smart/callback",
+    "scopes": ["openid", "launch/patient", "patient/*.read"],
+    "privateKeyFile": "keys/portal-example.pem", "keyId": "2026-01"}]
+origin, clientId and redirectUri are required. privateKeyFile (PEM; ECDSA P-256,
+P-384 or RSA >= 2048 bits; mode 0600; relative to the file) selects private_key_jwt
+client authentication. The file is checked at start; keys are never logged.`,
+		exit: "0 after a clean drain, 1 runtime failure, 2 bad flags."})
 	args, err := parseArgs(fs, e.args)
 	if err != nil {
 		return nil, err

@@ -52,26 +52,21 @@ func runVerify(ctx context.Context, e env) int {
 	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT) instead of a BUNDLE; default none")
 	var measurements hexList
 	flags.Var(&measurements, "measurement", "allow the code hash `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
-	flags.Usage = func() {
-		w := e.stderr
-		fmt.Fprintln(w, "usage: acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]")
-		fmt.Fprintln(w, "       acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--allow-simulated] [--json]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Verifies an attestation bundle offline (BUNDLE is a file holding it as base64")
-		fmt.Fprintln(w, "or raw CBOR, - for standard input), or with --server a running server's")
-		fmt.Fprintln(w, "attested TLS. Nothing is fetched: the trust comes from the policy and the clock.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Defaults: without --policy or --measurement the expected code hash is this acds")
-		fmt.Fprintln(w, "binary's (what `acds measure` prints; go run, go build and -ldflags=-s -w builds")
-		fmt.Fprintln(w, "each have another, so pass the server's with --measurement: its ready line prints")
-		fmt.Fprintln(w, "it) and no notary key is trusted; no simulated enclave is accepted; the output is")
-		fmt.Fprintln(w, "not checked; a text report.")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Exit status: 0 valid, 1 invalid (the reasons are printed), 2 usage error,")
-		fmt.Fprintln(w, "unreadable input or (with --server) connection error.")
-		fmt.Fprintln(w)
-		flags.PrintDefaults()
-	}
+	setUsage(flags, help{usage: []string{
+		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]",
+		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--allow-simulated] [--json]"},
+		about: `
+Verifies an attestation bundle offline (BUNDLE is a file holding it as base64
+or raw CBOR, - for standard input), or with --server a running server's
+attested TLS. Nothing is fetched: the trust comes from the policy and the clock.
+
+Defaults: without --policy or --measurement the expected code hash is this acds
+binary's (what ` + "`acds measure`" + ` prints; go run, go build and -ldflags=-s -w builds
+each have another, so pass the server's with --measurement: its ready line prints
+it) and no notary key is trusted; no simulated enclave is accepted; the output is
+not checked; a text report.`,
+		exit: `0 valid, 1 invalid (the reasons are printed), 2 usage error,
+unreadable input or (with --server) connection error.`})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
 		return parseExit(err)
