@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -12,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
 	"strings"
 	"syscall"
@@ -21,8 +19,6 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/internal/attestedtls"
-	"github.com/acds-project/acds/mpctls/notary"
-	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
 )
@@ -115,29 +111,9 @@ client authentication. The file is checked at start; keys are never logged.`,
 			return nil, fmt.Errorf("--notary needs --notary-key (the external notary's public key file)")
 		}
 	}
-	if f.notaryKey != "" {
-		if _, err := os.Stat(f.notaryKey); err != nil {
-			return nil, fmt.Errorf("--notary-key: %w", err)
-		}
-	}
-	if f.tlsCACert != "" || f.tlsCAKey != "" {
-		if _, err := loadTLSIssuer(f); err != nil {
-			return nil, err
-		}
-	}
-	if f.registrations != "" {
-		if _, err := portal.LoadRegistrations(f.registrations); err != nil {
-			return nil, fmt.Errorf("--registrations %w", err)
-		}
-	}
-	if f.portalCA != "" {
-		pem, err := os.ReadFile(f.portalCA)
-		if err != nil {
-			return nil, fmt.Errorf("--portal-ca: %w", err)
-		}
-		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--portal-ca %s: no PEM certificate in it", f.portalCA)
-		}
+	// The files are read now, so that a bad one is a usage error.
+	if _, err := f.files().Load(&service.Options{TLS: f.tls}, time.Now()); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -201,7 +177,7 @@ func enclaveNote(profile string, measurement []byte) string {
 // lease with it); opened functions receive the service before it serves
 // (the demo takes its enclave and notary key).
 func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logger, tune func(*server.Config), opened ...func(*service.Service)) error {
-	opts, err := serviceOptions(f)
+	opts, issuer, err := serviceOptions(f)
 	if err != nil {
 		return err
 	}
@@ -240,10 +216,6 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 		// accepting a long-running server.
 		// With --tls-ca-cert/--tls-ca-key an operator CA issues them.
 		hosts, _ := attestedtls.ListenHosts(f.addr)
-		issuer, err := loadTLSIssuer(f)
-		if err != nil {
-			return err
-		}
 		tlsCfg, err := svc.TLSConfig(issuer, hosts...)
 		if err != nil {
 			return err
@@ -280,29 +252,16 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	return nil
 }
 
-// loadTLSIssuer returns the operator CA of --tls-ca-cert and --tls-ca-key,
-// or nil when neither is set. Both are needed, only with --tls, and the key
-// file must not be readable by group or others. Errors name the files,
-// never the key's content.
-func loadTLSIssuer(f *serveFlags) (*attestation.Issuer, error) {
-	switch {
-	case f.tlsCACert == "" && f.tlsCAKey == "":
-		return nil, nil
-	case f.tlsCACert == "" || f.tlsCAKey == "":
-		return nil, errors.New("--tls-ca-cert and --tls-ca-key go together")
-	case !f.tls:
-		return nil, errors.New("--tls-ca-cert and --tls-ca-key need --tls")
-	}
-	ca, err := attestation.LoadIssuer(f.tlsCACert, f.tlsCAKey, time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("--tls-ca-cert, --tls-ca-key: %w", err)
-	}
-	return ca, nil
+// files are the files the serve flags name.
+func (f *serveFlags) files() service.Files {
+	return service.Files{NotaryKey: f.notaryKey, Registrations: f.registrations, PortalCA: f.portalCA,
+		TLSCACert: f.tlsCACert, TLSCAKey: f.tlsCAKey}
 }
 
-// serviceOptions are the service options of the serve flags: it reads the
-// --notary-key and --portal-ca files.
-func serviceOptions(f *serveFlags) (service.Options, error) {
+// serviceOptions are the service options of the serve flags, with the
+// files they name read (service.Files), and the operator CA of
+// --tls-ca-cert and --tls-ca-key (nil without them).
+func serviceOptions(f *serveFlags) (service.Options, *attestation.Issuer, error) {
 	o := service.Options{
 		DataDir:             f.dataDir,
 		Store:               f.store,
@@ -314,28 +273,6 @@ func serviceOptions(f *serveFlags) (service.Options, error) {
 	if f.rateLimit == 0 {
 		o.Server.RateLimit = -1 // --rate-limit 0 turns the limit off
 	}
-	if f.notaryKey != "" {
-		b, err := os.ReadFile(f.notaryKey)
-		if err != nil {
-			return o, fmt.Errorf("--notary-key: %w", err)
-		}
-		if o.NotaryKey, err = notary.ParsePublicKey(b); err != nil {
-			return o, fmt.Errorf("--notary-key %s: %w", f.notaryKey, err)
-		}
-	}
-	if f.registrations != "" {
-		regs, err := portal.LoadRegistrations(f.registrations)
-		if err != nil {
-			return o, fmt.Errorf("--registrations %w", err)
-		}
-		o.PortalRegistrations = regs
-	}
-	if f.portalCA != "" {
-		b, err := os.ReadFile(f.portalCA)
-		if err != nil {
-			return o, fmt.Errorf("--portal-ca: %w", err)
-		}
-		o.PortalCA = b
-	}
-	return o, nil
+	issuer, err := f.files().Load(&o, time.Now())
+	return o, issuer, err
 }
