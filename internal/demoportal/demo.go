@@ -410,7 +410,11 @@ func (d *Portal) api(h apiHandler, auth bool) http.HandlerFunc {
 			case <-t.C:
 			case <-r.Context().Done():
 				t.Stop()
-				return
+				// Abort, not return: a handler that returns without
+				// writing answers 200 with an empty body, which a client
+				// whose connection is still open would read as a
+				// truncated page instead of a portal that never answered.
+				panic(http.ErrAbortHandler)
 			}
 		}
 		if n <= f.RateLimited {
