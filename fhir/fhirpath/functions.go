@@ -257,23 +257,7 @@ func filterFuncs() map[string]*funcDef {
 			}
 			return out, nil
 		}},
-		"ofType": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			ts, err := argType(n, 0)
-			if err != nil {
-				return nil, err
-			}
-			var out Collection
-			for _, v := range t {
-				ok, err := asType(v, ts, n.at)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					out = append(out, v)
-				}
-			}
-			return out, nil
-		}},
+		"ofType": {1, 1, ofTypeFunc},
 		"is": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			ts, err := argType(n, 0)
 			if err != nil {
@@ -291,23 +275,7 @@ func filterFuncs() map[string]*funcDef {
 			}
 			return boolColl(ok), nil
 		}},
-		"as": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			ts, err := argType(n, 0)
-			if err != nil {
-				return nil, err
-			}
-			var out Collection
-			for _, v := range t {
-				ok, err := asType(v, ts, n.at)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					out = append(out, v)
-				}
-			}
-			return out, nil
-		}},
+		"as": {1, 1, ofTypeFunc}, // as R4 uses it: filters, like ofType (see the package doc)
 		"single": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			if len(t) > 1 {
 				return nil, evalErr(ErrEvaluation, n.at, "single() on %d items", len(t))
@@ -616,3 +584,23 @@ func utilityFuncs() map[string]*funcDef {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// ofTypeFunc keeps the items of the argument's type: ofType(), and as()
+// on a collection as R4's invariants and search parameters use it.
+func ofTypeFunc(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
+	ts, err := argType(n, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out Collection
+	for _, v := range t {
+		ok, err := asType(v, ts, n.at)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
