@@ -205,7 +205,8 @@ func CheckRecordID(id string) error {
 // accepts fails later only for what needs the portal (its name, its
 // addresses at connect time, its answers). The errors are those of
 // Fetch: they wrap ErrUnsupportedSystemType, ErrInvalidRequest (with
-// ErrInvalidRecordID for a bad recordId) or ErrForbidden.
+// ErrInvalidRecordID for a bad recordId, ErrMalformedURL for a portalUrl
+// that is not an absolute URL with a host) or ErrForbidden.
 func (c *Connector) Admit(req Request) error {
 	return redactorFor(req).wrap(c.admit(req))
 }
@@ -226,6 +227,20 @@ func (c *Connector) admit(req Request) error {
 		return &Error{Kind: ErrInvalidRequest, Detail: "username and password are required"}
 	}
 	_, err := c.Guard.CheckURL(req.PortalURL)
+	if errors.Is(err, ErrMalformedURL) {
+		return &Error{Kind: ErrInvalidRequest, Op: "portalUrl", Err: err}
+	}
+	return err
+}
+
+// checkPublished applies the Guard to a URL the portal published (an
+// endpoint in its SMART configuration, a login form's action): refused is
+// ErrForbidden as for the caller's URL, malformed is the portal's fault.
+func (c *Connector) checkPublished(op, raw string) error {
+	_, err := c.Guard.CheckURL(raw)
+	if errors.Is(err, ErrMalformedURL) {
+		return &Error{Kind: ErrResponseInvalid, Op: op, Err: err}
+	}
 	return err
 }
 
@@ -586,7 +601,7 @@ func (s *session) discover(ctx context.Context) (*smartConfig, error) {
 	if err := json.Unmarshal(ex.body, &sc); err != nil {
 		return nil, &Error{Kind: ErrResponseInvalid, Op: "SMART discovery", Err: err}
 	}
-	if _, err := s.c.Guard.CheckURL(sc.TokenEndpoint); err != nil {
+	if err := s.c.checkPublished("SMART discovery: token endpoint", sc.TokenEndpoint); err != nil {
 		return nil, err
 	}
 	return &sc, nil
@@ -779,7 +794,7 @@ func (s *session) formFlow(ctx context.Context, recordID string) error {
 	if len(sc.CodeChallengeMethods) > 0 && !slices.Contains(sc.CodeChallengeMethods, "S256") {
 		return &Error{Kind: ErrResponseInvalid, Op: "SMART discovery", Detail: "the portal does not support PKCE S256"}
 	}
-	if _, err := s.c.Guard.CheckURL(sc.AuthorizationEndpoint); err != nil {
+	if err := s.c.checkPublished("SMART discovery: authorization endpoint", sc.AuthorizationEndpoint); err != nil {
 		return err
 	}
 	reg := s.registration()
@@ -842,7 +857,7 @@ func (s *session) formFlow(ctx context.Context, recordID string) error {
 		if err != nil {
 			return &Error{Kind: ErrResponseInvalid, Op: "login form", Detail: "bad form action"}
 		}
-		if _, err := s.c.Guard.CheckURL(action.String()); err != nil {
+		if err := s.c.checkPublished("login form", action.String()); err != nil {
 			return err
 		}
 		if next.method != http.MethodPost {

@@ -50,6 +50,11 @@ var (
 	ErrUnsupportedSystemType = errors.New("unsupported system type")
 	// ErrInvalidRequest: the request lacks a field or has a malformed one.
 	ErrInvalidRequest = errors.New("invalid portal request")
+	// ErrMalformedURL: a URL is not an absolute URL with a host, a valid
+	// port and no user information. An error wrapping it from Admit also
+	// wraps ErrInvalidRequest (the caller's portalUrl is at fault); from a
+	// fetch, where the portal published the URL, ErrResponseInvalid.
+	ErrMalformedURL = errors.New("malformed URL")
 )
 
 // ProblemCode returns the wire's problem code (one of the acds.Problem*
@@ -85,12 +90,13 @@ func ProblemCode(err error) string {
 }
 
 // ProblemField returns the request field an error of Admit is about,
-// for the problem's field errors: "portalUrl" for ErrForbidden, "recordId"
+// for the problem's field errors: "portalUrl" for ErrForbidden and
+// ErrMalformedURL, "recordId"
 // for ErrInvalidRecordID, "systemType" for ErrUnsupportedSystemType, and
 // "" for any other error.
 func ProblemField(err error) string {
 	switch {
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, ErrForbidden), errors.Is(err, ErrMalformedURL):
 		return "portalUrl"
 	case errors.Is(err, ErrInvalidRecordID):
 		return "recordId"
@@ -159,6 +165,18 @@ func (e *ForbiddenError) Error() string {
 
 // Unwrap returns ErrForbidden.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
+// URLError says why a URL is malformed (see Guard.CheckURL). It never
+// quotes the URL, which may carry a password in its user information.
+type URLError struct {
+	Reason string // e.g. "not a URL", "no host", "user information"
+}
+
+// Error renders "malformed URL: <reason>".
+func (e *URLError) Error() string { return "malformed URL: " + e.Reason }
+
+// Unwrap returns ErrMalformedURL.
+func (e *URLError) Unwrap() error { return ErrMalformedURL }
 
 // maxDetail caps the portal text quoted in an Error.
 const maxDetail = 200

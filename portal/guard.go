@@ -196,31 +196,34 @@ func (g Guard) NewDialer() *net.Dialer {
 // including the numeric forms that inet_aton accepts (2130706433,
 // 0177.0.0.1, 0x7f.1) — and the names localhost (with its subdomains)
 // and metadata.google.internal. It does not resolve names: the address
-// check that stops DNS rebinding happens when connecting. It is the
-// whole URL rule: the service's acceptance check (Connector.Admit) and
-// every fetch call it, so both decide alike.
+// check that stops DNS rebinding happens when connecting. A URL that is
+// malformed (not a URL, no host, user information, a bad port) is a
+// *URLError (ErrMalformedURL); a well-formed one the guard refuses is a
+// *ForbiddenError (ErrForbidden). It is the whole URL rule: the service's
+// acceptance check (Connector.Admit) and every fetch call it, so both
+// decide alike.
 func (g Guard) CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, &ForbiddenError{Target: "(unparseable URL)", Reason: "not a URL"}
+		return nil, &URLError{Reason: "not a URL"}
+	}
+	if u.User != nil {
+		// Never quote the URL: user information may hold a password.
+		return nil, &URLError{Reason: "must not carry user information"}
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return nil, &URLError{Reason: "not an absolute URL with a host"}
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, &URLError{Reason: "bad port"}
+		}
 	}
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && g.AllowHTTP:
 	default:
 		return nil, &ForbiddenError{Target: u.Host, Reason: "scheme " + strconv.Quote(u.Scheme) + " is not allowed (https only)"}
-	}
-	if u.User != nil {
-		// Never quote the URL: user information may hold a password.
-		return nil, &ForbiddenError{Target: u.Hostname(), Reason: "URL must not carry user information"}
-	}
-	if u.Opaque != "" || u.Hostname() == "" {
-		return nil, &ForbiddenError{Target: u.Host, Reason: "URL has no host"}
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, &ForbiddenError{Target: u.Host, Reason: "bad port"}
-		}
 	}
 	host := u.Hostname()
 	if a, err := ParseHostAddr(host); err == nil {

@@ -63,8 +63,6 @@ func TestGuardURLs(t *testing.T) {
 	refused := []string{
 		"http://portal.example/fhir",          // not https
 		"ftp://portal.example/",               // not https
-		"https://user:pw@portal.example/fhir", // user information
-		"https:///fhir",                       // no host
 		"https://127.0.0.1/fhir",              // loopback
 		"https://[::1]:8443/fhir",             // loopback IPv6
 		"https://[::ffff:127.0.0.1]/fhir",     // IPv4-mapped loopback
@@ -86,14 +84,34 @@ func TestGuardURLs(t *testing.T) {
 		"https://[::ffff:0:7f00:1]/",          // IPv4-translated loopback
 		"https://localhost/fhir",              // loopback name
 		"https://api.localhost./fhir",         // loopback name
-		"https://portal.example:99999/",       // bad port
-		"javascript:alert(1)",                 // opaque
 	}
 	for _, u := range refused {
 		if _, err := (Guard{}).CheckURL(u); !errors.Is(err, ErrForbidden) {
 			t.Errorf("CheckURL(%q) = %v, want forbidden", u, err)
 		} else if errors.Is(err, ErrForbidden) && containsAny(err.Error(), "user:pw", ":pw@") {
 			t.Errorf("CheckURL(%q) error quotes user information: %v", u, err)
+		}
+	}
+	// Malformed is its own class (the caller's or the portal's mistake,
+	// not a refused target), and the error never quotes the URL.
+	for _, u := range []string{
+		"https://user:pw@portal.example/fhir", // user information
+		"ftp://user:pw@portal.example/",       // user information before the scheme rule
+		"https:///fhir",                       // no host
+		"https://portal.example:99999/",       // bad port
+		"javascript:alert(1)",                 // opaque
+		"portal.example/fhir",                 // relative
+		"https://portal.example%zz/",          // not a URL
+	} {
+		_, err := (Guard{}).CheckURL(u)
+		var ue *URLError
+		if !errors.As(err, &ue) || !errors.Is(err, ErrMalformedURL) || errors.Is(err, ErrForbidden) {
+			t.Errorf("CheckURL(%q) = %v, want a *URLError (ErrMalformedURL only)", u, err)
+		} else if containsAny(err.Error(), "user:", "pw@", "portal.example") {
+			t.Errorf("CheckURL(%q) error quotes the URL: %v", u, err)
+		}
+		if ProblemField(err) != "portalUrl" {
+			t.Errorf("ProblemField(CheckURL(%q)) = %q, want portalUrl", u, ProblemField(err))
 		}
 	}
 	for _, u := range []string{"https://portal.example/fhir", "https://93.184.216.34:8443/fhir", "https://1572395042/"} {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -297,13 +296,6 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	need("password", req.Password)
 	if req.OutputFormat == "" {
 		req.OutputFormat = acds.OutputFHIRR4 // SPEC §2.2 has no outputFormat: the extension defaults
-	}
-	if req.PortalURL != "" {
-		// The shape of the field only; whether the portal may be fetched
-		// is the Fetcher's decision (Admit, below).
-		if u, err := url.Parse(req.PortalURL); err != nil || u.Host == "" || u.User != nil {
-			errs = append(errs, acds.FieldError{Field: "portalUrl", Message: "must be an absolute https URL without user information"})
-		}
 	}
 	if len(errs) > 0 {
 		p := acds.NewProblem(acds.ProblemInvalidRequest, "invalid fields")

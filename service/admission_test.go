@@ -91,7 +91,7 @@ func admissionRows() []admissionRow {
 		// private portals.
 		{url: "http://portal.example/fhir", id: "pat-1", strict: forbidden, lax: forbidden},
 		{url: "ftp://portal.example/fhir", id: "pat-1", strict: forbidden, lax: forbidden},
-		{url: "https://portal.example:99999/fhir", id: "pat-1", strict: forbidden, lax: forbidden},
+		{url: "https://portal.example:99999/fhir", id: "pat-1", strict: invalid, lax: invalid},
 		// recordId: the connectors' FHIR id rule (issue 11 item 3).
 		id("pat-1", admit),
 		id("a.B-9", admit),
@@ -111,7 +111,11 @@ func admissionRows() []admissionRow {
 
 // malformedURLs are refused by both paths, as a malformed field
 // (invalid-request) at acceptance and as a refused portal by the fetch.
-var malformedURLs = []string{"https://user:pw@portal.example/fhir", "https:///fhir", "not a url", "https://portal.example%zz/"}
+// malformedURLs are not absolute URLs with a host and a valid port, or
+// carry user information: portal's one URL rule (Guard.CheckURL) calls
+// them malformed, so acceptance and the fetch both answer invalid-request
+// naming portalUrl, never forbidden-portal.
+var malformedURLs = []string{"https://user:pw@portal.example/fhir", "https:///fhir", "not a url", "https://portal.example%zz/", "portal.example/fhir", "javascript:alert(1)"}
 
 // stubResolver answers without any network: the names that resolve to
 // refused addresses in real life do so here, every other name resolves
@@ -303,8 +307,8 @@ func TestAcceptanceDecidesAsTheFetch(t *testing.T) {
 			for _, u := range malformedURLs {
 				got := acceptance(t, base, token, u, "pat-1")
 				fetch := fetchDecision(t, g, u, "pat-1")
-				if got != invalid || fetch != forbidden {
-					t.Errorf("%s: acceptance %q, fetch %q; want both to refuse (invalid-request, forbidden-portal)", u, got, fetch)
+				if got != invalid || fetch != invalid {
+					t.Errorf("%s: acceptance %q, fetch %q; want invalid-request for both", u, got, fetch)
 				}
 			}
 		})
