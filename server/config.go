@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/acds-project/acds/store"
 )
 
@@ -82,6 +84,17 @@ type Config struct {
 	// CredentialTTL is how long sealed portal credentials may stay queued
 	// before they are erased. Zero means 15 min.
 	CredentialTTL time.Duration
+
+	// Metrics is the Prometheus registry the server registers its
+	// collectors with (DESIGN §11: requests by endpoint and status,
+	// latency, queue depth and age, worker utilisation, fetch outcomes,
+	// notary sessions). Nil: a registry of the server's own, with the Go
+	// runtime and process collectors. Two Servers need two registries.
+	Metrics *prometheus.Registry
+	// NoMetricsEndpoint stops the handler from serving the registry at
+	// GET /metrics (for an embedder that serves its registry itself, or
+	// an operator who will not expose it on the API's listener).
+	NoMetricsEndpoint bool
 }
 
 func (c *Config) withDefaults() (Config, error) {

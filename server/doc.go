@@ -58,6 +58,21 @@
 // Each token has a rate limit, and each client address a limit on
 // /v1/auth/* and /v1/verify; both answer 429 with Retry-After.
 //
+// # Metrics
+//
+// GET /metrics (outside /v1, like a Prometheus target expects) serves
+// Config.Metrics, or a registry of the Server's own, in the Prometheus
+// text format: requests by route pattern, method and status code and
+// their latency; the queue's depth and the age of its oldest request (from
+// the store, so across replicas; a Store that implements
+// store.QueueStatter); workers and busy workers; requests ended by kind,
+// status and problem code, counted after the outcome is stored; portal
+// fetches by systemType and outcome; notarized sessions; whether an
+// enclave and a fetcher are configured. No label value comes from a
+// request: not a token, pseudonym, request id, portal host or record id.
+// Config.NoMetricsEndpoint stops serving it (the collectors still
+// register with Config.Metrics).
+//
 // Every error is application/problem+json with a stable type
 // "urn:acds:problem:<code>"; see package acds for the codes.
 package server

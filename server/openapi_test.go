@@ -119,6 +119,7 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	h.do("POST", "/v1/fetch-and-attest", s.Token, `{"systemType":"x","portalUrl":"https://p.example","recordId":"1","username":"u","password":"p","outputFormat":"fhir_r4"}`)
 	h.do("POST", "/v1/fetch-and-attest", s.Token, `{"systemType":"demo","portalUrl":"https://10.0.0.1","recordId":"1","username":"u","password":"p","outputFormat":"fhir_r4"}`)
 	h.do("GET", "/v1/requests", "", nil)
+	h.do("GET", "/metrics", "", nil)
 	h.do("POST", "/v1/verify", "", `{"attestationBundle":"aGVsbG8="}`)
 
 	loader := openapi3.NewLoader()

@@ -31,6 +31,7 @@ type Server struct {
 	tokenLimits *limiterSet
 	addrLimits  *limiterSet
 	handler     http.Handler
+	metrics     *metrics
 
 	wake      chan struct{} // accepted work: wake an idle worker
 	waiters   *waiters      // long-polling GETs and the requests local workers run
@@ -65,6 +66,9 @@ func New(cfg Config) (*Server, error) {
 	tokenBurst := int(2 * c.RateLimit)
 	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
 	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
+	if s.metrics, err = newMetrics(s, c.Metrics); err != nil {
+		return nil, fmt.Errorf("server: metrics: %w", err)
+	}
 	s.handler = s.routes()
 	s.claimCtx, s.stopClaim = context.WithCancel(context.Background())
 	s.workCtx, s.abortWork = context.WithCancel(context.Background())
@@ -124,10 +128,13 @@ func (s *Server) routes() http.Handler {
 	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
 	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
 	add("/v1/attestation", map[string]http.HandlerFunc{http.MethodGet: s.handleAttestation})
+	if !s.cfg.NoMetricsEndpoint {
+		add("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.metrics.handler().ServeHTTP})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such endpoint"))
 	})
-	return s.recoverPanics(mux)
+	return s.metrics.instrument(s.recoverPanics(mux))
 }
 
 func (s *Server) methodSwitch(methods map[string]http.HandlerFunc) http.Handler {

@@ -54,7 +54,11 @@ func (s *Server) worker(id string) {
 			s.log.Warn("claim failed", "worker", id, "err", err)
 		}
 		if req != nil {
+			s.metrics.busy.Add(1)
+			start := time.Now()
 			s.run(id, req)
+			s.metrics.attempts.WithLabelValues(req.Kind).Observe(time.Since(start).Seconds())
+			s.metrics.busy.Add(-1)
 			continue // there may be more
 		}
 		timer.Reset(s.cfg.PollInterval)
@@ -134,6 +138,12 @@ func (s *Server) run(worker string, req *store.Request) {
 	}
 	if err != nil {
 		log.Error("ending the request failed; it will be re-claimed", "err", err)
+		return
+	}
+	if problem != nil {
+		s.metrics.ended.WithLabelValues(req.Kind, acds.StatusFailed, problem.Code()).Inc()
+	} else {
+		s.metrics.ended.WithLabelValues(req.Kind, acds.StatusCompleted, "").Inc()
 	}
 }
 
@@ -197,12 +207,15 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 		}
 		detail := portal.Redact(err.Error(), creds.Username, creds.Password)
 		if code := portal.ProblemCode(err); code != acds.ProblemInternal {
+			s.metrics.fetchOutcome(in.SystemType, code, 0)
 			return nil, acds.NewProblem(code, detail), nil
 		}
 		// An error of none of portal's classes (a Fetcher of the
 		// embedder's own) is the portal's failure.
+		s.metrics.fetchOutcome(in.SystemType, acds.ProblemPortalUnavailable, 0)
 		return nil, acds.NewProblem(acds.ProblemPortalUnavailable, "fetching the record from the portal failed: "+detail), nil
 	}
+	s.metrics.fetchOutcome(in.SystemType, "ok", len(fetched.NotaryStatements))
 	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, mpctlsClaims(fetched), fetched.NotaryStatements)
 }
 

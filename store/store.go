@@ -128,6 +128,24 @@ type ClaimOptions struct {
 	Now time.Time
 }
 
+// QueueStats is what a store reports about the requests still in
+// acds.StatusProcessing (queued or running), for an operator's metrics.
+type QueueStats struct {
+	// Processing is the number of requests not yet completed or failed.
+	Processing int
+	// Oldest is the creation time of the oldest of them; zero when there
+	// is none.
+	Oldest time.Time
+}
+
+// QueueStatter is implemented by a Store that can report its queue
+// cheaply (both stores of this module do, from the index of claimable
+// requests). A server reports queue depth and age in its metrics only
+// when its Store implements it.
+type QueueStatter interface {
+	QueueStats(ctx context.Context) (QueueStats, error)
+}
+
 // Store is the durable state of a server. Every method is safe for
 // concurrent use, and a method that returns nil has made its change durable.
 type Store interface {

@@ -265,6 +265,21 @@ func (p *Postgres) GetRequest(ctx context.Context, owner, id string) (store.Requ
 	return r, nil
 }
 
+// QueueStats implements [store.QueueStatter].
+func (p *Postgres) QueueStats(ctx context.Context) (store.QueueStats, error) {
+	var n int
+	var oldest *time.Time
+	err := p.pool.QueryRow(ctx, "SELECT COUNT(*), MIN(created_at) FROM requests WHERE status = 'processing'").Scan(&n, &oldest)
+	if err != nil {
+		return store.QueueStats{}, p.err("queue stats", err)
+	}
+	st := store.QueueStats{Processing: n}
+	if oldest != nil {
+		st.Oldest = oldest.UTC()
+	}
+	return st, nil
+}
+
 // ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
 func (p *Postgres) ListRequests(ctx context.Context, owner string, pg store.Page) ([]store.Request, string, error) {
 	if err := store.CheckName("owner", owner); err != nil {

@@ -699,6 +699,21 @@ func (s *SQLite) GetRequest(ctx context.Context, owner, id string) (store.Reques
 	return s.decode(sr)
 }
 
+// QueueStats implements [store.QueueStatter].
+func (s *SQLite) QueueStats(ctx context.Context) (store.QueueStats, error) {
+	var n int
+	var oldest sql.NullInt64
+	err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*), MIN(created_at) FROM requests WHERE status = 'processing'").Scan(&n, &oldest)
+	if err != nil {
+		return store.QueueStats{}, s.readErr("queue stats", err)
+	}
+	st := store.QueueStats{Processing: n}
+	if oldest.Valid {
+		st.Oldest = fromMicros(oldest.Int64)
+	}
+	return st, nil
+}
+
 // ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
 func (s *SQLite) ListRequests(ctx context.Context, owner string, p store.Page) ([]store.Request, string, error) {
 	if err := store.CheckName("owner", owner); err != nil {

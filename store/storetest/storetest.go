@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"Exhaustion", testExhaustion},
 		{"EraseSealedBefore", testEraseSealedBefore},
+		{"QueueStats", testQueueStats},
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"CanceledContext", testCanceledContext},
@@ -98,6 +99,49 @@ func NewRequest(owner string, created time.Time) store.Request {
 		Input:     []byte(`{"data":{"resourceType":"Bundle"}}`),
 		CreatedAt: created,
 	}
+}
+
+// testQueueStats checks a store's QueueStats, when it has one: it counts
+// exactly the requests still processing (leased or not) and names the
+// creation time of the oldest of them.
+func testQueueStats(t *testing.T, s store.Store) {
+	qs, ok := s.(store.QueueStatter)
+	if !ok {
+		t.Skip("the store does not implement store.QueueStatter")
+	}
+	ctx := t.Context()
+	st, err := qs.QueueStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, store.QueueStats{}, st, "an empty store")
+
+	first := NewRequest("anon-q", T0)
+	second := NewRequest("anon-q", T0.Add(time.Second))
+	third := NewRequest("anon-q", T0.Add(2*time.Second))
+	for _, r := range []store.Request{first, second, third} {
+		require.NoError(t, s.CreateRequest(ctx, r))
+	}
+	st, err = qs.QueueStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, st.Processing)
+	require.True(t, st.Oldest.Equal(us(T0)), "oldest %v, want %v", st.Oldest, us(T0))
+
+	// A leased request is still processing; a completed one is not.
+	c, err := s.Claim(ctx, claimOpts("w1", T0.Add(time.Minute)))
+	require.NoError(t, err)
+	require.Equal(t, first.ID, c.ID)
+	st, err = qs.QueueStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, st.Processing)
+	require.NoError(t, s.Complete(ctx, c.ID, "w1", []byte(`{}`), T0.Add(time.Minute)))
+	st, err = qs.QueueStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Processing)
+	require.True(t, st.Oldest.Equal(us(T0.Add(time.Second))), "oldest %v after completing the first", st.Oldest)
+	require.NoError(t, s.DeleteRequest(ctx, "anon-q", second.ID))
+	st, err = qs.QueueStats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Processing)
+	require.True(t, st.Oldest.Equal(us(T0.Add(2*time.Second))))
 }
 
 func claimOpts(worker string, now time.Time) store.ClaimOptions {
