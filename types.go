@@ -67,6 +67,9 @@ type AnonRequest struct {
 type RecoverRequest struct {
 	Pseudonym  string `json:"pseudonym"`
 	Passphrase string `json:"passphrase"`
+	// RevokeOthers (extension) revokes every other token of the pseudonym
+	// once the new one is issued: the lost token may have been stolen.
+	RevokeOthers bool `json:"revokeOthers,omitempty"`
 }
 
 // Session is the response of POST /v1/auth/anon (201) and
@@ -145,8 +148,16 @@ type Request struct {
 	CreatedAt   time.Time  `json:"createdAt"`
 	UpdatedAt   time.Time  `json:"updatedAt"`
 	CompletedAt *time.Time `json:"completedAt,omitempty"` // set once the request ended
-	Result      *Result    `json:"result,omitempty"`      // set when completed
+	Result      *Result    `json:"result,omitempty"`      // set when completed, until erased
 	Error       *Problem   `json:"error,omitempty"`       // set when failed
+	// RetainedUntil (extension) is when the server will erase an ended
+	// request's input, output and proofs under its retention time; absent
+	// while processing, after erasure, and when the server keeps
+	// everything.
+	RetainedUntil *time.Time `json:"retainedUntil,omitempty"`
+	// ErasedAt (extension) is when they were erased. The record stays:
+	// kind, status, times, and a failed request's problem.
+	ErasedAt *time.Time `json:"erasedAt,omitempty"`
 }
 
 // Done reports whether the request has ended (completed or failed).

@@ -136,11 +136,24 @@ func (c *Client) Anon(ctx context.Context, passphrase string) (*acds.Session, er
 
 // Recover issues a new token for a pseudonym (POST /v1/auth/recover).
 func (c *Client) Recover(ctx context.Context, pseudonym, passphrase string) (*acds.Session, error) {
+	return c.RecoverWith(ctx, acds.RecoverRequest{Pseudonym: pseudonym, Passphrase: passphrase})
+}
+
+// RecoverWith is Recover with the whole request, e.g. with RevokeOthers
+// to revoke every other token of the pseudonym (a lost token may have been
+// stolen).
+func (c *Client) RecoverWith(ctx context.Context, r acds.RecoverRequest) (*acds.Session, error) {
 	var s acds.Session
-	if err := c.do(ctx, http.MethodPost, "/v1/auth/recover", nil, acds.RecoverRequest{Pseudonym: pseudonym, Passphrase: passphrase}, http.StatusOK, &s); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/auth/recover", nil, r, http.StatusOK, &s); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// Revoke ends the client's token (POST /v1/auth/revoke): the server
+// refuses it from then on.
+func (c *Client) Revoke(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/v1/auth/revoke", nil, nil, http.StatusNoContent, nil)
 }
 
 // FetchAndAttest asks the server to fetch a record from a portal and

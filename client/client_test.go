@@ -143,6 +143,39 @@ func flaky(n int32, status int, retryAfter string, calls *atomic.Int32) func(htt
 	}
 }
 
+// TestRevokeAndRecoverWith: Revoke ends the client's token, and
+// RecoverWith(RevokeOthers) ends every other token of the pseudonym.
+func TestRevokeAndRecoverWith(t *testing.T) {
+	ctx := context.Background()
+	base := newServer(t, nil, nil)
+	c, err := client.New(base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.Anon(ctx, "a long enough passphrase")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := c.WithToken(sess.Token)
+	if _, err := old.Requests(ctx, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := c.RecoverWith(ctx, acds.RecoverRequest{Pseudonym: sess.Pseudonym, Passphrase: "a long enough passphrase", RevokeOthers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Requests(ctx, "", 0); !errors.Is(err, acds.ErrUnauthorized) {
+		t.Fatalf("the old token after RevokeOthers: %v, want unauthorized", err)
+	}
+	now := c.WithToken(fresh.Token)
+	if err := now.Revoke(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := now.Requests(ctx, "", 0); !errors.Is(err, acds.ErrUnauthorized) {
+		t.Fatalf("after Revoke: %v, want unauthorized", err)
+	}
+}
+
 func TestRetriesHonourRetryAfter(t *testing.T) {
 	var calls atomic.Int32
 	base := newServer(t, nil, flaky(1, http.StatusTooManyRequests, "1", &calls))

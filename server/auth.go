@@ -76,11 +76,6 @@ func sessionKey(pseudonym string) (string, error) {
 	return pseudonym + "." + pseudonymEncoding.EncodeToString(b[:]), nil
 }
 
-func ownerOfSessionKey(k string) string {
-	p, _, _ := strings.Cut(k, ".")
-	return p
-}
-
 // Argon2id parameters for recovery passphrases (OWASP's 19 MiB, t=2, p=1).
 const (
 	argonTime    = 2

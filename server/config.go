@@ -23,6 +23,7 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultProcessTimeout = 5 * time.Minute
 	DefaultCredentialTTL  = 15 * time.Minute
+	DefaultRetention      = 30 * 24 * time.Hour
 )
 
 // Config configures a Server. Store is required; every other zero value
@@ -85,6 +86,12 @@ type Config struct {
 	// before they are erased. Zero means 15 min.
 	CredentialTTL time.Duration
 
+	// Retention is how long an ended request keeps its input, output and
+	// proofs; the janitor then erases them and the record says when
+	// (erasedAt), keeping its kind, status, times and a failure's problem.
+	// Zero means 30 days; negative keeps everything.
+	Retention time.Duration
+
 	// Metrics is the Prometheus registry the server registers its
 	// collectors with (DESIGN §11: requests by endpoint and status,
 	// latency, queue depth and age, worker utilisation, fetch outcomes,
@@ -137,6 +144,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if d.ProcessTimeout <= 0 {
 		d.ProcessTimeout = DefaultProcessTimeout
+	}
+	if d.Retention == 0 {
+		d.Retention = DefaultRetention
 	}
 	if d.CredentialTTL <= 0 {
 		d.CredentialTTL = DefaultCredentialTTL

@@ -152,8 +152,41 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, "create session", err)
 		return
 	}
-	s.log.Info("session recovered", "pseudonym", req.Pseudonym)
+	revoked := 0
+	if req.RevokeOthers {
+		keep, _ := parseToken(sess.Token)
+		n, err := s.cfg.Store.DeleteSessionsOf(r.Context(), req.Pseudonym, keep)
+		if err != nil {
+			// The new token works; the old ones could not be revoked, and
+			// the caller must know rather than trust that they were.
+			s.storeFailed(w, "revoke other sessions", err)
+			return
+		}
+		s.sessions.forgetOwner(req.Pseudonym, keep)
+		revoked = n
+	}
+	s.log.Info("session recovered", "pseudonym", req.Pseudonym, "revoked_others", revoked)
 	writeJSON(w, http.StatusOK, sess)
+}
+
+// handleRevoke answers POST /v1/auth/revoke: the calling token stops
+// working at once on this server and within sessionCacheTTL on replicas
+// sharing the store. The body, if any, must be an empty JSON object.
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	var req struct{}
+	if p := decodeBody(w, r, s.cfg.MaxBody, &req, true); p != nil {
+		writeProblem(w, p)
+		return
+	}
+	hash := tokenHashFrom(r)
+	err := s.cfg.Store.DeleteSession(r.Context(), hash)
+	if err != nil && !isNotFound(err) { // not found: revoked concurrently, the goal holds
+		s.storeFailed(w, "revoke session", err)
+		return
+	}
+	s.sessions.forget(hash)
+	s.log.Info("session revoked", "pseudonym", ownerFrom(r))
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // processInput is the stored input of a process request: the request body
@@ -402,6 +435,10 @@ func wireRequest(r store.Request) (acds.Request, error) {
 		t := r.CompletedAt.UTC()
 		out.CompletedAt = &t
 	}
+	if !r.ErasedAt.IsZero() {
+		t := r.ErasedAt.UTC()
+		out.ErasedAt = &t
+	}
 	if r.Status == acds.StatusCompleted && len(r.Result) > 0 {
 		var res acds.Result
 		if err := json.Unmarshal(r.Result, &res); err != nil {
@@ -417,6 +454,15 @@ func wireRequest(r store.Request) (acds.Request, error) {
 		out.Error = &p
 	}
 	return out, nil
+}
+
+// retained sets out.RetainedUntil: when the retention sweep will erase an
+// ended, not yet erased request (Config.Retention).
+func (s *Server) retained(out *acds.Request) {
+	if s.cfg.Retention > 0 && out.CompletedAt != nil && out.ErasedAt == nil {
+		t := out.CompletedAt.Add(s.cfg.Retention)
+		out.RetainedUntil = &t
+	}
 }
 
 // handleGet answers GET /v1/requests/{id}; with ?wait=N it long-polls
@@ -466,6 +512,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "the stored request is unreadable"))
 		return
 	}
+	s.retained(&out)
 	if raw != nil {
 		writeJSON(w, http.StatusOK, struct {
 			acds.Request
@@ -515,6 +562,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "a stored request is unreadable"))
 			return
 		}
+		s.retained(&wr)
 		out.Items = append(out.Items, wr)
 	}
 	writeJSON(w, http.StatusOK, out)

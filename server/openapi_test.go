@@ -121,6 +121,9 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	h.do("GET", "/v1/requests", "", nil)
 	h.do("GET", "/metrics", "", nil)
 	h.do("POST", "/v1/verify", "", `{"attestationBundle":"aGVsbG8="}`)
+	other := h.anon()
+	h.do("POST", "/v1/auth/revoke", other.Token, nil)
+	h.do("GET", "/v1/requests", other.Token, nil) // 401: revoked
 
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(docBytes)

@@ -117,6 +117,7 @@ func (s *Server) routes() http.Handler {
 	}
 	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleAnon)})
 	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleRecover)})
+	add("/v1/auth/revoke", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleRevoke)})
 	add("/v1/fetch-and-attest", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleFetchAndAttest)})
 	add("/v1/process", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleProcess)})
 	add("/v1/requests", map[string]http.HandlerFunc{http.MethodGet: s.authed(s.handleList)})
@@ -178,7 +179,10 @@ func (s *Server) recoverPanics(h http.Handler) http.Handler {
 
 type ctxKey int
 
-const ownerKey ctxKey = 0
+const (
+	ownerKey ctxKey = iota
+	tokenHashKey
+)
 
 // authed requires a valid, unexpired bearer token and applies the
 // per-token rate limit. The handler finds the owner with ownerFrom.
@@ -212,13 +216,21 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 			writeProblem(w, p)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), ownerKey, owner)))
+		ctx := context.WithValue(r.Context(), ownerKey, owner)
+		h(w, r.WithContext(context.WithValue(ctx, tokenHashKey, hash)))
 	}
 }
 
 func ownerFrom(r *http.Request) string {
 	o, _ := r.Context().Value(ownerKey).(string)
 	return o
+}
+
+// tokenHashFrom returns the SHA-256 of the request's bearer token (authed
+// handlers only).
+func tokenHashFrom(r *http.Request) []byte {
+	h, _ := r.Context().Value(tokenHashKey).([]byte)
+	return h
 }
 
 // addrLimited applies the per-address limit of the unauthenticated
@@ -268,6 +280,32 @@ func (s *Server) janitor() {
 	}
 }
 
+// eraseBatch is how many ended requests one store call erases, so that a
+// sweep after a long pause (or the first one with a shorter retention)
+// never holds the database in one long write.
+const eraseBatch = 500
+
+// eraseEnded erases the input, output and proofs of requests that ended
+// more than Config.Retention ago, a batch at a time, until none is left
+// or ctx ends (the next sweep continues).
+func (s *Server) eraseEnded(ctx context.Context, now time.Time) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := s.cfg.Store.EraseEndedBefore(ctx, now.Add(-s.cfg.Retention), now, eraseBatch)
+		if err != nil {
+			s.log.Warn("erasing requests past their retention failed", "err", err)
+			break
+		}
+		total += n
+		if n < eraseBatch {
+			break
+		}
+	}
+	if total > 0 {
+		s.log.Info("erased requests past their retention", "requests", total, "retention", s.cfg.Retention.String())
+	}
+}
+
 func (s *Server) sweep() {
 	ctx, cancel := context.WithTimeout(s.workCtx, 30*time.Second)
 	defer cancel()
@@ -279,6 +317,9 @@ func (s *Server) sweep() {
 	}
 	if _, err := s.cfg.Store.DeleteExpiredSessions(ctx, now); err != nil {
 		s.log.Warn("deleting expired sessions failed", "err", err)
+	}
+	if s.cfg.Retention > 0 {
+		s.eraseEnded(ctx, now)
 	}
 	s.tokenLimits.sweep(now, 10*time.Minute)
 	s.addrLimits.sweep(now, 10*time.Minute)

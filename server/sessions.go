@@ -5,12 +5,27 @@ import (
 	"crypto/subtle"
 	"sync"
 	"time"
+
+	"github.com/acds-project/acds/store"
 )
 
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// sessionCacheTTL bounds how long a cached session is trusted without
+// reading the store again. A session revoked through this Server leaves
+// its cache at once; one revoked through another replica sharing the
+// store stops working here within sessionCacheTTL.
+const sessionCacheTTL = 10 * time.Second
+
 // sessionCache remembers recently seen sessions by token hash, so that an
-// authenticated request does not read the store every time. Sessions end
-// only by expiring, which is checked on every use, so a cached entry is
-// never more permissive than the store. Bounded: when full, expired
+// authenticated request does not read the store every time. An entry
+// lasts until the session expires or sessionCacheTTL passes, whichever
+// is first, and revocation removes it. Bounded: when full, expired
 // entries go, then arbitrary ones.
 type sessionCache struct {
 	max int
@@ -57,6 +72,24 @@ func (c *sessionCache) put(hash []byte, owner string, expires, now time.Time) {
 	c.m[string(hash)] = cachedSession{hash: append([]byte(nil), hash...), owner: owner, expires: expires}
 }
 
+// forget removes the entry of hash.
+func (c *sessionCache) forget(hash []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, string(hash))
+}
+
+// forgetOwner removes every entry of owner except keep's.
+func (c *sessionCache) forgetOwner(owner string, keep []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.m {
+		if e.owner == owner && k != string(keep) {
+			delete(c.m, k)
+		}
+	}
+}
+
 // lookupSession returns the owner of a valid, unexpired token hash.
 // found is false for unknown or expired tokens; err is a store failure.
 func (s *Server) lookupSession(ctx context.Context, hash []byte, now time.Time) (owner string, found bool, err error) {
@@ -73,7 +106,7 @@ func (s *Server) lookupSession(ctx context.Context, hash []byte, now time.Time) 
 	if subtle.ConstantTimeCompare(sess.TokenHash, hash) != 1 || !now.Before(sess.ExpiresAt) {
 		return "", false, nil
 	}
-	o := ownerOfSessionKey(sess.Pseudonym)
-	s.sessions.put(hash, o, sess.ExpiresAt, now)
+	o := store.SessionOwner(sess.Pseudonym)
+	s.sessions.put(hash, o, minTime(sess.ExpiresAt, now.Add(sessionCacheTTL)), now)
 	return o, true, nil
 }

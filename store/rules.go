@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The rules every backend applies to its arguments, exported so that a test
 // double of Store (server/servertest) applies exactly the same ones instead
@@ -43,4 +46,19 @@ func DecodeCursor(s string) (createdAt time.Time, id string, err error) {
 		return time.Time{}, "", err
 	}
 	return time.UnixMicro(c.createdAt).UTC(), c.id, nil
+}
+
+// SessionOwner returns the pseudonym of a session key (Session.Pseudonym):
+// the key up to its first ".", or the whole key when it has none.
+func SessionOwner(key string) string {
+	p, _, _ := strings.Cut(key, ".")
+	return p
+}
+
+// SessionKeyRange returns the half-open range [lo, hi) of the session keys
+// of pseudonym other than the bare pseudonym — every key that starts with
+// pseudonym + "." ("/" is the byte after ".") — for backends that select
+// the sessions DeleteSessionsOf removes by key order.
+func SessionKeyRange(pseudonym string) (lo, hi string) {
+	return pseudonym + ".", pseudonym + "/"
 }

@@ -75,6 +75,10 @@ var (
 // Session is an anonymous session: a pseudonym and the SHA-256 of its bearer
 // token. The token itself is never stored.
 type Session struct {
+	// Pseudonym is the session's key: the pseudonym itself, or, since a
+	// pseudonym may hold several sessions (one per recovery), the
+	// pseudonym followed by "." and a suffix that makes the key unique
+	// (SessionOwner returns the pseudonym of a key).
 	Pseudonym string
 	TokenHash []byte // SHA-256 of the bearer token, 32 bytes
 	CreatedAt time.Time
@@ -106,6 +110,9 @@ type Request struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	CompletedAt time.Time // zero until the request ends
+	// ErasedAt is when the retention time erased the ended request's
+	// input, result and sealed data (EraseEndedBefore); zero until then.
+	ErasedAt time.Time
 }
 
 // Page selects a page of an owner's requests, newest first.
@@ -161,6 +168,13 @@ type Store interface {
 	Passphrase(ctx context.Context, pseudonym string) (string, error)
 	// DeleteExpiredSessions removes sessions that expired before now.
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
+	// DeleteSession removes the session with that token hash (revocation);
+	// ErrNotFound when there is none.
+	DeleteSession(ctx context.Context, tokenHash []byte) error
+	// DeleteSessionsOf removes every session of pseudonym (every key
+	// SessionOwner maps to it) except the one whose token hash is keep
+	// (nil keeps none), and returns how many it removed.
+	DeleteSessionsOf(ctx context.Context, pseudonym string, keep []byte) (int, error)
 
 	// CreateRequest stores a new request in acds.StatusProcessing. When it
 	// returns nil the row is on disk.
@@ -194,6 +208,12 @@ type Store interface {
 	// EraseSealedBefore erases Sealed on requests created before t (the
 	// credential TTL) and returns how many it erased.
 	EraseSealedBefore(ctx context.Context, t time.Time) (int, error)
+	// EraseEndedBefore erases Input, Result and Sealed of at most limit
+	// requests that ended (completed or failed) before t and are not yet
+	// erased, setting ErasedAt (and UpdatedAt) to now; the status, the
+	// times and a failed request's Error stay. It returns how many it
+	// erased; fewer than limit means none is left.
+	EraseEndedBefore(ctx context.Context, t, now time.Time, limit int) (int, error)
 
 	// Close releases the store's resources.
 	Close() error

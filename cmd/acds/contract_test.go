@@ -80,6 +80,7 @@ func TestCLIContractFlags(t *testing.T) {
 			"addr": "127.0.0.1:8080", "data-dir": "./acds-data", "store": none, "notary": none,
 			"notary-key": none, "portal-ca": none, "allow-private-portals": none,
 			"registrations": none, "workers": fmt.Sprint(2 * runtime.NumCPU()), "rate-limit": "20", "tls": none, "log-level": "info",
+			"retention": "720h0m0s",
 		}},
 		{[]string{"notary"}, map[string]string{"addr": "127.0.0.1:7047", "key": "notary.key", "portal-ca": none}},
 		{[]string{"portal"}, map[string]string{"addr": "127.0.0.1:8443", "ca-out": none, "patients": "25", "seed": "1"}},

@@ -35,6 +35,7 @@ type serveFlags struct {
 	registrations       string
 	workers             int
 	rateLimit           float64
+	retention           time.Duration
 	tls                 bool
 	tlsCACert           string
 	tlsCAKey            string
@@ -54,6 +55,7 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.BoolVar(&f.allowPrivatePortals, "allow-private-portals", false, "allow portals on loopback, private and link-local addresses (development only)")
 	fs.StringVar(&f.registrations, "registrations", "", "JSON `file` of the operator's SMART client registrations by portal origin (see below)")
 	fs.IntVar(&f.workers, "workers", 2*runtime.NumCPU(), "requests processed concurrently")
+	fs.DurationVar(&f.retention, "retention", server.DefaultRetention, "how long an ended request keeps its input, output and proofs before they are erased (the record says when); 0 keeps everything")
 	fs.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second per token; 0 turns the limit off (load tests)")
 	fs.BoolVar(&f.tls, "tls", false, "serve HTTPS with the enclave's attested TLS key")
 	fs.StringVar(&f.tlsCACert, "tls-ca-cert", "", "with --tls: PEM file of an operator CA certificate (then its chain) that issues the attested certificate instead of self-signing it")
@@ -93,6 +95,9 @@ client authentication. The file is checked at start; keys are never logged.`,
 	}
 	if f.rateLimit < 0 {
 		return nil, fmt.Errorf("--rate-limit must not be negative")
+	}
+	if f.retention < 0 {
+		return nil, fmt.Errorf("--retention must not be negative (0 keeps everything)")
 	}
 	if _, err := parseLogLevel(f.logLevel); err != nil {
 		return nil, err
@@ -268,11 +273,20 @@ func serviceOptions(f *serveFlags) (service.Options, *attestation.Issuer, error)
 		Notary:              f.notary,
 		AllowPrivatePortals: f.allowPrivatePortals,
 		TLS:                 f.tls,
-		Server:              server.Config{Workers: f.workers, RateLimit: f.rateLimit},
+		Server:              server.Config{Workers: f.workers, RateLimit: f.rateLimit, Retention: retentionConfig(f.retention)},
 	}
 	if f.rateLimit == 0 {
 		o.Server.RateLimit = -1 // --rate-limit 0 turns the limit off
 	}
 	issuer, err := f.files().Load(&o, time.Now())
 	return o, issuer, err
+}
+
+// retentionConfig maps --retention onto server.Config.Retention, where
+// zero means the default and a negative value keeps everything.
+func retentionConfig(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -244,6 +244,8 @@ func TestServeFlags(t *testing.T) {
 		{"--addr", "nonsense"},
 		{"--workers", "0"},
 		{"--rate-limit", "-1"},
+		{"--retention", "-1h"},
+		{"--retention", "30 days"},
 		{"--log-level", "loud"},
 		{"--store", "mysql://x"},
 		{"--notary", "127.0.0.1:7047"},
@@ -261,6 +263,20 @@ func TestServeFlags(t *testing.T) {
 	if code := runServe(context.Background(), env{args: []string{"-h"}, stdout: io.Discard, stderr: &stderr}); code != 0 ||
 		!strings.Contains(stderr.String(), "--allow-private-portals") && !strings.Contains(stderr.String(), "-allow-private-portals") {
 		t.Errorf("-h: exit %d, %s", code, stderr.String())
+	}
+}
+
+// TestServeRetentionFlag maps --retention onto the server: a duration as
+// given, 0 keeping everything (a negative Config.Retention).
+func TestServeRetentionFlag(t *testing.T) {
+	for arg, want := range map[string]time.Duration{"720h": 720 * time.Hour, "1h30m": 90 * time.Minute, "0": -1} {
+		f, err := parseServeFlags(env{args: []string{"--retention", arg}, stdout: io.Discard, stderr: io.Discard})
+		if err != nil {
+			t.Fatalf("--retention %s: %v", arg, err)
+		}
+		if got := retentionConfig(f.retention); got != want {
+			t.Errorf("--retention %s: Config.Retention %v, want %v", arg, got, want)
+		}
 	}
 }
 

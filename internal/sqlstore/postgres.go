@@ -221,6 +221,35 @@ func (p *Postgres) DeleteExpiredSessions(ctx context.Context, now time.Time) (in
 	return int(tag.RowsAffected()), nil
 }
 
+// DeleteSession implements [Store].
+func (p *Postgres) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	if err := store.CheckTokenHash(tokenHash); err != nil {
+		return err
+	}
+	tag, err := p.pool.Exec(ctx, "DELETE FROM sessions WHERE token_hash = $1", tokenHash)
+	if err != nil {
+		return p.err("delete session", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// DeleteSessionsOf implements [Store].
+func (p *Postgres) DeleteSessionsOf(ctx context.Context, pseudonym string, keep []byte) (int, error) {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
+		return 0, err
+	}
+	lo, hi := store.SessionKeyRange(pseudonym)
+	tag, err := p.pool.Exec(ctx, `DELETE FROM sessions WHERE (pseudonym = $1 OR (pseudonym >= $2 AND pseudonym < $3))
+		AND token_hash IS DISTINCT FROM $4`, pseudonym, lo, hi, keep)
+	if err != nil {
+		return 0, p.err("delete sessions", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // CreateRequest implements [Store]. The request is stored as
 // acds.StatusProcessing with no attempts and no lease, whatever r says about
 // those; UpdatedAt is set to CreatedAt.
@@ -238,18 +267,18 @@ func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
 }
 
 const pgRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
-	lease_owner, lease_until, created_at, updated_at, completed_at`
+	lease_owner, lease_until, created_at, updated_at, completed_at, erased_at`
 
 func scanPgRequest(row pgx.Row) (store.Request, error) {
 	var r store.Request
-	var leaseUntil, completedAt *time.Time
+	var leaseUntil, completedAt, erasedAt *time.Time
 	err := row.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
-		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt)
+		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt, &erasedAt)
 	if err != nil {
 		return store.Request{}, err
 	}
 	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	r.LeaseUntil, r.CompletedAt = fromPg(leaseUntil), fromPg(completedAt)
+	r.LeaseUntil, r.CompletedAt, r.ErasedAt = fromPg(leaseUntil), fromPg(completedAt), fromPg(erasedAt)
 	return r, nil
 }
 
@@ -419,6 +448,21 @@ func (p *Postgres) EraseSealedBefore(ctx context.Context, t time.Time) (int, err
 	tag, err := p.pool.Exec(ctx, "UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < $1", store.StoredTime(t))
 	if err != nil {
 		return 0, p.err("erase sealed", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// EraseEndedBefore implements [Store].
+func (p *Postgres) EraseEndedBefore(ctx context.Context, t, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("%w: limit %d", store.ErrInvalid, limit)
+	}
+	at := store.StoredTime(now)
+	tag, err := p.pool.Exec(ctx, `UPDATE requests SET input = NULL, result = NULL, sealed = NULL, erased_at = $1, updated_at = $1
+		WHERE id IN (SELECT id FROM requests WHERE erased_at IS NULL AND completed_at IS NOT NULL
+			AND completed_at < $2 ORDER BY completed_at LIMIT $3 FOR UPDATE SKIP LOCKED)`, at, store.StoredTime(t), limit)
+	if err != nil {
+		return 0, p.err("erase ended", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

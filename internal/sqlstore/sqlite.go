@@ -618,6 +618,44 @@ func (s *SQLite) DeleteExpiredSessions(ctx context.Context, now time.Time) (int,
 	return int(n), err
 }
 
+// DeleteSession implements [Store].
+func (s *SQLite) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	if err := store.CheckTokenHash(tokenHash); err != nil {
+		return err
+	}
+	return s.write(ctx, true, func(w *writeConn) error {
+		res, err := w.exec("DELETE FROM sessions WHERE token_hash = ?", tokenHash)
+		if err != nil {
+			return fmt.Errorf("store: delete session: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+}
+
+// DeleteSessionsOf implements [Store].
+func (s *SQLite) DeleteSessionsOf(ctx context.Context, pseudonym string, keep []byte) (int, error) {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
+		return 0, err
+	}
+	lo, hi := store.SessionKeyRange(pseudonym)
+	var n int64
+	err := s.write(ctx, true, func(w *writeConn) error {
+		res, err := w.exec(`DELETE FROM sessions WHERE (pseudonym = ? OR (pseudonym >= ? AND pseudonym < ?))
+			AND token_hash IS NOT ?`, pseudonym, lo, hi, keep)
+		if err != nil {
+			return fmt.Errorf("store: delete sessions: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
 // CreateRequest implements [Store]. The request is stored as
 // acds.StatusProcessing with no attempts and no lease, whatever r says about
 // those; UpdatedAt is set to CreatedAt.
@@ -642,7 +680,7 @@ func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
 }
 
 const sqliteRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
-	lease_owner, lease_until, created_at, updated_at, completed_at, input_codec, result_codec`
+	lease_owner, lease_until, created_at, updated_at, completed_at, input_codec, result_codec, erased_at`
 
 // storedRequest is a request as scanned, its input and result possibly
 // still compressed.
@@ -669,10 +707,10 @@ type scanner interface{ Scan(dest ...any) error }
 func scanSQLiteRequest(sc scanner) (storedRequest, error) {
 	var sr storedRequest
 	r := &sr.Request
-	var leaseUntil, completedAt sql.NullInt64
+	var leaseUntil, completedAt, erasedAt sql.NullInt64
 	var created, updated int64
 	err := sc.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
-		&r.LeaseOwner, &leaseUntil, &created, &updated, &completedAt, &sr.inputCodec, &sr.resultCodec)
+		&r.LeaseOwner, &leaseUntil, &created, &updated, &completedAt, &sr.inputCodec, &sr.resultCodec, &erasedAt)
 	if err != nil {
 		return storedRequest{}, err
 	}
@@ -682,6 +720,9 @@ func scanSQLiteRequest(sc scanner) (storedRequest, error) {
 	}
 	if completedAt.Valid {
 		r.CompletedAt = fromMicros(completedAt.Int64)
+	}
+	if erasedAt.Valid {
+		r.ErasedAt = fromMicros(erasedAt.Int64)
 	}
 	return sr, nil
 }
@@ -897,6 +938,28 @@ func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error
 			store.StoredTime(t).UnixMicro())
 		if err != nil {
 			return fmt.Errorf("store: erase sealed: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// EraseEndedBefore implements [Store].
+func (s *SQLite) EraseEndedBefore(ctx context.Context, t, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("%w: limit %d", store.ErrInvalid, limit)
+	}
+	var n int64
+	err := s.write(ctx, true, func(w *writeConn) error {
+		at := store.StoredTime(now).UnixMicro()
+		res, err := w.exec(`UPDATE requests SET input = NULL, input_codec = 0, result = NULL, result_codec = 0,
+			sealed = NULL, erased_at = ?, updated_at = ?
+			WHERE id IN (SELECT id FROM requests WHERE erased_at IS NULL AND completed_at IS NOT NULL
+				AND completed_at < ? ORDER BY completed_at LIMIT ?)`,
+			at, at, store.StoredTime(t).UnixMicro(), limit)
+		if err != nil {
+			return fmt.Errorf("store: erase ended: %w", err)
 		}
 		n, err = res.RowsAffected()
 		return err

@@ -171,6 +171,44 @@ func (m *MemStore) DeleteExpiredSessions(ctx context.Context, now time.Time) (in
 	return n, nil
 }
 
+// DeleteSession implements store.Store.
+func (m *MemStore) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	if err := store.CheckTokenHash(tokenHash); err != nil {
+		return err
+	}
+	if err := m.begin(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	key, ok := m.byToken[string(tokenHash)]
+	if !ok {
+		return store.ErrNotFound
+	}
+	delete(m.sessions, key)
+	delete(m.byToken, string(tokenHash))
+	return nil
+}
+
+// DeleteSessionsOf implements store.Store.
+func (m *MemStore) DeleteSessionsOf(ctx context.Context, pseudonym string, keep []byte) (int, error) {
+	if err := store.CheckName("pseudonym", pseudonym); err != nil {
+		return 0, err
+	}
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	n := 0
+	for k, s := range m.sessions {
+		if store.SessionOwner(k) == pseudonym && (keep == nil || string(s.TokenHash) != string(keep)) {
+			delete(m.sessions, k)
+			delete(m.byToken, string(s.TokenHash))
+			n++
+		}
+	}
+	return n, nil
+}
+
 func clone(r *store.Request) store.Request {
 	c := *r
 	c.Input = slices.Clone(r.Input)
@@ -401,6 +439,31 @@ func (m *MemStore) EraseSealedBefore(ctx context.Context, t time.Time) (int, err
 		}
 	}
 	return n, nil
+}
+
+// EraseEndedBefore implements store.Store.
+func (m *MemStore) EraseEndedBefore(ctx context.Context, t, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, fmt.Errorf("%w: limit %d", store.ErrInvalid, limit)
+	}
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	t, now = dbTime(t), dbTime(now)
+	var ended []*store.Request
+	for _, r := range m.requests {
+		if r.ErasedAt.IsZero() && !r.CompletedAt.IsZero() && r.CompletedAt.Before(t) {
+			ended = append(ended, r)
+		}
+	}
+	slices.SortFunc(ended, func(a, b *store.Request) int { return a.CompletedAt.Compare(b.CompletedAt) })
+	ended = ended[:min(len(ended), limit)]
+	for _, r := range ended {
+		r.Input, r.Result, r.Sealed = nil, nil, nil
+		r.ErasedAt, r.UpdatedAt = now, now
+	}
+	return len(ended), nil
 }
 
 // Close implements store.Store. It is idempotent; every other method

@@ -71,6 +71,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Exhaustion", testExhaustion},
 		{"EraseSealedBefore", testEraseSealedBefore},
 		{"QueueStats", testQueueStats},
+		{"EraseEndedBefore", testEraseEndedBefore},
+		{"RevokeSessions", testRevokeSessions},
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"CanceledContext", testCanceledContext},
@@ -99,6 +101,115 @@ func NewRequest(owner string, created time.Time) store.Request {
 		Input:     []byte(`{"data":{"resourceType":"Bundle"}}`),
 		CreatedAt: created,
 	}
+}
+
+// testEraseEndedBefore checks retention: only requests that ended before
+// the cut-off lose their input, result and sealed data, oldest first and
+// at most limit at a time; processing requests and a failed request's
+// problem stay, and the record says when it was erased.
+func testEraseEndedBefore(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	end := func(r store.Request, at time.Time, fail bool) {
+		t.Helper()
+		r.Kind, r.Sealed = acds.KindFetchAndAttest, []byte("sealed")
+		require.NoError(t, s.CreateRequest(ctx, r))
+		c, err := s.Claim(ctx, claimOpts("w-"+r.ID, at))
+		require.NoError(t, err)
+		require.Equal(t, r.ID, c.ID)
+		if fail {
+			require.NoError(t, s.Fail(ctx, r.ID, "w-"+r.ID, []byte(`{"type":"urn:acds:problem:record-not-found"}`), at))
+		} else {
+			require.NoError(t, s.Complete(ctx, r.ID, "w-"+r.ID, []byte(`{"outputFormat":"fhir_r4","output":{}}`), at))
+		}
+	}
+	old1 := NewRequest("anon-r", T0)
+	old2 := NewRequest("anon-r", T0.Add(time.Second))
+	oldFailed := NewRequest("anon-r", T0.Add(2*time.Second))
+	recent := NewRequest("anon-r", T0.Add(3*time.Second))
+	end(old1, T0.Add(time.Hour), false)
+	end(old2, T0.Add(2*time.Hour), false)
+	end(oldFailed, T0.Add(3*time.Hour), true)
+	end(recent, T0.Add(10*time.Hour), false)
+	queued := NewRequest("anon-r", T0)
+	require.NoError(t, s.CreateRequest(ctx, queued))
+
+	_, err := s.EraseEndedBefore(ctx, T0.Add(5*time.Hour), T0.Add(11*time.Hour), 0)
+	require.ErrorIs(t, err, store.ErrInvalid, "limit 0")
+
+	now := T0.Add(11 * time.Hour)
+	n, err := s.EraseEndedBefore(ctx, T0.Add(5*time.Hour), now, 2)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "at most limit")
+	n, err = s.EraseEndedBefore(ctx, T0.Add(5*time.Hour), now, 2)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the rest, fewer than limit")
+	n, err = s.EraseEndedBefore(ctx, T0.Add(5*time.Hour), now, 2)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing twice")
+
+	for _, r := range []store.Request{old1, old2, oldFailed} {
+		got, err := s.GetRequest(ctx, "anon-r", r.ID)
+		require.NoError(t, err)
+		require.Empty(t, got.Input, "input erased")
+		require.Empty(t, got.Result, "result erased")
+		require.Empty(t, got.Sealed)
+		require.True(t, got.ErasedAt.Equal(us(now)), "erased at %v", got.ErasedAt)
+		require.True(t, got.UpdatedAt.Equal(us(now)))
+		require.False(t, got.CompletedAt.IsZero(), "the record keeps when it ended")
+		require.NotEqual(t, acds.StatusProcessing, got.Status)
+	}
+	got, err := s.GetRequest(ctx, "anon-r", oldFailed.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"type":"urn:acds:problem:record-not-found"}`, string(got.Error), "a failure's problem stays")
+	got, err = s.GetRequest(ctx, "anon-r", recent.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, got.Result, "ended after the cut-off: kept")
+	require.True(t, got.ErasedAt.IsZero())
+	got, err = s.GetRequest(ctx, "anon-r", queued.ID)
+	require.NoError(t, err)
+	require.Equal(t, queued.Input, got.Input, "a processing request is never erased")
+	require.True(t, got.ErasedAt.IsZero())
+}
+
+// testRevokeSessions checks DeleteSession and DeleteSessionsOf: a revoked
+// token is gone at once, the others of the pseudonym go except the kept
+// one, and another pseudonym's sessions — including one whose name
+// shares a prefix — stay.
+func testRevokeSessions(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	mk := func(key, token string) {
+		t.Helper()
+		require.NoError(t, s.CreateSession(ctx, store.Session{Pseudonym: key, TokenHash: Token(token), CreatedAt: T0, ExpiresAt: T0.Add(time.Hour)}))
+	}
+	mk("anon_a", "bare")
+	mk("anon_a.x1", "a1")
+	mk("anon_a.x2", "a2")
+	mk("anon_a.x3", "a3")
+	mk("anon_ab.x1", "ab") // a longer pseudonym with the same prefix
+	mk("anon_b.x1", "b1")
+
+	require.NoError(t, s.DeleteSession(ctx, Token("a1")))
+	_, err := s.SessionByTokenHash(ctx, Token("a1"))
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, s.DeleteSession(ctx, Token("a1")), store.ErrNotFound, "twice")
+	require.ErrorIs(t, s.DeleteSession(ctx, []byte("short")), store.ErrInvalid)
+
+	n, err := s.DeleteSessionsOf(ctx, "anon_a", Token("a3"))
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "bare and a2 go, a3 is kept")
+	for tok, live := range map[string]bool{"bare": false, "a2": false, "a3": true, "ab": true, "b1": true} {
+		_, err := s.SessionByTokenHash(ctx, Token(tok))
+		if live {
+			require.NoError(t, err, tok)
+		} else {
+			require.ErrorIs(t, err, store.ErrNotFound, tok)
+		}
+	}
+	n, err = s.DeleteSessionsOf(ctx, "anon_a", nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "keep nil removes every session")
+	require.Equal(t, "anon_a", store.SessionOwner("anon_a.x1"))
+	require.Equal(t, "anon_a", store.SessionOwner("anon_a"))
 }
 
 // testQueueStats checks a store's QueueStats, when it has one: it counts
