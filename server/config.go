@@ -54,6 +54,21 @@ type Config struct {
 	MaxProcessBody int64
 	// MaxBody limits every other body in bytes. Zero means 64 KiB.
 	MaxBody int64
+	// MaxBodies is how many request bodies may be read or held in memory
+	// at once, across all endpoints; a request with a body past it answers
+	// 503 unavailable with Retry-After before its body is read. Bodies are
+	// read as their bytes arrive, never from the declared Content-Length,
+	// so the memory they hold is at most MaxBodies × MaxProcessBody. Zero
+	// means DefaultMaxBodies (64).
+	MaxBodies int
+	// BodyIdleTimeout is how long a body read may wait for the client's
+	// next bytes; BodyTimeout bounds reading a whole body. Past either the
+	// connection is closed without an answer. They are set per request
+	// (http.ResponseController), so they hold in any http.Server the
+	// Handler is mounted in. Zero means DefaultBodyIdleTimeout (15 s) and
+	// DefaultBodyTimeout (2 min).
+	BodyIdleTimeout time.Duration
+	BodyTimeout     time.Duration
 	// RateLimit is the per-token limit in requests per second (burst: twice
 	// that, at least 1). Zero means DefaultRateLimit; negative turns it off.
 	RateLimit float64
@@ -103,6 +118,15 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if d.MaxBody <= 0 {
 		d.MaxBody = DefaultMaxBody
+	}
+	if d.MaxBodies <= 0 {
+		d.MaxBodies = DefaultMaxBodies
+	}
+	if d.BodyIdleTimeout <= 0 {
+		d.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
+	if d.BodyTimeout <= 0 {
+		d.BodyTimeout = DefaultBodyTimeout
 	}
 	if d.RateLimit == 0 {
 		d.RateLimit = DefaultRateLimit

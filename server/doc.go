@@ -58,6 +58,19 @@
 // Each token has a rate limit, and each client address a limit on
 // /v1/auth/* and /v1/verify; both answer 429 with Retry-After.
 //
+// Bodies are read as their bytes arrive, never allocated from the declared
+// Content-Length; at most Config.MaxBodies are read or held at once (past
+// that, 503 unavailable with Retry-After), and each read has a deadline
+// (Config.BodyIdleTimeout between chunks, Config.BodyTimeout in all) that
+// the Handler sets itself through http.ResponseController, so it holds in
+// any http.Server. What the Handler cannot set is the connection's limits
+// before a request reaches it: an embedder that mounts the Handler in its
+// own http.Server must set ReadHeaderTimeout, IdleTimeout and
+// MaxHeaderBytes, or build the server with NewHTTPServer, which sets them
+// to DefaultReadHeaderTimeout, DefaultIdleTimeout and
+// DefaultMaxHeaderBytes. Do not set http.Server.ReadTimeout: it would
+// also cut long polls short.
+//
 // Every error is application/problem+json with a stable type
 // "urn:acds:problem:<code>"; see package acds for the codes.
 package server

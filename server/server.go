@@ -28,6 +28,7 @@ type Server struct {
 
 	sessions    *sessionCache
 	argon       chan struct{} // semaphore of concurrent Argon2id computations
+	bodies      chan struct{} // semaphore of request bodies read or held (Config.MaxBodies)
 	tokenLimits *limiterSet
 	addrLimits  *limiterSet
 	handler     http.Handler
@@ -62,6 +63,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.sessions = newSessionCache(100_000)
 	s.argon = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	s.bodies = make(chan struct{}, c.MaxBodies)
 	tokenBurst := int(2 * c.RateLimit)
 	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
 	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
@@ -111,16 +113,16 @@ func (s *Server) routes() http.Handler {
 	add := func(pattern string, methods map[string]http.HandlerFunc) {
 		mux.Handle(pattern, s.methodSwitch(methods))
 	}
-	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleAnon)})
-	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleRecover)})
-	add("/v1/fetch-and-attest", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleFetchAndAttest)})
-	add("/v1/process", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleProcess)})
+	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleAnon))})
+	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleRecover))})
+	add("/v1/fetch-and-attest", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleFetchAndAttest))})
+	add("/v1/process", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleProcess))})
 	add("/v1/requests", map[string]http.HandlerFunc{http.MethodGet: s.authed(s.handleList)})
 	add("/v1/requests/{id}", map[string]http.HandlerFunc{
 		http.MethodGet:    s.authed(s.handleGet),
 		http.MethodDelete: s.authed(s.handleDelete),
 	})
-	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleVerify)})
+	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleVerify))})
 	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
 	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
 	add("/v1/attestation", map[string]http.HandlerFunc{http.MethodGet: s.handleAttestation})
