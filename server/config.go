@@ -21,6 +21,7 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultProcessTimeout = 5 * time.Minute
 	DefaultCredentialTTL  = 15 * time.Minute
+	DefaultStoreTimeout   = 5 * time.Second
 )
 
 // Config configures a Server. Store is required; every other zero value
@@ -28,6 +29,13 @@ const (
 type Config struct {
 	// Store is the durable state. Required. The Server does not close it.
 	Store store.Store
+
+	// StoreTimeout bounds every call to Store. A call that exceeds it
+	// fails: the request answers 503 unavailable with Retry-After, a
+	// worker's write is retried (the request is re-claimed), and GET
+	// /v1/health reports the store "degraded" until a call succeeds again.
+	// Zero means DefaultStoreTimeout (5 s).
+	StoreTimeout time.Duration
 
 	// Pipeline processes FHIR. Nil: every request fails with unavailable.
 	Pipeline Pipeline
@@ -118,6 +126,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if d.MaxBody <= 0 {
 		d.MaxBody = DefaultMaxBody
+	}
+	if d.StoreTimeout <= 0 {
+		d.StoreTimeout = DefaultStoreTimeout
 	}
 	if d.MaxBodies <= 0 {
 		d.MaxBodies = DefaultMaxBodies

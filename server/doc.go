@@ -71,6 +71,19 @@
 // DefaultMaxHeaderBytes. Do not set http.Server.ReadTimeout: it would
 // also cut long polls short.
 //
+// # Outages
+//
+// Every store call runs under Config.StoreTimeout (5 s): a database that
+// stops answering, or whose link is cut, makes the requests that need it
+// answer 503 unavailable with Retry-After within that time, and GET
+// /v1/health answer 503 with status "degraded" (SPEC's shape otherwise;
+// "healthy" with 200 when the store answers). Health reports the outcome
+// of the store calls of the last second, or probes the store with one
+// lookup. Nothing accepted is lost: a 202 is written only after the row is
+// stored, and a worker whose final write fails leaves the request to be
+// re-claimed when its lease expires. Recovery needs no restart: the next
+// call that succeeds makes the server healthy again.
+//
 // Every error is application/problem+json with a stable type
 // "urn:acds:problem:<code>"; see package acds for the codes.
 package server

@@ -26,6 +26,7 @@ type Server struct {
 	started  time.Time
 	instance string // random id of this Server, prefix of its worker ids
 
+	st          *deadlineStore // cfg.Store, under the store deadline
 	sessions    *sessionCache
 	argon       chan struct{} // semaphore of concurrent Argon2id computations
 	bodies      chan struct{} // semaphore of request bodies read or held (Config.MaxBodies)
@@ -53,7 +54,11 @@ func New(cfg Config) (*Server, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("server: instance id: %w", err)
 	}
+	// Every store call runs under the store deadline (deadlineStore).
+	st := &deadlineStore{Store: c.Store, timeout: c.StoreTimeout, health: &storeHealth{now: time.Now}}
+	c.Store = st
 	s := &Server{
+		st:       st,
 		cfg:      c,
 		log:      c.Logger,
 		started:  c.Now(),
@@ -194,7 +199,9 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 		owner, found, err := s.lookupSession(r.Context(), hash, now)
 		if err != nil {
 			s.log.Error("session lookup failed", "err", err)
-			writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the session store is unavailable"))
+			p := acds.NewProblem(acds.ProblemUnavailable, "the session store is unavailable; retry later")
+			p.RetryAfter = storeRetryAfter
+			writeProblem(w, p)
 			return
 		}
 		if !found {
