@@ -22,6 +22,9 @@ const (
 	DefaultProcessTimeout = 5 * time.Minute
 	DefaultCredentialTTL  = 15 * time.Minute
 	DefaultStoreTimeout   = 5 * time.Second
+
+	DefaultFailedTokenLimit = 1    // unknown or expired tokens per second per address, after a burst of 20
+	DefaultMaxQueue         = 5000 // requests still processing
 )
 
 // Config configures a Server. Store is required; every other zero value
@@ -86,6 +89,21 @@ type Config struct {
 	// turns it off.
 	AuthRateLimit float64
 
+	// FailedTokenLimit is how many unknown or expired bearer tokens one
+	// client address may present per second, after a burst of
+	// FailedTokenBurst (20). Past it the address's requests whose token is
+	// not in the session cache answer 429 with Retry-After, without a
+	// store lookup. Zero means DefaultFailedTokenLimit (1); negative turns
+	// it off.
+	FailedTokenLimit float64
+	// MaxQueue bounds the requests still processing (queued or being
+	// worked on) across every server sharing the Store, when the Store
+	// can count them (QueueCounter). Past it POST /v1/process and POST
+	// /v1/fetch-and-attest answer 503 unavailable with Retry-After instead
+	// of accepting work that would wait too long. Zero means
+	// DefaultMaxQueue (5000); negative turns the bound off.
+	MaxQueue int
+
 	// Workers is the number of requests processed concurrently. Zero means
 	// 2 × GOMAXPROCS; negative means none (accept only: another replica
 	// sharing the store processes).
@@ -144,6 +162,12 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if d.AuthRateLimit == 0 {
 		d.AuthRateLimit = DefaultAuthRateLimit
+	}
+	if d.FailedTokenLimit == 0 {
+		d.FailedTokenLimit = DefaultFailedTokenLimit
+	}
+	if d.MaxQueue == 0 {
+		d.MaxQueue = DefaultMaxQueue
 	}
 	if d.Workers == 0 {
 		d.Workers = 2 * runtime.GOMAXPROCS(0)

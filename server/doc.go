@@ -56,7 +56,14 @@
 // trailing data are 400 invalid-request naming the field), must be
 // application/json (415), and are limited (413) without being read whole.
 // Each token has a rate limit, and each client address a limit on
-// /v1/auth/* and /v1/verify; both answer 429 with Retry-After.
+// /v1/auth/* and /v1/verify; both answer 429 with Retry-After. An address
+// that presents more than FailedTokenBurst unknown or expired tokens is
+// held to Config.FailedTokenLimit of them per second: past it a token the
+// server has not cached answers 429 without a store lookup, so guessing
+// tokens costs the store nothing. When the Store can count the requests
+// still processing (QueueCounter; the SQL stores can), at most
+// Config.MaxQueue are queued across the replicas sharing it: past it POST
+// answers 503 unavailable with Retry-After (DESIGN §11).
 //
 // Bodies are read as their bytes arrive, never allocated from the declared
 // Content-Length; at most Config.MaxBodies are read or held at once (past

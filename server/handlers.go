@@ -399,6 +399,10 @@ func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind s
 	// WAL under synchronous=FULL; PostgreSQL: the COMMIT returned, its WAL
 	// record flushed with the default synchronous_commit=on). A
 	// crash after this point cannot lose the request.
+	if !s.admitQueued(r.Context()) {
+		writeProblem(w, queueFull())
+		return
+	}
 	if err := s.cfg.Store.CreateRequest(r.Context(), req); err != nil {
 		s.storeFailed(w, "create request", err)
 		return

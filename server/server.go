@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -32,6 +31,8 @@ type Server struct {
 	bodies      chan struct{} // semaphore of request bodies read or held (Config.MaxBodies)
 	tokenLimits *limiterSet
 	addrLimits  *limiterSet
+	failLimits  *limiterSet // unknown or expired bearer tokens, per address
+	queue       queueGauge
 	handler     http.Handler
 
 	wake      chan struct{} // accepted work: wake an idle worker
@@ -72,6 +73,7 @@ func New(cfg Config) (*Server, error) {
 	tokenBurst := int(2 * c.RateLimit)
 	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
 	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
+	s.failLimits = newLimiterSet(c.FailedTokenLimit, FailedTokenBurst)
 	s.handler = s.routes()
 	s.claimCtx, s.stopClaim = context.WithCancel(context.Background())
 	s.workCtx, s.abortWork = context.WithCancel(context.Background())
@@ -196,6 +198,19 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		now := s.cfg.Now()
+		// A token the cache does not know costs a store lookup: an
+		// address that presented too many unknown tokens is refused
+		// before that lookup.
+		addr := ""
+		if !s.sessions.has(hash, now) {
+			addr = clientAddr(r)
+			if blocked, wait := s.failLimits.blocked(addr, now); blocked {
+				p := acds.NewProblem(acds.ProblemRateLimited, "too many unknown or expired tokens from this address")
+				p.RetryAfter = wait
+				writeProblem(w, p)
+				return
+			}
+		}
 		owner, found, err := s.lookupSession(r.Context(), hash, now)
 		if err != nil {
 			s.log.Error("session lookup failed", "err", err)
@@ -205,6 +220,10 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if !found {
+			if addr == "" {
+				addr = clientAddr(r)
+			}
+			s.failLimits.allow(addr, now)
 			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "the token is unknown or expired"))
 			return
 		}
@@ -227,11 +246,7 @@ func ownerFrom(r *http.Request) string {
 // endpoints that cost CPU (Argon2id, verification).
 func (s *Server) addrLimited(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		if ok, wait := s.addrLimits.allow(host, s.cfg.Now()); !ok {
+		if ok, wait := s.addrLimits.allow(clientAddr(r), s.cfg.Now()); !ok {
 			p := acds.NewProblem(acds.ProblemRateLimited, "too many requests from this address")
 			p.RetryAfter = wait
 			writeProblem(w, p)
@@ -284,4 +299,5 @@ func (s *Server) sweep() {
 	}
 	s.tokenLimits.sweep(now, 10*time.Minute)
 	s.addrLimits.sweep(now, 10*time.Minute)
+	s.failLimits.sweep(now, 10*time.Minute)
 }

@@ -265,6 +265,17 @@ func (p *Postgres) GetRequest(ctx context.Context, owner, id string) (store.Requ
 	return r, nil
 }
 
+// Pending returns how many requests are still processing (queued or
+// being worked on), across every replica sharing the database. A server
+// bounds its queue with it (server.QueueCounter).
+func (p *Postgres) Pending(ctx context.Context) (int, error) {
+	var n int
+	if err := p.pool.QueryRow(ctx, "SELECT count(*) FROM requests WHERE status = 'processing'").Scan(&n); err != nil {
+		return 0, p.err("count pending", err)
+	}
+	return n, nil
+}
+
 // ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
 func (p *Postgres) ListRequests(ctx context.Context, owner string, pg store.Page) ([]store.Request, string, error) {
 	if err := store.CheckName("owner", owner); err != nil {

@@ -699,6 +699,17 @@ func (s *SQLite) GetRequest(ctx context.Context, owner, id string) (store.Reques
 	return s.decode(sr)
 }
 
+// Pending returns how many requests are still processing (queued or
+// being worked on), across every process sharing the database. A server
+// bounds its queue with it (server.QueueCounter).
+func (s *SQLite) Pending(ctx context.Context) (int, error) {
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM requests WHERE status = 'processing'").Scan(&n); err != nil {
+		return 0, s.readErr("count pending", err)
+	}
+	return n, nil
+}
+
 // ListRequests implements [Store]. A cursor it did not issue is ErrInvalid.
 func (s *SQLite) ListRequests(ctx context.Context, owner string, p store.Page) ([]store.Request, string, error) {
 	if err := store.CheckName("owner", owner); err != nil {

@@ -423,3 +423,19 @@ func (m *MemStore) Snapshot() []store.Request {
 	}
 	return out
 }
+
+// Pending counts the requests still processing, as the SQL stores do
+// (server.QueueCounter).
+func (m *MemStore) Pending(ctx context.Context) (int, error) {
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.requests {
+		if r.Status == acds.StatusProcessing {
+			n++
+		}
+	}
+	return n, nil
+}
