@@ -52,7 +52,12 @@ func (s *Server) bodyGate(h http.HandlerFunc) http.HandlerFunc {
 			idle:  s.cfg.BodyIdleTimeout,
 			until: time.Now().Add(s.cfg.BodyTimeout),
 		}
-		defer dr.clear()
+		// Armed now, the deadline also bounds a body the handler never
+		// reads (a request refused first): net/http discards its rest
+		// after the handler, and a client that never sends it would
+		// otherwise hold the connection. It is lifted once the body has
+		// been read to its end.
+		dr.arm()
 		r.Body = dr
 		h(w, r)
 		if dr.timedOut {
@@ -65,7 +70,8 @@ func (s *Server) bodyGate(h http.HandlerFunc) http.HandlerFunc {
 
 // deadlineBody sets a read deadline on the connection before each read of
 // the body: the sooner of now+idle and until. It clears the deadline at
-// the end of the body, so that the server's background read (which
+// the end of the body (not when the handler returns without reading it
+// all: the deadline then bounds what net/http discards), so that the server's background read (which
 // notices a client that goes away during a long poll or a long
 // verification) is not cut short.
 type deadlineBody struct {
@@ -78,10 +84,9 @@ type deadlineBody struct {
 	timedOut bool
 }
 
-func (d *deadlineBody) Read(p []byte) (int, error) {
-	if d.done {
-		return d.body.Read(p)
-	}
+// arm sets the read deadline for the next chunk: the sooner of now+idle
+// and until.
+func (d *deadlineBody) arm() {
 	dl := time.Now().Add(d.idle)
 	if d.until.Before(dl) {
 		dl = d.until
@@ -89,6 +94,13 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 	if err := d.rc.SetReadDeadline(dl); err == nil {
 		d.set = true
 	}
+}
+
+func (d *deadlineBody) Read(p []byte) (int, error) {
+	if d.done {
+		return d.body.Read(p)
+	}
+	d.arm()
 	n, err := d.body.Read(p)
 	if err != nil {
 		var ne interface{ Timeout() bool }
@@ -101,8 +113,8 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// clear removes the read deadline, once the body has been read or the
-// handler is done with it.
+// clear removes the read deadline once the body has been read to its end
+// (or failed otherwise than by the deadline).
 func (d *deadlineBody) clear() {
 	d.done = true
 	if d.set && !d.timedOut {

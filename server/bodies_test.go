@@ -272,3 +272,21 @@ func TestNewHTTPServerDefaults(t *testing.T) {
 		t.Fatalf("NewHTTPServer with options: %+v", hs)
 	}
 }
+
+// TestUnreadBodyIsBounded: a request refused before its body is read (here
+// 415) leaves the server discarding the rest of that body; the body's
+// deadline bounds that too, so a client that declares a body and never
+// sends it does not keep the connection.
+func TestUnreadBodyIsBounded(t *testing.T) {
+	addr, _, token := bodyServer(t, func(c *server.Config) { c.BodyIdleTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/process HTTP/1.1\r\nHost: acds\r\nAuthorization: Bearer %s\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n", token)
+	got := readUntilClosed(t, conn, 10*time.Second)
+	if !strings.Contains(got, " 415 ") {
+		t.Fatalf("answer %q; want 415", got)
+	}
+}
