@@ -290,3 +290,27 @@ func TestUnreadBodyIsBounded(t *testing.T) {
 		t.Fatalf("answer %q; want 415", got)
 	}
 }
+
+// TestCompressedTransferEncodingRefused pins a decision (issue 15): a
+// request body with a transfer coding other than chunked ("gzip,
+// chunked") is refused by net/http with 501 before the Handler runs. ACDS
+// keeps it so: a compressed body is a decompression bomb that the body
+// limits, counted in received bytes, could not bound; clients send JSON
+// uncompressed.
+func TestCompressedTransferEncodingRefused(t *testing.T) {
+	addr, _, token := bodyServer(t, nil)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/process HTTP/1.1\r\nHost: acds\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", token)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotImplemented {
+		t.Fatalf("gzip transfer coding: %d, want 501", resp.StatusCode)
+	}
+}

@@ -76,7 +76,11 @@
 // MaxHeaderBytes, or build the server with NewHTTPServer, which sets them
 // to DefaultReadHeaderTimeout, DefaultIdleTimeout and
 // DefaultMaxHeaderBytes. Do not set http.Server.ReadTimeout: it would
-// also cut long polls short.
+// also cut long polls short. A body with a transfer coding other than
+// chunked (Transfer-Encoding: gzip, chunked) is refused by net/http with
+// 501 Not Implemented before the Handler runs, and ACDS keeps it so: a
+// compressed body is a decompression bomb that limits counted in received
+// bytes could not bound.
 //
 // # Outages
 //
