@@ -49,6 +49,14 @@ type Notarized struct {
 	DialNotary func(ctx context.Context, network, address string) (net.Conn, error)
 	// Now is the clock statements are checked against. Nil means time.Now.
 	Now func() time.Time
+	// Guard is checked, through prover.Dialer.AllowAddr, against the
+	// address the notary reports it dialled, before anything (the
+	// credentials least of all) is sent to the portal: a notary whose own
+	// rules are laxer (an external one run without a guard) cannot make
+	// the service send them to a private address. The zero value is the
+	// strict policy, as for the Connector; set AllowPrivate with the
+	// Connector's.
+	Guard Guard
 }
 
 // Factory returns a TransportFactory for n.
@@ -57,7 +65,8 @@ func (n Notarized) Factory() TransportFactory {
 		if n.Notary == "" || len(n.NotaryKeys) == 0 {
 			return nil, &Error{Kind: ErrNotarization, Detail: "no notary or no trusted notary key configured"}
 		}
-		d := &prover.Dialer{Notary: n.Notary, NotaryKeys: n.NotaryKeys, TLSConfig: n.TLSConfig, DialNotary: n.DialNotary, Now: n.Now}
+		d := &prover.Dialer{Notary: n.Notary, NotaryKeys: n.NotaryKeys, TLSConfig: n.TLSConfig, DialNotary: n.DialNotary, Now: n.Now,
+			AllowAddr: n.Guard.allowDialled}
 		tr := &http.Transport{
 			DialTLSContext: d.DialTLSContext,
 			// Plain http cannot be notarized: refuse it rather than

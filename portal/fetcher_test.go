@@ -36,8 +36,9 @@ func notarizedSetup(t testing.TB, opts demoportal.Options, allow func(netip.Addr
 	n := notarytest.StartNotary(t, notary.Config{Roots: p.CertPool(), AllowAddr: allow})
 	keys := []ed25519.PublicKey{n.Key}
 	f := &portal.Fetcher{
-		Connector:    *testConnector(),
-		NewTransport: portal.Notarized{Notary: n.Addr, NotaryKeys: keys, TLSConfig: &tls.Config{RootCAs: p.CertPool()}}.Factory(),
+		Connector: *testConnector(),
+		NewTransport: portal.Notarized{Notary: n.Addr, NotaryKeys: keys, TLSConfig: &tls.Config{RootCAs: p.CertPool()},
+			Guard: portal.Guard{AllowPrivate: true}}.Factory(),
 	}
 	return p, f, keys
 }

@@ -161,6 +161,18 @@ func (g Guard) AllowAddrPort(ap netip.AddrPort) error {
 	return g.CheckAddr(ap.Addr())
 }
 
+// allowDialled is CheckAddr for the address a notary reports it dialled
+// for host (prover.Dialer.AllowAddr). A refusal names the host, not the
+// address, as GuardedDialer's does.
+func (g Guard) allowDialled(host string, ap netip.AddrPort) error {
+	err := g.CheckAddr(ap.Addr())
+	var fe *ForbiddenError
+	if errors.As(err, &fe) {
+		return &ForbiddenError{Target: host, Reason: "it resolves to a refused address (" + fe.Reason + ")"}
+	}
+	return err
+}
+
 // Control checks the address of a connection about to be made. Its
 // signature fits net.Dialer.Control: the dialer calls it with the
 // resolved "ip:port" of every attempt, after name resolution and before

@@ -82,7 +82,7 @@ func TestNotaryDownIsTheServicesFault(t *testing.T) {
 	notaryAddr := "127.0.0.1:" + closedPort(t)
 	pub, _, _ := ed25519.GenerateKey(nil)
 	f := &Fetcher{Connector: Connector{Guard: Guard{AllowPrivate: true}, MaxRetries: -1},
-		NewTransport: Notarized{Notary: notaryAddr, NotaryKeys: []ed25519.PublicKey{pub}}.Factory()}
+		NewTransport: Notarized{Notary: notaryAddr, NotaryKeys: []ed25519.PublicKey{pub}, Guard: Guard{AllowPrivate: true}}.Factory()}
 	_, err := f.Fetch(context.Background(), Request{SystemType: acds.SystemFHIRBasic, PortalURL: "https://" + portalHost + "/fhir", RecordID: "pat-1", Credentials: testCreds})
 	if err == nil {
 		t.Fatal("fetched without a notary")

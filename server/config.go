@@ -24,6 +24,10 @@ const (
 	DefaultProcessTimeout = 5 * time.Minute
 	DefaultCredentialTTL  = 15 * time.Minute
 	DefaultRetention      = 30 * 24 * time.Hour
+	DefaultStoreTimeout   = 5 * time.Second
+
+	DefaultFailedTokenLimit = 1    // unknown or expired tokens per second per address, after a burst of 20
+	DefaultMaxQueue         = 5000 // requests still processing
 )
 
 // Config configures a Server. Store is required; every other zero value
@@ -31,6 +35,13 @@ const (
 type Config struct {
 	// Store is the durable state. Required. The Server does not close it.
 	Store store.Store
+
+	// StoreTimeout bounds every call to Store. A call that exceeds it
+	// fails: the request answers 503 unavailable with Retry-After, a
+	// worker's write is retried (the request is re-claimed), and GET
+	// /v1/health reports the store "degraded" until a call succeeds again.
+	// Zero means DefaultStoreTimeout (5 s).
+	StoreTimeout time.Duration
 
 	// Pipeline processes FHIR. Nil: every request fails with unavailable.
 	Pipeline Pipeline
@@ -57,6 +68,21 @@ type Config struct {
 	MaxProcessBody int64
 	// MaxBody limits every other body in bytes. Zero means 64 KiB.
 	MaxBody int64
+	// MaxBodies is how many request bodies may be read or held in memory
+	// at once, across all endpoints; a request with a body past it answers
+	// 503 unavailable with Retry-After before its body is read. Bodies are
+	// read as their bytes arrive, never from the declared Content-Length,
+	// so the memory they hold is at most MaxBodies × MaxProcessBody. Zero
+	// means DefaultMaxBodies (64).
+	MaxBodies int
+	// BodyIdleTimeout is how long a body read may wait for the client's
+	// next bytes; BodyTimeout bounds reading a whole body. Past either the
+	// connection is closed without an answer. They are set per request
+	// (http.ResponseController), so they hold in any http.Server the
+	// Handler is mounted in. Zero means DefaultBodyIdleTimeout (15 s) and
+	// DefaultBodyTimeout (2 min).
+	BodyIdleTimeout time.Duration
+	BodyTimeout     time.Duration
 	// RateLimit is the per-token limit in requests per second (burst: twice
 	// that, at least 1). Zero means DefaultRateLimit; negative turns it off.
 	RateLimit float64
@@ -65,6 +91,21 @@ type Config struct {
 	// the connection's remote IP. Zero means DefaultAuthRateLimit; negative
 	// turns it off.
 	AuthRateLimit float64
+
+	// FailedTokenLimit is how many unknown or expired bearer tokens one
+	// client address may present per second, after a burst of
+	// FailedTokenBurst (20). Past it the address's requests whose token is
+	// not in the session cache answer 429 with Retry-After, without a
+	// store lookup. Zero means DefaultFailedTokenLimit (1); negative turns
+	// it off.
+	FailedTokenLimit float64
+	// MaxQueue bounds the requests still processing (queued or being
+	// worked on) across every server sharing the Store, when the Store
+	// can count them (store.QueueStatter). Past it POST /v1/process and POST
+	// /v1/fetch-and-attest answer 503 unavailable with Retry-After instead
+	// of accepting work that would wait too long. Zero means
+	// DefaultMaxQueue (5000); negative turns the bound off.
+	MaxQueue int
 
 	// Workers is the number of requests processed concurrently. Zero means
 	// 2 × GOMAXPROCS; negative means none (accept only: another replica
@@ -124,11 +165,29 @@ func (c *Config) withDefaults() (Config, error) {
 	if d.MaxBody <= 0 {
 		d.MaxBody = DefaultMaxBody
 	}
+	if d.StoreTimeout <= 0 {
+		d.StoreTimeout = DefaultStoreTimeout
+	}
+	if d.MaxBodies <= 0 {
+		d.MaxBodies = DefaultMaxBodies
+	}
+	if d.BodyIdleTimeout <= 0 {
+		d.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
+	if d.BodyTimeout <= 0 {
+		d.BodyTimeout = DefaultBodyTimeout
+	}
 	if d.RateLimit == 0 {
 		d.RateLimit = DefaultRateLimit
 	}
 	if d.AuthRateLimit == 0 {
 		d.AuthRateLimit = DefaultAuthRateLimit
+	}
+	if d.FailedTokenLimit == 0 {
+		d.FailedTokenLimit = DefaultFailedTokenLimit
+	}
+	if d.MaxQueue == 0 {
+		d.MaxQueue = DefaultMaxQueue
 	}
 	if d.Workers == 0 {
 		d.Workers = 2 * runtime.GOMAXPROCS(0)

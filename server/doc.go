@@ -56,7 +56,44 @@
 // trailing data are 400 invalid-request naming the field), must be
 // application/json (415), and are limited (413) without being read whole.
 // Each token has a rate limit, and each client address a limit on
-// /v1/auth/* and /v1/verify; both answer 429 with Retry-After.
+// /v1/auth/* and /v1/verify; both answer 429 with Retry-After. An address
+// that presents more than FailedTokenBurst unknown or expired tokens is
+// held to Config.FailedTokenLimit of them per second: past it a token the
+// server has not cached answers 429 without a store lookup, so guessing
+// tokens costs the store nothing. When the Store can count the requests
+// still processing (a Store that implements store.QueueStatter, as the SQL stores do), at most
+// Config.MaxQueue are queued across the replicas sharing it: past it POST
+// answers 503 unavailable with Retry-After (DESIGN §11).
+//
+// Bodies are read as their bytes arrive, never allocated from the declared
+// Content-Length; at most Config.MaxBodies are read or held at once (past
+// that, 503 unavailable with Retry-After), and each read has a deadline
+// (Config.BodyIdleTimeout between chunks, Config.BodyTimeout in all) that
+// the Handler sets itself through http.ResponseController, so it holds in
+// any http.Server. What the Handler cannot set is the connection's limits
+// before a request reaches it: an embedder that mounts the Handler in its
+// own http.Server must set ReadHeaderTimeout, IdleTimeout and
+// MaxHeaderBytes, or build the server with NewHTTPServer, which sets them
+// to DefaultReadHeaderTimeout, DefaultIdleTimeout and
+// DefaultMaxHeaderBytes. Do not set http.Server.ReadTimeout: it would
+// also cut long polls short. A body with a transfer coding other than
+// chunked (Transfer-Encoding: gzip, chunked) is refused by net/http with
+// 501 Not Implemented before the Handler runs, and ACDS keeps it so: a
+// compressed body is a decompression bomb that limits counted in received
+// bytes could not bound.
+//
+// # Outages
+//
+// Every store call runs under Config.StoreTimeout (5 s): a database that
+// stops answering, or whose link is cut, makes the requests that need it
+// answer 503 unavailable with Retry-After within that time, and GET
+// /v1/health answer 503 with status "degraded" (SPEC's shape otherwise;
+// "healthy" with 200 when the store answers). Health reports the outcome
+// of the store calls of the last second, or probes the store with one
+// lookup. Nothing accepted is lost: a 202 is written only after the row is
+// stored, and a worker whose final write fails leaves the request to be
+// re-claimed when its lease expires. Recovery needs no restart: the next
+// call that succeeds makes the server healthy again.
 //
 // # Metrics
 //

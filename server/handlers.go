@@ -24,10 +24,22 @@ import (
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
+// Values of the health status (GET /v1/health): SPEC shows "healthy";
+// "degraded" means the server answers but its store does not, so requests
+// that need it answer 503 unavailable until it is back.
+const (
+	HealthHealthy  = "healthy"
+	HealthDegraded = "degraded"
+)
+
+// storeRetryAfter is the Retry-After, in seconds, of an answer the store
+// could not give.
+const storeRetryAfter = 2
+
 func (s *Server) storeFailed(w http.ResponseWriter, op string, err error) {
 	s.log.Error("store operation failed", "op", op, "err", err)
 	p := acds.NewProblem(acds.ProblemUnavailable, "the request store is unavailable; retry later")
-	p.RetryAfter = 1
+	p.RetryAfter = storeRetryAfter
 	writeProblem(w, p)
 }
 
@@ -412,6 +424,10 @@ func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind s
 	// WAL under synchronous=FULL; PostgreSQL: the COMMIT returned, its WAL
 	// record flushed with the default synchronous_commit=on). A
 	// crash after this point cannot lose the request.
+	if !s.admitQueued(r.Context()) {
+		writeProblem(w, queueFull())
+		return
+	}
 	if err := s.cfg.Store.CreateRequest(r.Context(), req); err != nil {
 		s.storeFailed(w, "create request", err)
 		return
@@ -647,10 +663,19 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Enclave != nil {
 		enclave = s.cfg.Enclave.Profile()
 	}
-	writeJSON(w, http.StatusOK, acds.Health{
-		Status: "healthy", Version: acds.Version, Enclave: enclave,
+	h := acds.Health{
+		Status: HealthHealthy, Version: acds.Version, Enclave: enclave,
 		Uptime: formatUptime(s.cfg.Now().Sub(s.started)),
-	})
+	}
+	if s.storeDown(r.Context()) {
+		// The same shape, so that a client reading SPEC's fields still
+		// can; the status code and Retry-After tell a load balancer.
+		h.Status = HealthDegraded
+		w.Header().Set("Retry-After", strconv.Itoa(storeRetryAfter))
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
 }
 
 func (s *Server) handleAttestation(w http.ResponseWriter, r *http.Request) {

@@ -120,7 +120,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, opti
 }
 
 // readLimited checks the media type and reads the body, answering 413 as
-// soon as it exceeds limit.
+// soon as it exceeds limit. It reads in chunks as the bytes arrive: the
+// buffer grows with what was received, never with the declared
+// Content-Length, which costs nothing to lie about. A body whose read
+// deadline passes (see bodyGate) aborts the handler, closing the
+// connection.
 func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional bool) ([]byte, *acds.Problem) {
 	if p := checkJSONContentType(r); p != nil {
 		return nil, p
@@ -129,14 +133,13 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional b
 		return nil, tooLarge(limit)
 	}
 	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		// ReadFrom wants MinRead spare bytes: reserve them to read in place.
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
-	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(limit)
+		}
+		if errors.Is(err, errBodyTimeout) {
+			panic(http.ErrAbortHandler)
 		}
 		return nil, acds.NewProblem(acds.ProblemInvalidJSON, "the body could not be read")
 	}

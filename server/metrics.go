@@ -224,13 +224,14 @@ func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (q *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	st, ok := q.s.cfg.Store.(store.QueueStatter)
+	st, ok := q.s.st.Store.(store.QueueStatter) // the Store as configured, not its deadline wrapper
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), metricsStoreTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), min(metricsStoreTimeout, q.s.st.timeout))
 	defer cancel()
 	stats, err := st.QueueStats(ctx)
+	q.s.st.health.observe(context.Background(), err)
 	if err != nil {
 		q.m.storeErrors.Inc()
 		return

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
+	"github.com/acds-project/acds/store"
 )
 
 // exchange is one recorded request and response.
@@ -58,8 +61,32 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // kin-openapi and validates every request and response of a session that
 // calls every endpoint, successes and errors alike. Requests the server
 // refused as malformed must be refused by the document too.
+// downableStore fails the calls of a store that is down while down is set.
+type downableStore struct {
+	*servertest.MemStore
+	down atomic.Bool
+}
+
+var errStoreDown = errors.New("the database does not answer")
+
+func (d *downableStore) SessionByTokenHash(ctx context.Context, h []byte) (store.Session, error) {
+	if d.down.Load() {
+		return store.Session{}, errStoreDown
+	}
+	return d.MemStore.SessionByTokenHash(ctx, h)
+}
+
+func (d *downableStore) ListRequests(ctx context.Context, owner string, p store.Page) ([]store.Request, string, error) {
+	if d.down.Load() {
+		return nil, "", errStoreDown
+	}
+	return d.MemStore.ListRequests(ctx, owner, p)
+}
+
 func TestOpenAPIMatchesRealTraffic(t *testing.T) {
+	st := &downableStore{MemStore: servertest.NewMemStore()}
 	h := newHarness(t, func(c *server.Config) {
+		c.Store = st
 		c.Fetcher = &servertest.Fetcher{
 			Err: &portal.Error{Kind: portal.ErrUnavailable, Detail: "the test portal is down"},
 			AdmitFunc: func(r portal.Request) error {
@@ -124,6 +151,15 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	other := h.anon()
 	h.do("POST", "/v1/auth/revoke", other.Token, nil)
 	h.do("GET", "/v1/requests", other.Token, nil) // 401: revoked
+	// The store goes down: 503 with Retry-After, and health degraded.
+	st.down.Store(true)
+	if resp, b := h.do("GET", "/v1/requests", s.Token, nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("list with the store down: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := h.do("GET", "/v1/health", "", nil); resp.StatusCode != http.StatusServiceUnavailable || decode[acds.Health](t, b).Status != server.HealthDegraded {
+		t.Fatalf("health with the store down: %d %s", resp.StatusCode, b)
+	}
+	st.down.Store(false)
 
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(docBytes)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -26,10 +25,14 @@ type Server struct {
 	started  time.Time
 	instance string // random id of this Server, prefix of its worker ids
 
+	st          *deadlineStore // cfg.Store, under the store deadline
 	sessions    *sessionCache
 	argon       chan struct{} // semaphore of concurrent Argon2id computations
+	bodies      chan struct{} // semaphore of request bodies read or held (Config.MaxBodies)
 	tokenLimits *limiterSet
 	addrLimits  *limiterSet
+	failLimits  *limiterSet // unknown or expired bearer tokens, per address
+	queue       queueGauge
 	handler     http.Handler
 	metrics     *metrics
 
@@ -53,7 +56,11 @@ func New(cfg Config) (*Server, error) {
 	if _, err := rand.Read(id[:]); err != nil {
 		return nil, fmt.Errorf("server: instance id: %w", err)
 	}
+	// Every store call runs under the store deadline (deadlineStore).
+	st := &deadlineStore{Store: c.Store, timeout: c.StoreTimeout, health: &storeHealth{now: time.Now}}
+	c.Store = st
 	s := &Server{
+		st:       st,
 		cfg:      c,
 		log:      c.Logger,
 		started:  c.Now(),
@@ -63,12 +70,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.sessions = newSessionCache(100_000)
 	s.argon = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	s.bodies = make(chan struct{}, c.MaxBodies)
 	tokenBurst := int(2 * c.RateLimit)
 	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
 	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
 	if s.metrics, err = newMetrics(s, c.Metrics); err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
+	s.failLimits = newLimiterSet(c.FailedTokenLimit, FailedTokenBurst)
 	s.handler = s.routes()
 	s.claimCtx, s.stopClaim = context.WithCancel(context.Background())
 	s.workCtx, s.abortWork = context.WithCancel(context.Background())
@@ -115,17 +124,17 @@ func (s *Server) routes() http.Handler {
 	add := func(pattern string, methods map[string]http.HandlerFunc) {
 		mux.Handle(pattern, s.methodSwitch(methods))
 	}
-	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleAnon)})
-	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleRecover)})
-	add("/v1/auth/revoke", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleRevoke)})
-	add("/v1/fetch-and-attest", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleFetchAndAttest)})
-	add("/v1/process", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.handleProcess)})
+	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleAnon))})
+	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleRecover))})
+	add("/v1/auth/revoke", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleRevoke))})
+	add("/v1/fetch-and-attest", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleFetchAndAttest))})
+	add("/v1/process", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleProcess))})
 	add("/v1/requests", map[string]http.HandlerFunc{http.MethodGet: s.authed(s.handleList)})
 	add("/v1/requests/{id}", map[string]http.HandlerFunc{
 		http.MethodGet:    s.authed(s.handleGet),
 		http.MethodDelete: s.authed(s.handleDelete),
 	})
-	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleVerify)})
+	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleVerify))})
 	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
 	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
 	add("/v1/attestation", map[string]http.HandlerFunc{http.MethodGet: s.handleAttestation})
@@ -200,13 +209,32 @@ func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		now := s.cfg.Now()
+		// A token the cache does not know costs a store lookup: an
+		// address that presented too many unknown tokens is refused
+		// before that lookup.
+		addr := ""
+		if !s.sessions.has(hash, now) {
+			addr = clientAddr(r)
+			if blocked, wait := s.failLimits.blocked(addr, now); blocked {
+				p := acds.NewProblem(acds.ProblemRateLimited, "too many unknown or expired tokens from this address")
+				p.RetryAfter = wait
+				writeProblem(w, p)
+				return
+			}
+		}
 		owner, found, err := s.lookupSession(r.Context(), hash, now)
 		if err != nil {
 			s.log.Error("session lookup failed", "err", err)
-			writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the session store is unavailable"))
+			p := acds.NewProblem(acds.ProblemUnavailable, "the session store is unavailable; retry later")
+			p.RetryAfter = storeRetryAfter
+			writeProblem(w, p)
 			return
 		}
 		if !found {
+			if addr == "" {
+				addr = clientAddr(r)
+			}
+			s.failLimits.allow(addr, now)
 			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "the token is unknown or expired"))
 			return
 		}
@@ -237,11 +265,7 @@ func tokenHashFrom(r *http.Request) []byte {
 // endpoints that cost CPU (Argon2id, verification).
 func (s *Server) addrLimited(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		if ok, wait := s.addrLimits.allow(host, s.cfg.Now()); !ok {
+		if ok, wait := s.addrLimits.allow(clientAddr(r), s.cfg.Now()); !ok {
 			p := acds.NewProblem(acds.ProblemRateLimited, "too many requests from this address")
 			p.RetryAfter = wait
 			writeProblem(w, p)
@@ -323,4 +347,5 @@ func (s *Server) sweep() {
 	}
 	s.tokenLimits.sweep(now, 10*time.Minute)
 	s.addrLimits.sweep(now, 10*time.Minute)
+	s.failLimits.sweep(now, 10*time.Minute)
 }

@@ -53,6 +53,12 @@ func (c *sessionCache) get(hash []byte, now time.Time) (string, bool) {
 	return e.owner, true
 }
 
+// has reports whether hash is a cached, unexpired session.
+func (c *sessionCache) has(hash []byte, now time.Time) bool {
+	_, ok := c.get(hash, now)
+	return ok
+}
+
 func (c *sessionCache) put(hash []byte, owner string, expires, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

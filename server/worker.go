@@ -127,22 +127,24 @@ func (s *Server) run(worker string, req *store.Request) {
 	endCtx, endCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer endCancel()
 	now := s.cfg.Now()
+	// The outcome is logged only once it is stored: a line saying
+	// "completed" for a request whose write failed (and that will be
+	// re-claimed) would misreport it.
 	if problem != nil {
 		problem.Instance = "/v1/requests/" + req.ID
 		b, _ := json.Marshal(problem)
 		err = s.cfg.Store.Fail(endCtx, req.ID, worker, b, now)
-		log.Info("request failed", "problem", problem.Code(), "detail", problem.Detail)
 	} else {
 		err = s.cfg.Store.Complete(endCtx, req.ID, worker, resultRecord(result), now)
-		log.Info("request completed", "output_digest", result.OutputDigest)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		log.Error("ending the request failed; it will be re-claimed", "err", err)
-		return
-	}
-	if problem != nil {
+	case problem != nil:
+		log.Info("request failed", "problem", problem.Code(), "detail", problem.Detail)
 		s.metrics.ended.WithLabelValues(req.Kind, acds.StatusFailed, problem.Code()).Inc()
-	} else {
+	default:
+		log.Info("request completed", "output_digest", result.OutputDigest)
 		s.metrics.ended.WithLabelValues(req.Kind, acds.StatusCompleted, "").Inc()
 	}
 }

@@ -198,7 +198,7 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	}
 	fetcher := &portal.Fetcher{
 		Connector:    portal.Connector{Guard: guard, Registrations: o.PortalRegistrations},
-		NewTransport: portal.Notarized{Notary: s.notaryAddr, NotaryKeys: s.notaryKeys, TLSConfig: &tls.Config{RootCAs: roots}}.Factory(),
+		NewTransport: portal.Notarized{Notary: s.notaryAddr, NotaryKeys: s.notaryKeys, TLSConfig: &tls.Config{RootCAs: roots}, Guard: guard}.Factory(),
 		CheckHost:    prover.CheckServerName,
 	}
 

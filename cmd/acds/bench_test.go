@@ -219,7 +219,7 @@ func newFloor(b *testing.B, s *stack) *floor {
 	f := &floor{
 		fetcher: &portal.Fetcher{Connector: portal.Connector{Guard: guard},
 			NewTransport: portal.Notarized{Notary: n.Addr, NotaryKeys: []ed25519.PublicKey{n.Key},
-				TLSConfig: &tls.Config{RootCAs: s.Portal.CertPool()}}.Factory()},
+				TLSConfig: &tls.Config{RootCAs: s.Portal.CertPool()}, Guard: guard}.Factory()},
 		notaryKey:   n.Key,
 		enclave:     s.Enclave,
 		measurement: hex.EncodeToString(s.Enclave.Measurement()),

@@ -82,7 +82,7 @@ func TestCLIContractFlags(t *testing.T) {
 			"registrations": none, "workers": fmt.Sprint(2 * runtime.NumCPU()), "rate-limit": "20", "tls": none, "log-level": "info",
 			"retention": "720h0m0s",
 		}},
-		{[]string{"notary"}, map[string]string{"addr": "127.0.0.1:7047", "key": "notary.key", "portal-ca": none}},
+		{[]string{"notary"}, map[string]string{"addr": "127.0.0.1:7047", "key": "notary.key", "portal-ca": none, "allow-private-targets": none}},
 		{[]string{"portal"}, map[string]string{"addr": "127.0.0.1:8443", "ca-out": none, "patients": "25", "seed": "1"}},
 		{[]string{"verify"}, map[string]string{"policy": none, "allow-simulated": none, "json": none, "server": none, "measurement": none}},
 		{[]string{"manifest", "sign"}, map[string]string{"key": none, "in": none, "out": none, "pub-out": none}},

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,6 +25,10 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// resolver resolves portal names in `acds notary`; nil means the
+	// system's. Tests set a stub (internal/dnstest) so that no public name
+	// is ever resolved.
+	resolver *net.Resolver
 }
 
 // command is one subcommand. It returns the process exit code.

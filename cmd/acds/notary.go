@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/acds-project/acds/mpctls/notary"
+	"github.com/acds-project/acds/portal"
 )
 
 // runNotary runs a standalone recording notary until ctx ends.
@@ -27,12 +28,18 @@ func runNotary(ctx context.Context, e env) int {
 	addr := flags.String("addr", "127.0.0.1:7047", "listen address (host:port)")
 	keyFile := flags.String("key", "notary.key", "Ed25519 signing key file (PEM PKCS #8), created with mode 0600 if missing")
 	portalCA := flags.String("portal-ca", "", "PEM file of extra roots trusted for portal certificates")
-	setUsage(flags, help{usage: []string{"acds notary [--addr HOST:PORT] [--key FILE] [--portal-ca FILE]"},
+	allowPrivate := flags.Bool("allow-private-targets", false, "dial targets on loopback, private, link-local and metadata addresses (development only)")
+	setUsage(flags, help{usage: []string{"acds notary [--addr HOST:PORT] [--key FILE] [--portal-ca FILE] [--allow-private-targets]"},
 		about: `
 Runs a standalone MPC-TLS recording notary: an HTTP CONNECT proxy that dials
 portals itself, records the TLS session, checks the server's identity and signs
 a statement of it. Prints its public key (PEM; give it to acds serve --notary-key)
-and one line with the listen address once ready. Never sees response plaintext.`,
+and one line with the listen address once ready. Never sees response plaintext.
+
+It refuses targets that resolve to loopback, private, link-local, metadata and
+other non-public addresses (the same rule as acds serve's portals), without
+naming the address in its answer; --allow-private-targets lifts that for
+development. It reports the address it dialled, which acds serve checks again.`,
 		exit: "0 after a clean shutdown, 1 runtime error, 2 usage error."})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
@@ -63,14 +70,23 @@ and one line with the listen address once ready. Never sees response plaintext.`
 		}
 	}
 	logw := &notaryLogWriter{w: e.stderr}
-	n, err := notary.New(notary.Config{Key: key, Roots: roots, SessionDone: func(i notary.SessionInfo) {
+	// The one SSRF rule, portal.Guard, decides which addresses may be
+	// dialled: package notary has none of its own (it imports nothing of
+	// ACDS), so the command injects it.
+	guard := portal.Guard{AllowPrivate: *allowPrivate}
+	cfg := notary.Config{Key: key, Roots: roots, AllowAddr: guard.AllowAddrPort}
+	if e.resolver != nil {
+		cfg.Resolver = e.resolver
+	}
+	cfg.SessionDone = func(i notary.SessionInfo) {
 		outcome := "signed"
 		if !i.Signed {
 			outcome = "not signed: " + i.Err.Error()
 		}
 		fmt.Fprintf(logw, "acds notary: session %s %s (%s) %d bytes up, %d down: %s\n",
 			i.ID, i.Host, i.Address, i.ClientBytes, i.ServerBytes, outcome)
-	}})
+	}
+	n, err := notary.New(cfg)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds notary: %v\n", err)
 		return 1

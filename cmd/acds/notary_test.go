@@ -33,12 +33,19 @@ func startNotaryCmd(t *testing.T, args ...string) (pubPEM []byte, addr string, s
 // stderr, to read after stop.
 func startNotaryCmdLog(t *testing.T, args ...string) (pubPEM []byte, addr string, stop func() int, stderr *bytes.Buffer) {
 	t.Helper()
+	return startNotaryCmdResolver(t, nil, args...)
+}
+
+// startNotaryCmdResolver is startNotaryCmdLog with the resolver the
+// command resolves portal names with (nil: the system's).
+func startNotaryCmdResolver(t *testing.T, resolver *net.Resolver, args ...string) (pubPEM []byte, addr string, stop func() int, stderr *bytes.Buffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	stderr = new(bytes.Buffer)
 	code := make(chan int, 1)
 	go func() {
-		code <- runNotary(ctx, env{args: args, stdout: pw, stderr: stderr, getenv: func(string) string { return "" }})
+		code <- runNotary(ctx, env{args: args, stdout: pw, stderr: stderr, getenv: func(string) string { return "" }, resolver: resolver})
 		pw.Close()
 	}()
 	br := bufio.NewReader(pr)
@@ -158,7 +165,8 @@ func TestNotaryCommandErrors(t *testing.T) {
 
 // TestNotaryCommandNotarizes runs a real notarized fetch through `acds
 // notary` trusting a portal CA given with --portal-ca. The command's
-// resolver is the system's, so the portal is "localhost".
+// resolver is the system's, so the portal is "localhost", which only
+// --allow-private-targets lets it dial.
 func TestNotaryCommandNotarizes(t *testing.T) {
 	dir := t.TempDir()
 	ca := notarytest.NewCA(t)
@@ -168,7 +176,7 @@ func TestNotaryCommandNotarizes(t *testing.T) {
 	}
 	port := notarytest.StartTLSServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "localhost")}},
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "portal says hi") }))
-	out, addr, stop, stderr := startNotaryCmdLog(t, "--addr", "127.0.0.1:0", "--key", filepath.Join(dir, "k"), "--portal-ca", caFile)
+	out, addr, stop, stderr := startNotaryCmdLog(t, "--addr", "127.0.0.1:0", "--key", filepath.Join(dir, "k"), "--portal-ca", caFile, "--allow-private-targets")
 	pub, err := notary.ParsePublicKey(out)
 	if err != nil {
 		t.Fatal(err)

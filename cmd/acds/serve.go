@@ -208,12 +208,7 @@ func serve(ctx context.Context, f *serveFlags, stdout io.Writer, log *slog.Logge
 	log.Info("starting", "version", acds.Version, "store", where, "enclave", encl.Profile(),
 		"measurement", hex.EncodeToString(encl.Measurement()), "workers", f.workers)
 
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := server.NewHTTPServer(srv.Handler(), server.HTTPOptions{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	scheme := "http"
 	if f.tls {
 		// The certificate carries the boot evidence and is reissued for the

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
 )
 
@@ -58,7 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "embed: %v\n", err)
 		return 1
 	}
-	hs := &http.Server{Handler: appMux(svc.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	// NewHTTPServer sets the connection limits the API relies on (header
+	// and idle timeouts, header size); the Handler bounds bodies itself.
+	hs := server.NewHTTPServer(appMux(svc.Handler()), server.HTTPOptions{})
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "application on http://%s/, ACDS API on http://%s/clinical/v1/\n", ln.Addr(), ln.Addr())

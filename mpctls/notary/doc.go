@@ -22,9 +22,12 @@
 //     host itself, skips the addresses Config.AllowAddr refuses, dials the
 //     others in order until one answers (the statement names it) and answers
 //     `200 Connection Established` with the session id in the
-//     Acds-Notary-Session header (SessionHeader). A full notary answers
-//     503 with Retry-After; a malformed or forbidden target 403
-//     (ProblemTarget), a name that does not resolve 502
+//     Acds-Notary-Session header (SessionHeader) and the "ip:port" it
+//     dialled in Acds-Notary-Address (AddressHeader), which a prover may
+//     check before it sends anything (prover.Dialer.AllowAddr). A full
+//     notary answers 503 with Retry-After; a malformed or forbidden
+//     target 403 (ProblemTarget, naming the target as given but never an
+//     address a name resolved to), a name that does not resolve 502
 //     (ProblemTargetUnresolved, never naming the notary's resolver) and a
 //     target none of whose addresses answers 502 (ProblemTarget), as RFC
 //     9457 problem documents.
@@ -82,6 +85,10 @@
 // portals is trustworthy, keep its key (`acds notary --key`, mode 0600)
 // private, and set AllowAddr when it is reachable by anyone but its
 // prover, since a CONNECT proxy would otherwise reach private addresses.
+// The package has no address rule of its own (DESIGN §2: mpctls imports
+// nothing of ACDS); `acds notary` and package service inject
+// portal.Guard's, the one SSRF rule, so that the notary and the service's
+// own connections refuse exactly the same addresses.
 //
 // Stage 2 (planned) moves to a notary-held key share (2PC), so that the
 // prover alone never holds the session keys.

@@ -41,9 +41,13 @@ type Config struct {
 	// a net.Dialer with a 10 s timeout.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// AllowAddr, when set, is asked before the notary dials a resolved
-	// address; an error refuses the target (HTTP 403). Nil allows every
-	// address, which suits a notary on loopback next to its prover; one
-	// reachable from elsewhere should refuse private and loopback ranges.
+	// address; an address it refuses is never dialled, and a target left
+	// with none is refused (HTTP 403, naming neither the address nor the
+	// rule's reason). Nil allows every address, which suits a notary on
+	// loopback next to its prover; one reachable from elsewhere should
+	// refuse private and loopback ranges. This package holds no address
+	// rule of its own (it imports nothing of ACDS): `acds notary` and
+	// package service set portal.Guard.AllowAddrPort, the one SSRF rule.
 	AllowAddr func(addr netip.AddrPort) error
 	// Now is the clock of statements and certificate checks. Nil means
 	// time.Now. Connection deadlines always use the real clock.
@@ -305,19 +309,19 @@ func (n *Notary) resolve(ctx context.Context, target string) (host string, addrs
 			return "", nil, fmt.Errorf("%w: %q has no address", ErrUnresolved, host)
 		}
 	}
-	var refused error
 	for _, ip := range ips {
 		a := netip.AddrPortFrom(ip.Unmap(), uint16(port))
-		if n.cfg.AllowAddr != nil {
-			if err := n.cfg.AllowAddr(a); err != nil {
-				refused = fmt.Errorf("%w: %s not allowed: %w", ErrTarget, a, err)
-				continue
-			}
+		if n.cfg.AllowAddr != nil && n.cfg.AllowAddr(a) != nil {
+			continue
 		}
 		addrs = append(addrs, a)
 	}
 	if len(addrs) == 0 {
-		return "", nil, refused
+		// The answer goes to the client: it names the target as the
+		// client gave it and never the address a name resolved to, nor
+		// the rule's own words (which may quote it), so that a client
+		// cannot map the notary's network through its refusals.
+		return "", nil, fmt.Errorf("%w: %q: no address it resolves to is allowed", ErrTarget, host)
 	}
 	return strings.ToLower(strings.TrimSuffix(host, ".")), addrs, nil
 }
@@ -393,7 +397,8 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 	if brw.Reader.Buffered() > 0 {
 		clientR = brw.Reader
 	}
-	resp := "HTTP/1.1 200 Connection Established\r\n" + SessionHeader + ": " + id + "\r\n\r\n"
+	resp := "HTTP/1.1 200 Connection Established\r\n" + SessionHeader + ": " + id + "\r\n" +
+		AddressHeader + ": " + addr.String() + "\r\n\r\n"
 	if _, err := io.WriteString(conn, resp); err != nil {
 		upstream.Close()
 		conn.Close()

@@ -217,7 +217,10 @@ func TestSessionTimeout(t *testing.T) {
 	ca := notarytest.NewCA(t)
 	n := notarytest.StartNotary(t, notary.Config{Roots: ca.Pool(), SessionTimeout: 300 * time.Millisecond})
 	port, _ := countingServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, notarytest.ECDSA, "slow.test")}})
-	conn, id, _ := tunnel(t, n.Addr, "slow.test:"+port)
+	conn, id, resp := tunnel(t, n.Addr, "slow.test:"+port)
+	if got := resp.Header.Get(notary.AddressHeader); got != "127.0.0.1:"+port {
+		t.Fatalf("CONNECT answer reports address %q, want the one dialled, 127.0.0.1:%s", got, port)
+	}
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	start := time.Now()
 	if _, err := io.Copy(io.Discard, conn); err != nil && !strings.Contains(err.Error(), "reset") {
@@ -259,6 +262,12 @@ func TestBadTargets(t *testing.T) {
 		_, _, resp := tunnel(t, n.Addr, c.target)
 		if resp.StatusCode != c.status {
 			t.Errorf("CONNECT %s: %d, want %d", c.target, resp.StatusCode, c.status)
+		}
+		// A refusal names the target as given, never the address a name
+		// resolved to nor the rule's own words (issue 15).
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		if strings.Contains(string(body), "127.0.0.1") || strings.Contains(string(body), "port 9") {
+			t.Errorf("CONNECT %s: the refusal names the resolved address or the rule: %s", c.target, body)
 		}
 	}
 	if n.Sessions() != 0 {

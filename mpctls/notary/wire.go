@@ -12,6 +12,13 @@ import (
 // this id when it finalizes it.
 const SessionHeader = "Acds-Notary-Session"
 
+// AddressHeader is the response header of a successful CONNECT that
+// carries the address the notary resolved and dialled, "ip:port" — the
+// address the statement will name. It lets a prover refuse a target its
+// own address rules forbid before it sends anything through the tunnel
+// (prover.Dialer.AllowAddr).
+const AddressHeader = "Acds-Notary-Address"
+
 // FinalizePath returns the control path that finalizes session id:
 // POST it a JSON FinalizeRequest once the tunnel is closed.
 func FinalizePath(id string) string { return "/v1/sessions/" + id + "/finalize" }

@@ -40,7 +40,37 @@ var (
 	// ErrLimit reports a session cut because it exceeded
 	// Dialer.MaxSessionBytes.
 	ErrLimit = errors.New("prover: session limit exceeded")
+	// ErrRefusedAddress reports a tunnel to an address Dialer.AllowAddr
+	// refuses, or one whose address the notary did not report; nothing
+	// was sent through it. An *AddressError gives the detail.
+	ErrRefusedAddress = errors.New("prover: the notary's target address is refused")
 )
+
+// AddressError is a tunnel the prover closed before sending anything
+// because of the address the notary reported it dialled. Its text names
+// the host but not the address, which may be an internal one, nor the
+// rule's words; Err (the rule's error, or nil when the notary reported no
+// address) stays reachable with errors.Is and errors.As.
+type AddressError struct {
+	Host string
+	Err  error
+}
+
+// Error names the host.
+func (e *AddressError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("%v: the notary did not report the address it dialled for %s", ErrRefusedAddress, e.Host)
+	}
+	return fmt.Sprintf("%v: %s resolves to an address that is not allowed", ErrRefusedAddress, e.Host)
+}
+
+// Unwrap returns ErrRefusedAddress and the rule's error.
+func (e *AddressError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrRefusedAddress}
+	}
+	return []error{ErrRefusedAddress, e.Err}
+}
 
 // NotaryError is a refusal or failure reported by the notary.
 type NotaryError struct {
@@ -98,6 +128,17 @@ type Dialer struct {
 	// DrainTimeout is how long closing a connection waits for the notary
 	// to end the tunnel after the prover half-closed it. Zero means 5 s.
 	DrainTimeout time.Duration
+	// AllowAddr, when set, checks the address the notary reports it
+	// resolved and dialled for host (notary.AddressHeader in its CONNECT answer)
+	// before anything is sent through the tunnel, not even the
+	// ClientHello: a refused address, or a notary that reports none, ends
+	// the dial with an *AddressError. Finalize also requires the
+	// statement to name that same address. It guards against a notary
+	// whose own address rules are laxer than the prover's (an external
+	// notary without a guard); this package has no rule of its own, so a
+	// service passes its SSRF rule (portal.Guard.AllowAddrPort). Nil
+	// checks nothing.
+	AllowAddr func(host string, addr netip.AddrPort) error
 	// MaxSessionBytes bounds the TLS bytes one session may carry, both
 	// directions together; the prover keeps every record in memory until
 	// the session is finalized, so this bounds its memory. A session
@@ -203,10 +244,21 @@ func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	if dl, ok := ctx.Deadline(); ok {
 		raw.SetDeadline(dl)
 	}
-	id, err := connect(raw, addr)
+	id, dialled, err := connect(raw, addr)
 	if err != nil {
 		raw.Close()
 		return nil, err
+	}
+	if d.AllowAddr != nil {
+		ap, perr := netip.ParseAddrPort(dialled)
+		if perr != nil {
+			raw.Close()
+			return nil, &AddressError{Host: host}
+		}
+		if err := d.AllowAddr(host, ap); err != nil {
+			raw.Close()
+			return nil, &AddressError{Host: host, Err: err}
+		}
 	}
 	raw.SetDeadline(time.Time{})
 	drain := d.DrainTimeout
@@ -221,7 +273,7 @@ func (d *Dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	keys := &keyLog{}
 	cfg := d.tlsConfig(host, keys)
 	tc := tls.Client(capture, cfg)
-	s := &Session{d: d, id: id, host: strings.ToLower(host), dialed: d.now(), capture: capture, conn: tc, keys: keys}
+	s := &Session{d: d, id: id, host: strings.ToLower(host), addr: dialled, dialed: d.now(), capture: capture, conn: tc, keys: keys}
 	d.mu.Lock()
 	d.sessions = append(d.sessions, s)
 	d.mu.Unlock()
@@ -274,11 +326,20 @@ func (d *Dialer) tlsConfig(host string, keys *keyLog) *tls.Config {
 const maxConnectResponse = 16 << 10
 
 // connect sends the CONNECT request and reads the notary's answer,
-// returning the session id.
-func connect(c net.Conn, addr string) (string, error) {
+// returning the session id and the address the notary says it dialled
+// ("" when it does not say).
+func connect(c net.Conn, addr string) (string, string, error) {
+	id, resp, err := connectResponse(c, addr)
+	if err != nil {
+		return "", "", err
+	}
+	return id, resp.Header.Get(notary.AddressHeader), nil
+}
+
+func connectResponse(c net.Conn, addr string) (string, *http.Response, error) {
 	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
 	if _, err := io.WriteString(c, req); err != nil {
-		return "", fmt.Errorf("%w: connect: %w", ErrNotary, err)
+		return "", nil, fmt.Errorf("%w: connect: %w", ErrNotary, err)
 	}
 	// The notary sends nothing after its response until the server does,
 	// and the server speaks only after our ClientHello: reading through
@@ -286,19 +347,19 @@ func connect(c net.Conn, addr string) (string, error) {
 	br := bufio.NewReaderSize(io.LimitReader(c, maxConnectResponse), 4096)
 	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
 	if err != nil {
-		return "", fmt.Errorf("%w: connect response: %w", ErrNotary, err)
+		return "", nil, fmt.Errorf("%w: connect response: %w", ErrNotary, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", problemError(resp)
+		return "", nil, problemError(resp)
 	}
 	if br.Buffered() != 0 {
-		return "", fmt.Errorf("%w: tunnel data before the client hello", ErrNotary)
+		return "", nil, fmt.Errorf("%w: tunnel data before the client hello", ErrNotary)
 	}
 	id := resp.Header.Get(notary.SessionHeader)
 	if b, err := hex.DecodeString(id); err != nil || len(b) != 16 {
-		return "", fmt.Errorf("%w: connect response has no valid session id", ErrNotary)
+		return "", nil, fmt.Errorf("%w: connect response has no valid session id", ErrNotary)
 	}
-	return id, nil
+	return id, resp, nil
 }
 
 // problemError turns a non-success notary response into a *NotaryError.
@@ -353,6 +414,7 @@ type Session struct {
 	d       *Dialer
 	id      string
 	host    string
+	addr    string // the address the notary reported it dialled, "" if none
 	dialed  time.Time
 	capture *captureConn
 	conn    *tls.Conn
@@ -528,6 +590,9 @@ func (s *Session) finalize(ctx context.Context) (*Result, error) {
 	}
 	if hex.EncodeToString(stmt.SessionID[:]) != s.id {
 		return nil, fmt.Errorf("%w: statement is for session %x", ErrMismatch, stmt.SessionID)
+	}
+	if s.d.AllowAddr != nil && stmt.Address != s.addr {
+		return nil, fmt.Errorf("%w: the statement names another address than the notary reported when it dialled", ErrMismatch)
 	}
 	if stmt.Version != st.Version || stmt.CipherSuite != st.CipherSuite {
 		return nil, fmt.Errorf("%w: statement says version %#04x suite %#04x", ErrMismatch, stmt.Version, stmt.CipherSuite)

@@ -486,3 +486,21 @@ func (m *MemStore) Snapshot() []store.Request {
 	}
 	return out
 }
+
+// QueueStats implements store.QueueStatter, as the SQL stores do.
+func (m *MemStore) QueueStats(ctx context.Context) (store.QueueStats, error) {
+	if err := m.begin(ctx); err != nil {
+		return store.QueueStats{}, err
+	}
+	defer m.mu.Unlock()
+	var st store.QueueStats
+	for _, r := range m.requests {
+		if r.Status == acds.StatusProcessing {
+			st.Processing++
+			if st.Oldest.IsZero() || r.CreatedAt.Before(st.Oldest) {
+				st.Oldest = r.CreatedAt
+			}
+		}
+	}
+	return st, nil
+}
