@@ -73,3 +73,22 @@ func SchemaVersion() int {
 func errNewerSchema(have, want int) error {
 	return fmt.Errorf("store: database schema version %d is newer than this build's %d; upgrade acds", have, want)
 }
+
+// errOtherBuild reports a database whose recorded migration of a version
+// is not this build's migration of that version: another build (a fork,
+// or a development branch) migrated it, and applying the rest on top would
+// leave a schema neither build expects.
+func errOtherBuild(version int, applied, ours string) error {
+	return fmt.Errorf("store: database schema version %d was applied as %q, but this build's version %d is %q: the database was migrated by another build of acds", version, applied, version, ours)
+}
+
+// checkApplied compares the migrations a database recorded (version →
+// name) with this build's.
+func checkApplied(applied map[int]string, ms []migration) error {
+	for _, m := range ms {
+		if name, ok := applied[m.version]; ok && name != m.name {
+			return errOtherBuild(m.version, name, m.name)
+		}
+	}
+	return nil
+}

@@ -116,6 +116,27 @@ func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 		if have > len(ms) {
 			return errNewerSchema(have, len(ms))
 		}
+		applied := map[int]string{}
+		rows, err := tx.Query(ctx, "SELECT version, name FROM schema_migrations")
+		if err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		for rows.Next() {
+			var v int
+			var name string
+			if err := rows.Scan(&v, &name); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: migrate: %w", err)
+			}
+			applied[v] = name
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		if err := checkApplied(applied, ms); err != nil {
+			return err
+		}
 		for _, m := range ms[have:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)

@@ -114,6 +114,17 @@ func TestPostgresConcurrentMigrations(t *testing.T) {
 	s := openPostgres(t, dsn)
 	require.NoError(t, s.CreateRequest(t.Context(), storetest.NewRequest("anon-a", storetest.T0)))
 
+	// A database whose last migration was applied by another build (same
+	// number, other name) is refused.
+	var name string
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT name FROM schema_migrations WHERE version = $1", maxV).Scan(&name))
+	_, err = conn.Exec(t.Context(), "UPDATE schema_migrations SET name = 'from_another_branch' WHERE version = $1", maxV)
+	require.NoError(t, err)
+	_, err = sqlstore.OpenPostgres(t.Context(), dsn)
+	require.ErrorContains(t, err, "migrated by another build")
+	_, err = conn.Exec(t.Context(), "UPDATE schema_migrations SET name = $1 WHERE version = $2", name, maxV)
+	require.NoError(t, err)
+
 	// A database migrated by a newer build is refused.
 	_, err = conn.Exec(t.Context(), "INSERT INTO schema_migrations (version, name) VALUES ($1, 'future')", sqlstore.SchemaVersion()+1)
 	require.NoError(t, err)

@@ -230,6 +230,26 @@ func migrateSQLite(ctx context.Context, c *sql.Conn) (err error) {
 	if have > len(ms) {
 		return errNewerSchema(have, len(ms))
 	}
+	applied := map[int]string{}
+	rows, err := c.QueryContext(ctx, "SELECT version, name FROM schema_migrations")
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		var name string
+		if err := rows.Scan(&v, &name); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		applied[v] = name
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	if err := checkApplied(applied, ms); err != nil {
+		return err
+	}
 	for _, m := range ms[have:] {
 		if _, err := c.ExecContext(ctx, m.sql); err != nil {
 			return fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)

@@ -117,6 +117,21 @@ func TestSQLiteSettings(t *testing.T) {
 	require.Len(t, versions, sqlstore.SchemaVersion())
 	require.Equal(t, 1, versions[0])
 
+	// A database whose last migration was applied by another build (same
+	// number, other name) is refused, not migrated further.
+	last := sqlstore.SchemaVersion()
+	var name string
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT name FROM schema_migrations WHERE version = ?", last).Scan(&name))
+	_, err = db.ExecContext(ctx, "UPDATE schema_migrations SET name = 'from_another_branch' WHERE version = ?", last)
+	require.NoError(t, err)
+	_, err = sqlstore.OpenSQLite(ctx, path)
+	require.ErrorContains(t, err, "migrated by another build")
+	_, err = db.ExecContext(ctx, "UPDATE schema_migrations SET name = ? WHERE version = ?", name, last)
+	require.NoError(t, err)
+	s2, err := sqlstore.OpenSQLite(ctx, path)
+	require.NoError(t, err, "the same build's record opens")
+	require.NoError(t, s2.Close())
+
 	// A database migrated by a newer build is refused, not clobbered.
 	_, err = db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 0)", sqlstore.SchemaVersion()+1)
 	require.NoError(t, err)
