@@ -505,7 +505,7 @@ func statementUndone(err error) bool {
 
 // run runs one job. Its statements do not get the caller's context: a
 // cancellation landing on the shared write connection could interrupt a
-// statement of the next job, and the caller waits for the outcome anyway
+// statement of the next job, and the caller usually waits for the outcome
 // (jobs are single short statements or, for Claim, a few; a caller whose
 // context ends first stops waiting, see write). A panic is
 // turned into an error so that the writer goroutine survives it.
