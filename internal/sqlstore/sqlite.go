@@ -338,7 +338,18 @@ func (s *SQLite) write(ctx context.Context, single bool, fn func(w *writeConn) e
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return <-j.done
+	// The caller's deadline holds while the job waits for the writer
+	// (behind a lock another process holds, a stalled disk): it gets
+	// ctx's error then, as with PostgreSQL, and the job is skipped if it
+	// has not run yet (commit checks its context). A job that already ran
+	// may still commit, like a COMMIT whose answer is lost; done is
+	// buffered, so the writer never waits for a caller that left.
+	select {
+	case err := <-j.done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("store: write: %w", ctx.Err())
+	}
 }
 
 // Checkpoints copy the write-ahead log back into the database file. SQLite
@@ -514,8 +525,9 @@ func statementUndone(err error) bool {
 
 // run runs one job. Its statements do not get the caller's context: a
 // cancellation landing on the shared write connection could interrupt a
-// statement of the next job, and the caller waits for the outcome anyway
-// (jobs are single short statements or, for Claim, a few). A panic is
+// statement of the next job, and the caller usually waits for the outcome
+// (jobs are single short statements or, for Claim, a few; a caller whose
+// context ends first stops waiting, see write). A panic is
 // turned into an error so that the writer goroutine survives it.
 func (s *SQLite) run(j *writeJob) (err error) {
 	defer func() {
