@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/acds-project/acds/internal/pgtest"
 	"io"
 	"log"
 	"net"
@@ -465,10 +466,7 @@ func TestFetchAndAttest(t *testing.T) {
 // TestPostgres runs a request on PostgreSQL when ACDS_TEST_POSTGRES holds
 // a DSN.
 func TestPostgres(t *testing.T) {
-	dsn := os.Getenv("ACDS_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("ACDS_TEST_POSTGRES is not set")
-	}
+	dsn := pgtest.DSN(t) // a schema of its own, not the shared public one
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := dataDir(t)

@@ -2,11 +2,8 @@ package sqlstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
+	"github.com/acds-project/acds/internal/pgtest"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,54 +16,15 @@ import (
 	"github.com/acds-project/acds/store/storetest"
 )
 
-// postgresDSN returns a connection string for a fresh, empty schema of the
-// database named by ACDS_TEST_POSTGRES, dropped when the test ends; the
-// test is skipped when the variable is unset. Every call gets its own
-// schema, so parallel tests and parallel `go test` runs (the server's
-// among them) never see each other's rows.
-func postgresDSN(t testing.TB) string {
-	t.Helper()
-	base := os.Getenv("ACDS_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("ACDS_TEST_POSTGRES is not set; skipping PostgreSQL tests")
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	schema := "acds_store_test_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	require.NoError(t, err, "connect to ACDS_TEST_POSTGRES")
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop test schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop test schema: %v", err)
-		}
-	})
-	return withSearchPath(t, base, schema)
-}
+// postgresDSN returns a connection string for a fresh, empty schema
+// (package pgtest), skipping the test without ACDS_TEST_POSTGRES.
+func postgresDSN(t testing.TB) string { return pgtest.DSN(t) }
 
 // withSearchPath adds search_path to a URL or key=value connection string.
 func withSearchPath(t testing.TB, dsn, schema string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		require.NoError(t, err)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
+	s, err := pgtest.WithSearchPath(dsn, schema)
+	require.NoError(t, err)
+	return s
 }
 
 func openPostgres(t *testing.T, dsn string) *sqlstore.Postgres {
