@@ -334,21 +334,3 @@ func TestVerifyNegative(t *testing.T) {
 		})
 	}
 }
-
-// garbageTPM answers every command with bytes that are not a TPM response.
-type garbageTPM struct{ bytes.Buffer }
-
-func (g *garbageTPM) Read(p []byte) (int, error) {
-	return copy(p, []byte{0x80, 0x01, 0, 0, 0, 10, 0, 0, 0x01, 0x01}), nil
-}
-
-func TestAttestWithoutTPM(t *testing.T) {
-	_, err := Attest(&garbageTPM{}, []byte("nonce"))
-	var e *Error
-	if !errors.Is(err, ErrDevice) || !errors.As(err, &e) || e.Check != CheckDevice {
-		t.Fatalf("Attest on a non-TPM = %v, want ErrDevice", err)
-	}
-	if _, err := Attest(&garbageTPM{}, nil); !errors.Is(err, ErrDevice) {
-		t.Fatalf("Attest with no nonce = %v, want ErrDevice", err)
-	}
-}
