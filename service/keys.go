@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/acds-project/acds/attestation"
@@ -12,11 +13,25 @@ import (
 // deidentificationKey returns the 32-byte HMAC key for de-identification
 // pseudonyms. It is made once per installation and kept in path sealed by
 // the enclave, so the same installation pseudonymises consistently and the
-// key is never at rest in the clear.
-func deidentificationKey(e *attestation.Enclave, path string) ([]byte, error) {
+// key is never at rest in the clear. An enclave without persistent
+// sealing (TDX) makes one per boot, kept in memory only: pseudonyms then
+// differ from one boot to the next.
+func deidentificationKey(e *attestation.Enclave, path string, log *slog.Logger) ([]byte, error) {
 	const ad = "acds/v1/deidentification-key"
+	if !e.PersistentSealing() {
+		log.Warn("the de-identification key lasts for this boot only (the enclave cannot seal it): pseudonyms change at every restart")
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		return key, nil
+	}
 	if sealed, err := os.ReadFile(path); err == nil {
 		key, err := e.Open(sealed, []byte(ad))
+		if errors.Is(err, attestation.ErrSealedByOtherKey) {
+			return nil, fmt.Errorf("de-identification key %s was sealed by another enclave (another backend, image or machine; this one is %s): %w; "+
+				"use that enclave, or move the file away to make a new key (pseudonyms then change)", path, e.Profile(), err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("de-identification key %s: %w", path, err)
 		}

@@ -334,3 +334,25 @@ func TestVerifyNegative(t *testing.T) {
 		})
 	}
 }
+
+func TestParseAK(t *testing.T) {
+	v := simVectors(t)
+	ak, cert, err := ParseAK(v.att)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameKey(ak, v.ak) {
+		t.Fatal("ParseAK returned another key than the attestation's AK")
+	}
+	if cert != nil {
+		c, err := x509.ParseCertificate(cert)
+		if err != nil || !sameKey(c.PublicKey, ak) {
+			t.Fatalf("AK certificate: %v", err)
+		}
+	}
+	for _, bad := range [][]byte{{0xff}, make([]byte, MaxAttestationSize+1)} {
+		if _, _, err := ParseAK(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%d bytes: %v", len(bad), err)
+		}
+	}
+}
