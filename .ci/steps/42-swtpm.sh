@@ -130,6 +130,10 @@ rc=$?
 set -e
 if [ "$rc" -eq 0 ]; then echo "acds verify --server accepted another AK" >&2; cat "$work/verify.out" >&2; exit 1; fi
 
+echo "-- the device package over the same swtpm (mssim transport, sealing across opens)"
+kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+ACDS_TEST_SWTPM="mssim://127.0.0.1:$port" go test -count=1 -run '^TestSWTPM$' ./attestation/tpm/device/
+
 echo "-- Go tests on go-tpm-tools' TPM simulator (device package, service)"
 CGO_ENABLED=1 go test -count=1 -tags tpmsim ./attestation/tpm/device/ ./service/ -run 'Simulator|Sealing|TPM'
 echo "-- swtpm step passed"

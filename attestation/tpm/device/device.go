@@ -8,7 +8,8 @@
 // mssim://HOST:PORT, the TCP command port of the TPM reference simulator's
 // protocol as swtpm serves it (`swtpm socket --server type=tcp,port=P
 // --flags not-need-init,startup-clear`; the platform port is not used, so
-// the TPM must already be started) — or to an open transport
+// the TPM must already be started; swtpm serves one connection at a time)
+// — or to an open transport
 // (Options.Transport, e.g. go-tpm-tools' simulator in tests).
 //
 // # Evidence
