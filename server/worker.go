@@ -48,7 +48,7 @@ func (s *Server) worker(id string) {
 		}
 		req, err := s.cfg.Store.Claim(s.claimCtx, store.ClaimOptions{
 			Worker: id, Lease: s.cfg.Lease, MaxAttempts: s.cfg.MaxAttempts,
-			Exhausted: exhausted, Now: s.cfg.Now(),
+			Exhausted: exhausted, Now: s.cfg.Now(), Affinity: s.affinity(),
 		})
 		if err != nil && s.claimCtx.Err() == nil {
 			s.log.Warn("claim failed", "worker", id, "err", err)

@@ -27,7 +27,9 @@
 //     credentials last one boot and fetches still queued after a restart
 //     end failed with a problem that says so. A TPM server writes its
 //     attestation key to DataDir/tpm-ak.pem (TPMAKFile) for verifiers to
-//     pin;
+//     pin. Replicas sharing a PostgreSQL store each claim only the fetches
+//     they sealed (DataDir/replica.id is their claim affinity, see
+//     store.Request.Affinity);
 //   - the FHIR R4 pipeline of package fhir, with a de-identification key
 //     made once per installation and kept sealed by the enclave;
 //   - portal fetching through the MPC-TLS prover and a notary: an

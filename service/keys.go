@@ -2,12 +2,15 @@ package service
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/server"
 )
 
 // deidentificationKey returns the 32-byte HMAC key for de-identification
@@ -71,3 +74,39 @@ func writeNew(path string, b []byte) error {
 	}
 	return nil
 }
+
+// replicaID returns this installation's replica id, made once and kept in
+// path (not secret): the claim affinity of the fetches it accepts, so that
+// replicas sharing a store each claim only the fetches they sealed, and a
+// restarted replica (even one whose enclave seals per boot, TDX) finds
+// its own.
+func replicaID(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		id := strings.TrimSpace(string(b))
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			return "", fmt.Errorf("replica id %s: want 32 hex digits", path)
+		}
+		return id, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("replica id: %w", err)
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(b[:])
+	if err := writeNew(path, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("replica id: %w", err)
+	}
+	return id, nil
+}
+
+// replicaEnclave is the server's enclave with this replica's claim
+// affinity (see server's affinity).
+type replicaEnclave struct {
+	server.Enclave
+	affinity string
+}
+
+// ClaimAffinity names this replica.
+func (e replicaEnclave) ClaimAffinity() string { return e.affinity }

@@ -238,7 +238,11 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	cfg := o.Server
 	cfg.Store = s.st
 	cfg.Pipeline = server.FHIRPipeline{DeidentKey: deidKey}
-	cfg.Enclave = server.AttestationEnclave(s.encl, s.inProcess)
+	replica, err := replicaID(filepath.Join(o.DataDir, "replica.id"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Enclave = replicaEnclave{server.AttestationEnclave(s.encl, s.inProcess), "replica:" + replica}
 	v, err := verify.New(s.policy)
 	if err != nil {
 		return nil, err
