@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha512"
+	"crypto/tls"
 	"errors"
 	"os"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/attestation/sevsnp/device"
 	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/internal/attestedtls"
 	"github.com/acds-project/acds/verify"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/client"
@@ -345,6 +347,60 @@ func BenchmarkSealOpen(b *testing.B) {
 		}
 		if _, err := e.Open(s, []byte("req")); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Attested TLS on the SEV-SNP backend: the certificate carries the boot
+// evidence from the test device, and a client checking it with a policy
+// naming this measurement and the device's chain completes the handshake;
+// one expecting another measurement refuses it.
+func TestAttestedTLS(t *testing.T) {
+	ctx := context.Background()
+	m := sha512.Sum384([]byte("launch measurement"))
+	chip := newChip(t, m[:])
+	b, err := device.Open(ctx, device.Options{Device: chip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := attestation.New(ctx, b, attestation.Options{TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := attestedtls.NewCertificates(e, attestedtls.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", certs.TLSConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	for _, tc := range []struct {
+		name        string
+		measurement []byte
+		ok          bool
+	}{{"this measurement", m[:], true}, {"another measurement", bytes.Repeat([]byte{1}, 48), false}} {
+		v, err := verify.New(verify.Policy{AMDRoots: chipRoots(chip), Measurements: map[string][][]byte{attestation.ProfileSEVSNP: {tc.measurement}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true, VerifyConnection: v.VerifyConnection})
+		if err == nil {
+			c.Close()
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: handshake error %v", tc.name, err)
 		}
 	}
 }
