@@ -109,3 +109,24 @@ func TestAbsentHardwareIsTyped(t *testing.T) {
 		t.Fatalf("Open without TDX: %v", err)
 	}
 }
+
+// Open (the measurement quote) and a quote through go-tdx-guest's fakes:
+// the cost of this package around the device, which the fakes answer at
+// once (a real TD's quote generation takes far longer). TDX has no
+// sealing key to measure.
+func BenchmarkOpenQuote(b *testing.B) {
+	ctx := context.Background()
+	qp, err := tdxtest.TcQuoteProvider(tdxtest.TestCases())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		be, err := device.Open(ctx, device.Options{QuoteProvider: qp})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := be.Quote(ctx, fakeInput); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
