@@ -35,9 +35,11 @@ var ErrInvalidOptions = errors.New("service: invalid options")
 // documented and useful.
 type Options struct {
 	// DataDir is the installation's directory: the SQLite database (by
-	// default), the simulated enclave's sealed keys and per-installation
-	// root, the sealed de-identification key and the in-process notary's
-	// key. It is created with mode 0700 when missing. Required.
+	// default), the enclave's state in DataDir/enclave (the simulated
+	// enclave's keys and per-installation root, or a TPM's PCR-sealed key),
+	// the sealed de-identification key, the in-process notary's key, the
+	// replica id (replica.id) and a TPM enclave's public AK (tpm-ak.pem).
+	// It is created with mode 0700 when missing. Required.
 	DataDir string
 
 	// Store names the durable store (see OpenStore): "" or "sqlite" for
