@@ -3,9 +3,12 @@ package attestation_test
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/ecdsa"
 	"crypto/sha512"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +283,100 @@ func TestTLSCertificate(t *testing.T) {
 	}
 	if !cert.Leaf.NotAfter.Equal(issued.Add(time.Hour)) {
 		t.Fatalf("validity ends %s", cert.Leaf.NotAfter)
+	}
+}
+
+// keyBackend is testBackend with a sealing key of its own, or none.
+type keyBackend struct {
+	testBackend
+	key []byte
+	err error
+}
+
+func (b *keyBackend) SealingKey(context.Context) ([]byte, error) { return bytes.Clone(b.key), b.err }
+
+func TestSealedByOtherKey(t *testing.T) {
+	ctx := context.Background()
+	a, err := attestation.New(ctx, &keyBackend{key: bytes.Repeat([]byte{1}, 32)}, attestation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := attestation.New(ctx, &keyBackend{key: bytes.Repeat([]byte{2}, 32)}, attestation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := a.Seal([]byte("secret"), []byte("ad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(attestation.SealedKeyID(sealed), a.SealingKeyID()) || bytes.Equal(a.SealingKeyID(), b.SealingKeyID()) {
+		t.Fatal("sealed data must name the sealing key, and two keys must have two ids")
+	}
+	if _, err := b.Open(sealed, []byte("ad")); !errors.Is(err, attestation.ErrSealedByOtherKey) || !errors.Is(err, attestation.ErrSealed) {
+		t.Fatalf("another key: %v", err)
+	}
+	// Tampering with the authenticated head is not mistaken for another key.
+	bad := bytes.Clone(sealed)
+	bad[len(bad)-1] ^= 1
+	if _, err := a.Open(bad, []byte("ad")); !errors.Is(err, attestation.ErrSealed) || errors.Is(err, attestation.ErrSealedByOtherKey) {
+		t.Fatalf("tampered: %v", err)
+	}
+	if pt, err := a.Open(sealed, []byte("ad")); err != nil || string(pt) != "secret" {
+		t.Fatalf("own key: %q %v", pt, err)
+	}
+}
+
+// Data sealed in the first format (no key id), as data directories made
+// before the key id hold, still opens.
+func TestOpenFirstSealFormat(t *testing.T) {
+	e, _ := newEnclave(t, false)
+	block, _ := aes.NewCipher(bytes.Repeat([]byte{7}, 32))
+	gcm, _ := cipher.NewGCM(block)
+	nonce := bytes.Repeat([]byte{3}, gcm.NonceSize())
+	v1 := gcm.Seal(append([]byte{1}, nonce...), nonce, []byte("old secret"), []byte("ad"))
+	if pt, err := e.Open(v1, []byte("ad")); err != nil || string(pt) != "old secret" {
+		t.Fatalf("first format: %q %v", pt, err)
+	}
+	if attestation.SealedKeyID(v1) != nil {
+		t.Fatal("the first format carries no key id")
+	}
+	if _, err := e.Open(v1, []byte("other ad")); !errors.Is(err, attestation.ErrSealed) {
+		t.Fatalf("first format, other ad: %v", err)
+	}
+}
+
+// A backend without a sealing key (TDX) gets one per boot: sealing works
+// within the boot, and the next boot cannot open it.
+func TestNoSealingKeyIsPerBoot(t *testing.T) {
+	ctx := context.Background()
+	back := &keyBackend{err: fmt.Errorf("tdx: %w", attestation.ErrNoSealingKey)}
+	boot1, err := attestation.New(ctx, back, attestation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if boot1.PersistentSealing() {
+		t.Fatal("a per-boot key reported as persistent")
+	}
+	sealed, err := boot1.Seal([]byte("credentials"), []byte("req"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := boot1.Open(sealed, []byte("req")); err != nil || string(pt) != "credentials" {
+		t.Fatalf("same boot: %q %v", pt, err)
+	}
+	boot2, err := attestation.New(ctx, back, attestation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := boot2.Open(sealed, []byte("req")); !errors.Is(err, attestation.ErrSealedByOtherKey) {
+		t.Fatalf("next boot: %v", err)
+	}
+	// Any other SealingKey failure is a start-up error.
+	if _, err := attestation.New(ctx, &keyBackend{err: errors.New("device busy")}, attestation.Options{}); err == nil {
+		t.Fatal("a failing sealing key was ignored")
+	}
+	e, _ := newEnclave(t, false)
+	if !e.PersistentSealing() {
+		t.Fatal("a backend's sealing key reported as per boot")
 	}
 }

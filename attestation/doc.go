@@ -46,13 +46,20 @@
 //
 // # Profiles
 //
-//   - "sev-snp": AMD SEV-SNP hardware (package attestation/sevsnp).
+//   - "sev-snp": AMD SEV-SNP hardware (evidence: package
+//     attestation/sevsnp; the backend: attestation/sevsnp/device).
 //   - "sev-snp-sim": a simulated SEV-SNP enclave with a per-installation
 //     ARK→ASK→VCEK chain (package attestation/sim). It exercises the same
 //     verification code as hardware but proves nothing about hardware, so
 //     verifiers reject it unless their policy explicitly allows simulation.
 //   - "tdx", "tpm": Intel TDX quotes and TPM quotes (packages attestation/tdx
-//     and attestation/tpm).
+//     and attestation/tpm verify them; attestation/tdx/device and
+//     attestation/tpm/device are the backends).
+//
+// The backends of the three hardware kinds share one shape,
+// device.Open(ctx, device.Options) (*device.Backend, error): zero Options
+// use the machine's own device, and the fields inject another (a test
+// device, a TPM simulator). Verification packages never touch the machine.
 //
 // # Encodings
 //

@@ -9,7 +9,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -17,8 +19,10 @@ import (
 
 // Backend is the trusted execution environment an [Enclave] runs in: it
 // knows its profile and measurement, produces evidence binding 64 bytes of
-// report data, and provides a sealing key. Packages attestation/sim and
-// attestation/sevsnp implement it.
+// report data, and provides a sealing key. Package attestation/sim (the
+// simulated SEV-SNP enclave) and the device packages
+// attestation/sevsnp/device, attestation/tdx/device and
+// attestation/tpm/device implement it.
 type Backend interface {
 	// Profile returns one of the Profile* constants.
 	Profile() string
@@ -28,8 +32,9 @@ type Backend interface {
 	// reportData.
 	Quote(ctx context.Context, reportData [64]byte) ([]byte, error)
 	// SealingKey returns the 32-byte AES-256 key that seals data for this
-	// enclave (derived by the hardware, or kept in the data directory of a
-	// simulated enclave).
+	// enclave (derived by the hardware, sealed by the TPM, or kept in the
+	// data directory of a simulated enclave), or an error wrapping
+	// [ErrNoSealingKey] when the hardware offers none.
 	SealingKey(ctx context.Context) ([]byte, error)
 }
 
@@ -57,13 +62,16 @@ type Enclave struct {
 	signer      *ClaimsSigner
 	tlsKey      *ecdsa.PrivateKey
 	aead        cipher.AEAD
+	keyID       [sealKeyIDSize]byte // identifies the sealing key in what Seal returns
+	persistent  bool                // the sealing key survives a restart
 	rand        io.Reader
 	now         func() time.Time
 }
 
 // New starts an enclave on backend: it makes the boot keys and nonce,
 // obtains one quote binding them (see [BootReportData]) and loads the
-// sealing key.
+// sealing key. A backend without a sealing key ([ErrNoSealingKey]) gets a
+// random one for this boot, kept in memory only.
 func New(ctx context.Context, backend Backend, opts Options) (*Enclave, error) {
 	e := &Enclave{profile: backend.Profile(), measurement: bytes.Clone(backend.Measurement()), rand: opts.Rand, now: opts.Now}
 	if e.rand == nil {
@@ -108,14 +116,46 @@ func New(ctx context.Context, backend Backend, opts Options) (*Enclave, error) {
 		return nil, fmt.Errorf("boot evidence: %w", err)
 	}
 	key, err := backend.SealingKey(ctx)
+	e.persistent = true
+	if errors.Is(err, ErrNoSealingKey) {
+		// Sealed data lives as long as this boot: the key is in memory only.
+		key, err, e.persistent = make([]byte, 32), nil, false
+		if _, rerr := io.ReadFull(rand.Reader, key); rerr != nil {
+			return nil, fmt.Errorf("per-boot sealing key: %w", rerr)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sealing key: %w", err)
 	}
 	if e.aead, err = newAEAD(key); err != nil {
 		return nil, err
 	}
+	e.keyID = sealKeyID(key)
+	clear(key)
 	return e, nil
 }
+
+// sealKeyIDSize is the size of the sealing-key identifier in sealed data.
+const sealKeyIDSize = 8
+
+// sealKeyID identifies a sealing key without revealing it: a truncated
+// SHA-256 of a fixed label and the key.
+func sealKeyID(key []byte) [sealKeyIDSize]byte {
+	h := sha256.Sum256(append([]byte("acds/v1/sealing-key-id\x00"), key...))
+	var id [sealKeyIDSize]byte
+	copy(id[:], h[:])
+	return id
+}
+
+// PersistentSealing reports whether what Seal returns can be opened after
+// a restart: false when the backend offers no sealing key (TDX) and the
+// enclave seals with a key made for this boot.
+func (e *Enclave) PersistentSealing() bool { return e.persistent }
+
+// SealingKeyID identifies the sealing key (8 bytes of a hash of it, which
+// reveal nothing of the key): replicas and boots that share it can open
+// each other's sealed data. Every value Seal returns carries it.
+func (e *Enclave) SealingKeyID() []byte { return bytes.Clone(e.keyID[:]) }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {
 	if len(key) != 32 {
@@ -208,29 +248,74 @@ func (s tlsSigner) Sign(r io.Reader, digest []byte, opts crypto.SignerOpts) ([]b
 	return s.k.Sign(r, digest, opts)
 }
 
-const sealVersion = 1
+// Sealed data formats: version 1 is version ‖ nonce ‖ ciphertext;
+// version 2 (what Seal writes) is version ‖ key id ‖ nonce ‖ ciphertext,
+// with version and key id authenticated as associated data.
+const (
+	sealVersion1 = 1
+	sealVersion  = 2
+)
 
 // Seal encrypts plaintext with the enclave's sealing key (AES-256-GCM with a
 // random nonce), binding associatedData, which Open must be given unchanged.
+// The result names the sealing key by [Enclave.SealingKeyID], so that Open
+// can tell data sealed under another key from tampered data.
 func (e *Enclave) Seal(plaintext, associatedData []byte) ([]byte, error) {
-	out := make([]byte, 1+e.aead.NonceSize(), 1+e.aead.NonceSize()+len(plaintext)+e.aead.Overhead())
+	head := 1 + sealKeyIDSize
+	out := make([]byte, head+e.aead.NonceSize(), head+e.aead.NonceSize()+len(plaintext)+e.aead.Overhead())
 	out[0] = sealVersion
-	if _, err := io.ReadFull(e.rand, out[1:]); err != nil {
+	copy(out[1:], e.keyID[:])
+	if _, err := io.ReadFull(e.rand, out[head:]); err != nil {
 		return nil, fmt.Errorf("seal nonce: %w", err)
 	}
-	return e.aead.Seal(out, out[1:], plaintext, associatedData), nil
+	return e.aead.Seal(out, out[head:], plaintext, sealAD(out[:head], associatedData)), nil
+}
+
+func sealAD(head, associatedData []byte) []byte {
+	return append(append(make([]byte, 0, len(head)+len(associatedData)), head...), associatedData...)
+}
+
+// SealedKeyID returns the sealing-key identifier sealed data carries (see
+// [Enclave.SealingKeyID]), or nil for data of the first format, which
+// carries none, and for data too short to hold one.
+func SealedKeyID(sealed []byte) []byte {
+	if len(sealed) < 1+sealKeyIDSize || sealed[0] != sealVersion {
+		return nil
+	}
+	return bytes.Clone(sealed[1 : 1+sealKeyIDSize])
 }
 
 // Open decrypts what Seal returned. Any tampering, a different key or
-// different associated data yields an error wrapping [ErrSealed].
+// different associated data yields an error wrapping [ErrSealed]; data
+// sealed under another sealing key wraps [ErrSealedByOtherKey].
 func (e *Enclave) Open(sealed, associatedData []byte) ([]byte, error) {
 	n := e.aead.NonceSize()
-	if len(sealed) < 1+n+e.aead.Overhead() || sealed[0] != sealVersion {
+	if len(sealed) == 0 {
 		return nil, fmt.Errorf("sealed data malformed: %w", ErrSealed)
 	}
-	pt, err := e.aead.Open(nil, sealed[1:1+n], sealed[1+n:], associatedData)
-	if err != nil {
-		return nil, fmt.Errorf("sealed data does not authenticate: %w", ErrSealed)
+	switch sealed[0] {
+	case sealVersion1:
+		if len(sealed) < 1+n+e.aead.Overhead() {
+			return nil, fmt.Errorf("sealed data malformed: %w", ErrSealed)
+		}
+		pt, err := e.aead.Open(nil, sealed[1:1+n], sealed[1+n:], associatedData)
+		if err != nil {
+			return nil, fmt.Errorf("sealed data does not authenticate: %w", ErrSealed)
+		}
+		return pt, nil
+	case sealVersion:
+		head := 1 + sealKeyIDSize
+		if len(sealed) < head+n+e.aead.Overhead() {
+			return nil, fmt.Errorf("sealed data malformed: %w", ErrSealed)
+		}
+		if !bytes.Equal(sealed[1:head], e.keyID[:]) {
+			return nil, fmt.Errorf("sealed data names sealing key %x, this enclave's is %x: %w", sealed[1:head], e.keyID[:], ErrSealedByOtherKey)
+		}
+		pt, err := e.aead.Open(nil, sealed[head:head+n], sealed[head+n:], sealAD(sealed[:head], associatedData))
+		if err != nil {
+			return nil, fmt.Errorf("sealed data does not authenticate: %w", ErrSealed)
+		}
+		return pt, nil
 	}
-	return pt, nil
+	return nil, fmt.Errorf("sealed data of unknown format %d: %w", sealed[0], ErrSealed)
 }

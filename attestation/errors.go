@@ -24,6 +24,16 @@ var (
 	// ErrSealed marks sealed data that cannot be opened: wrong key, wrong
 	// associated data or tampered ciphertext.
 	ErrSealed = errors.New("attestation: sealed data cannot be opened")
+	// ErrSealedByOtherKey marks sealed data that an enclave with another
+	// sealing key made: another boot of an enclave whose hardware offers
+	// no persistent sealing key (TDX), another replica, or another
+	// installation. It wraps ErrSealed.
+	ErrSealedByOtherKey = fmt.Errorf("%w: sealed under another enclave sealing key", ErrSealed)
+	// ErrNoSealingKey is what a [Backend]'s SealingKey returns when the
+	// hardware offers no sealing key (TDX). [New] then seals with a key
+	// made for this boot and kept in memory only: sealed data cannot be
+	// opened after a restart ([Enclave.PersistentSealing] is false).
+	ErrNoSealingKey = errors.New("attestation: the TEE offers no sealing key")
 )
 
 // FieldError says which field of a structure was rejected and why. It wraps

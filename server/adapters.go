@@ -51,6 +51,25 @@ func (s attestationEnclave) Measurement() string                 { return hex.En
 func (s attestationEnclave) Seal(p, ad []byte) ([]byte, error)   { return s.e.Seal(p, ad) }
 func (s attestationEnclave) Unseal(c, ad []byte) ([]byte, error) { return s.e.Open(c, ad) }
 
+// ClaimAffinity is the id of the enclave's sealing key (see affinity).
+func (s attestationEnclave) ClaimAffinity() string {
+	return "sealing-key:" + hex.EncodeToString(s.e.SealingKeyID())
+}
+
+// affinity is the claim affinity (store.Request.Affinity) of this server's
+// requests with sealed credentials: what the Enclave's ClaimAffinity
+// method returns when it has one (AttestationEnclave's: the id of its
+// sealing key; package service names the replica instead), else "" (any
+// worker). Replicas sharing a store thus claim only the fetches they
+// sealed; a fetch whose replica is gone is freed when its credentials are
+// erased (CredentialTTL) and then fails as unavailable.
+func (s *Server) affinity() string {
+	if a, ok := s.cfg.Enclave.(interface{ ClaimAffinity() string }); ok {
+		return a.ClaimAffinity()
+	}
+	return ""
+}
+
 func (s attestationEnclave) Attest(ctx context.Context, c attestation.Claims, statements [][]byte) ([]byte, error) {
 	if c.Source.Kind == acds.SourceMPCTLS && len(s.notaryKey) != 0 {
 		c.NotaryKey = s.notaryKey

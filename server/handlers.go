@@ -418,6 +418,9 @@ func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind s
 		ID: id, Owner: ownerFrom(r), Kind: kind, Status: acds.StatusProcessing,
 		Input: input, Sealed: sealed, CreatedAt: now, UpdatedAt: now,
 	}
+	if len(sealed) > 0 {
+		req.Affinity = s.affinity() // only this enclave can unseal it
+	}
 	// Durability: the 202 below is written only after CreateRequest has
 	// returned nil, and the stores return nil only once the row is on
 	// stable storage (SQLite: the group commit holding it has fsynced the

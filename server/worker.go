@@ -48,7 +48,7 @@ func (s *Server) worker(id string) {
 		}
 		req, err := s.cfg.Store.Claim(s.claimCtx, store.ClaimOptions{
 			Worker: id, Lease: s.cfg.Lease, MaxAttempts: s.cfg.MaxAttempts,
-			Exhausted: exhausted, Now: s.cfg.Now(),
+			Exhausted: exhausted, Now: s.cfg.Now(), Affinity: s.affinity(),
 		})
 		if err != nil && s.claimCtx.Err() == nil {
 			s.log.Warn("claim failed", "worker", id, "err", err)
@@ -194,6 +194,10 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 			"the portal credentials are no longer available (erased after the credential time limit, or not kept because fetching was unavailable when the request was accepted); submit a new request"), nil
 	}
 	plain, err := s.cfg.Enclave.Unseal(req.Sealed, []byte(req.ID))
+	if errors.Is(err, attestation.ErrSealedByOtherKey) {
+		return nil, acds.NewProblem(acds.ProblemUnavailable,
+			"the portal credentials were sealed under an enclave key this server no longer holds (an enclave without persistent sealing, such as TDX, that restarted since, or another replica or installation); submit a new request"), nil
+	}
 	if err != nil {
 		return nil, acds.NewProblem(acds.ProblemInternal, "the sealed credentials could not be unsealed by this enclave (sealed by another installation, or altered); submit a new request"), nil
 	}

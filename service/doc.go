@@ -8,16 +8,28 @@
 // fetcher or pipeline constructs a server.Config and nothing else. Package
 // service is kept, thinned to what is not a seam: the installation. It
 // owns a data directory (its lock, sealed keys, the SQLite file), starts
-// a notary and opens the simulated enclave, which are process resources
+// a notary and opens the enclave backend, which are process resources
 // with a lifetime a handler should not own. It holds no adapter and no
 // type of its own for a seam; Options.Server and Options.Configure reach
 // every server.Config field. It fills the seams with:
 //
 //   - a durable store: SQLite in the data directory by default, or
 //     PostgreSQL shared by several replicas (Options.Store, OpenStore);
-//   - a simulated SEV-SNP enclave whose keys and per-installation root are
-//     sealed in the data directory (a simulated quote proves the code
-//     path, not hardware; verifiers must allow simulation explicitly);
+//   - an enclave: Options.Enclave (any attestation.Backend), or the
+//     backend OpenBackend opens for Options.EnclaveKind — SEV-SNP, TDX or
+//     TPM hardware through packages attestation/…/device, "auto" (the
+//     hardware found, else a loud fallback to simulation), or by default
+//     the simulated SEV-SNP enclave whose keys and per-installation root
+//     are kept in the data directory (a simulated quote proves the code
+//     path, not hardware; verifiers must allow simulation explicitly).
+//     Hardware that seals (SEV-SNP's derived key, a TPM's PCR-sealed key)
+//     keeps sealed credentials across restarts; TDX cannot, so its
+//     credentials last one boot and fetches still queued after a restart
+//     end failed with a problem that says so. A TPM server writes its
+//     attestation key to DataDir/tpm-ak.pem (TPMAKFile) for verifiers to
+//     pin. Replicas sharing a PostgreSQL store each claim only the fetches
+//     they sealed (DataDir/replica.id is their claim affinity, see
+//     store.Request.Affinity);
 //   - the FHIR R4 pipeline of package fhir, with a de-identification key
 //     made once per installation and kept sealed by the enclave;
 //   - portal fetching through the MPC-TLS prover and a notary: an

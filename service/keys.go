@@ -2,21 +2,39 @@ package service
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/server"
 )
 
 // deidentificationKey returns the 32-byte HMAC key for de-identification
 // pseudonyms. It is made once per installation and kept in path sealed by
 // the enclave, so the same installation pseudonymises consistently and the
-// key is never at rest in the clear.
-func deidentificationKey(e *attestation.Enclave, path string) ([]byte, error) {
+// key is never at rest in the clear. An enclave without persistent
+// sealing (TDX) makes one per boot, kept in memory only: pseudonyms then
+// differ from one boot to the next.
+func deidentificationKey(e *attestation.Enclave, path string, log *slog.Logger) ([]byte, error) {
 	const ad = "acds/v1/deidentification-key"
+	if !e.PersistentSealing() {
+		log.Warn("the de-identification key lasts for this boot only (the enclave cannot seal it): pseudonyms change at every restart")
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		return key, nil
+	}
 	if sealed, err := os.ReadFile(path); err == nil {
 		key, err := e.Open(sealed, []byte(ad))
+		if errors.Is(err, attestation.ErrSealedByOtherKey) {
+			return nil, fmt.Errorf("de-identification key %s was sealed by another enclave (another backend, image or machine; this one is %s): %w; "+
+				"use that enclave, or move the file away to make a new key (pseudonyms then change)", path, e.Profile(), err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("de-identification key %s: %w", path, err)
 		}
@@ -56,3 +74,39 @@ func writeNew(path string, b []byte) error {
 	}
 	return nil
 }
+
+// replicaID returns this installation's replica id, made once and kept in
+// path (not secret): the claim affinity of the fetches it accepts, so that
+// replicas sharing a store each claim only the fetches they sealed, and a
+// restarted replica (even one whose enclave seals per boot, TDX) finds
+// its own.
+func replicaID(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		id := strings.TrimSpace(string(b))
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			return "", fmt.Errorf("replica id %s: want 32 hex digits", path)
+		}
+		return id, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("replica id: %w", err)
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(b[:])
+	if err := writeNew(path, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("replica id: %w", err)
+	}
+	return id, nil
+}
+
+// replicaEnclave is the server's enclave with this replica's claim
+// affinity (see server's affinity).
+type replicaEnclave struct {
+	server.Enclave
+	affinity string
+}
+
+// ClaimAffinity names this replica.
+func (e replicaEnclave) ClaimAffinity() string { return e.affinity }

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,7 +17,6 @@ import (
 	"sync"
 
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/internal/attestedtls"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
@@ -35,9 +35,11 @@ var ErrInvalidOptions = errors.New("service: invalid options")
 // documented and useful.
 type Options struct {
 	// DataDir is the installation's directory: the SQLite database (by
-	// default), the simulated enclave's sealed keys and per-installation
-	// root, the sealed de-identification key and the in-process notary's
-	// key. It is created with mode 0700 when missing. Required.
+	// default), the enclave's state in DataDir/enclave (the simulated
+	// enclave's keys and per-installation root, or a TPM's PCR-sealed key),
+	// the sealed de-identification key, the in-process notary's key, the
+	// replica id (replica.id) and a TPM enclave's public AK (tpm-ak.pem).
+	// It is created with mode 0700 when missing. Required.
 	DataDir string
 
 	// Store names the durable store (see OpenStore): "" or "sqlite" for
@@ -71,6 +73,22 @@ type Options struct {
 	// public client.
 	PortalRegistrations map[string]portal.Registration
 
+	// Enclave is the enclave backend to run on (any attestation.Backend:
+	// a device of package attestation/…/device, the simulated enclave, one
+	// of the embedder's own). Open does not close it. Zero value:
+	// OpenBackend(EnclaveKind) with state in DataDir/enclave, closed by
+	// Close.
+	Enclave attestation.Backend
+	// EnclaveKind chooses the backend when Enclave is nil: one of
+	// EnclaveKinds ("auto", "sev-snp", "tdx", "tpm", "sev-snp-sim").
+	// Absent hardware is an error naming the device. Zero value:
+	// "sev-snp-sim", the simulated enclave (`acds serve` defaults to
+	// "auto").
+	EnclaveKind string
+	// TPMDevice is the TPM of the "tpm" kind (and of "auto"): a character
+	// device or mssim://HOST:PORT. Zero value: /dev/tpmrm0.
+	TPMDevice string
+
 	// TLS has the enclave make a second, attested key for TLS, bound by
 	// the same boot quote; TLSConfig then serves certificates for it that
 	// carry the boot evidence. Zero value: no TLS key, and TLSConfig fails.
@@ -98,8 +116,8 @@ type Options struct {
 }
 
 // Service is a running ACDS server with its real dependencies: the
-// durable store, the enclave (a simulated SEV-SNP chip whose keys live in
-// the data directory), the FHIR pipeline with the installation's
+// durable store, the enclave (hardware, or a simulated SEV-SNP chip whose
+// keys live in the data directory), the FHIR pipeline with the installation's
 // de-identification key, the portal fetcher through the MPC-TLS prover and
 // a notary, and the verifier behind POST /v1/verify. Mount Handler where
 // the API should answer and Close the Service when done. Its methods are
@@ -110,6 +128,7 @@ type Service struct {
 	ownStore   bool
 	storeName  string
 	encl       *attestation.Enclave
+	backend    io.Closer // the backend Open opened, when it must be closed
 	policy     verify.Policy
 	notaryAddr string
 	notaryKeys []ed25519.PublicKey
@@ -182,11 +201,27 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 		}
 		s.ownStore = true
 	}
-	if s.encl, err = sim.Open(ctx, filepath.Join(o.DataDir, "enclave"), attestation.Options{TLS: o.TLS}); err != nil {
-		return nil, fmt.Errorf("enclave: %w", err)
+	backend := o.Enclave
+	if backend == nil {
+		if backend, err = OpenBackend(ctx, o.EnclaveKind, BackendOptions{StateDir: filepath.Join(o.DataDir, "enclave"), TPMDevice: o.TPMDevice, Logger: log}); err != nil {
+			return nil, fmt.Errorf("enclave: %w", err)
+		}
+		if c, ok := backend.(io.Closer); ok {
+			s.backend = c
+		}
 	}
-	deidKey, err := deidentificationKey(s.encl, filepath.Join(o.DataDir, "deidentify.key.sealed"))
+	if s.encl, err = attestation.New(ctx, backend, attestation.Options{TLS: o.TLS}); err != nil {
+		return nil, fmt.Errorf("enclave %s: %w", backend.Profile(), err)
+	}
+	if !s.encl.PersistentSealing() {
+		log.Warn("the enclave offers no sealing key: portal credentials are sealed for this boot only, and requests still queued after a restart end failed",
+			"enclave", s.encl.Profile())
+	}
+	deidKey, err := deidentificationKey(s.encl, filepath.Join(o.DataDir, "deidentify.key.sealed"), log)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.publishTPMKey(o.DataDir, log); err != nil {
 		return nil, err
 	}
 	guard := portal.Guard{AllowPrivate: o.AllowPrivatePortals}
@@ -205,7 +240,11 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	cfg := o.Server
 	cfg.Store = s.st
 	cfg.Pipeline = server.FHIRPipeline{DeidentKey: deidKey}
-	cfg.Enclave = server.AttestationEnclave(s.encl, s.inProcess)
+	replica, err := replicaID(filepath.Join(o.DataDir, "replica.id"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Enclave = replicaEnclave{server.AttestationEnclave(s.encl, s.inProcess), "replica:" + replica}
 	v, err := verify.New(s.policy)
 	if err != nil {
 		return nil, err
@@ -337,7 +376,8 @@ func (s *Service) Close(ctx context.Context) error {
 	return s.closeErr
 }
 
-// release stops the notary and closes an owned store.
+// release stops the notary, closes an owned store and the enclave
+// backend Open opened.
 func (s *Service) release() error {
 	var errs []error
 	if err := s.stopNotary(); err != nil && !errors.Is(err, net.ErrClosed) {
@@ -346,6 +386,11 @@ func (s *Service) release() error {
 	if s.ownStore && s.st != nil {
 		if err := s.st.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("store: %w", err))
+		}
+	}
+	if s.backend != nil {
+		if err := s.backend.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("enclave: %w", err))
 		}
 	}
 	if err := s.lock.release(); err != nil {

@@ -97,6 +97,11 @@ type Request struct {
 	// Sealed holds credentials sealed by the enclave (fetch-and-attest only).
 	// It is erased when the request ends and by EraseSealedBefore.
 	Sealed []byte
+	// Affinity, when not empty, reserves the request for the workers that
+	// claim with the same ClaimOptions.Affinity: the replica whose enclave
+	// sealed the credentials (at most MaxIDLen bytes). It is cleared with
+	// Sealed, after which any worker may claim the request.
+	Affinity string
 
 	// Result is the JSON result object of a completed request.
 	Result []byte
@@ -131,6 +136,10 @@ type ClaimOptions struct {
 	// Exhausted is the JSON problem stored on a request failed because its
 	// attempts are exhausted.
 	Exhausted []byte
+	// Affinity is the claiming worker's: it claims requests without an
+	// affinity and those with this one, never another's. Zero value: any
+	// request, whatever its affinity.
+	Affinity string
 	// Now is the current time; the zero value means time.Now().
 	Now time.Time
 }

@@ -65,6 +65,9 @@ func checkNewRequest(r Request) error {
 	if r.CreatedAt.IsZero() {
 		return fmt.Errorf("%w: request created_at must be set", ErrInvalid)
 	}
+	if len(r.Affinity) > MaxIDLen {
+		return fmt.Errorf("%w: request affinity is longer than %d bytes", ErrInvalid, MaxIDLen)
+	}
 	return nil
 }
 
@@ -78,6 +81,9 @@ func claimSettings(o ClaimOptions) (ClaimOptions, error) {
 	}
 	if o.MaxAttempts < 0 {
 		return o, fmt.Errorf("%w: negative max attempts", ErrInvalid)
+	}
+	if len(o.Affinity) > MaxIDLen {
+		return o, fmt.Errorf("%w: affinity is longer than %d bytes", ErrInvalid, MaxIDLen)
 	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/attestation/tdx"
+	"github.com/acds-project/acds/attestation/tpm"
 	"github.com/google/go-sev-guest/kds"
 	"github.com/google/go-sev-guest/verify/trust"
 )
@@ -105,9 +107,11 @@ type Policy struct {
 
 // TrustEnclave returns p extended to accept outputs of the enclave whose
 // boot evidence is given: its measurement is added to the allowed ones for
-// its profile and, for the simulated profile, simulation is allowed with
+// its profile; for the simulated profile, simulation is allowed with
 // that installation's root pinned (unless p already trusts every carried
-// root: UnsafeTrustBundleSimulatedRoot). A server uses it for its own
+// root: UnsafeTrustBundleSimulatedRoot); for the tpm profile, the
+// attestation key the evidence names is pinned (unless p trusts AK
+// certificate roots, TPMRoots). A server uses it for its own
 // POST /v1/verify. It does not verify boot.
 func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (Policy, error) {
 	ms := make(map[string][][]byte, len(p.Measurements)+1)
@@ -116,6 +120,14 @@ func TrustEnclave(p Policy, boot attestation.BootEvidence, measurement []byte) (
 	}
 	ms[boot.Profile] = append(ms[boot.Profile], bytes.Clone(measurement))
 	p.Measurements = ms
+	if boot.Profile == attestation.ProfileTPM && len(p.TPMRoots) == 0 {
+		// A server verifying its own bundles pins its own AK.
+		ak, _, err := tpm.ParseAK(boot.Evidence)
+		if err != nil {
+			return p, err
+		}
+		p.TPMTrustedAKs = append(slices.Clone(p.TPMTrustedAKs), ak)
+	}
 	if boot.Profile == attestation.ProfileSEVSNPSim && !p.UnsafeTrustBundleSimulatedRoot {
 		ev, err := sevsnp.ParseEvidence(boot.Evidence)
 		if err != nil {

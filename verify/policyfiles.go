@@ -1,8 +1,15 @@
 package verify
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/acds-project/acds/attestation/manifest"
@@ -13,7 +20,8 @@ var ErrPolicyFiles = errors.New("verify: policy sources contradict each other")
 
 // PolicyFiles names a policy's trusted measurements as a command line or
 // a configuration file gives them (`acds verify --policy FILE
-// --manifest-key FILE --measurement HEX --allow-simulated`).
+// --manifest-key FILE --measurement HEX --tpm-ak FILE --tpm-ak-roots FILE
+// --allow-simulated`).
 type PolicyFiles struct {
 	// Manifest is the path of a reference-value manifest: signed (then
 	// ManifestKey is needed) or a JSON description trusted as given (see
@@ -26,6 +34,15 @@ type PolicyFiles struct {
 	// Measurements are code hashes in hex (ParseMeasurements): a policy
 	// without a manifest. Exclusive with Manifest. Zero value: none.
 	Measurements []string
+	// TPMAKs are paths of PEM public keys ("PUBLIC KEY", PKIX; ECDSA or
+	// RSA) of trusted TPM attestation keys (Policy.TPMTrustedAKs), such as
+	// the tpm-ak.pem a TPM server writes. Exclusive with TPMAKRoots. Zero
+	// value: none.
+	TPMAKs []string
+	// TPMAKRoots is the path of PEM certificates trusted to certify TPM
+	// attestation keys (Policy.TPMRoots), such as a cloud vTPM's AK CA.
+	// Zero value: none.
+	TPMAKRoots string
 	// UnsafeAllowSimulated accepts the simulated enclave of development
 	// servers: it sets UnsafeAllowSimulation,
 	// UnsafeTrustBundleSimulatedRoot and UnsafeTrustClaimedNotaryKey.
@@ -68,10 +85,96 @@ func LoadPolicy(f PolicyFiles, now func() time.Time) (Policy, string, error) {
 			source = "policy " + f.Manifest + " signed by " + m.Issuer
 		}
 	}
+	if len(f.TPMAKs) > 0 && f.TPMAKRoots != "" {
+		return Policy{}, "", fmt.Errorf("%w: pinned TPM attestation keys and AK certificate roots exclude each other", ErrPolicyFiles)
+	}
+	for _, path := range f.TPMAKs {
+		k, err := readPublicKey(path)
+		if err != nil {
+			return Policy{}, "", err
+		}
+		p.TPMTrustedAKs = append(p.TPMTrustedAKs, k)
+	}
+	if f.TPMAKRoots != "" {
+		roots, err := readCertificates(f.TPMAKRoots)
+		if err != nil {
+			return Policy{}, "", err
+		}
+		p.TPMRoots = roots
+	}
 	if f.UnsafeAllowSimulated {
 		p.UnsafeAllowSimulation = true
 		p.UnsafeTrustBundleSimulatedRoot = true
 		p.UnsafeTrustClaimedNotaryKey = true
 	}
 	return p, source, nil
+}
+
+// maxPEMFile bounds the key and certificate files LoadPolicy reads.
+const maxPEMFile = 1 << 20
+
+func readPEMFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxPEMFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxPEMFile)
+	}
+	return b, nil
+}
+
+// readPublicKey reads a PEM "PUBLIC KEY" (PKIX) that is an ECDSA or RSA
+// key: a TPM attestation key.
+func readPublicKey(path string) (crypto.PublicKey, error) {
+	b, err := readPEMFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("TPM attestation key: %w", err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf("TPM attestation key %s: not a PEM PUBLIC KEY", path)
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("TPM attestation key %s: %w", path, err)
+	}
+	switch k.(type) {
+	case *ecdsa.PublicKey, *rsa.PublicKey:
+		return k, nil
+	}
+	return nil, fmt.Errorf("TPM attestation key %s: a %T, want ECDSA or RSA", path, k)
+}
+
+// readCertificates reads one or more PEM certificates.
+func readCertificates(path string) ([]*x509.Certificate, error) {
+	b, err := readPEMFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("TPM AK roots: %w", err)
+	}
+	var certs []*x509.Certificate
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("TPM AK roots %s: %w", path, err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("TPM AK roots %s: no PEM certificate", path)
+	}
+	return certs, nil
 }

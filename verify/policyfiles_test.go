@@ -2,10 +2,17 @@ package verify_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,5 +95,53 @@ func TestLoadPolicy(t *testing.T) {
 	}
 	if _, _, err := verify.LoadPolicy(verify.PolicyFiles{Measurements: []string{"xy"}}, clock); err == nil {
 		t.Error("bad measurement accepted")
+	}
+}
+
+// --tpm-ak and --tpm-ak-roots: PEM keys and certificates become the
+// policy's TPM trust; bad files and both at once are errors.
+func TestLoadPolicyTPM(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	akFile := write("ak.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "AK CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	cert, _ := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	rootsFile := write("roots.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert}))
+	ms := []string{strings.Repeat("ab", 32)}
+
+	p, _, err := verify.LoadPolicy(verify.PolicyFiles{Measurements: ms, TPMAKs: []string{akFile}}, nil)
+	if err != nil || len(p.TPMTrustedAKs) != 1 || !k.PublicKey.Equal(p.TPMTrustedAKs[0]) {
+		t.Fatalf("--tpm-ak: %v", err)
+	}
+	if _, err := verify.New(p); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err = verify.LoadPolicy(verify.PolicyFiles{Measurements: ms, TPMAKRoots: rootsFile}, nil)
+	if err != nil || len(p.TPMRoots) != 1 {
+		t.Fatalf("--tpm-ak-roots: %v", err)
+	}
+	_, edPub, _ := ed25519.GenerateKey(rand.Reader)
+	edDER, _ := x509.MarshalPKIXPublicKey(edPub.Public())
+	for name, f := range map[string]verify.PolicyFiles{
+		"both":             {Measurements: ms, TPMAKs: []string{akFile}, TPMAKRoots: rootsFile},
+		"missing AK":       {Measurements: ms, TPMAKs: []string{filepath.Join(dir, "none.pem")}},
+		"AK not PEM":       {Measurements: ms, TPMAKs: []string{write("junk", []byte("junk"))}},
+		"AK a certificate": {Measurements: ms, TPMAKs: []string{rootsFile}},
+		"AK Ed25519":       {Measurements: ms, TPMAKs: []string{write("ed.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: edDER}))}},
+		"roots a key":      {Measurements: ms, TPMAKRoots: akFile},
+		"roots too large":  {Measurements: ms, TPMAKRoots: write("big.pem", make([]byte, 1<<20+1))},
+	} {
+		if _, _, err := verify.LoadPolicy(f, nil); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

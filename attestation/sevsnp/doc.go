@@ -1,19 +1,20 @@
-// Package sevsnp produces and checks AMD SEV-SNP evidence for ACDS.
+// Package sevsnp parses and checks AMD SEV-SNP evidence for ACDS.
 //
 // Evidence is a deterministic CBOR map carrying the raw 1184-byte
 // ATTESTATION_REPORT and the DER VCEK certificate that signed it (and, for the
 // simulated profile only, the ASK and ARK of the simulated chain).
 //
-// The package is split the way go-sev-guest splits itself (abi, client,
-// verify, validate), one file per layer:
+// The family is split the way go-sev-guest splits itself (abi, client,
+// verify, validate), one file per layer here and the device in a package
+// of its own:
 //
 //   - Bytes (evidence.go): [Evidence], [ParseEvidence] and
 //     [Evidence.Marshal] check sizes and encoding only, no cryptography.
-//   - Device (device.go): [Hardware] obtains extended reports inside a
-//     real SEV-SNP guest (configfs-tsm or /dev/sev-guest, through
-//     go-sev-guest's client) and derives sealing keys; [Open] starts an
-//     attestation.Enclave on it. It is the only code that touches the
-//     machine.
+//   - Device (package attestation/sevsnp/device): the attestation.Backend
+//     of a real SEV-SNP guest, which obtains extended reports
+//     (configfs-tsm or /dev/sev-guest, through go-sev-guest's client) and
+//     derives sealing keys. It is the only code that touches the machine;
+//     nothing in this package does.
 //   - Cryptographic checks (crypto.go): the VCEK chains to [Roots] (AMD's,
 //     embedded in go-sev-guest, or for simulation only the chain the
 //     evidence carries) at a given time and signed the report, with

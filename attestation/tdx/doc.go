@@ -1,12 +1,13 @@
-// Package tdx produces and verifies Intel TDX evidence: version 4 quotes
-// from a trust domain's TDX guest device, checked offline against the Intel
-// SGX Root CA embedded in this package.
+// Package tdx verifies Intel TDX evidence: version 4 quotes from a trust
+// domain's TDX guest device, checked offline against the Intel SGX Root CA
+// embedded in this package.
 //
-// The package keeps three things apart, in the manner of go-tdx-guest, on
+// The family keeps three things apart, in the manner of go-tdx-guest, on
 // which it is built:
 //
-//   - Quote obtains a raw quote from the device (configfs-tsm or
-//     /dev/tdx_guest). It is the only function that touches the machine.
+//   - Package attestation/tdx/device obtains raw quotes from the device
+//     (configfs-tsm or /dev/tdx_guest): the attestation.Backend of a TD. It
+//     is the only code that touches the machine; nothing here does.
 //   - Verify does the cryptography: the PCK certificate chain up to a
 //     trusted Intel root at an injected time, the quote signature by the
 //     attestation key, the QE report signature by the PCK key and the QE
@@ -39,7 +40,7 @@
 //
 // Every verification error is an *Error naming the failed Check, whose class
 // (ErrMalformed, ErrCertificate, ErrSignature, ErrCollateral, ErrTCB,
-// ErrPolicy, ErrNoDevice) is reachable with errors.Is:
+// ErrPolicy) is reachable with errors.Is:
 //
 //	ev, err := tdx.Verify(quote, tdx.Options{})
 //	var e *tdx.Error
@@ -47,8 +48,4 @@
 //
 // Quotes are limited to MaxQuoteSize bytes and each collateral part to
 // MaxCollateralSize.
-//
-// Note that go-tdx-guest's client package, imported for Quote, registers the
-// command-line flag -tdx_guest_device_path in the default flag set and
-// initialises its logger; this package never logs.
 package tdx

@@ -9,9 +9,6 @@ import (
 // *Error whose class is one of these, so callers can branch with errors.Is
 // and read the failed check with errors.As.
 var (
-	// ErrNoDevice: this machine has no TDX guest device (neither configfs-tsm
-	// nor /dev/tdx_guest); returned by Quote.
-	ErrNoDevice = errors.New("tdx: no TDX guest device")
 	// ErrMalformed: the quote could not be parsed, is too large, or has a
 	// layout this package does not accept.
 	ErrMalformed = errors.New("tdx: malformed quote")
@@ -35,7 +32,6 @@ type Check string
 
 // The checks, in the order Verify and Validate run them.
 const (
-	CheckDevice            Check = "device"              // Quote: obtaining the quote
 	CheckSize              Check = "size"                // quote length within MaxQuoteSize
 	CheckParse             Check = "parse"               // ABI layout of header, body and signed data
 	CheckTEEType           Check = "tee-type"            // header says TDX, quote version 4, ECDSA P-256 key

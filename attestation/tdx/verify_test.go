@@ -446,20 +446,3 @@ func TestCollateralLevelMatching(t *testing.T) {
 	_, err = Verify(sprQuote(t), Options{Now: at(pinned), Collateral: c})
 	wantErr(t, err, ErrSignature, CheckTCBInfo)
 }
-
-func TestQuoteWithoutDevice(t *testing.T) {
-	if _, err := os.Stat("/dev/tdx_guest"); err == nil {
-		t.Skip("this machine has a TDX guest device")
-	}
-	if _, err := os.Stat("/sys/kernel/config/tsm/report"); err == nil {
-		t.Skip("this machine has configfs-tsm")
-	}
-	_, err := Quote(t.Context(), [64]byte{})
-	var e *Error
-	if !errors.Is(err, ErrNoDevice) || !errors.As(err, &e) || e.Check != CheckDevice {
-		t.Fatalf("Quote without a device = %v, want ErrNoDevice", err)
-	}
-	if strings.Contains(err.Error(), "%!") {
-		t.Errorf("badly formatted error %q", err)
-	}
-}

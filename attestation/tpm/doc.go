@@ -1,11 +1,13 @@
-// Package tpm produces and verifies TPM 2.0 evidence: a quote over a nonce
-// by an attestation key (AK), the PCR values it covers and the TCG event log
-// that explains them, built on go-tpm-tools (client to attest, server to
-// verify).
+// Package tpm verifies TPM 2.0 evidence: a quote over a nonce by an
+// attestation key (AK), the PCR values it covers and the TCG event log
+// that explains them, built on go-tpm-tools' server package.
 //
-//   - Attest (machine side) loads the ECC P-256 AK of the owner hierarchy,
-//     quotes all PCR banks over the nonce and returns the protobuf-encoded
-//     go-tpm-tools Attestation, event log and AK certificate included.
+//   - Package attestation/tpm/device (machine side) is the
+//     attestation.Backend of a TPM: it quotes all PCR banks over the
+//     report data with the AK and returns the protobuf-encoded
+//     go-tpm-tools Attestation, event log and AK certificate included,
+//     and seals its key to the PCRs. It is the only code that talks to a
+//     TPM; nothing here does.
 //   - Verify (anyone, offline) checks that the AK is trusted — pinned in
 //     Options.TrustedAKs, or certified by a certificate chaining to
 //     Options.Roots at the injected time — and is a restricted signing key;
@@ -38,7 +40,7 @@
 //
 // Every failure is an *Error naming the Check that failed, with a class
 // (ErrMalformed, ErrNoTrust, ErrUntrustedAK, ErrSignature, ErrNonce, ErrPCR,
-// ErrEventLog, ErrDevice) reachable with errors.Is. Attestations are limited
+// ErrEventLog) reachable with errors.Is. Attestations are limited
 // to MaxAttestationSize bytes.
 //
 // # Tests
@@ -47,8 +49,4 @@
 // simulator. With `-tags tpmsim` (cgo and libssl-dev) the tests also drive
 // the simulator: attest, verify, and reject a wrong nonce, a tampered quote,
 // tampered PCRs, a diverging event log and untrusted AKs.
-//
-// Importing this package brings in go-tpm-tools' client, which imports
-// go-tdx-guest's client; the latter registers the -tdx_guest_device_path
-// flag in the default flag set.
 package tpm

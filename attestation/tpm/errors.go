@@ -26,16 +26,13 @@ var (
 	ErrPCR = errors.New("tpm: pcr mismatch")
 	// ErrEventLog: the TCG event log does not replay to the quoted PCRs.
 	ErrEventLog = errors.New("tpm: event log rejected")
-	// ErrDevice: the TPM could not make an attestation (Attest).
-	ErrDevice = errors.New("tpm: attestation failed")
 )
 
-// Check names one step of Attest or Verify.
+// Check names one step of Verify.
 type Check string
 
 // The checks, in the order Verify runs them.
 const (
-	CheckDevice         Check = "device"          // Attest: talking to the TPM
 	CheckSize           Check = "size"            // attestation within MaxAttestationSize
 	CheckParse          Check = "parse"           // protobuf, AK public area, TPMS_ATTEST
 	CheckTrust          Check = "trust"           // options name exactly one trust mechanism

@@ -14,11 +14,11 @@ import (
 )
 
 // Verify a TPM attestation offline with a pinned attestation key. The
-// attestation in testdata was made by tpm.Attest on the TPM reference
-// simulator; on a real machine it comes from
+// attestation in testdata was made on the TPM reference simulator; on a
+// real machine it comes from package attestation/tpm/device:
 //
-//	rw, err := tpm2.OpenTPM("/dev/tpmrm0") // github.com/google/go-tpm/legacy/tpm2
-//	att, err := tpm.Attest(rw, nonce)
+//	b, err := device.Open(ctx, device.Options{StateDir: dir}) // /dev/tpmrm0
+//	att, err := b.Quote(ctx, reportData)
 func ExampleVerify() {
 	att, _ := os.ReadFile("testdata/sim-attestation.pb")
 	nonceHex, _ := os.ReadFile("testdata/sim-nonce.hex")

@@ -120,7 +120,7 @@ type Evidence struct {
 	VerifiedAt time.Time
 }
 
-// Verify checks a go-tpm-tools attestation (as made by Attest) offline: the
+// Verify checks a go-tpm-tools attestation (as package device makes) offline: the
 // AK is pinned or certified by Options, is a restricted signing key, signed
 // the SHA-256-bank quote; the quote's qualifying data equals nonce; the PCR
 // values carried with it hash to the quoted digest and include every PCR of

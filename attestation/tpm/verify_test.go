@@ -335,20 +335,24 @@ func TestVerifyNegative(t *testing.T) {
 	}
 }
 
-// garbageTPM answers every command with bytes that are not a TPM response.
-type garbageTPM struct{ bytes.Buffer }
-
-func (g *garbageTPM) Read(p []byte) (int, error) {
-	return copy(p, []byte{0x80, 0x01, 0, 0, 0, 10, 0, 0, 0x01, 0x01}), nil
-}
-
-func TestAttestWithoutTPM(t *testing.T) {
-	_, err := Attest(&garbageTPM{}, []byte("nonce"))
-	var e *Error
-	if !errors.Is(err, ErrDevice) || !errors.As(err, &e) || e.Check != CheckDevice {
-		t.Fatalf("Attest on a non-TPM = %v, want ErrDevice", err)
+func TestParseAK(t *testing.T) {
+	v := simVectors(t)
+	ak, cert, err := ParseAK(v.att)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := Attest(&garbageTPM{}, nil); !errors.Is(err, ErrDevice) {
-		t.Fatalf("Attest with no nonce = %v, want ErrDevice", err)
+	if !sameKey(ak, v.ak) {
+		t.Fatal("ParseAK returned another key than the attestation's AK")
+	}
+	if cert != nil {
+		c, err := x509.ParseCertificate(cert)
+		if err != nil || !sameKey(c.PublicKey, ak) {
+			t.Fatalf("AK certificate: %v", err)
+		}
+	}
+	for _, bad := range [][]byte{{0xff}, make([]byte, MaxAttestationSize+1)} {
+		if _, _, err := ParseAK(bad); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%d bytes: %v", len(bad), err)
+		}
 	}
 }

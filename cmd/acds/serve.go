@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,8 @@ type serveFlags struct {
 	tlsCACert           string
 	tlsCAKey            string
 	logLevel            string
+	enclave             string
+	tpmDevice           string
 }
 
 func parseServeFlags(e env) (*serveFlags, error) {
@@ -61,10 +64,20 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.StringVar(&f.tlsCACert, "tls-ca-cert", "", "with --tls: PEM file of an operator CA certificate (then its chain) that issues the attested certificate instead of self-signing it")
 	fs.StringVar(&f.tlsCAKey, "tls-ca-key", "", "with --tls: PEM file of the operator CA's private key (not group/world-readable; needs --tls-ca-cert)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.enclave, "enclave", service.EnclaveAuto, "enclave backend: auto (the SEV-SNP, TDX or TPM hardware found, else simulated, with a warning), sev-snp, tdx, tpm or sev-snp-sim")
+	fs.StringVar(&f.tpmDevice, "tpm-device", "/dev/tpmrm0", "the TPM of --enclave tpm (and auto): a device `path`, or mssim://HOST:PORT for swtpm's TCP command port")
 	setUsage(fs, help{usage: []string{"acds serve [flags]"},
 		about: `
 Serves the ACDS v1 API, prints one line with the listen address once ready,
 and drains in-flight requests on SIGTERM or interrupt.
+
+--enclave chooses the TEE: SEV-SNP (configfs-tsm or /dev/sev-guest), TDX
+(configfs-tsm or /dev/tdx_guest), a TPM 2.0 (--tpm-device), or the simulated
+SEV-SNP enclave (keys in --data-dir; its bundles prove the code path, not
+hardware). auto uses the hardware found and otherwise simulates, saying so in
+the log and in the ready line. Hardware named but absent is a start-up error.
+TDX offers no sealing key: credentials last one boot. A TPM server writes its
+attestation key to <data-dir>/tpm-ak.pem, for acds verify --tpm-ak.
 
 With --tls the certificate carries the enclave's boot evidence and is
 self-signed, or issued by an operator CA with --tls-ca-cert and --tls-ca-key;
@@ -101,6 +114,9 @@ client authentication. The file is checked at start; keys are never logged.`,
 	}
 	if _, err := parseLogLevel(f.logLevel); err != nil {
 		return nil, err
+	}
+	if !slices.Contains(service.EnclaveKinds(), f.enclave) {
+		return nil, fmt.Errorf("--enclave %q: want one of %s", f.enclave, strings.Join(service.EnclaveKinds(), ", "))
 	}
 	switch {
 	case f.store == "", f.store == "sqlite", strings.HasPrefix(f.store, "sqlite:"),
@@ -268,6 +284,8 @@ func serviceOptions(f *serveFlags) (service.Options, *attestation.Issuer, error)
 		Notary:              f.notary,
 		AllowPrivatePortals: f.allowPrivatePortals,
 		TLS:                 f.tls,
+		EnclaveKind:         f.enclave,
+		TPMDevice:           f.tpmDevice,
 		Server:              server.Config{Workers: f.workers, RateLimit: f.rateLimit, Retention: retentionConfig(f.retention)},
 	}
 	if f.rateLimit == 0 {

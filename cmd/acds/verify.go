@@ -50,11 +50,14 @@ func runVerify(ctx context.Context, e env) int {
 	outputFile := flags.String("output", "", "the output the bundle attests, as saved or pretty-printed; its digest must be the attested outputDigest (acds.OutputBytes, as POST /v1/verify); default none: the output is not checked")
 	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object; default off: a text report")
 	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT) instead of a BUNDLE; default none")
+	var tpmAKs fileList
+	flags.Var(&tpmAKs, "tpm-ak", "trust the TPM attestation key in `FILE` (PEM public key, repeatable; e.g. the tpm-ak.pem a TPM server writes), for tpm bundles; exclusive with --tpm-ak-roots; default none")
+	tpmAKRoots := flags.String("tpm-ak-roots", "", "PEM `FILE` of roots that certify TPM attestation keys (a cloud vTPM's AK CA), for tpm bundles; default none (tpm bundles need --tpm-ak or this)")
 	var measurements hexList
 	flags.Var(&measurements, "measurement", "allow the code hash `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
 	setUsage(flags, help{usage: []string{
-		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]",
-		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--allow-simulated] [--json]"},
+		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--output FILE] [--json]",
+		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]"},
 		about: `
 Verifies an attestation bundle offline (BUNDLE is a file holding it as base64
 or raw CBOR, - for standard input), or with --server a running server's
@@ -92,6 +95,8 @@ unreadable input or (with --server) connection error.`})
 		Manifest:             *policyFile,
 		ManifestKey:          *manifestKey,
 		Measurements:         measurements,
+		TPMAKs:               tpmAKs,
+		TPMAKRoots:           *tpmAKRoots,
 		UnsafeAllowSimulated: *allowSim,
 	}, time.Now)
 	switch {
@@ -211,6 +216,19 @@ func verifyServer(ctx context.Context, e env, rawURL string, ch *attested.Checke
 
 // hexList is a repeatable flag of code hashes, checked as they are given.
 type hexList []string
+
+// fileList is a repeatable flag of file names.
+type fileList []string
+
+func (l *fileList) String() string { return strings.Join(*l, ",") }
+
+func (l *fileList) Set(s string) error {
+	if s == "" {
+		return fmt.Errorf("empty file name")
+	}
+	*l = append(*l, s)
+	return nil
+}
 
 func (h *hexList) String() string { return strings.Join(*h, ",") }
 

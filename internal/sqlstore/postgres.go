@@ -279,8 +279,8 @@ func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
 		return err
 	}
 	created := store.StoredTime(r.CreatedAt)
-	_, err := p.pool.Exec(ctx, `INSERT INTO requests (id, owner, kind, status, input, sealed, created_at, updated_at)
-		VALUES ($1, $2, $3, 'processing', $4, $5, $6, $6)`, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, created)
+	_, err := p.pool.Exec(ctx, `INSERT INTO requests (id, owner, kind, status, input, sealed, affinity, created_at, updated_at)
+		VALUES ($1, $2, $3, 'processing', $4, $5, $6, $7, $7)`, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, r.Affinity, created)
 	if err != nil {
 		return p.err("create request", err)
 	}
@@ -288,13 +288,13 @@ func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
 }
 
 const pgRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
-	lease_owner, lease_until, created_at, updated_at, completed_at, erased_at`
+	lease_owner, lease_until, created_at, updated_at, completed_at, erased_at, affinity`
 
 func scanPgRequest(row pgx.Row) (store.Request, error) {
 	var r store.Request
 	var leaseUntil, completedAt, erasedAt *time.Time
 	err := row.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
-		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt, &erasedAt)
+		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt, &erasedAt, &r.Affinity)
 	if err != nil {
 		return store.Request{}, err
 	}
@@ -391,7 +391,8 @@ func (p *Postgres) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 			var attempts int
 			err := tx.QueryRow(ctx, `SELECT id, attempts FROM requests
 				WHERE status = 'processing' AND (lease_until IS NULL OR lease_until <= $1)
-				ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`, o.Now).Scan(&id, &attempts)
+				AND ($2 = '' OR affinity = '' OR affinity = $2)
+				ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`, o.Now, o.Affinity).Scan(&id, &attempts)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -399,7 +400,7 @@ func (p *Postgres) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 				return err
 			}
 			if o.MaxAttempts > 0 && attempts >= o.MaxAttempts {
-				if _, err := tx.Exec(ctx, `UPDATE requests SET status = 'failed', error = $1, sealed = NULL,
+				if _, err := tx.Exec(ctx, `UPDATE requests SET status = 'failed', error = $1, sealed = NULL, affinity = '',
 					lease_owner = '', lease_until = NULL, updated_at = $2, completed_at = $2 WHERE id = $3`,
 					o.Exhausted, o.Now, id); err != nil {
 					return err
@@ -452,7 +453,7 @@ func (p *Postgres) finish(ctx context.Context, id, worker, status, col string, v
 	if id == "" || worker == "" {
 		return store.ErrLeaseLost
 	}
-	tag, err := p.pool.Exec(ctx, `UPDATE requests SET status = $1, `+col+` = $2, sealed = NULL,
+	tag, err := p.pool.Exec(ctx, `UPDATE requests SET status = $1, `+col+` = $2, sealed = NULL, affinity = '',
 		lease_owner = '', lease_until = NULL, updated_at = $3, completed_at = $3
 		WHERE id = $4 AND lease_owner = $5 AND status = 'processing'`, status, val, store.StoredTime(now), id, worker)
 	if err != nil {
@@ -466,7 +467,7 @@ func (p *Postgres) finish(ctx context.Context, id, worker, status, col string, v
 
 // EraseSealedBefore implements [Store].
 func (p *Postgres) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
-	tag, err := p.pool.Exec(ctx, "UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < $1", store.StoredTime(t))
+	tag, err := p.pool.Exec(ctx, "UPDATE requests SET sealed = NULL, affinity = '' WHERE sealed IS NOT NULL AND created_at < $1", store.StoredTime(t))
 	if err != nil {
 		return 0, p.err("erase sealed", err)
 	}

@@ -698,9 +698,9 @@ func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
 	created := store.StoredTime(r.CreatedAt).UnixMicro()
 	input, codec := s.codecs.compress(r.Input) // here, in parallel, not in the writer
 	return s.write(ctx, true, func(w *writeConn) error {
-		_, err := w.exec(`INSERT INTO requests (id, owner, kind, status, input, input_codec, sealed, created_at, updated_at)
-			VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?)`,
-			r.ID, r.Owner, r.Kind, input, codec, r.Sealed, created, created)
+		_, err := w.exec(`INSERT INTO requests (id, owner, kind, status, input, input_codec, sealed, affinity, created_at, updated_at)
+			VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Owner, r.Kind, input, codec, r.Sealed, r.Affinity, created, created)
 		if sqliteConflict(err) {
 			return store.ErrConflict
 		}
@@ -712,7 +712,7 @@ func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
 }
 
 const sqliteRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
-	lease_owner, lease_until, created_at, updated_at, completed_at, input_codec, result_codec, erased_at`
+	lease_owner, lease_until, created_at, updated_at, completed_at, input_codec, result_codec, erased_at, affinity`
 
 // storedRequest is a request as scanned, its input and result possibly
 // still compressed.
@@ -742,7 +742,7 @@ func scanSQLiteRequest(sc scanner) (storedRequest, error) {
 	var leaseUntil, completedAt, erasedAt sql.NullInt64
 	var created, updated int64
 	err := sc.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
-		&r.LeaseOwner, &leaseUntil, &created, &updated, &completedAt, &sr.inputCodec, &sr.resultCodec, &erasedAt)
+		&r.LeaseOwner, &leaseUntil, &created, &updated, &completedAt, &sr.inputCodec, &sr.resultCodec, &erasedAt, &r.Affinity)
 	if err != nil {
 		return storedRequest{}, err
 	}
@@ -880,7 +880,8 @@ func (s *SQLite) Claim(ctx context.Context, o store.ClaimOptions) (*store.Reques
 			var attempts int
 			err := w.queryRow(`SELECT id, attempts FROM requests
 				WHERE status = 'processing' AND (lease_until IS NULL OR lease_until <= ?)
-				ORDER BY created_at, id LIMIT 1`, now).Scan(&id, &attempts)
+				AND (? = '' OR affinity = '' OR affinity = ?)
+				ORDER BY created_at, id LIMIT 1`, now, o.Affinity, o.Affinity).Scan(&id, &attempts)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
@@ -888,7 +889,7 @@ func (s *SQLite) Claim(ctx context.Context, o store.ClaimOptions) (*store.Reques
 				return fmt.Errorf("store: claim: %w", err)
 			}
 			if o.MaxAttempts > 0 && attempts >= o.MaxAttempts {
-				if _, err := w.exec(`UPDATE requests SET status = 'failed', error = ?, sealed = NULL,
+				if _, err := w.exec(`UPDATE requests SET status = 'failed', error = ?, sealed = NULL, affinity = '',
 					lease_owner = '', lease_until = NULL, updated_at = ?, completed_at = ? WHERE id = ?`,
 					o.Exhausted, now, now, id); err != nil {
 					return fmt.Errorf("store: claim: fail exhausted request: %w", err)
@@ -952,7 +953,7 @@ func (s *SQLite) finish(ctx context.Context, id, worker, status, set string, now
 	args := append([]any{status}, vals...)
 	args = append(args, t, t, id, worker)
 	return s.write(ctx, true, func(w *writeConn) error {
-		res, err := w.exec(`UPDATE requests SET status = ?, `+set+`, sealed = NULL,
+		res, err := w.exec(`UPDATE requests SET status = ?, `+set+`, sealed = NULL, affinity = '',
 			lease_owner = '', lease_until = NULL, updated_at = ?, completed_at = ?
 			WHERE id = ? AND lease_owner = ? AND status = 'processing'`, args...)
 		if err != nil {
@@ -966,7 +967,7 @@ func (s *SQLite) finish(ctx context.Context, id, worker, status, set string, now
 func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
 	var n int64
 	err := s.write(ctx, true, func(w *writeConn) error {
-		res, err := w.exec("UPDATE requests SET sealed = NULL WHERE sealed IS NOT NULL AND created_at < ?",
+		res, err := w.exec("UPDATE requests SET sealed = NULL, affinity = '' WHERE sealed IS NOT NULL AND created_at < ?",
 			store.StoredTime(t).UnixMicro())
 		if err != nil {
 			return fmt.Errorf("store: erase sealed: %w", err)

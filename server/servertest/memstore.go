@@ -240,6 +240,7 @@ func (m *MemStore) CreateRequest(ctx context.Context, r store.Request) error {
 		Status:    acds.StatusProcessing,
 		Input:     slices.Clone(r.Input),
 		Sealed:    slices.Clone(r.Sealed),
+		Affinity:  r.Affinity,
 		CreatedAt: created,
 		UpdatedAt: created,
 	}
@@ -348,6 +349,9 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 			if r.Status != acds.StatusProcessing || (!r.LeaseUntil.IsZero() && r.LeaseUntil.After(now)) {
 				continue
 			}
+			if o.Affinity != "" && r.Affinity != "" && r.Affinity != o.Affinity {
+				continue
+			}
 			if oldest == nil || newer(oldest, r) {
 				oldest = r
 			}
@@ -358,7 +362,7 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 		if o.MaxAttempts > 0 && oldest.Attempts >= o.MaxAttempts {
 			oldest.Status = acds.StatusFailed
 			oldest.Error = slices.Clone(o.Exhausted)
-			oldest.Sealed = nil
+			oldest.Sealed, oldest.Affinity = nil, ""
 			oldest.LeaseOwner, oldest.LeaseUntil = "", time.Time{}
 			oldest.UpdatedAt, oldest.CompletedAt = now, now
 			continue
@@ -408,7 +412,7 @@ func (m *MemStore) end(ctx context.Context, id, worker, status string, result, p
 	now = dbOptTime(now)
 	r.Status = status
 	r.Result, r.Error = slices.Clone(result), slices.Clone(problem)
-	r.Sealed = nil
+	r.Sealed, r.Affinity = nil, ""
 	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 	r.UpdatedAt, r.CompletedAt = now, now
 	return nil
@@ -434,7 +438,7 @@ func (m *MemStore) EraseSealedBefore(ctx context.Context, t time.Time) (int, err
 	n := 0
 	for _, r := range m.requests {
 		if r.Sealed != nil && r.CreatedAt.Before(t) {
-			r.Sealed = nil
+			r.Sealed, r.Affinity = nil, ""
 			n++
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"QueueStats", testQueueStats},
 		{"EraseEndedBefore", testEraseEndedBefore},
 		{"RevokeSessions", testRevokeSessions},
+		{"ClaimAffinity", testClaimAffinity},
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"CanceledContext", testCanceledContext},
@@ -849,6 +851,72 @@ func testEraseSealedBefore(t *testing.T, s store.Store) {
 	n, err = s.EraseSealedBefore(ctx, T0.Add(90*time.Minute))
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// testClaimAffinity: a request with an affinity is claimed only by workers
+// of that affinity (or of none), until erasing its sealed credentials
+// frees it for any worker; the affinity is stored and read back.
+func testClaimAffinity(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	a := NewRequest("anon-a", T0)
+	a.Kind, a.Sealed, a.Affinity = acds.KindFetchAndAttest, []byte("sealed by A"), "replica-a"
+	require.NoError(t, s.CreateRequest(ctx, a))
+	got, err := s.GetRequest(ctx, "anon-a", a.ID)
+	require.NoError(t, err)
+	require.Equal(t, "replica-a", got.Affinity)
+
+	o := claimOpts("worker-b", T0.Add(time.Second))
+	o.Affinity = "replica-b"
+	c, err := s.Claim(ctx, o)
+	require.NoError(t, err)
+	require.Nil(t, c, "replica B claimed a request reserved for replica A")
+
+	// A request without an affinity is anyone's.
+	plain := NewRequest("anon-a", T0.Add(time.Millisecond))
+	require.NoError(t, s.CreateRequest(ctx, plain))
+	c, err = s.Claim(ctx, o)
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	require.Equal(t, plain.ID, c.ID)
+	require.NoError(t, s.Complete(ctx, plain.ID, "worker-b", []byte(`{}`), T0.Add(time.Second)))
+
+	oa := claimOpts("worker-a", T0.Add(time.Second))
+	oa.Affinity = "replica-a"
+	c, err = s.Claim(ctx, oa)
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	require.Equal(t, a.ID, c.ID)
+	require.Equal(t, a.Sealed, c.Sealed)
+
+	// A's worker is gone: once the lease runs out B still may not claim it,
+	// until the credentials are erased; then B claims it without them.
+	later := T0.Add(2 * time.Minute)
+	o.Now = later
+	c, err = s.Claim(ctx, o)
+	require.NoError(t, err)
+	require.Nil(t, c)
+	n, err := s.EraseSealedBefore(ctx, later)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	c, err = s.Claim(ctx, o)
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	require.Equal(t, a.ID, c.ID)
+	require.Empty(t, c.Sealed)
+	require.Empty(t, c.Affinity)
+
+	// A worker without an affinity claims anything; an oversized affinity
+	// is invalid.
+	d := NewRequest("anon-a", T0.Add(2*time.Millisecond))
+	d.Affinity = "replica-c"
+	require.NoError(t, s.CreateRequest(ctx, d))
+	c, err = s.Claim(ctx, claimOpts("worker-any", later))
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	require.Equal(t, d.ID, c.ID)
+	long := NewRequest("anon-a", T0)
+	long.Affinity = strings.Repeat("x", store.MaxIDLen+1)
+	require.ErrorIs(t, s.CreateRequest(ctx, long), store.ErrInvalid)
 }
 
 func testConcurrentCreate(t *testing.T, s store.Store) {
