@@ -246,4 +246,8 @@ type Attestation struct {
 	// the built-in enclaves), exactly as every attestation bundle embeds it,
 	// for offline verification of the server itself.
 	Boot []byte `json:"boot,omitempty"`
+	// TPMAKPublicKey is, for the tpm profile, the attestation key that
+	// signed the evidence, as a PEM public key (DESIGN §3): what a verifier
+	// pins with `acds verify --tpm-ak` after checking it out of band.
+	TPMAKPublicKey string `json:"tpmAkPublicKey,omitempty"`
 }

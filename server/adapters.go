@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
 	"encoding/hex"
 	"fmt"
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/sevsnp"
+	"github.com/acds-project/acds/attestation/tpm"
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/verify"
 )
@@ -82,10 +85,22 @@ func (s attestationEnclave) BootEvidence() acds.Attestation {
 	a := acds.Attestation{Profile: b.Profile, Measurement: hex.EncodeToString(s.e.Measurement()),
 		Evidence: b.Evidence, Certificates: [][]byte{}, SigningKey: b.SigningKey, TLSKey: b.TLSKey, BootNonce: b.Nonce,
 		Boot: s.e.MarshalBootEvidence()}
-	if ev, err := sevsnp.ParseEvidence(b.Evidence); err == nil {
-		for _, c := range [][]byte{ev.VCEK, ev.ASK, ev.ARK} {
-			if len(c) > 0 {
-				a.Certificates = append(a.Certificates, c)
+	switch b.Profile {
+	case attestation.ProfileSEVSNP, attestation.ProfileSEVSNPSim:
+		if ev, err := sevsnp.ParseEvidence(b.Evidence); err == nil {
+			for _, c := range [][]byte{ev.VCEK, ev.ASK, ev.ARK} {
+				if len(c) > 0 {
+					a.Certificates = append(a.Certificates, c)
+				}
+			}
+		}
+	case attestation.ProfileTPM:
+		if ak, cert, err := tpm.ParseAK(b.Evidence); err == nil {
+			if der, err := x509.MarshalPKIXPublicKey(ak); err == nil {
+				a.TPMAKPublicKey = string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+			}
+			if cert != nil {
+				a.Certificates = append(a.Certificates, cert)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -49,6 +50,19 @@ func TestTPMService(t *testing.T) {
 	svc, c := open(t, service.Options{DataDir: dir, Enclave: b, TLS: true})
 	if h, err := c.Health(ctx); err != nil || h.Enclave != attestation.ProfileTPM {
 		t.Fatalf("health: %+v %v", h, err)
+	}
+	// GET /v1/attestation publishes the AK the server wrote to its data
+	// directory (DESIGN §3 tpmAkPublicKey).
+	att, err := c.Attestation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, err := os.ReadFile(filepath.Join(dir, service.TPMAKFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att.TPMAKPublicKey == "" || att.TPMAKPublicKey != string(published) {
+		t.Fatalf("tpmAkPublicKey %q, the data directory's %q", att.TPMAKPublicKey, published)
 	}
 	c, _ = session(t, ctx, c)
 	rec := process(t, ctx, c, acds.OutputFHIRR4)
