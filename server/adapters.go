@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/x509"
-	"encoding/pem"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 
 	"github.com/acds-project/acds"
