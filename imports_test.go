@@ -31,6 +31,20 @@ func TestImportRules(t *testing.T) {
 			t.Error(v)
 		}
 	}
+	// Examples show what a user of the module can write: they import
+	// public packages only (what those use inside is theirs).
+	out, err = exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./examples/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, d := range fields[1:] {
+			if strings.HasPrefix(d, mod+"/internal/") {
+				t.Errorf("%s imports %s: examples use public packages only", fields[0], d)
+			}
+		}
+	}
 }
 
 // importViolations lists the rules pkg breaks by depending on deps.
@@ -65,6 +79,45 @@ func importViolations(mod, pkg string, deps []string) []string {
 	if !strings.HasPrefix(rel, "cmd/") && !strings.HasPrefix(rel, "examples/") && !slices.Contains([]string{"cmd", "examples"}, rel) {
 		forbid("library packages never import cmd", func(d string) bool { return under(d, "cmd") })
 	}
+	// The floors of DESIGN §2: what each lower package may build on
+	// (transitively), besides itself and the standard library. The root
+	// acds — the one home of the wire's constants (problem codes, system
+	// types, formats, statuses) — is allowed to every floor, so no floor
+	// declares them again; internal/jsonscan is a leaf helper.
+	floors := []struct {
+		dir  string
+		may  []string
+		rule string
+	}{
+		{"attestation", []string{"attestation"}, "attestation builds on nothing of ours but the wire's constants"},
+		{"mpctls", []string{"mpctls"}, "mpctls builds on nothing of ours"},
+		{"fhir", []string{"fhir"}, "fhir builds on nothing of ours but the wire's constants"},
+		{"store", []string{"store"}, "store builds on nothing of ours but the wire's constants"},
+		{"portal", []string{"portal", "fhir", "mpctls", "internal/jsonscan"}, "portal may import fhir and mpctls"},
+		{"verify", []string{"verify", "attestation", "mpctls", "fhir"}, "verify may import attestation, mpctls and fhir"},
+		{"client", []string{"client", "verify", "attestation", "mpctls", "fhir"}, "client may import verify"},
+	}
+	for _, f := range floors {
+		if !under(pkg, f.dir) {
+			continue
+		}
+		forbid(f.rule, func(d string) bool {
+			if !strings.HasPrefix(d, mod+"/") {
+				return false // the standard library, third parties and the root acds
+			}
+			for _, ok := range f.may {
+				if under(d, ok) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if under(pkg, "verify") || under(pkg, "client") {
+		forbid("offline verification never links a device driver", func(d string) bool {
+			return strings.HasPrefix(d, mod+"/attestation/") && strings.HasSuffix(d, "/device")
+		})
+	}
 	return bad
 }
 
@@ -82,6 +135,13 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{mod + "/verify", mod + "/client"},
 		{mod + "/server", mod + "/client"},
 		{mod + "/portal", mod + "/cmd/acds"},
+		{mod + "/portal", mod + "/server"},
+		{mod + "/fhir", mod + "/portal"},
+		{mod + "/mpctls/prover", mod + "/portal"},
+		{mod + "/attestation/tpm", mod + "/store"},
+		{mod + "/store", mod + "/server"},
+		{mod + "/verify", mod + "/attestation/tpm/device"},
+		{mod + "/verify", mod + "/portal"},
 	} {
 		if len(importViolations(mod, tc.pkg, []string{tc.dep})) == 0 {
 			t.Errorf("%s importing %s passes", tc.pkg, tc.dep)
@@ -92,6 +152,10 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{mod + "/server", mod + "/internal/sqlstore"},
 		{mod + "/server", mod + "/verify"},
 		{mod + "/client", mod + "/verify"},
+		{mod + "/fhir", mod},
+		{mod + "/portal", mod + "/mpctls/prover"},
+		{mod + "/verify", mod + "/attestation/tpm"},
+		{mod + "/store", mod},
 	} {
 		if v := importViolations(mod, tc.pkg, []string{tc.dep}); len(v) != 0 {
 			t.Errorf("%s importing %s refused: %v", tc.pkg, tc.dep, v)
