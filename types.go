@@ -138,6 +138,12 @@ type Result struct {
 	OutputDigest string          `json:"outputDigest"`
 	// AttestationBundle is the attestation bundle (CBOR), base64 (std) encoded.
 	AttestationBundle string `json:"attestationBundle"`
+	// DisclosureKey (extension) is the secret, base64 (std), from which
+	// the salts of the output's entry commitment derive: keep it to
+	// disclose entries later (`acds disclose`). It is never in the
+	// attestation bundle; anyone holding it and the output can disclose
+	// any entry. Present for OutputFHIRR4 and OutputFHIRR4Deidentified.
+	DisclosureKey string `json:"disclosureKey,omitempty"`
 }
 
 // Request is the record of GET /v1/requests/{id}.
@@ -191,9 +197,15 @@ type RequestList struct {
 // present, is the output JSON as in Result.Output, or a pretty-printed or
 // re-escaped copy of it ([OutputBytes] recovers the digested bytes); the
 // verifier then also checks that its digest matches the signed claims.
+//
+// Disclosure (extension), when present, is a disclosure as `acds
+// disclose` writes it (DESIGN §9): the verifier then also checks that
+// every entry it shows is under the signed commitment. Its bundle must be
+// AttestationBundle.
 type VerifyRequest struct {
 	AttestationBundle string          `json:"attestationBundle"`
-	Output            json.RawMessage `json:"output,omitempty"` // extension
+	Output            json.RawMessage `json:"output,omitempty"`     // extension
+	Disclosure        json.RawMessage `json:"disclosure,omitempty"` // extension
 }
 
 // VerifyDetails are the details of a verification.
@@ -209,6 +221,35 @@ type VerifyDetails struct {
 	PortalHost   string    `json:"portalHost,omitempty"`
 	// Reasons lists every check that failed and every relaxation that applied.
 	Reasons []string `json:"reasons"`
+	// BundleVersion (extension) is the bundle format version.
+	BundleVersion int `json:"bundleVersion,omitempty"`
+	// Entries (extension) is the signed commitment to the output's
+	// entries, for selective disclosure (DESIGN §9).
+	Entries *VerifyEntries `json:"entries,omitempty"`
+	// Query (extension) is the attested FHIRPath query of an
+	// OutputFHIRPath output.
+	Query *VerifyQuery `json:"query,omitempty"`
+	// Disclosed (extension) lists the entries a verified disclosure shows,
+	// in output order; present only when a disclosure was checked.
+	Disclosed []DisclosedEntry `json:"disclosed,omitempty"`
+}
+
+// VerifyEntries is the signed commitment to an output's entries.
+type VerifyEntries struct {
+	Count int    `json:"count"` // number of entries of the output
+	Root  string `json:"root"`  // hex of the RFC 6962 tree head
+}
+
+// VerifyQuery is an attested query as the signed claims state it.
+type VerifyQuery struct {
+	Expression   string `json:"expression"`   // the FHIRPath expression
+	RecordDigest string `json:"recordDigest"` // "sha256:<hex>" of the normalised record it ran on
+}
+
+// DisclosedEntry names one entry of a verified disclosure.
+type DisclosedEntry struct {
+	Index int    `json:"index"`         // position in the output Bundle
+	Ref   string `json:"ref,omitempty"` // "ResourceType/id" of its resource
 }
 
 // VerifyResponse is the 200 response of POST /v1/verify. Valid is true only

@@ -617,6 +617,10 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "verification is not available on this server (no verifier built in); use `acds verify` offline"))
 		return
 	}
+	if len(req.Disclosure) > 0 && string(req.Disclosure) != "null" {
+		s.verifyDisclosure(w, r, bundle, req.Disclosure, output != nil) // disclose.go
+		return
+	}
 	res, err := s.cfg.Verifier.Verify(r.Context(), bundle, output)
 	if errors.Is(err, ErrMalformedBundle) {
 		writeProblem(w, fieldProblem("attestationBundle", "not an attestation bundle: "+err.Error()))

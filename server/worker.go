@@ -313,6 +313,12 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 	claims.OutputFormat = format
 	claims.OutputDigest = out.Digest
 	claims.IssuedAt = now
+	entries, disclosureKey, err := commitEntries(format, out.JSON)
+	if err != nil {
+		s.log.Error("entry commitment failed", "request_id", id, "err", err)
+		return nil, acds.NewProblem(acds.ProblemInternal, "FHIR processing failed unexpectedly"), nil
+	}
+	claims.Entries = entries
 	bundle, err := s.cfg.Enclave.Attest(ctx, claims, statements)
 	if err != nil {
 		if s.workCtx.Err() != nil {
@@ -323,7 +329,7 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 	}
 	return &acds.Result{
 		OutputFormat: format, Output: out.JSON, OutputDigest: out.Digest,
-		AttestationBundle: base64Std(bundle),
+		AttestationBundle: base64Std(bundle), DisclosureKey: disclosureKey,
 	}, nil, nil
 }
 
@@ -350,5 +356,9 @@ func resultRecord(r *acds.Result) []byte {
 	b = append(append(b, o...), r.Output...)
 	b = append(append(b, d...), digest...)
 	b = append(append(b, a...), bundle...)
+	if r.DisclosureKey != "" {
+		key, _ := marshal(r.DisclosureKey)
+		b = append(append(b, `,"disclosureKey":`...), key...)
+	}
 	return append(b, '}')
 }
