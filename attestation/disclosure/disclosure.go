@@ -31,6 +31,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 )
 
 // Sizes.
@@ -99,13 +100,8 @@ type Commitment struct {
 
 // Salt returns the salt of entry index under key.
 func Salt(key []byte, index int) [SaltSize]byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("acds/v1/disclosure-salt\x00"))
-	var i [8]byte
-	binary.BigEndian.PutUint64(i[:], uint64(index))
-	m.Write(i[:])
 	var out [SaltSize]byte
-	m.Sum(out[:0])
+	saltOf(hmac.New(sha256.New, key), index, out[:0])
 	return out
 }
 
@@ -124,11 +120,27 @@ func leaves(key []byte, entries [][]byte) ([][HashSize]byte, error) {
 		return nil, fmt.Errorf("%w: %d entries, at most %d", ErrTooLarge, len(entries), MaxEntries)
 	}
 	ls := make([][HashSize]byte, len(entries))
+	m := hmac.New(sha256.New, key) // Reset keeps the keyed state
+	h := sha256.New()
+	var salt [SaltSize]byte
 	for i, e := range entries {
-		ls[i] = leafHash(saltBytes(key, i), e)
+		m.Reset()
+		saltOf(m, i, salt[:0])
+		ls[i] = leafHashWith(h, salt[:], e)
 	}
 	return ls, nil
 }
+
+// saltOf writes the salt of entry index with the keyed HMAC m to dst.
+func saltOf(m hash.Hash, index int, dst []byte) []byte {
+	var msg [len(saltLabel) + 8]byte
+	copy(msg[:], saltLabel)
+	binary.BigEndian.PutUint64(msg[len(saltLabel):], uint64(index))
+	m.Write(msg[:])
+	return m.Sum(dst)
+}
+
+const saltLabel = "acds/v1/disclosure-salt\x00"
 
 func saltBytes(key []byte, i int) []byte {
 	s := Salt(key, i)
@@ -143,6 +155,13 @@ func Commit(key, output []byte) (Commitment, error) {
 	if err != nil {
 		return Commitment{}, err
 	}
+	return CommitEntries(key, entries)
+}
+
+// CommitEntries is Commit for a producer that already holds the entries'
+// canonical bytes, in order (for example from its encoder), and so need
+// not scan the output for them.
+func CommitEntries(key []byte, entries [][]byte) (Commitment, error) {
 	if len(entries) == 0 {
 		return Commitment{}, ErrNoEntries
 	}

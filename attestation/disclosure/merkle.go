@@ -2,6 +2,7 @@ package disclosure
 
 import (
 	"crypto/sha256"
+	"hash"
 	"math/bits"
 )
 
@@ -11,9 +12,15 @@ const HashSize = sha256.Size
 // leafHash is SHA-256(0x00 ‖ salt ‖ entry): the RFC 6962 leaf hash of the
 // salted entry.
 func leafHash(salt, entry []byte) [HashSize]byte {
-	h := sha256.New()
-	h.Write([]byte{0x00})
-	h.Write(salt)
+	return leafHashWith(sha256.New(), salt, entry)
+}
+
+// leafHashWith is leafHash with a SHA-256 state to reuse (reset here).
+func leafHashWith(h hash.Hash, salt, entry []byte) [HashSize]byte {
+	h.Reset()
+	var prefix [1 + SaltSize]byte // one write for 0x00 ‖ salt
+	n := copy(prefix[1:], salt)
+	h.Write(prefix[:1+n])
 	h.Write(entry)
 	var out [HashSize]byte
 	h.Sum(out[:0])
