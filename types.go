@@ -29,10 +29,22 @@ const (
 	// OutputFHIRR4Deidentified is OutputFHIRR4 de-identified under HIPAA
 	// Safe Harbor.
 	OutputFHIRR4Deidentified = "fhir_r4_deidentified"
+	// OutputFHIRPath (extension, DESIGN §9) is the result of the request's
+	// FHIRPath query over the normalised record: a FHIR Parameters
+	// resource holding the expression and one result parameter per value.
+	OutputFHIRPath = "fhirpath"
 )
 
-// OutputFormats returns the supported output formats.
+// OutputFormats returns the output formats that transform a whole record
+// (SPEC's). SupportedOutputFormats adds the query format.
 func OutputFormats() []string { return []string{OutputFHIRR4, OutputFHIRR4Deidentified} }
+
+// SupportedOutputFormats returns every output format a request may name:
+// OutputFormats and OutputFHIRPath.
+func SupportedOutputFormats() []string { return append(OutputFormats(), OutputFHIRPath) }
+
+// MaxQueryLen is the longest FHIRPath query a request may carry, in bytes.
+const MaxQueryLen = 4096
 
 // Portal system types (DESIGN §6).
 const (
@@ -94,6 +106,7 @@ type FetchAndAttestRequest struct {
 	Password     string `json:"password"`               // portal password
 	RecordID     string `json:"recordId"`               // the patient id at the portal
 	OutputFormat string `json:"outputFormat,omitempty"` // extension: one of OutputFormats, default OutputFHIRR4
+	Query        string `json:"query,omitempty"`        // extension: the FHIRPath query of OutputFHIRPath
 }
 
 // String describes the request without its credentials.
@@ -116,9 +129,13 @@ func (r FetchAndAttestRequest) LogValue() slog.Value {
 // ProcessRequest is the body of POST /v1/process (SPEC §2.3): Data is a
 // FHIR R4 Bundle (or a single resource) as a JSON object, to process inside
 // the enclave; OutputFormat is one of OutputFormats and required.
+//
+// Query (extension) is the FHIRPath expression of OutputFHIRPath (at most
+// MaxQueryLen bytes), required with it and refused with other formats.
 type ProcessRequest struct {
-	Data         json.RawMessage `json:"data"`         // a JSON object
-	OutputFormat string          `json:"outputFormat"` // one of OutputFormats
+	Data         json.RawMessage `json:"data"`            // a JSON object
+	OutputFormat string          `json:"outputFormat"`    // one of OutputFormats
+	Query        string          `json:"query,omitempty"` // extension
 }
 
 // Accepted is the 202 response of POST /v1/fetch-and-attest and

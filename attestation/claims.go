@@ -66,9 +66,6 @@ type QueryClaim struct {
 	RecordDigest string
 }
 
-// MaxQueryLen is the longest query expression claims carry, in bytes.
-const MaxQueryLen = 4096
-
 // Source is the provenance part of [Claims].
 type Source struct {
 	// Kind is acds.SourceRaw or acds.SourceMPCTLS.
@@ -220,8 +217,8 @@ func (w *wireClaims) check() error {
 		}
 	}
 	if q := w.Query; q != nil {
-		if q.Expression == "" || len(q.Expression) > MaxQueryLen {
-			return malformed("claims", "query.expression", fmt.Sprintf("want 1 to %d bytes", MaxQueryLen))
+		if q.Expression == "" || len(q.Expression) > acds.MaxQueryLen {
+			return malformed("claims", "query.expression", fmt.Sprintf("want 1 to %d bytes", acds.MaxQueryLen))
 		}
 		if err := checkDigest("query.recordDigest", q.RecordDigest); err != nil {
 			return err

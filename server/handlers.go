@@ -197,6 +197,7 @@ type processInput struct {
 	OutputFormat string          `json:"outputFormat"`
 	Data         json.RawMessage `json:"data"`
 	LegacyBundle json.RawMessage `json:"bundle,omitempty"`
+	Query        string          `json:"query,omitempty"` // query.go
 }
 
 // bundle returns the submitted FHIR data.
@@ -214,12 +215,13 @@ type fetchInput struct {
 	PortalURL    string `json:"portalUrl"`
 	RecordID     string `json:"recordId"`
 	OutputFormat string `json:"outputFormat"`
+	Query        string `json:"query,omitempty"` // query.go
 }
 
 func unsupportedFormat(f string) *acds.Problem {
 	p := acds.NewProblem(acds.ProblemUnsupportedOutputFormat,
-		fmt.Sprintf("outputFormat %q is not supported; supported: %s", f, strings.Join(acds.OutputFormats(), ", ")))
-	p.Errors = []acds.FieldError{{Field: "outputFormat", Message: "must be one of " + strings.Join(acds.OutputFormats(), ", ")}}
+		fmt.Sprintf("outputFormat %q is not supported; supported: %s", f, strings.Join(acds.SupportedOutputFormats(), ", ")))
+	p.Errors = []acds.FieldError{{Field: "outputFormat", Message: "must be one of " + strings.Join(acds.SupportedOutputFormats(), ", ")}}
 	return p
 }
 
@@ -260,8 +262,12 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if !slices.Contains(acds.OutputFormats(), req.OutputFormat) {
+	if !slices.Contains(acds.SupportedOutputFormats(), req.OutputFormat) {
 		writeProblem(w, unsupportedFormat(req.OutputFormat))
+		return
+	}
+	if p := queryProblem(req.OutputFormat, req.Query); p != nil { // query.go
+		writeProblem(w, p)
 		return
 	}
 	// A request bound to fail is never accepted: without a pipeline or an
@@ -343,8 +349,12 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if !slices.Contains(acds.OutputFormats(), req.OutputFormat) {
+	if !slices.Contains(acds.SupportedOutputFormats(), req.OutputFormat) {
 		writeProblem(w, unsupportedFormat(req.OutputFormat))
+		return
+	}
+	if p := queryProblem(req.OutputFormat, req.Query); p != nil { // query.go
+		writeProblem(w, p)
 		return
 	}
 	// A request bound to fail is never accepted: without the parts a
@@ -359,7 +369,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, s.admitProblem(err, req.Username, req.Password))
 		return
 	}
-	input, err := json.Marshal(fetchInput{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID, OutputFormat: req.OutputFormat})
+	input, err := json.Marshal(fetchInput{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID, OutputFormat: req.OutputFormat, Query: req.Query})
 	if err != nil {
 		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "encoding the request failed"))
 		return

@@ -192,3 +192,35 @@ func TestVerifyDisclosure(t *testing.T) {
 		t.Errorf("garbage: %v", err)
 	}
 }
+
+// An attested query's claims are reported: expression and record digest.
+func TestVerifyReportsQuery(t *testing.T) {
+	f := getFixture(t)
+	out := []byte(`{"parameter":[{"name":"expression","valueString":"Patient.birthDate"},{"name":"result","valueDate":"1931-07-04"}],"resourceType":"Parameters"}`)
+	q := &attestation.QueryClaim{Expression: "Patient.birthDate", RecordDigest: attestation.Digest([]byte("record"))}
+	raw, err := f.enclave.Attest(context.Background(), attestation.Claims{
+		RequestID: "req-query", OutputFormat: acds.OutputFHIRPath, OutputDigest: attestation.Digest(out),
+		Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest(nil)}, Query: q,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := mustNew(t, f.policy()).VerifyOutput(raw, out)
+	if err != nil || !r.Valid {
+		t.Fatalf("%v %v", err, r.Reasons())
+	}
+	d := r.Response().Details
+	if d.Query == nil || d.Query.Expression != q.Expression || d.Query.RecordDigest != q.RecordDigest || d.Entries != nil {
+		t.Fatalf("details %+v", d)
+	}
+	// The query is signed: another expression in the claims fails.
+	b, _ := attestation.ParseBundle(raw)
+	b.Statement = bytes.Replace(b.Statement, []byte("Patient.birthDate"), []byte("Patient.deathDate"), 1)
+	tampered, err := b.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := mustNew(t, f.policy()).Verify(tampered); err != nil || r.Valid || !hasFailure(r, verify.ErrSignature) {
+		t.Fatalf("tampered query verified: %v", err)
+	}
+}
