@@ -33,6 +33,9 @@ const (
 	// FHIRPath query over the normalised record: a FHIR Parameters
 	// resource holding the expression and one result parameter per value.
 	OutputFHIRPath = "fhirpath"
+	// OutputFHIRR4IPS (extension, DESIGN §9) is an International Patient
+	// Summary: a FHIR R4 document Bundle built from the normalised record.
+	OutputFHIRR4IPS = "fhir_r4_ips"
 )
 
 // OutputFormats returns the output formats that transform a whole record
@@ -40,8 +43,10 @@ const (
 func OutputFormats() []string { return []string{OutputFHIRR4, OutputFHIRR4Deidentified} }
 
 // SupportedOutputFormats returns every output format a request may name:
-// OutputFormats and OutputFHIRPath.
-func SupportedOutputFormats() []string { return append(OutputFormats(), OutputFHIRPath) }
+// OutputFormats, OutputFHIRR4IPS and OutputFHIRPath.
+func SupportedOutputFormats() []string {
+	return append(OutputFormats(), OutputFHIRR4IPS, OutputFHIRPath)
+}
 
 // MaxQueryLen is the longest FHIRPath query a request may carry, in bytes.
 const MaxQueryLen = 4096
@@ -159,7 +164,8 @@ type Result struct {
 	// the salts of the output's entry commitment derive: keep it to
 	// disclose entries later (`acds disclose`). It is never in the
 	// attestation bundle; anyone holding it and the output can disclose
-	// any entry. Present for OutputFHIRR4 and OutputFHIRR4Deidentified.
+	// any entry. Present for OutputFHIRR4, OutputFHIRR4Deidentified and
+	// OutputFHIRR4IPS.
 	DisclosureKey string `json:"disclosureKey,omitempty"`
 }
 

@@ -121,6 +121,9 @@ func Process(input []byte, opts Options) (*Output, error) {
 	if format == acds.OutputFHIRPath {
 		return processQuery(input, opts) // query.go
 	}
+	if format == acds.OutputFHIRR4IPS {
+		return processIPS(input, opts) // ips.go
+	}
 	if format != acds.OutputFHIRR4 && format != acds.OutputFHIRR4Deidentified {
 		return nil, fmt.Errorf("%w: %q (supported: %v)", ErrUnsupportedFormat, format, acds.SupportedOutputFormats())
 	}

@@ -23,7 +23,7 @@ import (
 // whose output is not a Bundle of record entries, and a Bundle without
 // entries, get no commitment.
 func commitEntries(format string, output []byte) (*attestation.EntryCommitment, string, error) {
-	if format != acds.OutputFHIRR4 && format != acds.OutputFHIRR4Deidentified {
+	if format != acds.OutputFHIRR4 && format != acds.OutputFHIRR4Deidentified && format != acds.OutputFHIRR4IPS {
 		return nil, "", nil
 	}
 	key := make([]byte, disclosure.KeySize)

@@ -93,3 +93,26 @@ func TestProcessQuery(t *testing.T) {
 		t.Fatalf("over the limits: %+v", req.Error)
 	}
 }
+
+// fhir_r4_ips through POST /v1/process: a document Bundle, committed entry
+// by entry like the other Bundle formats.
+func TestProcessIPS(t *testing.T) {
+	h := newHarness(t, func(c *server.Config) { c.Pipeline = server.FHIRPipeline{} })
+	tok := h.anon().Token
+	data, err := os.ReadFile("../fhir/testdata/golden/transaction.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"data": json.RawMessage(data), "outputFormat": "fhir_r4_ips"})
+	resp, body := h.do("POST", "/v1/process", tok, b)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var acc acds.Accepted
+	_ = json.Unmarshal(body, &acc)
+	req := h.wait(tok, acc.RequestID, 10*time.Second)
+	if req.Status != acds.StatusCompleted || req.Result.OutputFormat != acds.OutputFHIRR4IPS || req.Result.DisclosureKey == "" ||
+		!strings.Contains(string(req.Result.Output), `"type":"document"`) || !strings.Contains(string(req.Result.Output), `"code":"60591-5"`) {
+		t.Fatalf("request %+v", req)
+	}
+}
