@@ -27,14 +27,14 @@ type ipsComposition struct {
 	Type         struct {
 		Coding []struct{ System, Code string } `json:"coding"`
 	} `json:"type"`
-	Subject struct{ Reference string } `json:"subject"`
+	Subject struct{ Reference string }   `json:"subject"`
 	Author  []struct{ Reference string } `json:"author"`
 	Date    string                       `json:"date"`
 	Section []struct {
 		Code struct {
 			Coding []struct{ Code string } `json:"coding"`
 		} `json:"code"`
-		Text        struct{ Div string } `json:"text"`
+		Text        struct{ Div string }         `json:"text"`
 		Entry       []struct{ Reference string } `json:"entry"`
 		EmptyReason json.RawMessage              `json:"emptyReason"`
 	} `json:"section"`
