@@ -29,10 +29,27 @@ const (
 	// OutputFHIRR4Deidentified is OutputFHIRR4 de-identified under HIPAA
 	// Safe Harbor.
 	OutputFHIRR4Deidentified = "fhir_r4_deidentified"
+	// OutputFHIRPath (extension, DESIGN §9) is the result of the request's
+	// FHIRPath query over the normalised record: a FHIR Parameters
+	// resource holding the expression and one result parameter per value.
+	OutputFHIRPath = "fhirpath"
+	// OutputFHIRR4IPS (extension, DESIGN §9) is an International Patient
+	// Summary: a FHIR R4 document Bundle built from the normalised record.
+	OutputFHIRR4IPS = "fhir_r4_ips"
 )
 
-// OutputFormats returns the supported output formats.
+// OutputFormats returns the output formats that transform a whole record
+// (SPEC's). SupportedOutputFormats adds the query format.
 func OutputFormats() []string { return []string{OutputFHIRR4, OutputFHIRR4Deidentified} }
+
+// SupportedOutputFormats returns every output format a request may name:
+// OutputFormats, OutputFHIRR4IPS and OutputFHIRPath.
+func SupportedOutputFormats() []string {
+	return append(OutputFormats(), OutputFHIRR4IPS, OutputFHIRPath)
+}
+
+// MaxQueryLen is the longest FHIRPath query a request may carry, in bytes.
+const MaxQueryLen = 4096
 
 // Portal system types (DESIGN §6).
 const (
@@ -94,6 +111,7 @@ type FetchAndAttestRequest struct {
 	Password     string `json:"password"`               // portal password
 	RecordID     string `json:"recordId"`               // the patient id at the portal
 	OutputFormat string `json:"outputFormat,omitempty"` // extension: one of OutputFormats, default OutputFHIRR4
+	Query        string `json:"query,omitempty"`        // extension: the FHIRPath query of OutputFHIRPath
 }
 
 // String describes the request without its credentials.
@@ -116,9 +134,13 @@ func (r FetchAndAttestRequest) LogValue() slog.Value {
 // ProcessRequest is the body of POST /v1/process (SPEC §2.3): Data is a
 // FHIR R4 Bundle (or a single resource) as a JSON object, to process inside
 // the enclave; OutputFormat is one of OutputFormats and required.
+//
+// Query (extension) is the FHIRPath expression of OutputFHIRPath (at most
+// MaxQueryLen bytes), required with it and refused with other formats.
 type ProcessRequest struct {
-	Data         json.RawMessage `json:"data"`         // a JSON object
-	OutputFormat string          `json:"outputFormat"` // one of OutputFormats
+	Data         json.RawMessage `json:"data"`            // a JSON object
+	OutputFormat string          `json:"outputFormat"`    // one of OutputFormats
+	Query        string          `json:"query,omitempty"` // extension
 }
 
 // Accepted is the 202 response of POST /v1/fetch-and-attest and
@@ -138,6 +160,13 @@ type Result struct {
 	OutputDigest string          `json:"outputDigest"`
 	// AttestationBundle is the attestation bundle (CBOR), base64 (std) encoded.
 	AttestationBundle string `json:"attestationBundle"`
+	// DisclosureKey (extension) is the secret, base64 (std), from which
+	// the salts of the output's entry commitment derive: keep it to
+	// disclose entries later (`acds disclose`). It is never in the
+	// attestation bundle; anyone holding it and the output can disclose
+	// any entry. Present for OutputFHIRR4, OutputFHIRR4Deidentified and
+	// OutputFHIRR4IPS.
+	DisclosureKey string `json:"disclosureKey,omitempty"`
 }
 
 // Request is the record of GET /v1/requests/{id}.
@@ -191,9 +220,15 @@ type RequestList struct {
 // present, is the output JSON as in Result.Output, or a pretty-printed or
 // re-escaped copy of it ([OutputBytes] recovers the digested bytes); the
 // verifier then also checks that its digest matches the signed claims.
+//
+// Disclosure (extension), when present, is a disclosure as `acds
+// disclose` writes it (DESIGN §9): the verifier then also checks that
+// every entry it shows is under the signed commitment. Its bundle must be
+// AttestationBundle.
 type VerifyRequest struct {
 	AttestationBundle string          `json:"attestationBundle"`
-	Output            json.RawMessage `json:"output,omitempty"` // extension
+	Output            json.RawMessage `json:"output,omitempty"`     // extension
+	Disclosure        json.RawMessage `json:"disclosure,omitempty"` // extension
 }
 
 // VerifyDetails are the details of a verification.
@@ -209,6 +244,35 @@ type VerifyDetails struct {
 	PortalHost   string    `json:"portalHost,omitempty"`
 	// Reasons lists every check that failed and every relaxation that applied.
 	Reasons []string `json:"reasons"`
+	// BundleVersion (extension) is the bundle format version.
+	BundleVersion int `json:"bundleVersion,omitempty"`
+	// Entries (extension) is the signed commitment to the output's
+	// entries, for selective disclosure (DESIGN §9).
+	Entries *VerifyEntries `json:"entries,omitempty"`
+	// Query (extension) is the attested FHIRPath query of an
+	// OutputFHIRPath output.
+	Query *VerifyQuery `json:"query,omitempty"`
+	// Disclosed (extension) lists the entries a verified disclosure shows,
+	// in output order; present only when a disclosure was checked.
+	Disclosed []DisclosedEntry `json:"disclosed,omitempty"`
+}
+
+// VerifyEntries is the signed commitment to an output's entries.
+type VerifyEntries struct {
+	Count int    `json:"count"` // number of entries of the output
+	Root  string `json:"root"`  // hex of the RFC 6962 tree head
+}
+
+// VerifyQuery is an attested query as the signed claims state it.
+type VerifyQuery struct {
+	Expression   string `json:"expression"`   // the FHIRPath expression
+	RecordDigest string `json:"recordDigest"` // "sha256:<hex>" of the normalised record it ran on
+}
+
+// DisclosedEntry names one entry of a verified disclosure.
+type DisclosedEntry struct {
+	Index int    `json:"index"`         // position in the output Bundle
+	Ref   string `json:"ref,omitempty"` // "ResourceType/id" of its resource
 }
 
 // VerifyResponse is the 200 response of POST /v1/verify. Valid is true only

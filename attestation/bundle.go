@@ -7,9 +7,23 @@ import (
 	"fmt"
 )
 
-// BundleVersion is the only bundle format version this package writes and
-// accepts.
-const BundleVersion = 1
+// BundleVersion is the bundle format version this package writes. Version
+// 2 added optional claims (Claims.Entries, Claims.Query); ParseBundle
+// also accepts version 1 bundles, whose claims carry neither, and refuses
+// any other version with ErrUnsupportedVersion. A verifier built before
+// version 2 refuses version 2 bundles as malformed ("version 2, want 1").
+const BundleVersion = 2
+
+// BundleVersion1 is the first bundle format version, still accepted.
+const BundleVersion1 = 1
+
+// ErrUnsupportedVersion marks a bundle of a format version this build does
+// not read. It also matches ErrMalformed.
+var ErrUnsupportedVersion = fmt.Errorf("%w: unsupported version", ErrMalformed)
+
+// bootEvidenceVersion is the version field of boot evidence, whose layout
+// has not changed since version 1.
+const bootEvidenceVersion = 1
 
 // Size limits for untrusted input. A bundle over MaxBundleSize is rejected
 // before it is parsed.
@@ -158,7 +172,7 @@ func ParseBundle(data []byte) (*Bundle, error) {
 // bundle layout without statement and notary statements).
 func (b *BootEvidence) Marshal() ([]byte, error) {
 	w := wireBundle{
-		Version:    BundleVersion,
+		Version:    bootEvidenceVersion,
 		Profile:    b.Profile,
 		Evidence:   b.Evidence,
 		SigningKey: b.SigningKey,
@@ -192,8 +206,11 @@ func ParseBootEvidence(data []byte) (*BootEvidence, error) {
 
 func checkWire(w *wireBundle, isBundle bool) error {
 	const s = "bundle"
-	if w.Version != BundleVersion {
-		return malformed(s, "version", fmt.Sprintf("version %d, want %d", w.Version, BundleVersion))
+	switch {
+	case isBundle && (w.Version == BundleVersion1 || w.Version == BundleVersion):
+	case !isBundle && w.Version == bootEvidenceVersion:
+	default:
+		return &FieldError{Struct: s, Field: "version", Reason: fmt.Sprintf("unsupported version %d", w.Version), Err: ErrUnsupportedVersion}
 	}
 	if !KnownProfile(w.Profile) {
 		return &FieldError{Struct: s, Field: "profile", Reason: fmt.Sprintf("unknown profile %q", w.Profile), Err: ErrUnsupportedProfile}

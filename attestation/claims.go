@@ -37,6 +37,33 @@ type Claims struct {
 	// in-process notary. Verifiers trust it only when their policy says so
 	// (a development relaxation).
 	NotaryKey []byte
+	// Entries, when set, commits to the output's entries one by one
+	// (selective disclosure, package attestation/disclosure). Bundle
+	// version 2 and later only.
+	Entries *EntryCommitment
+	// Query, when set, says the output (OutputDigest) is the result of a
+	// FHIRPath query over a normalised record. Bundle version 2 and later
+	// only.
+	Query *QueryClaim
+}
+
+// EntryCommitment is the Merkle commitment to an output's entries: the
+// RFC 6962 tree head over salted leaves, one per Bundle entry in order.
+type EntryCommitment struct {
+	// Root is the 32-byte tree head.
+	Root []byte
+	// Count is the number of entries (leaves), at least 1.
+	Count int
+}
+
+// QueryClaim binds an attested query: its text and the record it ran on.
+// The result is the output, whose digest is the claims' OutputDigest.
+type QueryClaim struct {
+	// Expression is the FHIRPath expression as submitted.
+	Expression string
+	// RecordDigest is "sha256:<hex>" of the canonical JSON of the
+	// normalised record (the fhir_r4 output) the query was evaluated on.
+	RecordDigest string
 }
 
 // Source is the provenance part of [Claims].
@@ -61,13 +88,25 @@ type Session struct {
 }
 
 type wireClaims struct {
-	RequestID    string     `cbor:"1,keyasint"`
-	OutputFormat string     `cbor:"2,keyasint"`
-	OutputDigest string     `cbor:"3,keyasint"`
-	Source       wireSource `cbor:"4,keyasint"`
-	IssuedAt     int64      `cbor:"5,keyasint"`
-	Measurement  []byte     `cbor:"6,keyasint"`
-	NotaryKey    []byte     `cbor:"7,keyasint,omitempty"`
+	RequestID    string       `cbor:"1,keyasint"`
+	OutputFormat string       `cbor:"2,keyasint"`
+	OutputDigest string       `cbor:"3,keyasint"`
+	Source       wireSource   `cbor:"4,keyasint"`
+	IssuedAt     int64        `cbor:"5,keyasint"`
+	Measurement  []byte       `cbor:"6,keyasint"`
+	NotaryKey    []byte       `cbor:"7,keyasint,omitempty"`
+	Entries      *wireEntries `cbor:"8,keyasint,omitempty"`
+	Query        *wireQuery   `cbor:"9,keyasint,omitempty"`
+}
+
+type wireEntries struct {
+	Root  []byte `cbor:"1,keyasint"`
+	Count int    `cbor:"2,keyasint"`
+}
+
+type wireQuery struct {
+	Expression   string `cbor:"1,keyasint"`
+	RecordDigest string `cbor:"2,keyasint"`
 }
 
 type wireSource struct {
@@ -114,6 +153,12 @@ func (c *Claims) toWire() (*wireClaims, error) {
 		Measurement:  c.Measurement,
 		NotaryKey:    c.NotaryKey,
 	}
+	if c.Entries != nil {
+		w.Entries = &wireEntries{Root: c.Entries.Root, Count: c.Entries.Count}
+	}
+	if c.Query != nil {
+		w.Query = &wireQuery{Expression: c.Query.Expression, RecordDigest: c.Query.RecordDigest}
+	}
 	for _, s := range c.Source.Sessions {
 		w.Source.Sessions = append(w.Source.Sessions, wireSession(s))
 	}
@@ -129,6 +174,12 @@ func (w *wireClaims) toClaims() *Claims {
 		IssuedAt:     time.Unix(w.IssuedAt, 0).UTC(),
 		Measurement:  w.Measurement,
 		NotaryKey:    w.NotaryKey,
+	}
+	if w.Entries != nil {
+		c.Entries = &EntryCommitment{Root: w.Entries.Root, Count: w.Entries.Count}
+	}
+	if w.Query != nil {
+		c.Query = &QueryClaim{Expression: w.Query.Expression, RecordDigest: w.Query.RecordDigest}
 	}
 	for _, s := range w.Source.Sessions {
 		c.Source.Sessions = append(c.Source.Sessions, Session(s))
@@ -156,6 +207,22 @@ func (w *wireClaims) check() error {
 	}
 	if len(w.NotaryKey) != 0 && len(w.NotaryKey) != 32 {
 		return malformed("claims", "notaryKey", "want a 32-byte Ed25519 public key")
+	}
+	if e := w.Entries; e != nil {
+		if len(e.Root) != 32 {
+			return malformed("claims", "entries.root", "want a 32-byte SHA-256 tree head")
+		}
+		if e.Count < 1 || e.Count > 1<<24 {
+			return malformed("claims", "entries.count", "want 1 to 16777216 entries")
+		}
+	}
+	if q := w.Query; q != nil {
+		if q.Expression == "" || len(q.Expression) > acds.MaxQueryLen {
+			return malformed("claims", "query.expression", fmt.Sprintf("want 1 to %d bytes", acds.MaxQueryLen))
+		}
+		if err := checkDigest("query.recordDigest", q.RecordDigest); err != nil {
+			return err
+		}
 	}
 	switch w.Source.Kind {
 	case acds.SourceRaw:

@@ -74,6 +74,12 @@ type Options struct {
 	// BaseURL + "/" + type + "/" + id so that the rewritten relative
 	// references resolve. Zero means DefaultBaseURL.
 	BaseURL string
+	// Query is the FHIRPath expression of acds.OutputFHIRPath (see
+	// query.go); unused by other formats.
+	Query string
+	// QueryLimits bound a query's evaluation; zero fields take the
+	// defaults of QueryLimits.
+	QueryLimits QueryLimits
 }
 
 // DefaultBaseURL is the fullUrl base used when Options.BaseURL is empty.
@@ -88,6 +94,9 @@ type Output struct {
 	Digest    string            // "sha256:" + hex SHA-256 of JSON
 	Outcome   *OperationOutcome // validation findings on the input (warnings only, since it passed)
 	Resources int               // entries in the output, the Provenance included
+	// RecordDigest is, for acds.OutputFHIRPath, the digest of the
+	// normalised record (the acds.OutputFHIRR4 output) the query ran on.
+	RecordDigest string
 }
 
 // Process validates input (one FHIR R4 resource or Bundle, JSON), then
@@ -109,8 +118,14 @@ func Process(input []byte, opts Options) (*Output, error) {
 	if format == "" {
 		format = acds.OutputFHIRR4
 	}
+	if format == acds.OutputFHIRPath {
+		return processQuery(input, opts) // query.go
+	}
+	if format == acds.OutputFHIRR4IPS {
+		return processIPS(input, opts) // ips.go
+	}
 	if format != acds.OutputFHIRR4 && format != acds.OutputFHIRR4Deidentified {
-		return nil, fmt.Errorf("%w: %q (supported: %v)", ErrUnsupportedFormat, format, acds.OutputFormats())
+		return nil, fmt.Errorf("%w: %q (supported: %v)", ErrUnsupportedFormat, format, acds.SupportedOutputFormats())
 	}
 	if format == acds.OutputFHIRR4Deidentified && len(opts.DeidentKey) < 32 {
 		return nil, ErrKey

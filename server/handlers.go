@@ -209,6 +209,7 @@ type processInput struct {
 	OutputFormat string          `json:"outputFormat"`
 	Data         json.RawMessage `json:"data"`
 	LegacyBundle json.RawMessage `json:"bundle,omitempty"`
+	Query        string          `json:"query,omitempty"` // query.go
 }
 
 // bundle returns the submitted FHIR data.
@@ -226,12 +227,13 @@ type fetchInput struct {
 	PortalURL    string `json:"portalUrl"`
 	RecordID     string `json:"recordId"`
 	OutputFormat string `json:"outputFormat"`
+	Query        string `json:"query,omitempty"` // query.go
 }
 
 func unsupportedFormat(f string) *acds.Problem {
 	p := acds.NewProblem(acds.ProblemUnsupportedOutputFormat,
-		fmt.Sprintf("outputFormat %q is not supported; supported: %s", f, strings.Join(acds.OutputFormats(), ", ")))
-	p.Errors = []acds.FieldError{{Field: "outputFormat", Message: "must be one of " + strings.Join(acds.OutputFormats(), ", ")}}
+		fmt.Sprintf("outputFormat %q is not supported; supported: %s", f, strings.Join(acds.SupportedOutputFormats(), ", ")))
+	p.Errors = []acds.FieldError{{Field: "outputFormat", Message: "must be one of " + strings.Join(acds.SupportedOutputFormats(), ", ")}}
 	return p
 }
 
@@ -272,8 +274,12 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if !slices.Contains(acds.OutputFormats(), req.OutputFormat) {
+	if !slices.Contains(acds.SupportedOutputFormats(), req.OutputFormat) {
 		writeProblem(w, unsupportedFormat(req.OutputFormat))
+		return
+	}
+	if p := queryProblem(req.OutputFormat, req.Query); p != nil { // query.go
+		writeProblem(w, p)
 		return
 	}
 	// A request bound to fail is never accepted: without a pipeline or an
@@ -355,8 +361,12 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if !slices.Contains(acds.OutputFormats(), req.OutputFormat) {
+	if !slices.Contains(acds.SupportedOutputFormats(), req.OutputFormat) {
 		writeProblem(w, unsupportedFormat(req.OutputFormat))
+		return
+	}
+	if p := queryProblem(req.OutputFormat, req.Query); p != nil { // query.go
+		writeProblem(w, p)
 		return
 	}
 	// A request bound to fail is never accepted: without the parts a
@@ -371,7 +381,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, s.admitProblem(err, req.Username, req.Password))
 		return
 	}
-	input, err := json.Marshal(fetchInput{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID, OutputFormat: req.OutputFormat})
+	input, err := json.Marshal(fetchInput{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID, OutputFormat: req.OutputFormat, Query: req.Query})
 	if err != nil {
 		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "encoding the request failed"))
 		return
@@ -634,6 +644,10 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.Verifier == nil {
 		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "verification is not available on this server (no verifier built in); use `acds verify` offline"))
+		return
+	}
+	if len(req.Disclosure) > 0 && string(req.Disclosure) != "null" {
+		s.verifyDisclosure(w, r, bundle, req.Disclosure, output != nil) // disclose.go
 		return
 	}
 	res, err := s.cfg.Verifier.Verify(r.Context(), bundle, output)

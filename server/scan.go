@@ -77,6 +77,18 @@ func decodeProcessRequest(body []byte, dst *acds.ProcessRequest) *acds.Problem {
 				return fieldProblem("outputFormat", "must be a string")
 			}
 			dst.OutputFormat = s
+		case "query": // extension (DESIGN §9)
+			if m.value[0] != '"' {
+				if string(m.value) == "null" {
+					continue
+				}
+				return fieldProblem("query", "must be a string, not "+jsonKindOf(m.value[0]))
+			}
+			var s string
+			if err := jsonscan.DecodeString(m.value, &s); err != nil {
+				return fieldProblem("query", "must be a string")
+			}
+			dst.Query = s
 		default:
 			return fieldProblem(name, "unknown field")
 		}

@@ -177,7 +177,7 @@ func (s *Server) attemptProcess(ctx context.Context, req *store.Request) (*acds.
 		return nil, p, nil
 	}
 	data := in.bundle()
-	claims := attestation.Claims{Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: sha256Digest(data)}}
+	claims := attestation.Claims{Source: attestation.Source{Kind: acds.SourceRaw, InputDigest: sha256Digest(data)}, Query: queryClaim(in.Query)}
 	return s.finish(ctx, req.ID, in.OutputFormat, data, acds.SourceRaw, claims, nil)
 }
 
@@ -222,7 +222,9 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 		return nil, acds.NewProblem(acds.ProblemPortalUnavailable, "fetching the record from the portal failed: "+detail), nil
 	}
 	s.metrics.fetchOutcome(in.SystemType, "ok", len(fetched.NotaryStatements))
-	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, mpctlsClaims(fetched), fetched.NotaryStatements)
+	claims := mpctlsClaims(fetched)
+	claims.Query = queryClaim(in.Query) // query.go
+	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, claims, fetched.NotaryStatements)
 }
 
 // mpctlsClaims are the claims of a fetched record: one session for each
@@ -298,13 +300,18 @@ func (s *Server) missingParts(fetch bool) *acds.Problem {
 // finish runs the pipeline and the enclave over input and builds the result.
 func (s *Server) finish(ctx context.Context, id, format string, input []byte, source string, claims attestation.Claims, statements [][]byte) (*acds.Result, *acds.Problem, error) {
 	now := s.cfg.Now()
-	out, err := s.cfg.Pipeline.Process(ctx, input, fhir.Options{
-		Format: format, Source: source, Measurement: s.cfg.Enclave.Measurement(), Now: now,
-	})
+	opts := fhir.Options{Format: format, Source: source, Measurement: s.cfg.Enclave.Measurement(), Now: now}
+	if claims.Query != nil {
+		opts.Query = claims.Query.Expression
+	}
+	out, err := s.cfg.Pipeline.Process(ctx, input, opts)
 	if err != nil {
 		var inv *fhir.InvalidError
 		if errors.As(err, &inv) {
 			return nil, invalidFHIRProblem(inv), nil
+		}
+		if p := queryFailed(err); p != nil { // query.go
+			return nil, p, nil
 		}
 		if s.workCtx.Err() != nil {
 			return nil, nil, errAbandon
@@ -319,6 +326,17 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 	claims.OutputFormat = format
 	claims.OutputDigest = out.Digest
 	claims.IssuedAt = now
+	entries, disclosureKey, err := commitEntries(format, out.JSON)
+	if err != nil {
+		s.log.Error("entry commitment failed", "request_id", id, "err", err)
+		return nil, acds.NewProblem(acds.ProblemInternal, "FHIR processing failed unexpectedly"), nil
+	}
+	claims.Entries = entries
+	if claims.Query != nil {
+		q := *claims.Query
+		q.RecordDigest = out.RecordDigest
+		claims.Query = &q
+	}
 	bundle, err := s.cfg.Enclave.Attest(ctx, claims, statements)
 	if err != nil {
 		if s.workCtx.Err() != nil {
@@ -329,7 +347,7 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 	}
 	return &acds.Result{
 		OutputFormat: format, Output: out.JSON, OutputDigest: out.Digest,
-		AttestationBundle: base64Std(bundle),
+		AttestationBundle: base64Std(bundle), DisclosureKey: disclosureKey,
 	}, nil, nil
 }
 
@@ -356,5 +374,9 @@ func resultRecord(r *acds.Result) []byte {
 	b = append(append(b, o...), r.Output...)
 	b = append(append(b, d...), digest...)
 	b = append(append(b, a...), bundle...)
+	if r.DisclosureKey != "" {
+		key, _ := marshal(r.DisclosureKey)
+		b = append(append(b, `,"disclosureKey":`...), key...)
+	}
 	return append(b, '}')
 }

@@ -90,6 +90,14 @@ type Result struct {
 	Failures []*Failure
 	// Relaxations lists every weakening of the policy that applied.
 	Relaxations []string
+
+	// BundleVersion is the bundle's format version.
+	BundleVersion int
+	// DisclosureChecked is true when VerifyDisclosure checked entries.
+	DisclosureChecked bool
+	// Disclosed lists the entries a verified disclosure shows, in output
+	// order; empty unless every one verified.
+	Disclosed []acds.DisclosedEntry
 }
 
 func (r *Result) fail(c Check, err error) {
@@ -146,6 +154,7 @@ func (r *Result) Response() acds.VerifyResponse {
 			d.PortalHost = c.Source.Sessions[0].Host
 		}
 	}
+	r.extendDetails(&d)
 	return acds.VerifyResponse{
 		Valid:            r.Valid,
 		EnclaveHashMatch: r.EnclaveHashMatch,

@@ -93,7 +93,7 @@ func TestTamperEveryField(t *testing.T) {
 		edit  func(m map[int][]byte, raw map[int]any)
 		false flag
 	}{
-		{"version", func(m map[int][]byte, raw map[int]any) { raw[1] = 2 }, parseErr},
+		{"version", func(m map[int][]byte, raw map[int]any) { raw[1] = 3 }, parseErr},
 		{"profile to sev-snp", func(m map[int][]byte, raw map[int]any) { raw[2] = "sev-snp" }, tee},
 		{"profile to tdx", func(m map[int][]byte, raw map[int]any) { raw[2] = "tdx" }, tee},
 		{"report data", func(m map[int][]byte, _ map[int]any) { m[3] = mutateEvidence(t, m[3], 1, flip(0x50)) }, tee},

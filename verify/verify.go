@@ -128,6 +128,7 @@ func (v *Verifier) verify(data, output []byte) (*Result, error) {
 	} else {
 		r.Claims, sigOK = c, true
 	}
+	checkVersion(b, r.Claims, r)
 	at := now
 	if r.Claims != nil {
 		at = r.Claims.IssuedAt

@@ -15,7 +15,7 @@ if ! command -v gcc >/dev/null 2>&1; then
   fi
 fi
 
-pkgs="./verify/ ./attestation/ ./attestation/sevsnp/ ./attestation/sim/ ./attestation/manifest/"
+pkgs="./verify/ ./attestation/ ./attestation/disclosure/ ./attestation/sevsnp/ ./attestation/sim/ ./attestation/manifest/"
 
 if command -v gcc >/dev/null 2>&1; then
   echo "-- race: $pkgs"
@@ -33,7 +33,12 @@ fuzz FuzzParseBundle ./attestation/
 fuzz FuzzVerifyClaims ./attestation/
 fuzz FuzzVerify ./attestation/sevsnp/
 fuzz FuzzVerify ./attestation/manifest/
+fuzz FuzzParse ./attestation/disclosure/
+fuzz FuzzEntries ./attestation/disclosure/
 
 echo "-- benchmark (b/a ratio, per-output signing, bundle size)"
 go test -run '^$' -bench 'BenchmarkVerify$|BenchmarkAttest$' -benchtime 300x ./verify/
 go test -run '^$' -bench 'BenchmarkVerifyRealMilan$' -benchtime 100x ./attestation/sevsnp/
+echo "-- benchmark: entry commitment vs SHA-256 (goal ratio <= 1.5), three-entry disclosure vs full output (goal ratio <= 1.0)"
+go test -run '^$' -bench 'BenchmarkCommit$' -benchtime 100x ./attestation/disclosure/
+go test -run '^$' -bench 'BenchmarkVerifyDisclosure$' -benchtime 100x ./verify/

@@ -92,6 +92,8 @@ func TestCLIContractFlags(t *testing.T) {
 		{[]string{"fhir", "validate"}, map[string]string{"json": none, "errors-only": none}},
 		{[]string{"fhir", "fmt"}, map[string]string{"deidentify": none}},
 		{[]string{"demo"}, map[string]string{"keep": none}},
+		{[]string{"disclose"}, map[string]string{"bundle": none, "output": none, "select": none, "where": none, "out": "-", "key-file": none, "record": none}},
+		{[]string{"verify"}, map[string]string{"disclosure": none}},
 	} {
 		got := helpFlags(t, c.cmd...)
 		for name, def := range c.flags {

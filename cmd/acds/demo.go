@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/disclosure"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/client/attested"
@@ -304,6 +307,16 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	}
 	processTime := time.Since(t2)
 
+	// 2b. An attested query over the same record (DESIGN §9).
+	acc, err = c.Process(ctx, acds.ProcessRequest{Data: fetched.Result.Output, OutputFormat: acds.OutputFHIRPath, Query: demoQuery})
+	if err != nil {
+		return 1, fmt.Errorf("process (query): %w", err)
+	}
+	queried, err := waitWithProgress(ctx, c, prog, "attested query", acc.RequestID)
+	if err != nil {
+		return 1, err
+	}
+
 	// 3. Verify both offline: nothing the server says is trusted.
 	prog.step("verifying both attestation bundles offline")
 	t3 := time.Now()
@@ -321,6 +334,15 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	pres, err := verifyResult(v, processed.Result)
 	if err != nil {
 		return 1, fmt.Errorf("process bundle: %w", err)
+	}
+	qres, err := verifyResult(v, queried.Result)
+	if err != nil {
+		return 1, fmt.Errorf("query bundle: %w", err)
+	}
+	// One entry of the fetched record disclosed alone, verified offline.
+	dref, dres, err := demoDisclosure(v, fetched.Result)
+	if err != nil {
+		return 1, fmt.Errorf("disclosure: %w", err)
 	}
 	verifyTime := time.Since(t3)
 	prog.done()
@@ -345,6 +367,12 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	fmt.Fprintf(w, "verified offline (package verify):\n")
 	fmt.Fprintf(w, "  fetch-and-attest: %s\n", flagsLine(fres))
 	fmt.Fprintf(w, "  process:          %s\n", flagsLine(pres))
+	fmt.Fprintf(w, "  query:            %s\n", flagsLine(qres))
+	if q := qres.Response().Details.Query; q != nil {
+		fmt.Fprintf(w, "    %q over record %s gave %s\n", q.Expression, q.RecordDigest, queryValues(queried.Result.Output))
+	}
+	fmt.Fprintf(w, "  disclosure:       %s\n", flagsLine(dres))
+	fmt.Fprintf(w, "    entry %s of the fetched record shown alone, under the signed root of its %d entries\n", dref, dres.Claims.Entries.Count)
 	st := checker.Stats()
 	fmt.Fprintf(w, "  attested TLS: the enclave's evidence was verified in the handshake (%d verification, %d connections from the cache, %d refused)\n",
 		st.Verified, st.Cached, st.Refused)
@@ -360,6 +388,12 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 	}
 	if !pres.Valid || !pres.EnclaveHashMatch || !pres.TEEQuoteVerified {
 		problems = append(problems, "the process bundle did not verify: "+strings.Join(pres.Reasons(), "; "))
+	}
+	if !qres.Valid || qres.Claims == nil || qres.Claims.Query == nil {
+		problems = append(problems, "the query bundle did not verify: "+strings.Join(qres.Reasons(), "; "))
+	}
+	if !dres.Valid || len(dres.Disclosed) != 1 {
+		problems = append(problems, "the disclosure did not verify: "+strings.Join(dres.Reasons(), "; "))
 	}
 	if len(problems) > 0 {
 		fmt.Fprintln(w, "result: NOT VERIFIED")
@@ -423,6 +457,69 @@ func waitWithProgress(ctx context.Context, c *client.Client, prog *progress, lab
 			prog.status(fmt.Sprintf("%s: processing %s", label, round(time.Since(start).Truncate(100*time.Millisecond))))
 		}
 	}
+}
+
+// demoQuery is the attested query the demo asks.
+const demoQuery = "Patient.birthDate | Observation.count()"
+
+// queryValues summarises the result parameters of a query output.
+func queryValues(output []byte) string {
+	var p struct {
+		Parameter []map[string]json.RawMessage `json:"parameter"`
+	}
+	if json.Unmarshal(output, &p) != nil {
+		return "an unreadable result"
+	}
+	var vals []string
+	for _, x := range p.Parameter {
+		if string(x["name"]) != `"result"` {
+			continue
+		}
+		for k, v := range x {
+			if k != "name" {
+				vals = append(vals, string(v))
+			}
+		}
+	}
+	return "[" + strings.Join(vals, ", ") + "]"
+}
+
+// demoDisclosure discloses one entry of a fhir_r4 result (its first
+// Observation, else its first entry) with the result's disclosure key and
+// verifies the disclosure offline; it returns the entry's reference.
+func demoDisclosure(v *verify.Verifier, r *acds.Result) (string, *verify.Result, error) {
+	bundle, err := attestation.ReadBundle([]byte(r.AttestationBundle))
+	if err != nil {
+		return "", nil, err
+	}
+	key, err := base64.StdEncoding.DecodeString(r.DisclosureKey)
+	if err != nil {
+		return "", nil, fmt.Errorf("disclosure key: %w", err)
+	}
+	entries, err := disclosure.Entries(r.Output)
+	if err != nil {
+		return "", nil, err
+	}
+	idx := 0
+	for i, e := range entries {
+		if strings.HasPrefix(disclosure.Ref(e), "Observation/") {
+			idx = i
+			break
+		}
+	}
+	d, err := disclosure.New(bundle, key, r.Output, []int{idx})
+	if err != nil {
+		return "", nil, err
+	}
+	js, err := d.Marshal()
+	if err != nil {
+		return "", nil, err
+	}
+	res, err := v.VerifyDisclosure(js)
+	if err != nil {
+		return "", nil, err
+	}
+	return disclosure.Ref(entries[idx]), res, nil
 }
 
 // verifyResult verifies a result's attestation bundle together with the

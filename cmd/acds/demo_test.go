@@ -45,6 +45,10 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^processed: the fetched record as fhir_r4_deidentified$`),
 		regexp.MustCompile(`(?m)^  fetch-and-attest: valid=true enclaveHashMatch=true mpcTlsVerified=true teeQuoteVerified=true$`),
 		regexp.MustCompile(`(?m)^  process: +valid=true enclaveHashMatch=true mpcTlsVerified=false teeQuoteVerified=true \(mpcTls does not apply`),
+		regexp.MustCompile(`(?m)^  query: +valid=true enclaveHashMatch=true mpcTlsVerified=false teeQuoteVerified=true`),
+		regexp.MustCompile(`(?m)^    "Patient.birthDate \| Observation.count\(\)" over record sha256:[0-9a-f]{64} gave \["\d{4}-\d\d-\d\d", [1-9]\d*\]$`),
+		regexp.MustCompile(`(?m)^  disclosure: +valid=true enclaveHashMatch=true mpcTlsVerified=true teeQuoteVerified=true$`),
+		regexp.MustCompile(`(?m)^    entry Observation/\S+ of the fetched record shown alone, under the signed root of its [1-9]\d* entries$`),
 		regexp.MustCompile(`(?m)^  attested TLS: the enclave's evidence was verified in the handshake \(1 verification, \d+ connections from the cache, 0 refused\)$`),
 		regexp.MustCompile(`(?m)^timings: startup \S+, fetch-and-attest \S+, process \S+, offline verification \S+, total \S+$`),
 		regexp.MustCompile(`(?m)^result: everything verified$`),
@@ -108,7 +112,7 @@ func TestDemoKeep(t *testing.T) {
 		t.Fatal(err)
 	}
 	list, err := c.Requests(ctx, "", 10)
-	if err != nil || len(list.Items) != 2 {
+	if err != nil || len(list.Items) != 3 { // fetch-and-attest, process, query
 		t.Fatalf("requests after the demo = %+v, %v", list, err)
 	}
 	cancel()

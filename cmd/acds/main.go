@@ -43,6 +43,7 @@ func commands() map[string]command {
 		"notary":   {"run a standalone MPC-TLS recording notary", runNotary},
 		"portal":   {"run the demo clinical portal over HTTPS", runPortal},
 		"verify":   {"verify an attestation bundle offline, or a server's attested TLS", runVerify},
+		"disclose": {"write a disclosure of chosen entries of an attested output", runDisclose},
 		"measure":  {"print the code hash of a file or of this binary", runMeasure},
 		"manifest": {"sign and verify reference-value manifests", runManifest},
 		"fhir":     {"validate and format FHIR R4 resources", runFHIR},
@@ -80,7 +81,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: acds <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
-	for _, name := range []string{"serve", "notary", "portal", "verify", "measure", "manifest", "fhir", "demo"} {
+	for _, name := range []string{"serve", "notary", "portal", "verify", "disclose", "measure", "manifest", "fhir", "demo"} {
 		fmt.Fprintf(w, "  %-9s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w)

@@ -53,11 +53,13 @@ func runVerify(ctx context.Context, e env) int {
 	var tpmAKs fileList
 	flags.Var(&tpmAKs, "tpm-ak", "trust the TPM attestation key in `FILE` (PEM public key, repeatable; e.g. the tpm-ak.pem a TPM server writes), for tpm bundles; exclusive with --tpm-ak-roots; default none")
 	tpmAKRoots := flags.String("tpm-ak-roots", "", "PEM `FILE` of roots that certify TPM attestation keys (a cloud vTPM's AK CA), for tpm bundles; default none (tpm bundles need --tpm-ak or this)")
+	disclosureFile := flags.String("disclosure", "", "verify a disclosure (acds disclose) instead of a BUNDLE: its bundle, and every entry it shows under the signed commitment; default none")
 	var measurements hexList
 	flags.Var(&measurements, "measurement", "allow the code hash `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
 	setUsage(flags, help{usage: []string{
 		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--output FILE] [--json]",
-		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]"},
+		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]",
+		"acds verify --disclosure FILE [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]"},
 		about: `
 Verifies an attestation bundle offline (BUNDLE is a file holding it as base64
 or raw CBOR, - for standard input), or with --server a running server's
@@ -74,7 +76,11 @@ unreadable input or (with --server) connection error.`})
 	if err != nil {
 		return parseExit(err)
 	}
-	if (*server == "") != (len(args) == 1) || (*server != "" && *outputFile != "") {
+	if *disclosureFile != "" && (*server != "" || *outputFile != "" || len(args) != 0) {
+		flags.Usage() // a disclosure carries its bundle and stands for the output
+		return 2
+	}
+	if *disclosureFile == "" && ((*server == "") != (len(args) == 1) || (*server != "" && *outputFile != "")) {
 		flags.Usage()
 		return 2
 	}
@@ -133,6 +139,9 @@ unreadable input or (with --server) connection error.`})
 		return fail("%v", err)
 	}
 
+	if *disclosureFile != "" {
+		return verifyDisclosure(e, v, *disclosureFile, *asJSON, notes, selfHash) // disclose.go
+	}
 	bundle, err := readBundle(args[0], e.stdin)
 	if err != nil {
 		return fail("%v", err)
@@ -291,6 +300,7 @@ func printResult(w io.Writer, r *verify.Result, notes []string) {
 	if r.OutputChecked {
 		line("outputChecked", "true")
 	}
+	printClaimsV2(line, d) // disclose.go
 	for _, n := range notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}

@@ -1,0 +1,10 @@
+package disclosure
+
+// UnsaltedRootForTest is the RFC 6962 tree head of data with empty salts.
+func UnsaltedRootForTest(data [][]byte) [HashSize]byte {
+	ls := make([][HashSize]byte, len(data))
+	for i, d := range data {
+		ls[i] = leafHash(nil, d)
+	}
+	return root(ls)
+}

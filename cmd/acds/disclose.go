@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/disclosure"
+	"github.com/acds-project/acds/fhir/fhirpath"
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/verify"
+)
+
+// refList is a repeatable --select.
+type refList []string
+
+func (l *refList) String() string { return strings.Join(*l, ",") }
+
+func (l *refList) Set(s string) error {
+	typ, id, ok := strings.Cut(s, "/")
+	if !ok || typ == "" || id == "" || strings.Contains(id, "/") {
+		return fmt.Errorf("want ResourceType/id, got %q", s)
+	}
+	*l = append(*l, s)
+	return nil
+}
+
+// runDisclose writes a disclosure of chosen entries of an attested output
+// (DESIGN §8, §9).
+//
+//	acds disclose (--record FILE | --bundle FILE --output FILE --key-file FILE) (--select Type/id… | --where FHIRPATH) [--out FILE]
+func runDisclose(ctx context.Context, e env) int {
+	flags := flag.NewFlagSet("acds disclose", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	record := flags.String("record", "", "a request record (GET /v1/requests/{id}) or its result, holding output, attestationBundle and disclosureKey; default none: use --bundle, --output and --key-file")
+	bundleFile := flags.String("bundle", "", "the attestation bundle (base64 or raw CBOR); default none")
+	outputFile := flags.String("output", "", "the output the bundle attests, as saved or pretty-printed; default none")
+	keyFile := flags.String("key-file", "", "file holding the result's disclosureKey (base64); default none")
+	where := flags.String("where", "", "also disclose every entry whose resource makes this FHIRPath `expression` true; default none")
+	out := flags.String("out", "-", "where to write the disclosure")
+	var selects refList
+	flags.Var(&selects, "select", "disclose the entry whose resource is `Type/id` (repeatable)")
+	setUsage(flags, help{usage: []string{
+		"acds disclose --record FILE (--select Type/id… | --where FHIRPATH) [--out FILE]",
+		"acds disclose --bundle FILE --output FILE --key-file FILE (--select Type/id… | --where FHIRPATH) [--out FILE]"},
+		about: `
+Writes a disclosure of chosen entries of an attested fhir_r4 or
+fhir_r4_deidentified output: those entries, their salts and inclusion proofs,
+and the attestation bundle whose signed claims commit to all entries. Whoever
+receives it checks it offline with ` + "`acds verify --disclosure FILE`" + ` and learns
+nothing of the other entries. The disclosure key (the result's disclosureKey)
+stays with you: anyone holding it and the output can disclose any entry.`,
+		exit: `0 written, 1 nothing matched or the inputs do not belong together,
+2 usage error or unreadable input.`})
+	args, err := parseArgs(flags, e.args)
+	if err != nil {
+		return parseExit(err)
+	}
+	separate := *bundleFile != "" || *outputFile != "" || *keyFile != ""
+	if len(args) != 0 || (*record != "") == separate || (separate && (*bundleFile == "" || *outputFile == "" || *keyFile == "")) || (len(selects) == 0 && *where == "") {
+		flags.Usage()
+		return 2
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "acds disclose: "+format+"\n", a...)
+		return code
+	}
+
+	var bundle, output, key []byte
+	if *record != "" {
+		if bundle, output, key, err = readRecord(*record); err != nil {
+			return fail(2, "--record: %v", err)
+		}
+	} else {
+		if bundle, err = readBundle(*bundleFile, e.stdin); err != nil {
+			return fail(2, "--bundle: %v", err)
+		}
+		raw, err := os.ReadFile(*outputFile)
+		if err != nil {
+			return fail(2, "--output: %v", err)
+		}
+		if output, err = acds.OutputBytes(raw); err != nil {
+			return fail(2, "--output: %v", err)
+		}
+		k, err := os.ReadFile(*keyFile)
+		if err != nil {
+			return fail(2, "--key-file: %v", err)
+		}
+		if key, err = base64.StdEncoding.DecodeString(strings.TrimSpace(string(k))); err != nil {
+			return fail(2, "--key-file: not base64")
+		}
+	}
+	var x *fhirpath.Expression
+	if *where != "" {
+		if x, err = fhirpath.Compile(*where); err != nil {
+			return fail(2, "--where: %v", err)
+		}
+	}
+	if err := belongTogether(bundle, output, key); err != nil {
+		return fail(1, "%v", err)
+	}
+	indices, err := selectEntries(ctx, output, selects, x)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	d, err := disclosure.New(bundle, key, output, indices)
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	js, err := d.Marshal()
+	if err != nil {
+		return fail(1, "%v", err)
+	}
+	if *out == "-" {
+		_, err = e.stdout.Write(js)
+	} else {
+		err = os.WriteFile(*out, js, 0o644)
+	}
+	if err != nil {
+		return fail(2, "--out: %v", err)
+	}
+	for _, x := range d.Entries {
+		fmt.Fprintf(e.stderr, "disclosed entry %d: %s\n", x.Index, disclosure.Ref(x.Entry))
+	}
+	return 0
+}
+
+// readRecord reads the bundle, output and key of a request record or a
+// result.
+func readRecord(name string) (bundle, output, key []byte, err error) {
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var rec acds.Request // a record holds a result; a result is read on its own
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, nil, nil, fmt.Errorf("not a request record: %w", err)
+	}
+	r := rec.Result
+	if r == nil {
+		r = new(acds.Result)
+		if err := json.Unmarshal(raw, r); err != nil {
+			return nil, nil, nil, fmt.Errorf("not a request record: %w", err)
+		}
+	}
+	if r.AttestationBundle == "" || len(r.Output) == 0 || r.DisclosureKey == "" {
+		return nil, nil, nil, fmt.Errorf("want a completed request's result with output, attestationBundle and disclosureKey")
+	}
+	if bundle, err = attestation.ReadBundle([]byte(r.AttestationBundle)); err != nil {
+		return nil, nil, nil, err
+	}
+	if output, err = acds.OutputBytes(r.Output); err != nil {
+		return nil, nil, nil, err
+	}
+	if key, err = base64.StdEncoding.DecodeString(r.DisclosureKey); err != nil {
+		return nil, nil, nil, fmt.Errorf("disclosureKey is not base64")
+	}
+	return bundle, output, key, nil
+}
+
+// belongTogether checks that the bundle's signed claims attest output and
+// commit to its entries under key, so the disclosure will verify. It
+// checks the claims' signature by the bundle's boot key, not the evidence:
+// that is the recipient's `acds verify --disclosure`.
+func belongTogether(bundle, output, key []byte) error {
+	b, err := attestation.ParseBundle(bundle)
+	if err != nil {
+		return err
+	}
+	pub, err := b.Boot.SigningPublicKey()
+	if err != nil {
+		return err
+	}
+	c, err := attestation.VerifyClaims(b.Statement, pub)
+	if err != nil {
+		return err
+	}
+	if d := attestation.Digest(output); d != c.OutputDigest {
+		return fmt.Errorf("the output is %s, the bundle attests %s", d, c.OutputDigest)
+	}
+	if c.Entries == nil {
+		return fmt.Errorf("the bundle (version %d, format %s) commits to no entries: it cannot be disclosed from", b.Version, c.OutputFormat)
+	}
+	com, err := disclosure.Commit(key, output)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(com.Root[:], c.Entries.Root) || com.Count != c.Entries.Count {
+		return fmt.Errorf("the disclosure key is not this output's: its commitment differs from the signed one")
+	}
+	return nil
+}
+
+// selectEntries returns the indices of the entries named by refs or whose
+// resource makes x (when not nil) true. Every ref must name an entry.
+func selectEntries(ctx context.Context, output []byte, refs []string, x *fhirpath.Expression) ([]int, error) {
+	entries, err := disclosure.Entries(output)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, fhirPathTimeout)
+	defer cancel()
+	want := map[string]bool{}
+	for _, r := range refs {
+		want[r] = false
+	}
+	var idx []int
+	for i, e := range entries {
+		ref := disclosure.Ref(e)
+		if _, ok := want[ref]; ok {
+			want[ref] = true
+			idx = append(idx, i)
+			continue
+		}
+		if x == nil {
+			continue
+		}
+		var entry struct {
+			Resource json.RawMessage `json:"resource"`
+		}
+		if err := json.Unmarshal(e, &entry); err != nil || len(entry.Resource) == 0 {
+			continue
+		}
+		res, err := r4.Unmarshal(entry.Resource)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		got, err := x.EvaluateResource(ctx, res, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--where on entry %d (%s): %w", i, ref, err)
+		}
+		switch {
+		case len(got) == 0:
+		case len(got) == 1:
+			b, ok := got[0].(fhirpath.Boolean)
+			if !ok {
+				return nil, fmt.Errorf("--where gives %s on entry %d (%s), want a boolean", got[0].TypeName(), i, ref)
+			}
+			if b {
+				idx = append(idx, i)
+			}
+		default:
+			return nil, fmt.Errorf("--where gives %d values on entry %d (%s), want one boolean", len(got), i, ref)
+		}
+	}
+	for _, r := range refs {
+		if !want[r] {
+			return nil, fmt.Errorf("--select %s: no entry of the output is that resource", r)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("--where %q matches no entry", x)
+	}
+	return idx, nil
+}
+
+// verifyDisclosure is `acds verify --disclosure FILE`.
+func verifyDisclosure(e env, v *verify.Verifier, name string, asJSON bool, notes []string, selfHash bool) int {
+	data, err := readArg(name, e.stdin, disclosure.MaxSize)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds verify: --disclosure: %v\n", err)
+		return 2
+	}
+	res, err := v.VerifyDisclosure(data)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "acds verify: --disclosure: %v\n", err)
+		return 2
+	}
+	return report(e, res, asJSON, notes, selfHash)
+}
+
+// printClaimsV2 prints the version 2 claims and the disclosed entries of
+// a text report.
+func printClaimsV2(line func(k, v string), d acds.VerifyDetails) {
+	if d.BundleVersion != 0 {
+		line("bundleVersion", fmt.Sprint(d.BundleVersion))
+	}
+	if d.Entries != nil {
+		line("entries", fmt.Sprintf("%d committed (root %s)", d.Entries.Count, d.Entries.Root))
+	}
+	if d.Query != nil {
+		line("query", d.Query.Expression)
+		line("recordDigest", d.Query.RecordDigest)
+	}
+	for _, x := range d.Disclosed {
+		line("disclosed", fmt.Sprintf("entry %d %s", x.Index, x.Ref))
+	}
+}
