@@ -37,6 +37,7 @@ type shFrame struct {
 	prim         r4.Primitive // the node, when it is a primitive
 	valuePresent bool         // the primitive had a value before the walk
 	kids         []kidRecord  // the node's children, one record per element name
+	held         []*rule      // error-level constraints that held at enter (deid_repair.go)
 }
 
 // kidRecord sums up what became of the values of one child element.
@@ -100,7 +101,7 @@ func (d *safeHarbor) push() *shFrame {
 	if n < cap(d.frames) {
 		d.frames = d.frames[:n+1]
 		f := &d.frames[n]
-		*f = shFrame{kids: f.kids[:0]}
+		*f = shFrame{kids: f.kids[:0], held: f.held[:0]}
 		return f
 	}
 	d.frames = append(d.frames, shFrame{})
@@ -110,6 +111,7 @@ func (d *safeHarbor) push() *shFrame {
 func (d *safeHarbor) enter(_ *r4.Path, stack []specFrame) error {
 	f := &stack[len(stack)-1]
 	fr := d.push()
+	d.constraintsBefore(stack, fr)
 	d.enterDates(stack)
 	if res, ok := f.Node.(r4.Resource); ok {
 		// The resource being de-identified, or a nested resource: kept,
@@ -355,6 +357,7 @@ func (d *safeHarbor) leave(stack []specFrame) {
 	}
 	if _, ok := f.Node.(r4.Resource); ok {
 		d.mask(fr)
+		d.keepConstraints(stack, fr)
 		if parent != nil {
 			parent.record(f, fr, false, false, true)
 		}
@@ -376,6 +379,7 @@ func (d *safeHarbor) leave(stack []specFrame) {
 	}
 	repairInvariant(f.Node)
 	d.mask(fr)
+	d.keepConstraints(stack, fr)
 	_, isExt := f.Node.(*r4.Extension)
 	kept := fr.kidsKept(!isExt)
 	if ref, ok := f.Node.(*r4.Reference); ok {
@@ -410,7 +414,7 @@ func (p *shFrame) record(f *specFrame, fr *shFrame, valueKept, elemKept, kept bo
 	k.valueKept = k.valueKept || valueKept
 	k.elemKept = k.elemKept || elemKept
 	k.kept = k.kept || kept
-	if f.Elem != nil && f.Elem.Min > 0 {
+	if f.Elem != nil && (f.Elem.Min > 0 || len(p.held) > 0) {
 		k.items = append(k.items, f.Node)
 	}
 }

@@ -48,26 +48,33 @@ type Env struct {
 	Trace func(name string, c Collection)
 	// Limits bound the evaluation.
 	Limits Limits
+	// SkipEmpty makes navigation leave out elements without content (a
+	// primitive with neither value, id nor extension, a data type or
+	// backbone element none of whose children has content), which the
+	// r4 encoder leaves out too: for evaluating a model edited in place,
+	// where a cleared element is still reachable.
+	SkipEmpty bool
 }
 
 // evaluator is the state of one evaluation.
 type evaluator struct {
-	ctx      context.Context
-	src      string
-	env      *Env
-	steps    int
-	maxSteps int
-	maxItems int
-	now      time.Time
-	input    Collection
-	resource Collection
-	root     Collection // %rootResource
-	bundle   *r4.Bundle
-	vars     map[string]Collection
-	regexps  map[string]*regexp.Regexp
-	nodes    []Node     // the current block of box
-	kids     []r4.Child // navigation's reused buffer
-	last     lookup     // navigation's last name lookup
+	ctx       context.Context
+	src       string
+	env       *Env
+	steps     int
+	maxSteps  int
+	maxItems  int
+	now       time.Time
+	input     Collection
+	resource  Collection
+	root      Collection // %rootResource
+	bundle    *r4.Bundle
+	vars      map[string]Collection
+	regexps   map[string]*regexp.Regexp
+	skipEmpty bool
+	nodes     []Node     // the current block of box
+	kids      []r4.Child // navigation's reused buffer
+	last      lookup     // navigation's last name lookup
 }
 
 // scope is what $this, $index and $total refer to.

@@ -141,7 +141,7 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if err := ctx.Err(); err != nil {
 		return nil, &EvalError{Class: ErrLimit, Offset: -1, Msg: "evaluation not started", Err: err}
 	}
-	e := &evaluator{ctx: ctx, src: x.src, env: env, input: input, vars: env.Vars}
+	e := &evaluator{ctx: ctx, src: x.src, env: env, input: input, vars: env.Vars, skipEmpty: env.SkipEmpty}
 	e.maxSteps = env.Limits.MaxSteps
 	if e.maxSteps <= 0 {
 		e.maxSteps = 10_000_000

@@ -96,6 +96,9 @@ func navigate2all(n *Node, def *spec.Type, out Collection, e *evaluator) Collect
 	}
 	kids = r4.AppendChildren(kids, n.Value, "", false)
 	for _, c := range kids {
+		if e != nil && e.skipEmpty && !hasContent(c.Node, 0) {
+			continue
+		}
 		out = append(out, e.box(childNode(def, c.Name, c.Node)))
 	}
 	if e != nil {
@@ -230,6 +233,9 @@ func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
 	}
 	kids = r4.AppendChildren(kids, n.Value, name, l.choice)
 	for _, c := range kids {
+		if e != nil && e.skipEmpty && !hasContent(c.Node, 0) {
+			continue
+		}
 		if l.elem != nil {
 			if _, isRes := c.Node.(r4.Resource); !isRes {
 				out = append(out, e.box(Node{Value: c.Node, Type: l.elem.Type, def: l.elem.TypeDef()}))
@@ -243,6 +249,28 @@ func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
 		e.kids = kids[:0]
 	}
 	return out
+}
+
+// hasContent reports whether x, a child AppendChildren reported, has
+// content the r4 encoder writes: a value, an id or an extension, or a
+// child with content. Below depth 64 it answers true.
+func hasContent(x any, depth int) bool {
+	if _, ok := x.(r4.Resource); ok || depth > 64 {
+		return true
+	}
+	if p, ok := x.(r4.Primitive); ok && p.HasValue() {
+		return true
+	}
+	if id, _ := r4.ElementOf(x); id != nil && *id != "" {
+		return true
+	}
+	var buf [8]r4.Child
+	for _, c := range r4.AppendChildren(buf[:0], x, "", false) {
+		if hasContent(c.Node, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // children appends every child of n.

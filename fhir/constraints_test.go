@@ -1,0 +1,105 @@
+package fhir
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/acds-project/acds/fhir/fhirpath"
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
+)
+
+// TestConstraintOutcomes: a false or empty constraint is an error naming
+// its key and location (a warning when best practice or warning-level); a
+// constraint that cannot be evaluated is a warning naming it, never an
+// error; one that names elements the type lacks does not apply.
+func TestConstraintOutcomes(t *testing.T) {
+	cases := []struct {
+		name, expr     string
+		errorLevel, bp bool
+		sev            Severity // "" for no issue
+		contains       string
+	}{
+		{"false", "false", true, false, SeverityError, "tst-1: human"},
+		{"empty", "{}", true, false, SeverityError, "tst-1"},
+		{"true", "true", true, false, "", ""},
+		{"best practice", "false", true, true, SeverityWarning, "tst-1"},
+		{"warning level", "false", false, false, SeverityWarning, "tst-1"},
+		{"not supported", "htmlChecks()", true, false, SeverityWarning, "tst-1: the constraint could not be evaluated"},
+		{"evaluation error", "(1 | 2).single()", true, false, SeverityWarning, "could not be evaluated"},
+		{"names absent elements", "valueQuantity.exists()", true, false, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := &r4.Patient{}
+			v := &validator{res: []*tresCtx{{r: p, typ: "Patient"}}}
+			x, err := fhirpath.Parse(c.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &rule{c: &spec.Constraint{Key: "tst-1", Error: c.errorLevel, BestPractice: c.bp, Human: "human"}, x: x}
+			v.evalRule(r, fhirpath.NodeOf(p), "Patient")
+			if c.sev == "" {
+				if len(v.issues) != 0 {
+					t.Fatalf("want no issue, got %v", v.issues)
+				}
+				return
+			}
+			if len(v.issues) != 1 || v.issues[0].Severity != c.sev || !strings.Contains(v.issues[0].Diagnostics, c.contains) ||
+				len(v.issues[0].Expression) != 1 || v.issues[0].Expression[0] != "Patient" {
+				t.Fatalf("want one %s containing %q at Patient, got %v", c.sev, c.contains, v.issues)
+			}
+		})
+	}
+}
+
+// TestRulesCompileOnceConcurrently: the constraint table compiles once,
+// safely from many goroutines, and every error-level constraint the
+// validator evaluates compiles.
+func TestRulesCompileOnceConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	got := make([]*ruleSet, 8)
+	for i := range got {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			got[i] = loadRules()
+		}(i)
+	}
+	wg.Wait()
+	placed := map[*rule]bool{}
+	for _, rs := range got {
+		if rs != got[0] {
+			t.Fatal("the rules were compiled more than once")
+		}
+	}
+	for _, set := range []map[*spec.Type][]*rule{got[0].byType} {
+		for _, rs := range set {
+			for _, r := range rs {
+				placed[r] = true
+				if r.err != nil {
+					t.Errorf("%s: %v", r.c.Key, r.err)
+				}
+			}
+		}
+	}
+	for _, rs := range got[0].byElem {
+		for _, r := range rs {
+			placed[r] = true
+			if r.err != nil {
+				t.Errorf("%s: %v", r.c.Key, r.err)
+			}
+		}
+	}
+	n, want := len(placed), 0
+	for _, c := range spec.Constraints() {
+		if !handChecked[c.Key] {
+			want++
+		}
+	}
+	if n != want || n < 250 {
+		t.Errorf("%d constraints placed on types and elements; want the %d not checked in Go", n, want)
+	}
+	t.Logf("%d constraints evaluated as FHIRPath; %d of the table's %d rows are checked in Go (dom-*, ext-1 on every extension element…)", n, len(spec.Constraints())-n, len(spec.Constraints()))
+}
