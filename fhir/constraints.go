@@ -48,6 +48,10 @@ var constraintErrata = map[string]string{
 	"que-7": "operator = 'exists' implies (answer is boolean)",
 }
 
+// checkConstraints turns the FHIRPath constraint pass on; a benchmark
+// turns it off to measure the pass alone.
+var checkConstraints = true
+
 // constraintLimits bound one constraint evaluation. The R4 constraints
 // are small expressions over one element; a bound far above what they
 // need keeps hostile input (a huge Bundle under a Bundle-level

@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -69,7 +70,7 @@ func newErrors(plain, deid map[string]int) (int, []string) {
 // would break, for the log.
 func TestDeidentifyKeepsConstraints(t *testing.T) {
 	files := deidCorpus(t)
-	processed, after, before, brokenFiles := 0, 0, 0, 0
+	processed, after, before, brokenFiles, textDatesSeen := 0, 0, 0, 0, 0
 	byKey := map[string]int{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -86,6 +87,32 @@ func TestDeidentifyKeepsConstraints(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: de-identifying: %v", filepath.Base(f), err)
 			continue
+		}
+		// No date written in the input's text survives (free text kept as
+		// terminology text included: "ROS 5 days - 2013-04-10").
+		var in, outTree any
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(deid.JSON, &outTree); err != nil {
+			t.Fatal(err)
+		}
+		values, outStrings := map[string]string{}, map[string]bool{}
+		identifyingValues(in, "", values)
+		collectStrings(outTree, outStrings)
+		for s := range outStrings {
+			if yearInstant.MatchString(s) {
+				delete(outStrings, s) // instants keep January 1 of their year
+			}
+		}
+		for v, kind := range values {
+			if kind != "date in text" {
+				continue
+			}
+			textDatesSeen++
+			if leaked(v, outStrings, false) {
+				t.Errorf("%s: the date %q written in a text survives de-identification", filepath.Base(f), v)
+			}
 		}
 		if n, what := newErrors(pk, errorKeys(t, deid.JSON)); n > 0 {
 			after += n
@@ -111,6 +138,9 @@ func TestDeidentifyKeepsConstraints(t *testing.T) {
 		keys = append(keys, k+" "+itoa(n))
 	}
 	sort.Strings(keys)
-	t.Logf("de-identified %d inputs: without the repair %d new failures in %d outputs (%s); with it %d",
-		processed, before, brokenFiles, strings.Join(keys, ", "), after)
+	t.Logf("de-identified %d inputs: without the repair %d new failures in %d outputs (%s); with it %d; %d dates written in texts, none kept",
+		processed, before, brokenFiles, strings.Join(keys, ", "), after, textDatesSeen)
+	if textDatesSeen == 0 {
+		t.Error("no date found in any text: the collector is broken")
+	}
 }

@@ -199,7 +199,19 @@ func (d *safeHarbor) keepValue(p r4.Primitive, e *spec.Element, pt *spec.Type) b
 			_ = p.SetText(keyed(d.key, "device", s))
 			return true
 		}
-		return keptText(pt.Name+"."+e.Name) && !hasIP(s)
+		path := pt.Name + "." + e.Name
+		if !keptText(path) || hasIP(s) {
+			return false
+		}
+		if path != "Reference.reference" {
+			if t := d.scrubText(s); t != s {
+				if t == "" {
+					return false
+				}
+				_ = p.SetText(t)
+			}
+		}
+		return true
 	case "uri", "canonical":
 		return !hasIP(s) && d.keptURI(e, pt)
 	case "id":

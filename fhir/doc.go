@@ -123,7 +123,11 @@
 //   - url values and free-text strings are removed except terminology
 //     text (Coding.display, CodeableConcept.text, units); names of
 //     organisations and locations go too, since they can reveal where the
-//     individual lives;
+//     individual lives. In the text kept, every date written by a person
+//     (2013-04-10, 04/10/2013, April 10, 2013…) is reduced to its year
+//     (under the 90-year rule below), a date with a two-digit year is
+//     removed, and so is every run of seven digits or more (telephone,
+//     social security and record numbers);
 //   - uri and canonical values are removed (Device.url, policies, an
 //     answer's valueUri…) unless they name terminology or definitions:
 //     code and identifier systems, Reference.type, canonical references

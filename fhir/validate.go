@@ -452,7 +452,7 @@ func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 			}
 		}
 	}
-	if !damaged {
+	if !damaged && checkConstraints {
 		v.constraints(stack)
 	}
 	return nil
