@@ -142,26 +142,24 @@ func (v *validator) constraints(stack []specFrame) {
 	if r, ok := f.Node.(r4.Resource); ok {
 		node = fhirpath.NodeOf(r)
 	} else if f.Type != nil {
-		node = fhirpath.NewNode(f.Node, f.Type.Name)
+		node = fhirpath.NodeOfType(f.Node, f.Type)
 	} else {
 		return
 	}
-	where := ""
+	in := fhirpath.Collection{node}
 	for _, set := range [2][]*rule{onType, onElem} {
 		for _, r := range set {
 			if r.c.Type != "" && (f.Type == nil || f.Type.Name != r.c.Type) {
 				continue
 			}
-			if where == "" {
-				where = pathOf(stack)
-			}
-			v.evalRule(r, node, where)
+			v.evalRule(r, in, stack)
 		}
 	}
 }
 
-// evalRule evaluates one rule on node and reports a failure at where.
-func (v *validator) evalRule(r *rule, node *fhirpath.Node, where string) {
+// evalRule evaluates one rule on in (the node on top of stack) and
+// reports a failure at the node's location.
+func (v *validator) evalRule(r *rule, in fhirpath.Collection, stack []specFrame) {
 	c := r.c
 	sev := SeverityError
 	if !c.Error || c.BestPractice {
@@ -170,7 +168,7 @@ func (v *validator) evalRule(r *rule, node *fhirpath.Node, where string) {
 	err := r.err
 	var out fhirpath.Collection
 	if err == nil {
-		out, err = r.x.Evaluate(context.Background(), fhirpath.Collection{node}, v.env())
+		out, err = r.x.Evaluate(context.Background(), in, v.env())
 	}
 	if errors.Is(err, fhirpath.ErrSemantic) {
 		// The expression names elements the element's type does not
@@ -184,7 +182,7 @@ func (v *validator) evalRule(r *rule, node *fhirpath.Node, where string) {
 		if errors.Is(err, fhirpath.ErrNotSupported) {
 			code = "not-supported"
 		}
-		v.add(SeverityWarning, code, where, "%s: the constraint could not be evaluated, so it was not checked: %v", c.Key, err)
+		v.add(SeverityWarning, code, pathOf(stack), "%s: the constraint could not be evaluated, so it was not checked: %v", c.Key, err)
 		return
 	}
 	if len(out) == 1 && out[0] != fhirpath.Boolean(false) {
@@ -193,7 +191,7 @@ func (v *validator) evalRule(r *rule, node *fhirpath.Node, where string) {
 	if len(out) > 1 {
 		return // not a boolean; a constraint that is wrong as written
 	}
-	v.add(sev, "invariant", where, "%s: %s", c.Key, c.Human)
+	v.add(sev, "invariant", pathOf(stack), "%s: %s", c.Key, c.Human)
 }
 
 // env returns the FHIRPath environment of the current resource.

@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,7 @@ func TestConstraintOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := &rule{c: &spec.Constraint{Key: "tst-1", Error: c.errorLevel, BestPractice: c.bp, Human: "human"}, x: x}
-			v.evalRule(r, fhirpath.NodeOf(p), "Patient")
+			v.evalRule(r, fhirpath.Collection{fhirpath.NodeOf(p)}, []specFrame{{Node: p, Index: -1}})
 			if c.sev == "" {
 				if len(v.issues) != 0 {
 					t.Fatalf("want no issue, got %v", v.issues)
@@ -102,4 +103,39 @@ func TestRulesCompileOnceConcurrently(t *testing.T) {
 		t.Errorf("%d constraints placed on types and elements; want the %d not checked in Go", n, want)
 	}
 	t.Logf("%d constraints evaluated as FHIRPath; %d of the table's %d rows are checked in Go (dom-*, ext-1 on every extension element…)", n, len(spec.Constraints())-n, len(spec.Constraints()))
+}
+
+// TestValidateConcurrently: validations running at once (sharing the
+// compiled constraints and the FHIRPath evaluators' pool) give the same
+// findings as one at a time.
+func TestValidateConcurrently(t *testing.T) {
+	inputs := []string{
+		`{"resourceType":"Organization","id":"x"}`,
+		`{"resourceType":"Appointment","status":"booked","participant":[{"status":"accepted"}]}`,
+		`{"resourceType":"Questionnaire","status":"active","item":[{"linkId":"1","type":"group"},{"linkId":"1","type":"display","item":[{"linkId":"2","type":"string"}]}]}`,
+		`{"resourceType":"Patient","contained":[{"resourceType":"Organization","id":"o"}],"managingOrganization":{"reference":"#o"}}`,
+	}
+	want := make([]string, len(inputs))
+	for i, in := range inputs {
+		want[i] = fmt.Sprint(Validate([]byte(in)).Issues)
+		if !strings.Contains(want[i], "error") {
+			t.Fatalf("%s: no error found: %s", in, want[i])
+		}
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 20; k++ {
+				for i, in := range inputs {
+					if got := fmt.Sprint(Validate([]byte(in)).Issues); got != want[i] {
+						t.Errorf("%s: concurrent validation gave %s, want %s", in, got, want[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

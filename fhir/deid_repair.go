@@ -77,7 +77,7 @@ func (d *safeHarbor) constraintInput(stack []specFrame) (*fhirpath.Node, *fhirpa
 	if r, ok := f.Node.(r4.Resource); ok {
 		node = fhirpath.NodeOf(r)
 	} else if f.Type != nil {
-		node = fhirpath.NewNode(f.Node, f.Type.Name)
+		node = fhirpath.NodeOfType(f.Node, f.Type)
 	} else {
 		return nil, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
@@ -75,6 +76,39 @@ type evaluator struct {
 	nodes     []Node     // the current block of box
 	kids      []r4.Child // navigation's reused buffer
 	last      lookup     // navigation's last name lookup
+}
+
+// evaluators recycles evaluators: an evaluation of an invariant on one
+// element is short, and allocating the evaluator showed in its cost.
+var evaluators = sync.Pool{New: func() any { return new(evaluator) }}
+
+// release returns e to the pool. The nodes of its current block may be in
+// the result, so the block is kept only past them: later evaluations box
+// into what remains of it.
+func (e *evaluator) release() {
+	clear(e.kids)
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0]}
+	evaluators.Put(e)
+}
+
+// resourceColl returns %resource, made on first use.
+func (e *evaluator) resourceColl() Collection {
+	if e.resource == nil && e.env.Resource != nil {
+		e.resource = Collection{NodeOf(e.env.Resource)}
+	}
+	return e.resource
+}
+
+// rootColl returns %rootResource, made on first use.
+func (e *evaluator) rootColl() Collection {
+	if e.root == nil {
+		if e.env.RootResource != nil {
+			e.root = Collection{NodeOf(e.env.RootResource)}
+		} else {
+			e.root = e.resourceColl()
+		}
+	}
+	return e.root
 }
 
 // scope is what $this, $index and $total refer to.
@@ -233,9 +267,9 @@ func (e *evaluator) envVar(n *envNode) (Collection, error) {
 	case "context":
 		return e.input, nil
 	case "resource":
-		return e.resource, nil
+		return e.resourceColl(), nil
 	case "rootResource":
-		return e.root, nil
+		return e.rootColl(), nil
 	case "ucum":
 		return Collection{String(ucumSystem)}, nil
 	case "sct":

@@ -167,7 +167,7 @@ func codingIn(vs *spec.ValueSet, c *r4.Coding) bool {
 // %bundle by fullUrl or Type/id.
 func (e *evaluator) resolve(ref string) r4.Resource {
 	if ref == "#" {
-		for _, v := range e.root {
+		for _, v := range e.rootColl() {
 			if r, ok := v.(*Node).Value.(r4.Resource); ok {
 				return r
 			}
@@ -175,7 +175,7 @@ func (e *evaluator) resolve(ref string) r4.Resource {
 		return nil
 	}
 	if strings.HasPrefix(ref, "#") {
-		for _, v := range e.root {
+		for _, v := range e.rootColl() {
 			nd, ok := v.(*Node)
 			if !ok {
 				continue

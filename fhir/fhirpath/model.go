@@ -74,6 +74,15 @@ func NewNode(x any, typ string) *Node {
 	return &Node{Value: x, Type: typ, def: spec.Lookup(typ)}
 }
 
+// NodeOfType wraps an element of the model whose type definition (from
+// package spec) is def: NewNode without the lookup of the type by name.
+func NodeOfType(x any, def *spec.Type) *Node {
+	if r, ok := x.(r4.Resource); ok {
+		return NodeOf(r)
+	}
+	return &Node{Value: x, Type: def.Name, def: def}
+}
+
 // box allocates a Node from the evaluator's blocks, so that navigation does
 // not make one allocation per item; with a nil evaluator it allocates the
 // Node alone.
@@ -82,7 +91,11 @@ func (e *evaluator) box(n Node) *Node {
 		return &n
 	}
 	if len(e.nodes) == cap(e.nodes) {
-		e.nodes = make([]Node, 0, 128)
+		// Blocks grow from 4 to 128 nodes: most evaluations (an
+		// invariant on one element) box a few nodes, and a first block of
+		// 128 would dominate their cost.
+		n := min(max(2*cap(e.nodes), 4), 128)
+		e.nodes = make([]Node, 0, n)
 	}
 	e.nodes = append(e.nodes, n)
 	return &e.nodes[len(e.nodes)-1]
