@@ -211,6 +211,14 @@ func (v *validator) env() *fhirpath.Env {
 		for i := len(v.res) - 1; i >= 0; i-- {
 			if b, ok := v.res[i].r.(*r4.Bundle); ok {
 				rc.env.Bundle = b
+				if bc := v.res[i].ownBundle; bc != nil {
+					// One index per Bundle, so that resolve() in the
+					// constraints of N entries costs N, not N².
+					if bc.index == nil {
+						bc.index = fhirpath.NewBundleIndex(b)
+					}
+					rc.env.BundleIndex = bc.index
+				}
 				break
 			}
 		}

@@ -90,6 +90,13 @@ func (d *safeHarbor) constraintInput(stack []specFrame) (*fhirpath.Node, *fhirpa
 			env.RootResource = r
 			if b, ok := r.(*r4.Bundle); ok && env.Bundle == nil {
 				env.Bundle = b
+				if d.indexes == nil {
+					d.indexes = map[*r4.Bundle]*fhirpath.BundleIndex{}
+				}
+				if d.indexes[b] == nil {
+					d.indexes[b] = fhirpath.NewBundleIndex(b)
+				}
+				env.BundleIndex = d.indexes[b]
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds/fhir/fhirpath"
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
 )
@@ -23,6 +24,11 @@ type safeHarbor struct {
 	now      time.Time
 	resolves map[string]bool // Type/id of every output resource
 	frames   []shFrame       // one per specWalk frame
+	// indexes are the nested Bundles' entry indexes for resolve() in the
+	// constraints (deid_repair.go), made on first use: by then
+	// pseudonymiseNested has rewritten the entries' ids and fullUrls,
+	// which the walk does not change.
+	indexes map[*r4.Bundle]*fhirpath.BundleIndex
 }
 
 // shFrame is the de-identification state of one node on the walk's path.

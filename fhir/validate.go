@@ -190,9 +190,10 @@ type tresCtx struct {
 
 // bundleCtx is what a Bundle's rules need from its entries.
 type bundleCtx struct {
-	fullURLTypes map[string]string // entry fullUrls to resource types
-	refs         []entryRef        // references in entry resources, in walk order
-	versions     map[int]string    // entry index to its resource's meta.versionId
+	fullURLTypes map[string]string     // entry fullUrls to resource types
+	refs         []entryRef            // references in entry resources, in walk order
+	versions     map[int]string        // entry index to its resource's meta.versionId
+	index        *fhirpath.BundleIndex // for resolve() in constraints, made on first use
 }
 
 type entryRef struct {

@@ -162,6 +162,7 @@ func TestValidateFindings(t *testing.T) {
 		{"extension context", `{"resourceType":"Patient","extension":[{"url":"http://hl7.org/fhir/StructureDefinition/patient-birthTime","valueDateTime":"2020-01-01T10:00:00Z"}]}`, "Patient.extension[0]", "not allowed to be used here"},
 		{"bundle link relation", `{"resourceType":"Bundle","type":"searchset","link":[{"relation":"self","url":"http://x.org/a"},{"relation":"self","url":"http://x.org/b"}]}`, "Bundle.link[1]", "repeated"},
 		{"contained id length", `{"resourceType":"Condition","subject":{"reference":"#` + strings.Repeat("a", 65) + `"},"contained":[{"resourceType":"Patient","id":"` + strings.Repeat("a", 65) + `"}]}`, "Condition.contained[0].id", "too long"},
+		{"ctm-1 through resolve() in the Bundle", `{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"http://x.org/CareTeam/c","resource":{"resourceType":"CareTeam","id":"c","participant":[{"member":{"reference":"Patient/p"},"onBehalfOf":{"reference":"Organization/o"}}]}},{"fullUrl":"http://x.org/Patient/p","resource":{"resourceType":"Patient","id":"p"}},{"fullUrl":"http://x.org/Organization/o","resource":{"resourceType":"Organization","id":"o","name":"x"}}]}`, "Bundle.entry[0].resource.participant[0]", "ctm-1"},
 		{"dom-3", `{"resourceType":"Condition","subject":{"reference":"Patient/p"},"contained":[{"resourceType":"Patient","id":"c1"}]}`, "Condition.contained[0]", "dom-3"},
 	}
 	for _, c := range cases {

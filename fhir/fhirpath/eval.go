@@ -40,6 +40,9 @@ type Env struct {
 	// entries. Nil means the input when it is a single Bundle, or
 	// %resource when that is one.
 	Bundle *r4.Bundle
+	// BundleIndex, when it indexes the Bundle resolve() searches, is used
+	// instead of a scan of its entries (which counts one step per entry).
+	BundleIndex *BundleIndex
 	// Now is the time now(), today() and timeOfDay() report, fixed for
 	// the evaluation. Zero means the system clock, read once per
 	// evaluation.
