@@ -58,6 +58,15 @@ var checkConstraints = true
 // constraint) from costing more than a fixed amount per element.
 var constraintLimits = fhirpath.Limits{MaxSteps: 200_000, MaxItems: 100_000}
 
+// constraintBudget is the FHIRPath step budget of one validation's
+// constraint pass over size bytes of input: ample for real data (Synthea
+// and the official examples use at most one step per byte), and a
+// bound on what crafted input can cost in total, since every element can
+// make its constraints work up to constraintLimits.
+func constraintBudget(size int) int {
+	return 10_000_000 + 4*size
+}
+
 // rule is a compiled constraint.
 type rule struct {
 	c   *spec.Constraint
@@ -170,6 +179,13 @@ func (v *validator) evalRule(r *rule, in fhirpath.Collection, stack []specFrame)
 	if err == nil {
 		out, err = r.x.Evaluate(context.Background(), in, v.env())
 	}
+	if v.budget != nil && *v.budget <= 0 && errors.Is(err, fhirpath.ErrLimit) {
+		if !v.budgetSpent {
+			v.budgetSpent = true
+			v.add(SeverityWarning, "too-costly", pathOf(stack), "the constraints' evaluation budget is spent: %s and the constraints after it were not checked", c.Key)
+		}
+		return
+	}
 	if errors.Is(err, fhirpath.ErrSemantic) {
 		// The expression names elements the element's type does not
 		// have (ras-1 on a decimal probability[x], written for the
@@ -201,7 +217,13 @@ func (v *validator) env() *fhirpath.Env {
 		if v.now.IsZero() {
 			v.now = time.Now()
 		}
-		rc.env = &fhirpath.Env{Resource: rc.r, Now: v.now, Limits: constraintLimits}
+		if v.budget == nil {
+			v.budget = new(int)
+			*v.budget = constraintBudget(v.size)
+		}
+		lim := constraintLimits
+		lim.Budget = v.budget
+		rc.env = &fhirpath.Env{Resource: rc.r, Now: v.now, Limits: lim}
 		for i := len(v.res) - 1; i >= 0; i-- {
 			if !v.res[i].isContained {
 				rc.env.RootResource = v.res[i].r

@@ -139,3 +139,26 @@ func TestValidateConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestConstraintBudget: when the constraints' step budget of a validation
+// is spent, the remaining constraints are not checked, one warning says
+// so, and nothing is reported as an error on their account.
+func TestConstraintBudget(t *testing.T) {
+	in := []byte(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"http://x.org/Organization/a","resource":{"resourceType":"Organization","id":"a"}}]}`)
+	r, errs := (r4.Options{}).Decode(in)
+	if r == nil || len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	v := &validator{size: len(in), budget: new(int)}
+	*v.budget = 1
+	v.validate(r)
+	if v.errors != 0 || !strings.Contains(fmt.Sprint(v.issues), "budget is spent") {
+		t.Fatalf("want only the budget warning, got %v", v.issues)
+	}
+	if n := strings.Count(fmt.Sprint(v.issues), "budget"); n != 1 {
+		t.Errorf("the budget warning is reported %d times", n)
+	}
+	if o := Validate(in); !strings.Contains(fmt.Sprint(o.Issues), "org-1") {
+		t.Errorf("with the full budget org-1 is not found: %v", o.Issues)
+	}
+}

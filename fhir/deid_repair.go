@@ -25,7 +25,9 @@ import (
 //     removed, and a removed Annotation keeps only a masked text.
 //
 // Only the children named in the failing constraint are masked, one at a
-// time, until it holds again.
+// time, until it holds again. The evaluations share a step budget (twice
+// the validation's for the largest input allowed); past it, as for a
+// constraint that cannot be evaluated, nothing is repaired.
 
 // narrativePlaceholder is the text of a narrative removed by
 // de-identification where a constraint needs one (cmp-1).
@@ -81,7 +83,9 @@ func (d *safeHarbor) constraintInput(stack []specFrame) (*fhirpath.Node, *fhirpa
 	} else {
 		return nil, nil
 	}
-	env := &fhirpath.Env{Now: d.now, Limits: constraintLimits, SkipEmpty: true}
+	lim := constraintLimits
+	lim.Budget = d.budget
+	env := &fhirpath.Env{Now: d.now, Limits: lim, SkipEmpty: true}
 	for i := len(stack) - 1; i >= 0; i-- {
 		if r, ok := stack[i].Node.(r4.Resource); ok {
 			if env.Resource == nil {

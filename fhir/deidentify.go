@@ -29,6 +29,10 @@ type safeHarbor struct {
 	// pseudonymiseNested has rewritten the entries' ids and fullUrls,
 	// which the walk does not change.
 	indexes map[*r4.Bundle]*fhirpath.BundleIndex
+	// budget bounds the FHIRPath steps of the constraint repair; once it
+	// is spent, the remaining constraints are neither checked nor
+	// repaired.
+	budget *int
 }
 
 // shFrame is the de-identification state of one node on the walk's path.

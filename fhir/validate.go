@@ -47,7 +47,10 @@ const MaxWarnings = 200
 // others evaluated as FHIRPath, each failure naming its key and location.
 // Best-practice constraints (dom-6 and those so marked) and warning-level
 // ones are warnings. A constraint that cannot be evaluated is a warning
-// naming it, never an error. HTML in a string is a warning (the HL7
+// naming it, never an error. Their evaluation is bounded per element and
+// per validation (a FHIRPath step budget growing with the input's size);
+// should crafted input spend it, one warning says which constraints were
+// not checked. HTML in a string is a warning (the HL7
 // validator's security checks are off by default). It does not check
 // profiles, extensions outside the core definitions, or terminology
 // outside the core required value sets.
@@ -69,7 +72,7 @@ func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resourc
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &validator{}
+	v := &validator{size: len(data)}
 	if len(data) > maxBytes {
 		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
 		return &OperationOutcome{Issues: v.issues}, nil, false
@@ -114,8 +117,11 @@ type validator struct {
 	// ele-1, ext-1, pat-1…): the decoder's finding already says why.
 	damaged map[string]bool
 
-	rules *ruleSet  // the compiled R4 constraints
-	now   time.Time // now() in constraints, read once per validation
+	rules       *ruleSet  // the compiled R4 constraints
+	now         time.Time // now() in constraints, read once per validation
+	size        int       // input bytes, for the constraints' step budget
+	budget      *int      // FHIRPath steps left for the constraints
+	budgetSpent bool      // the budget ran out (reported once)
 
 	frames  []vframe   // per depth of the walk
 	res     []*tresCtx // the resources on the current path, innermost last

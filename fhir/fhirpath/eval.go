@@ -20,6 +20,12 @@ type Limits struct {
 	// MaxItems bounds the size of every collection an evaluation builds,
 	// the result included. Zero means 1,000,000.
 	MaxItems int
+	// Budget, when set, is a step budget shared by the evaluations given
+	// the same Limits: each takes at most what remains (and at most
+	// MaxSteps), and its steps are subtracted when it ends, so many small
+	// evaluations over one input are bounded together. It is not safe for
+	// evaluations running at once.
+	Budget *int
 }
 
 // Env is what an evaluation sees besides its input. The zero value (or a

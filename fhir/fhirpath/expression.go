@@ -148,6 +148,13 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if e.maxSteps <= 0 {
 		e.maxSteps = 10_000_000
 	}
+	if b := env.Limits.Budget; b != nil {
+		if *b <= 0 {
+			return nil, &EvalError{Class: ErrLimit, Offset: -1, Msg: "the step budget is spent"}
+		}
+		e.maxSteps = min(e.maxSteps, *b)
+		defer func(e *evaluator) { *b -= min(e.steps, *b) }(e)
+	}
 	e.maxItems = env.Limits.MaxItems
 	if e.maxItems <= 0 {
 		e.maxItems = 1_000_000

@@ -321,3 +321,23 @@ func TestBundleIndex(t *testing.T) {
 	_, err = x.Evaluate(context.Background(), nil, &Env{Bundle: b, Limits: Limits{MaxSteps: steps + 4}})
 	require.NoError(t, err)
 }
+
+// TestStepBudget: evaluations sharing Limits.Budget spend it together;
+// once it is spent they fail with ErrLimit before starting.
+func TestStepBudget(t *testing.T) {
+	x := MustCompile("(1 | 2 | 3).where($this > 1).count()")
+	budget := 1000
+	env := &Env{Limits: Limits{Budget: &budget}}
+	_, err := x.Evaluate(context.Background(), nil, env)
+	require.NoError(t, err)
+	used := 1000 - budget
+	require.Greater(t, used, 0)
+	budget = used + used/2 // enough for one more, not two
+	_, err = x.Evaluate(context.Background(), nil, env)
+	require.NoError(t, err)
+	_, err = x.Evaluate(context.Background(), nil, env)
+	require.ErrorIs(t, err, ErrLimit)
+	require.Equal(t, 0, budget)
+	_, err = x.Evaluate(context.Background(), nil, env)
+	require.ErrorIs(t, err, ErrLimit)
+}
