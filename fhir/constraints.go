@@ -74,10 +74,12 @@ type rule struct {
 	err error // the compile error, when x is nil
 }
 
-// ruleSet is every rule, by where it is declared.
+// ruleSet is every rule, by where it is declared: slices indexed by
+// spec.Type.Index and spec.Element.Index, which the walk looks up for
+// every node.
 type ruleSet struct {
-	byType map[*spec.Type][]*rule    // resources, data types, backbone elements
-	byElem map[*spec.Element][]*rule // other elements
+	byType [][]*rule // resources, data types, backbone elements
+	byElem [][]*rule // other elements
 }
 
 var (
@@ -89,7 +91,7 @@ var (
 // concurrent use.
 func loadRules() *ruleSet {
 	rulesOnce.Do(func() {
-		rs := &ruleSet{byType: map[*spec.Type][]*rule{}, byElem: map[*spec.Element][]*rule{}}
+		rs := &ruleSet{byType: make([][]*rule, spec.NumTypes()), byElem: make([][]*rule, spec.NumElements())}
 		cs := spec.Constraints()
 		for i := range cs {
 			c := &cs[i]
@@ -103,14 +105,14 @@ func loadRules() *ruleSet {
 			}
 			r.x, r.err = fhirpath.Parse(expr)
 			if t := spec.Lookup(c.Path); t != nil {
-				rs.byType[t] = append(rs.byType[t], r)
+				rs.byType[t.Index()] = append(rs.byType[t.Index()], r)
 				continue
 			}
 			parent, _ := splitLast(c.Path)
 			if t := spec.Lookup(parent); t != nil {
 				for j := range t.Elements {
 					if e := &t.Elements[j]; e.Path == c.Path {
-						rs.byElem[e] = append(rs.byElem[e], r)
+						rs.byElem[e.Index()] = append(rs.byElem[e.Index()], r)
 					}
 				}
 			}
@@ -139,10 +141,10 @@ func (v *validator) constraints(stack []specFrame) {
 	}
 	var onType, onElem []*rule
 	if f.Type != nil {
-		onType = v.rules.byType[f.Type]
+		onType = v.rules.byType[f.Type.Index()]
 	}
 	if f.Elem != nil {
-		onElem = v.rules.byElem[f.Elem]
+		onElem = v.rules.byElem[f.Elem.Index()]
 	}
 	if len(onType) == 0 && len(onElem) == 0 {
 		return

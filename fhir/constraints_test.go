@@ -75,7 +75,7 @@ func TestRulesCompileOnceConcurrently(t *testing.T) {
 			t.Fatal("the rules were compiled more than once")
 		}
 	}
-	for _, set := range []map[*spec.Type][]*rule{got[0].byType} {
+	for _, set := range [][][]*rule{got[0].byType} {
 		for _, rs := range set {
 			for _, r := range rs {
 				placed[r] = true

@@ -47,10 +47,10 @@ func (d *safeHarbor) constraintsBefore(stack []specFrame, fr *shFrame) {
 	rs := loadRules()
 	var cand []*rule
 	if f.Type != nil {
-		cand = rs.byType[f.Type]
+		cand = rs.byType[f.Type.Index()]
 	}
 	if f.Elem != nil {
-		if more := rs.byElem[f.Elem]; len(more) > 0 {
+		if more := rs.byElem[f.Elem.Index()]; len(more) > 0 {
 			cand = append(cand[:len(cand):len(cand)], more...)
 		}
 	}

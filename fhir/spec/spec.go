@@ -52,6 +52,7 @@ type Type struct {
 	Invariants []string  // keys of the invariants on this type that the fhir package checks
 	Required   []string  // paths of the elements with a minimum cardinality above 0, sorted
 	Elements   []Element // sorted by Name; nil for primitives
+	index      int       // position in the tables (see Index)
 }
 
 // Element is one JSON property of a type. A choice element contributes one
@@ -66,7 +67,33 @@ type Element struct {
 	ValueSet string   // canonical URL of the bound value set, without version
 	Targets  []string // resource types a Reference may point to; nil means any
 	typeIdx  int      // index of Type in the tables, -1 when not defined there
+	index    int      // position among all elements (see Index), generated
 }
+
+// numElements is the number of elements of all types.
+var numElements = func() int {
+	n := 0
+	for i := range types {
+		types[i].index = i
+		n += len(types[i].Elements)
+	}
+	return n
+}()
+
+// NumTypes is the number of types in the tables: Type.Index is below it.
+func NumTypes() int { return len(types) }
+
+// NumElements is the number of elements of all types: Element.Index is
+// below it.
+func NumElements() int { return numElements }
+
+// Index returns the type's position in the tables, from 0 to NumTypes()-1,
+// for tables indexed by type.
+func (t *Type) Index() int { return t.index }
+
+// Index returns the element's position among the elements of all types,
+// from 0 to NumElements()-1, for tables indexed by element.
+func (e *Element) Index() int { return e.index }
 
 // TypeDef returns the definition of the element's type (a resource, data
 // type or backbone type), or nil when the tables hold none.

@@ -105,3 +105,28 @@ func TestLookupExtension(t *testing.T) {
 		t.Error("an unknown extension was found")
 	}
 }
+
+// TestIndexes: types and elements are numbered densely and uniquely.
+func TestIndexes(t *testing.T) {
+	seenT := make([]bool, NumTypes())
+	seenE := make([]bool, NumElements())
+	for i := range types {
+		ty := &types[i]
+		if ty.Index() != i || seenT[ty.Index()] {
+			t.Fatalf("%s: index %d", ty.Name, ty.Index())
+		}
+		seenT[ty.Index()] = true
+		for j := range ty.Elements {
+			e := &ty.Elements[j]
+			if e.Index() < 0 || e.Index() >= NumElements() || seenE[e.Index()] {
+				t.Fatalf("%s: element index %d", e.Path, e.Index())
+			}
+			seenE[e.Index()] = true
+		}
+	}
+	for i, ok := range seenE {
+		if !ok {
+			t.Fatalf("no element has index %d", i)
+		}
+	}
+}

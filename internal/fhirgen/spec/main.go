@@ -558,7 +558,7 @@ func run(defs, out string) error {
 				if !ok {
 					ti = -1
 				}
-				fmt.Fprintf(&buf, ", %d},\n", ti)
+				fmt.Fprintf(&buf, ", %d, %d},\n", ti, nElems-1)
 			}
 			buf.WriteString("}")
 		}
