@@ -14,6 +14,15 @@ import (
 // versions).
 func (v *validator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
 	btype := text(b.Type)
+	for i := range b.Link {
+		rel := text(b.Link[i].Relation)
+		for j := 0; j < i && rel != ""; j++ {
+			if text(b.Link[j].Relation) == rel {
+				v.errorf("invariant", where+".link["+strconv.Itoa(i)+"]", "the link relation %q is repeated; a Bundle has one link of each relation", rel)
+				break
+			}
+		}
+	}
 	if b.Total != nil && btype != "searchset" && btype != "history" {
 		v.errorf("invariant", where, "bdl-1: total only when a search or history")
 	}

@@ -114,8 +114,18 @@ func identifyingValues(v any, parentKey string, out map[string]string) {
 					add("id", s)
 				}
 			}
-			if s, ok := x.(string); ok && fullDate.MatchString(s) {
-				add("date", s)
+			if s, ok := x.(string); ok {
+				if fullDate.MatchString(s) {
+					add("date", s)
+				}
+				// Every date written inside a string (free text kept as
+				// terminology text too: "ROS 5 days - 2013-04-10"); a
+				// string that is a date is the case above.
+				for _, sp := range textDates(s) {
+					if m := s[sp[0]:sp[1]]; m != s && len(m) > 4 {
+						add("date in text", m)
+					}
+				}
 			}
 			identifyingValues(x, k, out)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acds-project/acds/fhir/fhirpath"
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
 )
@@ -23,6 +24,15 @@ type safeHarbor struct {
 	now      time.Time
 	resolves map[string]bool // Type/id of every output resource
 	frames   []shFrame       // one per specWalk frame
+	// indexes are the nested Bundles' entry indexes for resolve() in the
+	// constraints (deid_repair.go), made on first use: by then
+	// pseudonymiseNested has rewritten the entries' ids and fullUrls,
+	// which the walk does not change.
+	indexes map[*r4.Bundle]*fhirpath.BundleIndex
+	// budget bounds the FHIRPath steps of the constraint repair; once it
+	// is spent, the remaining constraints are neither checked nor
+	// repaired.
+	budget *int
 }
 
 // shFrame is the de-identification state of one node on the walk's path.
@@ -37,6 +47,7 @@ type shFrame struct {
 	prim         r4.Primitive // the node, when it is a primitive
 	valuePresent bool         // the primitive had a value before the walk
 	kids         []kidRecord  // the node's children, one record per element name
+	held         []*rule      // error-level constraints that held at enter (deid_repair.go)
 }
 
 // kidRecord sums up what became of the values of one child element.
@@ -100,7 +111,7 @@ func (d *safeHarbor) push() *shFrame {
 	if n < cap(d.frames) {
 		d.frames = d.frames[:n+1]
 		f := &d.frames[n]
-		*f = shFrame{kids: f.kids[:0]}
+		*f = shFrame{kids: f.kids[:0], held: f.held[:0]}
 		return f
 	}
 	d.frames = append(d.frames, shFrame{})
@@ -110,6 +121,7 @@ func (d *safeHarbor) push() *shFrame {
 func (d *safeHarbor) enter(_ *r4.Path, stack []specFrame) error {
 	f := &stack[len(stack)-1]
 	fr := d.push()
+	d.constraintsBefore(stack, fr)
 	d.enterDates(stack)
 	if res, ok := f.Node.(r4.Resource); ok {
 		// The resource being de-identified, or a nested resource: kept,
@@ -197,7 +209,19 @@ func (d *safeHarbor) keepValue(p r4.Primitive, e *spec.Element, pt *spec.Type) b
 			_ = p.SetText(keyed(d.key, "device", s))
 			return true
 		}
-		return keptText(pt.Name+"."+e.Name) && !hasIP(s)
+		path := pt.Name + "." + e.Name
+		if !keptText(path) || hasIP(s) {
+			return false
+		}
+		if path != "Reference.reference" {
+			if t := d.scrubText(s); t != s {
+				if t == "" {
+					return false
+				}
+				_ = p.SetText(t)
+			}
+		}
+		return true
 	case "uri", "canonical":
 		return !hasIP(s) && d.keptURI(e, pt)
 	case "id":
@@ -355,6 +379,7 @@ func (d *safeHarbor) leave(stack []specFrame) {
 	}
 	if _, ok := f.Node.(r4.Resource); ok {
 		d.mask(fr)
+		d.keepConstraints(stack, fr)
 		if parent != nil {
 			parent.record(f, fr, false, false, true)
 		}
@@ -376,6 +401,7 @@ func (d *safeHarbor) leave(stack []specFrame) {
 	}
 	repairInvariant(f.Node)
 	d.mask(fr)
+	d.keepConstraints(stack, fr)
 	_, isExt := f.Node.(*r4.Extension)
 	kept := fr.kidsKept(!isExt)
 	if ref, ok := f.Node.(*r4.Reference); ok {
@@ -410,7 +436,7 @@ func (p *shFrame) record(f *specFrame, fr *shFrame, valueKept, elemKept, kept bo
 	k.valueKept = k.valueKept || valueKept
 	k.elemKept = k.elemKept || elemKept
 	k.kept = k.kept || kept
-	if f.Elem != nil && f.Elem.Min > 0 {
+	if f.Elem != nil && (f.Elem.Min > 0 || len(p.held) > 0) {
 		k.items = append(k.items, f.Node)
 	}
 }

@@ -35,7 +35,9 @@
 //     the first, within size, depth and model-memory limits;
 //  2. validate: one walk over the model (r4.Walk with the element tables of
 //     package fhir/spec) checks formats, cardinality, choices, bindings,
-//     references, invariants and the Bundle rules;
+//     references, the Bundle rules, the contexts of core extensions and
+//     every constraint of the R4 definitions (the error-level ones as
+//     errors), evaluated with package fhir/fhirpath and compiled once;
 //  3. normalise (and de-identify) the same structs in place;
 //  4. encode: r4.AppendCanonical writes the output in canonical form, and
 //     its SHA-256 is the digest.
@@ -121,7 +123,11 @@
 //   - url values and free-text strings are removed except terminology
 //     text (Coding.display, CodeableConcept.text, units); names of
 //     organisations and locations go too, since they can reveal where the
-//     individual lives;
+//     individual lives. In the text kept, every date written by a person
+//     (2013-04-10, 04/10/2013, April 10, 2013…) is reduced to its year
+//     (under the 90-year rule below), a date with a two-digit year is
+//     removed, and so is every run of seven digits or more (telephone,
+//     social security and record numbers);
 //   - uri and canonical values are removed (Device.url, policies, an
 //     answer's valueUri…) unless they name terminology or definitions:
 //     code and identifier systems, Reference.type, canonical references
@@ -144,5 +150,11 @@
 //
 // A removed element that FHIR requires is replaced by the
 // data-absent-reason extension with code "masked", so the output stays
-// valid R4.
+// valid R4. Likewise every error-level constraint that held on an element
+// before de-identification is checked again after it, and one that the
+// removals broke is repaired by masking what was removed, never by
+// restoring it: a masked primitive or data type where the constraint
+// names one (org-1: an Organization whose name went keeps a masked name;
+// app-1, exp-1, inv-1…), a placeholder narrative saying that the text was
+// removed (cmp-1: a section's text).
 package fhir

@@ -114,6 +114,10 @@ var knownErrata = map[string]string{
 	"MedicationRequest-medrx0301.json":                 "dispenseRequest.performer references a Practitioner; R4 allows Organization only",
 	"Observation-clinical-gender.json":                 "performer references an Encounter",
 	"Questionnaire-qs1.json":                           "items without linkId",
+	"StructureDefinition-Definition.json":              "sdf-4: a logical model that is not abstract and has no baseDefinition",
+	"StructureDefinition-Event.json":                   "sdf-4: a logical model that is not abstract and has no baseDefinition",
+	"StructureDefinition-FiveWs.json":                  "sdf-4: a logical model that is not abstract and has no baseDefinition",
+	"StructureDefinition-Request.json":                 "sdf-4: a logical model that is not abstract and has no baseDefinition",
 }
 
 // conformance reports whether an example file holds a definitional

@@ -233,7 +233,14 @@ func normalize(root r4.Resource, opts Options, format string) (*r4.Bundle, int, 
 		now = time.Now()
 	}
 	if format == acds.OutputFHIRR4Deidentified {
-		d := &safeHarbor{key: opts.DeidentKey, now: now, resolves: make(map[string]bool, len(out))}
+		maxBytes := opts.MaxBytes
+		if maxBytes <= 0 {
+			maxBytes = DefaultMaxBytes
+		}
+		// The repair evaluates constraints before and after: twice the
+		// validation's budget for the largest input allowed.
+		budget := 2 * constraintBudget(maxBytes)
+		d := &safeHarbor{key: opts.DeidentKey, now: now, resolves: make(map[string]bool, len(out)), budget: &budget}
 		rs := make([]r4.Resource, len(out))
 		for i, e := range out {
 			d.resolves[e.typ+"/"+e.finalID] = true

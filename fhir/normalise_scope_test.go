@@ -281,7 +281,7 @@ func TestDeidentifyContainedIDs(t *testing.T) {
 	out = processOK(t, `{"resourceType":"Questionnaire","id":"q","status":"active",`+
 		`"contained":[{"resourceType":"ValueSet","id":"vs-MRN-4471","status":"active"},`+
 		`{"resourceType":"Provenance","id":"prov-MRN-4471","target":[{"reference":"#"}],"recorded":"2020-01-01T00:00:00Z","agent":[{"who":{"reference":"#org-MRN-4471"}}]},`+
-		`{"resourceType":"Organization","id":"org-MRN-4471","active":true}],`+
+		`{"resourceType":"Organization","id":"org-MRN-4471","active":true,"name":"Acme"}],`+
 		`"item":[{"linkId":"1","type":"choice","answerValueSet":"#vs-MRN-4471"}]}`, acds.OutputFHIRR4Deidentified)
 	leaks(t, out, "MRN-4471")
 	q := at(t, decodeOut(t, out), "entry", 0, "resource")
@@ -383,7 +383,7 @@ func TestNestedScopesLeftAsTheyAreInFormatR4(t *testing.T) {
 		t.Errorf("the nested Parameters changed:\n%s", out.JSON)
 	}
 	in := `{"resourceType":"Bundle","type":"collection","entry":[
-{"fullUrl":"urn:uuid:aaaaaaaa-1111-1111-1111-111111111111","resource":{"resourceType":"Organization","active":true}},
+{"fullUrl":"urn:uuid:aaaaaaaa-1111-1111-1111-111111111111","resource":{"resourceType":"Organization","active":true,"name":"Acme"}},
 {"fullUrl":"urn:uuid:bbbbbbbb-1111-1111-1111-111111111111","resource":{"resourceType":"Parameters","parameter":[
  {"name":"c","resource":{"resourceType":"Coverage","status":"active","beneficiary":{"reference":"Patient/p"},"payor":[{"reference":"urn:uuid:aaaaaaaa-1111-1111-1111-111111111111"}]}},
  {"name":"p","resource":{"resourceType":"Patient","id":"p"}}]}}]}`

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/acds-project/acds/fhir/fhirpath"
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
 )
@@ -36,10 +38,22 @@ const MaxWarnings = 200
 // types, duplicate properties and content of other FHIR versions, and
 // then checks the model: primitive formats; cardinality; choice elements;
 // reference formats and target types; codes of required bindings (and of
-// extensible ones, as warnings); resource ids; Bundle rules (fullUrl,
-// bdl-1..bdl-12, resolvable urn:uuid references); ele-1 and dom-2..dom-6.
-// It does not check profiles, extensions' definitions, terminology outside
-// the core required value sets, or FHIRPath invariants beyond those named.
+// extensible ones, as warnings); resource ids (a contained one too);
+// Bundle rules (fullUrl, bdl-1..bdl-12, resolvable urn:uuid references,
+// one link per relation); XHTML narrative (XML entities only); the
+// contexts of the core R4 extensions (outside conformance resources); and
+// every constraint of the R4 resources and data types (see
+// constraints.go): ele-1, dom-2..dom-6 and a few others in Go, all the
+// others evaluated as FHIRPath, each failure naming its key and location.
+// Best-practice constraints (dom-6 and those so marked) and warning-level
+// ones are warnings. A constraint that cannot be evaluated is a warning
+// naming it, never an error. Their evaluation is bounded per element and
+// per validation (a FHIRPath step budget growing with the input's size);
+// should crafted input spend it, one warning says which constraints were
+// not checked. HTML in a string is a warning (the HL7
+// validator's security checks are off by default). It does not check
+// profiles, extensions outside the core definitions, or terminology
+// outside the core required value sets.
 //
 // The order of the findings is deterministic: decoding findings come
 // first, in input order; the findings on the model follow in the order of
@@ -58,7 +72,7 @@ func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resourc
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &validator{}
+	v := &validator{size: len(data)}
 	if len(data) > maxBytes {
 		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
 		return &OperationOutcome{Issues: v.issues}, nil, false
@@ -102,6 +116,12 @@ type validator struct {
 	// so they are not judged on what is missing (required elements,
 	// ele-1, ext-1, pat-1…): the decoder's finding already says why.
 	damaged map[string]bool
+
+	rules       *ruleSet  // the compiled R4 constraints
+	now         time.Time // now() in constraints, read once per validation
+	size        int       // input bytes, for the constraints' step budget
+	budget      *int      // FHIRPath steps left for the constraints
+	budgetSpent bool      // the budget ran out (reported once)
 
 	frames  []vframe   // per depth of the walk
 	res     []*tresCtx // the resources on the current path, innermost last
@@ -154,6 +174,8 @@ func (v *validator) markDamaged(path string) {
 
 // tresCtx is per-resource state for the reference and contained checks.
 type tresCtx struct {
+	r           r4.Resource
+	env         *fhirpath.Env // the constraints' environment, made on first use
 	typ         string
 	id          string
 	version     string // meta.versionId
@@ -174,9 +196,10 @@ type tresCtx struct {
 
 // bundleCtx is what a Bundle's rules need from its entries.
 type bundleCtx struct {
-	fullURLTypes map[string]string // entry fullUrls to resource types
-	refs         []entryRef        // references in entry resources, in walk order
-	versions     map[int]string    // entry index to its resource's meta.versionId
+	fullURLTypes map[string]string     // entry fullUrls to resource types
+	refs         []entryRef            // references in entry resources, in walk order
+	versions     map[int]string        // entry index to its resource's meta.versionId
+	index        *fhirpath.BundleIndex // for resolve() in constraints, made on first use
 }
 
 type entryRef struct {
@@ -394,6 +417,8 @@ func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 				v.errorf("value", path.String()+".url", "the value must not be only whitespace")
 			} else if msg := primitiveFormat("uri", u); msg != "" {
 				v.errorf("value", path.String()+".url", "%s: %q", msg, clip(u))
+			} else if depth > 0 {
+				v.extensionContext(path, stack, u)
 			}
 		}
 	case *r4.Attachment:
@@ -433,6 +458,9 @@ func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 				}
 			}
 		}
+	}
+	if !damaged && checkConstraints {
+		v.constraints(stack)
 	}
 	return nil
 }
@@ -488,7 +516,7 @@ func (v *validator) binding(e *spec.Element, where, format string, args ...any) 
 func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resource) {
 	depth := len(stack) - 1
 	f := &stack[depth]
-	rc := &tresCtx{typ: r.ResourceType(), id: r.ResourceID(), isContained: depth > 0 && f.Name == "contained"}
+	rc := &tresCtx{r: r, typ: r.ResourceType(), id: r.ResourceID(), isContained: depth > 0 && f.Name == "contained"}
 	var parent *tresCtx
 	if len(v.res) > 0 {
 		parent = v.res[len(v.res)-1]
@@ -527,12 +555,7 @@ func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resourc
 
 func (v *validator) resourceID(path *r4.Path, id string, contained bool) {
 	if len(id) > 64 {
-		sev := SeverityError
-		if contained {
-			// The reference validator does not hold contained ids to the length limit.
-			sev = SeverityWarning
-		}
-		v.add(sev, "value", path.String()+".id", "invalid resource id: too long (%d chars)", len(id))
+		v.errorf("value", path.String()+".id", "invalid resource id: too long (%d chars)", len(id))
 		return
 	}
 	for i := 0; i < len(id); i++ {
@@ -594,6 +617,18 @@ func (v *validator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) {
 		v.errorf("value", path.String(), "%s: %q", msg, clip(s))
 		return
 	}
+	switch typ {
+	case "string":
+		if looksLikeHTML(s) {
+			// The HL7 validator's security checks are off by default,
+			// when this is not an error.
+			v.add(SeverityWarning, "security", path.String(), "the string value contains text that looks like embedded HTML tags")
+		}
+	case "canonical", "uri", "url":
+		if s[0] == '#' {
+			v.localRef(s[1:]) // dom-3 counts "#id" canonicals and uris as references
+		}
+	}
 	if e := f.Elem; typ == "code" && e != nil && (e.Strength == spec.Required || e.Strength == spec.Extensible) {
 		if vs := v.valueSet(e); vs != nil && !vs.Contains("", s) {
 			v.binding(e, path.String(), "the value provided (%q) is not in the value set %s", s, e.ValueSet)
@@ -617,10 +652,7 @@ func (v *validator) reference(path *r4.Path, f *specFrame, n *r4.Reference) {
 		rc.params.refs = append(rc.params.refs, ref)
 	}
 	if strings.HasPrefix(ref, "#") {
-		if rc.localRefs == nil {
-			rc.localRefs = map[string]bool{}
-		}
-		rc.localRefs[ref[1:]] = true
+		v.localRef(ref[1:])
 		if ref != "#" && !rc.contained[ref[1:]] && !rc.isContained {
 			v.errorf("not-found", path.String()+".reference", "unable to resolve resource with reference %q (ref-1: a local reference needs a contained resource)", ref)
 		}
@@ -649,6 +681,88 @@ func (v *validator) reference(path *r4.Path, f *specFrame, n *r4.Reference) {
 		}
 	}
 	v.errorf("structure", path.String()+".reference", "invalid resource target type: found %s, but expected one of (%s)", typ, strings.Join(e.Targets, ", "))
+}
+
+// extensionContext checks that an extension whose definition the tables
+// hold (the core R4 extensions) is used in one of its declared contexts.
+func (v *validator) extensionContext(path *r4.Path, stack []specFrame, url string) {
+	def := spec.LookupExtension(url)
+	if def == nil || len(v.res) > 0 && conformanceResource[v.res[len(v.res)-1].typ] {
+		return
+	}
+	parent := &stack[len(stack)-2]
+	for _, c := range def.Contexts {
+		if contextMatches(c, parent) {
+			return
+		}
+	}
+	this := "?"
+	if parent.Type != nil {
+		this = parent.Type.Name
+	}
+	if parent.Elem != nil && parent.Elem.Path != this {
+		this = parent.Elem.Path + ", " + this
+	}
+	v.errorf("structure", path.String(), "the extension %s is not allowed to be used here (allowed: %s; this element is %s)", url, strings.Join(def.Contexts, ", "), this)
+}
+
+// contextMatches reports whether the element of frame f is in the
+// extension context c.
+func contextMatches(c string, f *specFrame) bool {
+	if kind, expr, ok := strings.Cut(c, ":"); ok && !strings.Contains(kind, ".") {
+		if kind == "extension" {
+			x, isExt := f.Node.(*r4.Extension)
+			return isExt && x.URL == expr
+		}
+		return true // FHIRPath contexts are not checked
+	}
+	_, isRes := f.Node.(r4.Resource)
+	switch c {
+	case "Element", "Base":
+		return true
+	case "Resource", "DomainResource":
+		return isRes
+	case "BackboneElement":
+		return f.Type != nil && f.Type.Kind == spec.Backbone
+	}
+	if f.Type != nil && (f.Type.Name == c || c == "Quantity" && quantityKinds[f.Type.Name]) {
+		return true
+	}
+	return f.Elem != nil && f.Elem.Path == c
+}
+
+// conformanceResource lists the definitional resources whose extensions'
+// contexts are not checked: the R4 publication's own definitions use its
+// tooling extensions outside their declared contexts (fhir-type on
+// ElementDefinition.type, normative-version on CodeSystem and ValueSet),
+// and ACDS processes clinical records, not definitions.
+var conformanceResource = map[string]bool{
+	"StructureDefinition": true, "ValueSet": true, "CodeSystem": true, "OperationDefinition": true,
+	"SearchParameter": true, "CapabilityStatement": true, "ImplementationGuide": true, "ConceptMap": true,
+	"NamingSystem": true, "StructureMap": true, "CompartmentDefinition": true, "GraphDefinition": true,
+	"MessageDefinition": true, "TerminologyCapabilities": true,
+}
+
+// quantityKinds are the specialisations of Quantity.
+var quantityKinds = map[string]bool{"Age": true, "Count": true, "Distance": true, "Duration": true, "MoneyQuantity": true, "SimpleQuantity": true}
+
+// localRef records a reference "#id" (id "" for "#") in the current
+// resource, and in its container when it is a contained resource: dom-3
+// looks for references to a contained resource anywhere in the
+// container, the other contained resources included.
+func (v *validator) localRef(id string) {
+	for i := len(v.res) - 1; i >= 0; i-- {
+		rc := v.res[i]
+		if rc.localRefs == nil {
+			rc.localRefs = map[string]bool{}
+		}
+		if id != "" || i == len(v.res)-1 {
+			rc.localRefs[id] = true
+		}
+		if !rc.isContained {
+			return
+		}
+	}
 }
 
 // attachment checks att-1 and Attachment.size against the decoded data.
@@ -771,7 +885,7 @@ func (v *validator) leaveResource(stack []specFrame, r r4.Resource, damaged bool
 	}
 	for i, id := range rc.containedID {
 		if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !rc.containedRefsUs[id] {
-			v.add(SeverityWarning, "invariant", at()+".contained["+strconv.Itoa(i)+"]",
+			v.errorf("invariant", at()+".contained["+strconv.Itoa(i)+"]",
 				"dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
 		}
 	}

@@ -45,7 +45,8 @@
 // with its FHIR type. Navigation goes through the generated walkers
 // (r4.AppendChildren, which visits only the members asked for) and the
 // definitions in package spec, without reflection; nodes are allocated in
-// blocks per evaluation. FHIR primitives
+// growing blocks per evaluation, and evaluators are recycled, so that
+// evaluating a small invariant on one element costs little. FHIR primitives
 // stay Nodes, so their ids and extensions remain reachable, and convert to
 // System values where an operator or function needs one. Decimals are
 // exact (a rational and the number of decimal places), so 0.1 + 0.2 = 0.3;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
@@ -19,6 +20,12 @@ type Limits struct {
 	// MaxItems bounds the size of every collection an evaluation builds,
 	// the result included. Zero means 1,000,000.
 	MaxItems int
+	// Budget, when set, is a step budget shared by the evaluations given
+	// the same Limits: each takes at most what remains (and at most
+	// MaxSteps), and its steps are subtracted when it ends, so many small
+	// evaluations over one input are bounded together. It is not safe for
+	// evaluations running at once.
+	Budget *int
 }
 
 // Env is what an evaluation sees besides its input. The zero value (or a
@@ -39,6 +46,9 @@ type Env struct {
 	// entries. Nil means the input when it is a single Bundle, or
 	// %resource when that is one.
 	Bundle *r4.Bundle
+	// BundleIndex, when it indexes the Bundle resolve() searches, is used
+	// instead of a scan of its entries (which counts one step per entry).
+	BundleIndex *BundleIndex
 	// Now is the time now(), today() and timeOfDay() report, fixed for
 	// the evaluation. Zero means the system clock, read once per
 	// evaluation.
@@ -48,26 +58,66 @@ type Env struct {
 	Trace func(name string, c Collection)
 	// Limits bound the evaluation.
 	Limits Limits
+	// SkipEmpty makes navigation leave out elements without content (a
+	// primitive with neither value, id nor extension, a data type or
+	// backbone element none of whose children has content), which the
+	// r4 encoder leaves out too: for evaluating a model edited in place,
+	// where a cleared element is still reachable.
+	SkipEmpty bool
 }
 
 // evaluator is the state of one evaluation.
 type evaluator struct {
-	ctx      context.Context
-	src      string
-	env      *Env
-	steps    int
-	maxSteps int
-	maxItems int
-	now      time.Time
-	input    Collection
-	resource Collection
-	root     Collection // %rootResource
-	bundle   *r4.Bundle
-	vars     map[string]Collection
-	regexps  map[string]*regexp.Regexp
-	nodes    []Node     // the current block of box
-	kids     []r4.Child // navigation's reused buffer
-	last     lookup     // navigation's last name lookup
+	ctx       context.Context
+	src       string
+	env       *Env
+	steps     int
+	maxSteps  int
+	maxItems  int
+	now       time.Time
+	input     Collection
+	resource  Collection
+	root      Collection // %rootResource
+	bundle    *r4.Bundle
+	vars      map[string]Collection
+	regexps   map[string]*regexp.Regexp
+	skipEmpty bool
+	nodes     []Node     // the current block of box
+	kids      []r4.Child // navigation's reused buffer
+	last      lookup     // navigation's last name lookup
+}
+
+// evaluators recycles evaluators: an evaluation of an invariant on one
+// element is short, and allocating the evaluator showed in its cost.
+var evaluators = sync.Pool{New: func() any { return new(evaluator) }}
+
+// release returns e to the pool. The nodes of its current block may be in
+// the result, so the block is kept only past them: later evaluations box
+// into what remains of it.
+func (e *evaluator) release() {
+	clear(e.kids)
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0]}
+	evaluators.Put(e)
+}
+
+// resourceColl returns %resource, made on first use.
+func (e *evaluator) resourceColl() Collection {
+	if e.resource == nil && e.env.Resource != nil {
+		e.resource = Collection{NodeOf(e.env.Resource)}
+	}
+	return e.resource
+}
+
+// rootColl returns %rootResource, made on first use.
+func (e *evaluator) rootColl() Collection {
+	if e.root == nil {
+		if e.env.RootResource != nil {
+			e.root = Collection{NodeOf(e.env.RootResource)}
+		} else {
+			e.root = e.resourceColl()
+		}
+	}
+	return e.root
 }
 
 // scope is what $this, $index and $total refer to.
@@ -226,9 +276,9 @@ func (e *evaluator) envVar(n *envNode) (Collection, error) {
 	case "context":
 		return e.input, nil
 	case "resource":
-		return e.resource, nil
+		return e.resourceColl(), nil
 	case "rootResource":
-		return e.root, nil
+		return e.rootColl(), nil
 	case "ucum":
 		return Collection{String(ucumSystem)}, nil
 	case "sct":

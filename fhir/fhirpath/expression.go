@@ -141,10 +141,19 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if err := ctx.Err(); err != nil {
 		return nil, &EvalError{Class: ErrLimit, Offset: -1, Msg: "evaluation not started", Err: err}
 	}
-	e := &evaluator{ctx: ctx, src: x.src, env: env, input: input, vars: env.Vars}
+	e := evaluators.Get().(*evaluator)
+	defer e.release()
+	e.ctx, e.src, e.env, e.input, e.vars, e.skipEmpty = ctx, x.src, env, input, env.Vars, env.SkipEmpty
 	e.maxSteps = env.Limits.MaxSteps
 	if e.maxSteps <= 0 {
 		e.maxSteps = 10_000_000
+	}
+	if b := env.Limits.Budget; b != nil {
+		if *b <= 0 {
+			return nil, &EvalError{Class: ErrLimit, Offset: -1, Msg: "the step budget is spent"}
+		}
+		e.maxSteps = min(e.maxSteps, *b)
+		defer func(e *evaluator) { *b -= min(e.steps, *b) }(e)
 	}
 	e.maxItems = env.Limits.MaxItems
 	if e.maxItems <= 0 {
@@ -154,37 +163,36 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if e.now.IsZero() {
 		e.now = time.Now()
 	}
-	if env.Resource != nil {
-		e.resource = Collection{NodeOf(env.Resource)}
-	} else if len(input) == 1 {
+	// %resource and %rootResource are made when first used.
+	if env.Resource == nil && len(input) == 1 {
 		if n, ok := input[0].(*Node); ok {
 			if _, ok := n.Value.(r4.Resource); ok {
 				e.resource = input
 			}
 		}
 	}
-	e.root = e.resource
-	if env.RootResource != nil {
-		e.root = Collection{NodeOf(env.RootResource)}
-	}
 	e.bundle = env.Bundle
 	if e.bundle == nil {
-		for _, c := range []Collection{input, e.resource} {
-			if len(c) == 1 {
-				if n, ok := c[0].(*Node); ok {
-					if b, ok := n.Value.(*r4.Bundle); ok {
-						e.bundle = b
-						break
-					}
+		if b, ok := env.Resource.(*r4.Bundle); ok {
+			e.bundle = b
+		} else if len(input) == 1 {
+			if n, ok := input[0].(*Node); ok {
+				if b, ok := n.Value.(*r4.Bundle); ok {
+					e.bundle = b
 				}
+			}
+		}
+		if e.bundle == nil && env.Resource == nil && len(e.resource) == 1 {
+			if b, ok := e.resource[0].(*Node).Value.(*r4.Bundle); ok {
+				e.bundle = b
 			}
 		}
 	}
 	if err := x.checkInput(input); err != nil {
 		return nil, err
 	}
-	sc := &scope{this: input}
-	out, err := e.eval(x.root, sc)
+	sc := scope{this: input}
+	out, err := e.eval(x.root, &sc)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,11 @@ func fhirFuncs() map[string]*funcDef {
 				if ref == "" {
 					continue
 				}
-				if r := e.resolve(ref); r != nil {
+				r, err := e.resolve(ref, n.at)
+				if err != nil {
+					return nil, err
+				}
+				if r != nil {
 					out = append(out, NodeOf(r))
 				}
 			}
@@ -165,56 +169,135 @@ func codingIn(vs *spec.ValueSet, c *r4.Coding) bool {
 // resolve finds the resource a reference points to: a contained resource
 // (#id) of %rootResource (# alone is %rootResource itself), or an entry of
 // %bundle by fullUrl or Type/id.
-func (e *evaluator) resolve(ref string) r4.Resource {
+func (e *evaluator) resolve(ref string, at int) (r4.Resource, error) {
 	if ref == "#" {
-		for _, v := range e.root {
+		for _, v := range e.rootColl() {
 			if r, ok := v.(*Node).Value.(r4.Resource); ok {
-				return r
+				return r, nil
 			}
 		}
-		return nil
+		return nil, nil
 	}
 	if strings.HasPrefix(ref, "#") {
-		for _, v := range e.root {
+		for _, v := range e.rootColl() {
 			nd, ok := v.(*Node)
 			if !ok {
 				continue
 			}
 			var found r4.Resource
-			r4.Children(nd.Value, func(name string, _ int, c any) bool {
-				if r, ok := c.(r4.Resource); ok && name == "contained" && r.ResourceID() == ref[1:] {
+			visited := 0
+			r4.ChildrenNamed(nd.Value, "contained", false, func(_ string, _ int, c any) bool {
+				visited++
+				if r, ok := c.(r4.Resource); ok && r.ResourceID() == ref[1:] {
 					found = r
 					return false
 				}
 				return true
 			})
+			if err := e.step(visited, at); err != nil {
+				return nil, err
+			}
 			if found != nil {
-				return found
+				return found, nil
 			}
 		}
-		return nil
+		return nil, nil
 	}
 	if e.bundle == nil {
-		return nil
+		return nil, nil
 	}
+	if ix := e.env.BundleIndex; ix != nil && ix.b == e.bundle {
+		return ix.find(ref), nil
+	}
+	// Without an index each resolve() scans the entries, and counts them
+	// as steps.
+	if err := e.step(len(e.bundle.Entry), at); err != nil {
+		return nil, err
+	}
+	return scanEntries(e.bundle, ref), nil
+}
+
+// scanEntries finds the first entry of b whose fullUrl is ref, or whose
+// resource is the Type/id ref names (for an absolute ref, with a fullUrl
+// ending the same way).
+func scanEntries(b *r4.Bundle, ref string) r4.Resource {
 	typ, id := refTypeID(ref)
-	for i := range e.bundle.Entry {
-		en := &e.bundle.Entry[i]
+	for i := range b.Entry {
+		en := &b.Entry[i]
 		if en.Resource == nil {
 			continue
 		}
-		if en.FullURL != nil && en.FullURL.Value == ref {
+		if entryMatches(en, ref, typ, id) {
 			return en.Resource
-		}
-		if typ != "" && en.Resource.ResourceType() == typ && en.Resource.ResourceID() == id {
-			// A relative reference matches the entry of that type and id;
-			// an absolute one only when the fullUrl ends the same way.
-			if !strings.Contains(ref, "://") || en.FullURL != nil && strings.HasSuffix(en.FullURL.Value, "/"+typ+"/"+id) {
-				return en.Resource
-			}
 		}
 	}
 	return nil
+}
+
+// entryMatches reports whether entry en is what ref (of type typ and id
+// id, "" when it names none) points to.
+func entryMatches(en *r4.BundleEntry, ref, typ, id string) bool {
+	if en.FullURL != nil && en.FullURL.Value == ref {
+		return true
+	}
+	// A relative reference matches the entry of that type and id; an
+	// absolute one only when the fullUrl ends the same way.
+	return typ != "" && en.Resource.ResourceType() == typ && en.Resource.ResourceID() == id &&
+		(!strings.Contains(ref, "://") || en.FullURL != nil && strings.HasSuffix(en.FullURL.Value, "/"+typ+"/"+id))
+}
+
+// BundleIndex finds the entries of a Bundle by fullUrl and by Type/id, so
+// that resolve() does not scan the entries each time. Build one with
+// NewBundleIndex and pass it in Env.BundleIndex to every evaluation whose
+// %bundle is that Bundle; it is read-only once built, so evaluations may
+// share it concurrently.
+type BundleIndex struct {
+	b        *r4.Bundle
+	byURL    map[string]int   // first entry with that fullUrl
+	byTypeID map[string][]int // entries holding Type/id, in order
+}
+
+// NewBundleIndex indexes the entries of b.
+func NewBundleIndex(b *r4.Bundle) *BundleIndex {
+	ix := &BundleIndex{b: b, byURL: make(map[string]int, len(b.Entry)), byTypeID: make(map[string][]int, len(b.Entry))}
+	for i := range b.Entry {
+		en := &b.Entry[i]
+		if en.Resource == nil {
+			continue
+		}
+		if en.FullURL != nil {
+			if _, ok := ix.byURL[en.FullURL.Value]; !ok {
+				ix.byURL[en.FullURL.Value] = i
+			}
+		}
+		k := en.Resource.ResourceType() + "/" + en.Resource.ResourceID()
+		ix.byTypeID[k] = append(ix.byTypeID[k], i)
+	}
+	return ix
+}
+
+// find is scanEntries with the index: the first entry in order that ref
+// matches.
+func (ix *BundleIndex) find(ref string) r4.Resource {
+	best := -1
+	if i, ok := ix.byURL[ref]; ok {
+		best = i
+	}
+	if typ, id := refTypeID(ref); typ != "" {
+		for _, i := range ix.byTypeID[typ+"/"+id] {
+			if best >= 0 && i > best {
+				break
+			}
+			if entryMatches(&ix.b.Entry[i], ref, typ, id) {
+				best = i
+				break
+			}
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return ix.b.Entry[best].Resource
 }
 
 // refTypeID splits a reference into its resource type and id, dropping a

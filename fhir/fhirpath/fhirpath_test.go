@@ -283,3 +283,61 @@ func TestTypes(t *testing.T) {
 	require.IsType(t, &r4.Code{}, n.Value)
 	require.Equal(t, `[true]`, evalJSON(t, "Patient.is(DomainResource) and Patient.is(Resource) and gender.is(string)", p, nil))
 }
+
+// TestBundleIndex: resolve() with Env.BundleIndex finds what the scan of
+// the entries finds (the first match in entry order, by fullUrl or by
+// Type/id, an absolute reference only where the fullUrl ends the same
+// way), and without an index the scan counts its steps.
+func TestBundleIndex(t *testing.T) {
+	b := mustDecode(t, `{"resourceType":"Bundle","type":"collection","entry":[
+	 {"fullUrl":"http://a.org/Patient/1","resource":{"resourceType":"Patient","id":"1","gender":"male"}},
+	 {"fullUrl":"urn:uuid:0d3a1b8e-4b5e-4c9a-9f7e-3c2b1a0d9e8f","resource":{"resourceType":"Patient","id":"1","gender":"female"}},
+	 {"fullUrl":"http://b.org/Patient/2","resource":{"resourceType":"Patient","id":"2","gender":"other"}},
+	 {"resource":{"resourceType":"Patient","id":"3","gender":"unknown"}}]}`).(*r4.Bundle)
+	ix := NewBundleIndex(b)
+	for _, ref := range []string{"Patient/1", "http://a.org/Patient/1", "urn:uuid:0d3a1b8e-4b5e-4c9a-9f7e-3c2b1a0d9e8f",
+		"http://c.org/Patient/2", "http://b.org/Patient/2", "Patient/2", "Patient/3", "Patient/1/_history/2", "Patient/9", "Observation/1"} {
+		want, got := scanEntries(b, ref), ix.find(ref)
+		if want != got {
+			t.Errorf("%s: index finds %v, the scan %v", ref, got, want)
+		}
+	}
+	x := MustCompile("'Patient/2'.resolve().gender")
+	for _, env := range []*Env{{Bundle: b}, {Bundle: b, BundleIndex: ix}} {
+		out, err := x.Evaluate(context.Background(), nil, env)
+		require.NoError(t, err)
+		js, _ := MarshalJSON(out)
+		require.Equal(t, `["other"]`, string(js))
+	}
+	// The scan of the four entries counts four steps; the index none.
+	steps := 1
+	for ; steps < 100; steps++ {
+		if _, err := x.Evaluate(context.Background(), nil, &Env{Bundle: b, BundleIndex: ix, Limits: Limits{MaxSteps: steps}}); err == nil {
+			break
+		}
+	}
+	_, err := x.Evaluate(context.Background(), nil, &Env{Bundle: b, Limits: Limits{MaxSteps: steps}})
+	require.ErrorIs(t, err, ErrLimit)
+	_, err = x.Evaluate(context.Background(), nil, &Env{Bundle: b, Limits: Limits{MaxSteps: steps + 4}})
+	require.NoError(t, err)
+}
+
+// TestStepBudget: evaluations sharing Limits.Budget spend it together;
+// once it is spent they fail with ErrLimit before starting.
+func TestStepBudget(t *testing.T) {
+	x := MustCompile("(1 | 2 | 3).where($this > 1).count()")
+	budget := 1000
+	env := &Env{Limits: Limits{Budget: &budget}}
+	_, err := x.Evaluate(context.Background(), nil, env)
+	require.NoError(t, err)
+	used := 1000 - budget
+	require.Greater(t, used, 0)
+	budget = used + used/2 // enough for one more, not two
+	_, err = x.Evaluate(context.Background(), nil, env)
+	require.NoError(t, err)
+	_, err = x.Evaluate(context.Background(), nil, env)
+	require.ErrorIs(t, err, ErrLimit)
+	require.Equal(t, 0, budget)
+	_, err = x.Evaluate(context.Background(), nil, env)
+	require.ErrorIs(t, err, ErrLimit)
+}

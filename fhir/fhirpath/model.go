@@ -74,6 +74,15 @@ func NewNode(x any, typ string) *Node {
 	return &Node{Value: x, Type: typ, def: spec.Lookup(typ)}
 }
 
+// NodeOfType wraps an element of the model whose type definition (from
+// package spec) is def: NewNode without the lookup of the type by name.
+func NodeOfType(x any, def *spec.Type) *Node {
+	if r, ok := x.(r4.Resource); ok {
+		return NodeOf(r)
+	}
+	return &Node{Value: x, Type: def.Name, def: def}
+}
+
 // box allocates a Node from the evaluator's blocks, so that navigation does
 // not make one allocation per item; with a nil evaluator it allocates the
 // Node alone.
@@ -82,7 +91,11 @@ func (e *evaluator) box(n Node) *Node {
 		return &n
 	}
 	if len(e.nodes) == cap(e.nodes) {
-		e.nodes = make([]Node, 0, 128)
+		// Blocks grow from 4 to 128 nodes: most evaluations (an
+		// invariant on one element) box a few nodes, and a first block of
+		// 128 would dominate their cost.
+		n := min(max(2*cap(e.nodes), 4), 128)
+		e.nodes = make([]Node, 0, n)
 	}
 	e.nodes = append(e.nodes, n)
 	return &e.nodes[len(e.nodes)-1]
@@ -96,6 +109,9 @@ func navigate2all(n *Node, def *spec.Type, out Collection, e *evaluator) Collect
 	}
 	kids = r4.AppendChildren(kids, n.Value, "", false)
 	for _, c := range kids {
+		if e != nil && e.skipEmpty && !hasContent(c.Node, 0) {
+			continue
+		}
 		out = append(out, e.box(childNode(def, c.Name, c.Node)))
 	}
 	if e != nil {
@@ -230,6 +246,9 @@ func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
 	}
 	kids = r4.AppendChildren(kids, n.Value, name, l.choice)
 	for _, c := range kids {
+		if e != nil && e.skipEmpty && !hasContent(c.Node, 0) {
+			continue
+		}
 		if l.elem != nil {
 			if _, isRes := c.Node.(r4.Resource); !isRes {
 				out = append(out, e.box(Node{Value: c.Node, Type: l.elem.Type, def: l.elem.TypeDef()}))
@@ -243,6 +262,28 @@ func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
 		e.kids = kids[:0]
 	}
 	return out
+}
+
+// hasContent reports whether x, a child AppendChildren reported, has
+// content the r4 encoder writes: a value, an id or an extension, or a
+// child with content. Below depth 64 it answers true.
+func hasContent(x any, depth int) bool {
+	if _, ok := x.(r4.Resource); ok || depth > 64 {
+		return true
+	}
+	if p, ok := x.(r4.Primitive); ok && p.HasValue() {
+		return true
+	}
+	if id, _ := r4.ElementOf(x); id != nil && *id != "" {
+		return true
+	}
+	var buf [8]r4.Child
+	for _, c := range r4.AppendChildren(buf[:0], x, "", false) {
+		if hasContent(c.Node, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // children appends every child of n.

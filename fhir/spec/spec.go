@@ -1,6 +1,8 @@
 // Package spec holds compact tables of the FHIR R4 (4.0.1) definitions:
-// every element of every resource and data type, and the codes of every
-// value set bound with strength required or extensible.
+// every element of every resource and data type, the codes of every value
+// set bound with strength required or extensible, every constraint
+// (invariant) of the resources and data types with its FHIRPath
+// expression, and the contexts of the core extensions.
 //
 // The tables are generated from the official definitions by
 // internal/fhirgen/spec and committed; CI regenerates them and fails when
@@ -14,7 +16,10 @@ package spec
 
 //go:generate sh -c "cd ../.. && ./scripts/fetch-fhir-defs.sh && go run ./internal/fhirgen/spec -defs .fhir-defs/package -out fhir/spec/tables.go"
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // Kind says what sort of type a Type is.
 type Kind uint8
@@ -47,6 +52,7 @@ type Type struct {
 	Invariants []string  // keys of the invariants on this type that the fhir package checks
 	Required   []string  // paths of the elements with a minimum cardinality above 0, sorted
 	Elements   []Element // sorted by Name; nil for primitives
+	index      int       // position in the tables (see Index)
 }
 
 // Element is one JSON property of a type. A choice element contributes one
@@ -61,7 +67,33 @@ type Element struct {
 	ValueSet string   // canonical URL of the bound value set, without version
 	Targets  []string // resource types a Reference may point to; nil means any
 	typeIdx  int      // index of Type in the tables, -1 when not defined there
+	index    int      // position among all elements (see Index), generated
 }
+
+// numElements is the number of elements of all types.
+var numElements = func() int {
+	n := 0
+	for i := range types {
+		types[i].index = i
+		n += len(types[i].Elements)
+	}
+	return n
+}()
+
+// NumTypes is the number of types in the tables: Type.Index is below it.
+func NumTypes() int { return len(types) }
+
+// NumElements is the number of elements of all types: Element.Index is
+// below it.
+func NumElements() int { return numElements }
+
+// Index returns the type's position in the tables, from 0 to NumTypes()-1,
+// for tables indexed by type.
+func (t *Type) Index() int { return t.index }
+
+// Index returns the element's position among the elements of all types,
+// from 0 to NumElements()-1, for tables indexed by element.
+func (e *Element) Index() int { return e.index }
 
 // TypeDef returns the definition of the element's type (a resource, data
 // type or backbone type), or nil when the tables hold none.
@@ -147,4 +179,45 @@ func (v *ValueSet) Contains(system, code string) bool {
 		}
 	}
 	return false
+}
+
+// Constraint is one invariant of the R4 definitions (ele-1 aside, which
+// holds on every element).
+type Constraint struct {
+	Key  string // "org-1"
+	Path string // the element it is declared on: "Organization", "Patient.contact", "Quantity", "Observation.referenceRange.low"
+	// Type, when set, limits the constraint to the element's values of
+	// that type: it comes from a profile of the type (sqty-1 of
+	// SimpleQuantity) that the element names.
+	Type         string
+	Error        bool // severity error; false means warning
+	BestPractice bool // marked best practice (reported as a warning whatever its severity)
+	Human        string
+	Expression   string // FHIRPath, evaluated with the element as input
+}
+
+// Constraints returns every constraint of the tables, sorted by Path and
+// then Key. The slice is shared: callers must not modify it.
+func Constraints() []Constraint { return constraints[:] }
+
+// ExtensionDef is where a core R4 extension may be used.
+type ExtensionDef struct {
+	URL string
+	// Contexts are the element contexts ("Patient", "HumanName",
+	// "Element", "Questionnaire.item"); a context of another kind is
+	// written "kind:expression" ("fhirpath:…", "extension:url").
+	Contexts []string
+}
+
+// LookupExtension returns the definition of a core R4 extension by its
+// URL (a version suffix "|4.0.1" is ignored), or nil.
+func LookupExtension(url string) *ExtensionDef {
+	if i := strings.IndexByte(url, '|'); i >= 0 {
+		url = url[:i]
+	}
+	i := sort.Search(len(extensionDefs), func(i int) bool { return extensionDefs[i].URL >= url })
+	if i < len(extensionDefs) && extensionDefs[i].URL == url {
+		return &extensionDefs[i]
+	}
+	return nil
 }

@@ -66,3 +66,67 @@ func TestValueSets(t *testing.T) {
 		t.Fatal("ucum-units must not be a finite expansion")
 	}
 }
+
+// TestConstraints: the constraint table is sorted, holds the error-level
+// and best-practice constraints with their severities, and places a
+// profile's own constraint (sqty-1) on the elements naming the profile.
+func TestConstraints(t *testing.T) {
+	cs := Constraints()
+	if len(cs) < 2000 {
+		t.Fatalf("only %d constraints", len(cs))
+	}
+	found := map[string]Constraint{}
+	for i, c := range cs {
+		if i > 0 && (cs[i-1].Path > c.Path || cs[i-1].Path == c.Path && cs[i-1].Key >= c.Key) {
+			t.Fatalf("not sorted at %d: %s %s after %s %s", i, c.Path, c.Key, cs[i-1].Path, cs[i-1].Key)
+		}
+		if c.Key == "ele-1" || c.Expression == "" {
+			t.Errorf("%s at %s: ele-1 or no expression", c.Key, c.Path)
+		}
+		found[c.Path+" "+c.Key] = c
+	}
+	if c, ok := found["Organization org-1"]; !ok || !c.Error || c.BestPractice || c.Expression == "" {
+		t.Errorf("org-1: %+v", c)
+	}
+	if c, ok := found["Patient dom-6"]; !ok || !c.BestPractice {
+		t.Errorf("dom-6: %+v", c)
+	}
+	if c, ok := found["Observation.referenceRange.low sqty-1"]; !ok || c.Type != "Quantity" || !c.Error {
+		t.Errorf("sqty-1: %+v", c)
+	}
+}
+
+func TestLookupExtension(t *testing.T) {
+	x := LookupExtension("http://hl7.org/fhir/StructureDefinition/patient-birthTime|4.0.1")
+	if x == nil || len(x.Contexts) != 1 || x.Contexts[0] != "Patient.birthDate" {
+		t.Fatalf("patient-birthTime: %+v", x)
+	}
+	if LookupExtension("http://example.org/fhir/StructureDefinition/x") != nil {
+		t.Error("an unknown extension was found")
+	}
+}
+
+// TestIndexes: types and elements are numbered densely and uniquely.
+func TestIndexes(t *testing.T) {
+	seenT := make([]bool, NumTypes())
+	seenE := make([]bool, NumElements())
+	for i := range types {
+		ty := &types[i]
+		if ty.Index() != i || seenT[ty.Index()] {
+			t.Fatalf("%s: index %d", ty.Name, ty.Index())
+		}
+		seenT[ty.Index()] = true
+		for j := range ty.Elements {
+			e := &ty.Elements[j]
+			if e.Index() < 0 || e.Index() >= NumElements() || seenE[e.Index()] {
+				t.Fatalf("%s: element index %d", e.Path, e.Index())
+			}
+			seenE[e.Index()] = true
+		}
+	}
+	for i, ok := range seenE {
+		if !ok {
+			t.Fatalf("no element has index %d", i)
+		}
+	}
+}

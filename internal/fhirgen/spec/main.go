@@ -1,6 +1,9 @@
 // Command spec generates package fhir/spec: compact Go tables of every
-// element of every FHIR R4 resource and data type, and the code lists of
-// every value set used by a required or extensible binding.
+// element of every FHIR R4 resource and data type, the code lists of every
+// value set used by a required or extensible binding, every constraint of
+// the resources and data types (ele-1 aside; a profile's own constraints,
+// such as sqty-1 of SimpleQuantity, on the elements that name the
+// profile) and the contexts of the core extensions.
 //
 // It reads the official R4 4.0.1 definitions (npm package
 // hl7.fhir.r4.examples@4.0.1, fetched by scripts/fetch-fhir-defs.sh) and
@@ -44,35 +47,70 @@ type bundle struct {
 type structureDef struct {
 	ResourceType string `json:"resourceType"`
 	ID           string `json:"id"`
-	Kind         string `json:"kind"`
-	Abstract     bool   `json:"abstract"`
-	Derivation   string `json:"derivation"`
-	Type         string `json:"type"`
-	Snapshot     struct {
+	URL          string `json:"url"`
+	Context      []struct {
+		Type       string `json:"type"`
+		Expression string `json:"expression"`
+	} `json:"context"`
+	Kind       string `json:"kind"`
+	Abstract   bool   `json:"abstract"`
+	Derivation string `json:"derivation"`
+	Type       string `json:"type"`
+	Snapshot   struct {
 		Element []elementDef `json:"element"`
 	} `json:"snapshot"`
 }
 
 type elementDef struct {
-	Path             string `json:"path"`
-	Min              int    `json:"min"`
-	Max              string `json:"max"`
-	ContentReference string `json:"contentReference"`
-	Type             []struct {
-		Code      string `json:"code"`
-		Extension []struct {
-			URL      string `json:"url"`
-			ValueURL string `json:"valueUrl"`
-		} `json:"extension"`
-		TargetProfile []string `json:"targetProfile"`
-	} `json:"type"`
-	Binding *struct {
+	Path             string    `json:"path"`
+	Min              int       `json:"min"`
+	Max              string    `json:"max"`
+	ContentReference string    `json:"contentReference"`
+	Type             []typeRef `json:"type"`
+	Binding          *struct {
 		Strength string `json:"strength"`
 		ValueSet string `json:"valueSet"`
 	} `json:"binding"`
-	Constraint []struct {
-		Key string `json:"key"`
-	} `json:"constraint"`
+	Constraint []constraintDef `json:"constraint"`
+}
+
+type typeRef struct {
+	Code      string `json:"code"`
+	Extension []struct {
+		URL      string `json:"url"`
+		ValueURL string `json:"valueUrl"`
+	} `json:"extension"`
+	Profile       []string `json:"profile"`
+	TargetProfile []string `json:"targetProfile"`
+}
+
+type constraintDef struct {
+	Key        string `json:"key"`
+	Severity   string `json:"severity"`
+	Human      string `json:"human"`
+	Expression string `json:"expression"`
+	Extension  []struct {
+		URL          string `json:"url"`
+		ValueBoolean bool   `json:"valueBoolean"`
+	} `json:"extension"`
+}
+
+// genConstraint is one row of the constraints table.
+type genConstraint struct {
+	Key, Path, Type, Human, Expression string
+	Error, BestPractice                bool
+}
+
+const bestPracticeExt = "http://hl7.org/fhir/StructureDefinition/elementdefinition-bestpractice"
+
+func newConstraint(c constraintDef, path, typ string) genConstraint {
+	g := genConstraint{Key: c.Key, Path: path, Type: typ, Human: c.Human, Expression: c.Expression, Error: c.Severity == "error"}
+	for _, x := range c.Extension {
+		if x.URL == bestPracticeExt && x.ValueBoolean {
+			g.BestPractice = true
+		}
+	}
+	return g
 }
 
 type valueSetDef struct {
@@ -164,14 +202,7 @@ func stripVersion(u string) string {
 	return u
 }
 
-func typeCode(t struct {
-	Code      string `json:"code"`
-	Extension []struct {
-		URL      string `json:"url"`
-		ValueURL string `json:"valueUrl"`
-	} `json:"extension"`
-	TargetProfile []string `json:"targetProfile"`
-}) string {
+func typeCode(t typeRef) string {
 	for _, e := range t.Extension {
 		if e.URL == "http://hl7.org/fhir/StructureDefinition/structuredefinition-fhir-type" {
 			return e.ValueURL
@@ -199,6 +230,19 @@ func typeCode(t struct {
 
 func run(defs, out string) error {
 	var sds []structureDef
+	profileConstraints := map[string][]constraintDef{}
+	// baseKeys are the constraint keys of the base data types, which a
+	// profile's snapshot repeats.
+	baseKeys := map[string]bool{}
+	var constraints []genConstraint
+	seenConstraint := map[[2]string]bool{}
+	addConstraint := func(g genConstraint) {
+		if g.Key == "ele-1" || g.Expression == "" || seenConstraint[[2]string{g.Path, g.Key}] {
+			return
+		}
+		seenConstraint[[2]string{g.Path, g.Key}] = true
+		constraints = append(constraints, g)
+	}
 	for _, f := range []string{"Bundle-types.json", "Bundle-resources.json"} {
 		rs, err := readBundle(filepath.Join(defs, f))
 		if err != nil {
@@ -215,11 +259,41 @@ func run(defs, out string) error {
 			if err := json.Unmarshal(r, &sd); err != nil {
 				return err
 			}
-			if sd.ResourceType != "StructureDefinition" || sd.Derivation == "constraint" {
+			if sd.ResourceType != "StructureDefinition" {
 				continue
+			}
+			if sd.Derivation == "constraint" {
+				// Profiles of data types (SimpleQuantity, MoneyQuantity):
+				// their own root constraints apply where an element names
+				// the profile.
+				if len(sd.Snapshot.Element) > 0 {
+					for _, c := range sd.Snapshot.Element[0].Constraint {
+						profileConstraints[sd.URL] = append(profileConstraints[sd.URL], c)
+					}
+				}
+				continue
+			}
+			if len(sd.Snapshot.Element) > 0 {
+				for _, c := range sd.Snapshot.Element[0].Constraint {
+					baseKeys[c.Key] = true
+				}
 			}
 			sds = append(sds, sd)
 		}
+	}
+	// Drop the profiles' constraints that their base type has anyway.
+	for url, cs := range profileConstraints {
+		var own []constraintDef
+		for _, c := range cs {
+			if c.Key != "ele-1" && c.Expression != "" && !baseKeys[c.Key] {
+				own = append(own, c)
+			}
+		}
+		profileConstraints[url] = own
+	}
+	extDefs, err := readExtensions(filepath.Join(defs, "Bundle-extensions.json"))
+	if err != nil {
+		return err
 	}
 	if len(sds) == 0 {
 		return errors.New("no StructureDefinitions found")
@@ -244,6 +318,16 @@ func run(defs, out string) error {
 			}
 		}
 		for _, el := range sd.Snapshot.Element {
+			for _, c := range el.Constraint {
+				addConstraint(newConstraint(c, el.Path, ""))
+			}
+			for _, t := range el.Type {
+				for _, p := range t.Profile {
+					for _, c := range profileConstraints[stripVersion(p)] {
+						addConstraint(newConstraint(c, el.Path, typeCode(t)))
+					}
+				}
+			}
 			i := strings.LastIndexByte(el.Path, '.')
 			if i < 0 {
 				for _, c := range el.Constraint {
@@ -474,7 +558,7 @@ func run(defs, out string) error {
 				if !ok {
 					ti = -1
 				}
-				fmt.Fprintf(&buf, ", %d},\n", ti)
+				fmt.Fprintf(&buf, ", %d, %d},\n", ti, nElems-1)
 			}
 			buf.WriteString("}")
 		}
@@ -522,6 +606,33 @@ func run(defs, out string) error {
 		}
 		buf.WriteString("}},\n")
 	}
+	buf.WriteString("}\n\n")
+
+	sort.Slice(constraints, func(i, j int) bool {
+		if constraints[i].Path != constraints[j].Path {
+			return constraints[i].Path < constraints[j].Path
+		}
+		return constraints[i].Key < constraints[j].Key
+	})
+	buf.WriteString("// constraints holds every constraint of the R4 resources and data types\n// but ele-1, sorted by Path, then Key.\nvar constraints = [...]Constraint{\n")
+	for _, c := range constraints {
+		fmt.Fprintf(&buf, "{Key: %q, Path: %q,", c.Key, c.Path)
+		if c.Type != "" {
+			fmt.Fprintf(&buf, " Type: %q,", c.Type)
+		}
+		if c.Error {
+			buf.WriteString(" Error: true,")
+		}
+		if c.BestPractice {
+			buf.WriteString(" BestPractice: true,")
+		}
+		fmt.Fprintf(&buf, " Human: %q, Expression: %q},\n", c.Human, c.Expression)
+	}
+	buf.WriteString("}\n\n")
+	buf.WriteString("// extensionDefs holds the contexts of the core R4 extensions, sorted by URL.\nvar extensionDefs = [...]ExtensionDef{\n")
+	for _, x := range extDefs {
+		fmt.Fprintf(&buf, "{URL: %q, Contexts: %#v},\n", x.URL, x.Contexts)
+	}
 	buf.WriteString("}\n")
 	src, err := format.Source(buf.Bytes())
 	if err != nil {
@@ -530,7 +641,7 @@ func run(defs, out string) error {
 	if err := os.WriteFile(out, src, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "spec: %d types, %d elements, %d of %d required and extensible value sets expanded\n", len(types), nElems, nVS, len(required))
+	fmt.Fprintf(os.Stderr, "spec: %d types, %d elements, %d of %d required and extensible value sets expanded, %d constraints, %d extensions\n", len(types), nElems, nVS, len(required), len(constraints), len(extDefs))
 	return nil
 }
 
@@ -546,4 +657,42 @@ func strength(s string) string {
 		return "Example"
 	}
 	return "NoBinding"
+}
+
+type genExtension struct {
+	URL      string
+	Contexts []string
+}
+
+// readExtensions reads the element contexts of the core extension
+// definitions, sorted by URL.
+func readExtensions(path string) ([]genExtension, error) {
+	rs, err := readBundle(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []genExtension
+	for _, r := range rs {
+		var sd structureDef
+		if err := json.Unmarshal(r, &sd); err != nil {
+			return nil, err
+		}
+		if sd.ResourceType != "StructureDefinition" || sd.Type != "Extension" || sd.URL == "" {
+			continue
+		}
+		x := genExtension{URL: sd.URL}
+		for _, c := range sd.Context {
+			if c.Type == "element" {
+				x.Contexts = append(x.Contexts, c.Expression)
+			} else {
+				x.Contexts = append(x.Contexts, c.Type+":"+c.Expression)
+			}
+		}
+		if len(x.Contexts) == 0 {
+			continue
+		}
+		out = append(out, x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	return out, nil
 }
