@@ -83,7 +83,7 @@ func TestCLIContractFlags(t *testing.T) {
 		}},
 		{[]string{"notary"}, map[string]string{"addr": "127.0.0.1:7047", "key": "notary.key", "portal-ca": none}},
 		{[]string{"portal"}, map[string]string{"addr": "127.0.0.1:8443", "ca-out": none, "patients": "25", "seed": "1"}},
-		{[]string{"verify"}, map[string]string{"policy": none, "allow-simulated": none, "json": none, "server": none, "measurement": none}},
+		{[]string{"verify"}, map[string]string{"policy": none, "allow-simulated": none, "json": none, "server": none, "measurement": none, "html": none}},
 		{[]string{"manifest", "sign"}, map[string]string{"key": none, "in": none, "out": none, "pub-out": none}},
 		{[]string{"manifest", "verify"}, map[string]string{"key": none, "in": none}},
 		{[]string{"fhir", "validate"}, map[string]string{"json": none, "errors-only": none}},
