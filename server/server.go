@@ -128,6 +128,7 @@ func (s *Server) routes() http.Handler {
 	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
 	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
 	add("/v1/attestation", map[string]http.HandlerFunc{http.MethodGet: s.handleAttestation})
+	add("/verify", map[string]http.HandlerFunc{http.MethodGet: s.handleReportPage, http.MethodPost: s.addrLimited(s.handleReportUpload)}) // report.go
 	if !s.cfg.NoMetricsEndpoint {
 		add("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.metrics.handler().ServeHTTP})
 	}
