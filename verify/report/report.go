@@ -245,7 +245,9 @@ func status(in Input, c verify.Check) string {
 		}
 		return StatusNotReached
 	case verify.CheckProfile, verify.CheckEvidence, verify.CheckBinding:
-		if r.TEEQuoteVerified {
+		// EnclaveHashMatch is only ever true for authenticated evidence,
+		// even when the claims' signature failed (TEEQuoteVerified false).
+		if r.TEEQuoteVerified || r.EnclaveHashMatch {
 			return StatusPass
 		}
 		return StatusNotReached
