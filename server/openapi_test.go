@@ -96,6 +96,8 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		h.wait(s.Token, it.RequestID, 5*time.Second)
 	}
 	h.do("GET", "/v1/requests", s.Token, nil)
+	h.do("GET", "/v1/requests/"+id+"/events", s.Token, nil) // completed: one event, then the end
+	h.do("GET", "/v1/requests/"+id+"/events", "", nil)
 	h.do("POST", "/v1/verify", "", acds.VerifyRequest{AttestationBundle: r.Result.AttestationBundle, Output: r.Result.Output})
 	h.do("DELETE", "/v1/requests/"+id, s.Token, nil)
 	h.do("GET", "/v1/requests/"+id, s.Token, nil)
@@ -158,6 +160,8 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	// the string its schema says it is.
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.FileBodyDecoder)
 	defer openapi3filter.UnregisterBodyDecoder("text/html")
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.FileBodyDecoder)
+	defer openapi3filter.UnregisterBodyDecoder("text/event-stream")
 	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true, MultiError: true}
 	seen := map[string]bool{}
 	for _, ex := range rc.log {

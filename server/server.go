@@ -35,6 +35,7 @@ type Server struct {
 
 	wake      chan struct{} // accepted work: wake an idle worker
 	waiters   *waiters      // long-polling GETs and the requests local workers run
+	streams   eventStreams  // open event streams (events.go)
 	stopClaim context.CancelFunc
 	claimCtx  context.Context // done when workers must stop claiming
 	abortWork context.CancelFunc
@@ -124,6 +125,7 @@ func (s *Server) routes() http.Handler {
 		http.MethodGet:    s.authed(s.handleGet),
 		http.MethodDelete: s.authed(s.handleDelete),
 	})
+	add("/v1/requests/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.authed(s.handleEvents)}) // events.go
 	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.handleVerify)})
 	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
 	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
