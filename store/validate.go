@@ -65,8 +65,14 @@ func checkNewRequest(r Request) error {
 	if r.CreatedAt.IsZero() {
 		return fmt.Errorf("%w: request created_at must be set", ErrInvalid)
 	}
+	if len(r.Callback) > MaxCallbackLen {
+		return fmt.Errorf("%w: callback URL longer than %d bytes", ErrInvalid, MaxCallbackLen)
+	}
 	return nil
 }
+
+// MaxCallbackLen bounds Request.Callback.
+const MaxCallbackLen = 2048
 
 // claimSettings validates o and fills in its documented defaults.
 func claimSettings(o ClaimOptions) (ClaimOptions, error) {

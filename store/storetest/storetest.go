@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Exhaustion", testExhaustion},
 		{"EraseSealedBefore", testEraseSealedBefore},
 		{"QueueStats", testQueueStats},
+		{"Webhooks", testWebhooks},
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"CanceledContext", testCanceledContext},
