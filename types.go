@@ -91,6 +91,7 @@ type FetchAndAttestRequest struct {
 	Password     string `json:"password"`               // portal password
 	RecordID     string `json:"recordId"`               // the patient id at the portal
 	OutputFormat string `json:"outputFormat,omitempty"` // extension: one of OutputFormats, default OutputFHIRR4
+	CallbackURL  string `json:"callbackUrl,omitempty"`  // extension: https URL the signed outcome is POSTed to (DESIGN §10)
 }
 
 // String describes the request without its credentials.
@@ -114,8 +115,9 @@ func (r FetchAndAttestRequest) LogValue() slog.Value {
 // FHIR R4 Bundle (or a single resource) as a JSON object, to process inside
 // the enclave; OutputFormat is one of OutputFormats and required.
 type ProcessRequest struct {
-	Data         json.RawMessage `json:"data"`         // a JSON object
-	OutputFormat string          `json:"outputFormat"` // one of OutputFormats
+	Data         json.RawMessage `json:"data"`                  // a JSON object
+	OutputFormat string          `json:"outputFormat"`          // one of OutputFormats
+	CallbackURL  string          `json:"callbackUrl,omitempty"` // extension: https URL the signed outcome is POSTed to (DESIGN §10)
 }
 
 // Accepted is the 202 response of POST /v1/fetch-and-attest and

@@ -104,6 +104,10 @@ type Config struct {
 	// tokens together); past either the stream is refused with 429. Zero
 	// means 1000 and 8.
 	MaxEventStreams, MaxEventStreamsPerOwner int
+
+	// Webhooks configures the deliveries of callbackUrl (webhooks.go).
+	// The zero value is the documented defaults of WebhookOptions.
+	Webhooks WebhookOptions
 }
 
 func (c *Config) withDefaults() (Config, error) {

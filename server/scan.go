@@ -77,6 +77,15 @@ func decodeProcessRequest(body []byte, dst *acds.ProcessRequest) *acds.Problem {
 				return fieldProblem("outputFormat", "must be a string")
 			}
 			dst.OutputFormat = s
+		case "callbackUrl":
+			if string(m.value) == "null" {
+				continue
+			}
+			var s string
+			if m.value[0] != '"' || jsonscan.DecodeString(m.value, &s) != nil {
+				return fieldProblem("callbackUrl", "must be a string")
+			}
+			dst.CallbackURL = s
 		default:
 			return fieldProblem(name, "unknown field")
 		}

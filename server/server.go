@@ -80,6 +80,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.wg.Add(1)
 	go s.janitor()
+	s.startWebhooks() // webhooks.go
 	return s, nil
 }
 
