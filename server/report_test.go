@@ -31,7 +31,7 @@ type realEnclave struct {
 
 // newRealEnclave makes a simulated installation in a temporary
 // directory and the verifier a server on it uses.
-func newRealEnclave(t *testing.T) *realEnclave {
+func newRealEnclave(t testing.TB) *realEnclave {
 	t.Helper()
 	b, err := sim.NewBackend(filepath.Join(t.TempDir(), "enclave"), sim.Options{RSABits: 2048})
 	if err != nil {
