@@ -50,7 +50,9 @@ echo "-- a genuine bundle from the server"
 node .ci/report-page/prepare.mjs "$base" "$shots"
 
 echo "-- acds verify --html (offline, the same binary's code hash)"
-"$work/acds" verify --allow-simulated --output "$shots/output.json" --html "$shots/offline.html" "$shots/bundle.b64" | head -n 1
+"$work/acds" verify --allow-simulated --output "$shots/output.json" --html "$shots/offline.html" "$shots/bundle.b64" >"$work/verify.out" \
+  || { cat "$work/verify.out"; exit 1; }
+head -n 1 "$work/verify.out"
 set +e
 "$work/acds" verify --allow-simulated --html "$shots/offline-tampered.html" "$shots/tampered.b64" >/dev/null
 code=$?
