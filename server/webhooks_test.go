@@ -336,3 +336,47 @@ func st2RawCount(st *sqlstore.SQLite, id string, n *int) error {
 	}
 	return err
 }
+
+// TestWebhookTwoReplicasPostgres: two replicas on one PostgreSQL deliver
+// each request's outcome, each once (the claim leases the delivery), both
+// taking part.
+func TestWebhookTwoReplicasPostgres(t *testing.T) {
+	dsn := postgresDSN(t)
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	var hs []*harness
+	for range 2 {
+		st, err := sqlstore.OpenPostgres(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		hs = append(hs, realHarness(t, newRealEnclave(t), func(c *server.Config) { c.Store = st; c.Webhooks = fastWebhooks(rc) }))
+	}
+	const n = 20
+	s := hs[0].anon()
+	for i := range n {
+		if resp, b := submitWithCallback(t, hs[i%2], s.Token, rc.ts.URL); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+	}
+	seen := map[string]int{}
+	agents := map[string]bool{}
+	for len(seen) < n {
+		x := rc.next(t, 20*time.Second)
+		seen[x.key]++
+		agents[strings.Split(x.sig, ".")[0]] = true // the JWS header names the signing key: which replica sent it
+	}
+	time.Sleep(300 * time.Millisecond)
+	for len(rc.got) > 0 {
+		x := <-rc.got
+		seen[x.key]++
+	}
+	for k, c := range seen {
+		if c != 1 {
+			t.Errorf("%s delivered %d times", k, c)
+		}
+	}
+	if len(agents) != 2 {
+		t.Logf("only one replica delivered (%d kids); both could", len(agents))
+	}
+}
