@@ -112,6 +112,7 @@ type FetchAndAttestRequest struct {
 	RecordID     string `json:"recordId"`               // the patient id at the portal
 	OutputFormat string `json:"outputFormat,omitempty"` // extension: one of OutputFormats, default OutputFHIRR4
 	Query        string `json:"query,omitempty"`        // extension: the FHIRPath query of OutputFHIRPath
+	CallbackURL  string `json:"callbackUrl,omitempty"`  // extension: https URL the signed outcome is POSTed to (DESIGN §10)
 }
 
 // String describes the request without its credentials.
@@ -138,9 +139,10 @@ func (r FetchAndAttestRequest) LogValue() slog.Value {
 // Query (extension) is the FHIRPath expression of OutputFHIRPath (at most
 // MaxQueryLen bytes), required with it and refused with other formats.
 type ProcessRequest struct {
-	Data         json.RawMessage `json:"data"`            // a JSON object
-	OutputFormat string          `json:"outputFormat"`    // one of OutputFormats
-	Query        string          `json:"query,omitempty"` // extension
+	Data         json.RawMessage `json:"data"`                  // a JSON object
+	OutputFormat string          `json:"outputFormat"`          // one of OutputFormats
+	Query        string          `json:"query,omitempty"`       // extension
+	CallbackURL  string          `json:"callbackUrl,omitempty"` // extension: https URL the signed outcome is POSTed to (DESIGN §10)
 }
 
 // Accepted is the 202 response of POST /v1/fetch-and-attest and

@@ -8,7 +8,8 @@
 // once the context has ended. Wait follows a request until it completes
 // or fails: it long-polls (GET /v1/requests/{id}?wait=N, the server answers
 // as soon as the request ends) and falls back to polling servers that do
-// not support it.
+// not support it. Events follows a request as server-sent events
+// (GET /v1/requests/{id}/events), one record per change.
 //
 //	c, _ := client.New("http://127.0.0.1:8080", nil)
 //	sess, _ := c.Anon(ctx, "")
@@ -67,6 +68,10 @@ type Options struct {
 	PollInterval time.Duration
 	// UserAgent is sent as User-Agent. Zero means "acds-go-client/" + acds.Version.
 	UserAgent string
+	// EventIdleTimeout is how long Events waits for anything (an event or
+	// the server's keep-alive comment, every 15 s by default) before it
+	// drops the stream and reopens it. Zero means 45 s.
+	EventIdleTimeout time.Duration
 }
 
 // Client calls an ACDS server. It is safe for concurrent use.

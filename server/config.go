@@ -143,6 +143,19 @@ type Config struct {
 	// GET /metrics (for an embedder that serves its registry itself, or
 	// an operator who will not expose it on the API's listener).
 	NoMetricsEndpoint bool
+
+	// EventKeepAlive is how often GET /v1/requests/{id}/events sends a
+	// keep-alive comment while nothing changes. Zero means 15 s.
+	EventKeepAlive time.Duration
+	// MaxEventStreams bounds the event streams one Server holds open at
+	// once, and MaxEventStreamsPerOwner those of one pseudonym (all its
+	// tokens together); past either the stream is refused with 429. Zero
+	// means 1000 and 8.
+	MaxEventStreams, MaxEventStreamsPerOwner int
+
+	// Webhooks configures the deliveries of callbackUrl (webhooks.go).
+	// The zero value is the documented defaults of WebhookOptions.
+	Webhooks WebhookOptions
 }
 
 func (c *Config) withDefaults() (Config, error) {

@@ -300,9 +300,13 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p := s.checkCallback(req.CallbackURL); p != nil { // webhooks.go
+		writeProblem(w, p)
+		return
+	}
 	// The body, already checked to be exactly a ProcessRequest, is stored
 	// as is: no second encoding pass over a bundle of up to 32 MiB.
-	s.accept(w, r, acds.KindProcess, raw, nil, "")
+	s.accept(w, r, acds.KindProcess, raw, nil, "", req.CallbackURL)
 }
 
 // invalidFHIRProblem is the invalid-fhir problem of e, carrying its
@@ -324,8 +328,8 @@ func invalidFHIRProblem(e *fhir.InvalidError) *acds.Problem {
 }
 
 // accept stores a new request durably under a fresh id, then answers 202.
-func (s *Server) accept(w http.ResponseWriter, r *http.Request, kind string, input, sealed []byte, message string) {
-	s.acceptWithID(w, r, uuid.NewString(), kind, input, sealed, message)
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, kind string, input, sealed []byte, message, callback string) {
+	s.acceptWithID(w, r, uuid.NewString(), kind, input, sealed, message, callback)
 }
 
 func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
@@ -381,6 +385,10 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, s.admitProblem(err, req.Username, req.Password))
 		return
 	}
+	if p := s.checkCallback(req.CallbackURL); p != nil { // webhooks.go
+		writeProblem(w, p)
+		return
+	}
 	input, err := json.Marshal(fetchInput{SystemType: req.SystemType, PortalURL: req.PortalURL, RecordID: req.RecordID, OutputFormat: req.OutputFormat, Query: req.Query})
 	if err != nil {
 		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "encoding the request failed"))
@@ -396,7 +404,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, acds.NewProblem(acds.ProblemUnavailable, "the enclave could not seal the credentials"))
 		return
 	}
-	s.acceptWithID(w, r, id, acds.KindFetchAndAttest, input, sealed, "fetching the record through MPC-TLS; poll the Location for the result")
+	s.acceptWithID(w, r, id, acds.KindFetchAndAttest, input, sealed, "fetching the record through MPC-TLS; poll the Location for the result", req.CallbackURL)
 }
 
 // admitProblem is the answer to a request the Fetcher did not admit (see
@@ -422,11 +430,11 @@ func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
 
 // acceptWithID stores a new request durably (CreateRequest returns only
 // once the row is on disk), wakes a worker, then answers 202.
-func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind string, input, sealed []byte, message string) {
+func (s *Server) acceptWithID(w http.ResponseWriter, r *http.Request, id, kind string, input, sealed []byte, message, callback string) {
 	now := s.cfg.Now()
 	req := store.Request{
 		ID: id, Owner: ownerFrom(r), Kind: kind, Status: acds.StatusProcessing,
-		Input: input, Sealed: sealed, CreatedAt: now, UpdatedAt: now,
+		Input: input, Sealed: sealed, CreatedAt: now, UpdatedAt: now, Callback: callback,
 	}
 	if len(sealed) > 0 {
 		req.Affinity = s.affinity() // only this enclave can unseal it

@@ -123,6 +123,8 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 		h.wait(s.Token, it.RequestID, 5*time.Second)
 	}
 	h.do("GET", "/v1/requests", s.Token, nil)
+	h.do("GET", "/v1/requests/"+id+"/events", s.Token, nil) // completed: one event, then the end
+	h.do("GET", "/v1/requests/"+id+"/events", "", nil)
 	h.do("POST", "/v1/verify", "", acds.VerifyRequest{AttestationBundle: r.Result.AttestationBundle, Output: r.Result.Output})
 	h.do("DELETE", "/v1/requests/"+id, s.Token, nil)
 	h.do("GET", "/v1/requests/"+id, s.Token, nil)
@@ -161,6 +163,22 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	}
 	st.down.Store(false)
 
+	// The report page (issue 17), on a server with package verify's
+	// verifier and a real enclave.
+	hr := realHarness(t, newRealEnclave(t), nil)
+	rr := &recorder{next: hr.srv.Handler()}
+	hr.ts.Config.Handler = rr
+	hr.do("GET", "/verify", "", nil)
+	pres := processed(t, hr)
+	upload(t, hr, map[string][]byte{"attestationBundle": []byte(pres.AttestationBundle), "output": pres.Output})
+	upload(t, hr, map[string][]byte{"attestationBundle": []byte("junk")})
+	n := len(rr.log)
+	hr.do("POST", "/verify", "", `{"attestationBundle":"aGVsbG8="}`)
+	malformed[key(rr.log[n].req)+string(rr.log[n].reqBody)] = true
+	rr.mu.Lock()
+	rc.log = append(rc.log, rr.log...)
+	rr.mu.Unlock()
+
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(docBytes)
 	if err != nil {
@@ -177,6 +195,12 @@ func TestOpenAPIMatchesRealTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// kin-openapi has no decoder for the report page's HTML: read it as
+	// the string its schema says it is.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.FileBodyDecoder)
+	defer openapi3filter.UnregisterBodyDecoder("text/html")
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.FileBodyDecoder)
+	defer openapi3filter.UnregisterBodyDecoder("text/event-stream")
 	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true, MultiError: true}
 	seen := map[string]bool{}
 	for _, ex := range rc.log {

@@ -89,6 +89,15 @@ func decodeProcessRequest(body []byte, dst *acds.ProcessRequest) *acds.Problem {
 				return fieldProblem("query", "must be a string")
 			}
 			dst.Query = s
+		case "callbackUrl":
+			if string(m.value) == "null" {
+				continue
+			}
+			var s string
+			if m.value[0] != '"' || jsonscan.DecodeString(m.value, &s) != nil {
+				return fieldProblem("callbackUrl", "must be a string")
+			}
+			dst.CallbackURL = s
 		default:
 			return fieldProblem(name, "unknown field")
 		}

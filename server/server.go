@@ -38,6 +38,7 @@ type Server struct {
 
 	wake      chan struct{} // accepted work: wake an idle worker
 	waiters   *waiters      // long-polling GETs and the requests local workers run
+	streams   eventStreams  // open event streams (events.go)
 	stopClaim context.CancelFunc
 	claimCtx  context.Context // done when workers must stop claiming
 	abortWork context.CancelFunc
@@ -88,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.wg.Add(1)
 	go s.janitor()
+	s.startWebhooks() // webhooks.go
 	return s, nil
 }
 
@@ -134,10 +136,12 @@ func (s *Server) routes() http.Handler {
 		http.MethodGet:    s.authed(s.handleGet),
 		http.MethodDelete: s.authed(s.handleDelete),
 	})
+	add("/v1/requests/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.authed(s.handleEvents)}) // events.go
 	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleVerify))})
 	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
 	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
 	add("/v1/attestation", map[string]http.HandlerFunc{http.MethodGet: s.handleAttestation})
+	add("/verify", map[string]http.HandlerFunc{http.MethodGet: s.handleReportPage, http.MethodPost: s.addrLimited(s.handleReportUpload)}) // report.go
 	if !s.cfg.NoMetricsEndpoint {
 		add("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.metrics.handler().ServeHTTP})
 	}

@@ -226,3 +226,34 @@ func (d *deadlineStore) EraseEndedBefore(ctx context.Context, t, now time.Time, 
 	d.health.observe(ctx, err)
 	return n, err
 }
+
+// deadlineWebhooks is a store.Webhooks under the store deadline, its
+// outcomes noted in the store's health like every other store call.
+type deadlineWebhooks struct {
+	ws store.Webhooks
+	d  *deadlineStore
+}
+
+func (w deadlineWebhooks) ClaimDelivery(ctx context.Context, now, until time.Time) (*store.Delivery, error) {
+	c, cancel := w.d.ctx(ctx)
+	defer cancel()
+	dl, err := w.ws.ClaimDelivery(c, now, until)
+	w.d.health.observe(ctx, err)
+	return dl, err
+}
+
+func (w deadlineWebhooks) RetryDelivery(ctx context.Context, requestID string, next time.Time, lastError string) error {
+	c, cancel := w.d.ctx(ctx)
+	defer cancel()
+	err := w.ws.RetryDelivery(c, requestID, next, lastError)
+	w.d.health.observe(ctx, err)
+	return err
+}
+
+func (w deadlineWebhooks) EndDelivery(ctx context.Context, requestID string) error {
+	c, cancel := w.d.ctx(ctx)
+	defer cancel()
+	err := w.ws.EndDelivery(c, requestID)
+	w.d.health.observe(ctx, err)
+	return err
+}

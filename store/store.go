@@ -118,6 +118,13 @@ type Request struct {
 	// ErasedAt is when the retention time erased the ended request's
 	// input, result and sealed data (EraseEndedBefore); zero until then.
 	ErasedAt time.Time
+
+	// Callback is the URL a [Webhooks] store delivers the request's
+	// outcome to once it ends (DESIGN §10): CreateRequest writes the
+	// pending delivery with the request, atomically. "" for none. A store
+	// that is not a Webhooks store ignores it (servers check first).
+	// GetRequest does not return it.
+	Callback string
 }
 
 // Page selects a page of an owner's requests, newest first.
@@ -160,6 +167,43 @@ type QueueStats struct {
 // when its Store implements it.
 type QueueStatter interface {
 	QueueStats(ctx context.Context) (QueueStats, error)
+}
+
+// Delivery is a pending webhook delivery: the outcome of request
+// RequestID (of Owner) is to be POSTed to URL.
+type Delivery struct {
+	RequestID, Owner, URL string
+	// Attempts counts the claims of this delivery, the current one
+	// included.
+	Attempts int
+	// NextAt is when the delivery is due again (a claim leases it by
+	// moving NextAt to the lease's end).
+	NextAt time.Time
+	// LastError describes the last failed attempt ("" before one).
+	LastError string
+	// CreatedAt is when the request, and so the delivery, was created.
+	CreatedAt time.Time
+}
+
+// Webhooks is implemented by a Store that keeps webhook deliveries
+// durably, in the same database as the requests (both stores of this
+// module do): a request created with a Callback has a delivery from the
+// moment it exists, which survives restarts and ends only by
+// EndDelivery or by deleting the request. A server accepts callbackUrl
+// only when its Store implements it.
+type Webhooks interface {
+	// ClaimDelivery leases the most overdue delivery whose request has
+	// ended (completed or failed) and whose NextAt is at or before now:
+	// it moves NextAt to until and increments Attempts, so that no other
+	// claim (of any replica) takes it before until. It returns (nil, nil)
+	// when none is due.
+	ClaimDelivery(ctx context.Context, now, until time.Time) (*Delivery, error)
+	// RetryDelivery records a failed attempt: the delivery is due again
+	// at next. ErrNotFound when the delivery is gone.
+	RetryDelivery(ctx context.Context, requestID string, next time.Time, lastError string) error
+	// EndDelivery removes a delivery that succeeded or was given up.
+	// ErrNotFound when it is gone.
+	EndDelivery(ctx context.Context, requestID string) error
 }
 
 // Store is the durable state of a server. Every method is safe for

@@ -68,8 +68,14 @@ func checkNewRequest(r Request) error {
 	if len(r.Affinity) > MaxIDLen {
 		return fmt.Errorf("%w: request affinity is longer than %d bytes", ErrInvalid, MaxIDLen)
 	}
+	if len(r.Callback) > MaxCallbackLen {
+		return fmt.Errorf("%w: callback URL longer than %d bytes", ErrInvalid, MaxCallbackLen)
+	}
 	return nil
 }
+
+// MaxCallbackLen bounds Request.Callback.
+const MaxCallbackLen = 2048
 
 // claimSettings validates o and fills in its documented defaults.
 func claimSettings(o ClaimOptions) (ClaimOptions, error) {

@@ -273,7 +273,7 @@ func verifyDisclosure(e env, v *verify.Verifier, name string, asJSON bool, notes
 		fmt.Fprintf(e.stderr, "acds verify: --disclosure: %v\n", err)
 		return 2
 	}
-	return report(e, res, asJSON, notes, selfHash)
+	return printReport(e, res, asJSON, notes, selfHash)
 }
 
 // printClaimsV2 prints the version 2 claims and the disclosed entries of

@@ -21,11 +21,12 @@ import (
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/verify"
+	"github.com/acds-project/acds/verify/report"
 )
 
 // runVerify checks an attestation bundle offline (DESIGN §8).
 //
-//	acds verify BUNDLE [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json]
+//	acds verify BUNDLE [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--output FILE] [--json] [--html FILE]
 //	acds verify --server https://HOST:PORT [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--allow-simulated] [--json]
 //
 // BUNDLE is a file holding the bundle as base64 or raw CBOR, or "-" for
@@ -49,6 +50,7 @@ func runVerify(ctx context.Context, e env) int {
 	allowSim := flags.Bool("allow-simulated", false, "accept the simulated enclave (development servers): its carried root and claimed notary key; default off")
 	outputFile := flags.String("output", "", "the output the bundle attests, as saved or pretty-printed; its digest must be the attested outputDigest (acds.OutputBytes, as POST /v1/verify); default none: the output is not checked")
 	asJSON := flags.Bool("json", false, "print the POST /v1/verify response object; default off: a text report")
+	htmlFile := flags.String("html", "", "also write the verification report page (self-contained HTML, the page GET /verify shows) to `FILE`; the verdict and exit code are unchanged; default none")
 	server := flags.String("server", "", "check a running server's attested TLS (https://HOST:PORT) instead of a BUNDLE; default none")
 	var tpmAKs fileList
 	flags.Var(&tpmAKs, "tpm-ak", "trust the TPM attestation key in `FILE` (PEM public key, repeatable; e.g. the tpm-ak.pem a TPM server writes), for tpm bundles; exclusive with --tpm-ak-roots; default none")
@@ -57,7 +59,7 @@ func runVerify(ctx context.Context, e env) int {
 	var measurements hexList
 	flags.Var(&measurements, "measurement", "allow the code hash `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
 	setUsage(flags, help{usage: []string{
-		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--output FILE] [--json]",
+		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--output FILE] [--json] [--html FILE]",
 		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]",
 		"acds verify --disclosure FILE [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]"},
 		about: `
@@ -69,18 +71,22 @@ Defaults: without --policy or --measurement the expected code hash is this acds
 binary's (what ` + "`acds measure`" + ` prints; go run, go build and -ldflags=-s -w builds
 each have another, so pass the server's with --measurement: its ready line prints
 it) and no notary key is trusted; no simulated enclave is accepted; the output is
-not checked; a text report.`,
+not checked; a text report. --html FILE also writes the report page (the one
+GET /verify shows: every check and its reason, the evidence chain, the
+measurement against the policy, the notary statements, the claims and, with
+--output, the output's resources and latest observations) as one HTML file
+that loads nothing.`,
 		exit: `0 valid, 1 invalid (the reasons are printed), 2 usage error,
 unreadable input or (with --server) connection error.`})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
 		return parseExit(err)
 	}
-	if *disclosureFile != "" && (*server != "" || *outputFile != "" || len(args) != 0) {
+	if *disclosureFile != "" && (*server != "" || *outputFile != "" || *htmlFile != "" || len(args) != 0) {
 		flags.Usage() // a disclosure carries its bundle and stands for the output
 		return 2
 	}
-	if *disclosureFile == "" && ((*server == "") != (len(args) == 1) || (*server != "" && *outputFile != "")) {
+	if *disclosureFile == "" && ((*server == "") != (len(args) == 1) || (*server != "" && (*outputFile != "" || *htmlFile != ""))) {
 		flags.Usage()
 		return 2
 	}
@@ -161,12 +167,27 @@ unreadable input or (with --server) connection error.`})
 	if err != nil {
 		return fail("%v", err)
 	}
-	return report(e, res, *asJSON, notes, selfHash)
+	if *htmlFile != "" {
+		if err := writeReport(*htmlFile, report.Input{Result: res, Bundle: bundle, Output: output, Verifier: v, Notes: notes}); err != nil {
+			return fail("--html: %v", err)
+		}
+	}
+	return printReport(e, res, *asJSON, notes, selfHash)
 }
 
-// report prints a result (as text or as the /v1/verify JSON object) and
+// writeReport writes the report page of in to name (mode 0644: a report
+// holds what the bundle and output hold, and the caller chose to keep it).
+func writeReport(name string, in report.Input) error {
+	page, err := report.Render(in)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(name, page, 0o644)
+}
+
+// printReport prints a result (as text or as the /v1/verify JSON object) and
 // returns the exit code: 0 valid, 1 not.
-func report(e env, res *verify.Result, asJSON bool, notes []string, selfHash bool) int {
+func printReport(e env, res *verify.Result, asJSON bool, notes []string, selfHash bool) int {
 	if selfHash && !res.EnclaveHashMatch && res.TEEQuoteVerified {
 		notes = append(notes, "the expected code hash is this acds binary's; a server built another way (go run, go build, -ldflags=-s -w) has another: "+
 			"pass the one its ready line prints with --measurement HEX (or see acds measure FILE)")
@@ -220,7 +241,7 @@ func verifyServer(ctx context.Context, e env, rawURL string, ch *attested.Checke
 		return 2
 	}
 	notes = append(notes, "attested TLS to "+addr)
-	return report(e, res, asJSON, notes, selfHash)
+	return printReport(e, res, asJSON, notes, selfHash)
 }
 
 // hexList is a repeatable flag of code hashes, checked as they are given.

@@ -279,8 +279,23 @@ func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
 		return err
 	}
 	created := store.StoredTime(r.CreatedAt)
-	_, err := p.pool.Exec(ctx, `INSERT INTO requests (id, owner, kind, status, input, sealed, affinity, created_at, updated_at)
-		VALUES ($1, $2, $3, 'processing', $4, $5, $6, $7, $7)`, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, r.Affinity, created)
+	const insert = `INSERT INTO requests (id, owner, kind, status, input, sealed, affinity, created_at, updated_at)
+		VALUES ($1, $2, $3, 'processing', $4, $5, $6, $7, $7)`
+	if r.Callback == "" {
+		if _, err := p.pool.Exec(ctx, insert, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, r.Affinity, created); err != nil {
+			return p.err("create request", err)
+		}
+		return nil
+	}
+	// The delivery exists as soon as the request does: one transaction.
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, insert, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, r.Affinity, created); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO webhooks (request_id, url, next_at, created_at) VALUES ($1, $2, $3, $3)`,
+			r.ID, r.Callback, created)
+		return err
+	})
 	if err != nil {
 		return p.err("create request", err)
 	}

@@ -707,6 +707,12 @@ func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
 		if err != nil {
 			return fmt.Errorf("store: create request: %w", err)
 		}
+		if r.Callback != "" { // the delivery exists as soon as the request does
+			if _, err := w.exec(`INSERT INTO webhooks (request_id, url, next_at, created_at) VALUES (?, ?, ?, ?)`,
+				r.ID, r.Callback, created, created); err != nil {
+				return fmt.Errorf("store: create request: webhook: %w", err)
+			}
+		}
 		return nil
 	})
 }

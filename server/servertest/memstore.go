@@ -28,6 +28,7 @@ type MemStore struct {
 	byToken     map[string]string        // token hash -> pseudonym
 	passphrases map[string]string
 	requests    map[string]*store.Request
+	deliveries  map[string]*store.Delivery // by request id (webhooks.go)
 	closed      bool
 }
 
@@ -38,6 +39,7 @@ func NewMemStore() *MemStore {
 		byToken:     make(map[string]string),
 		passphrases: make(map[string]string),
 		requests:    make(map[string]*store.Request),
+		deliveries:  make(map[string]*store.Delivery),
 	}
 }
 
@@ -244,6 +246,9 @@ func (m *MemStore) CreateRequest(ctx context.Context, r store.Request) error {
 		CreatedAt: created,
 		UpdatedAt: created,
 	}
+	if r.Callback != "" {
+		m.deliveries[r.ID] = &store.Delivery{RequestID: r.ID, Owner: r.Owner, URL: r.Callback, NextAt: created, CreatedAt: created}
+	}
 	return nil
 }
 
@@ -328,6 +333,7 @@ func (m *MemStore) DeleteRequest(ctx context.Context, owner, id string) error {
 		return store.ErrNotFound
 	}
 	delete(m.requests, id)
+	delete(m.deliveries, id)
 	return nil
 }
 

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EraseEndedBefore", testEraseEndedBefore},
 		{"RevokeSessions", testRevokeSessions},
 		{"ClaimAffinity", testClaimAffinity},
+		{"Webhooks", testWebhooks},
 		{"ConcurrentCreate", testConcurrentCreate},
 		{"ConcurrentClaim", testConcurrentClaim},
 		{"CanceledContext", testCanceledContext},

@@ -1,0 +1,196 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/verify"
+	"github.com/acds-project/acds/verify/report"
+)
+
+// reportReadTimeout bounds how long reading one upload of the report page
+// may take, whatever the http.Server's own timeouts.
+const reportReadTimeout = time.Minute
+
+// reportVerifier is what the report page needs of the configured
+// Verifier: the verify.Verifier itself, for the whole Result (the JSON
+// object of POST /v1/verify is a summary of it). The Verifier of [Verify]
+// has it; a Verifier of another kind serves POST /v1/verify but no page.
+func (s *Server) reportVerifier() *verify.Verifier {
+	if v, ok := s.cfg.Verifier.(verifier); ok {
+		return v.v
+	}
+	return nil
+}
+
+// pagePath is the path of the report page as the client sees it (with the
+// prefix the handler is mounted under), the target of its form.
+func pagePath(r *http.Request) string {
+	prefix := ""
+	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+		if p, ok := strings.CutSuffix(u.Path, r.URL.Path); ok {
+			prefix = strings.TrimSuffix(p, "/")
+		}
+	}
+	return prefix + "/verify"
+}
+
+// writePage answers with a report page: HTML under the page's CSP, never
+// cached, never framed, never sniffed.
+func writePage(w http.ResponseWriter, status int, in report.Input) {
+	page, err := report.Render(in)
+	if err != nil {
+		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "the report page could not be rendered"))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", report.CSP(true))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", fmt.Sprint(len(page)))
+	w.WriteHeader(status)
+	_, _ = w.Write(page)
+}
+
+// handleReportPage serves GET /verify: the upload form.
+func (s *Server) handleReportPage(w http.ResponseWriter, r *http.Request) {
+	in := report.Input{Upload: pagePath(r)}
+	status := http.StatusOK
+	if s.reportVerifier() == nil {
+		in.Error = "verification is not available on this server (no verifier built in); use acds verify BUNDLE --html FILE offline"
+		status = http.StatusServiceUnavailable
+	}
+	writePage(w, status, in)
+}
+
+// errUpload is a refused upload: its status and the message the page shows.
+type errUpload struct {
+	status int
+	msg    string
+}
+
+func (e *errUpload) Error() string { return e.msg }
+
+// readUpload reads the multipart form of the report page: the bundle
+// (field attestationBundle, at most attestation.MaxBundleTextSize bytes)
+// and the optional output (field output, at most MaxProcessBody), the
+// whole body at most MaxProcessBody plus the bundle's size, within
+// reportReadTimeout.
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (bundle, output []byte, err error) {
+	mt, params, perr := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if perr != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return nil, nil, &errUpload{http.StatusUnsupportedMediaType, "the page posts multipart/form-data; to send JSON use POST /v1/verify"}
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(reportReadTimeout))
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxProcessBody+attestation.MaxBundleTextSize)
+	reader, merr := r.MultipartReader()
+	if merr != nil {
+		return nil, nil, &errUpload{http.StatusBadRequest, "not a multipart form: " + merr.Error()}
+	}
+	var gotBundle bool
+	for {
+		part, err := reader.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, uploadReadError(err)
+		}
+		var max int64
+		var dst *[]byte
+		switch part.FormName() {
+		case "attestationBundle":
+			max, dst, gotBundle = attestation.MaxBundleTextSize, &bundle, true
+		case "output":
+			max, dst = s.cfg.MaxProcessBody, &output
+		default:
+			max = 0
+		}
+		b, err := io.ReadAll(io.LimitReader(part, max+1))
+		if err != nil {
+			return nil, nil, uploadReadError(err)
+		}
+		if int64(len(b)) > max {
+			if dst == nil {
+				return nil, nil, &errUpload{http.StatusBadRequest, fmt.Sprintf("unknown form field %q", part.FormName())}
+			}
+			return nil, nil, &errUpload{http.StatusRequestEntityTooLarge, fmt.Sprintf("%s: larger than %d bytes", part.FormName(), max)}
+		}
+		if dst != nil {
+			*dst = b
+		}
+	}
+	if !gotBundle || len(bundle) == 0 {
+		return nil, nil, &errUpload{http.StatusBadRequest, "attestationBundle: choose a bundle file"}
+	}
+	return bundle, output, nil
+}
+
+func uploadReadError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &errUpload{http.StatusRequestEntityTooLarge, fmt.Sprintf("the upload is larger than %d bytes", tooBig.Limit)}
+	}
+	return &errUpload{http.StatusBadRequest, "the upload could not be read: " + err.Error()}
+}
+
+// handleReportUpload serves POST /verify: it verifies the uploaded bundle
+// (and output) as POST /v1/verify does, with the same verifier and the
+// same reading rules, and answers with the report page.
+func (s *Server) handleReportUpload(w http.ResponseWriter, r *http.Request) {
+	in := report.Input{Upload: pagePath(r)}
+	v := s.reportVerifier()
+	if v == nil {
+		in.Error = "verification is not available on this server (no verifier built in); use acds verify BUNDLE --html FILE offline"
+		writePage(w, http.StatusServiceUnavailable, in)
+		return
+	}
+	bundleText, outputText, err := s.readUpload(w, r)
+	var bad *errUpload
+	if errors.As(err, &bad) {
+		in.Error = bad.msg
+		writePage(w, bad.status, in)
+		return
+	}
+	bundle, err := attestation.ReadBundle(bundleText)
+	if err != nil || len(bundle) == 0 {
+		in.Error = "attestationBundle: not an attestation bundle (base64 or CBOR)"
+		writePage(w, http.StatusBadRequest, in)
+		return
+	}
+	var output []byte
+	if len(outputText) > 0 {
+		// The rule of POST /v1/verify: a pretty-printed or re-encoded copy
+		// gives back the digested canonical bytes.
+		if output, err = acds.OutputBytes(outputText); err != nil {
+			in.Error = "output: must be the JSON output the bundle attests"
+			writePage(w, http.StatusBadRequest, in)
+			return
+		}
+	}
+	var res *verify.Result
+	if output != nil {
+		res, err = v.VerifyOutput(bundle, output)
+	} else {
+		res, err = v.Verify(bundle)
+	}
+	if err != nil {
+		in.Error = "attestationBundle: not an attestation bundle: " + err.Error()
+		writePage(w, http.StatusBadRequest, in)
+		return
+	}
+	in.Result, in.Bundle, in.Output, in.Verifier = res, bundle, output, v
+	in.Notes = []string{"checked by this server, offline, under its own policy: the code hashes it allows are listed below"}
+	writePage(w, http.StatusOK, in)
+}
