@@ -63,7 +63,9 @@ func FuzzRecordReader(f *testing.F) {
 
 func FuzzParseStatement(f *testing.F) {
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
-	good, err := testStatement().Sign(key)
+	st := testStatement()
+	st.CertSubject = "" // the committed corpus's valid statement predates the subject
+	good, err := st.Sign(key)
 	if err != nil {
 		f.Fatal(err)
 	}

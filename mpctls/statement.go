@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/veraison/go-cose"
 )
@@ -41,12 +43,20 @@ type Statement struct {
 	Version         uint16    // negotiated TLS version: 0x0303 or 0x0304
 	CipherSuite     uint16    // negotiated AEAD cipher suite (IANA code point)
 	CertChainDigest [32]byte  // see CertChainDigest
-	Root            [32]byte  // Merkle root over all records (see Transcript)
-	ClientRecords   uint64    // records client→server
-	ClientBytes     uint64    // wire bytes client→server, headers included
-	ServerRecords   uint64    // records server→client
-	ServerBytes     uint64    // wire bytes server→client, headers included
-	NotaryKeyID     [32]byte  // KeyID of the signing notary key; Sign sets it
+	// CertSubject is the subject of the server's leaf certificate as the
+	// notary verified it (RFC 2253 string, at most MaxCertSubject bytes);
+	// "" in statements of notaries that did not record it, which encode
+	// exactly as before the field existed (key 16 is omitted). The chain
+	// itself is not in the statement; CertChainDigest pins it. (A verifier
+	// older than the field refuses key 16 as unknown; bundles carrying
+	// such statements are bundle version 2, which it refuses anyway.)
+	CertSubject   string
+	Root          [32]byte // Merkle root over all records (see Transcript)
+	ClientRecords uint64   // records client→server
+	ClientBytes   uint64   // wire bytes client→server, headers included
+	ServerRecords uint64   // records server→client
+	ServerBytes   uint64   // wire bytes server→client, headers included
+	NotaryKeyID   [32]byte // KeyID of the signing notary key; Sign sets it
 
 	raw []byte // the signed COSE_Sign1 bytes, after Sign or Parse
 }
@@ -69,7 +79,11 @@ type wireStatement struct {
 	SRecords uint64 `cbor:"13,keyasint"`
 	SBytes   uint64 `cbor:"14,keyasint"`
 	KeyID    []byte `cbor:"15,keyasint"`
+	Subject  string `cbor:"16,keyasint,omitempty"`
 }
+
+// MaxCertSubject bounds Statement.CertSubject.
+const MaxCertSubject = 256
 
 // KeyID returns the identifier of a notary public key: SHA-256 of the 32
 // raw Ed25519 public key bytes.
@@ -131,7 +145,7 @@ func (s *Statement) wire() *wireStatement {
 		Chain: s.CertChainDigest[:], Root: s.Root[:],
 		CRecords: s.ClientRecords, CBytes: s.ClientBytes,
 		SRecords: s.ServerRecords, SBytes: s.ServerBytes,
-		KeyID: s.NotaryKeyID[:],
+		KeyID: s.NotaryKeyID[:], Subject: s.CertSubject,
 	}
 }
 
@@ -158,6 +172,9 @@ func (s *Statement) check() error {
 	}
 	if _, err := suiteFor(s.Version, s.CipherSuite); err != nil {
 		return fmt.Errorf("%w: %w", ErrStatement, err)
+	}
+	if len(s.CertSubject) > MaxCertSubject || !utf8.ValidString(s.CertSubject) || strings.ContainsFunc(s.CertSubject, unicode.IsControl) {
+		return stmtErr("certificate subject is over %d bytes, not UTF-8, or holds control characters", MaxCertSubject)
 	}
 	if s.Root == ([32]byte{}) || s.CertChainDigest == ([32]byte{}) || s.NotaryKeyID == ([32]byte{}) {
 		return stmtErr("missing digest")
@@ -234,6 +251,7 @@ func parseStatement(b []byte) (*Statement, *cose.Sign1Message, error) {
 	s := &Statement{
 		Start: time.UnixMilli(w.Start).UTC(), End: time.UnixMilli(w.End).UTC(),
 		SNI: w.SNI, Address: w.Addr, Version: w.Version, CipherSuite: w.Suite,
+		CertSubject:   w.Subject,
 		ClientRecords: w.CRecords, ClientBytes: w.CBytes,
 		ServerRecords: w.SRecords, ServerBytes: w.SBytes,
 	}

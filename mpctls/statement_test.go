@@ -31,6 +31,7 @@ func testStatement() *Statement {
 		Version:         VersionTLS13,
 		CipherSuite:     0x1301,
 		CertChainDigest: sha256.Sum256([]byte("chain")),
+		CertSubject:     "CN=portal.example.org,O=Example Health",
 		Root:            sha256.Sum256([]byte("root")),
 		ClientRecords:   12, ClientBytes: 4000,
 		ServerRecords: 700, ServerBytes: 10_500_000,
@@ -57,7 +58,8 @@ func TestStatementRoundTrip(t *testing.T) {
 	}
 	if !got.Start.Equal(s.Start) || !got.End.Equal(s.End) || got.SNI != s.SNI || got.Address != s.Address ||
 		got.Root != s.Root || got.CertChainDigest != s.CertChainDigest || got.ServerBytes != s.ServerBytes ||
-		got.NotaryKeyID != KeyID(pub) || got.SessionID != s.SessionID || got.CipherSuite != s.CipherSuite {
+		got.NotaryKeyID != KeyID(pub) || got.SessionID != s.SessionID || got.CipherSuite != s.CipherSuite ||
+		got.CertSubject != s.CertSubject {
 		t.Fatalf("round trip changed the statement:\n%+v\n%+v", got, s)
 	}
 	if got.Digest() != sha256.Sum256(b) || !bytes.Equal(got.Raw(), b) {
@@ -142,6 +144,9 @@ func TestStatementWellFormed(t *testing.T) {
 		"no root":        func(s *Statement) { s.Root = [32]byte{} },
 		"no records":     func(s *Statement) { s.ServerRecords = 0 },
 		"too many bytes": func(s *Statement) { s.ClientBytes = 1 << 40 },
+		"long subject":   func(s *Statement) { s.CertSubject = strings.Repeat("x", MaxCertSubject+1) },
+		"control char":   func(s *Statement) { s.CertSubject = "CN=a\nb" },
+		"not utf-8":      func(s *Statement) { s.CertSubject = "CN=\xff" },
 	}
 	for name, m := range mut {
 		s := testStatement()
@@ -157,7 +162,7 @@ func TestStatementWellFormed(t *testing.T) {
 	}
 	type extended struct {
 		wireStatement
-		X int `cbor:"16,keyasint"`
+		X int `cbor:"17,keyasint"`
 	}
 	payload, _ := stmtCodec.enc.Marshal(extended{*s.wire(), 1})
 	signer, _ := cose.NewSigner(cose.AlgorithmEdDSA, key)
@@ -183,6 +188,7 @@ func TestStatementSizeWorstCase(t *testing.T) {
 	s.Address = "[2001:db8:ffff:ffff:ffff:ffff:ffff:ffff]:65535"
 	s.ClientRecords, s.ClientBytes = 1<<40, 1<<50
 	s.ServerRecords, s.ServerBytes = 1<<40, 1<<50
+	s.CertSubject = strings.Repeat("s", MaxCertSubject)
 	b, err := s.Sign(testKey(t, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +197,25 @@ func TestStatementSizeWorstCase(t *testing.T) {
 		t.Fatalf("worst-case statement is %d bytes", len(b))
 	}
 	t.Logf("worst-case statement size: %d bytes", len(b))
+}
+
+// TestStatementWithoutSubject: statements of notaries that did not record
+// the certificate subject (key 16 absent) still parse, to "".
+func TestStatementWithoutSubject(t *testing.T) {
+	key := testKey(t, 1)
+	s := testStatement()
+	s.CertSubject = ""
+	b, err := s.Sign(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseStatement(b)
+	if err != nil || got.CertSubject != "" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if bytes.Contains(b, []byte{0x10, 0x60}) { // key 16 with an empty string would not be canonical omission
+		t.Error("an empty subject was encoded")
+	}
 }
 
 func TestParseStatementHeaders(t *testing.T) {

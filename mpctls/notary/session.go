@@ -2,6 +2,7 @@ package notary
 
 import (
 	"bufio"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -10,10 +11,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/acds-project/acds/mpctls"
 )
@@ -444,6 +448,7 @@ func (s *session) finalize(req FinalizeRequest) (*FinalizeResponse, error) {
 		Version:         hs.Version,
 		CipherSuite:     hs.CipherSuite,
 		CertChainDigest: hs.CertChainDigest,
+		CertSubject:     leafSubject(hs.Certificates),
 		Root:            tr.Root(),
 		ClientRecords:   tr.Records(mpctls.ClientToServer),
 		ClientBytes:     tr.Bytes(mpctls.ClientToServer),
@@ -500,4 +505,24 @@ func (s *session) prefix(nc, ns uint64) (*mpctls.Transcript, error) {
 		return nil, fmt.Errorf("notary: spool: %w", err)
 	}
 	return &tr, nil
+}
+
+// leafSubject is the subject of the verified leaf certificate, as the
+// statement records it: RFC 2253, cut at mpctls.MaxCertSubject bytes on a
+// rune boundary, control characters replaced.
+func leafSubject(chain []*x509.Certificate) string {
+	if len(chain) == 0 {
+		return ""
+	}
+	s := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(chain[0].Subject.String(), "?"))
+	for len(s) > mpctls.MaxCertSubject {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }

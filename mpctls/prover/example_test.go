@@ -75,6 +75,6 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(disclosed.Statement.SNI, bytes.Contains(disclosed.Data(), body))
-	// Output: example.com true
+	fmt.Println(disclosed.Statement.SNI, disclosed.Statement.CertSubject, bytes.Contains(disclosed.Data(), body))
+	// Output: example.com O=Acme Co true
 }

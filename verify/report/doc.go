@@ -15,12 +15,12 @@
 // "does not apply" or "not reached" and its reasons; the evidence chain
 // (vendor root → … → report → boot key → claims → output); the measurement
 // next to the code hashes the policy allows; each notary statement (portal
-// host, dialled address, TLS version and suite, the certificate chain's
-// digest, time, byte counts); the signed claims; and, for an output, its
-// resources by type (fhir.Summarize) and the patient's latest observation
-// of each code. A statement names the server certificate by the digest of
-// its chain and the name it was verified for; the certificate itself (so
-// its subject) is not in the bundle, and the page says so.
+// host, dialled address, TLS version and suite, the certificate's subject
+// and its chain's digest, time, byte counts); the signed claims; and, for
+// an output, its resources by type (fhir.Summarize) and the patient's
+// latest observation of each code. A statement names the server
+// certificate by the subject and name the notary verified and the digest
+// of its chain; the certificate itself is not in the bundle.
 //
 // # A page that cannot be turned against its reader
 //

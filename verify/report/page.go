@@ -69,6 +69,7 @@ var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 {{- if .Error}}<tr><th>statement</th><td class="fail">{{.Error}}</td></tr>{{else}}
 <tr><th>portal host (claims)</th><td>{{.Host}}</td></tr>
 <tr><th>request line</th><td class="h">{{.RequestLine}}</td></tr>
+<tr><th>certificate subject</th><td>{{.Subject}}</td></tr>
 <tr><th>certificate verified for</th><td>{{.SNI}}</td></tr>
 <tr><th>certificate chain</th><td class="h">{{.ChainDigest}}</td></tr>
 <tr><th>address dialled</th><td>{{.Address}}</td></tr>

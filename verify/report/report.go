@@ -118,10 +118,10 @@ type link struct {
 }
 
 type notaryRow struct {
-	Index                                   int
-	Host, RequestLine, SNI, Address         string
-	Version, Suite, ChainDigest, Start, End string
-	KeyID, Traffic, Error                   string
+	Index                                    int
+	Host, RequestLine, SNI, Subject, Address string
+	Version, Suite, ChainDigest, Start, End  string
+	KeyID, Traffic, Error                    string
 }
 
 type kv struct{ K, V string }
@@ -449,6 +449,10 @@ func notary(r *verify.Result, b *attestation.Bundle, st string) ([]notaryRow, st
 			continue
 		}
 		row.SNI = s.SNI
+		row.Subject = s.CertSubject
+		if row.Subject == "" {
+			row.Subject = "(not recorded by this notary)"
+		}
 		row.Address = s.Address
 		row.Version = tls.VersionName(s.Version)
 		row.Suite = tls.CipherSuiteName(s.CipherSuite)
@@ -467,7 +471,7 @@ func notary(r *verify.Result, b *attestation.Bundle, st string) ([]notaryRow, st
 	case StatusNotReached, StatusNotApply:
 		note = "not verified: the values below are what the statements say"
 	}
-	return rows, note + ". A statement names the server certificate by its chain's digest and the name (SNI) it was verified for; the certificate's subject is not carried in the bundle."
+	return rows, note + ". A statement names the server certificate by its subject, the name (SNI) it was verified for and its chain's digest; the certificate itself is not carried in the bundle."
 }
 
 func claims(r *verify.Result) []kv {

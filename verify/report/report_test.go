@@ -132,6 +132,7 @@ func (f *fixture) statement(t *testing.T, sni string) []byte {
 		SessionID: [16]byte{1}, Start: f.now.Add(-3 * time.Second), End: f.now.Add(-2 * time.Second),
 		SNI: sni, Address: "127.0.0.1:443", Version: mpctls.VersionTLS13, CipherSuite: 0x1301,
 		CertChainDigest: sha256.Sum256([]byte("chain")), Root: sha256.Sum256([]byte("root")),
+		CertSubject:   "CN=" + sni + ",O=Example Health <Portal>",
 		ClientRecords: 3, ClientBytes: 600, ServerRecords: 9, ServerBytes: 40000,
 	}
 	b, err := s.Sign(f.notary)
@@ -246,7 +247,8 @@ func TestMPCTLSNotary(t *testing.T) {
 	if !res.Valid || verdict(t, page) != "VALID" {
 		t.Fatalf("mpc-tls bundle: %v", res.Reasons())
 	}
-	for _, want := range []string{"portal.example.org", "TLS 1.3", "TLS_AES_128_GCM_SHA256", "127.0.0.1:443", "GET /fhir/Patient/7 HTTP/1.1", "certificate&#39;s subject is not carried"} {
+	for _, want := range []string{"portal.example.org", "TLS 1.3", "TLS_AES_128_GCM_SHA256", "127.0.0.1:443", "GET /fhir/Patient/7 HTTP/1.1",
+		"CN=portal.example.org,O=Example Health &lt;Portal&gt;", "the certificate itself is not carried"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
