@@ -349,9 +349,11 @@ func (s *Service) NotaryAddr() string { return s.notaryAddr }
 // their policy names it (verify.Policy.NotaryKeys).
 func (s *Service) NotaryKey() ed25519.PublicKey { return slices.Clone(s.inProcess) }
 
-// Policy is the verification policy of POST /v1/verify: this enclave's
-// measurement (and, for the simulated profile, this installation's root)
-// and the notary key in use. It trusts what the server says about itself;
+// Policy is the verification policy of POST /v1/verify for this
+// replica's own bundles: this enclave's measurement (and, for the
+// simulated profile, this installation's root) and the notary key in use.
+// POST /v1/verify also trusts the replicas registered in a shared store
+// (see the package documentation). It trusts what the server says about itself;
 // an independent verifier builds its policy from published reference
 // values instead.
 func (s *Service) Policy() verify.Policy {
