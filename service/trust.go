@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -218,9 +219,17 @@ func (s *sharedVerifier) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the trust anchors make no valid policy: %w", err)
 	}
+	d := describePolicy(p, n)
 	s.mu.Lock()
-	s.union, s.policy = server.Verify(v), describePolicy(p, n)
+	changed := d.Replicas != s.policy.Replicas || !slices.Equal(d.SimulatedRoots, s.policy.SimulatedRoots) ||
+		!slices.Equal(d.TPMAttestationKeys, s.policy.TPMAttestationKeys) || !slices.Equal(d.NotaryKeys, s.policy.NotaryKeys) ||
+		!maps.EqualFunc(d.Measurements, s.policy.Measurements, slices.Equal[[]string])
+	s.union, s.policy = server.Verify(v), d
 	s.mu.Unlock()
+	if changed {
+		s.log.Info("POST /v1/verify trusts the replicas registered in the store", "replicas", d.Replicas,
+			"simulatedRoots", d.SimulatedRoots, "tpmAttestationKeys", d.TPMAttestationKeys, "notaryKeys", d.NotaryKeys)
+	}
 	return nil
 }
 
