@@ -316,4 +316,31 @@ type Attestation struct {
 	// signed the evidence, as a PEM public key (DESIGN §3): what a verifier
 	// pins with `acds verify --tpm-ak` after checking it out of band.
 	TPMAKPublicKey string `json:"tpmAkPublicKey,omitempty"`
+	// VerifyPolicy (extension) is what this server's POST /v1/verify
+	// trusts, when the server says.
+	VerifyPolicy *VerifyPolicy `json:"verifyPolicy,omitempty"`
+}
+
+// VerifyPolicy (extension) is the policy a server applies at POST
+// /v1/verify: the measurements, roots and keys it trusts, by value or
+// fingerprint, and the relaxations it applies.
+type VerifyPolicy struct {
+	// Measurements are the allowed measurements (hex) per profile.
+	Measurements map[string][]string `json:"measurements"`
+	// SimulatedRoots are the SHA-256 fingerprints (hex, of the DER) of
+	// the trusted simulated roots (sev-snp-sim ARKs).
+	SimulatedRoots []string `json:"simulatedRoots,omitempty"`
+	// TPMAttestationKeys are the SHA-256 fingerprints (hex, of the PKIX
+	// DER) of the pinned TPM attestation keys.
+	TPMAttestationKeys []string `json:"tpmAttestationKeys,omitempty"`
+	// NotaryKeys are the SHA-256 fingerprints (hex) of the trusted
+	// MPC-TLS notary keys (Ed25519).
+	NotaryKeys []string `json:"notaryKeys,omitempty"`
+	// Replicas is how many replicas' trust anchors, read from the store
+	// the replicas share, the policy includes (this server's among them);
+	// 0 when it trusts only itself.
+	Replicas int `json:"replicas"`
+	// Relaxations lists every weakening the policy applies (simulation,
+	// trust in what the store holds).
+	Relaxations []string `json:"relaxations"`
 }

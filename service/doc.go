@@ -35,7 +35,17 @@
 //   - portal fetching through the MPC-TLS prover and a notary: an
 //     in-process one on loopback by default, or an external `acds notary`
 //     (Options.Notary, Options.NotaryKey);
-//   - POST /v1/verify with package verify, trusting this enclave.
+//   - POST /v1/verify with package verify, trusting this enclave and
+//     every replica registered in the shared store: at Open each replica
+//     writes its trust anchor (its measurement, its simulated root or
+//     TPM attestation key, its notary keys; public material only) to a
+//     store that implements store.TrustRegistry, and the verifier trusts
+//     the union, read again every minute and on a bundle it cannot
+//     verify. Trusting the store is trusting whoever can write the
+//     database: a bundle valid only through another replica's anchor says
+//     so in its reasons, and GET /v1/attestation shows the policy in force
+//     (the verifyPolicy extension). A store without a registry leaves the
+//     replica trusting itself only.
 //
 // Open starts all of it and returns a Service; Handler is an http.Handler
 // to mount under any prefix, and Close drains the workers, stops the
@@ -54,8 +64,9 @@
 // clients (client/attested, `acds verify --server`) check they talk to the
 // enclave before sending anything. Serve it with tls.NewListener.
 //
-// Policy is the verification policy the server applies to itself at
-// POST /v1/verify. Anyone who should not trust the server verifies offline
+// Policy is the verification policy the server applies to its own
+// bundles at POST /v1/verify (other replicas' are trusted through the
+// store, as above). Anyone who should not trust the server verifies offline
 // with package verify and a policy built from published code hashes; the
 // in-process notary's key (NotaryKey) is then trusted only when named.
 //

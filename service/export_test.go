@@ -17,3 +17,7 @@ func OpenBackendForTest(ctx context.Context, kind string, o BackendOptions, prob
 	o.probe = probe
 	return OpenBackend(ctx, kind, o)
 }
+
+// MissRefresh is the least time between two reads of the trust anchors
+// caused by bundles the known anchors do not verify.
+const MissRefresh = missRefresh

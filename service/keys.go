@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/server"
 )
@@ -106,6 +107,16 @@ func replicaID(path string) (string, error) {
 type replicaEnclave struct {
 	server.Enclave
 	affinity string
+	trust    *sharedVerifier
+}
+
+// BootEvidence is the enclave's, with the policy of POST /v1/verify.
+func (e replicaEnclave) BootEvidence() acds.Attestation {
+	a := e.Enclave.BootEvidence()
+	if e.trust != nil {
+		a.VerifyPolicy = e.trust.verifyPolicy()
+	}
+	return a
 }
 
 // ClaimAffinity names this replica.

@@ -134,7 +134,8 @@ type Service struct {
 	notaryKeys []ed25519.PublicKey
 	inProcess  ed25519.PublicKey // the in-process notary's key; nil for an external one
 	stopNotary func() error
-	lock       *dirLock // DataDir/LOCK, held until Close
+	stopTrust  context.CancelFunc // stops the refresh of the trust anchors
+	lock       *dirLock           // DataDir/LOCK, held until Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -244,12 +245,28 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Enclave = replicaEnclave{server.AttestationEnclave(s.encl, s.inProcess), "replica:" + replica}
-	v, err := verify.New(s.policy)
+	// POST /v1/verify trusts this enclave and the replicas registered in
+	// a shared store (see trust.go).
+	reg, _ := s.st.(store.TrustRegistry)
+	if reg == nil {
+		log.Warn("the store keeps no trust anchors (store.TrustRegistry): POST /v1/verify trusts this replica's bundles only")
+	}
+	sv, err := newSharedVerifier(s.policy, reg, "replica:"+replica, log)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Verifier = server.Verify(v)
+	anchor, err := ownAnchor(s.encl.BootEvidence(), s.encl.Measurement(), s.notaryKeys)
+	if err != nil {
+		return nil, fmt.Errorf("trust anchor: %w", err)
+	}
+	if err := sv.register(ctx, anchor); err != nil {
+		return nil, err
+	}
+	trustCtx, stopTrust := context.WithCancel(context.Background())
+	s.stopTrust = stopTrust
+	go sv.run(trustCtx)
+	cfg.Enclave = replicaEnclave{server.AttestationEnclave(s.encl, s.inProcess), "replica:" + replica, sv}
+	cfg.Verifier = sv
 	cfg.Fetcher = fetcher
 	if cfg.Logger == nil {
 		cfg.Logger = log
@@ -332,9 +349,11 @@ func (s *Service) NotaryAddr() string { return s.notaryAddr }
 // their policy names it (verify.Policy.NotaryKeys).
 func (s *Service) NotaryKey() ed25519.PublicKey { return slices.Clone(s.inProcess) }
 
-// Policy is the verification policy of POST /v1/verify: this enclave's
-// measurement (and, for the simulated profile, this installation's root)
-// and the notary key in use. It trusts what the server says about itself;
+// Policy is the verification policy of POST /v1/verify for this
+// replica's own bundles: this enclave's measurement (and, for the
+// simulated profile, this installation's root) and the notary key in use.
+// POST /v1/verify also trusts the replicas registered in a shared store
+// (see the package documentation). It trusts what the server says about itself;
 // an independent verifier builds its policy from published reference
 // values instead.
 func (s *Service) Policy() verify.Policy {
@@ -380,6 +399,9 @@ func (s *Service) Close(ctx context.Context) error {
 // backend Open opened.
 func (s *Service) release() error {
 	var errs []error
+	if s.stopTrust != nil {
+		s.stopTrust()
+	}
 	if err := s.stopNotary(); err != nil && !errors.Is(err, net.ErrClosed) {
 		errs = append(errs, fmt.Errorf("notary: %w", err))
 	}

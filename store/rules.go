@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -61,4 +62,15 @@ func SessionOwner(key string) string {
 // the sessions DeleteSessionsOf removes by key order.
 func SessionKeyRange(pseudonym string) (lo, hi string) {
 	return pseudonym + ".", pseudonym + "/"
+}
+
+// CheckTrustAnchor checks an anchor before PutTrustAnchor stores it.
+func CheckTrustAnchor(a TrustAnchor) error {
+	if err := checkName("replica", a.Replica); err != nil {
+		return err
+	}
+	if len(a.Anchor) == 0 || len(a.Anchor) > MaxAnchorLen {
+		return fmt.Errorf("%w: trust anchor must be 1..%d bytes, not %d", ErrInvalid, MaxAnchorLen, len(a.Anchor))
+	}
+	return nil
 }

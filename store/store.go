@@ -271,3 +271,37 @@ type Store interface {
 	// Close releases the store's resources.
 	Close() error
 }
+
+// TrustAnchor is the public material one replica registers so that every
+// replica sharing the store verifies its bundles (POST /v1/verify): what
+// its own verifier trusts for itself (its measurement, its simulated root
+// or TPM attestation key, its notary keys), encoded by the server as
+// opaque bytes like request inputs. It holds nothing secret.
+type TrustAnchor struct {
+	// Replica is the registering replica's id, the key: a replica
+	// registering again replaces its anchor (at most MaxIDLen bytes).
+	Replica string
+	// Anchor is the encoded trust material (1..MaxAnchorLen bytes).
+	Anchor []byte
+	// UpdatedAt is when the anchor was last registered; the store sets it.
+	UpdatedAt time.Time
+}
+
+// MaxAnchorLen bounds TrustAnchor.Anchor: a simulated root certificate,
+// a measurement and a few keys fit in a few kilobytes.
+const MaxAnchorLen = 64 << 10
+
+// TrustRegistry is implemented by a Store that keeps the trust anchors of
+// the replicas sharing it (both stores of this module and
+// servertest.MemStore do). Anyone who can write the database can add an
+// anchor, and with it a trusted enclave: a server that trusts the
+// registry trusts its database as much as its own data directory. A
+// server whose Store does not implement it trusts only itself.
+type TrustRegistry interface {
+	// PutTrustAnchor stores a, replacing the anchor of the same Replica,
+	// with UpdatedAt set to now. ErrInvalid for an empty or too long
+	// Replica or Anchor.
+	PutTrustAnchor(ctx context.Context, a TrustAnchor, now time.Time) error
+	// TrustAnchors returns every registered anchor, ordered by Replica.
+	TrustAnchors(ctx context.Context) ([]TrustAnchor, error)
+}

@@ -5,9 +5,11 @@
 package servertest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +30,8 @@ type MemStore struct {
 	byToken     map[string]string        // token hash -> pseudonym
 	passphrases map[string]string
 	requests    map[string]*store.Request
-	deliveries  map[string]*store.Delivery // by request id (webhooks.go)
+	deliveries  map[string]*store.Delivery   // by request id (webhooks.go)
+	anchors     map[string]store.TrustAnchor // by replica
 	closed      bool
 }
 
@@ -513,4 +516,35 @@ func (m *MemStore) QueueStats(ctx context.Context) (store.QueueStats, error) {
 		}
 	}
 	return st, nil
+}
+
+// PutTrustAnchor implements store.TrustRegistry, as the SQL stores do.
+func (m *MemStore) PutTrustAnchor(ctx context.Context, a store.TrustAnchor, now time.Time) error {
+	if err := store.CheckTrustAnchor(a); err != nil {
+		return err
+	}
+	if err := m.begin(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if m.anchors == nil {
+		m.anchors = make(map[string]store.TrustAnchor)
+	}
+	m.anchors[a.Replica] = store.TrustAnchor{Replica: a.Replica, Anchor: bytes.Clone(a.Anchor), UpdatedAt: dbTime(now)}
+	return nil
+}
+
+// TrustAnchors implements store.TrustRegistry.
+func (m *MemStore) TrustAnchors(ctx context.Context) ([]store.TrustAnchor, error) {
+	if err := m.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make([]store.TrustAnchor, 0, len(m.anchors))
+	for _, a := range m.anchors {
+		a.Anchor = bytes.Clone(a.Anchor)
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b store.TrustAnchor) int { return strings.Compare(a.Replica, b.Replica) })
+	return out, nil
 }

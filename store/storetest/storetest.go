@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Exhaustion", testExhaustion},
 		{"EraseSealedBefore", testEraseSealedBefore},
 		{"QueueStats", testQueueStats},
+		{"TrustAnchors", testTrustAnchors},
 		{"EraseEndedBefore", testEraseEndedBefore},
 		{"RevokeSessions", testRevokeSessions},
 		{"ClaimAffinity", testClaimAffinity},
@@ -256,6 +257,58 @@ func testQueueStats(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Processing)
 	require.True(t, st.Oldest.Equal(us(T0.Add(2*time.Second))))
+}
+
+// testTrustAnchors checks a store's trust registry, when it has one:
+// anchors come back ordered by replica with the time they were put, a
+// replica registering again replaces its anchor, and malformed anchors
+// are ErrInvalid.
+func testTrustAnchors(t *testing.T, s store.Store) {
+	tr, ok := s.(store.TrustRegistry)
+	if !ok {
+		t.Skip("the store does not implement store.TrustRegistry")
+	}
+	ctx := t.Context()
+	as, err := tr.TrustAnchors(ctx)
+	require.NoError(t, err)
+	require.Empty(t, as, "an empty store")
+
+	require.NoError(t, tr.PutTrustAnchor(ctx, store.TrustAnchor{Replica: "replica-b", Anchor: []byte("b1")}, T0))
+	require.NoError(t, tr.PutTrustAnchor(ctx, store.TrustAnchor{Replica: "replica-a", Anchor: []byte("a1")}, T0.Add(time.Second)))
+	as, err = tr.TrustAnchors(ctx)
+	require.NoError(t, err)
+	require.Len(t, as, 2)
+	require.Equal(t, "replica-a", as[0].Replica)
+	require.Equal(t, []byte("a1"), as[0].Anchor)
+	require.True(t, as[0].UpdatedAt.Equal(us(T0.Add(time.Second))), "updated %v", as[0].UpdatedAt)
+	require.Equal(t, "replica-b", as[1].Replica)
+	require.True(t, as[1].UpdatedAt.Equal(us(T0)), "updated %v", as[1].UpdatedAt)
+
+	// Registering again replaces, never adds.
+	require.NoError(t, tr.PutTrustAnchor(ctx, store.TrustAnchor{Replica: "replica-b", Anchor: []byte("b2")}, T0.Add(time.Minute)))
+	as, err = tr.TrustAnchors(ctx)
+	require.NoError(t, err)
+	require.Len(t, as, 2)
+	require.Equal(t, []byte("b2"), as[1].Anchor)
+	require.True(t, as[1].UpdatedAt.Equal(us(T0.Add(time.Minute))))
+
+	// A returned anchor is the caller's: changing it changes nothing stored.
+	as[1].Anchor[0] = 'x'
+	again, err := tr.TrustAnchors(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []byte("b2"), again[1].Anchor)
+
+	for name, a := range map[string]store.TrustAnchor{
+		"empty replica":  {Anchor: []byte("x")},
+		"long replica":   {Replica: strings.Repeat("r", store.MaxIDLen+1), Anchor: []byte("x")},
+		"empty anchor":   {Replica: "replica-c"},
+		"anchor too big": {Replica: "replica-c", Anchor: make([]byte, store.MaxAnchorLen+1)},
+	} {
+		require.ErrorIs(t, tr.PutTrustAnchor(ctx, a, T0), store.ErrInvalid, name)
+	}
+	as, err = tr.TrustAnchors(ctx)
+	require.NoError(t, err)
+	require.Len(t, as, 2, "a refused anchor was stored")
 }
 
 func claimOpts(worker string, now time.Time) store.ClaimOptions {
