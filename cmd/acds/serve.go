@@ -37,6 +37,7 @@ type serveFlags struct {
 	workers             int
 	rateLimit           float64
 	retention           time.Duration
+	maxQueue            int
 	tls                 bool
 	tlsCACert           string
 	tlsCAKey            string
@@ -58,6 +59,7 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.BoolVar(&f.allowPrivatePortals, "allow-private-portals", false, "allow portals on loopback, private and link-local addresses (development only)")
 	fs.StringVar(&f.registrations, "registrations", "", "JSON `file` of the operator's SMART client registrations by portal origin (see below)")
 	fs.IntVar(&f.workers, "workers", 2*runtime.NumCPU(), "requests processed concurrently")
+	fs.IntVar(&f.maxQueue, "max-queue", server.DefaultMaxQueue, "requests still processing (all replicas) beyond which POSTs answer 503 with Retry-After; 0 turns the bound off")
 	fs.DurationVar(&f.retention, "retention", server.DefaultRetention, "how long an ended request keeps its input, output and proofs before they are erased (the record says when); 0 keeps everything")
 	fs.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second per token; 0 turns the limit off (load tests)")
 	fs.BoolVar(&f.tls, "tls", false, "serve HTTPS with the enclave's attested TLS key")
@@ -108,6 +110,9 @@ client authentication. The file is checked at start; keys are never logged.`,
 	}
 	if f.rateLimit < 0 {
 		return nil, fmt.Errorf("--rate-limit must not be negative")
+	}
+	if f.maxQueue < 0 {
+		return nil, fmt.Errorf("--max-queue must not be negative (0 turns the bound off)")
 	}
 	if f.retention < 0 {
 		return nil, fmt.Errorf("--retention must not be negative (0 keeps everything)")
@@ -286,7 +291,7 @@ func serviceOptions(f *serveFlags) (service.Options, *attestation.Issuer, error)
 		TLS:                 f.tls,
 		EnclaveKind:         f.enclave,
 		TPMDevice:           f.tpmDevice,
-		Server:              server.Config{Workers: f.workers, RateLimit: f.rateLimit, Retention: retentionConfig(f.retention)},
+		Server:              server.Config{Workers: f.workers, RateLimit: f.rateLimit, Retention: retentionConfig(f.retention), MaxQueue: maxQueueConfig(f.maxQueue)},
 	}
 	if f.rateLimit == 0 {
 		o.Server.RateLimit = -1 // --rate-limit 0 turns the limit off
@@ -302,4 +307,13 @@ func retentionConfig(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// maxQueueConfig maps --max-queue onto server.Config.MaxQueue, where zero
+// means the default and a negative value turns the bound off.
+func maxQueueConfig(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -245,6 +245,7 @@ func TestServeFlags(t *testing.T) {
 		{"--workers", "0"},
 		{"--rate-limit", "-1"},
 		{"--retention", "-1h"},
+		{"--max-queue", "-5"},
 		{"--retention", "30 days"},
 		{"--log-level", "loud"},
 		{"--store", "mysql://x"},
@@ -268,6 +269,18 @@ func TestServeFlags(t *testing.T) {
 
 // TestServeRetentionFlag maps --retention onto the server: a duration as
 // given, 0 keeping everything (a negative Config.Retention).
+func TestServeMaxQueueFlag(t *testing.T) {
+	for arg, want := range map[string]int{"5000": 5000, "12": 12, "0": -1} {
+		f, err := parseServeFlags(env{args: []string{"--max-queue", arg}, stdout: io.Discard, stderr: io.Discard})
+		if err != nil {
+			t.Fatalf("--max-queue %s: %v", arg, err)
+		}
+		if got := maxQueueConfig(f.maxQueue); got != want {
+			t.Errorf("--max-queue %s: Config.MaxQueue %d, want %d", arg, got, want)
+		}
+	}
+}
+
 func TestServeRetentionFlag(t *testing.T) {
 	for arg, want := range map[string]time.Duration{"720h": 720 * time.Hour, "1h30m": 90 * time.Minute, "0": -1} {
 		f, err := parseServeFlags(env{args: []string{"--retention", arg}, stdout: io.Discard, stderr: io.Discard})
