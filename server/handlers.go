@@ -274,11 +274,7 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if !slices.Contains(acds.SupportedOutputFormats(), req.OutputFormat) {
-		writeProblem(w, unsupportedFormat(req.OutputFormat))
-		return
-	}
-	if p := queryProblem(req.OutputFormat, req.Query); p != nil { // query.go
+	if p := outputProblem(req.OutputFormat, req.Query); p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -365,11 +361,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if !slices.Contains(acds.SupportedOutputFormats(), req.OutputFormat) {
-		writeProblem(w, unsupportedFormat(req.OutputFormat))
-		return
-	}
-	if p := queryProblem(req.OutputFormat, req.Query); p != nil { // query.go
+	if p := outputProblem(req.OutputFormat, req.Query); p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -405,6 +397,16 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.acceptWithID(w, r, id, acds.KindFetchAndAttest, input, sealed, "fetching the record through MPC-TLS; poll the Location for the result", req.CallbackURL)
+}
+
+// outputProblem is the one rule for the output a request asks for, on
+// both accepting endpoints: a supported format, and a query exactly when
+// the format takes one (queryProblem, query.go).
+func outputProblem(format, query string) *acds.Problem {
+	if !slices.Contains(acds.SupportedOutputFormats(), format) {
+		return unsupportedFormat(format)
+	}
+	return queryProblem(format, query)
 }
 
 // admitProblem is the answer to a request the Fetcher did not admit (see
