@@ -8,3 +8,6 @@ func UnsaltedRootForTest(data [][]byte) [HashSize]byte {
 	}
 	return root(ls)
 }
+
+// RefDecodedForTest is Ref by encoding/json alone, the oracle of Ref.
+func RefDecodedForTest(entry []byte) string { return refDecoded(entry) }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/acds-project/acds"
 )
@@ -219,7 +220,20 @@ func Check(d *Disclosure, c Commitment) error {
 }
 
 // Ref returns "Type/id" of an entry's resource, or "" when it has none.
+// It is a label for messages, not a check: on the compact JSON that Parse
+// and New leave in entries it reads the two members it needs without
+// decoding the rest (the verifier labels every disclosed entry, and a
+// full decode cost as much as the rest of the verification); other bytes
+// are decoded with encoding/json, and give "" when they are not JSON.
 func Ref(entry []byte) string {
+	if ref, ok := refCompact(entry); ok {
+		return ref
+	}
+	return refDecoded(entry)
+}
+
+// refDecoded is Ref by encoding/json.
+func refDecoded(entry []byte) string {
 	var e struct {
 		Resource struct {
 			ResourceType string `json:"resourceType"`
@@ -233,4 +247,80 @@ func Ref(entry []byte) string {
 		return e.Resource.ResourceType
 	}
 	return e.Resource.ResourceType + "/" + e.Resource.ID
+}
+
+// refCompact is Ref for compact JSON whose resource's "resourceType" and
+// "id" are strings without escapes, with member names as written; ok is
+// false for anything else (escapes, invalid UTF-8, names that differ in
+// case only, which encoding/json would match), which Ref then decodes.
+func refCompact(entry []byte) (ref string, ok bool) {
+	s := scanner{b: entry}
+	if !s.next('{') || s.next('}') {
+		return "", false
+	}
+	for {
+		key, ok := s.str()
+		if !ok || !s.next(':') {
+			return "", false
+		}
+		if string(key) == `"resource"` {
+			break
+		}
+		if bytes.EqualFold(key, []byte(`"resource"`)) {
+			return "", false // encoding/json matches names without case
+		}
+		if !s.value() || !s.next(',') {
+			return "", false // malformed, or no resource: let Ref decode
+		}
+	}
+	if !s.next('{') || s.next('}') {
+		return "", false
+	}
+	var typ, id []byte
+	for {
+		key, ok := s.str()
+		if !ok || !s.next(':') {
+			return "", false
+		}
+		switch string(key) {
+		case `"resourceType"`, `"id"`:
+			v, ok := s.str()
+			if !ok || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+				return "", false
+			}
+			if string(key) == `"id"` {
+				id = v[1 : len(v)-1]
+			} else {
+				typ = v[1 : len(v)-1]
+			}
+		default:
+			if bytes.EqualFold(key, []byte(`"resourceType"`)) || bytes.EqualFold(key, []byte(`"id"`)) || !s.value() {
+				return "", false
+			}
+		}
+		if s.next(',') {
+			continue
+		}
+		if !s.next('}') {
+			return "", false
+		}
+		break
+	}
+	// A second "resource" would merge into the first in encoding/json.
+	for s.next(',') {
+		key, ok := s.str()
+		if !ok || !s.next(':') || bytes.EqualFold(key, []byte(`"resource"`)) || !s.value() {
+			return "", false
+		}
+	}
+	if !s.next('}') || s.i != len(s.b) {
+		return "", false
+	}
+	switch {
+	case len(typ) == 0:
+		return "", true
+	case len(id) == 0:
+		return string(typ), true
+	}
+	return string(typ) + "/" + string(id), true
 }

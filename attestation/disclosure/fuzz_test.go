@@ -1,7 +1,9 @@
 package disclosure_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/acds-project/acds/attestation/disclosure"
@@ -65,6 +67,73 @@ func FuzzEntries(f *testing.F) {
 			if string(got[i]) != string(want[i]) {
 				t.Fatalf("entry %d = %q, encoding/json %q", i, got[i], want[i])
 			}
+		}
+	})
+}
+
+// refCases are entries on which Ref's compact path must give what
+// encoding/json gives, or leave them to it.
+var refCases = []string{
+	`{"fullUrl":"u","resource":{"id":"o1","resourceType":"Observation","status":"final"}}`,
+	`{"resource":{"resourceType":"Patient"}}`,
+	`{"resource":{"id":"x"}}`,
+	`{"fullUrl":"u"}`,
+	`{}`,
+	`{"resource":{"id":"a\"b","resourceType":"Basic"}}`,
+	`{"resource":{"ID":"upper","resourceType":"Basic","id":"lower"}}`,
+	`{"Resource":{"resourceType":"Basic","id":"x"}}`,
+	`{"resource":{"resourceType":"Basic","id":"1"},"resource":{"id":"2"}}`,
+	`{"resource":{"resourceType":"Basic","id":"1","id":"2"}}`,
+	`{"resource":{"resourceType":"Basic","id":5}}`,
+	`{"resource":{"resourceType":"Basic","id":null}}`,
+	`{"resource":"Basic/1"}`,
+	`{"resource":{"resourceType":"Basic","id":"` + "\xff" + `"}}`,
+	`{ "resource" : { "resourceType" : "Basic" , "id" : "sp" } }`,
+	`{"resource":{"code":{"text":"\"id\":\"no\""},"id":"i","resourceType":"Basic"},"search":{"mode":"match"}}`,
+	`{"resource":{"resourceType":"Basic","id":"1"}} trailing`,
+}
+
+func TestRefMatchesEncodingJSON(t *testing.T) {
+	cases := refCases
+	for _, f := range []string{"testdata/record.json", "testdata/record-deidentified.json"} {
+		out, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := disclosure.Entries(bytes.TrimSpace(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			cases = append(cases, string(e))
+		}
+	}
+	labelled := 0
+	for _, c := range cases {
+		got, want := disclosure.Ref([]byte(c)), disclosure.RefDecodedForTest([]byte(c))
+		if got != want {
+			t.Errorf("Ref(%.100q) = %q, encoding/json gives %q", c, got, want)
+		}
+		if got != "" {
+			labelled++
+		}
+	}
+	if labelled < len(cases)/2 {
+		t.Fatalf("only %d of %d entries labelled", labelled, len(cases))
+	}
+}
+
+// FuzzRef checks Ref against encoding/json on valid JSON.
+func FuzzRef(f *testing.F) {
+	for _, c := range refCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return // Ref is a label: on invalid JSON it need not agree
+		}
+		if got, want := disclosure.Ref(data), disclosure.RefDecodedForTest(data); got != want {
+			t.Fatalf("Ref(%q) = %q, encoding/json gives %q", data, got, want)
 		}
 	})
 }
