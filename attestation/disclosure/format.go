@@ -95,17 +95,60 @@ func New(bundle, key, output []byte, indices []int) (*Disclosure, error) {
 	return d, nil
 }
 
-// Marshal returns the disclosure as indented JSON, writing entries as they
-// are (no HTML escaping).
+// Marshal returns the disclosure as indented JSON, except that each entry
+// is written on one line in its committed (canonical) form, which Parse
+// then takes as it is instead of re-encoding it. Nothing is HTML-escaped.
 func (d *Disclosure) Marshal() ([]byte, error) {
+	// The entries go in as placeholders, replaced after indenting.
+	c := *d
+	c.Entries = make([]Entry, len(d.Entries))
+	compact := make([][]byte, len(d.Entries))
+	for i, e := range d.Entries {
+		raw := []byte(e.Entry)
+		if len(raw) == 0 || !json.Valid(raw) {
+			return nil, fmt.Errorf("encoding disclosure: entry %d is not JSON", i)
+		}
+		if !canonical(raw) {
+			var err error
+			if raw, err = acds.OutputBytes(raw); err != nil {
+				return nil, fmt.Errorf("encoding disclosure: entry %d: %w", i, err)
+			}
+		}
+		compact[i] = raw
+		c.Entries[i] = e
+		c.Entries[i].Entry = json.RawMessage(fmt.Sprintf(`"\u0000entry %d"`, i))
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(d); err != nil {
+	if err := enc.Encode(&c); err != nil {
 		return nil, fmt.Errorf("encoding disclosure: %w", err)
 	}
-	return buf.Bytes(), nil
+	// The placeholders come in order; nothing else may hold a NUL.
+	indented := buf.Bytes()
+	if bytes.Count(indented, []byte(`\u0000`)) != len(compact) {
+		return nil, fmt.Errorf("encoding disclosure: a member holds a NUL character")
+	}
+	out := make([]byte, 0, len(indented)+entriesLen(compact))
+	for i, raw := range compact {
+		ph := []byte(fmt.Sprintf(`"\u0000entry %d"`, i))
+		j := bytes.Index(indented, ph)
+		if j < 0 {
+			return nil, fmt.Errorf("encoding disclosure: entry %d lost", i)
+		}
+		out = append(append(out, indented[:j]...), raw...)
+		indented = indented[j+len(ph):]
+	}
+	return append(out, indented...), nil
+}
+
+func entriesLen(entries [][]byte) int {
+	n := 0
+	for _, e := range entries {
+		n += len(e)
+	}
+	return n
 }
 
 // Parse decodes a disclosure strictly: at most MaxSize bytes, no unknown
@@ -153,6 +196,9 @@ func Parse(data []byte) (*Disclosure, error) {
 			if len(h) != HashSize {
 				return nil, bad(fmt.Sprintf("proof hash of %d bytes, want %d", len(h), HashSize))
 			}
+		}
+		if len(e.Entry) > 0 && e.Entry[0] == '{' && canonical(e.Entry) {
+			continue // already the committed form (Marshal writes entries so)
 		}
 		c, err := acds.OutputBytes(e.Entry)
 		if err != nil || len(c) == 0 || c[0] != '{' {
