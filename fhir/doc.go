@@ -1,22 +1,60 @@
 // Package fhir is what the ACDS enclave runs on every clinical record: it
 // validates FHIR R4 JSON, normalises it into a canonical collection Bundle
 // with a Provenance resource, and optionally de-identifies it under HIPAA
-// Safe Harbor.
+// Safe Harbor, summarises it as an International Patient Summary, or
+// answers a FHIRPath query over it.
 //
 // Process is the pipeline entry point:
 //
 //	out, err := fhir.Process(input, fhir.Options{
-//		Format:      acds.OutputFHIRR4,       // or acds.OutputFHIRR4Deidentified
+//		Format:      acds.OutputFHIRR4,       // or another output format, below
 //		Source:      "portal.example.org", // or "raw"
 //		Measurement: measurementHex,
 //		Now:         time.Now(),
 //		DeidentKey:  key,                  // ≥ 32 bytes, de-identified format only
+//		Query:       "",                   // the expression, fhirpath format only
 //	})
 //	var invalid *fhir.InvalidError
 //	if errors.As(err, &invalid) {
 //		// invalid.Outcome is the OperationOutcome to return to the caller
 //	}
 //	// out.JSON is canonical JSON, out.Digest "sha256:<hex>" of it
+//
+// # Output formats
+//
+//   - acds.OutputFHIRR4 ("fhir_r4"): the normalised record, a collection
+//     Bundle (see Normalisation).
+//   - acds.OutputFHIRR4Deidentified ("fhir_r4_deidentified"): the same,
+//     de-identified (see De-identification); Options.DeidentKey is required.
+//   - acds.OutputFHIRR4IPS ("fhir_r4_ips"): an International Patient
+//     Summary document Bundle built from the normalised record: a
+//     Composition (LOINC 60591-5) whose subject is the record's Patient,
+//     whose author is the enclave as a Device identified by its measurement
+//     and whose date is Options.Now; the required medication, allergy and
+//     problem sections (with an emptyReason when the record holds none),
+//     the immunization, results, vital signs, procedures, devices, social
+//     history and plan of care sections the record supports, a generated
+//     narrative per section, and every resource the entries reference, so
+//     each reference resolves. Nothing is invented but the Composition and
+//     the Device. Output.RecordDigest is the digest of the normalised
+//     record it was built from.
+//   - acds.OutputFHIRPath ("fhirpath"): Options.Query, a FHIRPath
+//     expression, evaluated over the normalised record's entry resources
+//     (%bundle is the whole Bundle); the output is a Parameters resource
+//     whose first parameter, "expression", holds the query and which has
+//     one typed "result" parameter per value. Output.RecordDigest is the
+//     digest of the normalised record (the fhir_r4 output) the query ran
+//     on. Evaluation is bounded by Options.QueryLimits (time, steps,
+//     results, output size); a query that does not parse or exceeds a
+//     bound fails with a *QueryError (ErrQuery), whose Offset points into
+//     the expression. CompileQuery parses a query as Process will, for a
+//     server that refuses a bad query when the request arrives.
+//
+// For the three Bundle formats, Output.Entries are the items of the output
+// Bundle's top-level "entry" array as the encoder wrote them (sub-slices of
+// Output.JSON): what a selective-disclosure commitment
+// (package attestation/disclosure) covers, handed over so that the
+// commitment need not scan the output for them.
 //
 // Validate checks input without transforming it and returns an
 // OperationOutcome with FHIRPath locations such as
@@ -39,8 +77,9 @@
 //     every constraint of the R4 definitions (the error-level ones as
 //     errors), evaluated with package fhir/fhirpath and compiled once;
 //  3. normalise (and de-identify) the same structs in place;
-//  4. encode: r4.AppendCanonical writes the output in canonical form, and
-//     its SHA-256 is the digest.
+//  4. encode: r4.AppendCanonical writes the output in canonical form (for
+//     a Bundle, r4.AppendCanonicalBundle, which also reports where each
+//     entry is), and its SHA-256 is the digest.
 //
 // The input is parsed once; nothing is re-read as untyped JSON.
 //

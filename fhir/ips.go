@@ -274,7 +274,8 @@ func processIPS(input []byte, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fhir: building the patient summary: %w", err)
 	}
-	out, err := r4.AppendCanonical(make([]byte, 0, b.Len()+64), doc)
+	bundle, _ := doc.(*r4.Bundle) // b is a Bundle; nil fails to encode
+	out, spans, err := r4.AppendCanonicalBundle(make([]byte, 0, b.Len()+64), bundle)
 	if err != nil {
 		return nil, fmt.Errorf("fhir: encoding the patient summary: %w", err)
 	}
@@ -287,7 +288,7 @@ func processIPS(input []byte, opts Options) (*Output, error) {
 	}
 	d := sha256.Sum256(out)
 	return &Output{Format: acds.OutputFHIRR4IPS, JSON: out, Digest: "sha256:" + hex.EncodeToString(d[:]),
-		Outcome: rec.Outcome, Resources: len(include) + 2, RecordDigest: rec.Digest}, nil
+		Outcome: rec.Outcome, Resources: len(include) + 2, RecordDigest: rec.Digest, Entries: entrySlices(out, spans)}, nil
 }
 
 // sectionJSON is one Composition.section with its narrative.

@@ -97,6 +97,22 @@ type Output struct {
 	// RecordDigest is, for acds.OutputFHIRPath, the digest of the
 	// normalised record (the acds.OutputFHIRR4 output) the query ran on.
 	RecordDigest string
+	// Entries are, for the Bundle formats (acds.OutputFHIRR4,
+	// acds.OutputFHIRR4Deidentified, acds.OutputFHIRR4IPS), the items of
+	// the output Bundle's top-level "entry" array as the encoder wrote
+	// them: sub-slices of JSON, in order. They are what a selective
+	// disclosure commitment covers, handed over so that it need not scan
+	// JSON for them. Nil for other formats.
+	Entries [][]byte
+}
+
+// entrySlices returns the bytes of spans within buf.
+func entrySlices(buf []byte, spans []r4.Span) [][]byte {
+	entries := make([][]byte, len(spans))
+	for i, s := range spans {
+		entries[i] = buf[s.Start:s.End:s.End]
+	}
+	return entries
 }
 
 // Process validates input (one FHIR R4 resource or Bundle, JSON), then
@@ -148,12 +164,13 @@ func Process(input []byte, opts Options) (*Output, error) {
 	}
 	// The output is about the input's size (compact), plus fullUrls and
 	// the Provenance: size the buffer for that.
-	buf, err := r4.AppendCanonical(make([]byte, 0, len(input)+len(input)/8+1024+64*count), out)
+	buf, spans, err := r4.AppendCanonicalBundle(make([]byte, 0, len(input)+len(input)/8+1024+64*count), out)
 	if err != nil {
 		return nil, fmt.Errorf("fhir: encoding output: %w", err)
 	}
 	sum := sha256.Sum256(buf)
-	return &Output{Format: format, JSON: buf, Digest: "sha256:" + hex.EncodeToString(sum[:]), Outcome: outcome, Resources: count}, nil
+	return &Output{Format: format, JSON: buf, Digest: "sha256:" + hex.EncodeToString(sum[:]), Outcome: outcome, Resources: count,
+		Entries: entrySlices(buf, spans)}, nil
 }
 
 // Check validates input as Process does, without normalising it: it

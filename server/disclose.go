@@ -21,8 +21,10 @@ import (
 // the requester in the result (acds.Result.DisclosureKey), stored with the
 // output and erased with it; the root goes into the signed claims. Formats
 // whose output is not a Bundle of record entries, and a Bundle without
-// entries, get no commitment.
-func commitEntries(format string, output []byte) (*attestation.EntryCommitment, string, error) {
+// entries, get no commitment. entries are the output's entries as the
+// Pipeline's encoder reports them (fhir.Output.Entries), which spares
+// scanning output for them; when nil, output is scanned.
+func commitEntries(format string, output []byte, entries [][]byte) (*attestation.EntryCommitment, string, error) {
 	if format != acds.OutputFHIRR4 && format != acds.OutputFHIRR4Deidentified && format != acds.OutputFHIRR4IPS {
 		return nil, "", nil
 	}
@@ -30,7 +32,13 @@ func commitEntries(format string, output []byte) (*attestation.EntryCommitment, 
 	if _, err := rand.Read(key); err != nil {
 		return nil, "", fmt.Errorf("disclosure key: %w", err)
 	}
-	c, err := disclosure.Commit(key, output)
+	var c disclosure.Commitment
+	var err error
+	if entries != nil {
+		c, err = disclosure.CommitEntries(key, entries)
+	} else {
+		c, err = disclosure.Commit(key, output)
+	}
 	if errors.Is(err, disclosure.ErrNoEntries) {
 		return nil, "", nil // nothing to disclose
 	}

@@ -326,7 +326,7 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 	claims.OutputFormat = format
 	claims.OutputDigest = out.Digest
 	claims.IssuedAt = now
-	entries, disclosureKey, err := commitEntries(format, out.JSON)
+	entries, disclosureKey, err := commitEntries(format, out.JSON, out.Entries)
 	if err != nil {
 		s.log.Error("entry commitment failed", "request_id", id, "err", err)
 		return nil, acds.NewProblem(acds.ProblemInternal, "FHIR processing failed unexpectedly"), nil

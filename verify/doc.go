@@ -24,7 +24,9 @@
 //     notary key, for the claimed host (SNI), and within the claims' issue
 //     time window. For a raw submission it is false and does not apply.
 //   - Freshness (Policy.MaxAge) and, with [Verifier.VerifyOutput], that the
-//     output's digest is the attested one.
+//     output's digest is the attested one; with [Verifier.VerifyDisclosure],
+//     that the disclosed entries are under the signed commitment (see
+//     Selective disclosure).
 //
 // Evidence per profile, each through the one shape of the evidence kinds
 // (attestation.EvidenceVerifier): "sev-snp" (package attestation/sevsnp:
@@ -51,6 +53,36 @@
 // Valid is true only when every check that applies passed. Result.Failures
 // lists each failed check with a typed error (errors.Is with the Err*
 // values), Result.Relaxations each weakening the policy applied.
+//
+// # Bundle versions and version 2 claims
+//
+// Bundles of format version 2 (attestation.BundleVersion) and version 1
+// both verify; any other version is malformed (attestation.ErrUnsupportedVersion,
+// an error from Verify), and a verifier built before version 2 refuses
+// version 2 bundles as malformed too ("version 2, want 1"). Result.BundleVersion reports the version.
+// Version 2 claims may carry an entry commitment (Claims.Entries: the
+// RFC 6962 root over the output's salted entries and their count, for the
+// fhir_r4, fhir_r4_deidentified and fhir_r4_ips formats) and an attested
+// query (Claims.Query: the FHIRPath expression and the digest of the
+// normalised record it ran on, for the fhirpath format); a version 1
+// bundle whose claims carry either fails CheckStructure. Both appear in
+// the details of [Result.Response] (entries, query), as in POST /v1/verify
+// and `acds verify --json`.
+//
+// # Selective disclosure
+//
+// [Verifier.VerifyDisclosure] checks a disclosure (what `acds disclose`
+// writes: chosen entries of an attested output with their salts and audit
+// paths, and the attestation bundle): the bundle exactly as Verify does,
+// then every disclosed entry against the signed entry commitment (check
+// CheckDisclosure, class ErrDisclosure, wrapping the class of package
+// attestation/disclosure that says why: a changed entry or wrong salt or
+// proof, an entry out of order, disclosed twice or beyond the committed
+// count, or a different entry count). Result.Disclosed lists the entries
+// shown (index and "Type/id"); Valid says nothing about the entries not
+// shown, which the disclosure does not reveal and which cannot be
+// confirmed by guessing, since each leaf is salted. A bundle without an
+// entry commitment (version 1, or another format) fails CheckDisclosure.
 //
 // # Attested TLS
 //

@@ -120,15 +120,42 @@ func leaves(key []byte, entries [][]byte) ([][HashSize]byte, error) {
 		return nil, fmt.Errorf("%w: %d entries, at most %d", ErrTooLarge, len(entries), MaxEntries)
 	}
 	ls := make([][HashSize]byte, len(entries))
-	m := hmac.New(sha256.New, key) // Reset keeps the keyed state
-	h := sha256.New()
-	var salt [SaltSize]byte
+	s := newLeafer(key)
 	for i, e := range entries {
-		m.Reset()
-		saltOf(m, i, salt[:0])
-		ls[i] = leafHashWith(h, salt[:], e)
+		ls[i] = s.leaf(i, e)
 	}
 	return ls, nil
+}
+
+// leafer computes salts and leaves with state reused from one entry to
+// the next. Its buffers live with it, on the heap once, rather than in
+// each call, where passing them to the hash.Hash interface would allocate
+// them per entry.
+type leafer struct {
+	m   hash.Hash // HMAC-SHA-256 keyed for salts; Reset keeps the key
+	h   hash.Hash // SHA-256 for leaves
+	msg [len(saltLabel) + 8]byte
+	pre [1 + SaltSize]byte // 0x00 ‖ salt
+	sum [HashSize]byte
+}
+
+func newLeafer(key []byte) *leafer {
+	s := &leafer{m: hmac.New(sha256.New, key), h: sha256.New()}
+	copy(s.msg[:], saltLabel)
+	return s
+}
+
+// leaf returns the leaf hash of entry index with content e.
+func (s *leafer) leaf(index int, e []byte) [HashSize]byte {
+	s.m.Reset()
+	binary.BigEndian.PutUint64(s.msg[len(saltLabel):], uint64(index))
+	s.m.Write(s.msg[:])
+	s.m.Sum(s.pre[1:1]) // the salt, in place after the 0x00
+	s.h.Reset()
+	s.h.Write(s.pre[:])
+	s.h.Write(e)
+	s.h.Sum(s.sum[:0])
+	return s.sum
 }
 
 // saltOf writes the salt of entry index with the keyed HMAC m to dst.

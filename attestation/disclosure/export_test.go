@@ -8,3 +8,9 @@ func UnsaltedRootForTest(data [][]byte) [HashSize]byte {
 	}
 	return root(ls)
 }
+
+// RefDecodedForTest is Ref by encoding/json alone, the oracle of Ref.
+func RefDecodedForTest(entry []byte) string { return refDecoded(entry) }
+
+// CanonicalForTest is canonical, which Parse trusts to skip re-encoding.
+func CanonicalForTest(entry []byte) bool { return canonical(entry) }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/acds-project/acds"
 )
@@ -94,17 +95,60 @@ func New(bundle, key, output []byte, indices []int) (*Disclosure, error) {
 	return d, nil
 }
 
-// Marshal returns the disclosure as indented JSON, writing entries as they
-// are (no HTML escaping).
+// Marshal returns the disclosure as indented JSON, except that each entry
+// is written on one line in its committed (canonical) form, which Parse
+// then takes as it is instead of re-encoding it. Nothing is HTML-escaped.
 func (d *Disclosure) Marshal() ([]byte, error) {
+	// The entries go in as placeholders, replaced after indenting.
+	c := *d
+	c.Entries = make([]Entry, len(d.Entries))
+	compact := make([][]byte, len(d.Entries))
+	for i, e := range d.Entries {
+		raw := []byte(e.Entry)
+		if len(raw) == 0 || !json.Valid(raw) {
+			return nil, fmt.Errorf("encoding disclosure: entry %d is not JSON", i)
+		}
+		if !canonical(raw) {
+			var err error
+			if raw, err = acds.OutputBytes(raw); err != nil {
+				return nil, fmt.Errorf("encoding disclosure: entry %d: %w", i, err)
+			}
+		}
+		compact[i] = raw
+		c.Entries[i] = e
+		c.Entries[i].Entry = json.RawMessage(fmt.Sprintf(`"\u0000entry %d"`, i))
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(d); err != nil {
+	if err := enc.Encode(&c); err != nil {
 		return nil, fmt.Errorf("encoding disclosure: %w", err)
 	}
-	return buf.Bytes(), nil
+	// The placeholders come in order; nothing else may hold a NUL.
+	indented := buf.Bytes()
+	if bytes.Count(indented, []byte(`\u0000`)) != len(compact) {
+		return nil, fmt.Errorf("encoding disclosure: a member holds a NUL character")
+	}
+	out := make([]byte, 0, len(indented)+entriesLen(compact))
+	for i, raw := range compact {
+		ph := []byte(fmt.Sprintf(`"\u0000entry %d"`, i))
+		j := bytes.Index(indented, ph)
+		if j < 0 {
+			return nil, fmt.Errorf("encoding disclosure: entry %d lost", i)
+		}
+		out = append(append(out, indented[:j]...), raw...)
+		indented = indented[j+len(ph):]
+	}
+	return append(out, indented...), nil
+}
+
+func entriesLen(entries [][]byte) int {
+	n := 0
+	for _, e := range entries {
+		n += len(e)
+	}
+	return n
 }
 
 // Parse decodes a disclosure strictly: at most MaxSize bytes, no unknown
@@ -152,6 +196,9 @@ func Parse(data []byte) (*Disclosure, error) {
 			if len(h) != HashSize {
 				return nil, bad(fmt.Sprintf("proof hash of %d bytes, want %d", len(h), HashSize))
 			}
+		}
+		if len(e.Entry) > 0 && e.Entry[0] == '{' && canonical(e.Entry) {
+			continue // already the committed form (Marshal writes entries so)
 		}
 		c, err := acds.OutputBytes(e.Entry)
 		if err != nil || len(c) == 0 || c[0] != '{' {
@@ -219,7 +266,20 @@ func Check(d *Disclosure, c Commitment) error {
 }
 
 // Ref returns "Type/id" of an entry's resource, or "" when it has none.
+// It is a label for messages, not a check: on the compact JSON that Parse
+// and New leave in entries it reads the two members it needs without
+// decoding the rest (the verifier labels every disclosed entry, and a
+// full decode cost as much as the rest of the verification); other bytes
+// are decoded with encoding/json, and give "" when they are not JSON.
 func Ref(entry []byte) string {
+	if ref, ok := refCompact(entry); ok {
+		return ref
+	}
+	return refDecoded(entry)
+}
+
+// refDecoded is Ref by encoding/json.
+func refDecoded(entry []byte) string {
 	var e struct {
 		Resource struct {
 			ResourceType string `json:"resourceType"`
@@ -233,4 +293,80 @@ func Ref(entry []byte) string {
 		return e.Resource.ResourceType
 	}
 	return e.Resource.ResourceType + "/" + e.Resource.ID
+}
+
+// refCompact is Ref for compact JSON whose resource's "resourceType" and
+// "id" are strings without escapes, with member names as written; ok is
+// false for anything else (escapes, invalid UTF-8, names that differ in
+// case only, which encoding/json would match), which Ref then decodes.
+func refCompact(entry []byte) (ref string, ok bool) {
+	s := scanner{b: entry}
+	if !s.next('{') || s.next('}') {
+		return "", false
+	}
+	for {
+		key, ok := s.str()
+		if !ok || !s.next(':') {
+			return "", false
+		}
+		if string(key) == `"resource"` {
+			break
+		}
+		if bytes.EqualFold(key, []byte(`"resource"`)) {
+			return "", false // encoding/json matches names without case
+		}
+		if !s.value() || !s.next(',') {
+			return "", false // malformed, or no resource: let Ref decode
+		}
+	}
+	if !s.next('{') || s.next('}') {
+		return "", false
+	}
+	var typ, id []byte
+	for {
+		key, ok := s.str()
+		if !ok || !s.next(':') {
+			return "", false
+		}
+		switch string(key) {
+		case `"resourceType"`, `"id"`:
+			v, ok := s.str()
+			if !ok || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+				return "", false
+			}
+			if string(key) == `"id"` {
+				id = v[1 : len(v)-1]
+			} else {
+				typ = v[1 : len(v)-1]
+			}
+		default:
+			if bytes.EqualFold(key, []byte(`"resourceType"`)) || bytes.EqualFold(key, []byte(`"id"`)) || !s.value() {
+				return "", false
+			}
+		}
+		if s.next(',') {
+			continue
+		}
+		if !s.next('}') {
+			return "", false
+		}
+		break
+	}
+	// A second "resource" would merge into the first in encoding/json.
+	for s.next(',') {
+		key, ok := s.str()
+		if !ok || !s.next(':') || bytes.EqualFold(key, []byte(`"resource"`)) || !s.value() {
+			return "", false
+		}
+	}
+	if !s.next('}') || s.i != len(s.b) {
+		return "", false
+	}
+	switch {
+	case len(typ) == 0:
+		return "", true
+	case len(id) == 0:
+		return string(typ), true
+	}
+	return string(typ) + "/" + string(id), true
 }

@@ -299,6 +299,10 @@ func canonicalObjects[T any, P interface {
 	if len(s) == 0 || e.err != nil {
 		return
 	}
+	var spans *[]Span
+	if e.entries != nil && k == `"entry":` {
+		spans, e.entries = e.entries, nil // the first one only: a Bundle's own
+	}
 	mark := len(e.buf)
 	e.key(k)
 	e.buf = append(e.buf, '[')
@@ -308,6 +312,7 @@ func canonicalObjects[T any, P interface {
 		if e.buf[elem-1] != '[' {
 			e.buf = append(e.buf, ',')
 		}
+		start := len(e.buf)
 		e.buf = append(e.buf, '{')
 		P(&s[i]).encodeCanonical(e)
 		if e.err != nil {
@@ -319,6 +324,9 @@ func canonicalObjects[T any, P interface {
 			continue
 		}
 		e.buf = append(e.buf, '}')
+		if spans != nil {
+			*spans = append(*spans, Span{Start: start, End: len(e.buf)})
+		}
 	}
 	if e.buf[len(e.buf)-1] == '[' {
 		e.buf = e.buf[:mark]

@@ -19,6 +19,10 @@ type encoder struct {
 	// instead of being replaced, and steps records where the error is.
 	canonical bool
 	steps     []pathStep
+	// entries, when set, receives the byte ranges of the items of the
+	// next "entry" array written, and is then cleared: see
+	// AppendCanonicalBundle.
+	entries *[]Span
 }
 
 const hexDigits = "0123456789abcdef"
