@@ -49,8 +49,10 @@ func benchOutput(b *testing.B) ([]byte, [][]byte) {
 //     one leaf per entry, then the tree;
 //   - scan: Commit, the fallback for an output without reported entries,
 //     which first splits the output with Entries;
-//   - floor: SHA-256 of the output plus the least hashing the tree adds
-//     (two SHA-256 blocks per leaf for its salt, two per interior node).
+//   - floor: SHA-256 of the output plus the least hashing any salted
+//     RFC 6962 tree adds (two SHA-256 blocks per leaf for its 0x00 ‖ salt
+//     prefix and its own finalisation, two per interior node); deriving
+//     the salts (AES) is not in it.
 //
 // All four run in every iteration. "ratio" is commit/sha256 (goal ≤ 1.5),
 // "ratio-scan" scan/sha256, "ratio-floor" floor/sha256: each the median
