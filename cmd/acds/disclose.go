@@ -51,8 +51,8 @@ func runDisclose(ctx context.Context, e env) int {
 		"acds disclose --record FILE (--select Type/id… | --where FHIRPATH) [--out FILE]",
 		"acds disclose --bundle FILE --output FILE --key-file FILE (--select Type/id… | --where FHIRPATH) [--out FILE]"},
 		about: `
-Writes a disclosure of chosen entries of an attested fhir_r4 or
-fhir_r4_deidentified output: those entries, their salts and inclusion proofs,
+Writes a disclosure of chosen entries of an attested fhir_r4,
+fhir_r4_deidentified or fhir_r4_ips output: those entries, their salts and inclusion proofs,
 and the attestation bundle whose signed claims commit to all entries. Whoever
 receives it checks it offline with ` + "`acds verify --disclosure FILE`" + ` and learns
 nothing of the other entries. The disclosure key (the result's disclosureKey)
