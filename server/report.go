@@ -12,6 +12,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/disclosure"
 	"github.com/acds-project/acds/verify"
 	"github.com/acds-project/acds/verify/report"
 )
@@ -84,19 +85,20 @@ func (e *errUpload) Error() string { return e.msg }
 
 // readUpload reads the multipart form of the report page: the bundle
 // (field attestationBundle, at most attestation.MaxBundleTextSize bytes)
-// and the optional output (field output, at most MaxProcessBody), the
+// and the optional output (field output, at most MaxProcessBody), or a
+// disclosure alone (field disclosure, at most disclosure.MaxSize), the
 // whole body at most MaxProcessBody plus the bundle's size, within
 // reportReadTimeout.
-func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (bundle, output []byte, err error) {
+func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (bundle, output, disc []byte, err error) {
 	mt, params, perr := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if perr != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return nil, nil, &errUpload{http.StatusUnsupportedMediaType, "the page posts multipart/form-data; to send JSON use POST /v1/verify"}
+		return nil, nil, nil, &errUpload{http.StatusUnsupportedMediaType, "the page posts multipart/form-data; to send JSON use POST /v1/verify"}
 	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(reportReadTimeout))
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxProcessBody+attestation.MaxBundleTextSize)
 	reader, merr := r.MultipartReader()
 	if merr != nil {
-		return nil, nil, &errUpload{http.StatusBadRequest, "not a multipart form: " + merr.Error()}
+		return nil, nil, nil, &errUpload{http.StatusBadRequest, "not a multipart form: " + merr.Error()}
 	}
 	var gotBundle bool
 	for {
@@ -105,7 +107,7 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (bundle, out
 			break
 		}
 		if err != nil {
-			return nil, nil, uploadReadError(err)
+			return nil, nil, nil, uploadReadError(err)
 		}
 		var max int64
 		var dst *[]byte
@@ -114,27 +116,35 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (bundle, out
 			max, dst, gotBundle = attestation.MaxBundleTextSize, &bundle, true
 		case "output":
 			max, dst = s.cfg.MaxProcessBody, &output
+		case "disclosure":
+			max, dst = min(s.cfg.MaxProcessBody, disclosure.MaxSize), &disc
 		default:
 			max = 0
 		}
 		b, err := io.ReadAll(io.LimitReader(part, max+1))
 		if err != nil {
-			return nil, nil, uploadReadError(err)
+			return nil, nil, nil, uploadReadError(err)
 		}
 		if int64(len(b)) > max {
 			if dst == nil {
-				return nil, nil, &errUpload{http.StatusBadRequest, fmt.Sprintf("unknown form field %q", part.FormName())}
+				return nil, nil, nil, &errUpload{http.StatusBadRequest, fmt.Sprintf("unknown form field %q", part.FormName())}
 			}
-			return nil, nil, &errUpload{http.StatusRequestEntityTooLarge, fmt.Sprintf("%s: larger than %d bytes", part.FormName(), max)}
+			return nil, nil, nil, &errUpload{http.StatusRequestEntityTooLarge, fmt.Sprintf("%s: larger than %d bytes", part.FormName(), max)}
 		}
 		if dst != nil {
 			*dst = b
 		}
 	}
-	if !gotBundle || len(bundle) == 0 {
-		return nil, nil, &errUpload{http.StatusBadRequest, "attestationBundle: choose a bundle file"}
+	if len(disc) > 0 {
+		if len(bundle) > 0 || len(output) > 0 {
+			return nil, nil, nil, &errUpload{http.StatusBadRequest, "disclosure: send it alone: it carries its bundle and stands for the output"}
+		}
+		return nil, nil, disc, nil
 	}
-	return bundle, output, nil
+	if !gotBundle || len(bundle) == 0 {
+		return nil, nil, nil, &errUpload{http.StatusBadRequest, "attestationBundle: choose a bundle file (or a disclosure)"}
+	}
+	return bundle, output, nil, nil
 }
 
 func uploadReadError(err error) error {
@@ -143,6 +153,30 @@ func uploadReadError(err error) error {
 		return &errUpload{http.StatusRequestEntityTooLarge, fmt.Sprintf("the upload is larger than %d bytes", tooBig.Limit)}
 	}
 	return &errUpload{http.StatusBadRequest, "the upload could not be read: " + err.Error()}
+}
+
+// reportDisclosure answers POST /verify with a disclosure: verified as
+// POST /v1/verify verifies one, and shown with the bundle it carries.
+func (s *Server) reportDisclosure(w http.ResponseWriter, in report.Input, v *verify.Verifier, disc []byte) {
+	d, err := disclosure.Parse(disc)
+	var bundle []byte
+	if err == nil {
+		bundle, err = d.Bundle()
+	}
+	if err != nil {
+		in.Error = "disclosure: not a disclosure: " + err.Error()
+		writePage(w, http.StatusBadRequest, in)
+		return
+	}
+	res, err := v.VerifyDisclosure(disc)
+	if err != nil {
+		in.Error = "disclosure: " + err.Error()
+		writePage(w, http.StatusBadRequest, in)
+		return
+	}
+	in.Result, in.Bundle, in.Verifier, in.Disclosure = res, bundle, v, true
+	in.Notes = []string{"checked by this server, offline, under its own policy: the code hashes it allows are listed below"}
+	writePage(w, http.StatusOK, in)
 }
 
 // handleReportUpload serves POST /verify: it verifies the uploaded bundle
@@ -156,11 +190,15 @@ func (s *Server) handleReportUpload(w http.ResponseWriter, r *http.Request) {
 		writePage(w, http.StatusServiceUnavailable, in)
 		return
 	}
-	bundleText, outputText, err := s.readUpload(w, r)
+	bundleText, outputText, disc, err := s.readUpload(w, r)
 	var bad *errUpload
 	if errors.As(err, &bad) {
 		in.Error = bad.msg
 		writePage(w, bad.status, in)
+		return
+	}
+	if disc != nil {
+		s.reportDisclosure(w, in, v, disc)
 		return
 	}
 	bundle, err := attestation.ReadBundle(bundleText)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
+	"github.com/acds-project/acds/attestation/disclosure"
 	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/verify"
@@ -230,6 +231,50 @@ func mustReadBundle(t *testing.T, b []byte) []byte {
 // 413 before it is read whole, and a server whose Verifier is not
 // package verify's serves no page (503), as POST /v1/verify without a
 // verifier.
+// TestReportPageDisclosure: POST /verify takes a disclosure alone, verifies
+// it as POST /v1/verify does and lists the disclosed entries; a tampered
+// one fails its check and lists none; a disclosure sent with a bundle is
+// refused.
+func TestReportPageDisclosure(t *testing.T) {
+	h := realHarness(t, newRealEnclave(t), nil)
+	res := processed(t, h)
+	bundle, err := base64.StdEncoding.DecodeString(res.AttestationBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := base64.StdEncoding.DecodeString(res.DisclosureKey)
+	if err != nil || len(key) == 0 {
+		t.Fatalf("disclosure key %q: %v", res.DisclosureKey, err)
+	}
+	d, err := disclosure.New(bundle, key, res.Output, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := d.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, page := upload(t, h, map[string][]byte{"disclosure": disc})
+	checkPageHeaders(t, resp)
+	if m := pageVerdict.FindStringSubmatch(page); resp.StatusCode != http.StatusOK || m == nil || m[1] != "true" ||
+		!strings.Contains(page, `id="disclosed"`) || !strings.Contains(page, "Observation/") {
+		t.Fatalf("disclosure: %d\n%s", resp.StatusCode, page)
+	}
+	tampered := bytes.Replace(disc, []byte(`"final"`), []byte(`"amended"`), 1)
+	if bytes.Equal(tampered, disc) {
+		t.Fatal("the test disclosure has no status to tamper with")
+	}
+	resp, page = upload(t, h, map[string][]byte{"disclosure": tampered})
+	if m := pageVerdict.FindStringSubmatch(page); resp.StatusCode != http.StatusOK || m == nil || m[1] != "false" ||
+		strings.Contains(page, `id="disclosed"`) || !strings.Contains(page, "the disclosure did not verify") {
+		t.Fatalf("tampered disclosure: %d\n%s", resp.StatusCode, page)
+	}
+	resp, page = upload(t, h, map[string][]byte{"disclosure": disc, "attestationBundle": []byte(res.AttestationBundle)})
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "send it alone") {
+		t.Fatalf("disclosure with a bundle: %d", resp.StatusCode)
+	}
+}
+
 func TestReportPageLimits(t *testing.T) {
 	h := realHarness(t, newRealEnclave(t), func(c *server.Config) { c.MaxProcessBody = 64 << 10 })
 	resp, page := upload(t, h, map[string][]byte{"attestationBundle": bytes.Repeat([]byte("A"), attestation.MaxBundleTextSize+1)})

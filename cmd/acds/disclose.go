@@ -16,6 +16,7 @@ import (
 	"github.com/acds-project/acds/fhir/fhirpath"
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/verify"
+	"github.com/acds-project/acds/verify/report"
 )
 
 // refList is a repeatable --select.
@@ -262,7 +263,7 @@ func selectEntries(ctx context.Context, output []byte, refs []string, x *fhirpat
 }
 
 // verifyDisclosure is `acds verify --disclosure FILE`.
-func verifyDisclosure(e env, v *verify.Verifier, name string, asJSON bool, notes []string, selfHash bool) int {
+func verifyDisclosure(e env, v *verify.Verifier, name, htmlFile string, asJSON bool, notes []string, selfHash bool) int {
 	data, err := readArg(name, e.stdin, disclosure.MaxSize)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds verify: --disclosure: %v\n", err)
@@ -272,6 +273,20 @@ func verifyDisclosure(e env, v *verify.Verifier, name string, asJSON bool, notes
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds verify: --disclosure: %v\n", err)
 		return 2
+	}
+	if htmlFile != "" {
+		d, err := disclosure.Parse(data) // parsed by VerifyDisclosure already: cannot fail here
+		var bundle []byte
+		if err == nil {
+			bundle, err = d.Bundle()
+		}
+		if err == nil {
+			err = writeReport(htmlFile, report.Input{Result: res, Bundle: bundle, Verifier: v, Notes: notes, Disclosure: true})
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "acds verify: --html: %v\n", err)
+			return 2
+		}
 	}
 	return printReport(e, res, asJSON, notes, selfHash)
 }

@@ -93,6 +93,26 @@ func TestDiscloseAndVerifyDisclosure(t *testing.T) {
 		t.Fatalf("tampered: exit %d\n%s", code, stdout)
 	}
 
+	// --html writes the report page for a disclosure too: the disclosure
+	// check and the disclosed entries, or the check failed for a tampered one.
+	page := filepath.Join(dir, "report.html")
+	if code, _, stderr := attRun(t, "", "verify", "--disclosure", out, "--allow-simulated", "--html", page); code != 0 {
+		t.Fatalf("--disclosure --html: exit %d: %s", code, stderr)
+	}
+	html, _ := os.ReadFile(page)
+	for _, want := range []string{"Disclosed entries", `id="disclosed"`, resp.Details.Disclosed[0].Ref, "every disclosed entry is under the signed commitment"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("the disclosure report lacks %q", want)
+		}
+	}
+	if code, _, _ := attRun(t, "", "verify", "--disclosure", tampered, "--allow-simulated", "--html", page); code != 1 {
+		t.Fatalf("tampered --html: exit %d", code)
+	}
+	html, _ = os.ReadFile(page)
+	if bytes.Contains(html, []byte(`id="disclosed"`)) || !bytes.Contains(html, []byte("the disclosure did not verify")) {
+		t.Error("a tampered disclosure's report lists disclosed entries")
+	}
+
 	// --select by reference, through a request record.
 	bundle, _ := os.ReadFile(bundleFile)
 	output, _ := os.ReadFile(outputFile)

@@ -61,7 +61,7 @@ func runVerify(ctx context.Context, e env) int {
 	setUsage(flags, help{usage: []string{
 		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--output FILE] [--json] [--html FILE]",
 		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]",
-		"acds verify --disclosure FILE [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]"},
+		"acds verify --disclosure FILE [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json] [--html FILE]"},
 		about: `
 Verifies an attestation bundle offline (BUNDLE is a file holding it as base64
 or raw CBOR, - for standard input), or with --server a running server's
@@ -82,7 +82,7 @@ unreadable input or (with --server) connection error.`})
 	if err != nil {
 		return parseExit(err)
 	}
-	if *disclosureFile != "" && (*server != "" || *outputFile != "" || *htmlFile != "" || len(args) != 0) {
+	if *disclosureFile != "" && (*server != "" || *outputFile != "" || len(args) != 0) {
 		flags.Usage() // a disclosure carries its bundle and stands for the output
 		return 2
 	}
@@ -146,7 +146,7 @@ unreadable input or (with --server) connection error.`})
 	}
 
 	if *disclosureFile != "" {
-		return verifyDisclosure(e, v, *disclosureFile, *asJSON, notes, selfHash) // disclose.go
+		return verifyDisclosure(e, v, *disclosureFile, *htmlFile, *asJSON, notes, selfHash) // disclose.go
 	}
 	bundle, err := readBundle(args[0], e.stdin)
 	if err != nil {

@@ -18,7 +18,10 @@
 // host, dialled address, TLS version and suite, the certificate's subject
 // and its chain's digest, time, byte counts); the signed claims; and, for
 // an output, its resources by type (fhir.Summarize) and the patient's
-// latest observation of each code. A statement names the server
+// latest observation of each code; for a disclosure (Input.Disclosure,
+// from verify.VerifyDisclosure), the disclosure check and the entries it
+// shows, which `acds verify --disclosure FILE --html PAGE` and a
+// disclosure uploaded to `POST /verify` render. A statement names the server
 // certificate by the subject and name the notary verified and the digest
 // of its chain; the certificate itself is not in the bundle.
 //

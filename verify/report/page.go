@@ -19,8 +19,9 @@ var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <h1>ACDS attestation bundle verification</h1>
 {{- if .Upload}}
 <form method="post" action="{{.Upload}}" enctype="multipart/form-data" id="upload">
-<label>Attestation bundle (base64 or CBOR file; drop it here): <input type="file" name="attestationBundle" id="bundle" required></label>
+<label>Attestation bundle (base64 or CBOR file; drop it here): <input type="file" name="attestationBundle" id="bundle"></label>
 <label>Output (optional, the JSON output the bundle attests): <input type="file" name="output" id="output"></label>
+<label>Or a disclosure alone (acds disclose; it carries its bundle): <input type="file" name="disclosure" id="disclosure"></label>
 <button type="submit" id="verify">Verify</button>
 <p class="note">The bundle is checked on this server, offline, under its policy (its own enclave); nothing is stored. <code>acds verify BUNDLE --html FILE</code> writes the same report on your machine under your policy.</p>
 </form>
@@ -111,6 +112,14 @@ var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 </table>
 {{- if .More}}<p class="note">and {{.More}} more codes.</p>{{end}}
 {{- end}}
+{{- end}}
+
+{{- if .Disclosure}}
+<h2>Disclosed entries</h2>
+{{- if .Disclosed}}
+<p class="note">These entries of the attested output are shown with proof that the enclave committed to them; the others stay hidden, and guessing their content confirms nothing (each leaf is salted).</p>
+<table id="disclosed"><tr><th>entry</th><th>resource</th></tr>{{range .Disclosed}}<tr><td>{{.K}}</td><td>{{.V}}</td></tr>{{end}}</table>
+{{- else}}<p class="note">No entry is shown as disclosed: the disclosure did not verify (see the checks above).</p>{{end}}
 {{- end}}
 
 <h2>The POST /v1/verify response</h2>

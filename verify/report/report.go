@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,10 +44,14 @@ type Input struct {
 	// policy came from, which relaxation a flag asked for). Zero value:
 	// none.
 	Notes []string
+	// Disclosure says Result came from verify.VerifyDisclosure: the page
+	// shows the disclosure check and lists the disclosed entries. Bundle
+	// is then the bundle the disclosure carries. Zero value: no disclosure.
+	Disclosure bool
 	// Upload, when set, adds a form that POSTs a bundle (field
-	// "attestationBundle") and optionally an output (field "output") as
-	// multipart/form-data to this same-origin path. Zero value: no form
-	// (an offline report).
+	// "attestationBundle") and optionally an output (field "output"), or a
+	// disclosure alone (field "disclosure"), as multipart/form-data to this
+	// same-origin path. Zero value: no form (an offline report).
 	Upload string
 	// Error is shown above the form, e.g. why an upload was refused. Zero
 	// value: none.
@@ -156,6 +161,8 @@ type view struct {
 	Claims       []kv
 	Boot         []kv
 	Output       *outputView
+	Disclosed    []kv
+	Disclosure   bool
 	Upload       string
 	Error        string
 	VerifiedAt   string
@@ -174,6 +181,7 @@ var checkOrder = []struct {
 	{verify.CheckTime, "the issue time is not in the future (nor older than the policy's maximum age)"},
 	{verify.CheckManifest, "the policy's manifest is valid at the verifier's clock"},
 	{verify.CheckOutput, "the output's digest is the attested outputDigest"},
+	{verify.CheckDisclosure, "every disclosed entry is under the signed commitment (its salted leaf, audit path, root and entry count)"},
 	{verify.CheckStructure, "the bundle is consistent"},
 }
 
@@ -215,6 +223,12 @@ func build(in Input) *view {
 	v.Boot = boot(r)
 	if in.Output != nil {
 		v.Output = output(r, in.Output)
+	}
+	if in.Disclosure {
+		v.Disclosure = true
+		for _, d := range r.Disclosed {
+			v.Disclosed = append(v.Disclosed, kv{strconv.Itoa(d.Index), d.Ref})
+		}
 	}
 	return v
 }
@@ -276,6 +290,14 @@ func status(in Input, c verify.Check) string {
 			return StatusNotApply
 		}
 		return StatusPass
+	case verify.CheckDisclosure:
+		switch {
+		case !in.Disclosure:
+			return StatusNotApply
+		case len(r.Disclosed) > 0:
+			return StatusPass
+		}
+		return StatusNotReached
 	case verify.CheckOutput:
 		if !r.OutputChecked {
 			if in.Output == nil {
