@@ -70,19 +70,22 @@ type Config struct {
 
 // Report is what a run saw.
 type Report struct {
-	Sent      int64
-	ByStatus  map[int]int64 // HTTP status -> count
-	Bad5xx    int64         // 5xx other than 503 with Retry-After
-	ConnErrs  int64         // requests that got no answer (a killed replica)
-	Accepted  int           // requests answered 202
-	Deleted   int           // of those, deleted by their client
-	Completed int
-	Failed    int
-	Lost      int // accepted requests that did not end, or vanished
-	Problems  map[string]int
-	P50, P99  time.Duration // of answered requests
-	Elapsed   time.Duration
-	Notes     []string
+	Sent     int64
+	ByStatus map[int]int64 // HTTP status -> count
+	Bad5xx   int64         // 5xx other than 503 with Retry-After
+	ConnErrs int64         // requests that got no answer (a killed replica)
+	Accepted int           // requests answered 202
+	Deleted  int           // of those, deleted by their client
+	// Unconfirmed: deleted by a DELETE whose answer never came (or was
+	// 503): found gone afterwards, which is that DELETE's doing, not a loss.
+	Unconfirmed int
+	Completed   int
+	Failed      int
+	Lost        int // accepted requests that did not end, or vanished
+	Problems    map[string]int
+	P50, P99    time.Duration // of answered requests
+	Elapsed     time.Duration
+	Notes       []string
 }
 
 // String renders the report as a few lines.
@@ -99,8 +102,8 @@ func (r *Report) String() string {
 	for _, c := range codes {
 		fmt.Fprintf(&b, " %d×%d", c, r.ByStatus[c])
 	}
-	fmt.Fprintf(&b, "\naccepted %d: completed %d, failed %d, deleted %d, lost %d; 5xx other than 503+Retry-After: %d\n",
-		r.Accepted, r.Completed, r.Failed, r.Deleted, r.Lost, r.Bad5xx)
+	fmt.Fprintf(&b, "\naccepted %d: completed %d, failed %d, deleted %d (+%d by a DELETE whose answer was lost), lost %d; 5xx other than 503+Retry-After: %d\n",
+		r.Accepted, r.Completed, r.Failed, r.Deleted, r.Unconfirmed, r.Lost, r.Bad5xx)
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(&b, "failed with: %v\n", r.Problems)
 	}
@@ -113,7 +116,11 @@ func (r *Report) String() string {
 // accepted is a request a 202 promised to end.
 type accepted struct {
 	id, token string
-	deleted   bool
+	deleted   bool // its DELETE was answered 204 or 404
+	// deleteTried: a DELETE was sent without a definite answer (no answer,
+	// or 503 while the database was unreachable): the row may be gone, as
+	// with any write whose outcome the client never learned.
+	deleteTried bool
 }
 
 type run struct {
@@ -296,12 +303,14 @@ func (r *run) client(ctx context.Context, i int) {
 			j := rng.IntN(len(mine))
 			id := mine[j]
 			a, ok := r.do(ctx, hc, "DELETE", base+"/v1/requests/"+id, token, nil)
+			r.mu.Lock()
 			if ok && (a.status == http.StatusNoContent || a.status == http.StatusNotFound) {
-				r.mu.Lock()
 				r.accepted[id].deleted = true
-				r.mu.Unlock()
 				mine = slices.Delete(mine, j, j+1)
+			} else if !ok || a.status >= 500 {
+				r.accepted[id].deleteTried = true
 			}
+			r.mu.Unlock()
 			backoff(ctx, a)
 		default:
 			a, _ := r.do(ctx, hc, "GET", base+"/v1/attestation", "", nil)
@@ -411,6 +420,10 @@ func (r *run) drain(ctx context.Context) *Report {
 			if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
 				time.Sleep(time.Second)
 				continue
+			}
+			if resp.StatusCode == http.StatusNotFound && a.deleteTried {
+				rep.Unconfirmed++
+				break
 			}
 			if resp.StatusCode != http.StatusOK {
 				rep.Lost++
