@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,15 +22,52 @@ import (
 // may take, whatever the http.Server's own timeouts.
 const reportReadTimeout = time.Minute
 
-// reportVerifier is what the report page needs of the configured
-// Verifier: the verify.Verifier itself, for the whole Result (the JSON
-// object of POST /v1/verify is a summary of it). The Verifier of [Verify]
-// has it; a Verifier of another kind serves POST /v1/verify but no page.
-func (s *Server) reportVerifier() *verify.Verifier {
-	if v, ok := s.cfg.Verifier.(verifier); ok {
-		return v.v
+// reportVerifiers is what the report page needs of the configured
+// Verifier: the verify.Verifier(s) it decides with, for the whole Result
+// (the JSON object of POST /v1/verify is a summary of it). The Verifier of
+// [Verify] is one; a [PageVerifiers] names several; a Verifier of another
+// kind serves POST /v1/verify but no page.
+func (s *Server) reportVerifiers(ctx context.Context) []*verify.Verifier {
+	switch v := s.cfg.Verifier.(type) {
+	case verifier:
+		return []*verify.Verifier{v.v}
+	case PageVerifiers:
+		return v.PageVerifiers(ctx)
 	}
 	return nil
+}
+
+// PageVerifiers is implemented by a Verifier that is not one
+// *verify.Verifier but decides with several in turn (a replica's own
+// policy, then the policy of every replica sharing its store): the report
+// page, which shows a verify.Result in full, verifies with each in order
+// and shows the first valid result, or the first result when none is
+// valid, so that it says what POST /v1/verify says.
+type PageVerifiers interface {
+	PageVerifiers(ctx context.Context) []*verify.Verifier
+}
+
+// firstValid runs check with each verifier in order and returns the
+// first valid result with its verifier, or else the first result; err is
+// the first verifier's error (a malformed input fails all alike).
+func firstValid(vs []*verify.Verifier, check func(*verify.Verifier) (*verify.Result, error)) (*verify.Result, *verify.Verifier, error) {
+	var first *verify.Result
+	for i, v := range vs {
+		r, err := check(v)
+		if err != nil {
+			if i == 0 {
+				return nil, nil, err
+			}
+			continue
+		}
+		if r.Valid {
+			return r, v, nil
+		}
+		if i == 0 {
+			first = r
+		}
+	}
+	return first, vs[0], nil
 }
 
 // pagePath is the path of the report page as the client sees it (with the
@@ -68,7 +106,7 @@ func writePage(w http.ResponseWriter, status int, in report.Input) {
 func (s *Server) handleReportPage(w http.ResponseWriter, r *http.Request) {
 	in := report.Input{Upload: pagePath(r)}
 	status := http.StatusOK
-	if s.reportVerifier() == nil {
+	if len(s.reportVerifiers(r.Context())) == 0 {
 		in.Error = "verification is not available on this server (no verifier built in); use acds verify BUNDLE --html FILE offline"
 		status = http.StatusServiceUnavailable
 	}
@@ -157,7 +195,7 @@ func uploadReadError(err error) error {
 
 // reportDisclosure answers POST /verify with a disclosure: verified as
 // POST /v1/verify verifies one, and shown with the bundle it carries.
-func (s *Server) reportDisclosure(w http.ResponseWriter, in report.Input, v *verify.Verifier, disc []byte) {
+func (s *Server) reportDisclosure(w http.ResponseWriter, in report.Input, vs []*verify.Verifier, disc []byte) {
 	d, err := disclosure.Parse(disc)
 	var bundle []byte
 	if err == nil {
@@ -168,7 +206,7 @@ func (s *Server) reportDisclosure(w http.ResponseWriter, in report.Input, v *ver
 		writePage(w, http.StatusBadRequest, in)
 		return
 	}
-	res, err := v.VerifyDisclosure(disc)
+	res, v, err := firstValid(vs, func(v *verify.Verifier) (*verify.Result, error) { return v.VerifyDisclosure(disc) })
 	if err != nil {
 		in.Error = "disclosure: " + err.Error()
 		writePage(w, http.StatusBadRequest, in)
@@ -176,6 +214,9 @@ func (s *Server) reportDisclosure(w http.ResponseWriter, in report.Input, v *ver
 	}
 	in.Result, in.Bundle, in.Verifier, in.Disclosure = res, bundle, v, true
 	in.Notes = []string{"checked by this server, offline, under its own policy: the code hashes it allows are listed below"}
+	if v != vs[0] {
+		in.Notes = append(in.Notes, "valid only under the trust anchors that other replicas registered in this server's store: whoever can write that database can add a trusted enclave")
+	}
 	writePage(w, http.StatusOK, in)
 }
 
@@ -184,8 +225,8 @@ func (s *Server) reportDisclosure(w http.ResponseWriter, in report.Input, v *ver
 // same reading rules, and answers with the report page.
 func (s *Server) handleReportUpload(w http.ResponseWriter, r *http.Request) {
 	in := report.Input{Upload: pagePath(r)}
-	v := s.reportVerifier()
-	if v == nil {
+	vs := s.reportVerifiers(r.Context())
+	if len(vs) == 0 {
 		in.Error = "verification is not available on this server (no verifier built in); use acds verify BUNDLE --html FILE offline"
 		writePage(w, http.StatusServiceUnavailable, in)
 		return
@@ -198,7 +239,7 @@ func (s *Server) handleReportUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if disc != nil {
-		s.reportDisclosure(w, in, v, disc)
+		s.reportDisclosure(w, in, vs, disc)
 		return
 	}
 	bundle, err := attestation.ReadBundle(bundleText)
@@ -217,12 +258,12 @@ func (s *Server) handleReportUpload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var res *verify.Result
-	if output != nil {
-		res, err = v.VerifyOutput(bundle, output)
-	} else {
-		res, err = v.Verify(bundle)
-	}
+	res, v, err := firstValid(vs, func(v *verify.Verifier) (*verify.Result, error) {
+		if output != nil {
+			return v.VerifyOutput(bundle, output)
+		}
+		return v.Verify(bundle)
+	})
 	if err != nil {
 		in.Error = "attestationBundle: not an attestation bundle: " + err.Error()
 		writePage(w, http.StatusBadRequest, in)
@@ -230,5 +271,8 @@ func (s *Server) handleReportUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	in.Result, in.Bundle, in.Output, in.Verifier = res, bundle, output, v
 	in.Notes = []string{"checked by this server, offline, under its own policy: the code hashes it allows are listed below"}
+	if v != vs[0] {
+		in.Notes = append(in.Notes, "valid only under the trust anchors that other replicas registered in this server's store: whoever can write that database can add a trusted enclave")
+	}
 	writePage(w, http.StatusOK, in)
 }

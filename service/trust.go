@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -153,8 +154,11 @@ type sharedVerifier struct {
 
 	refresh sync.Mutex // one read of the registry at a time
 
+	ownV *verify.Verifier // own's verifier, for the report page
+
 	mu      sync.Mutex
-	union   server.Verifier // nil until read, or when the store has none
+	union   server.Verifier  // nil until read, or when the store has none
+	unionV  *verify.Verifier // union's verifier
 	policy  acds.VerifyPolicy
 	fetched time.Time // when the anchors were last read (successfully or not)
 }
@@ -166,7 +170,7 @@ func newSharedVerifier(own verify.Policy, reg store.TrustRegistry, replica strin
 	if err != nil {
 		return nil, err
 	}
-	s := &sharedVerifier{own: server.Verify(v), base: own, reg: reg, replica: replica, log: log}
+	s := &sharedVerifier{own: server.Verify(v), ownV: v, base: own, reg: reg, replica: replica, log: log}
 	s.policy = describePolicy(own, 0)
 	return s, nil
 }
@@ -224,7 +228,7 @@ func (s *sharedVerifier) load(ctx context.Context) error {
 	changed := d.Replicas != s.policy.Replicas || !slices.Equal(d.SimulatedRoots, s.policy.SimulatedRoots) ||
 		!slices.Equal(d.TPMAttestationKeys, s.policy.TPMAttestationKeys) || !slices.Equal(d.NotaryKeys, s.policy.NotaryKeys) ||
 		!maps.EqualFunc(d.Measurements, s.policy.Measurements, slices.Equal[[]string])
-	s.union, s.policy = server.Verify(v), d
+	s.union, s.unionV, s.policy = server.Verify(v), v, d
 	s.mu.Unlock()
 	if changed {
 		s.log.Info("POST /v1/verify trusts the replicas registered in the store", "replicas", d.Replicas,
@@ -273,7 +277,38 @@ func (s *sharedVerifier) run(ctx context.Context) {
 // policy, or else under the union of the store's anchors (read again on
 // a miss), with storeTrustReason.
 func (s *sharedVerifier) Verify(ctx context.Context, bundle, output []byte) (*acds.VerifyResponse, error) {
-	r, err := s.own.Verify(ctx, bundle, output)
+	return s.decide(ctx, func(v server.Verifier) (*acds.VerifyResponse, error) { return v.Verify(ctx, bundle, output) })
+}
+
+// VerifyDisclosure implements server.DisclosureVerifier the way Verify
+// decides: this replica's own policy, else the store's anchors.
+func (s *sharedVerifier) VerifyDisclosure(ctx context.Context, data []byte) (*acds.VerifyResponse, error) {
+	return s.decide(ctx, func(v server.Verifier) (*acds.VerifyResponse, error) {
+		dv, ok := v.(server.DisclosureVerifier)
+		if !ok {
+			return nil, errors.New("service: the verifier does not check disclosures")
+		}
+		return dv.VerifyDisclosure(ctx, data)
+	})
+}
+
+// PageVerifiers implements server.PageVerifiers: the report page decides
+// as Verify does, with this replica's own policy, then the store's.
+func (s *sharedVerifier) PageVerifiers(ctx context.Context) []*verify.Verifier {
+	s.mu.Lock()
+	u := s.unionV
+	s.mu.Unlock()
+	if u == nil {
+		return []*verify.Verifier{s.ownV}
+	}
+	return []*verify.Verifier{s.ownV, u}
+}
+
+// decide runs check with this replica's own verifier, then, when that is
+// not valid, with the union of the store's anchors (read again on a
+// miss), adding storeTrustReason to a result valid only there.
+func (s *sharedVerifier) decide(ctx context.Context, check func(server.Verifier) (*acds.VerifyResponse, error)) (*acds.VerifyResponse, error) {
+	r, err := check(s.own)
 	if err != nil || r.Valid || s.reg == nil {
 		return r, err
 	}
@@ -287,7 +322,7 @@ func (s *sharedVerifier) Verify(ctx context.Context, bundle, output []byte) (*ac
 		if u == nil {
 			continue
 		}
-		ur, err := u.Verify(ctx, bundle, output)
+		ur, err := check(u)
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +334,6 @@ func (s *sharedVerifier) Verify(ctx context.Context, bundle, output []byte) (*ac
 	return r, nil
 }
 
-// verifyPolicy is what GET /v1/attestation shows.
 func (s *sharedVerifier) verifyPolicy() *acds.VerifyPolicy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
