@@ -74,8 +74,8 @@ it) and no notary key is trusted; no simulated enclave is accepted; the output i
 not checked; a text report. --html FILE also writes the report page (the one
 GET /verify shows: every check and its reason, the evidence chain, the
 measurement against the policy, the notary statements, the claims and, with
---output, the output's resources and latest observations) as one HTML file
-that loads nothing.`,
+--output, the output's resources and latest observations, with --disclosure the
+disclosed entries) as one HTML file that loads nothing.`,
 		exit: `0 valid, 1 invalid (the reasons are printed), 2 usage error,
 unreadable input or (with --server) connection error.`})
 	args, err := parseArgs(flags, e.args)
