@@ -326,9 +326,11 @@ type errScanner struct{ err error }
 func (e errScanner) Scan(...any) error { return e.err }
 
 // write runs fn in the writer goroutine and returns once the transaction
-// holding it has committed (and been synced) or failed. Once the writer has
-// taken the job the caller waits for the real outcome even if ctx ends, so
-// a nil or non-nil result is always the truth about the database.
+// holding it has committed (and been synced) or failed, or when ctx ends
+// first: then it returns ctx's error without waiting, and a job that was
+// already running may still commit and may still be writing the variables
+// fn captured. A caller therefore reads what fn writes only when write
+// returned nil (the done channel orders those writes before the return).
 func (s *SQLite) write(ctx context.Context, single bool, fn func(w *writeConn) error) error {
 	j := &writeJob{ctx: ctx, single: single, fn: fn, done: make(chan error, 1)}
 	select {
@@ -647,7 +649,10 @@ func (s *SQLite) DeleteExpiredSessions(ctx context.Context, now time.Time) (int,
 		n, err = res.RowsAffected()
 		return err
 	})
-	return int(n), err
+	if err != nil {
+		return 0, err // n may still be written by a job the deadline left behind
+	}
+	return int(n), nil
 }
 
 // DeleteSession implements [Store].
@@ -685,7 +690,10 @@ func (s *SQLite) DeleteSessionsOf(ctx context.Context, pseudonym string, keep []
 		n, err = res.RowsAffected()
 		return err
 	})
-	return int(n), err
+	if err != nil {
+		return 0, err // n may still be written by a job the deadline left behind
+	}
+	return int(n), nil
 }
 
 // CreateRequest implements [Store]. The request is stored as
@@ -981,7 +989,10 @@ func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error
 		n, err = res.RowsAffected()
 		return err
 	})
-	return int(n), err
+	if err != nil {
+		return 0, err // n may still be written by a job the deadline left behind
+	}
+	return int(n), nil
 }
 
 // EraseEndedBefore implements [Store].
@@ -1003,7 +1014,10 @@ func (s *SQLite) EraseEndedBefore(ctx context.Context, t, now time.Time, limit i
 		n, err = res.RowsAffected()
 		return err
 	})
-	return int(n), err
+	if err != nil {
+		return 0, err // n may still be written by a job the deadline left behind
+	}
+	return int(n), nil
 }
 
 // Close stops the writer (after the write in progress, if any, commits),

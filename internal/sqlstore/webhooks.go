@@ -58,7 +58,10 @@ func (s *SQLite) ClaimDelivery(ctx context.Context, now, until time.Time) (*stor
 		d = &x
 		return nil
 	})
-	return d, err
+	if err != nil {
+		return nil, err // d may still be written by a job the deadline left behind
+	}
+	return d, nil
 }
 
 // RetryDelivery implements [store.Webhooks].
