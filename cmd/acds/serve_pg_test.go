@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"net/url"
+	"github.com/acds-project/acds/internal/pgtest"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
@@ -21,39 +17,12 @@ import (
 // (--store postgres://…): a request accepted by one is readable and
 // completed through the other. Skipped without ACDS_TEST_POSTGRES.
 func TestServePostgres(t *testing.T) {
-	base := os.Getenv("ACDS_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("ACDS_TEST_POSTGRES is not set")
+	if v := os.Getenv(pgtest.Env); v != "" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+		t.Skip("ACDS_TEST_POSTGRES is not a postgres:// URL, which --store needs")
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Skip("ACDS_TEST_POSTGRES is not a postgres:// URL")
-	}
-	var rb [8]byte
-	_, _ = rand.Read(rb[:])
-	schema := "acds_serve_test_" + hex.EncodeToString(rb[:])
+	dsn := pgtest.DSN(t) // a schema of its own
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if conn, err := pgx.Connect(ctx, base); err == nil {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
-		}
-	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	dsn := u.String()
 
 	// One acds serve per data directory (DESIGN §7; the second would be
 	// refused): each replica has its own, and they share only the store.

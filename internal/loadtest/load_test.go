@@ -4,8 +4,6 @@ package loadtest_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -16,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/acds-project/acds/internal/loadtest"
+	"github.com/acds-project/acds/internal/pgtest"
 )
 
 // Settings from the environment: ACDS_LOAD_DURATION (60s) and
@@ -92,42 +89,18 @@ func portal(t *testing.T) (*loadtest.Fetch, string) {
 	return f, ca
 }
 
-// pgSchema makes a fresh schema in ACDS_TEST_POSTGRES and returns a DSN
-// using it through hostport (the database itself, or a proxy to it).
+// pgSchema makes a fresh schema in ACDS_TEST_POSTGRES (package pgtest)
+// and returns a DSN using it through hostport (the database itself, or a
+// proxy to it), and the database's own host:port.
 func pgSchema(t *testing.T) (dsn func(hostport string) string, dbHostPort string) {
 	t.Helper()
-	base := os.Getenv("ACDS_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("ACDS_TEST_POSTGRES is not set")
+	if v := os.Getenv(pgtest.Env); v != "" && !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+		t.Skip("ACDS_TEST_POSTGRES is not a postgres:// URL, which --store needs")
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Skip("ACDS_TEST_POSTGRES is not a postgres:// URL")
-	}
-	var rb [6]byte
-	_, _ = rand.Read(rb[:])
-	schema := "acds_load_" + hex.EncodeToString(rb[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
+	u, err := url.Parse(pgtest.DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if conn, err := pgx.Connect(ctx, base); err == nil {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
-		}
-	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
 	return func(hostport string) string {
 		v := *u
 		v.Host = hostport
