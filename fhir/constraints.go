@@ -163,6 +163,9 @@ func (v *validator) constraints(stack []specFrame) {
 			if r.c.Type != "" && (f.Type == nil || f.Type.Name != r.c.Type) {
 				continue
 			}
+			if v.errorsOnly && (!r.c.Error || r.c.BestPractice) {
+				continue // it can only warn
+			}
 			v.evalRule(r, in, stack)
 		}
 	}

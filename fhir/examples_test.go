@@ -39,6 +39,11 @@ func TestOfficialExamples(t *testing.T) {
 		}
 		checked++
 		o := Validate(data)
+		// Check, which validates for errors only, must reach the same
+		// verdict on every example.
+		if cerr := Check(data, Options{}); o.HasErrors() != (cerr != nil && !isNoResources(cerr)) {
+			t.Errorf("%s: Validate has errors %v, Check says %v", base, o.HasErrors(), cerr)
+		}
 		for _, is := range o.Issues {
 			if is.Severity == SeverityError || is.Severity == SeverityFatal {
 				failures[base] = append(failures[base], is.String())

@@ -183,7 +183,12 @@ func Check(input []byte, opts Options) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	outcome, root, notR4 := decodeAndValidate(input, maxBytes)
+	outcome, root, notR4 := decodeAndCheck(input, maxBytes, true)
+	if outcome.HasErrors() || !hasResources(root) {
+		// Refused: validate again in full, so the outcome also carries
+		// the warnings, exactly as Process would report it.
+		outcome, root, notR4 = decodeAndValidate(input, maxBytes)
+	}
 	if outcome.HasErrors() {
 		return &InvalidError{Outcome: outcome, NotR4: notR4}
 	}

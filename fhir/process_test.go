@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -232,6 +233,29 @@ func testCheckAgreesWithProcess(t *testing.T, process func([]byte, Options) (*Ou
 		if (cerr == nil) != (perr == nil) || errors.Is(cerr, ErrNotR4) != errors.Is(perr, ErrNotR4) {
 			t.Errorf("%s: Check %v, Process %v", in, cerr, perr)
 		}
+	}
+}
+
+// TestCheckRefusalCarriesWarnings: Check looks for errors only, but the
+// outcome of a refusal is Validate's whole outcome, warnings included.
+func TestCheckRefusalCarriesWarnings(t *testing.T) {
+	// An error (birthDate) and a warning (dom-6: no narrative).
+	in := []byte(`{"resourceType":"Patient","id":"a","birthDate":"1970-02-30"}`)
+	err := Check(in, Options{})
+	var inv *InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("Check: %v, want an *InvalidError", err)
+	}
+	want := Validate(in)
+	if !reflect.DeepEqual(inv.Outcome.Issues, want.Issues) {
+		t.Fatalf("Check's outcome %v, Validate's %v", inv.Outcome.Issues, want.Issues)
+	}
+	var warned bool
+	for _, is := range inv.Outcome.Issues {
+		warned = warned || is.Severity == SeverityWarning && strings.Contains(is.Diagnostics, "dom-6")
+	}
+	if !warned {
+		t.Fatalf("the refusal lost the dom-6 warning: %v", inv.Outcome.Issues)
 	}
 }
 

@@ -69,10 +69,19 @@ func Validate(data []byte) *OperationOutcome {
 // resource (nil when decoding could not complete or the root is not a
 // resource) and whether the content is FHIR of another version.
 func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resource, bool) {
+	return decodeAndCheck(data, maxBytes, false)
+}
+
+// decodeAndCheck is decodeAndValidate; with errorsOnly the validation
+// only looks for errors: warnings are counted but not written, and the
+// constraints that can only warn (best practice, warning severity) are not
+// evaluated. A caller that needs only the verdict (Check) uses it, and
+// validates again in full for the outcome when it finds errors.
+func decodeAndCheck(data []byte, maxBytes int, errorsOnly bool) (*OperationOutcome, r4.Resource, bool) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &validator{size: len(data)}
+	v := &validator{size: len(data), errorsOnly: errorsOnly}
 	if len(data) > maxBytes {
 		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
 		return &OperationOutcome{Issues: v.issues}, nil, false
@@ -109,6 +118,8 @@ type validator struct {
 	errors   int // errors and fatal issues found, reported or not
 	warnings int // warnings and information found, reported or not
 	notR4    bool
+	// errorsOnly: the caller needs the errors only (see decodeAndCheck).
+	errorsOnly bool
 
 	valueSets map[*spec.Element]*spec.ValueSet // bound value sets looked up so far
 	// damaged holds the paths of the elements the decoder reported a
@@ -225,6 +236,9 @@ func (v *validator) add(sev Severity, code, where, format string, args ...any) {
 		}
 	} else {
 		v.warnings++
+		if v.errorsOnly {
+			return
+		}
 		if v.warnings > maxWarnings {
 			if v.warnings == maxWarnings+1 {
 				v.issues = append(v.issues, Issue{Severity: SeverityInformation, Code: "informational",
@@ -889,7 +903,7 @@ func (v *validator) leaveResource(stack []specFrame, r r4.Resource, damaged bool
 				"dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
 		}
 	}
-	if t := f.Type; t != nil && !rc.isContained && t.Element("text") != nil && !f.has("text") && !(damaged && v.damaged[at()+".text"]) {
+	if t := f.Type; t != nil && !v.errorsOnly && !rc.isContained && t.Element("text") != nil && !f.has("text") && !(damaged && v.damaged[at()+".text"]) {
 		v.add(SeverityWarning, "invariant", at(), "dom-6: a resource should have narrative for robust management")
 	}
 	if rc.bundle != nil && rc.version != "" {
