@@ -51,7 +51,9 @@ const MaxWarnings = 200
 // per validation (a FHIRPath step budget growing with the input's size);
 // should crafted input spend it, one warning says which constraints were
 // not checked. HTML in a string is a warning (the HL7
-// validator's security checks are off by default). It does not check
+// validator's security checks are off by default; see ValidateWith for
+// the run settings that change this and the checking of contained
+// resources). It does not check
 // profiles, extensions outside the core definitions, or terminology
 // outside the core required value sets.
 //
@@ -69,10 +71,15 @@ func Validate(data []byte) *OperationOutcome {
 // resource (nil when decoding could not complete or the root is not a
 // resource) and whether the content is FHIR of another version.
 func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resource, bool) {
+	return decodeAndValidateWith(data, maxBytes, ValidateOptions{})
+}
+
+// decodeAndValidateWith is decodeAndValidate with run settings.
+func decodeAndValidateWith(data []byte, maxBytes int, opts ValidateOptions) (*OperationOutcome, r4.Resource, bool) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &validator{size: len(data)}
+	v := &validator{size: len(data), opts: opts}
 	if len(data) > maxBytes {
 		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
 		return &OperationOutcome{Issues: v.issues}, nil, false
@@ -109,6 +116,7 @@ type validator struct {
 	errors   int // errors and fatal issues found, reported or not
 	warnings int // warnings and information found, reported or not
 	notR4    bool
+	opts     ValidateOptions // the run settings (validate_options.go)
 
 	valueSets map[*spec.Element]*spec.ValueSet // bound value sets looked up so far
 	// damaged holds the paths of the elements the decoder reported a
@@ -391,6 +399,9 @@ func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 	switch n := f.Node.(type) {
 	case r4.Resource:
 		v.enterResource(path, stack, n)
+		if v.ignoredContained(stack) {
+			return r4.SkipChildren
+		}
 	case r4.Primitive:
 		v.primitive(path, f, n)
 	case *r4.Reference:
@@ -540,6 +551,9 @@ func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resourc
 			}
 		}
 	}
+	if v.ignoredContained(stack) {
+		return // registered with its container above, and not validated
+	}
 	if rc.id != "" {
 		v.resourceID(path, rc.id, rc.isContained)
 	}
@@ -620,9 +634,7 @@ func (v *validator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) {
 	switch typ {
 	case "string":
 		if looksLikeHTML(s) {
-			// The HL7 validator's security checks are off by default,
-			// when this is not an error.
-			v.add(SeverityWarning, "security", path.String(), "the string value contains text that looks like embedded HTML tags")
+			v.htmlInString(path.String())
 		}
 	case "canonical", "uri", "url":
 		if s[0] == '#' {
@@ -783,6 +795,9 @@ func (v *validator) attachment(path *r4.Path, n *r4.Attachment) {
 }
 
 func (v *validator) leave(stack []specFrame) {
+	if v.ignoredContained(stack) {
+		return // enter skipped it
+	}
 	f := &stack[len(stack)-1]
 	t := f.Type
 	damaged := v.frames[len(stack)-1].damaged
@@ -884,7 +899,7 @@ func (v *validator) leaveResource(stack []specFrame, r r4.Resource, damaged bool
 		}
 	}
 	for i, id := range rc.containedID {
-		if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !rc.containedRefsUs[id] {
+		if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !rc.containedRefsUs[id] && v.checksDom3() {
 			v.errorf("invariant", at()+".contained["+strconv.Itoa(i)+"]",
 				"dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
 		}
