@@ -183,7 +183,7 @@ func Check(input []byte, opts Options) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	outcome, root, notR4 := decodeAndCheck(input, maxBytes, true)
+	outcome, root, notR4 := decodeAndCheck(input, maxBytes)
 	if outcome.HasErrors() || !hasResources(root) {
 		// Refused: validate again in full, so the outcome also carries
 		// the warnings, exactly as Process would report it.

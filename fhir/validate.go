@@ -51,7 +51,9 @@ const MaxWarnings = 200
 // per validation (a FHIRPath step budget growing with the input's size);
 // should crafted input spend it, one warning says which constraints were
 // not checked. HTML in a string is a warning (the HL7
-// validator's security checks are off by default). It does not check
+// validator's security checks are off by default; see ValidateWith for
+// the run settings that change this and the checking of contained
+// resources). It does not check
 // profiles, extensions outside the core definitions, or terminology
 // outside the core required value sets.
 //
@@ -69,19 +71,25 @@ func Validate(data []byte) *OperationOutcome {
 // resource (nil when decoding could not complete or the root is not a
 // resource) and whether the content is FHIR of another version.
 func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resource, bool) {
-	return decodeAndCheck(data, maxBytes, false)
+	return decodeAndValidateWith(data, maxBytes, ValidateOptions{}, false)
 }
 
-// decodeAndCheck is decodeAndValidate; with errorsOnly the validation
-// only looks for errors: warnings are counted but not written, and the
-// constraints that can only warn (best practice, warning severity) are not
-// evaluated. A caller that needs only the verdict (Check) uses it, and
-// validates again in full for the outcome when it finds errors.
-func decodeAndCheck(data []byte, maxBytes int, errorsOnly bool) (*OperationOutcome, r4.Resource, bool) {
+// decodeAndCheck is decodeAndValidate looking for errors only: warnings
+// are counted but not written, and the constraints that can only warn
+// (best practice, warning severity) are not evaluated. A caller that
+// needs only the verdict (Check) uses it, and validates again in full for
+// the outcome when it finds errors.
+func decodeAndCheck(data []byte, maxBytes int) (*OperationOutcome, r4.Resource, bool) {
+	return decodeAndValidateWith(data, maxBytes, ValidateOptions{}, true)
+}
+
+// decodeAndValidateWith is decodeAndValidate with run settings, and with
+// errorsOnly as decodeAndCheck.
+func decodeAndValidateWith(data []byte, maxBytes int, opts ValidateOptions, errorsOnly bool) (*OperationOutcome, r4.Resource, bool) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	v := &validator{size: len(data), errorsOnly: errorsOnly}
+	v := &validator{size: len(data), opts: opts, errorsOnly: errorsOnly}
 	if len(data) > maxBytes {
 		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
 		return &OperationOutcome{Issues: v.issues}, nil, false
@@ -118,6 +126,7 @@ type validator struct {
 	errors   int // errors and fatal issues found, reported or not
 	warnings int // warnings and information found, reported or not
 	notR4    bool
+	opts     ValidateOptions // the run settings (validate_options.go)
 	// errorsOnly: the caller needs the errors only (see decodeAndCheck).
 	errorsOnly bool
 
@@ -405,6 +414,9 @@ func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 	switch n := f.Node.(type) {
 	case r4.Resource:
 		v.enterResource(path, stack, n)
+		if v.ignoredContained(stack) {
+			return r4.SkipChildren
+		}
 	case r4.Primitive:
 		v.primitive(path, f, n)
 	case *r4.Reference:
@@ -554,6 +566,9 @@ func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resourc
 			}
 		}
 	}
+	if v.ignoredContained(stack) {
+		return // registered with its container above, and not validated
+	}
 	if rc.id != "" {
 		v.resourceID(path, rc.id, rc.isContained)
 	}
@@ -634,9 +649,7 @@ func (v *validator) primitive(path *r4.Path, f *specFrame, p r4.Primitive) {
 	switch typ {
 	case "string":
 		if looksLikeHTML(s) {
-			// The HL7 validator's security checks are off by default,
-			// when this is not an error.
-			v.add(SeverityWarning, "security", path.String(), "the string value contains text that looks like embedded HTML tags")
+			v.htmlInString(path.String())
 		}
 	case "canonical", "uri", "url":
 		if s[0] == '#' {
@@ -797,6 +810,9 @@ func (v *validator) attachment(path *r4.Path, n *r4.Attachment) {
 }
 
 func (v *validator) leave(stack []specFrame) {
+	if v.ignoredContained(stack) {
+		return // enter skipped it
+	}
 	f := &stack[len(stack)-1]
 	t := f.Type
 	damaged := v.frames[len(stack)-1].damaged
@@ -898,7 +914,7 @@ func (v *validator) leaveResource(stack []specFrame, r r4.Resource, damaged bool
 		}
 	}
 	for i, id := range rc.containedID {
-		if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !rc.containedRefsUs[id] {
+		if id != "" && !rc.localRefs[id] && !rc.localRefs[""] && !rc.containedRefsUs[id] && v.checksDom3() {
 			v.errorf("invariant", at()+".contained["+strconv.Itoa(i)+"]",
 				"dom-3: the contained resource %q is not referenced from elsewhere in the containing resource", id)
 		}

@@ -89,7 +89,7 @@ func TestCLIContractFlags(t *testing.T) {
 			"tpm-ak": none, "tpm-ak-roots": none, "html": none}},
 		{[]string{"manifest", "sign"}, map[string]string{"key": none, "in": none, "out": none, "pub-out": none}},
 		{[]string{"manifest", "verify"}, map[string]string{"key": none, "in": none}},
-		{[]string{"fhir", "validate"}, map[string]string{"json": none, "errors-only": none}},
+		{[]string{"fhir", "validate"}, map[string]string{"json": none, "errors-only": none, "security-checks": none, "contained": "check"}},
 		{[]string{"fhir", "fmt"}, map[string]string{"deidentify": none}},
 		{[]string{"demo"}, map[string]string{"keep": none}},
 		{[]string{"disclose"}, map[string]string{"bundle": none, "output": none, "select": none, "where": none, "out": "-", "key-file": none, "record": none}},

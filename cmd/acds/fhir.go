@@ -20,7 +20,7 @@ import (
 
 // runFHIR validates and formats FHIR R4 resources.
 //
-//	acds fhir validate FILE… [--errors-only] [--json]
+//	acds fhir validate FILE… [--errors-only] [--json] [--security-checks] [--contained check|ignore]
 //	acds fhir fmt FILE [--deidentify [--key-file F]] [--source S]
 //	acds fhir path EXPRESSION FILE
 //
@@ -53,7 +53,7 @@ func runFHIR(ctx context.Context, e env) int {
 }
 
 func fhirUsage(w io.Writer) {
-	fmt.Fprintln(w, "usage: acds fhir validate FILE… [--errors-only] [--json]")
+	fmt.Fprintln(w, "usage: acds fhir validate FILE… [--errors-only] [--json] [--security-checks] [--contained check|ignore]")
 	fmt.Fprintln(w, "       acds fhir fmt FILE [--deidentify [--key-file F]] [--source HOST]")
 	fmt.Fprintln(w, "       acds fhir path EXPRESSION FILE")
 	fmt.Fprintln(w)
@@ -82,11 +82,16 @@ func fhirValidate(args []string, e env) int {
 	fs.SetOutput(e.stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {file, valid, errors, warnings, outcome, error} (outcome is a FHIR OperationOutcome; error says why a file could not be read)")
 	errorsOnly := fs.Bool("errors-only", false, "report only error and fatal issues, leaving out warnings and information (the counts in the summaries still include them)")
-	setUsage(fs, help{usage: []string{"acds fhir validate FILE… [--errors-only] [--json]"},
+	var opts fhir.ValidateOptions
+	fs.BoolVar(&opts.SecurityChecks, "security-checks", false, "text that looks like HTML tags in a string is an error, not a warning (the HL7 validator's -security-checks)")
+	fs.TextVar(&opts.Contained, "contained", fhir.ContainedCheck, "what to do with contained resources, a `mode`: check validates them fully, ignore leaves their contents unvalidated (the HL7 validator's validateContains IGNORE); local references to them still resolve")
+	setUsage(fs, help{usage: []string{"acds fhir validate FILE… [--errors-only] [--json] [--security-checks] [--contained check|ignore]"},
 		about: `
 Validates each FILE (- for standard input) as FHIR R4 JSON, prints its issues and
 a one-line summary per file (FILE: valid FHIR R4: 0 errors, 170 warnings).
-Every file is reported, also after an unreadable one.`,
+Every file is reported, also after an unreadable one. --security-checks and
+--contained mirror run settings of the HL7 validator; without them, files are
+checked as the service checks its input.`,
 		exit: `0 every file valid, 1 any file invalid, 2 usage error or any file
 unreadable (after all files were reported).`})
 	files, err := parseArgs(fs, args)
@@ -109,7 +114,7 @@ unreadable (after all files were reported).`})
 			}
 			continue
 		}
-		o := fhir.Validate(data)
+		o := fhir.ValidateWith(data, opts)
 		r := fhirFileResult{File: f, Valid: !o.HasErrors(), Errors: o.ErrorCount(), Outcome: o}
 		var shown []fhir.Issue
 		for _, is := range o.Issues {

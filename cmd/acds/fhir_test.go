@@ -214,3 +214,38 @@ func TestFHIRValidateErrorsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestFHIRValidateRunSettings: --security-checks makes HTML in a string an
+// error (exit 1), a warning without it (exit 0); --contained ignore leaves
+// a contained resource's bad id and contents unreported, --contained check
+// (the default) reports them; a mode other than check or ignore is a
+// usage error that says which modes there are.
+func TestFHIRValidateRunSettings(t *testing.T) {
+	html := writeFHIRFile(t, "html.json", `{"resourceType":"Patient","name":[{"text":"Standard <script>somescript</script>"}]}`)
+	if code, out, _ := runFHIRTest(t, "", "validate", html); code != 0 || !strings.Contains(out, "warning") {
+		t.Errorf("HTML, defaults: exit %d, want 0 and a warning:\n%s", code, out)
+	}
+	code, out, _ := runFHIRTest(t, "", "validate", "--security-checks", html)
+	if code != 1 || !strings.Contains(out, "Patient.name[0].text") || !strings.Contains(out, "security reasons") {
+		t.Errorf("HTML, --security-checks: exit %d, want 1 and the error at Patient.name[0].text:\n%s", code, out)
+	}
+
+	long := strings.Repeat("a", 65)
+	contained := writeFHIRFile(t, "contained.json", `{"resourceType":"Condition","subject":{"reference":"#`+long+`"},
+		"contained":[{"resourceType":"Patient","id":"`+long+`","birthDate":"never"}]}`)
+	for _, args := range [][]string{{contained}, {"--contained", "check", contained}, {contained, "--contained=check"}} {
+		code, out, _ := runFHIRTest(t, "", append([]string{"validate"}, args...)...)
+		if code != 1 || !strings.Contains(out, "Condition.contained[0].id") || !strings.Contains(out, "Condition.contained[0].birthDate") {
+			t.Errorf("contained, %v: exit %d, want 1 and the contained resource's errors:\n%s", args, code, out)
+		}
+	}
+	code, out, _ = runFHIRTest(t, "", "validate", "--contained", "ignore", contained)
+	if code != 0 || strings.Contains(out, "Condition.contained") {
+		t.Errorf("contained, --contained ignore: exit %d, want 0 and nothing about it:\n%s", code, out)
+	}
+
+	code, _, errs := runFHIRTest(t, "", "validate", "--contained", "skip", contained)
+	if code != 2 || !strings.Contains(errs, "want check or ignore") || !strings.Contains(errs, "usage: acds fhir validate") {
+		t.Errorf("--contained skip: exit %d, want 2 and a usage error naming the modes:\n%s", code, errs)
+	}
+}
