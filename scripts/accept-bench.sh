@@ -4,7 +4,10 @@
 # (SQLite, rate limit off, no workers' output needed: the 202 is what is
 # timed), and the floor — a net/http handler that only checks the body is
 # JSON (internal/loadtest/cmd/jsonfloor) — with the same connections and
-# duration. Prints both and the ratio. Needs wrk (apt-get install wrk).
+# duration, and a second floor: the least a correct acceptance must do
+# (jsonfloor --fhir-check --durable: fhir.Check and a durable SQLite insert,
+# no authentication, limits or metrics). Prints all three and the ratios.
+# Needs wrk (apt-get install wrk).
 #   scripts/accept-bench.sh [SECONDS] [CONNECTIONS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +30,12 @@ acds_url="$(sed -n 's/.*serving on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/serve.ou
 "$work/jsonfloor" >"$work/floor.out" 2>&1 & pids+=("$!")
 wait_line "$work/floor.out" 'listening on'
 floor_url="$(sed -n 's/.*listening on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/floor.out")"
+# The second floor: the least a correct acceptance must do (fhir.Check of
+# the data, a durable insert through the same SQLite store), with none of
+# acds serve's authentication, limits or metrics.
+"$work/jsonfloor" --fhir-check --durable "$work/cfloor" >"$work/cfloor.out" 2>&1 & pids+=("$!")
+wait_line "$work/cfloor.out" 'listening on'
+cfloor_url="$(sed -n 's/.*listening on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/cfloor.out")"
 token="$(curl -s -X POST "$acds_url/v1/auth/anon" -H 'Content-Type: application/json' -d '{}' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')"
 
 cat >"$work/post.lua" <<LUA
@@ -42,6 +51,9 @@ LUA
 run() { wrk -t 2 -c "$conns" -d "${secs}s" -s "$work/post.lua" "$1" | sed -n 's/^RESULT //p'; }
 read -r f_rps f_p50 f_p99 f_bad < <(run "$floor_url/v1/process")
 read -r a_rps a_p50 a_p99 a_bad < <(run "$acds_url/v1/process")
-echo "floor (JSON check only): $f_rps req/s, p50 ${f_p50} ms, p99 ${f_p99} ms, non-2xx $f_bad"
-echo "acds serve (durable):    $a_rps req/s, p50 ${a_p50} ms, p99 ${a_p99} ms, non-2xx $a_bad"
+read -r c_rps c_p50 c_p99 c_bad < <(run "$cfloor_url/v1/process")
+echo "floor (JSON check only):               $f_rps req/s, p50 ${f_p50} ms, p99 ${f_p99} ms, non-2xx $f_bad"
+echo "acds serve (durable):                  $a_rps req/s, p50 ${a_p50} ms, p99 ${a_p99} ms, non-2xx $a_bad"
+echo "check floor (fhir.Check + SQLite insert): $c_rps req/s, p50 ${c_p50} ms, p99 ${c_p99} ms, non-2xx $c_bad"
 awk -v a="$a_rps" -v f="$f_rps" -v ap="$a_p99" -v fp="$f_p99" 'BEGIN { printf "ratio %.3f (goal >= 0.5), p99 ratio %.2f (goal <= 2)\n", a/f, ap/fp }'
+awk -v a="$a_rps" -v c="$c_rps" -v f="$f_rps" 'BEGIN { printf "acds serve / check floor %.3f; check floor / JSON floor %.3f\n", a/c, c/f }'
