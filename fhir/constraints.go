@@ -3,6 +3,7 @@ package fhir
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,9 @@ type rule struct {
 	c   *spec.Constraint
 	x   *fhirpath.Expression
 	err error // the compile error, when x is nil
+	// resolves: the expression calls resolve(), which needs the
+	// Bundle's index.
+	resolves bool
 }
 
 // ruleSet is every rule, by where it is declared: slices indexed by
@@ -104,6 +108,7 @@ func loadRules() *ruleSet {
 				expr = fixed
 			}
 			r.x, r.err = fhirpath.Parse(expr)
+			r.resolves = strings.Contains(expr, "resolve(")
 			if t := spec.Lookup(c.Path); t != nil {
 				rs.byType[t.Index()] = append(rs.byType[t.Index()], r)
 				continue
@@ -182,7 +187,18 @@ func (v *validator) evalRule(r *rule, in fhirpath.Collection, stack []specFrame)
 	err := r.err
 	var out fhirpath.Collection
 	if err == nil {
-		out, err = r.x.Evaluate(context.Background(), in, v.env())
+		env := v.env()
+		if rc := v.res[len(v.res)-1]; r.resolves && env.BundleIndex == nil && rc.index != nil {
+			// One index per Bundle, made for the first rule that
+			// resolves references, so that resolve() in the
+			// constraints of N entries costs N, not N².
+			bc := rc.index
+			if bc.index == nil {
+				bc.index = fhirpath.NewBundleIndex(env.Bundle)
+			}
+			env.BundleIndex = bc.index
+		}
+		out, err = r.x.Evaluate(context.Background(), in, env)
 	}
 	if v.budget != nil && *v.budget <= 0 && errors.Is(err, fhirpath.ErrLimit) {
 		if !v.budgetSpent {
@@ -228,7 +244,8 @@ func (v *validator) env() *fhirpath.Env {
 		}
 		lim := constraintLimits
 		lim.Budget = v.budget
-		rc.env = &fhirpath.Env{Resource: rc.r, Now: v.now, Limits: lim}
+		rc.envVal = fhirpath.Env{Resource: rc.r, Now: v.now, Limits: lim}
+		rc.env = &rc.envVal
 		for i := len(v.res) - 1; i >= 0; i-- {
 			if !v.res[i].isContained {
 				rc.env.RootResource = v.res[i].r
@@ -238,14 +255,7 @@ func (v *validator) env() *fhirpath.Env {
 		for i := len(v.res) - 1; i >= 0; i-- {
 			if b, ok := v.res[i].r.(*r4.Bundle); ok {
 				rc.env.Bundle = b
-				if bc := v.res[i].ownBundle; bc != nil {
-					// One index per Bundle, so that resolve() in the
-					// constraints of N entries costs N, not N².
-					if bc.index == nil {
-						bc.index = fhirpath.NewBundleIndex(b)
-					}
-					rc.env.BundleIndex = bc.index
-				}
+				rc.index = v.res[i].ownBundle
 				break
 			}
 		}

@@ -145,6 +145,7 @@ type validator struct {
 
 	frames  []vframe   // per depth of the walk
 	res     []*tresCtx // the resources on the current path, innermost last
+	spare   []*tresCtx // left resources' contexts, for reuse (one allocation per depth, not per resource)
 	bundles []*bundleCtx
 }
 
@@ -194,8 +195,12 @@ func (v *validator) markDamaged(path string) {
 
 // tresCtx is per-resource state for the reference and contained checks.
 type tresCtx struct {
-	r           r4.Resource
-	env         *fhirpath.Env // the constraints' environment, made on first use
+	r      r4.Resource
+	env    *fhirpath.Env // the constraints' environment, made on first use (envVal)
+	envVal fhirpath.Env
+	// index is the Bundle context whose index resolve() uses, found
+	// with env.
+	index       *bundleCtx
 	typ         string
 	id          string
 	version     string // meta.versionId
@@ -542,7 +547,13 @@ func (v *validator) binding(e *spec.Element, where, format string, args ...any) 
 func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resource) {
 	depth := len(stack) - 1
 	f := &stack[depth]
-	rc := &tresCtx{r: r, typ: r.ResourceType(), id: r.ResourceID(), isContained: depth > 0 && f.Name == "contained"}
+	var rc *tresCtx
+	if n := len(v.spare); n > 0 {
+		rc, v.spare = v.spare[n-1], v.spare[:n-1]
+	} else {
+		rc = new(tresCtx)
+	}
+	*rc = tresCtx{r: r, typ: r.ResourceType(), id: r.ResourceID(), isContained: depth > 0 && f.Name == "contained"}
 	var parent *tresCtx
 	if len(v.res) > 0 {
 		parent = v.res[len(v.res)-1]
@@ -949,4 +960,5 @@ func (v *validator) leaveResource(stack []specFrame, r r4.Resource, damaged bool
 			}
 		}
 	}
+	v.spare = append(v.spare, rc)
 }
