@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -235,5 +236,50 @@ func TestVerificationNeverDials(t *testing.T) {
 	}
 	if n := tr.calls.Load() + dials.Load(); n != 0 {
 		t.Fatalf("verification attempted %d network operations", n)
+	}
+}
+
+// With the bundle's own simulated root trusted (acds verify
+// --allow-simulated without a pinned root), a bundle whose carried root
+// was altered where nothing checks it (a bit of its self-signature) may
+// still verify — any simulated installation can make valid evidence — but
+// the result then says so, naming the root it rested on, which differs
+// from the genuine root's.
+func TestCarriedRootSaysWhatItRestsOn(t *testing.T) {
+	f := getFixture(t)
+	out := []byte("output")
+	b := f.rawBundle(t, out)
+	p := f.policy()
+	if !p.UnsafeTrustBundleSimulatedRoot {
+		t.Fatal("the fixture's policy does not trust the carried root")
+	}
+	genuine, err := mustNew(t, p).VerifyOutput(b, out)
+	if err != nil || !genuine.Valid {
+		t.Fatalf("baseline: %v %v", err, genuine.Err())
+	}
+	rootNote := func(res *verify.Result) string {
+		for _, r := range res.Relaxations {
+			if strings.Contains(r, "simulated root the evidence carries") {
+				return r
+			}
+		}
+		return ""
+	}
+	note := rootNote(genuine)
+	if !strings.Contains(note, "any simulated installation") || !strings.Contains(note, "any measurement") ||
+		!strings.Contains(note, "UnsafeTrustBundleSimulatedRoot") {
+		t.Fatalf("the carried-root relaxation does not say what it rests on: %q", note)
+	}
+	// The last byte of the ARK certificate is in its signature.
+	altered := mutateBundle(t, b, func(m map[int][]byte, _ map[int]any) {
+		m[3] = mutateEvidence(t, m[3], 4, func(c []byte) { c[len(c)-1] ^= 0x01 })
+	})
+	res, err := mustNew(t, p).VerifyOutput(altered, out)
+	if err != nil || !res.Valid {
+		t.Logf("the altered root is refused: %v %v", err, res.Err())
+		return
+	}
+	if got := rootNote(res); got == "" || got == note {
+		t.Fatalf("an altered carried root verified without naming the root it rested on: %q (genuine %q)", got, note)
 	}
 }

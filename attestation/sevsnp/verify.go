@@ -69,7 +69,8 @@ func (v *Verifier) VerifyEvidence(evidence []byte, o attestation.EvidenceOptions
 		Debug: res.Policy.Debug, NotBefore: res.NotBefore, NotAfter: res.NotAfter}
 	if res.SimulatedRoot != nil && len(v.roots.PinnedSimulatedRoots) == 0 {
 		fp := sha256.Sum256(res.SimulatedRoot.Raw)
-		out.Relaxations = append(out.Relaxations, "trusted the simulated root the evidence carries (sha256 "+hex.EncodeToString(fp[:8])+"…)")
+		out.Relaxations = append(out.Relaxations, "trusted the simulated root the evidence carries (sha256 "+hex.EncodeToString(fp[:8])+
+			"…): any simulated installation can make such evidence, for any measurement it claims; only a pinned root ties it to one")
 	}
 	return out, nil
 }
