@@ -23,7 +23,7 @@ var benchExpressions = []struct{ name, expr string }{
 	{"invariant", "entry.resource.all(id.exists() and (meta.empty() or meta.lastUpdated.exists().not() or meta.lastUpdated <= now()))"},
 }
 
-func loadSynthea(b *testing.B) ([]byte, *r4.Bundle) {
+func loadSynthea(b testing.TB) ([]byte, *r4.Bundle) {
 	root := repoRoot(b)
 	files, _ := filepath.Glob(filepath.Join(root, "..", "shared", "testdata", "synthea", "Mary_Lind_*.json"))
 	if len(files) == 0 {
@@ -43,7 +43,9 @@ func loadSynthea(b *testing.B) ([]byte, *r4.Bundle) {
 // BenchmarkEvaluate measures compile (from the cache) and evaluation of
 // each expression over one Synthea bundle, reported per byte of the
 // bundle's JSON; Baseline/decode, decoding the same bytes into the model,
-// is measured in the same run to relate the two.
+// is measured in the same run to relate the two, and so is Floor/<name>,
+// the least work any correct implementation must do for each expression
+// (see floors).
 func BenchmarkEvaluate(b *testing.B) {
 	data, bundle := loadSynthea(b)
 	in := Collection{NodeOf(bundle)}
@@ -56,6 +58,7 @@ func BenchmarkEvaluate(b *testing.B) {
 			}
 		}
 	})
+	benchFloors(b, bundle)
 	for _, c := range benchExpressions {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
