@@ -164,6 +164,48 @@ func (x *Account) walk(w *walker) {
 	walkOne(w, "partOf", x.PartOf)
 }
 
+func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "servicePeriod":
+		return appendOne(dst, name, x.ServicePeriod), fieldName
+	case "coverage":
+		return appendMany(dst, name, x.Coverage), fieldName
+	case "owner":
+		return appendOne(dst, name, x.Owner), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "guarantor":
+		return appendMany(dst, name, x.Guarantor), fieldName
+	case "partOf":
+		return appendOne(dst, name, x.PartOf), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Account".
 func (x *Account) ResourceType() string { return "Account" }
 
@@ -283,6 +325,20 @@ func (x *AccountCoverage) walk(w *walker) {
 	walkOne(w, "priority", x.Priority)
 }
 
+func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *AccountCoverage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -385,6 +441,22 @@ func (x *AccountGuarantor) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 	walkOne(w, "onHold", x.OnHold)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	case "onHold":
+		return appendOne(dst, name, x.OnHold), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *AccountGuarantor) elementParts() (*string, *[]Extension) {

@@ -456,6 +456,157 @@ func (x *ActivityDefinition) walk(w *walker) {
 	walkMany(w, "dynamicValue", x.DynamicValue)
 }
 
+func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "library":
+		return appendMany(dst, name, x.Library), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "timingAge":
+		return appendOne(dst, name, x.TimingAge), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "timingRange":
+		return appendOne(dst, name, x.TimingRange), fieldName
+	case "timingDuration":
+		return appendOne(dst, name, x.TimingDuration), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "productReference":
+		return appendOne(dst, name, x.ProductReference), fieldName
+	case "productCodeableConcept":
+		return appendOne(dst, name, x.ProductCodeableConcept), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "dosage":
+		return appendMany(dst, name, x.Dosage), fieldName
+	case "bodySite":
+		return appendMany(dst, name, x.BodySite), fieldName
+	case "specimenRequirement":
+		return appendMany(dst, name, x.SpecimenRequirement), fieldName
+	case "observationRequirement":
+		return appendMany(dst, name, x.ObservationRequirement), fieldName
+	case "observationResultRequirement":
+		return appendMany(dst, name, x.ObservationResultRequirement), fieldName
+	case "transform":
+		return appendOne(dst, name, x.Transform), fieldName
+	case "dynamicValue":
+		return appendMany(dst, name, x.DynamicValue), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		dst = appendOne(dst, "timingAge", x.TimingAge)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		dst = appendOne(dst, "timingRange", x.TimingRange)
+		dst = appendOne(dst, "timingDuration", x.TimingDuration)
+		return dst, choiceName
+	case "product":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "productReference", x.ProductReference)
+		dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ActivityDefinition".
 func (x *ActivityDefinition) ResourceType() string { return "ActivityDefinition" }
 
@@ -637,6 +788,20 @@ func (x *ActivityDefinitionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ActivityDefinitionParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -733,6 +898,20 @@ func (x *ActivityDefinitionDynamicValue) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "path", x.Path)
 	walkOne(w, "expression", x.Expression)
+}
+
+func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ActivityDefinitionDynamicValue) elementParts() (*string, *[]Extension) {

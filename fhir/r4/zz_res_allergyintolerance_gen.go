@@ -226,6 +226,76 @@ func (x *AllergyIntolerance) walk(w *walker) {
 	walkMany(w, "reaction", x.Reaction)
 }
 
+func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "clinicalStatus":
+		return appendOne(dst, name, x.ClinicalStatus), fieldName
+	case "verificationStatus":
+		return appendOne(dst, name, x.VerificationStatus), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "criticality":
+		return appendOne(dst, name, x.Criticality), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "onsetDateTime":
+		return appendOne(dst, name, x.OnsetDateTime), fieldName
+	case "onsetAge":
+		return appendOne(dst, name, x.OnsetAge), fieldName
+	case "onsetPeriod":
+		return appendOne(dst, name, x.OnsetPeriod), fieldName
+	case "onsetRange":
+		return appendOne(dst, name, x.OnsetRange), fieldName
+	case "onsetString":
+		return appendOne(dst, name, x.OnsetString), fieldName
+	case "recordedDate":
+		return appendOne(dst, name, x.RecordedDate), fieldName
+	case "recorder":
+		return appendOne(dst, name, x.Recorder), fieldName
+	case "asserter":
+		return appendOne(dst, name, x.Asserter), fieldName
+	case "lastOccurrence":
+		return appendOne(dst, name, x.LastOccurrence), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "reaction":
+		return appendMany(dst, name, x.Reaction), fieldName
+	case "onset":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "onsetDateTime", x.OnsetDateTime)
+		dst = appendOne(dst, "onsetAge", x.OnsetAge)
+		dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+		dst = appendOne(dst, "onsetRange", x.OnsetRange)
+		dst = appendOne(dst, "onsetString", x.OnsetString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "AllergyIntolerance".
 func (x *AllergyIntolerance) ResourceType() string { return "AllergyIntolerance" }
 
@@ -390,6 +460,30 @@ func (x *AllergyIntoleranceReaction) walk(w *walker) {
 	walkOne(w, "severity", x.Severity)
 	walkOne(w, "exposureRoute", x.ExposureRoute)
 	walkMany(w, "note", x.Note)
+}
+
+func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "substance":
+		return appendOne(dst, name, x.Substance), fieldName
+	case "manifestation":
+		return appendMany(dst, name, x.Manifestation), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "onset":
+		return appendOne(dst, name, x.Onset), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "exposureRoute":
+		return appendOne(dst, name, x.ExposureRoute), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *AllergyIntoleranceReaction) elementParts() (*string, *[]Extension) {

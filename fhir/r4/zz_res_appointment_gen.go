@@ -242,6 +242,70 @@ func (x *Appointment) walk(w *walker) {
 	walkMany(w, "requestedPeriod", x.RequestedPeriod)
 }
 
+func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "cancelationReason":
+		return appendOne(dst, name, x.CancelationReason), fieldName
+	case "serviceCategory":
+		return appendMany(dst, name, x.ServiceCategory), fieldName
+	case "serviceType":
+		return appendMany(dst, name, x.ServiceType), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "appointmentType":
+		return appendOne(dst, name, x.AppointmentType), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "supportingInformation":
+		return appendMany(dst, name, x.SupportingInformation), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "minutesDuration":
+		return appendOne(dst, name, x.MinutesDuration), fieldName
+	case "slot":
+		return appendMany(dst, name, x.Slot), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "patientInstruction":
+		return appendOne(dst, name, x.PatientInstruction), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "requestedPeriod":
+		return appendMany(dst, name, x.RequestedPeriod), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Appointment".
 func (x *Appointment) ResourceType() string { return "Appointment" }
 
@@ -396,6 +460,26 @@ func (x *AppointmentParticipant) walk(w *walker) {
 	walkOne(w, "required", x.Required)
 	walkOne(w, "status", x.Status)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	case "required":
+		return appendOne(dst, name, x.Required), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *AppointmentParticipant) elementParts() (*string, *[]Extension) {

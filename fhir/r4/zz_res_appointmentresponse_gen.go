@@ -148,6 +148,42 @@ func (x *AppointmentResponse) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *AppointmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "appointment":
+		return appendOne(dst, name, x.Appointment), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "participantType":
+		return appendMany(dst, name, x.ParticipantType), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	case "participantStatus":
+		return appendOne(dst, name, x.ParticipantStatus), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "AppointmentResponse".
 func (x *AppointmentResponse) ResourceType() string { return "AppointmentResponse" }
 

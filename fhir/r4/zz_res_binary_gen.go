@@ -90,6 +90,24 @@ func (x *Binary) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "contentType":
+		return appendOne(dst, name, x.ContentType), fieldName
+	case "securityContext":
+		return appendOne(dst, name, x.SecurityContext), fieldName
+	case "data":
+		return appendOne(dst, name, x.Data), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Binary".
 func (x *Binary) ResourceType() string { return "Binary" }
 

@@ -164,6 +164,48 @@ func (x *BiologicallyDerivedProduct) walk(w *walker) {
 	walkMany(w, "storage", x.Storage)
 }
 
+func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "productCategory":
+		return appendOne(dst, name, x.ProductCategory), fieldName
+	case "productCode":
+		return appendOne(dst, name, x.ProductCode), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "request":
+		return appendMany(dst, name, x.Request), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "parent":
+		return appendMany(dst, name, x.Parent), fieldName
+	case "collection":
+		return appendOne(dst, name, x.Collection), fieldName
+	case "processing":
+		return appendMany(dst, name, x.Processing), fieldName
+	case "manipulation":
+		return appendOne(dst, name, x.Manipulation), fieldName
+	case "storage":
+		return appendMany(dst, name, x.Storage), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "BiologicallyDerivedProduct".
 func (x *BiologicallyDerivedProduct) ResourceType() string { return "BiologicallyDerivedProduct" }
 
@@ -295,6 +337,31 @@ func (x *BiologicallyDerivedProductCollection) walk(w *walker) {
 	walkOne(w, "collectedPeriod", x.CollectedPeriod)
 }
 
+func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "collector":
+		return appendOne(dst, name, x.Collector), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "collectedDateTime":
+		return appendOne(dst, name, x.CollectedDateTime), fieldName
+	case "collectedPeriod":
+		return appendOne(dst, name, x.CollectedPeriod), fieldName
+	case "collected":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+		dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *BiologicallyDerivedProductCollection) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -415,6 +482,33 @@ func (x *BiologicallyDerivedProductProcessing) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
+func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "procedure":
+		return appendOne(dst, name, x.Procedure), fieldName
+	case "additive":
+		return appendOne(dst, name, x.Additive), fieldName
+	case "timeDateTime":
+		return appendOne(dst, name, x.TimeDateTime), fieldName
+	case "timePeriod":
+		return appendOne(dst, name, x.TimePeriod), fieldName
+	case "time":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+		dst = appendOne(dst, "timePeriod", x.TimePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *BiologicallyDerivedProductProcessing) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -523,6 +617,29 @@ func (x *BiologicallyDerivedProductManipulation) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "timeDateTime", x.TimeDateTime)
 	walkOne(w, "timePeriod", x.TimePeriod)
+}
+
+func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "timeDateTime":
+		return appendOne(dst, name, x.TimeDateTime), fieldName
+	case "timePeriod":
+		return appendOne(dst, name, x.TimePeriod), fieldName
+	case "time":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+		dst = appendOne(dst, "timePeriod", x.TimePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *BiologicallyDerivedProductManipulation) elementParts() (*string, *[]Extension) {
@@ -639,6 +756,24 @@ func (x *BiologicallyDerivedProductStorage) walk(w *walker) {
 	walkOne(w, "temperature", x.Temperature)
 	walkOne(w, "scale", x.Scale)
 	walkOne(w, "duration", x.Duration)
+}
+
+func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "temperature":
+		return appendOne(dst, name, x.Temperature), fieldName
+	case "scale":
+		return appendOne(dst, name, x.Scale), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *BiologicallyDerivedProductStorage) elementParts() (*string, *[]Extension) {

@@ -144,6 +144,42 @@ func (x *BodyStructure) walk(w *walker) {
 	walkOne(w, "patient", x.Patient)
 }
 
+func (x *BodyStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "morphology":
+		return appendOne(dst, name, x.Morphology), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "locationQualifier":
+		return appendMany(dst, name, x.LocationQualifier), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "image":
+		return appendMany(dst, name, x.Image), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "BodyStructure".
 func (x *BodyStructure) ResourceType() string { return "BodyStructure" }
 

@@ -116,6 +116,32 @@ func (x *Bundle) walk(w *walker) {
 	walkOne(w, "signature", x.Signature)
 }
 
+func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "timestamp":
+		return appendOne(dst, name, x.Timestamp), fieldName
+	case "total":
+		return appendOne(dst, name, x.Total), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	case "entry":
+		return appendMany(dst, name, x.Entry), fieldName
+	case "signature":
+		return appendOne(dst, name, x.Signature), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Bundle".
 func (x *Bundle) ResourceType() string { return "Bundle" }
 
@@ -227,6 +253,20 @@ func (x *BundleLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "relation", x.Relation)
 	walkOne(w, "url", x.URL)
+}
+
+func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "relation":
+		return appendOne(dst, name, x.Relation), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *BundleLink) elementParts() (*string, *[]Extension) {
@@ -352,6 +392,28 @@ func (x *BundleEntry) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	case "fullUrl":
+		return appendOne(dst, name, x.FullURL), fieldName
+	case "resource":
+		return appendResource(dst, name, x.Resource), fieldName
+	case "search":
+		return appendOne(dst, name, x.Search), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *BundleEntry) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -454,6 +516,20 @@ func (x *BundleEntrySearch) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "score", x.Score)
+}
+
+func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "score":
+		return appendOne(dst, name, x.Score), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *BundleEntrySearch) elementParts() (*string, *[]Extension) {
@@ -589,6 +665,28 @@ func (x *BundleEntryRequest) walk(w *walker) {
 	walkOne(w, "ifNoneExist", x.IfNoneExist)
 }
 
+func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "ifNoneMatch":
+		return appendOne(dst, name, x.IfNoneMatch), fieldName
+	case "ifModifiedSince":
+		return appendOne(dst, name, x.IfModifiedSince), fieldName
+	case "ifMatch":
+		return appendOne(dst, name, x.IfMatch), fieldName
+	case "ifNoneExist":
+		return appendOne(dst, name, x.IfNoneExist), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *BundleEntryRequest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -718,6 +816,26 @@ func (x *BundleEntryResponse) walk(w *walker) {
 	walkOne(w, "etag", x.Etag)
 	walkOne(w, "lastModified", x.LastModified)
 	w.resource("outcome", x.Outcome)
+}
+
+func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "etag":
+		return appendOne(dst, name, x.Etag), fieldName
+	case "lastModified":
+		return appendOne(dst, name, x.LastModified), fieldName
+	case "outcome":
+		return appendResource(dst, name, x.Outcome), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *BundleEntryResponse) elementParts() (*string, *[]Extension) {

@@ -244,6 +244,72 @@ func (x *CarePlan) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "contributor":
+		return appendMany(dst, name, x.Contributor), fieldName
+	case "careTeam":
+		return appendMany(dst, name, x.CareTeam), fieldName
+	case "addresses":
+		return appendMany(dst, name, x.Addresses), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "goal":
+		return appendMany(dst, name, x.Goal), fieldName
+	case "activity":
+		return appendMany(dst, name, x.Activity), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "CarePlan".
 func (x *CarePlan) ResourceType() string { return "CarePlan" }
 
@@ -393,6 +459,26 @@ func (x *CarePlanActivity) walk(w *walker) {
 	walkMany(w, "progress", x.Progress)
 	walkOne(w, "reference", x.Reference)
 	walkOne(w, "detail", x.Detail)
+}
+
+func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "outcomeCodeableConcept":
+		return appendMany(dst, name, x.OutcomeCodeableConcept), fieldName
+	case "outcomeReference":
+		return appendMany(dst, name, x.OutcomeReference), fieldName
+	case "progress":
+		return appendMany(dst, name, x.Progress), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *CarePlanActivity) elementParts() (*string, *[]Extension) {
@@ -613,6 +699,71 @@ func (x *CarePlanActivityDetail) walk(w *walker) {
 	walkOne(w, "dailyAmount", x.DailyAmount)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "goal":
+		return appendMany(dst, name, x.Goal), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "scheduledTiming":
+		return appendOne(dst, name, x.ScheduledTiming), fieldName
+	case "scheduledPeriod":
+		return appendOne(dst, name, x.ScheduledPeriod), fieldName
+	case "scheduledString":
+		return appendOne(dst, name, x.ScheduledString), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "productCodeableConcept":
+		return appendOne(dst, name, x.ProductCodeableConcept), fieldName
+	case "productReference":
+		return appendOne(dst, name, x.ProductReference), fieldName
+	case "dailyAmount":
+		return appendOne(dst, name, x.DailyAmount), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "scheduled":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "scheduledTiming", x.ScheduledTiming)
+		dst = appendOne(dst, "scheduledPeriod", x.ScheduledPeriod)
+		dst = appendOne(dst, "scheduledString", x.ScheduledString)
+		return dst, choiceName
+	case "product":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+		dst = appendOne(dst, "productReference", x.ProductReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *CarePlanActivityDetail) elementParts() (*string, *[]Extension) {

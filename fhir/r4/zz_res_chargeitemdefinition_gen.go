@@ -258,6 +258,72 @@ func (x *ChargeItemDefinition) walk(w *walker) {
 	walkMany(w, "propertyGroup", x.PropertyGroup)
 }
 
+func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "derivedFromUri":
+		return appendMany(dst, name, x.DerivedFromURI), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "instance":
+		return appendMany(dst, name, x.Instance), fieldName
+	case "applicability":
+		return appendMany(dst, name, x.Applicability), fieldName
+	case "propertyGroup":
+		return appendMany(dst, name, x.PropertyGroup), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ChargeItemDefinition".
 func (x *ChargeItemDefinition) ResourceType() string { return "ChargeItemDefinition" }
 
@@ -410,6 +476,22 @@ func (x *ChargeItemDefinitionApplicability) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ChargeItemDefinitionApplicability) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -507,6 +589,20 @@ func (x *ChargeItemDefinitionPropertyGroup) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "applicability", x.Applicability)
 	walkMany(w, "priceComponent", x.PriceComponent)
+}
+
+func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "applicability":
+		return appendMany(dst, name, x.Applicability), fieldName
+	case "priceComponent":
+		return appendMany(dst, name, x.PriceComponent), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ChargeItemDefinitionPropertyGroup) elementParts() (*string, *[]Extension) {
@@ -618,6 +714,24 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) elementParts() (*string, *[]Extension) {

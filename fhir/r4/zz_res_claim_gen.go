@@ -260,6 +260,80 @@ func (x *Claim) walk(w *walker) {
 	walkOne(w, "total", x.Total)
 }
 
+func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "billablePeriod":
+		return appendOne(dst, name, x.BillablePeriod), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "enterer":
+		return appendOne(dst, name, x.Enterer), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "fundsReserve":
+		return appendOne(dst, name, x.FundsReserve), fieldName
+	case "related":
+		return appendMany(dst, name, x.Related), fieldName
+	case "prescription":
+		return appendOne(dst, name, x.Prescription), fieldName
+	case "originalPrescription":
+		return appendOne(dst, name, x.OriginalPrescription), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "referral":
+		return appendOne(dst, name, x.Referral), fieldName
+	case "facility":
+		return appendOne(dst, name, x.Facility), fieldName
+	case "careTeam":
+		return appendMany(dst, name, x.CareTeam), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "diagnosis":
+		return appendMany(dst, name, x.Diagnosis), fieldName
+	case "procedure":
+		return appendMany(dst, name, x.Procedure), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "accident":
+		return appendOne(dst, name, x.Accident), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	case "total":
+		return appendOne(dst, name, x.Total), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Claim".
 func (x *Claim) ResourceType() string { return "Claim" }
 
@@ -399,6 +473,22 @@ func (x *ClaimRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "claim":
+		return appendOne(dst, name, x.Claim), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ClaimRelated) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -493,6 +583,20 @@ func (x *ClaimPayee) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
+}
+
+func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ClaimPayee) elementParts() (*string, *[]Extension) {
@@ -610,6 +714,26 @@ func (x *ClaimCareTeam) walk(w *walker) {
 	walkOne(w, "responsible", x.Responsible)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
+}
+
+func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "qualification":
+		return appendOne(dst, name, x.Qualification), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ClaimCareTeam) elementParts() (*string, *[]Extension) {
@@ -774,6 +898,55 @@ func (x *ClaimSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
+func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "timingDate":
+		return appendOne(dst, name, x.TimingDate), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingDate", x.TimingDate)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		return dst, choiceName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ClaimSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -908,6 +1081,35 @@ func (x *ClaimDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "diagnosisCodeableConcept":
+		return appendOne(dst, name, x.DiagnosisCodeableConcept), fieldName
+	case "diagnosisReference":
+		return appendOne(dst, name, x.DiagnosisReference), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "onAdmission":
+		return appendOne(dst, name, x.OnAdmission), fieldName
+	case "packageCode":
+		return appendOne(dst, name, x.PackageCode), fieldName
+	case "diagnosis":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+		dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ClaimDiagnosis) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1034,6 +1236,35 @@ func (x *ClaimProcedure) walk(w *walker) {
 	walkOne(w, "procedureCodeableConcept", x.ProcedureCodeableConcept)
 	walkOne(w, "procedureReference", x.ProcedureReference)
 	walkMany(w, "udi", x.Udi)
+}
+
+func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "procedureCodeableConcept":
+		return appendOne(dst, name, x.ProcedureCodeableConcept), fieldName
+	case "procedureReference":
+		return appendOne(dst, name, x.ProcedureReference), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "procedure":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+		dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ClaimProcedure) elementParts() (*string, *[]Extension) {
@@ -1175,6 +1406,30 @@ func (x *ClaimInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
+func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "focal":
+		return appendOne(dst, name, x.Focal), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "businessArrangement":
+		return appendOne(dst, name, x.BusinessArrangement), fieldName
+	case "preAuthRef":
+		return appendMany(dst, name, x.PreAuthRef), fieldName
+	case "claimResponse":
+		return appendOne(dst, name, x.ClaimResponse), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ClaimInsurance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1291,6 +1546,31 @@ func (x *ClaimAccident) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
+}
+
+func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ClaimAccident) elementParts() (*string, *[]Extension) {
@@ -1537,6 +1817,79 @@ func (x *ClaimItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "careTeamSequence":
+		return appendMany(dst, name, x.CareTeamSequence), fieldName
+	case "diagnosisSequence":
+		return appendMany(dst, name, x.DiagnosisSequence), fieldName
+	case "procedureSequence":
+		return appendMany(dst, name, x.ProcedureSequence), fieldName
+	case "informationSequence":
+		return appendMany(dst, name, x.InformationSequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "locationCodeableConcept":
+		return appendOne(dst, name, x.LocationCodeableConcept), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "subSite":
+		return appendMany(dst, name, x.SubSite), fieldName
+	case "encounter":
+		return appendMany(dst, name, x.Encounter), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ClaimItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1725,6 +2078,40 @@ func (x *ClaimItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ClaimItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1888,6 +2275,38 @@ func (x *ClaimItemDetailSubDetail) walk(w *walker) {
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "net", x.Net)
 	walkMany(w, "udi", x.Udi)
+}
+
+func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ClaimItemDetailSubDetail) elementParts() (*string, *[]Extension) {

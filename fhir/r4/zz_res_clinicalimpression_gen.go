@@ -230,6 +230,75 @@ func (x *ClinicalImpression) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "effectiveDateTime":
+		return appendOne(dst, name, x.EffectiveDateTime), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "assessor":
+		return appendOne(dst, name, x.Assessor), fieldName
+	case "previous":
+		return appendOne(dst, name, x.Previous), fieldName
+	case "problem":
+		return appendMany(dst, name, x.Problem), fieldName
+	case "investigation":
+		return appendMany(dst, name, x.Investigation), fieldName
+	case "protocol":
+		return appendMany(dst, name, x.Protocol), fieldName
+	case "summary":
+		return appendOne(dst, name, x.Summary), fieldName
+	case "finding":
+		return appendMany(dst, name, x.Finding), fieldName
+	case "prognosisCodeableConcept":
+		return appendMany(dst, name, x.PrognosisCodeableConcept), fieldName
+	case "prognosisReference":
+		return appendMany(dst, name, x.PrognosisReference), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "effective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+		dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ClinicalImpression".
 func (x *ClinicalImpression) ResourceType() string { return "ClinicalImpression" }
 
@@ -360,6 +429,20 @@ func (x *ClinicalImpressionInvestigation) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ClinicalImpressionInvestigation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -461,6 +544,22 @@ func (x *ClinicalImpressionFinding) walk(w *walker) {
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 	walkOne(w, "itemReference", x.ItemReference)
 	walkOne(w, "basis", x.Basis)
+}
+
+func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "basis":
+		return appendOne(dst, name, x.Basis), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ClinicalImpressionFinding) elementParts() (*string, *[]Extension) {

@@ -286,6 +286,78 @@ func (x *CodeSystem) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
+func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "caseSensitive":
+		return appendOne(dst, name, x.CaseSensitive), fieldName
+	case "valueSet":
+		return appendOne(dst, name, x.ValueSet), fieldName
+	case "hierarchyMeaning":
+		return appendOne(dst, name, x.HierarchyMeaning), fieldName
+	case "compositional":
+		return appendOne(dst, name, x.Compositional), fieldName
+	case "versionNeeded":
+		return appendOne(dst, name, x.VersionNeeded), fieldName
+	case "content":
+		return appendOne(dst, name, x.Content), fieldName
+	case "supplements":
+		return appendOne(dst, name, x.Supplements), fieldName
+	case "count":
+		return appendOne(dst, name, x.Count), fieldName
+	case "filter":
+		return appendMany(dst, name, x.Filter), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "concept":
+		return appendMany(dst, name, x.Concept), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "CodeSystem".
 func (x *CodeSystem) ResourceType() string { return "CodeSystem" }
 
@@ -454,6 +526,24 @@ func (x *CodeSystemFilter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "operator":
+		return appendMany(dst, name, x.Operator), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *CodeSystemFilter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -573,6 +663,24 @@ func (x *CodeSystemProperty) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *CodeSystemProperty) elementParts() (*string, *[]Extension) {
@@ -706,6 +814,28 @@ func (x *CodeSystemConcept) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
+func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "designation":
+		return appendMany(dst, name, x.Designation), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "concept":
+		return appendMany(dst, name, x.Concept), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *CodeSystemConcept) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -816,6 +946,22 @@ func (x *CodeSystemConceptDesignation) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *CodeSystemConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -964,6 +1110,44 @@ func (x *CodeSystemConceptProperty) walk(w *walker) {
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 	walkOne(w, "valueDecimal", x.ValueDecimal)
+}
+
+func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *CodeSystemConceptProperty) elementParts() (*string, *[]Extension) {

@@ -240,6 +240,79 @@ func (x *CommunicationRequest) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "groupIdentifier":
+		return appendOne(dst, name, x.GroupIdentifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "medium":
+		return appendMany(dst, name, x.Medium), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "about":
+		return appendMany(dst, name, x.About), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "payload":
+		return appendMany(dst, name, x.Payload), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "requester":
+		return appendOne(dst, name, x.Requester), fieldName
+	case "recipient":
+		return appendMany(dst, name, x.Recipient), fieldName
+	case "sender":
+		return appendOne(dst, name, x.Sender), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "CommunicationRequest".
 func (x *CommunicationRequest) ResourceType() string { return "CommunicationRequest" }
 
@@ -377,6 +450,30 @@ func (x *CommunicationRequestPayload) walk(w *walker) {
 	walkOne(w, "contentString", x.ContentString)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentString":
+		return appendOne(dst, name, x.ContentString), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentString", x.ContentString)
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *CommunicationRequestPayload) elementParts() (*string, *[]Extension) {

@@ -198,6 +198,54 @@ func (x *CompartmentDefinition) walk(w *walker) {
 	walkMany(w, "resource", x.Resource)
 }
 
+func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "search":
+		return appendOne(dst, name, x.Search), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "CompartmentDefinition".
 func (x *CompartmentDefinition) ResourceType() string { return "CompartmentDefinition" }
 
@@ -336,6 +384,22 @@ func (x *CompartmentDefinitionResource) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkMany(w, "param", x.Param)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "param":
+		return appendMany(dst, name, x.Param), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *CompartmentDefinitionResource) elementParts() (*string, *[]Extension) {

@@ -190,6 +190,56 @@ func (x *Composition) walk(w *walker) {
 	walkMany(w, "section", x.Section)
 }
 
+func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "confidentiality":
+		return appendOne(dst, name, x.Confidentiality), fieldName
+	case "attester":
+		return appendMany(dst, name, x.Attester), fieldName
+	case "custodian":
+		return appendOne(dst, name, x.Custodian), fieldName
+	case "relatesTo":
+		return appendMany(dst, name, x.RelatesTo), fieldName
+	case "event":
+		return appendMany(dst, name, x.Event), fieldName
+	case "section":
+		return appendMany(dst, name, x.Section), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Composition".
 func (x *Composition) ResourceType() string { return "Composition" }
 
@@ -322,6 +372,22 @@ func (x *CompositionAttester) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 }
 
+func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "time":
+		return appendOne(dst, name, x.Time), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *CompositionAttester) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -428,6 +494,29 @@ func (x *CompositionRelatesTo) walk(w *walker) {
 	walkOne(w, "targetReference", x.TargetReference)
 }
 
+func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "targetIdentifier":
+		return appendOne(dst, name, x.TargetIdentifier), fieldName
+	case "targetReference":
+		return appendOne(dst, name, x.TargetReference), fieldName
+	case "target":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "targetIdentifier", x.TargetIdentifier)
+		dst = appendOne(dst, "targetReference", x.TargetReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *CompositionRelatesTo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -529,6 +618,22 @@ func (x *CompositionEvent) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 	walkOne(w, "period", x.Period)
 	walkMany(w, "detail", x.Detail)
+}
+
+func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *CompositionEvent) elementParts() (*string, *[]Extension) {
@@ -677,6 +782,36 @@ func (x *CompositionSection) walk(w *walker) {
 	walkMany(w, "entry", x.Entry)
 	walkOne(w, "emptyReason", x.EmptyReason)
 	walkMany(w, "section", x.Section)
+}
+
+func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "focus":
+		return appendOne(dst, name, x.Focus), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "orderedBy":
+		return appendOne(dst, name, x.OrderedBy), fieldName
+	case "entry":
+		return appendMany(dst, name, x.Entry), fieldName
+	case "emptyReason":
+		return appendOne(dst, name, x.EmptyReason), fieldName
+	case "section":
+		return appendMany(dst, name, x.Section), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *CompositionSection) elementParts() (*string, *[]Extension) {

@@ -242,6 +242,80 @@ func (x *ConceptMap) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "sourceUri":
+		return appendOne(dst, name, x.SourceURI), fieldName
+	case "sourceCanonical":
+		return appendOne(dst, name, x.SourceCanonical), fieldName
+	case "targetUri":
+		return appendOne(dst, name, x.TargetURI), fieldName
+	case "targetCanonical":
+		return appendOne(dst, name, x.TargetCanonical), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "source":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "sourceUri", x.SourceURI)
+		dst = appendOne(dst, "sourceCanonical", x.SourceCanonical)
+		return dst, choiceName
+	case "target":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "targetUri", x.TargetURI)
+		dst = appendOne(dst, "targetCanonical", x.TargetCanonical)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ConceptMap".
 func (x *ConceptMap) ResourceType() string { return "ConceptMap" }
 
@@ -412,6 +486,28 @@ func (x *ConceptMapGroup) walk(w *walker) {
 	walkOne(w, "unmapped", x.Unmapped)
 }
 
+func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "sourceVersion":
+		return appendOne(dst, name, x.SourceVersion), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	case "targetVersion":
+		return appendOne(dst, name, x.TargetVersion), fieldName
+	case "element":
+		return appendMany(dst, name, x.Element), fieldName
+	case "unmapped":
+		return appendOne(dst, name, x.Unmapped), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ConceptMapGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -523,6 +619,22 @@ func (x *ConceptMapGroupElement) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "display", x.Display)
 	walkMany(w, "target", x.Target)
+}
+
+func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ConceptMapGroupElement) elementParts() (*string, *[]Extension) {
@@ -655,6 +767,28 @@ func (x *ConceptMapGroupElementTarget) walk(w *walker) {
 	walkMany(w, "product", x.Product)
 }
 
+func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "equivalence":
+		return appendOne(dst, name, x.Equivalence), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "dependsOn":
+		return appendMany(dst, name, x.DependsOn), fieldName
+	case "product":
+		return appendMany(dst, name, x.Product), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ConceptMapGroupElementTarget) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -778,6 +912,24 @@ func (x *ConceptMapGroupElementTargetDependsOn) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "property":
+		return appendOne(dst, name, x.Property), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ConceptMapGroupElementTargetDependsOn) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -897,6 +1049,24 @@ func (x *ConceptMapGroupUnmapped) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "display", x.Display)
 	walkOne(w, "url", x.URL)
+}
+
+func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ConceptMapGroupUnmapped) elementParts() (*string, *[]Extension) {

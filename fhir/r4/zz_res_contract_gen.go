@@ -320,6 +320,110 @@ func (x *Contract) walk(w *walker) {
 	walkOne(w, "legallyBindingReference", x.LegallyBindingReference)
 }
 
+func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "legalState":
+		return appendOne(dst, name, x.LegalState), fieldName
+	case "instantiatesCanonical":
+		return appendOne(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendOne(dst, name, x.InstantiatesURI), fieldName
+	case "contentDerivative":
+		return appendOne(dst, name, x.ContentDerivative), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "applies":
+		return appendOne(dst, name, x.Applies), fieldName
+	case "expirationType":
+		return appendOne(dst, name, x.ExpirationType), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "authority":
+		return appendMany(dst, name, x.Authority), fieldName
+	case "domain":
+		return appendMany(dst, name, x.Domain), fieldName
+	case "site":
+		return appendMany(dst, name, x.Site), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "scope":
+		return appendOne(dst, name, x.Scope), fieldName
+	case "topicCodeableConcept":
+		return appendOne(dst, name, x.TopicCodeableConcept), fieldName
+	case "topicReference":
+		return appendOne(dst, name, x.TopicReference), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendMany(dst, name, x.SubType), fieldName
+	case "contentDefinition":
+		return appendOne(dst, name, x.ContentDefinition), fieldName
+	case "term":
+		return appendMany(dst, name, x.Term), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "relevantHistory":
+		return appendMany(dst, name, x.RelevantHistory), fieldName
+	case "signer":
+		return appendMany(dst, name, x.Signer), fieldName
+	case "friendly":
+		return appendMany(dst, name, x.Friendly), fieldName
+	case "legal":
+		return appendMany(dst, name, x.Legal), fieldName
+	case "rule":
+		return appendMany(dst, name, x.Rule), fieldName
+	case "legallyBindingAttachment":
+		return appendOne(dst, name, x.LegallyBindingAttachment), fieldName
+	case "legallyBindingReference":
+		return appendOne(dst, name, x.LegallyBindingReference), fieldName
+	case "topic":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+		dst = appendOne(dst, "topicReference", x.TopicReference)
+		return dst, choiceName
+	case "legallyBinding":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "legallyBindingAttachment", x.LegallyBindingAttachment)
+		dst = appendOne(dst, "legallyBindingReference", x.LegallyBindingReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Contract".
 func (x *Contract) ResourceType() string { return "Contract" }
 
@@ -497,6 +601,28 @@ func (x *ContractContentDefinition) walk(w *walker) {
 	walkOne(w, "copyright", x.Copyright)
 }
 
+func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "publicationDate":
+		return appendOne(dst, name, x.PublicationDate), fieldName
+	case "publicationStatus":
+		return appendOne(dst, name, x.PublicationStatus), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractContentDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -669,6 +795,49 @@ func (x *ContractTerm) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "applies":
+		return appendOne(dst, name, x.Applies), fieldName
+	case "topicCodeableConcept":
+		return appendOne(dst, name, x.TopicCodeableConcept), fieldName
+	case "topicReference":
+		return appendOne(dst, name, x.TopicReference), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "securityLabel":
+		return appendMany(dst, name, x.SecurityLabel), fieldName
+	case "offer":
+		return appendOne(dst, name, x.Offer), fieldName
+	case "asset":
+		return appendMany(dst, name, x.Asset), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "topic":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+		dst = appendOne(dst, "topicReference", x.TopicReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractTerm) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -789,6 +958,24 @@ func (x *ContractTermSecurityLabel) walk(w *walker) {
 	walkOne(w, "classification", x.Classification)
 	walkMany(w, "category", x.Category)
 	walkMany(w, "control", x.Control)
+}
+
+func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "number":
+		return appendMany(dst, name, x.Number), fieldName
+	case "classification":
+		return appendOne(dst, name, x.Classification), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "control":
+		return appendMany(dst, name, x.Control), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ContractTermSecurityLabel) elementParts() (*string, *[]Extension) {
@@ -943,6 +1130,36 @@ func (x *ContractTermOffer) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "party":
+		return appendMany(dst, name, x.Party), fieldName
+	case "topic":
+		return appendOne(dst, name, x.Topic), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "decision":
+		return appendOne(dst, name, x.Decision), fieldName
+	case "decisionMode":
+		return appendMany(dst, name, x.DecisionMode), fieldName
+	case "answer":
+		return appendMany(dst, name, x.Answer), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractTermOffer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1047,6 +1264,20 @@ func (x *ContractTermOfferParty) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "reference", x.Reference)
 	walkOne(w, "role", x.Role)
+}
+
+func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendMany(dst, name, x.Reference), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ContractTermOfferParty) elementParts() (*string, *[]Extension) {
@@ -1218,6 +1449,57 @@ func (x *ContractTermOfferAnswer) walk(w *walker) {
 	walkOne(w, "valueCoding", x.ValueCoding)
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
+}
+
+func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ContractTermOfferAnswer) elementParts() (*string, *[]Extension) {
@@ -1419,6 +1701,46 @@ func (x *ContractTermAsset) walk(w *walker) {
 	walkMany(w, "valuedItem", x.ValuedItem)
 }
 
+func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "scope":
+		return appendOne(dst, name, x.Scope), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "typeReference":
+		return appendMany(dst, name, x.TypeReference), fieldName
+	case "subtype":
+		return appendMany(dst, name, x.Subtype), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "context":
+		return appendMany(dst, name, x.Context), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "periodType":
+		return appendMany(dst, name, x.PeriodType), fieldName
+	case "period":
+		return appendMany(dst, name, x.Period), fieldName
+	case "usePeriod":
+		return appendMany(dst, name, x.UsePeriod), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "answer":
+		return appendMany(dst, name, x.Answer), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	case "valuedItem":
+		return appendMany(dst, name, x.ValuedItem), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractTermAsset) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1537,6 +1859,22 @@ func (x *ContractTermAssetContext) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 	walkMany(w, "code", x.Code)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ContractTermAssetContext) elementParts() (*string, *[]Extension) {
@@ -1726,6 +2064,53 @@ func (x *ContractTermAssetValuedItem) walk(w *walker) {
 	walkOne(w, "recipient", x.Recipient)
 	walkMany(w, "linkId", x.LinkID)
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
+}
+
+func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "entityCodeableConcept":
+		return appendOne(dst, name, x.EntityCodeableConcept), fieldName
+	case "entityReference":
+		return appendOne(dst, name, x.EntityReference), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "effectiveTime":
+		return appendOne(dst, name, x.EffectiveTime), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "points":
+		return appendOne(dst, name, x.Points), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "payment":
+		return appendOne(dst, name, x.Payment), fieldName
+	case "paymentDate":
+		return appendOne(dst, name, x.PaymentDate), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "recipient":
+		return appendOne(dst, name, x.Recipient), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	case "entity":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "entityCodeableConcept", x.EntityCodeableConcept)
+		dst = appendOne(dst, "entityReference", x.EntityReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ContractTermAssetValuedItem) elementParts() (*string, *[]Extension) {
@@ -1987,6 +2372,70 @@ func (x *ContractTermAction) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "contextLinkId":
+		return appendMany(dst, name, x.ContextLinkID), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "occurrenceTiming":
+		return appendOne(dst, name, x.OccurrenceTiming), fieldName
+	case "requester":
+		return appendMany(dst, name, x.Requester), fieldName
+	case "requesterLinkId":
+		return appendMany(dst, name, x.RequesterLinkID), fieldName
+	case "performerType":
+		return appendMany(dst, name, x.PerformerType), fieldName
+	case "performerRole":
+		return appendOne(dst, name, x.PerformerRole), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "performerLinkId":
+		return appendMany(dst, name, x.PerformerLinkID), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "reason":
+		return appendMany(dst, name, x.Reason), fieldName
+	case "reasonLinkId":
+		return appendMany(dst, name, x.ReasonLinkID), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractTermAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2112,6 +2561,20 @@ func (x *ContractTermActionSubject) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendMany(dst, name, x.Reference), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractTermActionSubject) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2213,6 +2676,22 @@ func (x *ContractSigner) walk(w *walker) {
 	walkMany(w, "signature", x.Signature)
 }
 
+func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	case "signature":
+		return appendMany(dst, name, x.Signature), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractSigner) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2307,6 +2786,27 @@ func (x *ContractFriendly) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ContractFriendly) elementParts() (*string, *[]Extension) {
@@ -2404,6 +2904,27 @@ func (x *ContractLegal) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
+func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ContractLegal) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2497,6 +3018,27 @@ func (x *ContractRule) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ContractRule) elementParts() (*string, *[]Extension) {

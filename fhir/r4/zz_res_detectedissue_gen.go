@@ -180,6 +180,59 @@ func (x *DetectedIssue) walk(w *walker) {
 	walkMany(w, "mitigation", x.Mitigation)
 }
 
+func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "identifiedDateTime":
+		return appendOne(dst, name, x.IdentifiedDateTime), fieldName
+	case "identifiedPeriod":
+		return appendOne(dst, name, x.IdentifiedPeriod), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "implicated":
+		return appendMany(dst, name, x.Implicated), fieldName
+	case "evidence":
+		return appendMany(dst, name, x.Evidence), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "mitigation":
+		return appendMany(dst, name, x.Mitigation), fieldName
+	case "identified":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "identifiedDateTime", x.IdentifiedDateTime)
+		dst = appendOne(dst, "identifiedPeriod", x.IdentifiedPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "DetectedIssue".
 func (x *DetectedIssue) ResourceType() string { return "DetectedIssue" }
 
@@ -301,6 +354,20 @@ func (x *DetectedIssueEvidence) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *DetectedIssueEvidence) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -402,6 +469,22 @@ func (x *DetectedIssueMitigation) walk(w *walker) {
 	walkOne(w, "action", x.Action)
 	walkOne(w, "date", x.Date)
 	walkOne(w, "author", x.Author)
+}
+
+func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendOne(dst, name, x.Action), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *DetectedIssueMitigation) elementParts() (*string, *[]Extension) {

@@ -268,6 +268,78 @@ func (x *Device) walk(w *walker) {
 	walkOne(w, "parent", x.Parent)
 }
 
+func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "udiCarrier":
+		return appendMany(dst, name, x.UdiCarrier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendMany(dst, name, x.StatusReason), fieldName
+	case "distinctIdentifier":
+		return appendOne(dst, name, x.DistinctIdentifier), fieldName
+	case "manufacturer":
+		return appendOne(dst, name, x.Manufacturer), fieldName
+	case "manufactureDate":
+		return appendOne(dst, name, x.ManufactureDate), fieldName
+	case "expirationDate":
+		return appendOne(dst, name, x.ExpirationDate), fieldName
+	case "lotNumber":
+		return appendOne(dst, name, x.LotNumber), fieldName
+	case "serialNumber":
+		return appendOne(dst, name, x.SerialNumber), fieldName
+	case "deviceName":
+		return appendMany(dst, name, x.DeviceName), fieldName
+	case "modelNumber":
+		return appendOne(dst, name, x.ModelNumber), fieldName
+	case "partNumber":
+		return appendOne(dst, name, x.PartNumber), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "specialization":
+		return appendMany(dst, name, x.Specialization), fieldName
+	case "version":
+		return appendMany(dst, name, x.Version), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "owner":
+		return appendOne(dst, name, x.Owner), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "safety":
+		return appendMany(dst, name, x.Safety), fieldName
+	case "parent":
+		return appendOne(dst, name, x.Parent), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Device".
 func (x *Device) ResourceType() string { return "Device" }
 
@@ -443,6 +515,28 @@ func (x *DeviceUdiCarrier) walk(w *walker) {
 	walkOne(w, "entryType", x.EntryType)
 }
 
+func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "deviceIdentifier":
+		return appendOne(dst, name, x.DeviceIdentifier), fieldName
+	case "issuer":
+		return appendOne(dst, name, x.Issuer), fieldName
+	case "jurisdiction":
+		return appendOne(dst, name, x.Jurisdiction), fieldName
+	case "carrierAIDC":
+		return appendOne(dst, name, x.CarrierAIDC), fieldName
+	case "carrierHRF":
+		return appendOne(dst, name, x.CarrierHRF), fieldName
+	case "entryType":
+		return appendOne(dst, name, x.EntryType), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *DeviceUdiCarrier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -552,6 +646,20 @@ func (x *DeviceDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *DeviceDeviceName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -649,6 +757,20 @@ func (x *DeviceSpecialization) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "systemType", x.SystemType)
 	walkOne(w, "version", x.Version)
+}
+
+func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "systemType":
+		return appendOne(dst, name, x.SystemType), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *DeviceSpecialization) elementParts() (*string, *[]Extension) {
@@ -755,6 +877,22 @@ func (x *DeviceVersion) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "component":
+		return appendOne(dst, name, x.Component), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *DeviceVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -856,6 +994,22 @@ func (x *DeviceProperty) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "valueQuantity", x.ValueQuantity)
 	walkMany(w, "valueCode", x.ValueCode)
+}
+
+func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueQuantity":
+		return appendMany(dst, name, x.ValueQuantity), fieldName
+	case "valueCode":
+		return appendMany(dst, name, x.ValueCode), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *DeviceProperty) elementParts() (*string, *[]Extension) {

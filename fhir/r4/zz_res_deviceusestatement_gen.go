@@ -188,6 +188,64 @@ func (x *DeviceUseStatement) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "derivedFrom":
+		return appendMany(dst, name, x.DerivedFrom), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "recordedOn":
+		return appendOne(dst, name, x.RecordedOn), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "device":
+		return appendOne(dst, name, x.Device), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "DeviceUseStatement".
 func (x *DeviceUseStatement) ResourceType() string { return "DeviceUseStatement" }
 

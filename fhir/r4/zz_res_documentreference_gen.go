@@ -196,6 +196,58 @@ func (x *DocumentReference) walk(w *walker) {
 	walkOne(w, "context", x.Context)
 }
 
+func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "masterIdentifier":
+		return appendOne(dst, name, x.MasterIdentifier), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "docStatus":
+		return appendOne(dst, name, x.DocStatus), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "authenticator":
+		return appendOne(dst, name, x.Authenticator), fieldName
+	case "custodian":
+		return appendOne(dst, name, x.Custodian), fieldName
+	case "relatesTo":
+		return appendMany(dst, name, x.RelatesTo), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "securityLabel":
+		return appendMany(dst, name, x.SecurityLabel), fieldName
+	case "content":
+		return appendMany(dst, name, x.Content), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "DocumentReference".
 func (x *DocumentReference) ResourceType() string { return "DocumentReference" }
 
@@ -321,6 +373,20 @@ func (x *DocumentReferenceRelatesTo) walk(w *walker) {
 	walkOne(w, "target", x.Target)
 }
 
+func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *DocumentReferenceRelatesTo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -415,6 +481,20 @@ func (x *DocumentReferenceContent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "attachment", x.Attachment)
 	walkOne(w, "format", x.Format)
+}
+
+func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "attachment":
+		return appendOne(dst, name, x.Attachment), fieldName
+	case "format":
+		return appendOne(dst, name, x.Format), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *DocumentReferenceContent) elementParts() (*string, *[]Extension) {
@@ -540,6 +620,30 @@ func (x *DocumentReferenceContext) walk(w *walker) {
 	walkOne(w, "practiceSetting", x.PracticeSetting)
 	walkOne(w, "sourcePatientInfo", x.SourcePatientInfo)
 	walkMany(w, "related", x.Related)
+}
+
+func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "encounter":
+		return appendMany(dst, name, x.Encounter), fieldName
+	case "event":
+		return appendMany(dst, name, x.Event), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "facilityType":
+		return appendOne(dst, name, x.FacilityType), fieldName
+	case "practiceSetting":
+		return appendOne(dst, name, x.PracticeSetting), fieldName
+	case "sourcePatientInfo":
+		return appendOne(dst, name, x.SourcePatientInfo), fieldName
+	case "related":
+		return appendMany(dst, name, x.Related), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *DocumentReferenceContext) elementParts() (*string, *[]Extension) {

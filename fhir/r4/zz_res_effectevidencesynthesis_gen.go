@@ -312,6 +312,92 @@ func (x *EffectEvidenceSynthesis) walk(w *walker) {
 	walkMany(w, "certainty", x.Certainty)
 }
 
+func (x *EffectEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "synthesisType":
+		return appendOne(dst, name, x.SynthesisType), fieldName
+	case "studyType":
+		return appendOne(dst, name, x.StudyType), fieldName
+	case "population":
+		return appendOne(dst, name, x.Population), fieldName
+	case "exposure":
+		return appendOne(dst, name, x.Exposure), fieldName
+	case "exposureAlternative":
+		return appendOne(dst, name, x.ExposureAlternative), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "sampleSize":
+		return appendOne(dst, name, x.SampleSize), fieldName
+	case "resultsByExposure":
+		return appendMany(dst, name, x.ResultsByExposure), fieldName
+	case "effectEstimate":
+		return appendMany(dst, name, x.EffectEstimate), fieldName
+	case "certainty":
+		return appendMany(dst, name, x.Certainty), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "EffectEvidenceSynthesis".
 func (x *EffectEvidenceSynthesis) ResourceType() string { return "EffectEvidenceSynthesis" }
 
@@ -471,6 +557,22 @@ func (x *EffectEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
+func (x *EffectEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "numberOfStudies":
+		return appendOne(dst, name, x.NumberOfStudies), fieldName
+	case "numberOfParticipants":
+		return appendOne(dst, name, x.NumberOfParticipants), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *EffectEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -584,6 +686,24 @@ func (x *EffectEvidenceSynthesisResultsByExposure) walk(w *walker) {
 	walkOne(w, "exposureState", x.ExposureState)
 	walkOne(w, "variantState", x.VariantState)
 	walkOne(w, "riskEvidenceSynthesis", x.RiskEvidenceSynthesis)
+}
+
+func (x *EffectEvidenceSynthesisResultsByExposure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "exposureState":
+		return appendOne(dst, name, x.ExposureState), fieldName
+	case "variantState":
+		return appendOne(dst, name, x.VariantState), fieldName
+	case "riskEvidenceSynthesis":
+		return appendOne(dst, name, x.RiskEvidenceSynthesis), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) elementParts() (*string, *[]Extension) {
@@ -713,6 +833,28 @@ func (x *EffectEvidenceSynthesisEffectEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "variantState":
+		return appendOne(dst, name, x.VariantState), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "unitOfMeasure":
+		return appendOne(dst, name, x.UnitOfMeasure), fieldName
+	case "precisionEstimate":
+		return appendMany(dst, name, x.PrecisionEstimate), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *EffectEvidenceSynthesisEffectEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -832,6 +974,24 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walk(w *walker)
 	walkOne(w, "to", x.To)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "level":
+		return appendOne(dst, name, x.Level), fieldName
+	case "from":
+		return appendOne(dst, name, x.From), fieldName
+	case "to":
+		return appendOne(dst, name, x.To), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -938,6 +1098,22 @@ func (x *EffectEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
+func (x *EffectEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "rating":
+		return appendMany(dst, name, x.Rating), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "certaintySubcomponent":
+		return appendMany(dst, name, x.CertaintySubcomponent), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *EffectEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1038,6 +1214,22 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) 
 	walkOne(w, "type", x.Type)
 	walkMany(w, "rating", x.Rating)
 	walkMany(w, "note", x.Note)
+}
+
+func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "rating":
+		return appendMany(dst, name, x.Rating), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {

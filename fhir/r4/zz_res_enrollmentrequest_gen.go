@@ -138,6 +138,40 @@ func (x *EnrollmentRequest) walk(w *walker) {
 	walkOne(w, "coverage", x.Coverage)
 }
 
+func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "candidate":
+		return appendOne(dst, name, x.Candidate), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "EnrollmentRequest".
 func (x *EnrollmentRequest) ResourceType() string { return "EnrollmentRequest" }
 

@@ -148,6 +148,42 @@ func (x *EnrollmentResponse) walk(w *walker) {
 	walkOne(w, "requestProvider", x.RequestProvider)
 }
 
+func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "requestProvider":
+		return appendOne(dst, name, x.RequestProvider), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "EnrollmentResponse".
 func (x *EnrollmentResponse) ResourceType() string { return "EnrollmentResponse" }
 

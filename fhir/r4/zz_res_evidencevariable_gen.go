@@ -282,6 +282,80 @@ func (x *EvidenceVariable) walk(w *walker) {
 	walkMany(w, "characteristic", x.Characteristic)
 }
 
+func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "shortTitle":
+		return appendOne(dst, name, x.ShortTitle), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "characteristic":
+		return appendMany(dst, name, x.Characteristic), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "EvidenceVariable".
 func (x *EvidenceVariable) ResourceType() string { return "EvidenceVariable" }
 
@@ -512,6 +586,66 @@ func (x *EvidenceVariableCharacteristic) walk(w *walker) {
 	walkOne(w, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
 	walkOne(w, "timeFromStart", x.TimeFromStart)
 	walkOne(w, "groupMeasure", x.GroupMeasure)
+}
+
+func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "definitionReference":
+		return appendOne(dst, name, x.DefinitionReference), fieldName
+	case "definitionCanonical":
+		return appendOne(dst, name, x.DefinitionCanonical), fieldName
+	case "definitionCodeableConcept":
+		return appendOne(dst, name, x.DefinitionCodeableConcept), fieldName
+	case "definitionExpression":
+		return appendOne(dst, name, x.DefinitionExpression), fieldName
+	case "definitionDataRequirement":
+		return appendOne(dst, name, x.DefinitionDataRequirement), fieldName
+	case "definitionTriggerDefinition":
+		return appendOne(dst, name, x.DefinitionTriggerDefinition), fieldName
+	case "usageContext":
+		return appendMany(dst, name, x.UsageContext), fieldName
+	case "exclude":
+		return appendOne(dst, name, x.Exclude), fieldName
+	case "participantEffectiveDateTime":
+		return appendOne(dst, name, x.ParticipantEffectiveDateTime), fieldName
+	case "participantEffectivePeriod":
+		return appendOne(dst, name, x.ParticipantEffectivePeriod), fieldName
+	case "participantEffectiveDuration":
+		return appendOne(dst, name, x.ParticipantEffectiveDuration), fieldName
+	case "participantEffectiveTiming":
+		return appendOne(dst, name, x.ParticipantEffectiveTiming), fieldName
+	case "timeFromStart":
+		return appendOne(dst, name, x.TimeFromStart), fieldName
+	case "groupMeasure":
+		return appendOne(dst, name, x.GroupMeasure), fieldName
+	case "definition":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "definitionReference", x.DefinitionReference)
+		dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+		dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)
+		dst = appendOne(dst, "definitionExpression", x.DefinitionExpression)
+		dst = appendOne(dst, "definitionDataRequirement", x.DefinitionDataRequirement)
+		dst = appendOne(dst, "definitionTriggerDefinition", x.DefinitionTriggerDefinition)
+		return dst, choiceName
+	case "participantEffective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "participantEffectiveDateTime", x.ParticipantEffectiveDateTime)
+		dst = appendOne(dst, "participantEffectivePeriod", x.ParticipantEffectivePeriod)
+		dst = appendOne(dst, "participantEffectiveDuration", x.ParticipantEffectiveDuration)
+		dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *EvidenceVariableCharacteristic) elementParts() (*string, *[]Extension) {

@@ -214,6 +214,60 @@ func (x *ExampleScenario) walk(w *walker) {
 	walkMany(w, "workflow", x.Workflow)
 }
 
+func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "actor":
+		return appendMany(dst, name, x.Actor), fieldName
+	case "instance":
+		return appendMany(dst, name, x.Instance), fieldName
+	case "process":
+		return appendMany(dst, name, x.Process), fieldName
+	case "workflow":
+		return appendMany(dst, name, x.Workflow), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ExampleScenario".
 func (x *ExampleScenario) ResourceType() string { return "ExampleScenario" }
 
@@ -364,6 +418,24 @@ func (x *ExampleScenarioActor) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "actorId":
+		return appendOne(dst, name, x.ActorID), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExampleScenarioActor) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -497,6 +569,28 @@ func (x *ExampleScenarioInstance) walk(w *walker) {
 	walkMany(w, "containedInstance", x.ContainedInstance)
 }
 
+func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "resourceId":
+		return appendOne(dst, name, x.ResourceID), fieldName
+	case "resourceType":
+		return appendOne(dst, name, x.ResourceType), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "version":
+		return appendMany(dst, name, x.Version), fieldName
+	case "containedInstance":
+		return appendMany(dst, name, x.ContainedInstance), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExampleScenarioInstance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -604,6 +698,20 @@ func (x *ExampleScenarioInstanceVersion) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "versionId":
+		return appendOne(dst, name, x.VersionID), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExampleScenarioInstanceVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -703,6 +811,20 @@ func (x *ExampleScenarioInstanceContainedInstance) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "resourceId", x.ResourceID)
 	walkOne(w, "versionId", x.VersionID)
+}
+
+func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "resourceId":
+		return appendOne(dst, name, x.ResourceID), fieldName
+	case "versionId":
+		return appendOne(dst, name, x.VersionID), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExampleScenarioInstanceContainedInstance) elementParts() (*string, *[]Extension) {
@@ -828,6 +950,26 @@ func (x *ExampleScenarioProcess) walk(w *walker) {
 	walkMany(w, "step", x.Step)
 }
 
+func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "preConditions":
+		return appendOne(dst, name, x.PreConditions), fieldName
+	case "postConditions":
+		return appendOne(dst, name, x.PostConditions), fieldName
+	case "step":
+		return appendMany(dst, name, x.Step), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExampleScenarioProcess) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -942,6 +1084,24 @@ func (x *ExampleScenarioProcessStep) walk(w *walker) {
 	walkOne(w, "pause", x.Pause)
 	walkOne(w, "operation", x.Operation)
 	walkMany(w, "alternative", x.Alternative)
+}
+
+func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "process":
+		return appendMany(dst, name, x.Process), fieldName
+	case "pause":
+		return appendOne(dst, name, x.Pause), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "alternative":
+		return appendMany(dst, name, x.Alternative), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExampleScenarioProcessStep) elementParts() (*string, *[]Extension) {
@@ -1106,6 +1266,36 @@ func (x *ExampleScenarioProcessStepOperation) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "number":
+		return appendOne(dst, name, x.Number), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "initiator":
+		return appendOne(dst, name, x.Initiator), fieldName
+	case "receiver":
+		return appendOne(dst, name, x.Receiver), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "initiatorActive":
+		return appendOne(dst, name, x.InitiatorActive), fieldName
+	case "receiverActive":
+		return appendOne(dst, name, x.ReceiverActive), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExampleScenarioProcessStepOperation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1225,6 +1415,22 @@ func (x *ExampleScenarioProcessStepAlternative) walk(w *walker) {
 	walkOne(w, "title", x.Title)
 	walkOne(w, "description", x.Description)
 	walkMany(w, "step", x.Step)
+}
+
+func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "step":
+		return appendMany(dst, name, x.Step), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExampleScenarioProcessStepAlternative) elementParts() (*string, *[]Extension) {

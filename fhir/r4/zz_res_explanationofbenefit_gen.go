@@ -364,6 +364,112 @@ func (x *ExplanationOfBenefit) walk(w *walker) {
 	walkMany(w, "benefitBalance", x.BenefitBalance)
 }
 
+func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "billablePeriod":
+		return appendOne(dst, name, x.BillablePeriod), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "enterer":
+		return appendOne(dst, name, x.Enterer), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "fundsReserveRequested":
+		return appendOne(dst, name, x.FundsReserveRequested), fieldName
+	case "fundsReserve":
+		return appendOne(dst, name, x.FundsReserve), fieldName
+	case "related":
+		return appendMany(dst, name, x.Related), fieldName
+	case "prescription":
+		return appendOne(dst, name, x.Prescription), fieldName
+	case "originalPrescription":
+		return appendOne(dst, name, x.OriginalPrescription), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "referral":
+		return appendOne(dst, name, x.Referral), fieldName
+	case "facility":
+		return appendOne(dst, name, x.Facility), fieldName
+	case "claim":
+		return appendOne(dst, name, x.Claim), fieldName
+	case "claimResponse":
+		return appendOne(dst, name, x.ClaimResponse), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "preAuthRef":
+		return appendMany(dst, name, x.PreAuthRef), fieldName
+	case "preAuthRefPeriod":
+		return appendMany(dst, name, x.PreAuthRefPeriod), fieldName
+	case "careTeam":
+		return appendMany(dst, name, x.CareTeam), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "diagnosis":
+		return appendMany(dst, name, x.Diagnosis), fieldName
+	case "procedure":
+		return appendMany(dst, name, x.Procedure), fieldName
+	case "precedence":
+		return appendOne(dst, name, x.Precedence), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "accident":
+		return appendOne(dst, name, x.Accident), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	case "addItem":
+		return appendMany(dst, name, x.AddItem), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "total":
+		return appendMany(dst, name, x.Total), fieldName
+	case "payment":
+		return appendOne(dst, name, x.Payment), fieldName
+	case "formCode":
+		return appendOne(dst, name, x.FormCode), fieldName
+	case "form":
+		return appendOne(dst, name, x.Form), fieldName
+	case "processNote":
+		return appendMany(dst, name, x.ProcessNote), fieldName
+	case "benefitPeriod":
+		return appendOne(dst, name, x.BenefitPeriod), fieldName
+	case "benefitBalance":
+		return appendMany(dst, name, x.BenefitBalance), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ExplanationOfBenefit".
 func (x *ExplanationOfBenefit) ResourceType() string { return "ExplanationOfBenefit" }
 
@@ -523,6 +629,22 @@ func (x *ExplanationOfBenefitRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "claim":
+		return appendOne(dst, name, x.Claim), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitRelated) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -617,6 +739,20 @@ func (x *ExplanationOfBenefitPayee) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
+}
+
+func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitPayee) elementParts() (*string, *[]Extension) {
@@ -734,6 +870,26 @@ func (x *ExplanationOfBenefitCareTeam) walk(w *walker) {
 	walkOne(w, "responsible", x.Responsible)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
+}
+
+func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "qualification":
+		return appendOne(dst, name, x.Qualification), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitCareTeam) elementParts() (*string, *[]Extension) {
@@ -898,6 +1054,55 @@ func (x *ExplanationOfBenefitSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
+func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "timingDate":
+		return appendOne(dst, name, x.TimingDate), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingDate", x.TimingDate)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		return dst, choiceName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1032,6 +1237,35 @@ func (x *ExplanationOfBenefitDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "diagnosisCodeableConcept":
+		return appendOne(dst, name, x.DiagnosisCodeableConcept), fieldName
+	case "diagnosisReference":
+		return appendOne(dst, name, x.DiagnosisReference), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "onAdmission":
+		return appendOne(dst, name, x.OnAdmission), fieldName
+	case "packageCode":
+		return appendOne(dst, name, x.PackageCode), fieldName
+	case "diagnosis":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+		dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitDiagnosis) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1160,6 +1394,35 @@ func (x *ExplanationOfBenefitProcedure) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 }
 
+func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "procedureCodeableConcept":
+		return appendOne(dst, name, x.ProcedureCodeableConcept), fieldName
+	case "procedureReference":
+		return appendOne(dst, name, x.ProcedureReference), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "procedure":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+		dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitProcedure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1269,6 +1532,22 @@ func (x *ExplanationOfBenefitInsurance) walk(w *walker) {
 	walkOne(w, "focal", x.Focal)
 	walkOne(w, "coverage", x.Coverage)
 	walkMany(w, "preAuthRef", x.PreAuthRef)
+}
+
+func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "focal":
+		return appendOne(dst, name, x.Focal), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "preAuthRef":
+		return appendMany(dst, name, x.PreAuthRef), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitInsurance) elementParts() (*string, *[]Extension) {
@@ -1381,6 +1660,31 @@ func (x *ExplanationOfBenefitAccident) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
+}
+
+func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitAccident) elementParts() (*string, *[]Extension) {
@@ -1641,6 +1945,83 @@ func (x *ExplanationOfBenefitItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "careTeamSequence":
+		return appendMany(dst, name, x.CareTeamSequence), fieldName
+	case "diagnosisSequence":
+		return appendMany(dst, name, x.DiagnosisSequence), fieldName
+	case "procedureSequence":
+		return appendMany(dst, name, x.ProcedureSequence), fieldName
+	case "informationSequence":
+		return appendMany(dst, name, x.InformationSequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "locationCodeableConcept":
+		return appendOne(dst, name, x.LocationCodeableConcept), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "subSite":
+		return appendMany(dst, name, x.SubSite), fieldName
+	case "encounter":
+		return appendMany(dst, name, x.Encounter), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1780,6 +2161,24 @@ func (x *ExplanationOfBenefitItemAdjudication) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitItemAdjudication) elementParts() (*string, *[]Extension) {
@@ -1956,6 +2355,44 @@ func (x *ExplanationOfBenefitItemDetail) walk(w *walker) {
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
 	walkMany(w, "subDetail", x.SubDetail)
+}
+
+func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitItemDetail) elementParts() (*string, *[]Extension) {
@@ -2138,6 +2575,42 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
+}
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -2375,6 +2848,73 @@ func (x *ExplanationOfBenefitAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemSequence":
+		return appendMany(dst, name, x.ItemSequence), fieldName
+	case "detailSequence":
+		return appendMany(dst, name, x.DetailSequence), fieldName
+	case "subDetailSequence":
+		return appendMany(dst, name, x.SubDetailSequence), fieldName
+	case "provider":
+		return appendMany(dst, name, x.Provider), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "locationCodeableConcept":
+		return appendOne(dst, name, x.LocationCodeableConcept), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "subSite":
+		return appendMany(dst, name, x.SubSite), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitAddItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2541,6 +3081,34 @@ func (x *ExplanationOfBenefitAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitAddItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2685,6 +3253,32 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2786,6 +3380,20 @@ func (x *ExplanationOfBenefitTotal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "category", x.Category)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitTotal) elementParts() (*string, *[]Extension) {
@@ -2909,6 +3517,28 @@ func (x *ExplanationOfBenefitPayment) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 }
 
+func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "adjustment":
+		return appendOne(dst, name, x.Adjustment), fieldName
+	case "adjustmentReason":
+		return appendOne(dst, name, x.AdjustmentReason), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitPayment) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3025,6 +3655,24 @@ func (x *ExplanationOfBenefitProcessNote) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "number":
+		return appendOne(dst, name, x.Number), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitProcessNote) elementParts() (*string, *[]Extension) {
@@ -3169,6 +3817,32 @@ func (x *ExplanationOfBenefitBenefitBalance) walk(w *walker) {
 	walkMany(w, "financial", x.Financial)
 }
 
+func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "excluded":
+		return appendOne(dst, name, x.Excluded), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "network":
+		return appendOne(dst, name, x.Network), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "term":
+		return appendOne(dst, name, x.Term), fieldName
+	case "financial":
+		return appendMany(dst, name, x.Financial), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ExplanationOfBenefitBenefitBalance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3301,6 +3975,43 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) walk(w *walker) {
 	walkOne(w, "allowedMoney", x.AllowedMoney)
 	walkOne(w, "usedUnsignedInt", x.UsedUnsignedInt)
 	walkOne(w, "usedMoney", x.UsedMoney)
+}
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "allowedUnsignedInt":
+		return appendOne(dst, name, x.AllowedUnsignedInt), fieldName
+	case "allowedString":
+		return appendOne(dst, name, x.AllowedString), fieldName
+	case "allowedMoney":
+		return appendOne(dst, name, x.AllowedMoney), fieldName
+	case "usedUnsignedInt":
+		return appendOne(dst, name, x.UsedUnsignedInt), fieldName
+	case "usedMoney":
+		return appendOne(dst, name, x.UsedMoney), fieldName
+	case "allowed":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "allowedUnsignedInt", x.AllowedUnsignedInt)
+		dst = appendOne(dst, "allowedString", x.AllowedString)
+		dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
+		return dst, choiceName
+	case "used":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
+		dst = appendOne(dst, "usedMoney", x.UsedMoney)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) elementParts() (*string, *[]Extension) {

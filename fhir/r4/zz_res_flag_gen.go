@@ -142,6 +142,42 @@ func (x *Flag) walk(w *walker) {
 	walkOne(w, "author", x.Author)
 }
 
+func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Flag".
 func (x *Flag) ResourceType() string { return "Flag" }
 

@@ -162,6 +162,46 @@ func (x *Group) walk(w *walker) {
 	walkMany(w, "member", x.Member)
 }
 
+func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "actual":
+		return appendOne(dst, name, x.Actual), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "managingEntity":
+		return appendOne(dst, name, x.ManagingEntity), fieldName
+	case "characteristic":
+		return appendMany(dst, name, x.Characteristic), fieldName
+	case "member":
+		return appendMany(dst, name, x.Member), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Group".
 func (x *Group) ResourceType() string { return "Group" }
 
@@ -320,6 +360,42 @@ func (x *GroupCharacteristic) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "exclude":
+		return appendOne(dst, name, x.Exclude), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *GroupCharacteristic) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -429,6 +505,22 @@ func (x *GroupMember) walk(w *walker) {
 	walkOne(w, "entity", x.Entity)
 	walkOne(w, "period", x.Period)
 	walkOne(w, "inactive", x.Inactive)
+}
+
+func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "entity":
+		return appendOne(dst, name, x.Entity), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "inactive":
+		return appendOne(dst, name, x.Inactive), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *GroupMember) elementParts() (*string, *[]Extension) {

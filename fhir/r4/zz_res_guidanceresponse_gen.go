@@ -202,6 +202,68 @@ func (x *GuidanceResponse) walk(w *walker) {
 	walkMany(w, "dataRequirement", x.DataRequirement)
 }
 
+func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "requestIdentifier":
+		return appendOne(dst, name, x.RequestIdentifier), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "moduleUri":
+		return appendOne(dst, name, x.ModuleURI), fieldName
+	case "moduleCanonical":
+		return appendOne(dst, name, x.ModuleCanonical), fieldName
+	case "moduleCodeableConcept":
+		return appendOne(dst, name, x.ModuleCodeableConcept), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "evaluationMessage":
+		return appendMany(dst, name, x.EvaluationMessage), fieldName
+	case "outputParameters":
+		return appendOne(dst, name, x.OutputParameters), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "dataRequirement":
+		return appendMany(dst, name, x.DataRequirement), fieldName
+	case "module":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "moduleUri", x.ModuleURI)
+		dst = appendOne(dst, "moduleCanonical", x.ModuleCanonical)
+		dst = appendOne(dst, "moduleCodeableConcept", x.ModuleCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "GuidanceResponse".
 func (x *GuidanceResponse) ResourceType() string { return "GuidanceResponse" }
 

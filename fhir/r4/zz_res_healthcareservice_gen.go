@@ -248,6 +248,74 @@ func (x *HealthcareService) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "providedBy":
+		return appendOne(dst, name, x.ProvidedBy), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "extraDetails":
+		return appendOne(dst, name, x.ExtraDetails), fieldName
+	case "photo":
+		return appendOne(dst, name, x.Photo), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "coverageArea":
+		return appendMany(dst, name, x.CoverageArea), fieldName
+	case "serviceProvisionCode":
+		return appendMany(dst, name, x.ServiceProvisionCode), fieldName
+	case "eligibility":
+		return appendMany(dst, name, x.Eligibility), fieldName
+	case "program":
+		return appendMany(dst, name, x.Program), fieldName
+	case "characteristic":
+		return appendMany(dst, name, x.Characteristic), fieldName
+	case "communication":
+		return appendMany(dst, name, x.Communication), fieldName
+	case "referralMethod":
+		return appendMany(dst, name, x.ReferralMethod), fieldName
+	case "appointmentRequired":
+		return appendOne(dst, name, x.AppointmentRequired), fieldName
+	case "availableTime":
+		return appendMany(dst, name, x.AvailableTime), fieldName
+	case "notAvailable":
+		return appendMany(dst, name, x.NotAvailable), fieldName
+	case "availabilityExceptions":
+		return appendOne(dst, name, x.AvailabilityExceptions), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "HealthcareService".
 func (x *HealthcareService) ResourceType() string { return "HealthcareService" }
 
@@ -383,6 +451,20 @@ func (x *HealthcareServiceEligibility) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *HealthcareServiceEligibility) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -499,6 +581,24 @@ func (x *HealthcareServiceAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "daysOfWeek":
+		return appendMany(dst, name, x.DaysOfWeek), fieldName
+	case "allDay":
+		return appendOne(dst, name, x.AllDay), fieldName
+	case "availableStartTime":
+		return appendOne(dst, name, x.AvailableStartTime), fieldName
+	case "availableEndTime":
+		return appendOne(dst, name, x.AvailableEndTime), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *HealthcareServiceAvailableTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -600,6 +700,20 @@ func (x *HealthcareServiceNotAvailable) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
+}
+
+func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "during":
+		return appendOne(dst, name, x.During), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *HealthcareServiceNotAvailable) elementParts() (*string, *[]Extension) {

@@ -238,6 +238,66 @@ func (x *ImplementationGuide) walk(w *walker) {
 	walkOne(w, "manifest", x.Manifest)
 }
 
+func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "packageId":
+		return appendOne(dst, name, x.PackageID), fieldName
+	case "license":
+		return appendOne(dst, name, x.License), fieldName
+	case "fhirVersion":
+		return appendMany(dst, name, x.FhirVersion), fieldName
+	case "dependsOn":
+		return appendMany(dst, name, x.DependsOn), fieldName
+	case "global":
+		return appendMany(dst, name, x.Global), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "manifest":
+		return appendOne(dst, name, x.Manifest), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ImplementationGuide".
 func (x *ImplementationGuide) ResourceType() string { return "ImplementationGuide" }
 
@@ -386,6 +446,22 @@ func (x *ImplementationGuideDependsOn) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "packageId":
+		return appendOne(dst, name, x.PackageID), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ImplementationGuideDependsOn) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -487,6 +563,20 @@ func (x *ImplementationGuideGlobal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "profile", x.Profile)
+}
+
+func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ImplementationGuideGlobal) elementParts() (*string, *[]Extension) {
@@ -604,6 +694,26 @@ func (x *ImplementationGuideDefinition) walk(w *walker) {
 	walkMany(w, "template", x.Template)
 }
 
+func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "grouping":
+		return appendMany(dst, name, x.Grouping), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	case "page":
+		return appendOne(dst, name, x.Page), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "template":
+		return appendMany(dst, name, x.Template), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ImplementationGuideDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -704,6 +814,20 @@ func (x *ImplementationGuideDefinitionGrouping) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ImplementationGuideDefinitionGrouping) elementParts() (*string, *[]Extension) {
@@ -845,6 +969,37 @@ func (x *ImplementationGuideDefinitionResource) walk(w *walker) {
 	walkOne(w, "groupingId", x.GroupingID)
 }
 
+func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "fhirVersion":
+		return appendMany(dst, name, x.FhirVersion), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "exampleBoolean":
+		return appendOne(dst, name, x.ExampleBoolean), fieldName
+	case "exampleCanonical":
+		return appendOne(dst, name, x.ExampleCanonical), fieldName
+	case "groupingId":
+		return appendOne(dst, name, x.GroupingID), fieldName
+	case "example":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+		dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ImplementationGuideDefinitionResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -975,6 +1130,33 @@ func (x *ImplementationGuideDefinitionPage) walk(w *walker) {
 	walkMany(w, "page", x.Page)
 }
 
+func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "nameUrl":
+		return appendOne(dst, name, x.NameURL), fieldName
+	case "nameReference":
+		return appendOne(dst, name, x.NameReference), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "generation":
+		return appendOne(dst, name, x.Generation), fieldName
+	case "page":
+		return appendMany(dst, name, x.Page), fieldName
+	case "name":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "nameUrl", x.NameURL)
+		dst = appendOne(dst, "nameReference", x.NameReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ImplementationGuideDefinitionPage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1078,6 +1260,20 @@ func (x *ImplementationGuideDefinitionParameter) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ImplementationGuideDefinitionParameter) elementParts() (*string, *[]Extension) {
@@ -1187,6 +1383,22 @@ func (x *ImplementationGuideDefinitionTemplate) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "source", x.Source)
 	walkOne(w, "scope", x.Scope)
+}
+
+func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "scope":
+		return appendOne(dst, name, x.Scope), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ImplementationGuideDefinitionTemplate) elementParts() (*string, *[]Extension) {
@@ -1312,6 +1524,26 @@ func (x *ImplementationGuideManifest) walk(w *walker) {
 	walkMany(w, "other", x.Other)
 }
 
+func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "rendering":
+		return appendOne(dst, name, x.Rendering), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	case "page":
+		return appendMany(dst, name, x.Page), fieldName
+	case "image":
+		return appendMany(dst, name, x.Image), fieldName
+	case "other":
+		return appendMany(dst, name, x.Other), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ImplementationGuideManifest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1431,6 +1663,31 @@ func (x *ImplementationGuideManifestResource) walk(w *walker) {
 	walkOne(w, "relativePath", x.RelativePath)
 }
 
+func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "exampleBoolean":
+		return appendOne(dst, name, x.ExampleBoolean), fieldName
+	case "exampleCanonical":
+		return appendOne(dst, name, x.ExampleCanonical), fieldName
+	case "relativePath":
+		return appendOne(dst, name, x.RelativePath), fieldName
+	case "example":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+		dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ImplementationGuideManifestResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1541,6 +1798,22 @@ func (x *ImplementationGuideManifestPage) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkOne(w, "title", x.Title)
 	walkMany(w, "anchor", x.Anchor)
+}
+
+func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "anchor":
+		return appendMany(dst, name, x.Anchor), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ImplementationGuideManifestPage) elementParts() (*string, *[]Extension) {

@@ -182,6 +182,54 @@ func (x *InsurancePlan) walk(w *walker) {
 	walkMany(w, "plan", x.Plan)
 }
 
+func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "ownedBy":
+		return appendOne(dst, name, x.OwnedBy), fieldName
+	case "administeredBy":
+		return appendOne(dst, name, x.AdministeredBy), fieldName
+	case "coverageArea":
+		return appendMany(dst, name, x.CoverageArea), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	case "network":
+		return appendMany(dst, name, x.Network), fieldName
+	case "coverage":
+		return appendMany(dst, name, x.Coverage), fieldName
+	case "plan":
+		return appendMany(dst, name, x.Plan), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "InsurancePlan".
 func (x *InsurancePlan) ResourceType() string { return "InsurancePlan" }
 
@@ -314,6 +362,24 @@ func (x *InsurancePlanContact) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *InsurancePlanContact) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -415,6 +481,22 @@ func (x *InsurancePlanCoverage) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "network", x.Network)
 	walkMany(w, "benefit", x.Benefit)
+}
+
+func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "network":
+		return appendMany(dst, name, x.Network), fieldName
+	case "benefit":
+		return appendMany(dst, name, x.Benefit), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *InsurancePlanCoverage) elementParts() (*string, *[]Extension) {
@@ -521,6 +603,22 @@ func (x *InsurancePlanCoverageBenefit) walk(w *walker) {
 	walkMany(w, "limit", x.Limit)
 }
 
+func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "requirement":
+		return appendOne(dst, name, x.Requirement), fieldName
+	case "limit":
+		return appendMany(dst, name, x.Limit), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *InsurancePlanCoverageBenefit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -616,6 +714,20 @@ func (x *InsurancePlanCoverageBenefitLimit) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "value", x.Value)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *InsurancePlanCoverageBenefitLimit) elementParts() (*string, *[]Extension) {
@@ -737,6 +849,28 @@ func (x *InsurancePlanPlan) walk(w *walker) {
 	walkMany(w, "specificCost", x.SpecificCost)
 }
 
+func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "coverageArea":
+		return appendMany(dst, name, x.CoverageArea), fieldName
+	case "network":
+		return appendMany(dst, name, x.Network), fieldName
+	case "generalCost":
+		return appendMany(dst, name, x.GeneralCost), fieldName
+	case "specificCost":
+		return appendMany(dst, name, x.SpecificCost), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *InsurancePlanPlan) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -852,6 +986,24 @@ func (x *InsurancePlanPlanGeneralCost) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "groupSize":
+		return appendOne(dst, name, x.GroupSize), fieldName
+	case "cost":
+		return appendOne(dst, name, x.Cost), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *InsurancePlanPlanGeneralCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -951,6 +1103,20 @@ func (x *InsurancePlanPlanSpecificCost) walk(w *walker) {
 	walkMany(w, "benefit", x.Benefit)
 }
 
+func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "benefit":
+		return appendMany(dst, name, x.Benefit), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *InsurancePlanPlanSpecificCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1044,6 +1210,20 @@ func (x *InsurancePlanPlanSpecificCostBenefit) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkMany(w, "cost", x.Cost)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "cost":
+		return appendMany(dst, name, x.Cost), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) elementParts() (*string, *[]Extension) {
@@ -1151,6 +1331,24 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) walk(w *walker) {
 	walkOne(w, "applicability", x.Applicability)
 	walkMany(w, "qualifiers", x.Qualifiers)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "applicability":
+		return appendOne(dst, name, x.Applicability), fieldName
+	case "qualifiers":
+		return appendMany(dst, name, x.Qualifiers), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) elementParts() (*string, *[]Extension) {

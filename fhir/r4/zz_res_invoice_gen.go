@@ -196,6 +196,58 @@ func (x *Invoice) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "cancelledReason":
+		return appendOne(dst, name, x.CancelledReason), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "recipient":
+		return appendOne(dst, name, x.Recipient), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "issuer":
+		return appendOne(dst, name, x.Issuer), fieldName
+	case "account":
+		return appendOne(dst, name, x.Account), fieldName
+	case "lineItem":
+		return appendMany(dst, name, x.LineItem), fieldName
+	case "totalPriceComponent":
+		return appendMany(dst, name, x.TotalPriceComponent), fieldName
+	case "totalNet":
+		return appendOne(dst, name, x.TotalNet), fieldName
+	case "totalGross":
+		return appendOne(dst, name, x.TotalGross), fieldName
+	case "paymentTerms":
+		return appendOne(dst, name, x.PaymentTerms), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Invoice".
 func (x *Invoice) ResourceType() string { return "Invoice" }
 
@@ -319,6 +371,20 @@ func (x *InvoiceParticipant) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *InvoiceParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -426,6 +492,31 @@ func (x *InvoiceLineItem) walk(w *walker) {
 	walkOne(w, "chargeItemReference", x.ChargeItemReference)
 	walkOne(w, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
 	walkMany(w, "priceComponent", x.PriceComponent)
+}
+
+func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "chargeItemReference":
+		return appendOne(dst, name, x.ChargeItemReference), fieldName
+	case "chargeItemCodeableConcept":
+		return appendOne(dst, name, x.ChargeItemCodeableConcept), fieldName
+	case "priceComponent":
+		return appendMany(dst, name, x.PriceComponent), fieldName
+	case "chargeItem":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "chargeItemReference", x.ChargeItemReference)
+		dst = appendOne(dst, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *InvoiceLineItem) elementParts() (*string, *[]Extension) {
@@ -540,6 +631,24 @@ func (x *InvoiceLineItemPriceComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *InvoiceLineItemPriceComponent) elementParts() (*string, *[]Extension) {

@@ -206,6 +206,60 @@ func (x *Location) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "operationalStatus":
+		return appendOne(dst, name, x.OperationalStatus), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	case "physicalType":
+		return appendOne(dst, name, x.PhysicalType), fieldName
+	case "position":
+		return appendOne(dst, name, x.Position), fieldName
+	case "managingOrganization":
+		return appendOne(dst, name, x.ManagingOrganization), fieldName
+	case "partOf":
+		return appendOne(dst, name, x.PartOf), fieldName
+	case "hoursOfOperation":
+		return appendMany(dst, name, x.HoursOfOperation), fieldName
+	case "availabilityExceptions":
+		return appendOne(dst, name, x.AvailabilityExceptions), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Location".
 func (x *Location) ResourceType() string { return "Location" }
 
@@ -344,6 +398,22 @@ func (x *LocationPosition) walk(w *walker) {
 	walkOne(w, "altitude", x.Altitude)
 }
 
+func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "longitude":
+		return appendOne(dst, name, x.Longitude), fieldName
+	case "latitude":
+		return appendOne(dst, name, x.Latitude), fieldName
+	case "altitude":
+		return appendOne(dst, name, x.Altitude), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *LocationPosition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -461,6 +531,24 @@ func (x *LocationHoursOfOperation) walk(w *walker) {
 	walkOne(w, "allDay", x.AllDay)
 	walkOne(w, "openingTime", x.OpeningTime)
 	walkOne(w, "closingTime", x.ClosingTime)
+}
+
+func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "daysOfWeek":
+		return appendMany(dst, name, x.DaysOfWeek), fieldName
+	case "allDay":
+		return appendOne(dst, name, x.AllDay), fieldName
+	case "openingTime":
+		return appendOne(dst, name, x.OpeningTime), fieldName
+	case "closingTime":
+		return appendOne(dst, name, x.ClosingTime), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *LocationHoursOfOperation) elementParts() (*string, *[]Extension) {

@@ -390,6 +390,117 @@ func (x *Measure) walk(w *walker) {
 	walkMany(w, "supplementalData", x.SupplementalData)
 }
 
+func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "library":
+		return appendMany(dst, name, x.Library), fieldName
+	case "disclaimer":
+		return appendOne(dst, name, x.Disclaimer), fieldName
+	case "scoring":
+		return appendOne(dst, name, x.Scoring), fieldName
+	case "compositeScoring":
+		return appendOne(dst, name, x.CompositeScoring), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "riskAdjustment":
+		return appendOne(dst, name, x.RiskAdjustment), fieldName
+	case "rateAggregation":
+		return appendOne(dst, name, x.RateAggregation), fieldName
+	case "rationale":
+		return appendOne(dst, name, x.Rationale), fieldName
+	case "clinicalRecommendationStatement":
+		return appendOne(dst, name, x.ClinicalRecommendationStatement), fieldName
+	case "improvementNotation":
+		return appendOne(dst, name, x.ImprovementNotation), fieldName
+	case "definition":
+		return appendMany(dst, name, x.Definition), fieldName
+	case "guidance":
+		return appendOne(dst, name, x.Guidance), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "supplementalData":
+		return appendMany(dst, name, x.SupplementalData), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Measure".
 func (x *Measure) ResourceType() string { return "Measure" }
 
@@ -572,6 +683,24 @@ func (x *MeasureGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	case "stratifier":
+		return appendMany(dst, name, x.Stratifier), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MeasureGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -676,6 +805,22 @@ func (x *MeasureGroupPopulation) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MeasureGroupPopulation) elementParts() (*string, *[]Extension) {
@@ -789,6 +934,24 @@ func (x *MeasureGroupStratifier) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MeasureGroupStratifier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -893,6 +1056,22 @@ func (x *MeasureGroupStratifierComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MeasureGroupStratifierComponent) elementParts() (*string, *[]Extension) {
@@ -1004,6 +1183,24 @@ func (x *MeasureSupplementalData) walk(w *walker) {
 	walkMany(w, "usage", x.Usage)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "usage":
+		return appendMany(dst, name, x.Usage), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MeasureSupplementalData) elementParts() (*string, *[]Extension) {

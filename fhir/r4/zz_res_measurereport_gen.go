@@ -166,6 +166,48 @@ func (x *MeasureReport) walk(w *walker) {
 	walkMany(w, "evaluatedResource", x.EvaluatedResource)
 }
 
+func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "measure":
+		return appendOne(dst, name, x.Measure), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "reporter":
+		return appendOne(dst, name, x.Reporter), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "improvementNotation":
+		return appendOne(dst, name, x.ImprovementNotation), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "evaluatedResource":
+		return appendMany(dst, name, x.EvaluatedResource), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "MeasureReport".
 func (x *MeasureReport) ResourceType() string { return "MeasureReport" }
 
@@ -296,6 +338,24 @@ func (x *MeasureReportGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	case "measureScore":
+		return appendOne(dst, name, x.MeasureScore), fieldName
+	case "stratifier":
+		return appendMany(dst, name, x.Stratifier), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MeasureReportGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -401,6 +461,22 @@ func (x *MeasureReportGroupPopulation) walk(w *walker) {
 	walkOne(w, "subjectResults", x.SubjectResults)
 }
 
+func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "count":
+		return appendOne(dst, name, x.Count), fieldName
+	case "subjectResults":
+		return appendOne(dst, name, x.SubjectResults), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MeasureReportGroupPopulation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -496,6 +572,20 @@ func (x *MeasureReportGroupStratifier) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "code", x.Code)
 	walkMany(w, "stratum", x.Stratum)
+}
+
+func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "stratum":
+		return appendMany(dst, name, x.Stratum), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MeasureReportGroupStratifier) elementParts() (*string, *[]Extension) {
@@ -605,6 +695,24 @@ func (x *MeasureReportGroupStratifierStratum) walk(w *walker) {
 	walkOne(w, "measureScore", x.MeasureScore)
 }
 
+func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	case "measureScore":
+		return appendOne(dst, name, x.MeasureScore), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MeasureReportGroupStratifierStratum) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -700,6 +808,20 @@ func (x *MeasureReportGroupStratifierStratumComponent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MeasureReportGroupStratifierStratumComponent) elementParts() (*string, *[]Extension) {
@@ -803,6 +925,22 @@ func (x *MeasureReportGroupStratifierStratumPopulation) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "count", x.Count)
 	walkOne(w, "subjectResults", x.SubjectResults)
+}
+
+func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "count":
+		return appendOne(dst, name, x.Count), fieldName
+	case "subjectResults":
+		return appendOne(dst, name, x.SubjectResults), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) elementParts() (*string, *[]Extension) {

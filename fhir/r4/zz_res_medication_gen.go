@@ -142,6 +142,42 @@ func (x *Medication) walk(w *walker) {
 	walkOne(w, "batch", x.Batch)
 }
 
+func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "manufacturer":
+		return appendOne(dst, name, x.Manufacturer), fieldName
+	case "form":
+		return appendOne(dst, name, x.Form), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "ingredient":
+		return appendMany(dst, name, x.Ingredient), fieldName
+	case "batch":
+		return appendOne(dst, name, x.Batch), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Medication".
 func (x *Medication) ResourceType() string { return "Medication" }
 
@@ -268,6 +304,31 @@ func (x *MedicationIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
+func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "isActive":
+		return appendOne(dst, name, x.IsActive), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "item":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+		dst = appendOne(dst, "itemReference", x.ItemReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *MedicationIngredient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -368,6 +429,20 @@ func (x *MedicationBatch) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "lotNumber", x.LotNumber)
 	walkOne(w, "expirationDate", x.ExpirationDate)
+}
+
+func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "lotNumber":
+		return appendOne(dst, name, x.LotNumber), fieldName
+	case "expirationDate":
+		return appendOne(dst, name, x.ExpirationDate), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MedicationBatch) elementParts() (*string, *[]Extension) {

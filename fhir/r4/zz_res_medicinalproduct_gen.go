@@ -214,6 +214,66 @@ func (x *MedicinalProduct) walk(w *walker) {
 	walkMany(w, "specialDesignation", x.SpecialDesignation)
 }
 
+func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "domain":
+		return appendOne(dst, name, x.Domain), fieldName
+	case "combinedPharmaceuticalDoseForm":
+		return appendOne(dst, name, x.CombinedPharmaceuticalDoseForm), fieldName
+	case "legalStatusOfSupply":
+		return appendOne(dst, name, x.LegalStatusOfSupply), fieldName
+	case "additionalMonitoringIndicator":
+		return appendOne(dst, name, x.AdditionalMonitoringIndicator), fieldName
+	case "specialMeasures":
+		return appendMany(dst, name, x.SpecialMeasures), fieldName
+	case "paediatricUseIndicator":
+		return appendOne(dst, name, x.PaediatricUseIndicator), fieldName
+	case "productClassification":
+		return appendMany(dst, name, x.ProductClassification), fieldName
+	case "marketingStatus":
+		return appendMany(dst, name, x.MarketingStatus), fieldName
+	case "pharmaceuticalProduct":
+		return appendMany(dst, name, x.PharmaceuticalProduct), fieldName
+	case "packagedMedicinalProduct":
+		return appendMany(dst, name, x.PackagedMedicinalProduct), fieldName
+	case "attachedDocument":
+		return appendMany(dst, name, x.AttachedDocument), fieldName
+	case "masterFile":
+		return appendMany(dst, name, x.MasterFile), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "clinicalTrial":
+		return appendMany(dst, name, x.ClinicalTrial), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "crossReference":
+		return appendMany(dst, name, x.CrossReference), fieldName
+	case "manufacturingBusinessOperation":
+		return appendMany(dst, name, x.ManufacturingBusinessOperation), fieldName
+	case "specialDesignation":
+		return appendMany(dst, name, x.SpecialDesignation), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "MedicinalProduct".
 func (x *MedicinalProduct) ResourceType() string { return "MedicinalProduct" }
 
@@ -346,6 +406,22 @@ func (x *MedicinalProductName) walk(w *walker) {
 	walkMany(w, "countryLanguage", x.CountryLanguage)
 }
 
+func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productName":
+		return appendOne(dst, name, x.ProductName), fieldName
+	case "namePart":
+		return appendMany(dst, name, x.NamePart), fieldName
+	case "countryLanguage":
+		return appendMany(dst, name, x.CountryLanguage), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MedicinalProductName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -443,6 +519,20 @@ func (x *MedicinalProductNameNamePart) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "part", x.Part)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "part":
+		return appendOne(dst, name, x.Part), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MedicinalProductNameNamePart) elementParts() (*string, *[]Extension) {
@@ -545,6 +635,22 @@ func (x *MedicinalProductNameCountryLanguage) walk(w *walker) {
 	walkOne(w, "country", x.Country)
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "country":
+		return appendOne(dst, name, x.Country), fieldName
+	case "jurisdiction":
+		return appendOne(dst, name, x.Jurisdiction), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MedicinalProductNameCountryLanguage) elementParts() (*string, *[]Extension) {
@@ -667,6 +773,28 @@ func (x *MedicinalProductManufacturingBusinessOperation) walk(w *walker) {
 	walkOne(w, "confidentialityIndicator", x.ConfidentialityIndicator)
 	walkMany(w, "manufacturer", x.Manufacturer)
 	walkOne(w, "regulator", x.Regulator)
+}
+
+func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operationType":
+		return appendOne(dst, name, x.OperationType), fieldName
+	case "authorisationReferenceNumber":
+		return appendOne(dst, name, x.AuthorisationReferenceNumber), fieldName
+	case "effectiveDate":
+		return appendOne(dst, name, x.EffectiveDate), fieldName
+	case "confidentialityIndicator":
+		return appendOne(dst, name, x.ConfidentialityIndicator), fieldName
+	case "manufacturer":
+		return appendMany(dst, name, x.Manufacturer), fieldName
+	case "regulator":
+		return appendOne(dst, name, x.Regulator), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MedicinalProductManufacturingBusinessOperation) elementParts() (*string, *[]Extension) {
@@ -805,6 +933,39 @@ func (x *MedicinalProductSpecialDesignation) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "date", x.Date)
 	walkOne(w, "species", x.Species)
+}
+
+func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "intendedUse":
+		return appendOne(dst, name, x.IntendedUse), fieldName
+	case "indicationCodeableConcept":
+		return appendOne(dst, name, x.IndicationCodeableConcept), fieldName
+	case "indicationReference":
+		return appendOne(dst, name, x.IndicationReference), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "species":
+		return appendOne(dst, name, x.Species), fieldName
+	case "indication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
+		dst = appendOne(dst, "indicationReference", x.IndicationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *MedicinalProductSpecialDesignation) elementParts() (*string, *[]Extension) {

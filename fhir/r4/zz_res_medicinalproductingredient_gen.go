@@ -130,6 +130,38 @@ func (x *MedicinalProductIngredient) walk(w *walker) {
 	walkOne(w, "substance", x.Substance)
 }
 
+func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "allergenicIndicator":
+		return appendOne(dst, name, x.AllergenicIndicator), fieldName
+	case "manufacturer":
+		return appendMany(dst, name, x.Manufacturer), fieldName
+	case "specifiedSubstance":
+		return appendMany(dst, name, x.SpecifiedSubstance), fieldName
+	case "substance":
+		return appendOne(dst, name, x.Substance), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "MedicinalProductIngredient".
 func (x *MedicinalProductIngredient) ResourceType() string { return "MedicinalProductIngredient" }
 
@@ -250,6 +282,24 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) walk(w *walker) {
 	walkOne(w, "group", x.Group)
 	walkOne(w, "confidentiality", x.Confidentiality)
 	walkMany(w, "strength", x.Strength)
+}
+
+func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "group":
+		return appendOne(dst, name, x.Group), fieldName
+	case "confidentiality":
+		return appendOne(dst, name, x.Confidentiality), fieldName
+	case "strength":
+		return appendMany(dst, name, x.Strength), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstance) elementParts() (*string, *[]Extension) {
@@ -381,6 +431,30 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walk(w *walker) {
 	walkMany(w, "referenceStrength", x.ReferenceStrength)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "presentation":
+		return appendOne(dst, name, x.Presentation), fieldName
+	case "presentationLowLimit":
+		return appendOne(dst, name, x.PresentationLowLimit), fieldName
+	case "concentration":
+		return appendOne(dst, name, x.Concentration), fieldName
+	case "concentrationLowLimit":
+		return appendOne(dst, name, x.ConcentrationLowLimit), fieldName
+	case "measurementPoint":
+		return appendOne(dst, name, x.MeasurementPoint), fieldName
+	case "country":
+		return appendMany(dst, name, x.Country), fieldName
+	case "referenceStrength":
+		return appendMany(dst, name, x.ReferenceStrength), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -502,6 +576,26 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	walkMany(w, "country", x.Country)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "substance":
+		return appendOne(dst, name, x.Substance), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "strengthLowLimit":
+		return appendOne(dst, name, x.StrengthLowLimit), fieldName
+	case "measurementPoint":
+		return appendOne(dst, name, x.MeasurementPoint), fieldName
+	case "country":
+		return appendMany(dst, name, x.Country), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -599,6 +693,20 @@ func (x *MedicinalProductIngredientSubstance) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkMany(w, "strength", x.Strength)
+}
+
+func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "strength":
+		return appendMany(dst, name, x.Strength), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MedicinalProductIngredientSubstance) elementParts() (*string, *[]Extension) {

@@ -278,6 +278,83 @@ func (x *MessageDefinition) walk(w *walker) {
 	walkMany(w, "graph", x.Graph)
 }
 
+func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "base":
+		return appendOne(dst, name, x.Base), fieldName
+	case "parent":
+		return appendMany(dst, name, x.Parent), fieldName
+	case "eventCoding":
+		return appendOne(dst, name, x.EventCoding), fieldName
+	case "eventUri":
+		return appendOne(dst, name, x.EventURI), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "focus":
+		return appendMany(dst, name, x.Focus), fieldName
+	case "responseRequired":
+		return appendOne(dst, name, x.ResponseRequired), fieldName
+	case "allowedResponse":
+		return appendMany(dst, name, x.AllowedResponse), fieldName
+	case "graph":
+		return appendMany(dst, name, x.Graph), fieldName
+	case "event":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "eventCoding", x.EventCoding)
+		dst = appendOne(dst, "eventUri", x.EventURI)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "MessageDefinition".
 func (x *MessageDefinition) ResourceType() string { return "MessageDefinition" }
 
@@ -444,6 +521,24 @@ func (x *MessageDefinitionFocus) walk(w *walker) {
 	walkOne(w, "max", x.Max)
 }
 
+func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MessageDefinitionFocus) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -547,6 +642,20 @@ func (x *MessageDefinitionAllowedResponse) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "message", x.Message)
 	walkOne(w, "situation", x.Situation)
+}
+
+func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "message":
+		return appendOne(dst, name, x.Message), fieldName
+	case "situation":
+		return appendOne(dst, name, x.Situation), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MessageDefinitionAllowedResponse) elementParts() (*string, *[]Extension) {

@@ -196,6 +196,58 @@ func (x *MolecularSequence) walk(w *walker) {
 	walkMany(w, "structureVariant", x.StructureVariant)
 }
 
+func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "coordinateSystem":
+		return appendOne(dst, name, x.CoordinateSystem), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "specimen":
+		return appendOne(dst, name, x.Specimen), fieldName
+	case "device":
+		return appendOne(dst, name, x.Device), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "referenceSeq":
+		return appendOne(dst, name, x.ReferenceSeq), fieldName
+	case "variant":
+		return appendMany(dst, name, x.Variant), fieldName
+	case "observedSeq":
+		return appendOne(dst, name, x.ObservedSeq), fieldName
+	case "quality":
+		return appendMany(dst, name, x.Quality), fieldName
+	case "readCoverage":
+		return appendOne(dst, name, x.ReadCoverage), fieldName
+	case "repository":
+		return appendMany(dst, name, x.Repository), fieldName
+	case "pointer":
+		return appendMany(dst, name, x.Pointer), fieldName
+	case "structureVariant":
+		return appendMany(dst, name, x.StructureVariant), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "MolecularSequence".
 func (x *MolecularSequence) ResourceType() string { return "MolecularSequence" }
 
@@ -373,6 +425,34 @@ func (x *MolecularSequenceReferenceSeq) walk(w *walker) {
 	walkOne(w, "windowEnd", x.WindowEnd)
 }
 
+func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "chromosome":
+		return appendOne(dst, name, x.Chromosome), fieldName
+	case "genomeBuild":
+		return appendOne(dst, name, x.GenomeBuild), fieldName
+	case "orientation":
+		return appendOne(dst, name, x.Orientation), fieldName
+	case "referenceSeqId":
+		return appendOne(dst, name, x.ReferenceSeqID), fieldName
+	case "referenceSeqPointer":
+		return appendOne(dst, name, x.ReferenceSeqPointer), fieldName
+	case "referenceSeqString":
+		return appendOne(dst, name, x.ReferenceSeqString), fieldName
+	case "strand":
+		return appendOne(dst, name, x.Strand), fieldName
+	case "windowStart":
+		return appendOne(dst, name, x.WindowStart), fieldName
+	case "windowEnd":
+		return appendOne(dst, name, x.WindowEnd), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MolecularSequenceReferenceSeq) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -513,6 +593,28 @@ func (x *MolecularSequenceVariant) walk(w *walker) {
 	walkOne(w, "referenceAllele", x.ReferenceAllele)
 	walkOne(w, "cigar", x.Cigar)
 	walkOne(w, "variantPointer", x.VariantPointer)
+}
+
+func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "observedAllele":
+		return appendOne(dst, name, x.ObservedAllele), fieldName
+	case "referenceAllele":
+		return appendOne(dst, name, x.ReferenceAllele), fieldName
+	case "cigar":
+		return appendOne(dst, name, x.Cigar), fieldName
+	case "variantPointer":
+		return appendOne(dst, name, x.VariantPointer), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MolecularSequenceVariant) elementParts() (*string, *[]Extension) {
@@ -719,6 +821,46 @@ func (x *MolecularSequenceQuality) walk(w *walker) {
 	walkOne(w, "roc", x.Roc)
 }
 
+func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "standardSequence":
+		return appendOne(dst, name, x.StandardSequence), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "score":
+		return appendOne(dst, name, x.Score), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "truthTP":
+		return appendOne(dst, name, x.TruthTP), fieldName
+	case "queryTP":
+		return appendOne(dst, name, x.QueryTP), fieldName
+	case "truthFN":
+		return appendOne(dst, name, x.TruthFN), fieldName
+	case "queryFP":
+		return appendOne(dst, name, x.QueryFP), fieldName
+	case "gtFP":
+		return appendOne(dst, name, x.GtFP), fieldName
+	case "precision":
+		return appendOne(dst, name, x.Precision), fieldName
+	case "recall":
+		return appendOne(dst, name, x.Recall), fieldName
+	case "fScore":
+		return appendOne(dst, name, x.FScore), fieldName
+	case "roc":
+		return appendOne(dst, name, x.Roc), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MolecularSequenceQuality) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -882,6 +1024,30 @@ func (x *MolecularSequenceQualityRoc) walk(w *walker) {
 	walkMany(w, "fMeasure", x.FMeasure)
 }
 
+func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "score":
+		return appendMany(dst, name, x.Score), fieldName
+	case "numTP":
+		return appendMany(dst, name, x.NumTP), fieldName
+	case "numFP":
+		return appendMany(dst, name, x.NumFP), fieldName
+	case "numFN":
+		return appendMany(dst, name, x.NumFN), fieldName
+	case "precision":
+		return appendMany(dst, name, x.Precision), fieldName
+	case "sensitivity":
+		return appendMany(dst, name, x.Sensitivity), fieldName
+	case "fMeasure":
+		return appendMany(dst, name, x.FMeasure), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MolecularSequenceQualityRoc) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1025,6 +1191,28 @@ func (x *MolecularSequenceRepository) walk(w *walker) {
 	walkOne(w, "readsetId", x.ReadsetID)
 }
 
+func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "datasetId":
+		return appendOne(dst, name, x.DatasetID), fieldName
+	case "variantsetId":
+		return appendOne(dst, name, x.VariantsetID), fieldName
+	case "readsetId":
+		return appendOne(dst, name, x.ReadsetID), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MolecularSequenceRepository) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1152,6 +1340,26 @@ func (x *MolecularSequenceStructureVariant) walk(w *walker) {
 	walkOne(w, "inner", x.Inner)
 }
 
+func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "variantType":
+		return appendOne(dst, name, x.VariantType), fieldName
+	case "exact":
+		return appendOne(dst, name, x.Exact), fieldName
+	case "length":
+		return appendOne(dst, name, x.Length), fieldName
+	case "outer":
+		return appendOne(dst, name, x.Outer), fieldName
+	case "inner":
+		return appendOne(dst, name, x.Inner), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MolecularSequenceStructureVariant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1256,6 +1464,20 @@ func (x *MolecularSequenceStructureVariantOuter) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
+func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *MolecularSequenceStructureVariantOuter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1355,6 +1577,20 @@ func (x *MolecularSequenceStructureVariantInner) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "start", x.Start)
 	walkOne(w, "end", x.End)
+}
+
+func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *MolecularSequenceStructureVariantInner) elementParts() (*string, *[]Extension) {

@@ -186,6 +186,52 @@ func (x *NamingSystem) walk(w *walker) {
 	walkMany(w, "uniqueId", x.UniqueID)
 }
 
+func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "uniqueId":
+		return appendMany(dst, name, x.UniqueID), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "NamingSystem".
 func (x *NamingSystem) ResourceType() string { return "NamingSystem" }
 
@@ -334,6 +380,26 @@ func (x *NamingSystemUniqueId) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 	walkOne(w, "comment", x.Comment)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "preferred":
+		return appendOne(dst, name, x.Preferred), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *NamingSystemUniqueId) elementParts() (*string, *[]Extension) {

@@ -206,6 +206,60 @@ func (x *NutritionOrder) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "instantiates":
+		return appendMany(dst, name, x.Instantiates), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "dateTime":
+		return appendOne(dst, name, x.DateTime), fieldName
+	case "orderer":
+		return appendOne(dst, name, x.Orderer), fieldName
+	case "allergyIntolerance":
+		return appendMany(dst, name, x.AllergyIntolerance), fieldName
+	case "foodPreferenceModifier":
+		return appendMany(dst, name, x.FoodPreferenceModifier), fieldName
+	case "excludeFoodModifier":
+		return appendMany(dst, name, x.ExcludeFoodModifier), fieldName
+	case "oralDiet":
+		return appendOne(dst, name, x.OralDiet), fieldName
+	case "supplement":
+		return appendMany(dst, name, x.Supplement), fieldName
+	case "enteralFormula":
+		return appendOne(dst, name, x.EnteralFormula), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "NutritionOrder".
 func (x *NutritionOrder) ResourceType() string { return "NutritionOrder" }
 
@@ -358,6 +412,28 @@ func (x *NutritionOrderOralDiet) walk(w *walker) {
 	walkOne(w, "instruction", x.Instruction)
 }
 
+func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "schedule":
+		return appendMany(dst, name, x.Schedule), fieldName
+	case "nutrient":
+		return appendMany(dst, name, x.Nutrient), fieldName
+	case "texture":
+		return appendMany(dst, name, x.Texture), fieldName
+	case "fluidConsistencyType":
+		return appendMany(dst, name, x.FluidConsistencyType), fieldName
+	case "instruction":
+		return appendOne(dst, name, x.Instruction), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *NutritionOrderOralDiet) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -458,6 +534,20 @@ func (x *NutritionOrderOralDietNutrient) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "modifier":
+		return appendOne(dst, name, x.Modifier), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *NutritionOrderOralDietNutrient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -551,6 +641,20 @@ func (x *NutritionOrderOralDietTexture) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "modifier", x.Modifier)
 	walkOne(w, "foodType", x.FoodType)
+}
+
+func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "modifier":
+		return appendOne(dst, name, x.Modifier), fieldName
+	case "foodType":
+		return appendOne(dst, name, x.FoodType), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *NutritionOrderOralDietTexture) elementParts() (*string, *[]Extension) {
@@ -668,6 +772,26 @@ func (x *NutritionOrderSupplement) walk(w *walker) {
 	walkMany(w, "schedule", x.Schedule)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "instruction", x.Instruction)
+}
+
+func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "productName":
+		return appendOne(dst, name, x.ProductName), fieldName
+	case "schedule":
+		return appendMany(dst, name, x.Schedule), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "instruction":
+		return appendOne(dst, name, x.Instruction), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *NutritionOrderSupplement) elementParts() (*string, *[]Extension) {
@@ -818,6 +942,34 @@ func (x *NutritionOrderEnteralFormula) walk(w *walker) {
 	walkOne(w, "administrationInstruction", x.AdministrationInstruction)
 }
 
+func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "baseFormulaType":
+		return appendOne(dst, name, x.BaseFormulaType), fieldName
+	case "baseFormulaProductName":
+		return appendOne(dst, name, x.BaseFormulaProductName), fieldName
+	case "additiveType":
+		return appendOne(dst, name, x.AdditiveType), fieldName
+	case "additiveProductName":
+		return appendOne(dst, name, x.AdditiveProductName), fieldName
+	case "caloricDensity":
+		return appendOne(dst, name, x.CaloricDensity), fieldName
+	case "routeofAdministration":
+		return appendOne(dst, name, x.RouteofAdministration), fieldName
+	case "administration":
+		return appendMany(dst, name, x.Administration), fieldName
+	case "maxVolumeToDeliver":
+		return appendOne(dst, name, x.MaxVolumeToDeliver), fieldName
+	case "administrationInstruction":
+		return appendOne(dst, name, x.AdministrationInstruction), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *NutritionOrderEnteralFormula) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -933,6 +1085,31 @@ func (x *NutritionOrderEnteralFormulaAdministration) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "rateQuantity", x.RateQuantity)
 	walkOne(w, "rateRatio", x.RateRatio)
+}
+
+func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "schedule":
+		return appendOne(dst, name, x.Schedule), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "rateQuantity":
+		return appendOne(dst, name, x.RateQuantity), fieldName
+	case "rateRatio":
+		return appendOne(dst, name, x.RateRatio), fieldName
+	case "rate":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+		dst = appendOne(dst, "rateRatio", x.RateRatio)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *NutritionOrderEnteralFormulaAdministration) elementParts() (*string, *[]Extension) {

@@ -332,6 +332,125 @@ func (x *Observation) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "focus":
+		return appendMany(dst, name, x.Focus), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "effectiveDateTime":
+		return appendOne(dst, name, x.EffectiveDateTime), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "effectiveTiming":
+		return appendOne(dst, name, x.EffectiveTiming), fieldName
+	case "effectiveInstant":
+		return appendOne(dst, name, x.EffectiveInstant), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "dataAbsentReason":
+		return appendOne(dst, name, x.DataAbsentReason), fieldName
+	case "interpretation":
+		return appendMany(dst, name, x.Interpretation), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "specimen":
+		return appendOne(dst, name, x.Specimen), fieldName
+	case "device":
+		return appendOne(dst, name, x.Device), fieldName
+	case "referenceRange":
+		return appendMany(dst, name, x.ReferenceRange), fieldName
+	case "hasMember":
+		return appendMany(dst, name, x.HasMember), fieldName
+	case "derivedFrom":
+		return appendMany(dst, name, x.DerivedFrom), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	case "effective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+		dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+		dst = appendOne(dst, "effectiveTiming", x.EffectiveTiming)
+		dst = appendOne(dst, "effectiveInstant", x.EffectiveInstant)
+		return dst, choiceName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Observation".
 func (x *Observation) ResourceType() string { return "Observation" }
 
@@ -505,6 +624,28 @@ func (x *ObservationReferenceRange) walk(w *walker) {
 	walkMany(w, "appliesTo", x.AppliesTo)
 	walkOne(w, "age", x.Age)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "low":
+		return appendOne(dst, name, x.Low), fieldName
+	case "high":
+		return appendOne(dst, name, x.High), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "appliesTo":
+		return appendMany(dst, name, x.AppliesTo), fieldName
+	case "age":
+		return appendOne(dst, name, x.Age), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ObservationReferenceRange) elementParts() (*string, *[]Extension) {
@@ -693,6 +834,62 @@ func (x *ObservationComponent) walk(w *walker) {
 	walkOne(w, "dataAbsentReason", x.DataAbsentReason)
 	walkMany(w, "interpretation", x.Interpretation)
 	walkMany(w, "referenceRange", x.ReferenceRange)
+}
+
+func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "dataAbsentReason":
+		return appendOne(dst, name, x.DataAbsentReason), fieldName
+	case "interpretation":
+		return appendMany(dst, name, x.Interpretation), fieldName
+	case "referenceRange":
+		return appendMany(dst, name, x.ReferenceRange), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *ObservationComponent) elementParts() (*string, *[]Extension) {

@@ -290,6 +290,78 @@ func (x *OperationDefinition) walk(w *walker) {
 	walkMany(w, "overload", x.Overload)
 }
 
+func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "affectsState":
+		return appendOne(dst, name, x.AffectsState), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "base":
+		return appendOne(dst, name, x.Base), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "instance":
+		return appendOne(dst, name, x.Instance), fieldName
+	case "inputProfile":
+		return appendOne(dst, name, x.InputProfile), fieldName
+	case "outputProfile":
+		return appendOne(dst, name, x.OutputProfile), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "overload":
+		return appendMany(dst, name, x.Overload), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "OperationDefinition".
 func (x *OperationDefinition) ResourceType() string { return "OperationDefinition" }
 
@@ -510,6 +582,38 @@ func (x *OperationDefinitionParameter) walk(w *walker) {
 	walkMany(w, "part", x.Part)
 }
 
+func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "targetProfile":
+		return appendMany(dst, name, x.TargetProfile), fieldName
+	case "searchType":
+		return appendOne(dst, name, x.SearchType), fieldName
+	case "binding":
+		return appendOne(dst, name, x.Binding), fieldName
+	case "referencedFrom":
+		return appendMany(dst, name, x.ReferencedFrom), fieldName
+	case "part":
+		return appendMany(dst, name, x.Part), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *OperationDefinitionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -626,6 +730,20 @@ func (x *OperationDefinitionParameterBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
+func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "valueSet":
+		return appendOne(dst, name, x.ValueSet), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *OperationDefinitionParameterBinding) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -727,6 +845,20 @@ func (x *OperationDefinitionParameterReferencedFrom) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
+func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "sourceId":
+		return appendOne(dst, name, x.SourceID), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *OperationDefinitionParameterReferencedFrom) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -826,6 +958,20 @@ func (x *OperationDefinitionOverload) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "parameterName", x.ParameterName)
 	walkOne(w, "comment", x.Comment)
+}
+
+func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "parameterName":
+		return appendMany(dst, name, x.ParameterName), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *OperationDefinitionOverload) elementParts() (*string, *[]Extension) {

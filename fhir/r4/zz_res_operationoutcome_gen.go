@@ -98,6 +98,28 @@ func (x *OperationOutcome) walk(w *walker) {
 	walkMany(w, "issue", x.Issue)
 }
 
+func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "issue":
+		return appendMany(dst, name, x.Issue), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "OperationOutcome".
 func (x *OperationOutcome) ResourceType() string { return "OperationOutcome" }
 
@@ -234,6 +256,28 @@ func (x *OperationOutcomeIssue) walk(w *walker) {
 	walkOne(w, "diagnostics", x.Diagnostics)
 	walkMany(w, "location", x.Location)
 	walkMany(w, "expression", x.Expression)
+}
+
+func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "details":
+		return appendOne(dst, name, x.Details), fieldName
+	case "diagnostics":
+		return appendOne(dst, name, x.Diagnostics), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "expression":
+		return appendMany(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *OperationOutcomeIssue) elementParts() (*string, *[]Extension) {

@@ -158,6 +158,46 @@ func (x *Organization) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "partOf":
+		return appendOne(dst, name, x.PartOf), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Organization".
 func (x *Organization) ResourceType() string { return "Organization" }
 
@@ -284,6 +324,24 @@ func (x *OrganizationContact) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkMany(w, "telecom", x.Telecom)
 	walkOne(w, "address", x.Address)
+}
+
+func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *OrganizationContact) elementParts() (*string, *[]Extension) {

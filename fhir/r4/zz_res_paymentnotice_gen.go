@@ -170,6 +170,50 @@ func (x *PaymentNotice) walk(w *walker) {
 	walkOne(w, "paymentStatus", x.PaymentStatus)
 }
 
+func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "payment":
+		return appendOne(dst, name, x.Payment), fieldName
+	case "paymentDate":
+		return appendOne(dst, name, x.PaymentDate), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "recipient":
+		return appendOne(dst, name, x.Recipient), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "paymentStatus":
+		return appendOne(dst, name, x.PaymentStatus), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "PaymentNotice".
 func (x *PaymentNotice) ResourceType() string { return "PaymentNotice" }
 

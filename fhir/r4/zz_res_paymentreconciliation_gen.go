@@ -192,6 +192,56 @@ func (x *PaymentReconciliation) walk(w *walker) {
 	walkMany(w, "processNote", x.ProcessNote)
 }
 
+func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "paymentIssuer":
+		return appendOne(dst, name, x.PaymentIssuer), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "requestor":
+		return appendOne(dst, name, x.Requestor), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "paymentDate":
+		return appendOne(dst, name, x.PaymentDate), fieldName
+	case "paymentAmount":
+		return appendOne(dst, name, x.PaymentAmount), fieldName
+	case "paymentIdentifier":
+		return appendOne(dst, name, x.PaymentIdentifier), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "formCode":
+		return appendOne(dst, name, x.FormCode), fieldName
+	case "processNote":
+		return appendMany(dst, name, x.ProcessNote), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "PaymentReconciliation".
 func (x *PaymentReconciliation) ResourceType() string { return "PaymentReconciliation" }
 
@@ -365,6 +415,36 @@ func (x *PaymentReconciliationDetail) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "predecessor":
+		return appendOne(dst, name, x.Predecessor), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "submitter":
+		return appendOne(dst, name, x.Submitter), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *PaymentReconciliationDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -471,6 +551,20 @@ func (x *PaymentReconciliationProcessNote) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *PaymentReconciliationProcessNote) elementParts() (*string, *[]Extension) {

@@ -158,6 +158,46 @@ func (x *Person) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "birthDate":
+		return appendOne(dst, name, x.BirthDate), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "photo":
+		return appendOne(dst, name, x.Photo), fieldName
+	case "managingOrganization":
+		return appendOne(dst, name, x.ManagingOrganization), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Person".
 func (x *Person) ResourceType() string { return "Person" }
 
@@ -274,6 +314,20 @@ func (x *PersonLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "target", x.Target)
 	walkOne(w, "assurance", x.Assurance)
+}
+
+func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	case "assurance":
+		return appendOne(dst, name, x.Assurance), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *PersonLink) elementParts() (*string, *[]Extension) {

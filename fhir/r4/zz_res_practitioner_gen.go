@@ -158,6 +158,46 @@ func (x *Practitioner) walk(w *walker) {
 	walkMany(w, "communication", x.Communication)
 }
 
+func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "birthDate":
+		return appendOne(dst, name, x.BirthDate), fieldName
+	case "photo":
+		return appendMany(dst, name, x.Photo), fieldName
+	case "qualification":
+		return appendMany(dst, name, x.Qualification), fieldName
+	case "communication":
+		return appendMany(dst, name, x.Communication), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Practitioner".
 func (x *Practitioner) ResourceType() string { return "Practitioner" }
 
@@ -284,6 +324,24 @@ func (x *PractitionerQualification) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "period", x.Period)
 	walkOne(w, "issuer", x.Issuer)
+}
+
+func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "issuer":
+		return appendOne(dst, name, x.Issuer), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *PractitionerQualification) elementParts() (*string, *[]Extension) {

@@ -180,6 +180,54 @@ func (x *PractitionerRole) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "practitioner":
+		return appendOne(dst, name, x.Practitioner), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "healthcareService":
+		return appendMany(dst, name, x.HealthcareService), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "availableTime":
+		return appendMany(dst, name, x.AvailableTime), fieldName
+	case "notAvailable":
+		return appendMany(dst, name, x.NotAvailable), fieldName
+	case "availabilityExceptions":
+		return appendOne(dst, name, x.AvailabilityExceptions), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "PractitionerRole".
 func (x *PractitionerRole) ResourceType() string { return "PractitionerRole" }
 
@@ -319,6 +367,24 @@ func (x *PractitionerRoleAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "daysOfWeek":
+		return appendMany(dst, name, x.DaysOfWeek), fieldName
+	case "allDay":
+		return appendOne(dst, name, x.AllDay), fieldName
+	case "availableStartTime":
+		return appendOne(dst, name, x.AvailableStartTime), fieldName
+	case "availableEndTime":
+		return appendOne(dst, name, x.AvailableEndTime), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *PractitionerRoleAvailableTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -420,6 +486,20 @@ func (x *PractitionerRoleNotAvailable) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
+}
+
+func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "during":
+		return appendOne(dst, name, x.During), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *PractitionerRoleNotAvailable) elementParts() (*string, *[]Extension) {

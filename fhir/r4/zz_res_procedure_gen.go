@@ -294,6 +294,100 @@ func (x *Procedure) walk(w *walker) {
 	walkMany(w, "usedCode", x.UsedCode)
 }
 
+func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "performedDateTime":
+		return appendOne(dst, name, x.PerformedDateTime), fieldName
+	case "performedPeriod":
+		return appendOne(dst, name, x.PerformedPeriod), fieldName
+	case "performedString":
+		return appendOne(dst, name, x.PerformedString), fieldName
+	case "performedAge":
+		return appendOne(dst, name, x.PerformedAge), fieldName
+	case "performedRange":
+		return appendOne(dst, name, x.PerformedRange), fieldName
+	case "recorder":
+		return appendOne(dst, name, x.Recorder), fieldName
+	case "asserter":
+		return appendOne(dst, name, x.Asserter), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "bodySite":
+		return appendMany(dst, name, x.BodySite), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "report":
+		return appendMany(dst, name, x.Report), fieldName
+	case "complication":
+		return appendMany(dst, name, x.Complication), fieldName
+	case "complicationDetail":
+		return appendMany(dst, name, x.ComplicationDetail), fieldName
+	case "followUp":
+		return appendMany(dst, name, x.FollowUp), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "focalDevice":
+		return appendMany(dst, name, x.FocalDevice), fieldName
+	case "usedReference":
+		return appendMany(dst, name, x.UsedReference), fieldName
+	case "usedCode":
+		return appendMany(dst, name, x.UsedCode), fieldName
+	case "performed":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "performedDateTime", x.PerformedDateTime)
+		dst = appendOne(dst, "performedPeriod", x.PerformedPeriod)
+		dst = appendOne(dst, "performedString", x.PerformedString)
+		dst = appendOne(dst, "performedAge", x.PerformedAge)
+		dst = appendOne(dst, "performedRange", x.PerformedRange)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Procedure".
 func (x *Procedure) ResourceType() string { return "Procedure" }
 
@@ -440,6 +534,22 @@ func (x *ProcedurePerformer) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
+func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "function":
+		return appendOne(dst, name, x.Function), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	case "onBehalfOf":
+		return appendOne(dst, name, x.OnBehalfOf), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ProcedurePerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -534,6 +644,20 @@ func (x *ProcedureFocalDevice) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "action", x.Action)
 	walkOne(w, "manipulated", x.Manipulated)
+}
+
+func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendOne(dst, name, x.Action), fieldName
+	case "manipulated":
+		return appendOne(dst, name, x.Manipulated), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ProcedureFocalDevice) elementParts() (*string, *[]Extension) {

@@ -170,6 +170,50 @@ func (x *RelatedPerson) walk(w *walker) {
 	walkMany(w, "communication", x.Communication)
 }
 
+func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "relationship":
+		return appendMany(dst, name, x.Relationship), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "birthDate":
+		return appendOne(dst, name, x.BirthDate), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "photo":
+		return appendMany(dst, name, x.Photo), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "communication":
+		return appendMany(dst, name, x.Communication), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "RelatedPerson".
 func (x *RelatedPerson) ResourceType() string { return "RelatedPerson" }
 
@@ -288,6 +332,20 @@ func (x *RelatedPersonCommunication) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "language", x.Language)
 	walkOne(w, "preferred", x.Preferred)
+}
+
+func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "preferred":
+		return appendOne(dst, name, x.Preferred), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *RelatedPersonCommunication) elementParts() (*string, *[]Extension) {

@@ -212,6 +212,62 @@ func (x *RequestGroup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "groupIdentifier":
+		return appendOne(dst, name, x.GroupIdentifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "RequestGroup".
 func (x *RequestGroup) ResourceType() string { return "RequestGroup" }
 
@@ -493,6 +549,75 @@ func (x *RequestGroupAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "prefix":
+		return appendOne(dst, name, x.Prefix), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "textEquivalent":
+		return appendOne(dst, name, x.TextEquivalent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "documentation":
+		return appendMany(dst, name, x.Documentation), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "relatedAction":
+		return appendMany(dst, name, x.RelatedAction), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "timingAge":
+		return appendOne(dst, name, x.TimingAge), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "timingDuration":
+		return appendOne(dst, name, x.TimingDuration), fieldName
+	case "timingRange":
+		return appendOne(dst, name, x.TimingRange), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "groupingBehavior":
+		return appendOne(dst, name, x.GroupingBehavior), fieldName
+	case "selectionBehavior":
+		return appendOne(dst, name, x.SelectionBehavior), fieldName
+	case "requiredBehavior":
+		return appendOne(dst, name, x.RequiredBehavior), fieldName
+	case "precheckBehavior":
+		return appendOne(dst, name, x.PrecheckBehavior), fieldName
+	case "cardinalityBehavior":
+		return appendOne(dst, name, x.CardinalityBehavior), fieldName
+	case "resource":
+		return appendOne(dst, name, x.Resource), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		dst = appendOne(dst, "timingAge", x.TimingAge)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		dst = appendOne(dst, "timingDuration", x.TimingDuration)
+		dst = appendOne(dst, "timingRange", x.TimingRange)
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *RequestGroupAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -623,6 +748,20 @@ func (x *RequestGroupActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *RequestGroupActionCondition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -733,6 +872,31 @@ func (x *RequestGroupActionRelatedAction) walk(w *walker) {
 	walkOne(w, "relationship", x.Relationship)
 	walkOne(w, "offsetDuration", x.OffsetDuration)
 	walkOne(w, "offsetRange", x.OffsetRange)
+}
+
+func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "actionId":
+		return appendOne(dst, name, x.ActionID), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "offsetDuration":
+		return appendOne(dst, name, x.OffsetDuration), fieldName
+	case "offsetRange":
+		return appendOne(dst, name, x.OffsetRange), fieldName
+	case "offset":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
+		dst = appendOne(dst, "offsetRange", x.OffsetRange)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *RequestGroupActionRelatedAction) elementParts() (*string, *[]Extension) {

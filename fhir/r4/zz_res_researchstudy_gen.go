@@ -242,6 +242,74 @@ func (x *ResearchStudy) walk(w *walker) {
 	walkMany(w, "objective", x.Objective)
 }
 
+func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "protocol":
+		return appendMany(dst, name, x.Protocol), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "primaryPurposeType":
+		return appendOne(dst, name, x.PrimaryPurposeType), fieldName
+	case "phase":
+		return appendOne(dst, name, x.Phase), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "focus":
+		return appendMany(dst, name, x.Focus), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "keyword":
+		return appendMany(dst, name, x.Keyword), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "enrollment":
+		return appendMany(dst, name, x.Enrollment), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "sponsor":
+		return appendOne(dst, name, x.Sponsor), fieldName
+	case "principalInvestigator":
+		return appendOne(dst, name, x.PrincipalInvestigator), fieldName
+	case "site":
+		return appendMany(dst, name, x.Site), fieldName
+	case "reasonStopped":
+		return appendOne(dst, name, x.ReasonStopped), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "arm":
+		return appendMany(dst, name, x.Arm), fieldName
+	case "objective":
+		return appendMany(dst, name, x.Objective), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ResearchStudy".
 func (x *ResearchStudy) ResourceType() string { return "ResearchStudy" }
 
@@ -382,6 +450,22 @@ func (x *ResearchStudyArm) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ResearchStudyArm) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -480,6 +564,20 @@ func (x *ResearchStudyObjective) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ResearchStudyObjective) elementParts() (*string, *[]Extension) {

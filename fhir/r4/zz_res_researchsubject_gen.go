@@ -146,6 +146,42 @@ func (x *ResearchSubject) walk(w *walker) {
 	walkOne(w, "consent", x.Consent)
 }
 
+func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "study":
+		return appendOne(dst, name, x.Study), fieldName
+	case "individual":
+		return appendOne(dst, name, x.Individual), fieldName
+	case "assignedArm":
+		return appendOne(dst, name, x.AssignedArm), fieldName
+	case "actualArm":
+		return appendOne(dst, name, x.ActualArm), fieldName
+	case "consent":
+		return appendOne(dst, name, x.Consent), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ResearchSubject".
 func (x *ResearchSubject) ResourceType() string { return "ResearchSubject" }
 

@@ -206,6 +206,69 @@ func (x *RiskAssessment) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendOne(dst, name, x.BasedOn), fieldName
+	case "parent":
+		return appendOne(dst, name, x.Parent), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "basis":
+		return appendMany(dst, name, x.Basis), fieldName
+	case "prediction":
+		return appendMany(dst, name, x.Prediction), fieldName
+	case "mitigation":
+		return appendOne(dst, name, x.Mitigation), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "RiskAssessment".
 func (x *RiskAssessment) ResourceType() string { return "RiskAssessment" }
 
@@ -370,6 +433,46 @@ func (x *RiskAssessmentPrediction) walk(w *walker) {
 	walkOne(w, "whenPeriod", x.WhenPeriod)
 	walkOne(w, "whenRange", x.WhenRange)
 	walkOne(w, "rationale", x.Rationale)
+}
+
+func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "probabilityDecimal":
+		return appendOne(dst, name, x.ProbabilityDecimal), fieldName
+	case "probabilityRange":
+		return appendOne(dst, name, x.ProbabilityRange), fieldName
+	case "qualitativeRisk":
+		return appendOne(dst, name, x.QualitativeRisk), fieldName
+	case "relativeRisk":
+		return appendOne(dst, name, x.RelativeRisk), fieldName
+	case "whenPeriod":
+		return appendOne(dst, name, x.WhenPeriod), fieldName
+	case "whenRange":
+		return appendOne(dst, name, x.WhenRange), fieldName
+	case "rationale":
+		return appendOne(dst, name, x.Rationale), fieldName
+	case "probability":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "probabilityDecimal", x.ProbabilityDecimal)
+		dst = appendOne(dst, "probabilityRange", x.ProbabilityRange)
+		return dst, choiceName
+	case "when":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "whenPeriod", x.WhenPeriod)
+		dst = appendOne(dst, "whenRange", x.WhenRange)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *RiskAssessmentPrediction) elementParts() (*string, *[]Extension) {

@@ -292,6 +292,78 @@ func (x *SearchParameter) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "derivedFrom":
+		return appendOne(dst, name, x.DerivedFrom), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "base":
+		return appendMany(dst, name, x.Base), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	case "xpath":
+		return appendOne(dst, name, x.Xpath), fieldName
+	case "xpathUsage":
+		return appendOne(dst, name, x.XpathUsage), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	case "multipleOr":
+		return appendOne(dst, name, x.MultipleOr), fieldName
+	case "multipleAnd":
+		return appendOne(dst, name, x.MultipleAnd), fieldName
+	case "comparator":
+		return appendMany(dst, name, x.Comparator), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "chain":
+		return appendMany(dst, name, x.Chain), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "SearchParameter".
 func (x *SearchParameter) ResourceType() string { return "SearchParameter" }
 
@@ -445,6 +517,20 @@ func (x *SearchParameterComponent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "definition", x.Definition)
 	walkOne(w, "expression", x.Expression)
+}
+
+func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *SearchParameterComponent) elementParts() (*string, *[]Extension) {

@@ -168,6 +168,48 @@ func (x *Slot) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "serviceCategory":
+		return appendMany(dst, name, x.ServiceCategory), fieldName
+	case "serviceType":
+		return appendMany(dst, name, x.ServiceType), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "appointmentType":
+		return appendOne(dst, name, x.AppointmentType), fieldName
+	case "schedule":
+		return appendOne(dst, name, x.Schedule), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "overbooked":
+		return appendOne(dst, name, x.Overbooked), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Slot".
 func (x *Slot) ResourceType() string { return "Slot" }
 

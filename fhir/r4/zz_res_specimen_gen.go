@@ -174,6 +174,52 @@ func (x *Specimen) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "accessionIdentifier":
+		return appendOne(dst, name, x.AccessionIdentifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "receivedTime":
+		return appendOne(dst, name, x.ReceivedTime), fieldName
+	case "parent":
+		return appendMany(dst, name, x.Parent), fieldName
+	case "request":
+		return appendMany(dst, name, x.Request), fieldName
+	case "collection":
+		return appendOne(dst, name, x.Collection), fieldName
+	case "processing":
+		return appendMany(dst, name, x.Processing), fieldName
+	case "container":
+		return appendMany(dst, name, x.Container), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Specimen".
 func (x *Specimen) ResourceType() string { return "Specimen" }
 
@@ -336,6 +382,48 @@ func (x *SpecimenCollection) walk(w *walker) {
 	walkOne(w, "fastingStatusDuration", x.FastingStatusDuration)
 }
 
+func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "collector":
+		return appendOne(dst, name, x.Collector), fieldName
+	case "collectedDateTime":
+		return appendOne(dst, name, x.CollectedDateTime), fieldName
+	case "collectedPeriod":
+		return appendOne(dst, name, x.CollectedPeriod), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "fastingStatusCodeableConcept":
+		return appendOne(dst, name, x.FastingStatusCodeableConcept), fieldName
+	case "fastingStatusDuration":
+		return appendOne(dst, name, x.FastingStatusDuration), fieldName
+	case "collected":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+		dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+		return dst, choiceName
+	case "fastingStatus":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "fastingStatusCodeableConcept", x.FastingStatusCodeableConcept)
+		dst = appendOne(dst, "fastingStatusDuration", x.FastingStatusDuration)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *SpecimenCollection) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -459,6 +547,33 @@ func (x *SpecimenProcessing) walk(w *walker) {
 	walkMany(w, "additive", x.Additive)
 	walkOne(w, "timeDateTime", x.TimeDateTime)
 	walkOne(w, "timePeriod", x.TimePeriod)
+}
+
+func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "procedure":
+		return appendOne(dst, name, x.Procedure), fieldName
+	case "additive":
+		return appendMany(dst, name, x.Additive), fieldName
+	case "timeDateTime":
+		return appendOne(dst, name, x.TimeDateTime), fieldName
+	case "timePeriod":
+		return appendOne(dst, name, x.TimePeriod), fieldName
+	case "time":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+		dst = appendOne(dst, "timePeriod", x.TimePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *SpecimenProcessing) elementParts() (*string, *[]Extension) {
@@ -591,6 +706,37 @@ func (x *SpecimenContainer) walk(w *walker) {
 	walkOne(w, "specimenQuantity", x.SpecimenQuantity)
 	walkOne(w, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	walkOne(w, "additiveReference", x.AdditiveReference)
+}
+
+func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "capacity":
+		return appendOne(dst, name, x.Capacity), fieldName
+	case "specimenQuantity":
+		return appendOne(dst, name, x.SpecimenQuantity), fieldName
+	case "additiveCodeableConcept":
+		return appendOne(dst, name, x.AdditiveCodeableConcept), fieldName
+	case "additiveReference":
+		return appendOne(dst, name, x.AdditiveReference), fieldName
+	case "additive":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
+		dst = appendOne(dst, "additiveReference", x.AdditiveReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *SpecimenContainer) elementParts() (*string, *[]Extension) {

@@ -290,6 +290,80 @@ func (x *StructureDefinition) walk(w *walker) {
 	walkOne(w, "differential", x.Differential)
 }
 
+func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "keyword":
+		return appendMany(dst, name, x.Keyword), fieldName
+	case "fhirVersion":
+		return appendOne(dst, name, x.FhirVersion), fieldName
+	case "mapping":
+		return appendMany(dst, name, x.Mapping), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "abstract":
+		return appendOne(dst, name, x.Abstract), fieldName
+	case "context":
+		return appendMany(dst, name, x.Context), fieldName
+	case "contextInvariant":
+		return appendMany(dst, name, x.ContextInvariant), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "baseDefinition":
+		return appendOne(dst, name, x.BaseDefinition), fieldName
+	case "derivation":
+		return appendOne(dst, name, x.Derivation), fieldName
+	case "snapshot":
+		return appendOne(dst, name, x.Snapshot), fieldName
+	case "differential":
+		return appendOne(dst, name, x.Differential), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "StructureDefinition".
 func (x *StructureDefinition) ResourceType() string { return "StructureDefinition" }
 
@@ -458,6 +532,24 @@ func (x *StructureDefinitionMapping) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identity":
+		return appendOne(dst, name, x.Identity), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *StructureDefinitionMapping) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -563,6 +655,20 @@ func (x *StructureDefinitionContext) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *StructureDefinitionContext) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -654,6 +760,18 @@ func (x *StructureDefinitionSnapshot) walk(w *walker) {
 	walkMany(w, "element", x.Element)
 }
 
+func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "element":
+		return appendMany(dst, name, x.Element), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *StructureDefinitionSnapshot) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -740,6 +858,18 @@ func (x *StructureDefinitionDifferential) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "element", x.Element)
+}
+
+func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "element":
+		return appendMany(dst, name, x.Element), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *StructureDefinitionDifferential) elementParts() (*string, *[]Extension) {

@@ -144,6 +144,40 @@ func (x *Subscription) walk(w *walker) {
 	walkOne(w, "channel", x.Channel)
 }
 
+func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	case "error":
+		return appendOne(dst, name, x.Error), fieldName
+	case "channel":
+		return appendOne(dst, name, x.Channel), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "Subscription".
 func (x *Subscription) ResourceType() string { return "Subscription" }
 
@@ -277,6 +311,24 @@ func (x *SubscriptionChannel) walk(w *walker) {
 	walkOne(w, "endpoint", x.Endpoint)
 	walkOne(w, "payload", x.Payload)
 	walkMany(w, "header", x.Header)
+}
+
+func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "endpoint":
+		return appendOne(dst, name, x.Endpoint), fieldName
+	case "payload":
+		return appendOne(dst, name, x.Payload), fieldName
+	case "header":
+		return appendMany(dst, name, x.Header), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *SubscriptionChannel) elementParts() (*string, *[]Extension) {

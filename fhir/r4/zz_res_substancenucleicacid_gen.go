@@ -126,6 +126,36 @@ func (x *SubstanceNucleicAcid) walk(w *walker) {
 	walkMany(w, "subunit", x.Subunit)
 }
 
+func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequenceType":
+		return appendOne(dst, name, x.SequenceType), fieldName
+	case "numberOfSubunits":
+		return appendOne(dst, name, x.NumberOfSubunits), fieldName
+	case "areaOfHybridisation":
+		return appendOne(dst, name, x.AreaOfHybridisation), fieldName
+	case "oligoNucleotideType":
+		return appendOne(dst, name, x.OligoNucleotideType), fieldName
+	case "subunit":
+		return appendMany(dst, name, x.Subunit), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "SubstanceNucleicAcid".
 func (x *SubstanceNucleicAcid) ResourceType() string { return "SubstanceNucleicAcid" }
 
@@ -278,6 +308,32 @@ func (x *SubstanceNucleicAcidSubunit) walk(w *walker) {
 	walkMany(w, "sugar", x.Sugar)
 }
 
+func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subunit":
+		return appendOne(dst, name, x.Subunit), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "length":
+		return appendOne(dst, name, x.Length), fieldName
+	case "sequenceAttachment":
+		return appendOne(dst, name, x.SequenceAttachment), fieldName
+	case "fivePrime":
+		return appendOne(dst, name, x.FivePrime), fieldName
+	case "threePrime":
+		return appendOne(dst, name, x.ThreePrime), fieldName
+	case "linkage":
+		return appendMany(dst, name, x.Linkage), fieldName
+	case "sugar":
+		return appendMany(dst, name, x.Sugar), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *SubstanceNucleicAcidSubunit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -400,6 +456,24 @@ func (x *SubstanceNucleicAcidSubunitLinkage) walk(w *walker) {
 	walkOne(w, "residueSite", x.ResidueSite)
 }
 
+func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "connectivity":
+		return appendOne(dst, name, x.Connectivity), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "residueSite":
+		return appendOne(dst, name, x.ResidueSite), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *SubstanceNucleicAcidSubunitLinkage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -508,6 +582,22 @@ func (x *SubstanceNucleicAcidSubunitSugar) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "residueSite", x.ResidueSite)
+}
+
+func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "residueSite":
+		return appendOne(dst, name, x.ResidueSite), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *SubstanceNucleicAcidSubunitSugar) elementParts() (*string, *[]Extension) {

@@ -120,6 +120,34 @@ func (x *SubstanceProtein) walk(w *walker) {
 	walkMany(w, "subunit", x.Subunit)
 }
 
+func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequenceType":
+		return appendOne(dst, name, x.SequenceType), fieldName
+	case "numberOfSubunits":
+		return appendOne(dst, name, x.NumberOfSubunits), fieldName
+	case "disulfideLinkage":
+		return appendMany(dst, name, x.DisulfideLinkage), fieldName
+	case "subunit":
+		return appendMany(dst, name, x.Subunit), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "SubstanceProtein".
 func (x *SubstanceProtein) ResourceType() string { return "SubstanceProtein" }
 
@@ -273,6 +301,32 @@ func (x *SubstanceProteinSubunit) walk(w *walker) {
 	walkOne(w, "nTerminalModification", x.NTerminalModification)
 	walkOne(w, "cTerminalModificationId", x.CTerminalModificationID)
 	walkOne(w, "cTerminalModification", x.CTerminalModification)
+}
+
+func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subunit":
+		return appendOne(dst, name, x.Subunit), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "length":
+		return appendOne(dst, name, x.Length), fieldName
+	case "sequenceAttachment":
+		return appendOne(dst, name, x.SequenceAttachment), fieldName
+	case "nTerminalModificationId":
+		return appendOne(dst, name, x.NTerminalModificationID), fieldName
+	case "nTerminalModification":
+		return appendOne(dst, name, x.NTerminalModification), fieldName
+	case "cTerminalModificationId":
+		return appendOne(dst, name, x.CTerminalModificationID), fieldName
+	case "cTerminalModification":
+		return appendOne(dst, name, x.CTerminalModification), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *SubstanceProteinSubunit) elementParts() (*string, *[]Extension) {

@@ -210,6 +210,64 @@ func (x *SubstanceSpecification) walk(w *walker) {
 	walkOne(w, "sourceMaterial", x.SourceMaterial)
 }
 
+func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "domain":
+		return appendOne(dst, name, x.Domain), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "moiety":
+		return appendMany(dst, name, x.Moiety), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "referenceInformation":
+		return appendOne(dst, name, x.ReferenceInformation), fieldName
+	case "structure":
+		return appendOne(dst, name, x.Structure), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "molecularWeight":
+		return appendMany(dst, name, x.MolecularWeight), fieldName
+	case "relationship":
+		return appendMany(dst, name, x.Relationship), fieldName
+	case "nucleicAcid":
+		return appendOne(dst, name, x.NucleicAcid), fieldName
+	case "polymer":
+		return appendOne(dst, name, x.Polymer), fieldName
+	case "protein":
+		return appendOne(dst, name, x.Protein), fieldName
+	case "sourceMaterial":
+		return appendOne(dst, name, x.SourceMaterial), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "SubstanceSpecification".
 func (x *SubstanceSpecification) ResourceType() string { return "SubstanceSpecification" }
 
@@ -376,6 +434,39 @@ func (x *SubstanceSpecificationMoiety) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 }
 
+func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "stereochemistry":
+		return appendOne(dst, name, x.Stereochemistry), fieldName
+	case "opticalActivity":
+		return appendOne(dst, name, x.OpticalActivity), fieldName
+	case "molecularFormula":
+		return appendOne(dst, name, x.MolecularFormula), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *SubstanceSpecificationMoiety) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -512,6 +603,44 @@ func (x *SubstanceSpecificationProperty) walk(w *walker) {
 	walkOne(w, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
 	walkOne(w, "amountQuantity", x.AmountQuantity)
 	walkOne(w, "amountString", x.AmountString)
+}
+
+func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "parameters":
+		return appendOne(dst, name, x.Parameters), fieldName
+	case "definingSubstanceReference":
+		return appendOne(dst, name, x.DefiningSubstanceReference), fieldName
+	case "definingSubstanceCodeableConcept":
+		return appendOne(dst, name, x.DefiningSubstanceCodeableConcept), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "definingSubstance":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "definingSubstanceReference", x.DefiningSubstanceReference)
+		dst = appendOne(dst, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
+		return dst, choiceName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *SubstanceSpecificationProperty) elementParts() (*string, *[]Extension) {
@@ -656,6 +785,32 @@ func (x *SubstanceSpecificationStructure) walk(w *walker) {
 	walkMany(w, "representation", x.Representation)
 }
 
+func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "stereochemistry":
+		return appendOne(dst, name, x.Stereochemistry), fieldName
+	case "opticalActivity":
+		return appendOne(dst, name, x.OpticalActivity), fieldName
+	case "molecularFormula":
+		return appendOne(dst, name, x.MolecularFormula), fieldName
+	case "molecularFormulaByMoiety":
+		return appendOne(dst, name, x.MolecularFormulaByMoiety), fieldName
+	case "isotope":
+		return appendMany(dst, name, x.Isotope), fieldName
+	case "molecularWeight":
+		return appendOne(dst, name, x.MolecularWeight), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "representation":
+		return appendMany(dst, name, x.Representation), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *SubstanceSpecificationStructure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -777,6 +932,26 @@ func (x *SubstanceSpecificationStructureIsotope) walk(w *walker) {
 	walkOne(w, "molecularWeight", x.MolecularWeight)
 }
 
+func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "substitution":
+		return appendOne(dst, name, x.Substitution), fieldName
+	case "halfLife":
+		return appendOne(dst, name, x.HalfLife), fieldName
+	case "molecularWeight":
+		return appendOne(dst, name, x.MolecularWeight), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *SubstanceSpecificationStructureIsotope) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -881,6 +1056,22 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walk(w *walker) 
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -983,6 +1174,22 @@ func (x *SubstanceSpecificationStructureRepresentation) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "representation", x.Representation)
 	walkOne(w, "attachment", x.Attachment)
+}
+
+func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "representation":
+		return appendOne(dst, name, x.Representation), fieldName
+	case "attachment":
+		return appendOne(dst, name, x.Attachment), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *SubstanceSpecificationStructureRepresentation) elementParts() (*string, *[]Extension) {
@@ -1102,6 +1309,26 @@ func (x *SubstanceSpecificationCode) walk(w *walker) {
 	walkOne(w, "statusDate", x.StatusDate)
 	walkOne(w, "comment", x.Comment)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusDate":
+		return appendOne(dst, name, x.StatusDate), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *SubstanceSpecificationCode) elementParts() (*string, *[]Extension) {
@@ -1262,6 +1489,38 @@ func (x *SubstanceSpecificationName) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
+func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "preferred":
+		return appendOne(dst, name, x.Preferred), fieldName
+	case "language":
+		return appendMany(dst, name, x.Language), fieldName
+	case "domain":
+		return appendMany(dst, name, x.Domain), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "synonym":
+		return appendMany(dst, name, x.Synonym), fieldName
+	case "translation":
+		return appendMany(dst, name, x.Translation), fieldName
+	case "official":
+		return appendMany(dst, name, x.Official), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *SubstanceSpecificationName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1374,6 +1633,22 @@ func (x *SubstanceSpecificationNameOfficial) walk(w *walker) {
 	walkOne(w, "authority", x.Authority)
 	walkOne(w, "status", x.Status)
 	walkOne(w, "date", x.Date)
+}
+
+func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "authority":
+		return appendOne(dst, name, x.Authority), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *SubstanceSpecificationNameOfficial) elementParts() (*string, *[]Extension) {
@@ -1529,6 +1804,54 @@ func (x *SubstanceSpecificationRelationship) walk(w *walker) {
 	walkOne(w, "amountRatioLowLimit", x.AmountRatioLowLimit)
 	walkOne(w, "amountType", x.AmountType)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "substanceReference":
+		return appendOne(dst, name, x.SubstanceReference), fieldName
+	case "substanceCodeableConcept":
+		return appendOne(dst, name, x.SubstanceCodeableConcept), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "isDefining":
+		return appendOne(dst, name, x.IsDefining), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountRange":
+		return appendOne(dst, name, x.AmountRange), fieldName
+	case "amountRatio":
+		return appendOne(dst, name, x.AmountRatio), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "amountRatioLowLimit":
+		return appendOne(dst, name, x.AmountRatioLowLimit), fieldName
+	case "amountType":
+		return appendOne(dst, name, x.AmountType), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "substance":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "substanceReference", x.SubstanceReference)
+		dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
+		return dst, choiceName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountRange", x.AmountRange)
+		dst = appendOne(dst, "amountRatio", x.AmountRatio)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
 }
 
 func (x *SubstanceSpecificationRelationship) elementParts() (*string, *[]Extension) {

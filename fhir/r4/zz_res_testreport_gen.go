@@ -176,6 +176,50 @@ func (x *TestReport) walk(w *walker) {
 	walkOne(w, "teardown", x.Teardown)
 }
 
+func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "testScript":
+		return appendOne(dst, name, x.TestScript), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "score":
+		return appendOne(dst, name, x.Score), fieldName
+	case "tester":
+		return appendOne(dst, name, x.Tester), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "setup":
+		return appendOne(dst, name, x.Setup), fieldName
+	case "test":
+		return appendMany(dst, name, x.Test), fieldName
+	case "teardown":
+		return appendOne(dst, name, x.Teardown), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "TestReport".
 func (x *TestReport) ResourceType() string { return "TestReport" }
 
@@ -309,6 +353,22 @@ func (x *TestReportParticipant) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *TestReportParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -400,6 +460,18 @@ func (x *TestReportSetup) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "action", x.Action)
+}
+
+func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *TestReportSetup) elementParts() (*string, *[]Extension) {
@@ -494,6 +566,20 @@ func (x *TestReportSetupAction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
 	walkOne(w, "assert", x.Assert)
+}
+
+func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "assert":
+		return appendOne(dst, name, x.Assert), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *TestReportSetupAction) elementParts() (*string, *[]Extension) {
@@ -601,6 +687,22 @@ func (x *TestReportSetupActionOperation) walk(w *walker) {
 	walkOne(w, "result", x.Result)
 	walkOne(w, "message", x.Message)
 	walkOne(w, "detail", x.Detail)
+}
+
+func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "message":
+		return appendOne(dst, name, x.Message), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *TestReportSetupActionOperation) elementParts() (*string, *[]Extension) {
@@ -714,6 +816,22 @@ func (x *TestReportSetupActionAssert) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
+func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "message":
+		return appendOne(dst, name, x.Message), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *TestReportSetupActionAssert) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -823,6 +941,22 @@ func (x *TestReportTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *TestReportTest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -921,6 +1055,20 @@ func (x *TestReportTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
+func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "assert":
+		return appendOne(dst, name, x.Assert), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *TestReportTestAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1010,6 +1158,18 @@ func (x *TestReportTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *TestReportTeardown) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1096,6 +1256,18 @@ func (x *TestReportTeardownAction) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
+}
+
+func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *TestReportTeardownAction) elementParts() (*string, *[]Extension) {

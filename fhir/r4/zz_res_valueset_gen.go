@@ -224,6 +224,62 @@ func (x *ValueSet) walk(w *walker) {
 	walkOne(w, "expansion", x.Expansion)
 }
 
+func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "immutable":
+		return appendOne(dst, name, x.Immutable), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "compose":
+		return appendOne(dst, name, x.Compose), fieldName
+	case "expansion":
+		return appendOne(dst, name, x.Expansion), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "ValueSet".
 func (x *ValueSet) ResourceType() string { return "ValueSet" }
 
@@ -373,6 +429,24 @@ func (x *ValueSetCompose) walk(w *walker) {
 	walkMany(w, "exclude", x.Exclude)
 }
 
+func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "lockedDate":
+		return appendOne(dst, name, x.LockedDate), fieldName
+	case "inactive":
+		return appendOne(dst, name, x.Inactive), fieldName
+	case "include":
+		return appendMany(dst, name, x.Include), fieldName
+	case "exclude":
+		return appendMany(dst, name, x.Exclude), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ValueSetCompose) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -496,6 +570,26 @@ func (x *ValueSetComposeInclude) walk(w *walker) {
 	walkMany(w, "valueSet", x.ValueSet)
 }
 
+func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "concept":
+		return appendMany(dst, name, x.Concept), fieldName
+	case "filter":
+		return appendMany(dst, name, x.Filter), fieldName
+	case "valueSet":
+		return appendMany(dst, name, x.ValueSet), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ValueSetComposeInclude) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -607,6 +701,22 @@ func (x *ValueSetComposeIncludeConcept) walk(w *walker) {
 	walkMany(w, "designation", x.Designation)
 }
 
+func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "designation":
+		return appendMany(dst, name, x.Designation), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *ValueSetComposeIncludeConcept) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -713,6 +823,22 @@ func (x *ValueSetComposeIncludeConceptDesignation) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ValueSetComposeIncludeConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -823,6 +949,22 @@ func (x *ValueSetComposeIncludeFilter) walk(w *walker) {
 	walkOne(w, "property", x.Property)
 	walkOne(w, "op", x.Op)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "property":
+		return appendOne(dst, name, x.Property), fieldName
+	case "op":
+		return appendOne(dst, name, x.Op), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ValueSetComposeIncludeFilter) elementParts() (*string, *[]Extension) {
@@ -954,6 +1096,28 @@ func (x *ValueSetExpansion) walk(w *walker) {
 	walkOne(w, "offset", x.Offset)
 	walkMany(w, "parameter", x.Parameter)
 	walkMany(w, "contains", x.Contains)
+}
+
+func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "timestamp":
+		return appendOne(dst, name, x.Timestamp), fieldName
+	case "total":
+		return appendOne(dst, name, x.Total), fieldName
+	case "offset":
+		return appendOne(dst, name, x.Offset), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "contains":
+		return appendMany(dst, name, x.Contains), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ValueSetExpansion) elementParts() (*string, *[]Extension) {
@@ -1111,6 +1275,44 @@ func (x *ValueSetExpansionParameter) walk(w *walker) {
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 }
 
+func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
 func (x *ValueSetExpansionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1266,6 +1468,32 @@ func (x *ValueSetExpansionContains) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 	walkMany(w, "designation", x.Designation)
 	walkMany(w, "contains", x.Contains)
+}
+
+func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "abstract":
+		return appendOne(dst, name, x.Abstract), fieldName
+	case "inactive":
+		return appendOne(dst, name, x.Inactive), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "designation":
+		return appendMany(dst, name, x.Designation), fieldName
+	case "contains":
+		return appendMany(dst, name, x.Contains), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *ValueSetExpansionContains) elementParts() (*string, *[]Extension) {

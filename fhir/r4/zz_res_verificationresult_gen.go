@@ -186,6 +186,54 @@ func (x *VerificationResult) walk(w *walker) {
 	walkMany(w, "validator", x.Validator)
 }
 
+func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	case "targetLocation":
+		return appendMany(dst, name, x.TargetLocation), fieldName
+	case "need":
+		return appendOne(dst, name, x.Need), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusDate":
+		return appendOne(dst, name, x.StatusDate), fieldName
+	case "validationType":
+		return appendOne(dst, name, x.ValidationType), fieldName
+	case "validationProcess":
+		return appendMany(dst, name, x.ValidationProcess), fieldName
+	case "frequency":
+		return appendOne(dst, name, x.Frequency), fieldName
+	case "lastPerformed":
+		return appendOne(dst, name, x.LastPerformed), fieldName
+	case "nextScheduled":
+		return appendOne(dst, name, x.NextScheduled), fieldName
+	case "failureAction":
+		return appendOne(dst, name, x.FailureAction), fieldName
+	case "primarySource":
+		return appendMany(dst, name, x.PrimarySource), fieldName
+	case "attestation":
+		return appendOne(dst, name, x.Attestation), fieldName
+	case "validator":
+		return appendMany(dst, name, x.Validator), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "VerificationResult".
 func (x *VerificationResult) ResourceType() string { return "VerificationResult" }
 
@@ -340,6 +388,30 @@ func (x *VerificationResultPrimarySource) walk(w *walker) {
 	walkMany(w, "pushTypeAvailable", x.PushTypeAvailable)
 }
 
+func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "who":
+		return appendOne(dst, name, x.Who), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "communicationMethod":
+		return appendMany(dst, name, x.CommunicationMethod), fieldName
+	case "validationStatus":
+		return appendOne(dst, name, x.ValidationStatus), fieldName
+	case "validationDate":
+		return appendOne(dst, name, x.ValidationDate), fieldName
+	case "canPushUpdates":
+		return appendOne(dst, name, x.CanPushUpdates), fieldName
+	case "pushTypeAvailable":
+		return appendMany(dst, name, x.PushTypeAvailable), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *VerificationResultPrimarySource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -483,6 +555,32 @@ func (x *VerificationResultAttestation) walk(w *walker) {
 	walkOne(w, "sourceSignature", x.SourceSignature)
 }
 
+func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "who":
+		return appendOne(dst, name, x.Who), fieldName
+	case "onBehalfOf":
+		return appendOne(dst, name, x.OnBehalfOf), fieldName
+	case "communicationMethod":
+		return appendOne(dst, name, x.CommunicationMethod), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "sourceIdentityCertificate":
+		return appendOne(dst, name, x.SourceIdentityCertificate), fieldName
+	case "proxyIdentityCertificate":
+		return appendOne(dst, name, x.ProxyIdentityCertificate), fieldName
+	case "proxySignature":
+		return appendOne(dst, name, x.ProxySignature), fieldName
+	case "sourceSignature":
+		return appendOne(dst, name, x.SourceSignature), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *VerificationResultAttestation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -593,6 +691,22 @@ func (x *VerificationResultValidator) walk(w *walker) {
 	walkOne(w, "organization", x.Organization)
 	walkOne(w, "identityCertificate", x.IdentityCertificate)
 	walkOne(w, "attestationSignature", x.AttestationSignature)
+}
+
+func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "identityCertificate":
+		return appendOne(dst, name, x.IdentityCertificate), fieldName
+	case "attestationSignature":
+		return appendOne(dst, name, x.AttestationSignature), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *VerificationResultValidator) elementParts() (*string, *[]Extension) {

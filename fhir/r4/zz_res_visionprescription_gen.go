@@ -146,6 +146,42 @@ func (x *VisionPrescription) walk(w *walker) {
 	walkMany(w, "lensSpecification", x.LensSpecification)
 }
 
+func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "dateWritten":
+		return appendOne(dst, name, x.DateWritten), fieldName
+	case "prescriber":
+		return appendOne(dst, name, x.Prescriber), fieldName
+	case "lensSpecification":
+		return appendMany(dst, name, x.LensSpecification), fieldName
+	}
+	return dst, unknownName
+}
+
 // ResourceType returns "VisionPrescription".
 func (x *VisionPrescription) ResourceType() string { return "VisionPrescription" }
 
@@ -352,6 +388,44 @@ func (x *VisionPrescriptionLensSpecification) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "product":
+		return appendOne(dst, name, x.Product), fieldName
+	case "eye":
+		return appendOne(dst, name, x.Eye), fieldName
+	case "sphere":
+		return appendOne(dst, name, x.Sphere), fieldName
+	case "cylinder":
+		return appendOne(dst, name, x.Cylinder), fieldName
+	case "axis":
+		return appendOne(dst, name, x.Axis), fieldName
+	case "prism":
+		return appendMany(dst, name, x.Prism), fieldName
+	case "add":
+		return appendOne(dst, name, x.Add), fieldName
+	case "power":
+		return appendOne(dst, name, x.Power), fieldName
+	case "backCurve":
+		return appendOne(dst, name, x.BackCurve), fieldName
+	case "diameter":
+		return appendOne(dst, name, x.Diameter), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	case "color":
+		return appendOne(dst, name, x.Color), fieldName
+	case "brand":
+		return appendOne(dst, name, x.Brand), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
 func (x *VisionPrescriptionLensSpecification) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -471,6 +545,20 @@ func (x *VisionPrescriptionLensSpecificationPrism) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "base", x.Base)
+}
+
+func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "base":
+		return appendOne(dst, name, x.Base), fieldName
+	}
+	return dst, unknownName
 }
 
 func (x *VisionPrescriptionLensSpecificationPrism) elementParts() (*string, *[]Extension) {
