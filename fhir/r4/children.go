@@ -45,7 +45,11 @@ func AppendChildren(dst []Child, x any, name string, choice bool) []Child {
 			return dst // a nil pointer
 		}
 	}
-	if name != "" {
+	if name == "" {
+		if na, ok := x.(namedAppender); ok {
+			return na.appendAll(dst)
+		}
+	} else {
 		if na, ok := x.(namedAppender); ok {
 			out, kind := na.appendNamed(dst, name, choice)
 			if !choice || kind == choiceName {
@@ -96,9 +100,10 @@ func ChildrenNamed(x any, name string, choice bool, fn func(name string, index i
 // element) with a switch on the name, where the walker restricted to the
 // name would visit every field to compare its name. kind tells whether
 // name is the JSON name of a field, the base name of a choice element or
-// neither.
+// neither. appendAll appends every child, as the unrestricted walker.
 type namedAppender interface {
 	appendNamed(dst []Child, name string, choice bool) (out []Child, kind nameKind)
+	appendAll(dst []Child) []Child
 }
 
 // nameKind is what appendNamed found a name to be.

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestAppendNamed checks the generated appendNamed against the walker
-// restricted to the same name, for every element of the official examples
-// and the Synthea bundles: for every child name, every choice base name
+// TestAppendNamed checks the generated appendNamed and appendAll against
+// the walker (restricted to the same name), for every element of the
+// official examples and the Synthea bundles: for every child name, every choice base name
 // (value for valueQuantity), with and without choice, and a name no type
 // has. The definition bundles (above 512 KB) are left to -r4.all.
 func TestAppendNamed(t *testing.T) {
@@ -43,8 +43,12 @@ func TestAppendNamed(t *testing.T) {
 			if _, ok := x.(namedAppender); !ok {
 				t.Fatalf("%s: %T has no appendNamed", path, x)
 			}
+			all := walkChildren(nil, x.(walkable), "", false)
+			if got := AppendChildren(nil, x, "", false); !reflect.DeepEqual(got, all) {
+				t.Fatalf("%s: appendAll %v, walker %v", path, got, all)
+			}
 			names := map[string]bool{"nosuch": true, "": false}
-			for _, c := range walkChildren(nil, x.(walkable), "", false) {
+			for _, c := range all {
 				names[c.Name] = true
 				for i := 1; i < len(c.Name); i++ {
 					if c.Name[i] >= 'A' && c.Name[i] <= 'Z' {

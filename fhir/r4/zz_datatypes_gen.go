@@ -153,6 +153,21 @@ func (x *Address) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Address) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "line", x.Line)
+	dst = appendOne(dst, "city", x.City)
+	dst = appendOne(dst, "district", x.District)
+	dst = appendOne(dst, "state", x.State)
+	dst = appendOne(dst, "postalCode", x.PostalCode)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
+}
+
 func (x *Address) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -304,6 +319,16 @@ func (x *Age) appendNamed(dst []Child, name string, choice bool) ([]Child, nameK
 	return dst, unknownName
 }
 
+func (x *Age) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
+}
+
 func (x *Age) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -439,6 +464,15 @@ func (x *Annotation) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *Annotation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "authorReference", x.AuthorReference)
+	dst = appendOne(dst, "authorString", x.AuthorString)
+	dst = appendOne(dst, "time", x.Time)
+	dst = appendOne(dst, "text", x.Text)
+	return dst
 }
 
 func (x *Annotation) elementParts() (*string, *[]Extension) {
@@ -610,6 +644,19 @@ func (x *Attachment) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *Attachment) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "data", x.Data)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "size", x.Size)
+	dst = appendOne(dst, "hash", x.Hash)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "creation", x.Creation)
+	return dst
+}
+
 func (x *Attachment) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -724,6 +771,13 @@ func (x *CodeableConcept) appendNamed(dst []Child, name string, choice bool) ([]
 		return appendOne(dst, name, x.Text), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CodeableConcept) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "coding", x.Coding)
+	dst = appendOne(dst, "text", x.Text)
+	return dst
 }
 
 func (x *CodeableConcept) elementParts() (*string, *[]Extension) {
@@ -861,6 +915,16 @@ func (x *Coding) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
+func (x *Coding) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "userSelected", x.UserSelected)
+	return dst
+}
+
 func (x *Coding) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -969,6 +1033,13 @@ func (x *ContactDetail) appendNamed(dst []Child, name string, choice bool) ([]Ch
 		return appendMany(dst, name, x.Telecom), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ContactDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	return dst
 }
 
 func (x *ContactDetail) elementParts() (*string, *[]Extension) {
@@ -1104,6 +1175,16 @@ func (x *ContactPoint) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *ContactPoint) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "rank", x.Rank)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
+}
+
 func (x *ContactPoint) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1221,6 +1302,14 @@ func (x *Contributor) appendNamed(dst []Child, name string, choice bool) ([]Chil
 		return appendMany(dst, name, x.Contact), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Contributor) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "contact", x.Contact)
+	return dst
 }
 
 func (x *Contributor) elementParts() (*string, *[]Extension) {
@@ -1358,6 +1447,16 @@ func (x *Count) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 		return appendOne(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Count) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
 }
 
 func (x *Count) elementParts() (*string, *[]Extension) {
@@ -1539,6 +1638,20 @@ func (x *DataRequirement) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *DataRequirement) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendMany(dst, "mustSupport", x.MustSupport)
+	dst = appendMany(dst, "codeFilter", x.CodeFilter)
+	dst = appendMany(dst, "dateFilter", x.DateFilter)
+	dst = appendOne(dst, "limit", x.Limit)
+	dst = appendMany(dst, "sort", x.Sort)
+	return dst
+}
+
 func (x *DataRequirement) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1670,6 +1783,15 @@ func (x *DataRequirementCodeFilter) appendNamed(dst []Child, name string, choice
 		return appendMany(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DataRequirementCodeFilter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "searchParam", x.SearchParam)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	dst = appendMany(dst, "code", x.Code)
+	return dst
 }
 
 func (x *DataRequirementCodeFilter) elementParts() (*string, *[]Extension) {
@@ -1815,6 +1937,16 @@ func (x *DataRequirementDateFilter) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
+func (x *DataRequirementDateFilter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "searchParam", x.SearchParam)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	return dst
+}
+
 func (x *DataRequirementDateFilter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1923,6 +2055,13 @@ func (x *DataRequirementSort) appendNamed(dst []Child, name string, choice bool)
 		return appendOne(dst, name, x.Direction), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DataRequirementSort) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "direction", x.Direction)
+	return dst
 }
 
 func (x *DataRequirementSort) elementParts() (*string, *[]Extension) {
@@ -2059,6 +2198,16 @@ func (x *Distance) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 		return appendOne(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Distance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
 }
 
 func (x *Distance) elementParts() (*string, *[]Extension) {
@@ -2288,6 +2437,26 @@ func (x *Dosage) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
+func (x *Dosage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "additionalInstruction", x.AdditionalInstruction)
+	dst = appendOne(dst, "patientInstruction", x.PatientInstruction)
+	dst = appendOne(dst, "timing", x.Timing)
+	dst = appendOne(dst, "asNeededBoolean", x.AsNeededBoolean)
+	dst = appendOne(dst, "asNeededCodeableConcept", x.AsNeededCodeableConcept)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "route", x.Route)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendMany(dst, "doseAndRate", x.DoseAndRate)
+	dst = appendOne(dst, "maxDosePerPeriod", x.MaxDosePerPeriod)
+	dst = appendOne(dst, "maxDosePerAdministration", x.MaxDosePerAdministration)
+	dst = appendOne(dst, "maxDosePerLifetime", x.MaxDosePerLifetime)
+	return dst
+}
+
 func (x *Dosage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2452,6 +2621,17 @@ func (x *DosageDoseAndRate) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *DosageDoseAndRate) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "doseRange", x.DoseRange)
+	dst = appendOne(dst, "doseQuantity", x.DoseQuantity)
+	dst = appendOne(dst, "rateRatio", x.RateRatio)
+	dst = appendOne(dst, "rateRange", x.RateRange)
+	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+	return dst
+}
+
 func (x *DosageDoseAndRate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2588,6 +2768,16 @@ func (x *Duration) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 		return appendOne(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Duration) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
 }
 
 func (x *Duration) elementParts() (*string, *[]Extension) {
@@ -4647,6 +4837,209 @@ func (x *ElementDefinition) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *ElementDefinition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendMany(dst, "representation", x.Representation)
+	dst = appendOne(dst, "sliceName", x.SliceName)
+	dst = appendOne(dst, "sliceIsConstraining", x.SliceIsConstraining)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "slicing", x.Slicing)
+	dst = appendOne(dst, "short", x.Short)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "requirements", x.Requirements)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "base", x.Base)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "defaultValueBase64Binary", x.DefaultValueBase64Binary)
+	dst = appendOne(dst, "defaultValueBoolean", x.DefaultValueBoolean)
+	dst = appendOne(dst, "defaultValueCanonical", x.DefaultValueCanonical)
+	dst = appendOne(dst, "defaultValueCode", x.DefaultValueCode)
+	dst = appendOne(dst, "defaultValueDate", x.DefaultValueDate)
+	dst = appendOne(dst, "defaultValueDateTime", x.DefaultValueDateTime)
+	dst = appendOne(dst, "defaultValueDecimal", x.DefaultValueDecimal)
+	dst = appendOne(dst, "defaultValueId", x.DefaultValueID)
+	dst = appendOne(dst, "defaultValueInstant", x.DefaultValueInstant)
+	dst = appendOne(dst, "defaultValueInteger", x.DefaultValueInteger)
+	dst = appendOne(dst, "defaultValueMarkdown", x.DefaultValueMarkdown)
+	dst = appendOne(dst, "defaultValueOid", x.DefaultValueOID)
+	dst = appendOne(dst, "defaultValuePositiveInt", x.DefaultValuePositiveInt)
+	dst = appendOne(dst, "defaultValueString", x.DefaultValueString)
+	dst = appendOne(dst, "defaultValueTime", x.DefaultValueTime)
+	dst = appendOne(dst, "defaultValueUnsignedInt", x.DefaultValueUnsignedInt)
+	dst = appendOne(dst, "defaultValueUri", x.DefaultValueURI)
+	dst = appendOne(dst, "defaultValueUrl", x.DefaultValueURL)
+	dst = appendOne(dst, "defaultValueUuid", x.DefaultValueUUID)
+	dst = appendOne(dst, "defaultValueAddress", x.DefaultValueAddress)
+	dst = appendOne(dst, "defaultValueAge", x.DefaultValueAge)
+	dst = appendOne(dst, "defaultValueAnnotation", x.DefaultValueAnnotation)
+	dst = appendOne(dst, "defaultValueAttachment", x.DefaultValueAttachment)
+	dst = appendOne(dst, "defaultValueCodeableConcept", x.DefaultValueCodeableConcept)
+	dst = appendOne(dst, "defaultValueCoding", x.DefaultValueCoding)
+	dst = appendOne(dst, "defaultValueContactPoint", x.DefaultValueContactPoint)
+	dst = appendOne(dst, "defaultValueCount", x.DefaultValueCount)
+	dst = appendOne(dst, "defaultValueDistance", x.DefaultValueDistance)
+	dst = appendOne(dst, "defaultValueDuration", x.DefaultValueDuration)
+	dst = appendOne(dst, "defaultValueHumanName", x.DefaultValueHumanName)
+	dst = appendOne(dst, "defaultValueIdentifier", x.DefaultValueIdentifier)
+	dst = appendOne(dst, "defaultValueMoney", x.DefaultValueMoney)
+	dst = appendOne(dst, "defaultValuePeriod", x.DefaultValuePeriod)
+	dst = appendOne(dst, "defaultValueQuantity", x.DefaultValueQuantity)
+	dst = appendOne(dst, "defaultValueRange", x.DefaultValueRange)
+	dst = appendOne(dst, "defaultValueRatio", x.DefaultValueRatio)
+	dst = appendOne(dst, "defaultValueReference", x.DefaultValueReference)
+	dst = appendOne(dst, "defaultValueSampledData", x.DefaultValueSampledData)
+	dst = appendOne(dst, "defaultValueSignature", x.DefaultValueSignature)
+	dst = appendOne(dst, "defaultValueTiming", x.DefaultValueTiming)
+	dst = appendOne(dst, "defaultValueContactDetail", x.DefaultValueContactDetail)
+	dst = appendOne(dst, "defaultValueContributor", x.DefaultValueContributor)
+	dst = appendOne(dst, "defaultValueDataRequirement", x.DefaultValueDataRequirement)
+	dst = appendOne(dst, "defaultValueExpression", x.DefaultValueExpression)
+	dst = appendOne(dst, "defaultValueParameterDefinition", x.DefaultValueParameterDefinition)
+	dst = appendOne(dst, "defaultValueRelatedArtifact", x.DefaultValueRelatedArtifact)
+	dst = appendOne(dst, "defaultValueTriggerDefinition", x.DefaultValueTriggerDefinition)
+	dst = appendOne(dst, "defaultValueUsageContext", x.DefaultValueUsageContext)
+	dst = appendOne(dst, "defaultValueDosage", x.DefaultValueDosage)
+	dst = appendOne(dst, "defaultValueMeta", x.DefaultValueMeta)
+	dst = appendOne(dst, "meaningWhenMissing", x.MeaningWhenMissing)
+	dst = appendOne(dst, "orderMeaning", x.OrderMeaning)
+	dst = appendOne(dst, "fixedBase64Binary", x.FixedBase64Binary)
+	dst = appendOne(dst, "fixedBoolean", x.FixedBoolean)
+	dst = appendOne(dst, "fixedCanonical", x.FixedCanonical)
+	dst = appendOne(dst, "fixedCode", x.FixedCode)
+	dst = appendOne(dst, "fixedDate", x.FixedDate)
+	dst = appendOne(dst, "fixedDateTime", x.FixedDateTime)
+	dst = appendOne(dst, "fixedDecimal", x.FixedDecimal)
+	dst = appendOne(dst, "fixedId", x.FixedID)
+	dst = appendOne(dst, "fixedInstant", x.FixedInstant)
+	dst = appendOne(dst, "fixedInteger", x.FixedInteger)
+	dst = appendOne(dst, "fixedMarkdown", x.FixedMarkdown)
+	dst = appendOne(dst, "fixedOid", x.FixedOID)
+	dst = appendOne(dst, "fixedPositiveInt", x.FixedPositiveInt)
+	dst = appendOne(dst, "fixedString", x.FixedString)
+	dst = appendOne(dst, "fixedTime", x.FixedTime)
+	dst = appendOne(dst, "fixedUnsignedInt", x.FixedUnsignedInt)
+	dst = appendOne(dst, "fixedUri", x.FixedURI)
+	dst = appendOne(dst, "fixedUrl", x.FixedURL)
+	dst = appendOne(dst, "fixedUuid", x.FixedUUID)
+	dst = appendOne(dst, "fixedAddress", x.FixedAddress)
+	dst = appendOne(dst, "fixedAge", x.FixedAge)
+	dst = appendOne(dst, "fixedAnnotation", x.FixedAnnotation)
+	dst = appendOne(dst, "fixedAttachment", x.FixedAttachment)
+	dst = appendOne(dst, "fixedCodeableConcept", x.FixedCodeableConcept)
+	dst = appendOne(dst, "fixedCoding", x.FixedCoding)
+	dst = appendOne(dst, "fixedContactPoint", x.FixedContactPoint)
+	dst = appendOne(dst, "fixedCount", x.FixedCount)
+	dst = appendOne(dst, "fixedDistance", x.FixedDistance)
+	dst = appendOne(dst, "fixedDuration", x.FixedDuration)
+	dst = appendOne(dst, "fixedHumanName", x.FixedHumanName)
+	dst = appendOne(dst, "fixedIdentifier", x.FixedIdentifier)
+	dst = appendOne(dst, "fixedMoney", x.FixedMoney)
+	dst = appendOne(dst, "fixedPeriod", x.FixedPeriod)
+	dst = appendOne(dst, "fixedQuantity", x.FixedQuantity)
+	dst = appendOne(dst, "fixedRange", x.FixedRange)
+	dst = appendOne(dst, "fixedRatio", x.FixedRatio)
+	dst = appendOne(dst, "fixedReference", x.FixedReference)
+	dst = appendOne(dst, "fixedSampledData", x.FixedSampledData)
+	dst = appendOne(dst, "fixedSignature", x.FixedSignature)
+	dst = appendOne(dst, "fixedTiming", x.FixedTiming)
+	dst = appendOne(dst, "fixedContactDetail", x.FixedContactDetail)
+	dst = appendOne(dst, "fixedContributor", x.FixedContributor)
+	dst = appendOne(dst, "fixedDataRequirement", x.FixedDataRequirement)
+	dst = appendOne(dst, "fixedExpression", x.FixedExpression)
+	dst = appendOne(dst, "fixedParameterDefinition", x.FixedParameterDefinition)
+	dst = appendOne(dst, "fixedRelatedArtifact", x.FixedRelatedArtifact)
+	dst = appendOne(dst, "fixedTriggerDefinition", x.FixedTriggerDefinition)
+	dst = appendOne(dst, "fixedUsageContext", x.FixedUsageContext)
+	dst = appendOne(dst, "fixedDosage", x.FixedDosage)
+	dst = appendOne(dst, "fixedMeta", x.FixedMeta)
+	dst = appendOne(dst, "patternBase64Binary", x.PatternBase64Binary)
+	dst = appendOne(dst, "patternBoolean", x.PatternBoolean)
+	dst = appendOne(dst, "patternCanonical", x.PatternCanonical)
+	dst = appendOne(dst, "patternCode", x.PatternCode)
+	dst = appendOne(dst, "patternDate", x.PatternDate)
+	dst = appendOne(dst, "patternDateTime", x.PatternDateTime)
+	dst = appendOne(dst, "patternDecimal", x.PatternDecimal)
+	dst = appendOne(dst, "patternId", x.PatternID)
+	dst = appendOne(dst, "patternInstant", x.PatternInstant)
+	dst = appendOne(dst, "patternInteger", x.PatternInteger)
+	dst = appendOne(dst, "patternMarkdown", x.PatternMarkdown)
+	dst = appendOne(dst, "patternOid", x.PatternOID)
+	dst = appendOne(dst, "patternPositiveInt", x.PatternPositiveInt)
+	dst = appendOne(dst, "patternString", x.PatternString)
+	dst = appendOne(dst, "patternTime", x.PatternTime)
+	dst = appendOne(dst, "patternUnsignedInt", x.PatternUnsignedInt)
+	dst = appendOne(dst, "patternUri", x.PatternURI)
+	dst = appendOne(dst, "patternUrl", x.PatternURL)
+	dst = appendOne(dst, "patternUuid", x.PatternUUID)
+	dst = appendOne(dst, "patternAddress", x.PatternAddress)
+	dst = appendOne(dst, "patternAge", x.PatternAge)
+	dst = appendOne(dst, "patternAnnotation", x.PatternAnnotation)
+	dst = appendOne(dst, "patternAttachment", x.PatternAttachment)
+	dst = appendOne(dst, "patternCodeableConcept", x.PatternCodeableConcept)
+	dst = appendOne(dst, "patternCoding", x.PatternCoding)
+	dst = appendOne(dst, "patternContactPoint", x.PatternContactPoint)
+	dst = appendOne(dst, "patternCount", x.PatternCount)
+	dst = appendOne(dst, "patternDistance", x.PatternDistance)
+	dst = appendOne(dst, "patternDuration", x.PatternDuration)
+	dst = appendOne(dst, "patternHumanName", x.PatternHumanName)
+	dst = appendOne(dst, "patternIdentifier", x.PatternIdentifier)
+	dst = appendOne(dst, "patternMoney", x.PatternMoney)
+	dst = appendOne(dst, "patternPeriod", x.PatternPeriod)
+	dst = appendOne(dst, "patternQuantity", x.PatternQuantity)
+	dst = appendOne(dst, "patternRange", x.PatternRange)
+	dst = appendOne(dst, "patternRatio", x.PatternRatio)
+	dst = appendOne(dst, "patternReference", x.PatternReference)
+	dst = appendOne(dst, "patternSampledData", x.PatternSampledData)
+	dst = appendOne(dst, "patternSignature", x.PatternSignature)
+	dst = appendOne(dst, "patternTiming", x.PatternTiming)
+	dst = appendOne(dst, "patternContactDetail", x.PatternContactDetail)
+	dst = appendOne(dst, "patternContributor", x.PatternContributor)
+	dst = appendOne(dst, "patternDataRequirement", x.PatternDataRequirement)
+	dst = appendOne(dst, "patternExpression", x.PatternExpression)
+	dst = appendOne(dst, "patternParameterDefinition", x.PatternParameterDefinition)
+	dst = appendOne(dst, "patternRelatedArtifact", x.PatternRelatedArtifact)
+	dst = appendOne(dst, "patternTriggerDefinition", x.PatternTriggerDefinition)
+	dst = appendOne(dst, "patternUsageContext", x.PatternUsageContext)
+	dst = appendOne(dst, "patternDosage", x.PatternDosage)
+	dst = appendOne(dst, "patternMeta", x.PatternMeta)
+	dst = appendMany(dst, "example", x.Example)
+	dst = appendOne(dst, "minValueDate", x.MinValueDate)
+	dst = appendOne(dst, "minValueDateTime", x.MinValueDateTime)
+	dst = appendOne(dst, "minValueInstant", x.MinValueInstant)
+	dst = appendOne(dst, "minValueTime", x.MinValueTime)
+	dst = appendOne(dst, "minValueDecimal", x.MinValueDecimal)
+	dst = appendOne(dst, "minValueInteger", x.MinValueInteger)
+	dst = appendOne(dst, "minValuePositiveInt", x.MinValuePositiveInt)
+	dst = appendOne(dst, "minValueUnsignedInt", x.MinValueUnsignedInt)
+	dst = appendOne(dst, "minValueQuantity", x.MinValueQuantity)
+	dst = appendOne(dst, "maxValueDate", x.MaxValueDate)
+	dst = appendOne(dst, "maxValueDateTime", x.MaxValueDateTime)
+	dst = appendOne(dst, "maxValueInstant", x.MaxValueInstant)
+	dst = appendOne(dst, "maxValueTime", x.MaxValueTime)
+	dst = appendOne(dst, "maxValueDecimal", x.MaxValueDecimal)
+	dst = appendOne(dst, "maxValueInteger", x.MaxValueInteger)
+	dst = appendOne(dst, "maxValuePositiveInt", x.MaxValuePositiveInt)
+	dst = appendOne(dst, "maxValueUnsignedInt", x.MaxValueUnsignedInt)
+	dst = appendOne(dst, "maxValueQuantity", x.MaxValueQuantity)
+	dst = appendOne(dst, "maxLength", x.MaxLength)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "constraint", x.Constraint)
+	dst = appendOne(dst, "mustSupport", x.MustSupport)
+	dst = appendOne(dst, "isModifier", x.IsModifier)
+	dst = appendOne(dst, "isModifierReason", x.IsModifierReason)
+	dst = appendOne(dst, "isSummary", x.IsSummary)
+	dst = appendOne(dst, "binding", x.Binding)
+	dst = appendMany(dst, "mapping", x.Mapping)
+	return dst
+}
+
 func (x *ElementDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -5059,6 +5452,15 @@ func (x *ElementDefinitionSlicing) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *ElementDefinitionSlicing) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "discriminator", x.Discriminator)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "ordered", x.Ordered)
+	dst = appendOne(dst, "rules", x.Rules)
+	return dst
+}
+
 func (x *ElementDefinitionSlicing) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -5166,6 +5568,13 @@ func (x *ElementDefinitionSlicingDiscriminator) appendNamed(dst []Child, name st
 		return appendOne(dst, name, x.Path), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ElementDefinitionSlicingDiscriminator) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "path", x.Path)
+	return dst
 }
 
 func (x *ElementDefinitionSlicingDiscriminator) elementParts() (*string, *[]Extension) {
@@ -5282,6 +5691,14 @@ func (x *ElementDefinitionBase) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Max), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ElementDefinitionBase) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	return dst
 }
 
 func (x *ElementDefinitionBase) elementParts() (*string, *[]Extension) {
@@ -5420,6 +5837,16 @@ func (x *ElementDefinitionType) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Versioning), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ElementDefinitionType) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendMany(dst, "targetProfile", x.TargetProfile)
+	dst = appendMany(dst, "aggregation", x.Aggregation)
+	dst = appendOne(dst, "versioning", x.Versioning)
+	return dst
 }
 
 func (x *ElementDefinitionType) elementParts() (*string, *[]Extension) {
@@ -6017,6 +6444,62 @@ func (x *ElementDefinitionExample) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *ElementDefinitionExample) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst
+}
+
 func (x *ElementDefinitionExample) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -6240,6 +6723,18 @@ func (x *ElementDefinitionConstraint) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *ElementDefinitionConstraint) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "key", x.Key)
+	dst = appendOne(dst, "requirements", x.Requirements)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "human", x.Human)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "xpath", x.Xpath)
+	dst = appendOne(dst, "source", x.Source)
+	return dst
+}
+
 func (x *ElementDefinitionConstraint) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -6364,6 +6859,14 @@ func (x *ElementDefinitionBinding) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.ValueSet), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ElementDefinitionBinding) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "strength", x.Strength)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	return dst
 }
 
 func (x *ElementDefinitionBinding) elementParts() (*string, *[]Extension) {
@@ -6492,6 +6995,15 @@ func (x *ElementDefinitionMapping) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Comment), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ElementDefinitionMapping) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "identity", x.Identity)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "map", x.Map)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
 }
 
 func (x *ElementDefinitionMapping) elementParts() (*string, *[]Extension) {
@@ -6632,6 +7144,16 @@ func (x *Expression) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return appendOne(dst, name, x.Reference), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Expression) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst
 }
 
 func (x *Expression) elementParts() (*string, *[]Extension) {
@@ -7224,6 +7746,61 @@ func (x *Extension) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
+func (x *Extension) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst
+}
+
 func (x *Extension) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7444,6 +8021,18 @@ func (x *HumanName) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
+func (x *HumanName) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "family", x.Family)
+	dst = appendMany(dst, "given", x.Given)
+	dst = appendMany(dst, "prefix", x.Prefix)
+	dst = appendMany(dst, "suffix", x.Suffix)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
+}
+
 func (x *HumanName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7593,6 +8182,17 @@ func (x *Identifier) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *Identifier) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "assigner", x.Assigner)
+	return dst
+}
+
 func (x *Identifier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7732,6 +8332,17 @@ func (x *MarketingStatus) appendNamed(dst []Child, name string, choice bool) ([]
 		return appendOne(dst, name, x.RestoreDate), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MarketingStatus) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "dateRange", x.DateRange)
+	dst = appendOne(dst, "restoreDate", x.RestoreDate)
+	return dst
 }
 
 func (x *MarketingStatus) elementParts() (*string, *[]Extension) {
@@ -7879,6 +8490,17 @@ func (x *Meta) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
+func (x *Meta) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "versionId", x.VersionID)
+	dst = appendOne(dst, "lastUpdated", x.LastUpdated)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendMany(dst, "security", x.Security)
+	dst = appendMany(dst, "tag", x.Tag)
+	return dst
+}
+
 func (x *Meta) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7991,6 +8613,13 @@ func (x *Money) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
+func (x *Money) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "currency", x.Currency)
+	return dst
+}
+
 func (x *Money) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -8095,6 +8724,13 @@ func (x *Narrative) appendNamed(dst []Child, name string, choice bool) ([]Child,
 		return appendOne(dst, name, x.Div), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Narrative) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "div", x.Div)
+	return dst
 }
 
 func (x *Narrative) elementParts() (*string, *[]Extension) {
@@ -8253,6 +8889,18 @@ func (x *ParameterDefinition) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *ParameterDefinition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst
+}
+
 func (x *ParameterDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -8367,6 +9015,13 @@ func (x *Period) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 		return appendOne(dst, name, x.End), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Period) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	return dst
 }
 
 func (x *Period) elementParts() (*string, *[]Extension) {
@@ -8508,6 +9163,17 @@ func (x *Population) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *Population) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "ageRange", x.AgeRange)
+	dst = appendOne(dst, "ageCodeableConcept", x.AgeCodeableConcept)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "race", x.Race)
+	dst = appendOne(dst, "physiologicalCondition", x.PhysiologicalCondition)
+	return dst
 }
 
 func (x *Population) elementParts() (*string, *[]Extension) {
@@ -8700,6 +9366,23 @@ func (x *ProdCharacteristic) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *ProdCharacteristic) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "height", x.Height)
+	dst = appendOne(dst, "width", x.Width)
+	dst = appendOne(dst, "depth", x.Depth)
+	dst = appendOne(dst, "weight", x.Weight)
+	dst = appendOne(dst, "nominalVolume", x.NominalVolume)
+	dst = appendOne(dst, "externalDiameter", x.ExternalDiameter)
+	dst = appendOne(dst, "shape", x.Shape)
+	dst = appendMany(dst, "color", x.Color)
+	dst = appendMany(dst, "imprint", x.Imprint)
+	dst = appendMany(dst, "image", x.Image)
+	dst = appendOne(dst, "scoring", x.Scoring)
+	return dst
+}
+
 func (x *ProdCharacteristic) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -8835,6 +9518,16 @@ func (x *ProductShelfLife) appendNamed(dst []Child, name string, choice bool) ([
 		return appendMany(dst, name, x.SpecialPrecautionsForStorage), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ProductShelfLife) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "specialPrecautionsForStorage", x.SpecialPrecautionsForStorage)
+	return dst
 }
 
 func (x *ProductShelfLife) elementParts() (*string, *[]Extension) {
@@ -8974,6 +9667,16 @@ func (x *Quantity) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *Quantity) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
+}
+
 func (x *Quantity) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -9082,6 +9785,13 @@ func (x *Range) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
+func (x *Range) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "low", x.Low)
+	dst = appendOne(dst, "high", x.High)
+	return dst
+}
+
 func (x *Range) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -9180,6 +9890,13 @@ func (x *Ratio) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 		return appendOne(dst, name, x.Denominator), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Ratio) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "numerator", x.Numerator)
+	dst = appendOne(dst, "denominator", x.Denominator)
+	return dst
 }
 
 func (x *Ratio) elementParts() (*string, *[]Extension) {
@@ -9302,6 +10019,15 @@ func (x *Reference) appendNamed(dst []Child, name string, choice bool) ([]Child,
 		return appendOne(dst, name, x.Display), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Reference) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "display", x.Display)
+	return dst
 }
 
 func (x *Reference) elementParts() (*string, *[]Extension) {
@@ -9459,6 +10185,18 @@ func (x *RelatedArtifact) appendNamed(dst []Child, name string, choice bool) ([]
 		return appendOne(dst, name, x.Resource), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *RelatedArtifact) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "citation", x.Citation)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "document", x.Document)
+	dst = appendOne(dst, "resource", x.Resource)
+	return dst
 }
 
 func (x *RelatedArtifact) elementParts() (*string, *[]Extension) {
@@ -9624,6 +10362,18 @@ func (x *SampledData) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
+func (x *SampledData) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "origin", x.Origin)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "lowerLimit", x.LowerLimit)
+	dst = appendOne(dst, "upperLimit", x.UpperLimit)
+	dst = appendOne(dst, "dimensions", x.Dimensions)
+	dst = appendOne(dst, "data", x.Data)
+	return dst
+}
+
 func (x *SampledData) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -9781,6 +10531,18 @@ func (x *Signature) appendNamed(dst []Child, name string, choice bool) ([]Child,
 		return appendOne(dst, name, x.Data), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Signature) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "when", x.When)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	dst = appendOne(dst, "targetFormat", x.TargetFormat)
+	dst = appendOne(dst, "sigFormat", x.SigFormat)
+	dst = appendOne(dst, "data", x.Data)
+	return dst
 }
 
 func (x *Signature) elementParts() (*string, *[]Extension) {
@@ -9944,6 +10706,18 @@ func (x *SubstanceAmount) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *SubstanceAmount) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountRange", x.AmountRange)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	dst = appendOne(dst, "amountType", x.AmountType)
+	dst = appendOne(dst, "amountText", x.AmountText)
+	dst = appendOne(dst, "referenceRange", x.ReferenceRange)
+	return dst
+}
+
 func (x *SubstanceAmount) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -10049,6 +10823,13 @@ func (x *SubstanceAmountReferenceRange) appendNamed(dst []Child, name string, ch
 		return appendOne(dst, name, x.HighLimit), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceAmountReferenceRange) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "lowLimit", x.LowLimit)
+	dst = appendOne(dst, "highLimit", x.HighLimit)
+	return dst
 }
 
 func (x *SubstanceAmountReferenceRange) elementParts() (*string, *[]Extension) {
@@ -10167,6 +10948,15 @@ func (x *Timing) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 		return appendOne(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *Timing) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "event", x.Event)
+	dst = appendOne(dst, "repeat", x.Repeat)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
 }
 
 func (x *Timing) elementParts() (*string, *[]Extension) {
@@ -10428,6 +11218,28 @@ func (x *TimingRepeat) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *TimingRepeat) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "boundsDuration", x.BoundsDuration)
+	dst = appendOne(dst, "boundsRange", x.BoundsRange)
+	dst = appendOne(dst, "boundsPeriod", x.BoundsPeriod)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendOne(dst, "countMax", x.CountMax)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "durationMax", x.DurationMax)
+	dst = appendOne(dst, "durationUnit", x.DurationUnit)
+	dst = appendOne(dst, "frequency", x.Frequency)
+	dst = appendOne(dst, "frequencyMax", x.FrequencyMax)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "periodMax", x.PeriodMax)
+	dst = appendOne(dst, "periodUnit", x.PeriodUnit)
+	dst = appendMany(dst, "dayOfWeek", x.DayOfWeek)
+	dst = appendMany(dst, "timeOfDay", x.TimeOfDay)
+	dst = appendMany(dst, "when", x.When)
+	dst = appendOne(dst, "offset", x.Offset)
+	return dst
+}
+
 func (x *TimingRepeat) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -10622,6 +11434,19 @@ func (x *TriggerDefinition) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *TriggerDefinition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendOne(dst, "timingReference", x.TimingReference)
+	dst = appendOne(dst, "timingDate", x.TimingDate)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendMany(dst, "data", x.Data)
+	dst = appendOne(dst, "condition", x.Condition)
+	return dst
+}
+
 func (x *TriggerDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -10763,6 +11588,16 @@ func (x *UsageContext) appendNamed(dst []Child, name string, choice bool) ([]Chi
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *UsageContext) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	return dst
 }
 
 func (x *UsageContext) elementParts() (*string, *[]Extension) {

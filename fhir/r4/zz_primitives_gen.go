@@ -47,6 +47,10 @@ func (x *Base64Binary) appendNamed(dst []Child, name string, _ bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Base64Binary) appendAll(dst []Child) []Child {
+	return appendMany(dst, "extension", x.Extension)
+}
+
 func (x *Base64Binary) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -115,6 +119,8 @@ func (x *Boolean) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	}
 	return dst, unknownName
 }
+
+func (x *Boolean) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *Boolean) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -192,6 +198,8 @@ func (x *Canonical) appendNamed(dst []Child, name string, _ bool) ([]Child, name
 	return dst, unknownName
 }
 
+func (x *Canonical) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *Canonical) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -260,6 +268,8 @@ func (x *Code) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	}
 	return dst, unknownName
 }
+
+func (x *Code) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *Code) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -330,6 +340,8 @@ func (x *Date) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	return dst, unknownName
 }
 
+func (x *Date) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *Date) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -398,6 +410,8 @@ func (x *DateTime) appendNamed(dst []Child, name string, _ bool) ([]Child, nameK
 	}
 	return dst, unknownName
 }
+
+func (x *DateTime) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *DateTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -469,6 +483,8 @@ func (x *Decimal) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	}
 	return dst, unknownName
 }
+
+func (x *Decimal) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *Decimal) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -545,6 +561,8 @@ func (x *ID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	return dst, unknownName
 }
 
+func (x *ID) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *ID) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -614,6 +632,8 @@ func (x *Instant) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	return dst, unknownName
 }
 
+func (x *Instant) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *Instant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -682,6 +702,8 @@ func (x *Integer) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	}
 	return dst, unknownName
 }
+
+func (x *Integer) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *Integer) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -759,6 +781,8 @@ func (x *Markdown) appendNamed(dst []Child, name string, _ bool) ([]Child, nameK
 	return dst, unknownName
 }
 
+func (x *Markdown) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *Markdown) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -828,6 +852,8 @@ func (x *OID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) 
 	return dst, unknownName
 }
 
+func (x *OID) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *OID) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -895,6 +921,10 @@ func (x *PositiveInt) appendNamed(dst []Child, name string, _ bool) ([]Child, na
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *PositiveInt) appendAll(dst []Child) []Child {
+	return appendMany(dst, "extension", x.Extension)
 }
 
 func (x *PositiveInt) elementParts() (*string, *[]Extension) {
@@ -973,6 +1003,8 @@ func (x *String) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKin
 	return dst, unknownName
 }
 
+func (x *String) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *String) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1041,6 +1073,8 @@ func (x *Time) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	}
 	return dst, unknownName
 }
+
+func (x *Time) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *Time) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1111,6 +1145,8 @@ func (x *URI) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) 
 	return dst, unknownName
 }
 
+func (x *URI) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *URI) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1179,6 +1215,8 @@ func (x *URL) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) 
 	}
 	return dst, unknownName
 }
+
+func (x *URL) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *URL) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1249,6 +1287,8 @@ func (x *UUID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	return dst, unknownName
 }
 
+func (x *UUID) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+
 func (x *UUID) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1316,6 +1356,10 @@ func (x *UnsignedInt) appendNamed(dst []Child, name string, _ bool) ([]Child, na
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *UnsignedInt) appendAll(dst []Child) []Child {
+	return appendMany(dst, "extension", x.Extension)
 }
 
 func (x *UnsignedInt) elementParts() (*string, *[]Extension) {
@@ -1393,6 +1437,8 @@ func (x *XHTML) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind
 	}
 	return dst, unknownName
 }
+
+func (x *XHTML) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
 
 func (x *XHTML) elementParts() (*string, *[]Extension) {
 	if x == nil {

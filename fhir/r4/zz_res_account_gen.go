@@ -206,6 +206,28 @@ func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Account) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "servicePeriod", x.ServicePeriod)
+	dst = appendMany(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "guarantor", x.Guarantor)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	return dst
+}
+
 // ResourceType returns "Account".
 func (x *Account) ResourceType() string { return "Account" }
 
@@ -339,6 +361,14 @@ func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *AccountCoverage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "priority", x.Priority)
+	return dst
+}
+
 func (x *AccountCoverage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -457,6 +487,15 @@ func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *AccountGuarantor) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "party", x.Party)
+	dst = appendOne(dst, "onHold", x.OnHold)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *AccountGuarantor) elementParts() (*string, *[]Extension) {

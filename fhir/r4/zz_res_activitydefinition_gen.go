@@ -607,6 +607,70 @@ func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *ActivityDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "timingAge", x.TimingAge)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingRange", x.TimingRange)
+	dst = appendOne(dst, "timingDuration", x.TimingDuration)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "productReference", x.ProductReference)
+	dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "specimenRequirement", x.SpecimenRequirement)
+	dst = appendMany(dst, "observationRequirement", x.ObservationRequirement)
+	dst = appendMany(dst, "observationResultRequirement", x.ObservationResultRequirement)
+	dst = appendOne(dst, "transform", x.Transform)
+	dst = appendMany(dst, "dynamicValue", x.DynamicValue)
+	return dst
+}
+
 // ResourceType returns "ActivityDefinition".
 func (x *ActivityDefinition) ResourceType() string { return "ActivityDefinition" }
 
@@ -802,6 +866,14 @@ func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *ActivityDefinitionParticipant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "role", x.Role)
+	return dst
+}
+
 func (x *ActivityDefinitionParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -912,6 +984,14 @@ func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, c
 		return appendOne(dst, name, x.Expression), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ActivityDefinitionDynamicValue) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst
 }
 
 func (x *ActivityDefinitionDynamicValue) elementParts() (*string, *[]Extension) {

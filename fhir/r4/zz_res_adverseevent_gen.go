@@ -280,6 +280,37 @@ func (x *AdverseEvent) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *AdverseEvent) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "actuality", x.Actuality)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "event", x.Event)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "detected", x.Detected)
+	dst = appendOne(dst, "recordedDate", x.RecordedDate)
+	dst = appendMany(dst, "resultingCondition", x.ResultingCondition)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "seriousness", x.Seriousness)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendMany(dst, "contributor", x.Contributor)
+	dst = appendMany(dst, "suspectEntity", x.SuspectEntity)
+	dst = appendMany(dst, "subjectMedicalHistory", x.SubjectMedicalHistory)
+	dst = appendMany(dst, "referenceDocument", x.ReferenceDocument)
+	dst = appendMany(dst, "study", x.Study)
+	return dst
+}
+
 // ResourceType returns "AdverseEvent".
 func (x *AdverseEvent) ResourceType() string { return "AdverseEvent" }
 
@@ -421,6 +452,14 @@ func (x *AdverseEventSuspectEntity) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
+func (x *AdverseEventSuspectEntity) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "instance", x.Instance)
+	dst = appendMany(dst, "causality", x.Causality)
+	return dst
+}
+
 func (x *AdverseEventSuspectEntity) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -546,6 +585,16 @@ func (x *AdverseEventSuspectEntityCausality) appendNamed(dst []Child, name strin
 		return appendOne(dst, name, x.Method), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *AdverseEventSuspectEntityCausality) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "assessment", x.Assessment)
+	dst = appendOne(dst, "productRelatedness", x.ProductRelatedness)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "method", x.Method)
+	return dst
 }
 
 func (x *AdverseEventSuspectEntityCausality) elementParts() (*string, *[]Extension) {

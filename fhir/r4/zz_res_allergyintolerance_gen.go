@@ -296,6 +296,37 @@ func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *AllergyIntolerance) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "clinicalStatus", x.ClinicalStatus)
+	dst = appendOne(dst, "verificationStatus", x.VerificationStatus)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "criticality", x.Criticality)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "onsetDateTime", x.OnsetDateTime)
+	dst = appendOne(dst, "onsetAge", x.OnsetAge)
+	dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+	dst = appendOne(dst, "onsetRange", x.OnsetRange)
+	dst = appendOne(dst, "onsetString", x.OnsetString)
+	dst = appendOne(dst, "recordedDate", x.RecordedDate)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendOne(dst, "asserter", x.Asserter)
+	dst = appendOne(dst, "lastOccurrence", x.LastOccurrence)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "reaction", x.Reaction)
+	return dst
+}
+
 // ResourceType returns "AllergyIntolerance".
 func (x *AllergyIntolerance) ResourceType() string { return "AllergyIntolerance" }
 
@@ -484,6 +515,19 @@ func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choic
 		return appendMany(dst, name, x.Note), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *AllergyIntoleranceReaction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substance", x.Substance)
+	dst = appendMany(dst, "manifestation", x.Manifestation)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "onset", x.Onset)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "exposureRoute", x.ExposureRoute)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
 }
 
 func (x *AllergyIntoleranceReaction) elementParts() (*string, *[]Extension) {

@@ -306,6 +306,39 @@ func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
+func (x *Appointment) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "cancelationReason", x.CancelationReason)
+	dst = appendMany(dst, "serviceCategory", x.ServiceCategory)
+	dst = appendMany(dst, "serviceType", x.ServiceType)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendOne(dst, "appointmentType", x.AppointmentType)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "minutesDuration", x.MinutesDuration)
+	dst = appendMany(dst, "slot", x.Slot)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "patientInstruction", x.PatientInstruction)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendMany(dst, "requestedPeriod", x.RequestedPeriod)
+	return dst
+}
+
 // ResourceType returns "Appointment".
 func (x *Appointment) ResourceType() string { return "Appointment" }
 
@@ -480,6 +513,17 @@ func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bo
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *AppointmentParticipant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "actor", x.Actor)
+	dst = appendOne(dst, "required", x.Required)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *AppointmentParticipant) elementParts() (*string, *[]Extension) {

@@ -184,6 +184,25 @@ func (x *AppointmentResponse) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *AppointmentResponse) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "appointment", x.Appointment)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendMany(dst, "participantType", x.ParticipantType)
+	dst = appendOne(dst, "actor", x.Actor)
+	dst = appendOne(dst, "participantStatus", x.ParticipantStatus)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
+}
+
 // ResourceType returns "AppointmentResponse".
 func (x *AppointmentResponse) ResourceType() string { return "AppointmentResponse" }
 

@@ -208,6 +208,28 @@ func (x *AuditEvent) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *AuditEvent) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "subtype", x.Subtype)
+	dst = appendOne(dst, "action", x.Action)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "recorded", x.Recorded)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "outcomeDesc", x.OutcomeDesc)
+	dst = appendMany(dst, "purposeOfEvent", x.PurposeOfEvent)
+	dst = appendMany(dst, "agent", x.Agent)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendMany(dst, "entity", x.Entity)
+	return dst
+}
+
 // ResourceType returns "AuditEvent".
 func (x *AuditEvent) ResourceType() string { return "AuditEvent" }
 
@@ -420,6 +442,23 @@ func (x *AuditEventAgent) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *AuditEventAgent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "role", x.Role)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "altId", x.AltID)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "policy", x.Policy)
+	dst = appendOne(dst, "media", x.Media)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendMany(dst, "purposeOfUse", x.PurposeOfUse)
+	return dst
+}
+
 func (x *AuditEventAgent) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -546,6 +585,14 @@ func (x *AuditEventAgentNetwork) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *AuditEventAgentNetwork) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
+}
+
 func (x *AuditEventAgentNetwork) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -665,6 +712,15 @@ func (x *AuditEventSource) appendNamed(dst []Child, name string, choice bool) ([
 		return appendMany(dst, name, x.Type), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *AuditEventSource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "observer", x.Observer)
+	dst = appendMany(dst, "type", x.Type)
+	return dst
 }
 
 func (x *AuditEventSource) elementParts() (*string, *[]Extension) {
@@ -840,6 +896,21 @@ func (x *AuditEventEntity) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *AuditEventEntity) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "what", x.What)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "lifecycle", x.Lifecycle)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "query", x.Query)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *AuditEventEntity) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -978,6 +1049,15 @@ func (x *AuditEventEntityDetail) appendNamed(dst []Child, name string, choice bo
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *AuditEventEntityDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	return dst
 }
 
 func (x *AuditEventEntityDetail) elementParts() (*string, *[]Extension) {

@@ -154,6 +154,22 @@ func (x *Basic) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
+func (x *Basic) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "author", x.Author)
+	return dst
+}
+
 // ResourceType returns "Basic".
 func (x *Basic) ResourceType() string { return "Basic" }
 

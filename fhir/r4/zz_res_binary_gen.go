@@ -108,6 +108,16 @@ func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
+func (x *Binary) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "securityContext", x.SecurityContext)
+	dst = appendOne(dst, "data", x.Data)
+	return dst
+}
+
 // ResourceType returns "Binary".
 func (x *Binary) ResourceType() string { return "Binary" }
 

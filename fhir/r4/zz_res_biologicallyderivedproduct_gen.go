@@ -206,6 +206,28 @@ func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *BiologicallyDerivedProduct) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "productCategory", x.ProductCategory)
+	dst = appendOne(dst, "productCode", x.ProductCode)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "request", x.Request)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "parent", x.Parent)
+	dst = appendOne(dst, "collection", x.Collection)
+	dst = appendMany(dst, "processing", x.Processing)
+	dst = appendOne(dst, "manipulation", x.Manipulation)
+	dst = appendMany(dst, "storage", x.Storage)
+	return dst
+}
+
 // ResourceType returns "BiologicallyDerivedProduct".
 func (x *BiologicallyDerivedProduct) ResourceType() string { return "BiologicallyDerivedProduct" }
 
@@ -362,6 +384,16 @@ func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
+func (x *BiologicallyDerivedProductCollection) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "collector", x.Collector)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+	dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+	return dst
+}
+
 func (x *BiologicallyDerivedProductCollection) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -509,6 +541,17 @@ func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
+func (x *BiologicallyDerivedProductProcessing) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "procedure", x.Procedure)
+	dst = appendOne(dst, "additive", x.Additive)
+	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+	dst = appendOne(dst, "timePeriod", x.TimePeriod)
+	return dst
+}
+
 func (x *BiologicallyDerivedProductProcessing) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -640,6 +683,15 @@ func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name s
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *BiologicallyDerivedProductManipulation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+	dst = appendOne(dst, "timePeriod", x.TimePeriod)
+	return dst
 }
 
 func (x *BiologicallyDerivedProductManipulation) elementParts() (*string, *[]Extension) {
@@ -774,6 +826,16 @@ func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string
 		return appendOne(dst, name, x.Duration), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *BiologicallyDerivedProductStorage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "temperature", x.Temperature)
+	dst = appendOne(dst, "scale", x.Scale)
+	dst = appendOne(dst, "duration", x.Duration)
+	return dst
 }
 
 func (x *BiologicallyDerivedProductStorage) elementParts() (*string, *[]Extension) {

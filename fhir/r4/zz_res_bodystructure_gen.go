@@ -180,6 +180,25 @@ func (x *BodyStructure) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *BodyStructure) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "morphology", x.Morphology)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "locationQualifier", x.LocationQualifier)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "image", x.Image)
+	dst = appendOne(dst, "patient", x.Patient)
+	return dst
+}
+
 // ResourceType returns "BodyStructure".
 func (x *BodyStructure) ResourceType() string { return "BodyStructure" }
 

@@ -142,6 +142,20 @@ func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
+func (x *Bundle) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "timestamp", x.Timestamp)
+	dst = appendOne(dst, "total", x.Total)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendMany(dst, "entry", x.Entry)
+	dst = appendOne(dst, "signature", x.Signature)
+	return dst
+}
+
 // ResourceType returns "Bundle".
 func (x *Bundle) ResourceType() string { return "Bundle" }
 
@@ -267,6 +281,14 @@ func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return appendOne(dst, name, x.URL), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *BundleLink) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "relation", x.Relation)
+	dst = appendOne(dst, "url", x.URL)
+	return dst
 }
 
 func (x *BundleLink) elementParts() (*string, *[]Extension) {
@@ -414,6 +436,18 @@ func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
+func (x *BundleEntry) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendOne(dst, "fullUrl", x.FullURL)
+	dst = appendResource(dst, "resource", x.Resource)
+	dst = appendOne(dst, "search", x.Search)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "response", x.Response)
+	return dst
+}
+
 func (x *BundleEntry) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -530,6 +564,14 @@ func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) (
 		return appendOne(dst, name, x.Score), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *BundleEntrySearch) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "score", x.Score)
+	return dst
 }
 
 func (x *BundleEntrySearch) elementParts() (*string, *[]Extension) {
@@ -687,6 +729,18 @@ func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *BundleEntryRequest) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "ifNoneMatch", x.IfNoneMatch)
+	dst = appendOne(dst, "ifModifiedSince", x.IfModifiedSince)
+	dst = appendOne(dst, "ifMatch", x.IfMatch)
+	dst = appendOne(dst, "ifNoneExist", x.IfNoneExist)
+	return dst
+}
+
 func (x *BundleEntryRequest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -836,6 +890,17 @@ func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool)
 		return appendResource(dst, name, x.Outcome), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *BundleEntryResponse) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "etag", x.Etag)
+	dst = appendOne(dst, "lastModified", x.LastModified)
+	dst = appendResource(dst, "outcome", x.Outcome)
+	return dst
 }
 
 func (x *BundleEntryResponse) elementParts() (*string, *[]Extension) {

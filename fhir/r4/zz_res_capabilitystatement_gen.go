@@ -356,6 +356,43 @@ func (x *CapabilityStatement) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *CapabilityStatement) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendMany(dst, "instantiates", x.Instantiates)
+	dst = appendMany(dst, "imports", x.Imports)
+	dst = appendOne(dst, "software", x.Software)
+	dst = appendOne(dst, "implementation", x.Implementation)
+	dst = appendOne(dst, "fhirVersion", x.FhirVersion)
+	dst = appendMany(dst, "format", x.Format)
+	dst = appendMany(dst, "patchFormat", x.PatchFormat)
+	dst = appendMany(dst, "implementationGuide", x.ImplementationGuide)
+	dst = appendMany(dst, "rest", x.Rest)
+	dst = appendMany(dst, "messaging", x.Messaging)
+	dst = appendMany(dst, "document", x.Document)
+	return dst
+}
+
 // ResourceType returns "CapabilityStatement".
 func (x *CapabilityStatement) ResourceType() string { return "CapabilityStatement" }
 
@@ -531,6 +568,15 @@ func (x *CapabilityStatementSoftware) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementSoftware) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "releaseDate", x.ReleaseDate)
+	return dst
+}
+
 func (x *CapabilityStatementSoftware) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -654,6 +700,15 @@ func (x *CapabilityStatementImplementation) appendNamed(dst []Child, name string
 		return appendOne(dst, name, x.Custodian), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CapabilityStatementImplementation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "custodian", x.Custodian)
+	return dst
 }
 
 func (x *CapabilityStatementImplementation) elementParts() (*string, *[]Extension) {
@@ -822,6 +877,20 @@ func (x *CapabilityStatementRest) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementRest) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "security", x.Security)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendMany(dst, "interaction", x.Interaction)
+	dst = appendMany(dst, "searchParam", x.SearchParam)
+	dst = appendMany(dst, "operation", x.Operation)
+	dst = appendMany(dst, "compartment", x.Compartment)
+	return dst
+}
+
 func (x *CapabilityStatementRest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -950,6 +1019,15 @@ func (x *CapabilityStatementRestSecurity) appendNamed(dst []Child, name string, 
 		return appendOne(dst, name, x.Description), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestSecurity) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "cors", x.Cors)
+	dst = appendMany(dst, "service", x.Service)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
 }
 
 func (x *CapabilityStatementRestSecurity) elementParts() (*string, *[]Extension) {
@@ -1212,6 +1290,29 @@ func (x *CapabilityStatementRestResource) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementRestResource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendMany(dst, "supportedProfile", x.SupportedProfile)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "interaction", x.Interaction)
+	dst = appendOne(dst, "versioning", x.Versioning)
+	dst = appendOne(dst, "readHistory", x.ReadHistory)
+	dst = appendOne(dst, "updateCreate", x.UpdateCreate)
+	dst = appendOne(dst, "conditionalCreate", x.ConditionalCreate)
+	dst = appendOne(dst, "conditionalRead", x.ConditionalRead)
+	dst = appendOne(dst, "conditionalUpdate", x.ConditionalUpdate)
+	dst = appendOne(dst, "conditionalDelete", x.ConditionalDelete)
+	dst = appendMany(dst, "referencePolicy", x.ReferencePolicy)
+	dst = appendMany(dst, "searchInclude", x.SearchInclude)
+	dst = appendMany(dst, "searchRevInclude", x.SearchRevInclude)
+	dst = appendMany(dst, "searchParam", x.SearchParam)
+	dst = appendMany(dst, "operation", x.Operation)
+	return dst
+}
+
 func (x *CapabilityStatementRestResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1354,6 +1455,14 @@ func (x *CapabilityStatementRestResourceInteraction) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementRestResourceInteraction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
+}
+
 func (x *CapabilityStatementRestResourceInteraction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1489,6 +1598,16 @@ func (x *CapabilityStatementRestResourceSearchParam) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementRestResourceSearchParam) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
+}
+
 func (x *CapabilityStatementRestResourceSearchParam) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1618,6 +1737,15 @@ func (x *CapabilityStatementRestResourceOperation) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementRestResourceOperation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
+}
+
 func (x *CapabilityStatementRestResourceOperation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1733,6 +1861,14 @@ func (x *CapabilityStatementRestInteraction) appendNamed(dst []Child, name strin
 		return appendOne(dst, name, x.Documentation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestInteraction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
 }
 
 func (x *CapabilityStatementRestInteraction) elementParts() (*string, *[]Extension) {
@@ -1866,6 +2002,16 @@ func (x *CapabilityStatementMessaging) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementMessaging) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "reliableCache", x.ReliableCache)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "supportedMessage", x.SupportedMessage)
+	return dst
+}
+
 func (x *CapabilityStatementMessaging) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1981,6 +2127,14 @@ func (x *CapabilityStatementMessagingEndpoint) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
+func (x *CapabilityStatementMessagingEndpoint) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "protocol", x.Protocol)
+	dst = appendOne(dst, "address", x.Address)
+	return dst
+}
+
 func (x *CapabilityStatementMessagingEndpoint) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2093,6 +2247,14 @@ func (x *CapabilityStatementMessagingSupportedMessage) appendNamed(dst []Child, 
 		return appendOne(dst, name, x.Definition), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CapabilityStatementMessagingSupportedMessage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "definition", x.Definition)
+	return dst
 }
 
 func (x *CapabilityStatementMessagingSupportedMessage) elementParts() (*string, *[]Extension) {
@@ -2218,6 +2380,15 @@ func (x *CapabilityStatementDocument) appendNamed(dst []Child, name string, choi
 		return appendOne(dst, name, x.Profile), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CapabilityStatementDocument) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst
 }
 
 func (x *CapabilityStatementDocument) elementParts() (*string, *[]Extension) {

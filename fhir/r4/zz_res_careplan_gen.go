@@ -310,6 +310,40 @@ func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *CarePlan) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "contributor", x.Contributor)
+	dst = appendMany(dst, "careTeam", x.CareTeam)
+	dst = appendMany(dst, "addresses", x.Addresses)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "goal", x.Goal)
+	dst = appendMany(dst, "activity", x.Activity)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "CarePlan".
 func (x *CarePlan) ResourceType() string { return "CarePlan" }
 
@@ -479,6 +513,17 @@ func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([
 		return appendOne(dst, name, x.Detail), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CarePlanActivity) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "outcomeCodeableConcept", x.OutcomeCodeableConcept)
+	dst = appendMany(dst, "outcomeReference", x.OutcomeReference)
+	dst = appendMany(dst, "progress", x.Progress)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "detail", x.Detail)
+	return dst
 }
 
 func (x *CarePlanActivity) elementParts() (*string, *[]Extension) {
@@ -764,6 +809,32 @@ func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bo
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *CarePlanActivityDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "goal", x.Goal)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "scheduledTiming", x.ScheduledTiming)
+	dst = appendOne(dst, "scheduledPeriod", x.ScheduledPeriod)
+	dst = appendOne(dst, "scheduledString", x.ScheduledString)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+	dst = appendOne(dst, "productReference", x.ProductReference)
+	dst = appendOne(dst, "dailyAmount", x.DailyAmount)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
 }
 
 func (x *CarePlanActivityDetail) elementParts() (*string, *[]Extension) {

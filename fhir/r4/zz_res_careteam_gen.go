@@ -220,6 +220,30 @@ func (x *CareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *CareTeam) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "CareTeam".
 func (x *CareTeam) ResourceType() string { return "CareTeam" }
 
@@ -366,6 +390,16 @@ func (x *CareTeamParticipant) appendNamed(dst []Child, name string, choice bool)
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CareTeamParticipant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "role", x.Role)
+	dst = appendOne(dst, "member", x.Member)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *CareTeamParticipant) elementParts() (*string, *[]Extension) {

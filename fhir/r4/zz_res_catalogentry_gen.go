@@ -224,6 +224,30 @@ func (x *CatalogEntry) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *CatalogEntry) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "orderable", x.Orderable)
+	dst = appendOne(dst, "referencedItem", x.ReferencedItem)
+	dst = appendMany(dst, "additionalIdentifier", x.AdditionalIdentifier)
+	dst = appendMany(dst, "classification", x.Classification)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	dst = appendOne(dst, "validTo", x.ValidTo)
+	dst = appendOne(dst, "lastUpdated", x.LastUpdated)
+	dst = appendMany(dst, "additionalCharacteristic", x.AdditionalCharacteristic)
+	dst = appendMany(dst, "additionalClassification", x.AdditionalClassification)
+	dst = appendMany(dst, "relatedEntry", x.RelatedEntry)
+	return dst
+}
+
 // ResourceType returns "CatalogEntry".
 func (x *CatalogEntry) ResourceType() string { return "CatalogEntry" }
 
@@ -358,6 +382,14 @@ func (x *CatalogEntryRelatedEntry) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Item), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CatalogEntryRelatedEntry) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "relationtype", x.Relationtype)
+	dst = appendOne(dst, "item", x.Item)
+	return dst
 }
 
 func (x *CatalogEntryRelatedEntry) elementParts() (*string, *[]Extension) {

@@ -373,6 +373,46 @@ func (x *ChargeItem) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *ChargeItem) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "definitionUri", x.DefinitionURI)
+	dst = appendMany(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "performingOrganization", x.PerformingOrganization)
+	dst = appendOne(dst, "requestingOrganization", x.RequestingOrganization)
+	dst = appendOne(dst, "costCenter", x.CostCenter)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "bodysite", x.Bodysite)
+	dst = appendOne(dst, "factorOverride", x.FactorOverride)
+	dst = appendOne(dst, "priceOverride", x.PriceOverride)
+	dst = appendOne(dst, "overrideReason", x.OverrideReason)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "enteredDate", x.EnteredDate)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "service", x.Service)
+	dst = appendOne(dst, "productReference", x.ProductReference)
+	dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+	dst = appendMany(dst, "account", x.Account)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	return dst
+}
+
 // ResourceType returns "ChargeItem".
 func (x *ChargeItem) ResourceType() string { return "ChargeItem" }
 
@@ -524,6 +564,14 @@ func (x *ChargeItemPerformer) appendNamed(dst []Child, name string, choice bool)
 		return appendOne(dst, name, x.Actor), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ChargeItemPerformer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst
 }
 
 func (x *ChargeItemPerformer) elementParts() (*string, *[]Extension) {

@@ -324,6 +324,40 @@ func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *ChargeItemDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "derivedFromUri", x.DerivedFromURI)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "instance", x.Instance)
+	dst = appendMany(dst, "applicability", x.Applicability)
+	dst = appendMany(dst, "propertyGroup", x.PropertyGroup)
+	return dst
+}
+
 // ResourceType returns "ChargeItemDefinition".
 func (x *ChargeItemDefinition) ResourceType() string { return "ChargeItemDefinition" }
 
@@ -492,6 +526,15 @@ func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *ChargeItemDefinitionApplicability) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst
+}
+
 func (x *ChargeItemDefinitionApplicability) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -603,6 +646,14 @@ func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string
 		return appendMany(dst, name, x.PriceComponent), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ChargeItemDefinitionPropertyGroup) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "applicability", x.Applicability)
+	dst = appendMany(dst, "priceComponent", x.PriceComponent)
+	return dst
 }
 
 func (x *ChargeItemDefinitionPropertyGroup) elementParts() (*string, *[]Extension) {
@@ -732,6 +783,16 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Chil
 		return appendOne(dst, name, x.Amount), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
 }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) elementParts() (*string, *[]Extension) {

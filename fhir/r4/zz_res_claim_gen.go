@@ -334,6 +334,44 @@ func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
+func (x *Claim) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "billablePeriod", x.BillablePeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "fundsReserve", x.FundsReserve)
+	dst = appendMany(dst, "related", x.Related)
+	dst = appendOne(dst, "prescription", x.Prescription)
+	dst = appendOne(dst, "originalPrescription", x.OriginalPrescription)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "referral", x.Referral)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendMany(dst, "careTeam", x.CareTeam)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "procedure", x.Procedure)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendOne(dst, "accident", x.Accident)
+	dst = appendMany(dst, "item", x.Item)
+	dst = appendOne(dst, "total", x.Total)
+	return dst
+}
+
 // ResourceType returns "Claim".
 func (x *Claim) ResourceType() string { return "Claim" }
 
@@ -489,6 +527,15 @@ func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *ClaimRelated) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "claim", x.Claim)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst
+}
+
 func (x *ClaimRelated) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -597,6 +644,14 @@ func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return appendOne(dst, name, x.Party), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimPayee) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "party", x.Party)
+	return dst
 }
 
 func (x *ClaimPayee) elementParts() (*string, *[]Extension) {
@@ -734,6 +789,17 @@ func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Ch
 		return appendOne(dst, name, x.Qualification), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimCareTeam) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "qualification", x.Qualification)
+	return dst
 }
 
 func (x *ClaimCareTeam) elementParts() (*string, *[]Extension) {
@@ -947,6 +1013,23 @@ func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *ClaimSupportingInfo) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "timingDate", x.TimingDate)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "reason", x.Reason)
+	return dst
+}
+
 func (x *ClaimSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1110,6 +1193,18 @@ func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *ClaimDiagnosis) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+	dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "onAdmission", x.OnAdmission)
+	dst = appendOne(dst, "packageCode", x.PackageCode)
+	return dst
+}
+
 func (x *ClaimDiagnosis) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1265,6 +1360,18 @@ func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]C
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimProcedure) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+	dst = appendMany(dst, "udi", x.Udi)
+	return dst
 }
 
 func (x *ClaimProcedure) elementParts() (*string, *[]Extension) {
@@ -1430,6 +1537,19 @@ func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *ClaimInsurance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
+	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
+	return dst
+}
+
 func (x *ClaimInsurance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1571,6 +1691,16 @@ func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Ch
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimAccident) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	return dst
 }
 
 func (x *ClaimAccident) elementParts() (*string, *[]Extension) {
@@ -1890,6 +2020,36 @@ func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
+func (x *ClaimItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "careTeamSequence", x.CareTeamSequence)
+	dst = appendMany(dst, "diagnosisSequence", x.DiagnosisSequence)
+	dst = appendMany(dst, "procedureSequence", x.ProcedureSequence)
+	dst = appendMany(dst, "informationSequence", x.InformationSequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *ClaimItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2112,6 +2272,24 @@ func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *ClaimItemDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst
+}
+
 func (x *ClaimItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2307,6 +2485,23 @@ func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice 
 		return appendMany(dst, name, x.Udi), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimItemDetailSubDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	return dst
 }
 
 func (x *ClaimItemDetailSubDetail) elementParts() (*string, *[]Extension) {

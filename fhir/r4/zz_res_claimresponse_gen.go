@@ -340,6 +340,44 @@ func (x *ClaimResponse) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *ClaimResponse) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendOne(dst, "preAuthPeriod", x.PreAuthPeriod)
+	dst = appendOne(dst, "payeeType", x.PayeeType)
+	dst = appendMany(dst, "item", x.Item)
+	dst = appendMany(dst, "addItem", x.AddItem)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "total", x.Total)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "fundsReserve", x.FundsReserve)
+	dst = appendOne(dst, "formCode", x.FormCode)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendMany(dst, "processNote", x.ProcessNote)
+	dst = appendMany(dst, "communicationRequest", x.CommunicationRequest)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "error", x.Error)
+	return dst
+}
+
 // ResourceType returns "ClaimResponse".
 func (x *ClaimResponse) ResourceType() string { return "ClaimResponse" }
 
@@ -510,6 +548,16 @@ func (x *ClaimResponseItem) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *ClaimResponseItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemSequence", x.ItemSequence)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *ClaimResponseItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -639,6 +687,16 @@ func (x *ClaimResponseItemAdjudication) appendNamed(dst []Child, name string, ch
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimResponseItemAdjudication) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *ClaimResponseItemAdjudication) elementParts() (*string, *[]Extension) {
@@ -773,6 +831,16 @@ func (x *ClaimResponseItemDetail) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *ClaimResponseItemDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "detailSequence", x.DetailSequence)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst
+}
+
 func (x *ClaimResponseItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -896,6 +964,15 @@ func (x *ClaimResponseItemDetailSubDetail) appendNamed(dst []Child, name string,
 		return appendMany(dst, name, x.Adjudication), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimResponseItemDetailSubDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "subDetailSequence", x.SubDetailSequence)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst
 }
 
 func (x *ClaimResponseItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -1189,6 +1266,33 @@ func (x *ClaimResponseAddItem) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *ClaimResponseAddItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "itemSequence", x.ItemSequence)
+	dst = appendMany(dst, "detailSequence", x.DetailSequence)
+	dst = appendMany(dst, "subdetailSequence", x.SubdetailSequence)
+	dst = appendMany(dst, "provider", x.Provider)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *ClaimResponseAddItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1383,6 +1487,21 @@ func (x *ClaimResponseAddItemDetail) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *ClaimResponseAddItemDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst
+}
+
 func (x *ClaimResponseAddItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1553,6 +1672,20 @@ func (x *ClaimResponseAddItemDetailSubDetail) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *ClaimResponseAddItemDetailSubDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst
+}
+
 func (x *ClaimResponseAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1668,6 +1801,14 @@ func (x *ClaimResponseTotal) appendNamed(dst []Child, name string, choice bool) 
 		return appendOne(dst, name, x.Amount), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimResponseTotal) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
 }
 
 func (x *ClaimResponseTotal) elementParts() (*string, *[]Extension) {
@@ -1813,6 +1954,18 @@ func (x *ClaimResponsePayment) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *ClaimResponsePayment) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "adjustment", x.Adjustment)
+	dst = appendOne(dst, "adjustmentReason", x.AdjustmentReason)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	return dst
+}
+
 func (x *ClaimResponsePayment) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1947,6 +2100,16 @@ func (x *ClaimResponseProcessNote) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Language), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimResponseProcessNote) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "language", x.Language)
+	return dst
 }
 
 func (x *ClaimResponseProcessNote) elementParts() (*string, *[]Extension) {
@@ -2093,6 +2256,17 @@ func (x *ClaimResponseInsurance) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *ClaimResponseInsurance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
+	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
+	return dst
+}
+
 func (x *ClaimResponseInsurance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2228,6 +2402,16 @@ func (x *ClaimResponseError) appendNamed(dst []Child, name string, choice bool) 
 		return appendOne(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClaimResponseError) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemSequence", x.ItemSequence)
+	dst = appendOne(dst, "detailSequence", x.DetailSequence)
+	dst = appendOne(dst, "subDetailSequence", x.SubDetailSequence)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
 }
 
 func (x *ClaimResponseError) elementParts() (*string, *[]Extension) {

@@ -299,6 +299,38 @@ func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *ClinicalImpression) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "assessor", x.Assessor)
+	dst = appendOne(dst, "previous", x.Previous)
+	dst = appendMany(dst, "problem", x.Problem)
+	dst = appendMany(dst, "investigation", x.Investigation)
+	dst = appendMany(dst, "protocol", x.Protocol)
+	dst = appendOne(dst, "summary", x.Summary)
+	dst = appendMany(dst, "finding", x.Finding)
+	dst = appendMany(dst, "prognosisCodeableConcept", x.PrognosisCodeableConcept)
+	dst = appendMany(dst, "prognosisReference", x.PrognosisReference)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "ClinicalImpression".
 func (x *ClinicalImpression) ResourceType() string { return "ClinicalImpression" }
 
@@ -443,6 +475,14 @@ func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *ClinicalImpressionInvestigation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
+}
+
 func (x *ClinicalImpressionInvestigation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -560,6 +600,15 @@ func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice
 		return appendOne(dst, name, x.Basis), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ClinicalImpressionFinding) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "basis", x.Basis)
+	return dst
 }
 
 func (x *ClinicalImpressionFinding) elementParts() (*string, *[]Extension) {

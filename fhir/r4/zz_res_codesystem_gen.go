@@ -358,6 +358,43 @@ func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *CodeSystem) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "caseSensitive", x.CaseSensitive)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	dst = appendOne(dst, "hierarchyMeaning", x.HierarchyMeaning)
+	dst = appendOne(dst, "compositional", x.Compositional)
+	dst = appendOne(dst, "versionNeeded", x.VersionNeeded)
+	dst = appendOne(dst, "content", x.Content)
+	dst = appendOne(dst, "supplements", x.Supplements)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendMany(dst, "filter", x.Filter)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendMany(dst, "concept", x.Concept)
+	return dst
+}
+
 // ResourceType returns "CodeSystem".
 func (x *CodeSystem) ResourceType() string { return "CodeSystem" }
 
@@ -544,6 +581,16 @@ func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *CodeSystemFilter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "operator", x.Operator)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
+}
+
 func (x *CodeSystemFilter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -681,6 +728,16 @@ func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) 
 		return appendOne(dst, name, x.Type), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CodeSystemProperty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
 }
 
 func (x *CodeSystemProperty) elementParts() (*string, *[]Extension) {
@@ -836,6 +893,18 @@ func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *CodeSystemConcept) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendMany(dst, "designation", x.Designation)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendMany(dst, "concept", x.Concept)
+	return dst
+}
+
 func (x *CodeSystemConcept) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -962,6 +1031,15 @@ func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, cho
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CodeSystemConceptDesignation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *CodeSystemConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -1148,6 +1226,20 @@ func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *CodeSystemConceptProperty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	return dst
 }
 
 func (x *CodeSystemConceptProperty) elementParts() (*string, *[]Extension) {

@@ -308,6 +308,40 @@ func (x *Communication) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *Communication) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "inResponseTo", x.InResponseTo)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "medium", x.Medium)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "topic", x.Topic)
+	dst = appendMany(dst, "about", x.About)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "sent", x.Sent)
+	dst = appendOne(dst, "received", x.Received)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "sender", x.Sender)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "payload", x.Payload)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "Communication".
 func (x *Communication) ResourceType() string { return "Communication" }
 
@@ -470,6 +504,15 @@ func (x *CommunicationPayload) appendNamed(dst []Child, name string, choice bool
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *CommunicationPayload) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentString", x.ContentString)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst
 }
 
 func (x *CommunicationPayload) elementParts() (*string, *[]Extension) {

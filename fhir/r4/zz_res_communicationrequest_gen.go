@@ -313,6 +313,40 @@ func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *CommunicationRequest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendMany(dst, "medium", x.Medium)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "about", x.About)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "payload", x.Payload)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "sender", x.Sender)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "CommunicationRequest".
 func (x *CommunicationRequest) ResourceType() string { return "CommunicationRequest" }
 
@@ -474,6 +508,15 @@ func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choi
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *CommunicationRequestPayload) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentString", x.ContentString)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst
 }
 
 func (x *CommunicationRequestPayload) elementParts() (*string, *[]Extension) {

@@ -246,6 +246,31 @@ func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *CompartmentDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "search", x.Search)
+	dst = appendMany(dst, "resource", x.Resource)
+	return dst
+}
+
 // ResourceType returns "CompartmentDefinition".
 func (x *CompartmentDefinition) ResourceType() string { return "CompartmentDefinition" }
 
@@ -400,6 +425,15 @@ func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, ch
 		return appendOne(dst, name, x.Documentation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CompartmentDefinitionResource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "param", x.Param)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
 }
 
 func (x *CompartmentDefinitionResource) elementParts() (*string, *[]Extension) {

@@ -240,6 +240,32 @@ func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
+func (x *Composition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "confidentiality", x.Confidentiality)
+	dst = appendMany(dst, "attester", x.Attester)
+	dst = appendOne(dst, "custodian", x.Custodian)
+	dst = appendMany(dst, "relatesTo", x.RelatesTo)
+	dst = appendMany(dst, "event", x.Event)
+	dst = appendMany(dst, "section", x.Section)
+	return dst
+}
+
 // ResourceType returns "Composition".
 func (x *Composition) ResourceType() string { return "Composition" }
 
@@ -388,6 +414,15 @@ func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *CompositionAttester) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "time", x.Time)
+	dst = appendOne(dst, "party", x.Party)
+	return dst
+}
+
 func (x *CompositionAttester) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -517,6 +552,15 @@ func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *CompositionRelatesTo) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "targetIdentifier", x.TargetIdentifier)
+	dst = appendOne(dst, "targetReference", x.TargetReference)
+	return dst
+}
+
 func (x *CompositionRelatesTo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -634,6 +678,15 @@ func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([
 		return appendMany(dst, name, x.Detail), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CompositionEvent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
 }
 
 func (x *CompositionEvent) elementParts() (*string, *[]Extension) {
@@ -812,6 +865,22 @@ func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) 
 		return appendMany(dst, name, x.Section), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CompositionSection) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "focus", x.Focus)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "orderedBy", x.OrderedBy)
+	dst = appendMany(dst, "entry", x.Entry)
+	dst = appendOne(dst, "emptyReason", x.EmptyReason)
+	dst = appendMany(dst, "section", x.Section)
+	return dst
 }
 
 func (x *CompositionSection) elementParts() (*string, *[]Extension) {

@@ -316,6 +316,37 @@ func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *ConceptMap) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "sourceUri", x.SourceURI)
+	dst = appendOne(dst, "sourceCanonical", x.SourceCanonical)
+	dst = appendOne(dst, "targetUri", x.TargetURI)
+	dst = appendOne(dst, "targetCanonical", x.TargetCanonical)
+	dst = appendMany(dst, "group", x.Group)
+	return dst
+}
+
 // ResourceType returns "ConceptMap".
 func (x *ConceptMap) ResourceType() string { return "ConceptMap" }
 
@@ -508,6 +539,18 @@ func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *ConceptMapGroup) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "sourceVersion", x.SourceVersion)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "targetVersion", x.TargetVersion)
+	dst = appendMany(dst, "element", x.Element)
+	dst = appendOne(dst, "unmapped", x.Unmapped)
+	return dst
+}
+
 func (x *ConceptMapGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -635,6 +678,15 @@ func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bo
 		return appendMany(dst, name, x.Target), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ConceptMapGroupElement) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendMany(dst, "target", x.Target)
+	return dst
 }
 
 func (x *ConceptMapGroupElement) elementParts() (*string, *[]Extension) {
@@ -789,6 +841,18 @@ func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *ConceptMapGroupElementTarget) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "equivalence", x.Equivalence)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "dependsOn", x.DependsOn)
+	dst = appendMany(dst, "product", x.Product)
+	return dst
+}
+
 func (x *ConceptMapGroupElementTarget) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -930,6 +994,16 @@ func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
+func (x *ConceptMapGroupElementTargetDependsOn) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "property", x.Property)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "display", x.Display)
+	return dst
+}
+
 func (x *ConceptMapGroupElementTargetDependsOn) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1067,6 +1141,16 @@ func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice b
 		return appendOne(dst, name, x.URL), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ConceptMapGroupUnmapped) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "url", x.URL)
+	return dst
 }
 
 func (x *ConceptMapGroupUnmapped) elementParts() (*string, *[]Extension) {

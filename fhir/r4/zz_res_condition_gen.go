@@ -342,6 +342,42 @@ func (x *Condition) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
+func (x *Condition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "clinicalStatus", x.ClinicalStatus)
+	dst = appendOne(dst, "verificationStatus", x.VerificationStatus)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "onsetDateTime", x.OnsetDateTime)
+	dst = appendOne(dst, "onsetAge", x.OnsetAge)
+	dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+	dst = appendOne(dst, "onsetRange", x.OnsetRange)
+	dst = appendOne(dst, "onsetString", x.OnsetString)
+	dst = appendOne(dst, "abatementDateTime", x.AbatementDateTime)
+	dst = appendOne(dst, "abatementAge", x.AbatementAge)
+	dst = appendOne(dst, "abatementPeriod", x.AbatementPeriod)
+	dst = appendOne(dst, "abatementRange", x.AbatementRange)
+	dst = appendOne(dst, "abatementString", x.AbatementString)
+	dst = appendOne(dst, "recordedDate", x.RecordedDate)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendOne(dst, "asserter", x.Asserter)
+	dst = appendMany(dst, "stage", x.Stage)
+	dst = appendMany(dst, "evidence", x.Evidence)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "Condition".
 func (x *Condition) ResourceType() string { return "Condition" }
 
@@ -497,6 +533,15 @@ func (x *ConditionStage) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *ConditionStage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "summary", x.Summary)
+	dst = appendMany(dst, "assessment", x.Assessment)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
+}
+
 func (x *ConditionStage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -605,6 +650,14 @@ func (x *ConditionEvidence) appendNamed(dst []Child, name string, choice bool) (
 		return appendMany(dst, name, x.Detail), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ConditionEvidence) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
 }
 
 func (x *ConditionEvidence) elementParts() (*string, *[]Extension) {

@@ -235,6 +235,31 @@ func (x *Consent) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Consent) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "scope", x.Scope)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "dateTime", x.DateTime)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "organization", x.Organization)
+	dst = appendOne(dst, "sourceAttachment", x.SourceAttachment)
+	dst = appendOne(dst, "sourceReference", x.SourceReference)
+	dst = appendMany(dst, "policy", x.Policy)
+	dst = appendOne(dst, "policyRule", x.PolicyRule)
+	dst = appendMany(dst, "verification", x.Verification)
+	dst = appendOne(dst, "provision", x.Provision)
+	return dst
+}
+
 // ResourceType returns "Consent".
 func (x *Consent) ResourceType() string { return "Consent" }
 
@@ -372,6 +397,14 @@ func (x *ConsentPolicy) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *ConsentPolicy) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendOne(dst, "uri", x.URI)
+	return dst
+}
+
 func (x *ConsentPolicy) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -493,6 +526,15 @@ func (x *ConsentVerification) appendNamed(dst []Child, name string, choice bool)
 		return appendOne(dst, name, x.VerificationDate), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ConsentVerification) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "verified", x.Verified)
+	dst = appendOne(dst, "verifiedWith", x.VerifiedWith)
+	dst = appendOne(dst, "verificationDate", x.VerificationDate)
+	return dst
 }
 
 func (x *ConsentVerification) elementParts() (*string, *[]Extension) {
@@ -681,6 +723,23 @@ func (x *ConsentProvision) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *ConsentProvision) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "actor", x.Actor)
+	dst = appendMany(dst, "action", x.Action)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendMany(dst, "purpose", x.Purpose)
+	dst = appendMany(dst, "class", x.Class)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "dataPeriod", x.DataPeriod)
+	dst = appendMany(dst, "data", x.Data)
+	dst = appendMany(dst, "provision", x.Provision)
+	return dst
+}
+
 func (x *ConsentProvision) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -800,6 +859,14 @@ func (x *ConsentProvisionActor) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *ConsentProvisionActor) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst
+}
+
 func (x *ConsentProvisionActor) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -909,6 +976,14 @@ func (x *ConsentProvisionData) appendNamed(dst []Child, name string, choice bool
 		return appendOne(dst, name, x.Reference), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ConsentProvisionData) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "meaning", x.Meaning)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst
 }
 
 func (x *ConsentProvisionData) elementParts() (*string, *[]Extension) {

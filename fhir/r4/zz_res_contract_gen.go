@@ -424,6 +424,52 @@ func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *Contract) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "legalState", x.LegalState)
+	dst = appendOne(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendOne(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendOne(dst, "contentDerivative", x.ContentDerivative)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendOne(dst, "applies", x.Applies)
+	dst = appendOne(dst, "expirationType", x.ExpirationType)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendMany(dst, "authority", x.Authority)
+	dst = appendMany(dst, "domain", x.Domain)
+	dst = appendMany(dst, "site", x.Site)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "scope", x.Scope)
+	dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+	dst = appendOne(dst, "topicReference", x.TopicReference)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "subType", x.SubType)
+	dst = appendOne(dst, "contentDefinition", x.ContentDefinition)
+	dst = appendMany(dst, "term", x.Term)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	dst = appendMany(dst, "signer", x.Signer)
+	dst = appendMany(dst, "friendly", x.Friendly)
+	dst = appendMany(dst, "legal", x.Legal)
+	dst = appendMany(dst, "rule", x.Rule)
+	dst = appendOne(dst, "legallyBindingAttachment", x.LegallyBindingAttachment)
+	dst = appendOne(dst, "legallyBindingReference", x.LegallyBindingReference)
+	return dst
+}
+
 // ResourceType returns "Contract".
 func (x *Contract) ResourceType() string { return "Contract" }
 
@@ -621,6 +667,18 @@ func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice
 		return appendOne(dst, name, x.Copyright), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractContentDefinition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendOne(dst, "publicationDate", x.PublicationDate)
+	dst = appendOne(dst, "publicationStatus", x.PublicationStatus)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	return dst
 }
 
 func (x *ContractContentDefinition) elementParts() (*string, *[]Extension) {
@@ -838,6 +896,25 @@ func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *ContractTerm) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendOne(dst, "applies", x.Applies)
+	dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+	dst = appendOne(dst, "topicReference", x.TopicReference)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendOne(dst, "offer", x.Offer)
+	dst = appendMany(dst, "asset", x.Asset)
+	dst = appendMany(dst, "action", x.Action)
+	dst = appendMany(dst, "group", x.Group)
+	return dst
+}
+
 func (x *ContractTerm) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -976,6 +1053,16 @@ func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice
 		return appendMany(dst, name, x.Control), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractTermSecurityLabel) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "number", x.Number)
+	dst = appendOne(dst, "classification", x.Classification)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendMany(dst, "control", x.Control)
+	return dst
 }
 
 func (x *ContractTermSecurityLabel) elementParts() (*string, *[]Extension) {
@@ -1160,6 +1247,22 @@ func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *ContractTermOffer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "party", x.Party)
+	dst = appendOne(dst, "topic", x.Topic)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "decision", x.Decision)
+	dst = appendMany(dst, "decisionMode", x.DecisionMode)
+	dst = appendMany(dst, "answer", x.Answer)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	return dst
+}
+
 func (x *ContractTermOffer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1278,6 +1381,14 @@ func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bo
 		return appendOne(dst, name, x.Role), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractTermOfferParty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "reference", x.Reference)
+	dst = appendOne(dst, "role", x.Role)
+	return dst
 }
 
 func (x *ContractTermOfferParty) elementParts() (*string, *[]Extension) {
@@ -1500,6 +1611,24 @@ func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice b
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractTermOfferAnswer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	return dst
 }
 
 func (x *ContractTermOfferAnswer) elementParts() (*string, *[]Extension) {
@@ -1741,6 +1870,27 @@ func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *ContractTermAsset) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "scope", x.Scope)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "typeReference", x.TypeReference)
+	dst = appendMany(dst, "subtype", x.Subtype)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendMany(dst, "context", x.Context)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendMany(dst, "periodType", x.PeriodType)
+	dst = appendMany(dst, "period", x.Period)
+	dst = appendMany(dst, "usePeriod", x.UsePeriod)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendMany(dst, "answer", x.Answer)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	dst = appendMany(dst, "valuedItem", x.ValuedItem)
+	return dst
+}
+
 func (x *ContractTermAsset) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1875,6 +2025,15 @@ func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Text), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractTermAssetContext) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "text", x.Text)
+	return dst
 }
 
 func (x *ContractTermAssetContext) elementParts() (*string, *[]Extension) {
@@ -2111,6 +2270,27 @@ func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choi
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractTermAssetValuedItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "entityCodeableConcept", x.EntityCodeableConcept)
+	dst = appendOne(dst, "entityReference", x.EntityReference)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "effectiveTime", x.EffectiveTime)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "points", x.Points)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "paymentDate", x.PaymentDate)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "recipient", x.Recipient)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	return dst
 }
 
 func (x *ContractTermAssetValuedItem) elementParts() (*string, *[]Extension) {
@@ -2436,6 +2616,35 @@ func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *ContractTermAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "contextLinkId", x.ContextLinkID)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendMany(dst, "requester", x.Requester)
+	dst = appendMany(dst, "requesterLinkId", x.RequesterLinkID)
+	dst = appendMany(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "performerRole", x.PerformerRole)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "performerLinkId", x.PerformerLinkID)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "reasonLinkId", x.ReasonLinkID)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	return dst
+}
+
 func (x *ContractTermAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2575,6 +2784,14 @@ func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
+func (x *ContractTermActionSubject) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "reference", x.Reference)
+	dst = appendOne(dst, "role", x.Role)
+	return dst
+}
+
 func (x *ContractTermActionSubject) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2690,6 +2907,15 @@ func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]C
 		return appendMany(dst, name, x.Signature), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractSigner) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "party", x.Party)
+	dst = appendMany(dst, "signature", x.Signature)
+	return dst
 }
 
 func (x *ContractSigner) elementParts() (*string, *[]Extension) {
@@ -2809,6 +3035,14 @@ func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *ContractFriendly) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst
+}
+
 func (x *ContractFriendly) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2925,6 +3159,14 @@ func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *ContractLegal) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst
+}
+
 func (x *ContractLegal) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3039,6 +3281,14 @@ func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Chi
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ContractRule) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst
 }
 
 func (x *ContractRule) elementParts() (*string, *[]Extension) {

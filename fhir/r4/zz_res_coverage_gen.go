@@ -260,6 +260,34 @@ func (x *Coverage) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *Coverage) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "policyHolder", x.PolicyHolder)
+	dst = appendOne(dst, "subscriber", x.Subscriber)
+	dst = appendOne(dst, "subscriberId", x.SubscriberID)
+	dst = appendOne(dst, "beneficiary", x.Beneficiary)
+	dst = appendOne(dst, "dependent", x.Dependent)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "payor", x.Payor)
+	dst = appendMany(dst, "class", x.Class)
+	dst = appendOne(dst, "order", x.Order)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendMany(dst, "costToBeneficiary", x.CostToBeneficiary)
+	dst = appendOne(dst, "subrogation", x.Subrogation)
+	dst = appendMany(dst, "contract", x.Contract)
+	return dst
+}
+
 // ResourceType returns "Coverage".
 func (x *Coverage) ResourceType() string { return "Coverage" }
 
@@ -412,6 +440,15 @@ func (x *CoverageClass) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *CoverageClass) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "name", x.Name)
+	return dst
+}
+
 func (x *CoverageClass) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -547,6 +584,16 @@ func (x *CoverageCostToBeneficiary) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
+func (x *CoverageCostToBeneficiary) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendMany(dst, "exception", x.Exception)
+	return dst
+}
+
 func (x *CoverageCostToBeneficiary) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -656,6 +703,14 @@ func (x *CoverageCostToBeneficiaryException) appendNamed(dst []Child, name strin
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CoverageCostToBeneficiaryException) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *CoverageCostToBeneficiaryException) elementParts() (*string, *[]Extension) {

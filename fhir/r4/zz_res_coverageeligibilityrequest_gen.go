@@ -247,6 +247,32 @@ func (x *CoverageEligibilityRequest) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *CoverageEligibilityRequest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
+}
+
 // ResourceType returns "CoverageEligibilityRequest".
 func (x *CoverageEligibilityRequest) ResourceType() string { return "CoverageEligibilityRequest" }
 
@@ -395,6 +421,15 @@ func (x *CoverageEligibilityRequestSupportingInfo) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
+func (x *CoverageEligibilityRequestSupportingInfo) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "information", x.Information)
+	dst = appendOne(dst, "appliesToAll", x.AppliesToAll)
+	return dst
+}
+
 func (x *CoverageEligibilityRequestSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -517,6 +552,15 @@ func (x *CoverageEligibilityRequestInsurance) appendNamed(dst []Child, name stri
 		return appendOne(dst, name, x.BusinessArrangement), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CoverageEligibilityRequestInsurance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
+	return dst
 }
 
 func (x *CoverageEligibilityRequestInsurance) elementParts() (*string, *[]Extension) {
@@ -697,6 +741,22 @@ func (x *CoverageEligibilityRequestItem) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *CoverageEligibilityRequestItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "supportingInfoSequence", x.SupportingInfoSequence)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *CoverageEligibilityRequestItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -820,6 +880,14 @@ func (x *CoverageEligibilityRequestItemDiagnosis) appendNamed(dst []Child, name 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *CoverageEligibilityRequestItemDiagnosis) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+	dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+	return dst
 }
 
 func (x *CoverageEligibilityRequestItemDiagnosis) elementParts() (*string, *[]Extension) {

@@ -261,6 +261,33 @@ func (x *CoverageEligibilityResponse) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *CoverageEligibilityResponse) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendOne(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendMany(dst, "error", x.Error)
+	return dst
+}
+
 // ResourceType returns "CoverageEligibilityResponse".
 func (x *CoverageEligibilityResponse) ResourceType() string { return "CoverageEligibilityResponse" }
 
@@ -417,6 +444,16 @@ func (x *CoverageEligibilityResponseInsurance) appendNamed(dst []Child, name str
 		return appendMany(dst, name, x.Item), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CoverageEligibilityResponseInsurance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "inforce", x.Inforce)
+	dst = appendOne(dst, "benefitPeriod", x.BenefitPeriod)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
 }
 
 func (x *CoverageEligibilityResponseInsurance) elementParts() (*string, *[]Extension) {
@@ -637,6 +674,26 @@ func (x *CoverageEligibilityResponseInsuranceItem) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
+func (x *CoverageEligibilityResponseInsuranceItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "excluded", x.Excluded)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "term", x.Term)
+	dst = appendMany(dst, "benefit", x.Benefit)
+	dst = appendOne(dst, "authorizationRequired", x.AuthorizationRequired)
+	dst = appendMany(dst, "authorizationSupporting", x.AuthorizationSupporting)
+	dst = appendOne(dst, "authorizationUrl", x.AuthorizationURL)
+	return dst
+}
+
 func (x *CoverageEligibilityResponseInsuranceItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -827,6 +884,19 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendNamed(dst []Chil
 	return dst, unknownName
 }
 
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "allowedUnsignedInt", x.AllowedUnsignedInt)
+	dst = appendOne(dst, "allowedString", x.AllowedString)
+	dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
+	dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
+	dst = appendOne(dst, "usedString", x.UsedString)
+	dst = appendOne(dst, "usedMoney", x.UsedMoney)
+	return dst
+}
+
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -935,6 +1005,13 @@ func (x *CoverageEligibilityResponseError) appendNamed(dst []Child, name string,
 		return appendOne(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *CoverageEligibilityResponseError) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
 }
 
 func (x *CoverageEligibilityResponseError) elementParts() (*string, *[]Extension) {

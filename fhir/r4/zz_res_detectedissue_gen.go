@@ -233,6 +233,30 @@ func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *DetectedIssue) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "identifiedDateTime", x.IdentifiedDateTime)
+	dst = appendOne(dst, "identifiedPeriod", x.IdentifiedPeriod)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "implicated", x.Implicated)
+	dst = appendMany(dst, "evidence", x.Evidence)
+	dst = appendOne(dst, "detail", x.Detail)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendMany(dst, "mitigation", x.Mitigation)
+	return dst
+}
+
 // ResourceType returns "DetectedIssue".
 func (x *DetectedIssue) ResourceType() string { return "DetectedIssue" }
 
@@ -368,6 +392,14 @@ func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *DetectedIssueEvidence) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *DetectedIssueEvidence) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -485,6 +517,15 @@ func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice b
 		return appendOne(dst, name, x.Author), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DetectedIssueMitigation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "action", x.Action)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "author", x.Author)
+	return dst
 }
 
 func (x *DetectedIssueMitigation) elementParts() (*string, *[]Extension) {

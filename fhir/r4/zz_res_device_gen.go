@@ -340,6 +340,43 @@ func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
+func (x *Device) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendMany(dst, "udiCarrier", x.UdiCarrier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "distinctIdentifier", x.DistinctIdentifier)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "manufactureDate", x.ManufactureDate)
+	dst = appendOne(dst, "expirationDate", x.ExpirationDate)
+	dst = appendOne(dst, "lotNumber", x.LotNumber)
+	dst = appendOne(dst, "serialNumber", x.SerialNumber)
+	dst = appendMany(dst, "deviceName", x.DeviceName)
+	dst = appendOne(dst, "modelNumber", x.ModelNumber)
+	dst = appendOne(dst, "partNumber", x.PartNumber)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "specialization", x.Specialization)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "safety", x.Safety)
+	dst = appendOne(dst, "parent", x.Parent)
+	return dst
+}
+
 // ResourceType returns "Device".
 func (x *Device) ResourceType() string { return "Device" }
 
@@ -537,6 +574,18 @@ func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *DeviceUdiCarrier) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "deviceIdentifier", x.DeviceIdentifier)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "carrierAIDC", x.CarrierAIDC)
+	dst = appendOne(dst, "carrierHRF", x.CarrierHRF)
+	dst = appendOne(dst, "entryType", x.EntryType)
+	return dst
+}
+
 func (x *DeviceUdiCarrier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -660,6 +709,14 @@ func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *DeviceDeviceName) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
+}
+
 func (x *DeviceDeviceName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -771,6 +828,14 @@ func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool
 		return appendOne(dst, name, x.Version), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DeviceSpecialization) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "systemType", x.SystemType)
+	dst = appendOne(dst, "version", x.Version)
+	return dst
 }
 
 func (x *DeviceSpecialization) elementParts() (*string, *[]Extension) {
@@ -893,6 +958,15 @@ func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *DeviceVersion) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "component", x.Component)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
+}
+
 func (x *DeviceVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1010,6 +1084,15 @@ func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]C
 		return appendMany(dst, name, x.ValueCode), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DeviceProperty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendMany(dst, "valueCode", x.ValueCode)
+	return dst
 }
 
 func (x *DeviceProperty) elementParts() (*string, *[]Extension) {

@@ -313,6 +313,40 @@ func (x *DeviceDefinition) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *DeviceDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "udiDeviceIdentifier", x.UdiDeviceIdentifier)
+	dst = appendOne(dst, "manufacturerString", x.ManufacturerString)
+	dst = appendOne(dst, "manufacturerReference", x.ManufacturerReference)
+	dst = appendMany(dst, "deviceName", x.DeviceName)
+	dst = appendOne(dst, "modelNumber", x.ModelNumber)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "specialization", x.Specialization)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendMany(dst, "safety", x.Safety)
+	dst = appendMany(dst, "shelfLifeStorage", x.ShelfLifeStorage)
+	dst = appendOne(dst, "physicalCharacteristics", x.PhysicalCharacteristics)
+	dst = appendMany(dst, "languageCode", x.LanguageCode)
+	dst = appendMany(dst, "capability", x.Capability)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "onlineInformation", x.OnlineInformation)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "parentDevice", x.ParentDevice)
+	dst = appendMany(dst, "material", x.Material)
+	return dst
+}
+
 // ResourceType returns "DeviceDefinition".
 func (x *DeviceDefinition) ResourceType() string { return "DeviceDefinition" }
 
@@ -472,6 +506,15 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *DeviceDefinitionUdiDeviceIdentifier) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "deviceIdentifier", x.DeviceIdentifier)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	return dst
+}
+
 func (x *DeviceDefinitionUdiDeviceIdentifier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -589,6 +632,14 @@ func (x *DeviceDefinitionDeviceName) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *DeviceDefinitionDeviceName) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
+}
+
 func (x *DeviceDefinitionDeviceName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -704,6 +755,14 @@ func (x *DeviceDefinitionSpecialization) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *DeviceDefinitionSpecialization) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "systemType", x.SystemType)
+	dst = appendOne(dst, "version", x.Version)
+	return dst
+}
+
 func (x *DeviceDefinitionSpecialization) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -813,6 +872,14 @@ func (x *DeviceDefinitionCapability) appendNamed(dst []Child, name string, choic
 		return appendMany(dst, name, x.Description), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DeviceDefinitionCapability) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "description", x.Description)
+	return dst
 }
 
 func (x *DeviceDefinitionCapability) elementParts() (*string, *[]Extension) {
@@ -930,6 +997,15 @@ func (x *DeviceDefinitionProperty) appendNamed(dst []Child, name string, choice 
 		return appendMany(dst, name, x.ValueCode), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DeviceDefinitionProperty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendMany(dst, "valueCode", x.ValueCode)
+	return dst
 }
 
 func (x *DeviceDefinitionProperty) elementParts() (*string, *[]Extension) {
@@ -1052,6 +1128,15 @@ func (x *DeviceDefinitionMaterial) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.AllergenicIndicator), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DeviceDefinitionMaterial) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substance", x.Substance)
+	dst = appendOne(dst, "alternate", x.Alternate)
+	dst = appendOne(dst, "allergenicIndicator", x.AllergenicIndicator)
+	return dst
 }
 
 func (x *DeviceDefinitionMaterial) elementParts() (*string, *[]Extension) {

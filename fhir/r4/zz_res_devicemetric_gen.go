@@ -198,6 +198,27 @@ func (x *DeviceMetric) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *DeviceMetric) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "parent", x.Parent)
+	dst = appendOne(dst, "operationalStatus", x.OperationalStatus)
+	dst = appendOne(dst, "color", x.Color)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "measurementPeriod", x.MeasurementPeriod)
+	dst = appendMany(dst, "calibration", x.Calibration)
+	return dst
+}
+
 // ResourceType returns "DeviceMetric".
 func (x *DeviceMetric) ResourceType() string { return "DeviceMetric" }
 
@@ -340,6 +361,15 @@ func (x *DeviceMetricCalibration) appendNamed(dst []Child, name string, choice b
 		return appendOne(dst, name, x.Time), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DeviceMetricCalibration) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "state", x.State)
+	dst = appendOne(dst, "time", x.Time)
+	return dst
 }
 
 func (x *DeviceMetricCalibration) elementParts() (*string, *[]Extension) {

@@ -357,6 +357,44 @@ func (x *DeviceRequest) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *DeviceRequest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "priorRequest", x.PriorRequest)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "codeReference", x.CodeReference)
+	dst = appendOne(dst, "codeCodeableConcept", x.CodeCodeableConcept)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendOne(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	return dst
+}
+
 // ResourceType returns "DeviceRequest".
 func (x *DeviceRequest) ResourceType() string { return "DeviceRequest" }
 
@@ -541,6 +579,17 @@ func (x *DeviceRequestParameter) appendNamed(dst []Child, name string, choice bo
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *DeviceRequestParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	return dst
 }
 
 func (x *DeviceRequestParameter) elementParts() (*string, *[]Extension) {

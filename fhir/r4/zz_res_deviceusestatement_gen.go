@@ -246,6 +246,32 @@ func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *DeviceUseStatement) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "recordedOn", x.RecordedOn)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "DeviceUseStatement".
 func (x *DeviceUseStatement) ResourceType() string { return "DeviceUseStatement" }
 

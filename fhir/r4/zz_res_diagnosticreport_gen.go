@@ -279,6 +279,36 @@ func (x *DiagnosticReport) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *DiagnosticReport) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "resultsInterpreter", x.ResultsInterpreter)
+	dst = appendMany(dst, "specimen", x.Specimen)
+	dst = appendMany(dst, "result", x.Result)
+	dst = appendMany(dst, "imagingStudy", x.ImagingStudy)
+	dst = appendMany(dst, "media", x.Media)
+	dst = appendOne(dst, "conclusion", x.Conclusion)
+	dst = appendMany(dst, "conclusionCode", x.ConclusionCode)
+	dst = appendMany(dst, "presentedForm", x.PresentedForm)
+	return dst
+}
+
 // ResourceType returns "DiagnosticReport".
 func (x *DiagnosticReport) ResourceType() string { return "DiagnosticReport" }
 
@@ -419,6 +449,14 @@ func (x *DiagnosticReportMedia) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Link), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DiagnosticReportMedia) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "link", x.Link)
+	return dst
 }
 
 func (x *DiagnosticReportMedia) elementParts() (*string, *[]Extension) {

@@ -216,6 +216,29 @@ func (x *DocumentManifest) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *DocumentManifest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "masterIdentifier", x.MasterIdentifier)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "content", x.Content)
+	dst = appendMany(dst, "related", x.Related)
+	return dst
+}
+
 // ResourceType returns "DocumentManifest".
 func (x *DocumentManifest) ResourceType() string { return "DocumentManifest" }
 
@@ -347,6 +370,14 @@ func (x *DocumentManifestRelated) appendNamed(dst []Child, name string, choice b
 		return appendOne(dst, name, x.Ref), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DocumentManifestRelated) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "ref", x.Ref)
+	return dst
 }
 
 func (x *DocumentManifestRelated) elementParts() (*string, *[]Extension) {

@@ -248,6 +248,33 @@ func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *DocumentReference) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "masterIdentifier", x.MasterIdentifier)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "docStatus", x.DocStatus)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "authenticator", x.Authenticator)
+	dst = appendOne(dst, "custodian", x.Custodian)
+	dst = appendMany(dst, "relatesTo", x.RelatesTo)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendMany(dst, "content", x.Content)
+	dst = appendOne(dst, "context", x.Context)
+	return dst
+}
+
 // ResourceType returns "DocumentReference".
 func (x *DocumentReference) ResourceType() string { return "DocumentReference" }
 
@@ -387,6 +414,14 @@ func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *DocumentReferenceRelatesTo) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "target", x.Target)
+	return dst
+}
+
 func (x *DocumentReferenceRelatesTo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -495,6 +530,14 @@ func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Format), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DocumentReferenceContent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "attachment", x.Attachment)
+	dst = appendOne(dst, "format", x.Format)
+	return dst
 }
 
 func (x *DocumentReferenceContent) elementParts() (*string, *[]Extension) {
@@ -644,6 +687,19 @@ func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice 
 		return appendMany(dst, name, x.Related), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *DocumentReferenceContext) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "event", x.Event)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "facilityType", x.FacilityType)
+	dst = appendOne(dst, "practiceSetting", x.PracticeSetting)
+	dst = appendOne(dst, "sourcePatientInfo", x.SourcePatientInfo)
+	dst = appendMany(dst, "related", x.Related)
+	return dst
 }
 
 func (x *DocumentReferenceContext) elementParts() (*string, *[]Extension) {

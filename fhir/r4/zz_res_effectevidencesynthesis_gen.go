@@ -398,6 +398,50 @@ func (x *EffectEvidenceSynthesis) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *EffectEvidenceSynthesis) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendOne(dst, "synthesisType", x.SynthesisType)
+	dst = appendOne(dst, "studyType", x.StudyType)
+	dst = appendOne(dst, "population", x.Population)
+	dst = appendOne(dst, "exposure", x.Exposure)
+	dst = appendOne(dst, "exposureAlternative", x.ExposureAlternative)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "sampleSize", x.SampleSize)
+	dst = appendMany(dst, "resultsByExposure", x.ResultsByExposure)
+	dst = appendMany(dst, "effectEstimate", x.EffectEstimate)
+	dst = appendMany(dst, "certainty", x.Certainty)
+	return dst
+}
+
 // ResourceType returns "EffectEvidenceSynthesis".
 func (x *EffectEvidenceSynthesis) ResourceType() string { return "EffectEvidenceSynthesis" }
 
@@ -573,6 +617,15 @@ func (x *EffectEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *EffectEvidenceSynthesisSampleSize) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "numberOfStudies", x.NumberOfStudies)
+	dst = appendOne(dst, "numberOfParticipants", x.NumberOfParticipants)
+	return dst
+}
+
 func (x *EffectEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -704,6 +757,16 @@ func (x *EffectEvidenceSynthesisResultsByExposure) appendNamed(dst []Child, name
 		return appendOne(dst, name, x.RiskEvidenceSynthesis), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *EffectEvidenceSynthesisResultsByExposure) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "exposureState", x.ExposureState)
+	dst = appendOne(dst, "variantState", x.VariantState)
+	dst = appendOne(dst, "riskEvidenceSynthesis", x.RiskEvidenceSynthesis)
+	return dst
 }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) elementParts() (*string, *[]Extension) {
@@ -855,6 +918,18 @@ func (x *EffectEvidenceSynthesisEffectEstimate) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimate) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "variantState", x.VariantState)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "unitOfMeasure", x.UnitOfMeasure)
+	dst = appendMany(dst, "precisionEstimate", x.PrecisionEstimate)
+	return dst
+}
+
 func (x *EffectEvidenceSynthesisEffectEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -992,6 +1067,16 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendNamed(dst
 	return dst, unknownName
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "level", x.Level)
+	dst = appendOne(dst, "from", x.From)
+	dst = appendOne(dst, "to", x.To)
+	return dst
+}
+
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1114,6 +1199,15 @@ func (x *EffectEvidenceSynthesisCertainty) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
+func (x *EffectEvidenceSynthesisCertainty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "rating", x.Rating)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "certaintySubcomponent", x.CertaintySubcomponent)
+	return dst
+}
+
 func (x *EffectEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1230,6 +1324,15 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst 
 		return appendMany(dst, name, x.Note), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "rating", x.Rating)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
 }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {

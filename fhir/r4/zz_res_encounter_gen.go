@@ -298,6 +298,40 @@ func (x *Encounter) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
+func (x *Encounter) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusHistory", x.StatusHistory)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendMany(dst, "classHistory", x.ClassHistory)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "serviceType", x.ServiceType)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "episodeOfCare", x.EpisodeOfCare)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendMany(dst, "appointment", x.Appointment)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "account", x.Account)
+	dst = appendOne(dst, "hospitalization", x.Hospitalization)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendOne(dst, "serviceProvider", x.ServiceProvider)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	return dst
+}
+
 // ResourceType returns "Encounter".
 func (x *Encounter) ResourceType() string { return "Encounter" }
 
@@ -441,6 +475,14 @@ func (x *EncounterStatusHistory) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *EncounterStatusHistory) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
+}
+
 func (x *EncounterStatusHistory) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -549,6 +591,14 @@ func (x *EncounterClassHistory) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *EncounterClassHistory) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *EncounterClassHistory) elementParts() (*string, *[]Extension) {
@@ -666,6 +716,15 @@ func (x *EncounterParticipant) appendNamed(dst []Child, name string, choice bool
 		return appendOne(dst, name, x.Individual), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *EncounterParticipant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "individual", x.Individual)
+	return dst
 }
 
 func (x *EncounterParticipant) elementParts() (*string, *[]Extension) {
@@ -786,6 +845,15 @@ func (x *EncounterDiagnosis) appendNamed(dst []Child, name string, choice bool) 
 		return appendOne(dst, name, x.Rank), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *EncounterDiagnosis) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "rank", x.Rank)
+	return dst
 }
 
 func (x *EncounterDiagnosis) elementParts() (*string, *[]Extension) {
@@ -955,6 +1023,21 @@ func (x *EncounterHospitalization) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *EncounterHospitalization) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "preAdmissionIdentifier", x.PreAdmissionIdentifier)
+	dst = appendOne(dst, "origin", x.Origin)
+	dst = appendOne(dst, "admitSource", x.AdmitSource)
+	dst = appendOne(dst, "reAdmission", x.ReAdmission)
+	dst = appendMany(dst, "dietPreference", x.DietPreference)
+	dst = appendMany(dst, "specialCourtesy", x.SpecialCourtesy)
+	dst = appendMany(dst, "specialArrangement", x.SpecialArrangement)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendOne(dst, "dischargeDisposition", x.DischargeDisposition)
+	return dst
+}
+
 func (x *EncounterHospitalization) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1087,6 +1170,16 @@ func (x *EncounterLocation) appendNamed(dst []Child, name string, choice bool) (
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *EncounterLocation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "physicalType", x.PhysicalType)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *EncounterLocation) elementParts() (*string, *[]Extension) {

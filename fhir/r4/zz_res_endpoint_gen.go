@@ -210,6 +210,28 @@ func (x *Endpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *Endpoint) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "connectionType", x.ConnectionType)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "payloadType", x.PayloadType)
+	dst = appendMany(dst, "payloadMimeType", x.PayloadMimeType)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendMany(dst, "header", x.Header)
+	return dst
+}
+
 // ResourceType returns "Endpoint".
 func (x *Endpoint) ResourceType() string { return "Endpoint" }
 

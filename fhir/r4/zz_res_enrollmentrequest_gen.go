@@ -172,6 +172,24 @@ func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *EnrollmentRequest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "candidate", x.Candidate)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	return dst
+}
+
 // ResourceType returns "EnrollmentRequest".
 func (x *EnrollmentRequest) ResourceType() string { return "EnrollmentRequest" }
 

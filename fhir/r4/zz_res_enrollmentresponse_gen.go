@@ -184,6 +184,25 @@ func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *EnrollmentResponse) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "requestProvider", x.RequestProvider)
+	return dst
+}
+
 // ResourceType returns "EnrollmentResponse".
 func (x *EnrollmentResponse) ResourceType() string { return "EnrollmentResponse" }
 

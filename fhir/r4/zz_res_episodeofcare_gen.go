@@ -210,6 +210,29 @@ func (x *EpisodeOfCare) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *EpisodeOfCare) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusHistory", x.StatusHistory)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "referralRequest", x.ReferralRequest)
+	dst = appendOne(dst, "careManager", x.CareManager)
+	dst = appendMany(dst, "team", x.Team)
+	dst = appendMany(dst, "account", x.Account)
+	return dst
+}
+
 // ResourceType returns "EpisodeOfCare".
 func (x *EpisodeOfCare) ResourceType() string { return "EpisodeOfCare" }
 
@@ -342,6 +365,14 @@ func (x *EpisodeOfCareStatusHistory) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *EpisodeOfCareStatusHistory) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
+}
+
 func (x *EpisodeOfCareStatusHistory) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -460,6 +491,15 @@ func (x *EpisodeOfCareDiagnosis) appendNamed(dst []Child, name string, choice bo
 		return appendOne(dst, name, x.Rank), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *EpisodeOfCareDiagnosis) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "rank", x.Rank)
+	return dst
 }
 
 func (x *EpisodeOfCareDiagnosis) elementParts() (*string, *[]Extension) {

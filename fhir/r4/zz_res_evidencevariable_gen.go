@@ -356,6 +356,44 @@ func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *EvidenceVariable) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "shortTitle", x.ShortTitle)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	return dst
+}
+
 // ResourceType returns "EvidenceVariable".
 func (x *EvidenceVariable) ResourceType() string { return "EvidenceVariable" }
 
@@ -646,6 +684,27 @@ func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, c
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *EvidenceVariableCharacteristic) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "definitionReference", x.DefinitionReference)
+	dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)
+	dst = appendOne(dst, "definitionExpression", x.DefinitionExpression)
+	dst = appendOne(dst, "definitionDataRequirement", x.DefinitionDataRequirement)
+	dst = appendOne(dst, "definitionTriggerDefinition", x.DefinitionTriggerDefinition)
+	dst = appendMany(dst, "usageContext", x.UsageContext)
+	dst = appendOne(dst, "exclude", x.Exclude)
+	dst = appendOne(dst, "participantEffectiveDateTime", x.ParticipantEffectiveDateTime)
+	dst = appendOne(dst, "participantEffectivePeriod", x.ParticipantEffectivePeriod)
+	dst = appendOne(dst, "participantEffectiveDuration", x.ParticipantEffectiveDuration)
+	dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
+	dst = appendOne(dst, "timeFromStart", x.TimeFromStart)
+	dst = appendOne(dst, "groupMeasure", x.GroupMeasure)
+	return dst
 }
 
 func (x *EvidenceVariableCharacteristic) elementParts() (*string, *[]Extension) {

@@ -268,6 +268,34 @@ func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *ExampleScenario) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendMany(dst, "actor", x.Actor)
+	dst = appendMany(dst, "instance", x.Instance)
+	dst = appendMany(dst, "process", x.Process)
+	dst = appendMany(dst, "workflow", x.Workflow)
+	return dst
+}
+
 // ResourceType returns "ExampleScenario".
 func (x *ExampleScenario) ResourceType() string { return "ExampleScenario" }
 
@@ -436,6 +464,16 @@ func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *ExampleScenarioActor) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "actorId", x.ActorID)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
+}
+
 func (x *ExampleScenarioActor) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -591,6 +629,18 @@ func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *ExampleScenarioInstance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "resourceId", x.ResourceID)
+	dst = appendOne(dst, "resourceType", x.ResourceType)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendMany(dst, "containedInstance", x.ContainedInstance)
+	return dst
+}
+
 func (x *ExampleScenarioInstance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -712,6 +762,14 @@ func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *ExampleScenarioInstanceVersion) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "versionId", x.VersionID)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
+}
+
 func (x *ExampleScenarioInstanceVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -825,6 +883,14 @@ func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name
 		return appendOne(dst, name, x.VersionID), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExampleScenarioInstanceContainedInstance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "resourceId", x.ResourceID)
+	dst = appendOne(dst, "versionId", x.VersionID)
+	return dst
 }
 
 func (x *ExampleScenarioInstanceContainedInstance) elementParts() (*string, *[]Extension) {
@@ -970,6 +1036,17 @@ func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *ExampleScenarioProcess) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "preConditions", x.PreConditions)
+	dst = appendOne(dst, "postConditions", x.PostConditions)
+	dst = appendMany(dst, "step", x.Step)
+	return dst
+}
+
 func (x *ExampleScenarioProcess) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1102,6 +1179,16 @@ func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choic
 		return appendMany(dst, name, x.Alternative), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExampleScenarioProcessStep) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "process", x.Process)
+	dst = appendOne(dst, "pause", x.Pause)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendMany(dst, "alternative", x.Alternative)
+	return dst
 }
 
 func (x *ExampleScenarioProcessStep) elementParts() (*string, *[]Extension) {
@@ -1296,6 +1383,22 @@ func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *ExampleScenarioProcessStepOperation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "initiator", x.Initiator)
+	dst = appendOne(dst, "receiver", x.Receiver)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "initiatorActive", x.InitiatorActive)
+	dst = appendOne(dst, "receiverActive", x.ReceiverActive)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "response", x.Response)
+	return dst
+}
+
 func (x *ExampleScenarioProcessStepOperation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1431,6 +1534,15 @@ func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name st
 		return appendMany(dst, name, x.Step), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExampleScenarioProcessStepAlternative) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "step", x.Step)
+	return dst
 }
 
 func (x *ExampleScenarioProcessStepAlternative) elementParts() (*string, *[]Extension) {

@@ -470,6 +470,60 @@ func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefit) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "billablePeriod", x.BillablePeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "fundsReserveRequested", x.FundsReserveRequested)
+	dst = appendOne(dst, "fundsReserve", x.FundsReserve)
+	dst = appendMany(dst, "related", x.Related)
+	dst = appendOne(dst, "prescription", x.Prescription)
+	dst = appendOne(dst, "originalPrescription", x.OriginalPrescription)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "referral", x.Referral)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendOne(dst, "claim", x.Claim)
+	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendMany(dst, "preAuthRefPeriod", x.PreAuthRefPeriod)
+	dst = appendMany(dst, "careTeam", x.CareTeam)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "procedure", x.Procedure)
+	dst = appendOne(dst, "precedence", x.Precedence)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendOne(dst, "accident", x.Accident)
+	dst = appendMany(dst, "item", x.Item)
+	dst = appendMany(dst, "addItem", x.AddItem)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "total", x.Total)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "formCode", x.FormCode)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendMany(dst, "processNote", x.ProcessNote)
+	dst = appendOne(dst, "benefitPeriod", x.BenefitPeriod)
+	dst = appendMany(dst, "benefitBalance", x.BenefitBalance)
+	return dst
+}
+
 // ResourceType returns "ExplanationOfBenefit".
 func (x *ExplanationOfBenefit) ResourceType() string { return "ExplanationOfBenefit" }
 
@@ -645,6 +699,15 @@ func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitRelated) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "claim", x.Claim)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst
+}
+
 func (x *ExplanationOfBenefitRelated) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -753,6 +816,14 @@ func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice
 		return appendOne(dst, name, x.Party), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitPayee) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "party", x.Party)
+	return dst
 }
 
 func (x *ExplanationOfBenefitPayee) elementParts() (*string, *[]Extension) {
@@ -890,6 +961,17 @@ func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, cho
 		return appendOne(dst, name, x.Qualification), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitCareTeam) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "qualification", x.Qualification)
+	return dst
 }
 
 func (x *ExplanationOfBenefitCareTeam) elementParts() (*string, *[]Extension) {
@@ -1103,6 +1185,23 @@ func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitSupportingInfo) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "timingDate", x.TimingDate)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "reason", x.Reason)
+	return dst
+}
+
 func (x *ExplanationOfBenefitSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1266,6 +1365,18 @@ func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitDiagnosis) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+	dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "onAdmission", x.OnAdmission)
+	dst = appendOne(dst, "packageCode", x.PackageCode)
+	return dst
+}
+
 func (x *ExplanationOfBenefitDiagnosis) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1423,6 +1534,18 @@ func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitProcedure) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+	dst = appendMany(dst, "udi", x.Udi)
+	return dst
+}
+
 func (x *ExplanationOfBenefitProcedure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1548,6 +1671,15 @@ func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, ch
 		return appendMany(dst, name, x.PreAuthRef), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitInsurance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
+	return dst
 }
 
 func (x *ExplanationOfBenefitInsurance) elementParts() (*string, *[]Extension) {
@@ -1685,6 +1817,16 @@ func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, cho
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitAccident) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	return dst
 }
 
 func (x *ExplanationOfBenefitAccident) elementParts() (*string, *[]Extension) {
@@ -2022,6 +2164,38 @@ func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "careTeamSequence", x.CareTeamSequence)
+	dst = appendMany(dst, "diagnosisSequence", x.DiagnosisSequence)
+	dst = appendMany(dst, "procedureSequence", x.ProcedureSequence)
+	dst = appendMany(dst, "informationSequence", x.InformationSequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *ExplanationOfBenefitItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2179,6 +2353,16 @@ func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name str
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitItemAdjudication) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *ExplanationOfBenefitItemAdjudication) elementParts() (*string, *[]Extension) {
@@ -2393,6 +2577,26 @@ func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, c
 		return appendMany(dst, name, x.SubDetail), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitItemDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst
 }
 
 func (x *ExplanationOfBenefitItemDetail) elementParts() (*string, *[]Extension) {
@@ -2611,6 +2815,25 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name 
 		return appendMany(dst, name, x.Adjudication), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst
 }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -2915,6 +3138,33 @@ func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitAddItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "itemSequence", x.ItemSequence)
+	dst = appendMany(dst, "detailSequence", x.DetailSequence)
+	dst = appendMany(dst, "subDetailSequence", x.SubDetailSequence)
+	dst = appendMany(dst, "provider", x.Provider)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *ExplanationOfBenefitAddItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3109,6 +3359,21 @@ func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitAddItemDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst
+}
+
 func (x *ExplanationOfBenefitAddItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3279,6 +3544,20 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst
+}
+
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3394,6 +3673,14 @@ func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice
 		return appendOne(dst, name, x.Amount), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitTotal) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
 }
 
 func (x *ExplanationOfBenefitTotal) elementParts() (*string, *[]Extension) {
@@ -3539,6 +3826,18 @@ func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *ExplanationOfBenefitPayment) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "adjustment", x.Adjustment)
+	dst = appendOne(dst, "adjustmentReason", x.AdjustmentReason)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	return dst
+}
+
 func (x *ExplanationOfBenefitPayment) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3673,6 +3972,16 @@ func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, 
 		return appendOne(dst, name, x.Language), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitProcessNote) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "language", x.Language)
+	return dst
 }
 
 func (x *ExplanationOfBenefitProcessNote) elementParts() (*string, *[]Extension) {
@@ -3841,6 +4150,20 @@ func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name strin
 		return appendMany(dst, name, x.Financial), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitBenefitBalance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "excluded", x.Excluded)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "term", x.Term)
+	dst = appendMany(dst, "financial", x.Financial)
+	return dst
 }
 
 func (x *ExplanationOfBenefitBenefitBalance) elementParts() (*string, *[]Extension) {
@@ -4012,6 +4335,18 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, n
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "allowedUnsignedInt", x.AllowedUnsignedInt)
+	dst = appendOne(dst, "allowedString", x.AllowedString)
+	dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
+	dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
+	dst = appendOne(dst, "usedMoney", x.UsedMoney)
+	return dst
 }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) elementParts() (*string, *[]Extension) {

@@ -370,6 +370,43 @@ func (x *FamilyMemberHistory) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *FamilyMemberHistory) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "dataAbsentReason", x.DataAbsentReason)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "sex", x.Sex)
+	dst = appendOne(dst, "bornPeriod", x.BornPeriod)
+	dst = appendOne(dst, "bornDate", x.BornDate)
+	dst = appendOne(dst, "bornString", x.BornString)
+	dst = appendOne(dst, "ageAge", x.AgeAge)
+	dst = appendOne(dst, "ageRange", x.AgeRange)
+	dst = appendOne(dst, "ageString", x.AgeString)
+	dst = appendOne(dst, "estimatedAge", x.EstimatedAge)
+	dst = appendOne(dst, "deceasedBoolean", x.DeceasedBoolean)
+	dst = appendOne(dst, "deceasedAge", x.DeceasedAge)
+	dst = appendOne(dst, "deceasedRange", x.DeceasedRange)
+	dst = appendOne(dst, "deceasedDate", x.DeceasedDate)
+	dst = appendOne(dst, "deceasedString", x.DeceasedString)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "condition", x.Condition)
+	return dst
+}
+
 // ResourceType returns "FamilyMemberHistory".
 func (x *FamilyMemberHistory) ResourceType() string { return "FamilyMemberHistory" }
 
@@ -584,6 +621,20 @@ func (x *FamilyMemberHistoryCondition) appendNamed(dst []Child, name string, cho
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *FamilyMemberHistoryCondition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "contributedToDeath", x.ContributedToDeath)
+	dst = appendOne(dst, "onsetAge", x.OnsetAge)
+	dst = appendOne(dst, "onsetRange", x.OnsetRange)
+	dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+	dst = appendOne(dst, "onsetString", x.OnsetString)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
 }
 
 func (x *FamilyMemberHistoryCondition) elementParts() (*string, *[]Extension) {

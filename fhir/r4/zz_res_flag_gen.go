@@ -178,6 +178,25 @@ func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
+func (x *Flag) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "author", x.Author)
+	return dst
+}
+
 // ResourceType returns "Flag".
 func (x *Flag) ResourceType() string { return "Flag" }
 

@@ -263,6 +263,34 @@ func (x *Goal) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
+func (x *Goal) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "lifecycleStatus", x.LifecycleStatus)
+	dst = appendOne(dst, "achievementStatus", x.AchievementStatus)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "startDate", x.StartDate)
+	dst = appendOne(dst, "startCodeableConcept", x.StartCodeableConcept)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "expressedBy", x.ExpressedBy)
+	dst = appendMany(dst, "addresses", x.Addresses)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "outcomeCode", x.OutcomeCode)
+	dst = appendMany(dst, "outcomeReference", x.OutcomeReference)
+	return dst
+}
+
 // ResourceType returns "Goal".
 func (x *Goal) ResourceType() string { return "Goal" }
 
@@ -490,6 +518,22 @@ func (x *GoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *GoalTarget) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "measure", x.Measure)
+	dst = appendOne(dst, "detailQuantity", x.DetailQuantity)
+	dst = appendOne(dst, "detailRange", x.DetailRange)
+	dst = appendOne(dst, "detailCodeableConcept", x.DetailCodeableConcept)
+	dst = appendOne(dst, "detailString", x.DetailString)
+	dst = appendOne(dst, "detailBoolean", x.DetailBoolean)
+	dst = appendOne(dst, "detailInteger", x.DetailInteger)
+	dst = appendOne(dst, "detailRatio", x.DetailRatio)
+	dst = appendOne(dst, "dueDate", x.DueDate)
+	dst = appendOne(dst, "dueDuration", x.DueDuration)
+	return dst
 }
 
 func (x *GoalTarget) elementParts() (*string, *[]Extension) {

@@ -254,6 +254,32 @@ func (x *GraphDefinition) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *GraphDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendMany(dst, "link", x.Link)
+	return dst
+}
+
 // ResourceType returns "GraphDefinition".
 func (x *GraphDefinition) ResourceType() string { return "GraphDefinition" }
 
@@ -439,6 +465,18 @@ func (x *GraphDefinitionLink) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *GraphDefinitionLink) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "sliceName", x.SliceName)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "target", x.Target)
+	return dst
+}
+
 func (x *GraphDefinitionLink) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -585,6 +623,17 @@ func (x *GraphDefinitionLinkTarget) appendNamed(dst []Child, name string, choice
 		return appendMany(dst, name, x.Link), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *GraphDefinitionLinkTarget) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "params", x.Params)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendMany(dst, "compartment", x.Compartment)
+	dst = appendMany(dst, "link", x.Link)
+	return dst
 }
 
 func (x *GraphDefinitionLinkTarget) elementParts() (*string, *[]Extension) {
@@ -734,6 +783,17 @@ func (x *GraphDefinitionLinkTargetCompartment) appendNamed(dst []Child, name str
 		return appendOne(dst, name, x.Description), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *GraphDefinitionLinkTargetCompartment) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "rule", x.Rule)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
 }
 
 func (x *GraphDefinitionLinkTargetCompartment) elementParts() (*string, *[]Extension) {

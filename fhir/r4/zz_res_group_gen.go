@@ -202,6 +202,27 @@ func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
+func (x *Group) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "actual", x.Actual)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "managingEntity", x.ManagingEntity)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	dst = appendMany(dst, "member", x.Member)
+	return dst
+}
+
 // ResourceType returns "Group".
 func (x *Group) ResourceType() string { return "Group" }
 
@@ -396,6 +417,20 @@ func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *GroupCharacteristic) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "exclude", x.Exclude)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
+}
+
 func (x *GroupCharacteristic) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -521,6 +556,15 @@ func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Chil
 		return appendOne(dst, name, x.Inactive), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *GroupMember) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "entity", x.Entity)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "inactive", x.Inactive)
+	return dst
 }
 
 func (x *GroupMember) elementParts() (*string, *[]Extension) {

@@ -264,6 +264,34 @@ func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *GuidanceResponse) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "requestIdentifier", x.RequestIdentifier)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "moduleUri", x.ModuleURI)
+	dst = appendOne(dst, "moduleCanonical", x.ModuleCanonical)
+	dst = appendOne(dst, "moduleCodeableConcept", x.ModuleCodeableConcept)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "evaluationMessage", x.EvaluationMessage)
+	dst = appendOne(dst, "outputParameters", x.OutputParameters)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendMany(dst, "dataRequirement", x.DataRequirement)
+	return dst
+}
+
 // ResourceType returns "GuidanceResponse".
 func (x *GuidanceResponse) ResourceType() string { return "GuidanceResponse" }
 

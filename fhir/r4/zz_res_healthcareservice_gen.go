@@ -316,6 +316,41 @@ func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *HealthcareService) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "providedBy", x.ProvidedBy)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "extraDetails", x.ExtraDetails)
+	dst = appendOne(dst, "photo", x.Photo)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "coverageArea", x.CoverageArea)
+	dst = appendMany(dst, "serviceProvisionCode", x.ServiceProvisionCode)
+	dst = appendMany(dst, "eligibility", x.Eligibility)
+	dst = appendMany(dst, "program", x.Program)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	dst = appendMany(dst, "communication", x.Communication)
+	dst = appendMany(dst, "referralMethod", x.ReferralMethod)
+	dst = appendOne(dst, "appointmentRequired", x.AppointmentRequired)
+	dst = appendMany(dst, "availableTime", x.AvailableTime)
+	dst = appendMany(dst, "notAvailable", x.NotAvailable)
+	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst
+}
+
 // ResourceType returns "HealthcareService".
 func (x *HealthcareService) ResourceType() string { return "HealthcareService" }
 
@@ -465,6 +500,14 @@ func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *HealthcareServiceEligibility) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
+}
+
 func (x *HealthcareServiceEligibility) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -599,6 +642,16 @@ func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *HealthcareServiceAvailableTime) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
+	dst = appendOne(dst, "allDay", x.AllDay)
+	dst = appendOne(dst, "availableStartTime", x.AvailableStartTime)
+	dst = appendOne(dst, "availableEndTime", x.AvailableEndTime)
+	return dst
+}
+
 func (x *HealthcareServiceAvailableTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -714,6 +767,14 @@ func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, ch
 		return appendOne(dst, name, x.During), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *HealthcareServiceNotAvailable) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "during", x.During)
+	return dst
 }
 
 func (x *HealthcareServiceNotAvailable) elementParts() (*string, *[]Extension) {

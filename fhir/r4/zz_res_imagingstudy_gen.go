@@ -282,6 +282,37 @@ func (x *ImagingStudy) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *ImagingStudy) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "modality", x.Modality)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "started", x.Started)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "referrer", x.Referrer)
+	dst = appendMany(dst, "interpreter", x.Interpreter)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "numberOfSeries", x.NumberOfSeries)
+	dst = appendOne(dst, "numberOfInstances", x.NumberOfInstances)
+	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+	dst = appendMany(dst, "procedureCode", x.ProcedureCode)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "series", x.Series)
+	return dst
+}
+
 // ResourceType returns "ImagingStudy".
 func (x *ImagingStudy) ResourceType() string { return "ImagingStudy" }
 
@@ -514,6 +545,24 @@ func (x *ImagingStudySeries) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *ImagingStudySeries) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uid", x.Uid)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "modality", x.Modality)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "numberOfInstances", x.NumberOfInstances)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "laterality", x.Laterality)
+	dst = appendMany(dst, "specimen", x.Specimen)
+	dst = appendOne(dst, "started", x.Started)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "instance", x.Instance)
+	return dst
+}
+
 func (x *ImagingStudySeries) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -636,6 +685,14 @@ func (x *ImagingStudySeriesPerformer) appendNamed(dst []Child, name string, choi
 		return appendOne(dst, name, x.Actor), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImagingStudySeriesPerformer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst
 }
 
 func (x *ImagingStudySeriesPerformer) elementParts() (*string, *[]Extension) {
@@ -767,6 +824,16 @@ func (x *ImagingStudySeriesInstance) appendNamed(dst []Child, name string, choic
 		return appendOne(dst, name, x.Title), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImagingStudySeriesInstance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uid", x.Uid)
+	dst = appendOne(dst, "sopClass", x.SopClass)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "title", x.Title)
+	return dst
 }
 
 func (x *ImagingStudySeriesInstance) elementParts() (*string, *[]Extension) {

@@ -367,6 +367,46 @@ func (x *Immunization) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *Immunization) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "vaccineCode", x.VaccineCode)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrenceString", x.OccurrenceString)
+	dst = appendOne(dst, "recorded", x.Recorded)
+	dst = appendOne(dst, "primarySource", x.PrimarySource)
+	dst = appendOne(dst, "reportOrigin", x.ReportOrigin)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "lotNumber", x.LotNumber)
+	dst = appendOne(dst, "expirationDate", x.ExpirationDate)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "route", x.Route)
+	dst = appendOne(dst, "doseQuantity", x.DoseQuantity)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "isSubpotent", x.IsSubpotent)
+	dst = appendMany(dst, "subpotentReason", x.SubpotentReason)
+	dst = appendMany(dst, "education", x.Education)
+	dst = appendMany(dst, "programEligibility", x.ProgramEligibility)
+	dst = appendOne(dst, "fundingSource", x.FundingSource)
+	dst = appendMany(dst, "reaction", x.Reaction)
+	dst = appendMany(dst, "protocolApplied", x.ProtocolApplied)
+	return dst
+}
+
 // ResourceType returns "Immunization".
 func (x *Immunization) ResourceType() string { return "Immunization" }
 
@@ -521,6 +561,14 @@ func (x *ImmunizationPerformer) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *ImmunizationPerformer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst
+}
+
 func (x *ImmunizationPerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -654,6 +702,16 @@ func (x *ImmunizationEducation) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *ImmunizationEducation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "documentType", x.DocumentType)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "publicationDate", x.PublicationDate)
+	dst = appendOne(dst, "presentationDate", x.PresentationDate)
+	return dst
+}
+
 func (x *ImmunizationEducation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -779,6 +837,15 @@ func (x *ImmunizationReaction) appendNamed(dst []Child, name string, choice bool
 		return appendOne(dst, name, x.Reported), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImmunizationReaction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "detail", x.Detail)
+	dst = appendOne(dst, "reported", x.Reported)
+	return dst
 }
 
 func (x *ImmunizationReaction) elementParts() (*string, *[]Extension) {
@@ -955,6 +1022,19 @@ func (x *ImmunizationProtocolApplied) appendNamed(dst []Child, name string, choi
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ImmunizationProtocolApplied) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "series", x.Series)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendMany(dst, "targetDisease", x.TargetDisease)
+	dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+	return dst
 }
 
 func (x *ImmunizationProtocolApplied) elementParts() (*string, *[]Extension) {

@@ -262,6 +262,32 @@ func (x *ImmunizationEvaluation) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *ImmunizationEvaluation) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendOne(dst, "targetDisease", x.TargetDisease)
+	dst = appendOne(dst, "immunizationEvent", x.ImmunizationEvent)
+	dst = appendOne(dst, "doseStatus", x.DoseStatus)
+	dst = appendMany(dst, "doseStatusReason", x.DoseStatusReason)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "series", x.Series)
+	dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+	return dst
+}
+
 // ResourceType returns "ImmunizationEvaluation".
 func (x *ImmunizationEvaluation) ResourceType() string { return "ImmunizationEvaluation" }
 

@@ -154,6 +154,22 @@ func (x *ImmunizationRecommendation) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *ImmunizationRecommendation) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendMany(dst, "recommendation", x.Recommendation)
+	return dst
+}
+
 // ResourceType returns "ImmunizationRecommendation".
 func (x *ImmunizationRecommendation) ResourceType() string { return "ImmunizationRecommendation" }
 
@@ -399,6 +415,26 @@ func (x *ImmunizationRecommendationRecommendation) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
+func (x *ImmunizationRecommendationRecommendation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "vaccineCode", x.VaccineCode)
+	dst = appendOne(dst, "targetDisease", x.TargetDisease)
+	dst = appendMany(dst, "contraindicatedVaccineCode", x.ContraindicatedVaccineCode)
+	dst = appendOne(dst, "forecastStatus", x.ForecastStatus)
+	dst = appendMany(dst, "forecastReason", x.ForecastReason)
+	dst = appendMany(dst, "dateCriterion", x.DateCriterion)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "series", x.Series)
+	dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+	dst = appendMany(dst, "supportingImmunization", x.SupportingImmunization)
+	dst = appendMany(dst, "supportingPatientInformation", x.SupportingPatientInformation)
+	return dst
+}
+
 func (x *ImmunizationRecommendationRecommendation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -526,6 +562,14 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) appendNamed(dst 
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImmunizationRecommendationRecommendationDateCriterion) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) elementParts() (*string, *[]Extension) {

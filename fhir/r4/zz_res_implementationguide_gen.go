@@ -298,6 +298,37 @@ func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *ImplementationGuide) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "packageId", x.PackageID)
+	dst = appendOne(dst, "license", x.License)
+	dst = appendMany(dst, "fhirVersion", x.FhirVersion)
+	dst = appendMany(dst, "dependsOn", x.DependsOn)
+	dst = appendMany(dst, "global", x.Global)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "manifest", x.Manifest)
+	return dst
+}
+
 // ResourceType returns "ImplementationGuide".
 func (x *ImplementationGuide) ResourceType() string { return "ImplementationGuide" }
 
@@ -462,6 +493,15 @@ func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *ImplementationGuideDependsOn) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "packageId", x.PackageID)
+	dst = appendOne(dst, "version", x.Version)
+	return dst
+}
+
 func (x *ImplementationGuideDependsOn) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -577,6 +617,14 @@ func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice
 		return appendOne(dst, name, x.Profile), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImplementationGuideGlobal) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst
 }
 
 func (x *ImplementationGuideGlobal) elementParts() (*string, *[]Extension) {
@@ -714,6 +762,17 @@ func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *ImplementationGuideDefinition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "grouping", x.Grouping)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendOne(dst, "page", x.Page)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendMany(dst, "template", x.Template)
+	return dst
+}
+
 func (x *ImplementationGuideDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -828,6 +887,14 @@ func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name st
 		return appendOne(dst, name, x.Description), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionGrouping) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
 }
 
 func (x *ImplementationGuideDefinitionGrouping) elementParts() (*string, *[]Extension) {
@@ -1000,6 +1067,19 @@ func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
+func (x *ImplementationGuideDefinitionResource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendMany(dst, "fhirVersion", x.FhirVersion)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+	dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+	dst = appendOne(dst, "groupingId", x.GroupingID)
+	return dst
+}
+
 func (x *ImplementationGuideDefinitionResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1157,6 +1237,17 @@ func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *ImplementationGuideDefinitionPage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "nameUrl", x.NameURL)
+	dst = appendOne(dst, "nameReference", x.NameReference)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "generation", x.Generation)
+	dst = appendMany(dst, "page", x.Page)
+	return dst
+}
+
 func (x *ImplementationGuideDefinitionPage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1274,6 +1365,14 @@ func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name s
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *ImplementationGuideDefinitionParameter) elementParts() (*string, *[]Extension) {
@@ -1399,6 +1498,15 @@ func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name st
 		return appendOne(dst, name, x.Scope), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionTemplate) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "scope", x.Scope)
+	return dst
 }
 
 func (x *ImplementationGuideDefinitionTemplate) elementParts() (*string, *[]Extension) {
@@ -1542,6 +1650,17 @@ func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choi
 		return appendMany(dst, name, x.Other), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImplementationGuideManifest) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "rendering", x.Rendering)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendMany(dst, "page", x.Page)
+	dst = appendMany(dst, "image", x.Image)
+	dst = appendMany(dst, "other", x.Other)
+	return dst
 }
 
 func (x *ImplementationGuideManifest) elementParts() (*string, *[]Extension) {
@@ -1688,6 +1807,16 @@ func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *ImplementationGuideManifestResource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+	dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+	dst = appendOne(dst, "relativePath", x.RelativePath)
+	return dst
+}
+
 func (x *ImplementationGuideManifestResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1814,6 +1943,15 @@ func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, 
 		return appendMany(dst, name, x.Anchor), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ImplementationGuideManifestPage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "anchor", x.Anchor)
+	return dst
 }
 
 func (x *ImplementationGuideManifestPage) elementParts() (*string, *[]Extension) {

@@ -230,6 +230,31 @@ func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *InsurancePlan) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "ownedBy", x.OwnedBy)
+	dst = appendOne(dst, "administeredBy", x.AdministeredBy)
+	dst = appendMany(dst, "coverageArea", x.CoverageArea)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "coverage", x.Coverage)
+	dst = appendMany(dst, "plan", x.Plan)
+	return dst
+}
+
 // ResourceType returns "InsurancePlan".
 func (x *InsurancePlan) ResourceType() string { return "InsurancePlan" }
 
@@ -380,6 +405,16 @@ func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *InsurancePlanContact) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	return dst
+}
+
 func (x *InsurancePlanContact) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -497,6 +532,15 @@ func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice boo
 		return appendMany(dst, name, x.Benefit), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *InsurancePlanCoverage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "benefit", x.Benefit)
+	return dst
 }
 
 func (x *InsurancePlanCoverage) elementParts() (*string, *[]Extension) {
@@ -619,6 +663,15 @@ func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *InsurancePlanCoverageBenefit) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "requirement", x.Requirement)
+	dst = appendMany(dst, "limit", x.Limit)
+	return dst
+}
+
 func (x *InsurancePlanCoverageBenefit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -728,6 +781,14 @@ func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string
 		return appendOne(dst, name, x.Code), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *InsurancePlanCoverageBenefitLimit) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "code", x.Code)
+	return dst
 }
 
 func (x *InsurancePlanCoverageBenefitLimit) elementParts() (*string, *[]Extension) {
@@ -871,6 +932,18 @@ func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *InsurancePlanPlan) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "coverageArea", x.CoverageArea)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "generalCost", x.GeneralCost)
+	dst = appendMany(dst, "specificCost", x.SpecificCost)
+	return dst
+}
+
 func (x *InsurancePlanPlan) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1004,6 +1077,16 @@ func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *InsurancePlanPlanGeneralCost) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "groupSize", x.GroupSize)
+	dst = appendOne(dst, "cost", x.Cost)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
+}
+
 func (x *InsurancePlanPlanGeneralCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1117,6 +1200,14 @@ func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *InsurancePlanPlanSpecificCost) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendMany(dst, "benefit", x.Benefit)
+	return dst
+}
+
 func (x *InsurancePlanPlanSpecificCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1224,6 +1315,14 @@ func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name str
 		return appendMany(dst, name, x.Cost), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefit) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "cost", x.Cost)
+	return dst
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) elementParts() (*string, *[]Extension) {
@@ -1349,6 +1448,16 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "applicability", x.Applicability)
+	dst = appendMany(dst, "qualifiers", x.Qualifiers)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) elementParts() (*string, *[]Extension) {

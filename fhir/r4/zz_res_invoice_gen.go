@@ -248,6 +248,33 @@ func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Invoice) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "cancelledReason", x.CancelledReason)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	dst = appendOne(dst, "account", x.Account)
+	dst = appendMany(dst, "lineItem", x.LineItem)
+	dst = appendMany(dst, "totalPriceComponent", x.TotalPriceComponent)
+	dst = appendOne(dst, "totalNet", x.TotalNet)
+	dst = appendOne(dst, "totalGross", x.TotalGross)
+	dst = appendOne(dst, "paymentTerms", x.PaymentTerms)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "Invoice".
 func (x *Invoice) ResourceType() string { return "Invoice" }
 
@@ -385,6 +412,14 @@ func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *InvoiceParticipant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst
+}
+
 func (x *InvoiceParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -519,6 +554,16 @@ func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *InvoiceLineItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "chargeItemReference", x.ChargeItemReference)
+	dst = appendOne(dst, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
+	dst = appendMany(dst, "priceComponent", x.PriceComponent)
+	return dst
+}
+
 func (x *InvoiceLineItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -649,6 +694,16 @@ func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, ch
 		return appendOne(dst, name, x.Amount), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *InvoiceLineItemPriceComponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
 }
 
 func (x *InvoiceLineItemPriceComponent) elementParts() (*string, *[]Extension) {

@@ -405,6 +405,49 @@ func (x *Library) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Library) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendMany(dst, "dataRequirement", x.DataRequirement)
+	dst = appendMany(dst, "content", x.Content)
+	return dst
+}
+
 // ResourceType returns "Library".
 func (x *Library) ResourceType() string { return "Library" }
 

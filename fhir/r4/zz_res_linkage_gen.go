@@ -138,6 +138,20 @@ func (x *Linkage) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Linkage) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
+}
+
 // ResourceType returns "Linkage".
 func (x *Linkage) ResourceType() string { return "Linkage" }
 
@@ -259,6 +273,14 @@ func (x *LinkageItem) appendNamed(dst []Child, name string, choice bool) ([]Chil
 		return appendOne(dst, name, x.Resource), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *LinkageItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "resource", x.Resource)
+	return dst
 }
 
 func (x *LinkageItem) elementParts() (*string, *[]Extension) {

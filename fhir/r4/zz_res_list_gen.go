@@ -224,6 +224,30 @@ func (x *List) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
+func (x *List) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "orderedBy", x.OrderedBy)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "entry", x.Entry)
+	dst = appendOne(dst, "emptyReason", x.EmptyReason)
+	return dst
+}
+
 // ResourceType returns "List".
 func (x *List) ResourceType() string { return "List" }
 
@@ -376,6 +400,16 @@ func (x *ListEntry) appendNamed(dst []Child, name string, choice bool) ([]Child,
 		return appendOne(dst, name, x.Item), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ListEntry) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "flag", x.Flag)
+	dst = appendOne(dst, "deleted", x.Deleted)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "item", x.Item)
+	return dst
 }
 
 func (x *ListEntry) elementParts() (*string, *[]Extension) {

@@ -260,6 +260,34 @@ func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *Location) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "operationalStatus", x.OperationalStatus)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendOne(dst, "physicalType", x.PhysicalType)
+	dst = appendOne(dst, "position", x.Position)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "hoursOfOperation", x.HoursOfOperation)
+	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst
+}
+
 // ResourceType returns "Location".
 func (x *Location) ResourceType() string { return "Location" }
 
@@ -414,6 +442,15 @@ func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *LocationPosition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "longitude", x.Longitude)
+	dst = appendOne(dst, "latitude", x.Latitude)
+	dst = appendOne(dst, "altitude", x.Altitude)
+	return dst
+}
+
 func (x *LocationPosition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -549,6 +586,16 @@ func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.ClosingTime), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *LocationHoursOfOperation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
+	dst = appendOne(dst, "allDay", x.AllDay)
+	dst = appendOne(dst, "openingTime", x.OpeningTime)
+	dst = appendOne(dst, "closingTime", x.ClosingTime)
+	return dst
 }
 
 func (x *LocationHoursOfOperation) elementParts() (*string, *[]Extension) {

@@ -501,6 +501,59 @@ func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Measure) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendOne(dst, "disclaimer", x.Disclaimer)
+	dst = appendOne(dst, "scoring", x.Scoring)
+	dst = appendOne(dst, "compositeScoring", x.CompositeScoring)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "riskAdjustment", x.RiskAdjustment)
+	dst = appendOne(dst, "rateAggregation", x.RateAggregation)
+	dst = appendOne(dst, "rationale", x.Rationale)
+	dst = appendOne(dst, "clinicalRecommendationStatement", x.ClinicalRecommendationStatement)
+	dst = appendOne(dst, "improvementNotation", x.ImprovementNotation)
+	dst = appendMany(dst, "definition", x.Definition)
+	dst = appendOne(dst, "guidance", x.Guidance)
+	dst = appendMany(dst, "group", x.Group)
+	dst = appendMany(dst, "supplementalData", x.SupplementalData)
+	return dst
+}
+
 // ResourceType returns "Measure".
 func (x *Measure) ResourceType() string { return "Measure" }
 
@@ -701,6 +754,16 @@ func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *MeasureGroup) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "population", x.Population)
+	dst = appendMany(dst, "stratifier", x.Stratifier)
+	return dst
+}
+
 func (x *MeasureGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -821,6 +884,15 @@ func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bo
 		return appendOne(dst, name, x.Criteria), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MeasureGroupPopulation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	return dst
 }
 
 func (x *MeasureGroupPopulation) elementParts() (*string, *[]Extension) {
@@ -952,6 +1024,16 @@ func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *MeasureGroupStratifier) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	dst = appendMany(dst, "component", x.Component)
+	return dst
+}
+
 func (x *MeasureGroupStratifier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1072,6 +1154,15 @@ func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, 
 		return appendOne(dst, name, x.Criteria), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MeasureGroupStratifierComponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	return dst
 }
 
 func (x *MeasureGroupStratifierComponent) elementParts() (*string, *[]Extension) {
@@ -1201,6 +1292,16 @@ func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice b
 		return appendOne(dst, name, x.Criteria), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MeasureSupplementalData) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "usage", x.Usage)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	return dst
 }
 
 func (x *MeasureSupplementalData) elementParts() (*string, *[]Extension) {

@@ -208,6 +208,28 @@ func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *MeasureReport) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "measure", x.Measure)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "reporter", x.Reporter)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "improvementNotation", x.ImprovementNotation)
+	dst = appendMany(dst, "group", x.Group)
+	dst = appendMany(dst, "evaluatedResource", x.EvaluatedResource)
+	return dst
+}
+
 // ResourceType returns "MeasureReport".
 func (x *MeasureReport) ResourceType() string { return "MeasureReport" }
 
@@ -356,6 +378,16 @@ func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *MeasureReportGroup) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "population", x.Population)
+	dst = appendOne(dst, "measureScore", x.MeasureScore)
+	dst = appendMany(dst, "stratifier", x.Stratifier)
+	return dst
+}
+
 func (x *MeasureReportGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -477,6 +509,15 @@ func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *MeasureReportGroupPopulation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendOne(dst, "subjectResults", x.SubjectResults)
+	return dst
+}
+
 func (x *MeasureReportGroupPopulation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -586,6 +627,14 @@ func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, cho
 		return appendMany(dst, name, x.Stratum), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MeasureReportGroupStratifier) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "stratum", x.Stratum)
+	return dst
 }
 
 func (x *MeasureReportGroupStratifier) elementParts() (*string, *[]Extension) {
@@ -713,6 +762,16 @@ func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *MeasureReportGroupStratifierStratum) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendMany(dst, "component", x.Component)
+	dst = appendMany(dst, "population", x.Population)
+	dst = appendOne(dst, "measureScore", x.MeasureScore)
+	return dst
+}
+
 func (x *MeasureReportGroupStratifierStratum) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -822,6 +881,14 @@ func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, 
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MeasureReportGroupStratifierStratumComponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *MeasureReportGroupStratifierStratumComponent) elementParts() (*string, *[]Extension) {
@@ -941,6 +1008,15 @@ func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child,
 		return appendOne(dst, name, x.SubjectResults), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MeasureReportGroupStratifierStratumPopulation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendOne(dst, "subjectResults", x.SubjectResults)
+	return dst
 }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) elementParts() (*string, *[]Extension) {

@@ -319,6 +319,40 @@ func (x *Media) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
+func (x *Media) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "modality", x.Modality)
+	dst = appendOne(dst, "view", x.View)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "createdDateTime", x.CreatedDateTime)
+	dst = appendOne(dst, "createdPeriod", x.CreatedPeriod)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendOne(dst, "operator", x.Operator)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "deviceName", x.DeviceName)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendOne(dst, "height", x.Height)
+	dst = appendOne(dst, "width", x.Width)
+	dst = appendOne(dst, "frames", x.Frames)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "content", x.Content)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "Media".
 func (x *Media) ResourceType() string { return "Media" }
 

@@ -178,6 +178,25 @@ func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *Medication) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendOne(dst, "batch", x.Batch)
+	return dst
+}
+
 // ResourceType returns "Medication".
 func (x *Medication) ResourceType() string { return "Medication" }
 
@@ -329,6 +348,16 @@ func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *MedicationIngredient) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "isActive", x.IsActive)
+	dst = appendOne(dst, "strength", x.Strength)
+	return dst
+}
+
 func (x *MedicationIngredient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -443,6 +472,14 @@ func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]
 		return appendOne(dst, name, x.ExpirationDate), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationBatch) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "lotNumber", x.LotNumber)
+	dst = appendOne(dst, "expirationDate", x.ExpirationDate)
+	return dst
 }
 
 func (x *MedicationBatch) elementParts() (*string, *[]Extension) {

@@ -300,6 +300,38 @@ func (x *MedicationAdministration) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *MedicationAdministration) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiates", x.Instantiates)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendMany(dst, "device", x.Device)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "dosage", x.Dosage)
+	dst = appendMany(dst, "eventHistory", x.EventHistory)
+	return dst
+}
+
 // ResourceType returns "MedicationAdministration".
 func (x *MedicationAdministration) ResourceType() string { return "MedicationAdministration" }
 
@@ -439,6 +471,14 @@ func (x *MedicationAdministrationPerformer) appendNamed(dst []Child, name string
 		return appendOne(dst, name, x.Actor), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationAdministrationPerformer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst
 }
 
 func (x *MedicationAdministrationPerformer) elementParts() (*string, *[]Extension) {
@@ -597,6 +637,19 @@ func (x *MedicationAdministrationDosage) appendNamed(dst []Child, name string, c
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationAdministrationDosage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "route", x.Route)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "dose", x.Dose)
+	dst = appendOne(dst, "rateRatio", x.RateRatio)
+	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+	return dst
 }
 
 func (x *MedicationAdministrationDosage) elementParts() (*string, *[]Extension) {

@@ -340,6 +340,43 @@ func (x *MedicationDispense) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *MedicationDispense) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReasonCodeableConcept", x.StatusReasonCodeableConcept)
+	dst = appendOne(dst, "statusReasonReference", x.StatusReasonReference)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "authorizingPrescription", x.AuthorizingPrescription)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "daysSupply", x.DaysSupply)
+	dst = appendOne(dst, "whenPrepared", x.WhenPrepared)
+	dst = appendOne(dst, "whenHandedOver", x.WhenHandedOver)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendMany(dst, "receiver", x.Receiver)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "dosageInstruction", x.DosageInstruction)
+	dst = appendOne(dst, "substitution", x.Substitution)
+	dst = appendMany(dst, "detectedIssue", x.DetectedIssue)
+	dst = appendMany(dst, "eventHistory", x.EventHistory)
+	return dst
+}
+
 // ResourceType returns "MedicationDispense".
 func (x *MedicationDispense) ResourceType() string { return "MedicationDispense" }
 
@@ -486,6 +523,14 @@ func (x *MedicationDispensePerformer) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *MedicationDispensePerformer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst
+}
+
 func (x *MedicationDispensePerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -611,6 +656,16 @@ func (x *MedicationDispenseSubstitution) appendNamed(dst []Child, name string, c
 		return appendMany(dst, name, x.ResponsibleParty), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationDispenseSubstitution) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "wasSubstituted", x.WasSubstituted)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "responsibleParty", x.ResponsibleParty)
+	return dst
 }
 
 func (x *MedicationDispenseSubstitution) elementParts() (*string, *[]Extension) {

@@ -294,6 +294,39 @@ func (x *MedicationKnowledge) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledge) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "doseForm", x.DoseForm)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendMany(dst, "synonym", x.Synonym)
+	dst = appendMany(dst, "relatedMedicationKnowledge", x.RelatedMedicationKnowledge)
+	dst = appendMany(dst, "associatedMedication", x.AssociatedMedication)
+	dst = appendMany(dst, "productType", x.ProductType)
+	dst = appendMany(dst, "monograph", x.Monograph)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendOne(dst, "preparationInstruction", x.PreparationInstruction)
+	dst = appendMany(dst, "intendedRoute", x.IntendedRoute)
+	dst = appendMany(dst, "cost", x.Cost)
+	dst = appendMany(dst, "monitoringProgram", x.MonitoringProgram)
+	dst = appendMany(dst, "administrationGuidelines", x.AdministrationGuidelines)
+	dst = appendMany(dst, "medicineClassification", x.MedicineClassification)
+	dst = appendOne(dst, "packaging", x.Packaging)
+	dst = appendMany(dst, "drugCharacteristic", x.DrugCharacteristic)
+	dst = appendMany(dst, "contraindication", x.Contraindication)
+	dst = appendMany(dst, "regulatory", x.Regulatory)
+	dst = appendMany(dst, "kinetics", x.Kinetics)
+	return dst
+}
+
 // ResourceType returns "MedicationKnowledge".
 func (x *MedicationKnowledge) ResourceType() string { return "MedicationKnowledge" }
 
@@ -436,6 +469,14 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendNamed(dst []Child,
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "reference", x.Reference)
+	return dst
+}
+
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -543,6 +584,14 @@ func (x *MedicationKnowledgeMonograph) appendNamed(dst []Child, name string, cho
 		return appendOne(dst, name, x.Source), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeMonograph) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "source", x.Source)
+	return dst
 }
 
 func (x *MedicationKnowledgeMonograph) elementParts() (*string, *[]Extension) {
@@ -679,6 +728,16 @@ func (x *MedicationKnowledgeIngredient) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeIngredient) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "isActive", x.IsActive)
+	dst = appendOne(dst, "strength", x.Strength)
+	return dst
+}
+
 func (x *MedicationKnowledgeIngredient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -801,6 +860,15 @@ func (x *MedicationKnowledgeCost) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeCost) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "cost", x.Cost)
+	return dst
+}
+
 func (x *MedicationKnowledgeCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -912,6 +980,14 @@ func (x *MedicationKnowledgeMonitoringProgram) appendNamed(dst []Child, name str
 		return appendOne(dst, name, x.Name), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeMonitoringProgram) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	return dst
 }
 
 func (x *MedicationKnowledgeMonitoringProgram) elementParts() (*string, *[]Extension) {
@@ -1047,6 +1123,16 @@ func (x *MedicationKnowledgeAdministrationGuidelines) appendNamed(dst []Child, n
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelines) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
+	dst = appendOne(dst, "indicationReference", x.IndicationReference)
+	dst = appendMany(dst, "patientCharacteristics", x.PatientCharacteristics)
+	return dst
+}
+
 func (x *MedicationKnowledgeAdministrationGuidelines) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1156,6 +1242,14 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendNamed(dst []Ch
 		return appendMany(dst, name, x.Dosage), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	return dst
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) elementParts() (*string, *[]Extension) {
@@ -1284,6 +1378,15 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appe
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "characteristicCodeableConcept", x.CharacteristicCodeableConcept)
+	dst = appendOne(dst, "characteristicQuantity", x.CharacteristicQuantity)
+	dst = appendMany(dst, "value", x.Value)
+	return dst
+}
+
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1395,6 +1498,14 @@ func (x *MedicationKnowledgeMedicineClassification) appendNamed(dst []Child, nam
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeMedicineClassification) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "classification", x.Classification)
+	return dst
+}
+
 func (x *MedicationKnowledgeMedicineClassification) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1502,6 +1613,14 @@ func (x *MedicationKnowledgePackaging) appendNamed(dst []Child, name string, cho
 		return appendOne(dst, name, x.Quantity), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationKnowledgePackaging) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	return dst
 }
 
 func (x *MedicationKnowledgePackaging) elementParts() (*string, *[]Extension) {
@@ -1650,6 +1769,17 @@ func (x *MedicationKnowledgeDrugCharacteristic) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeDrugCharacteristic) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	return dst
+}
+
 func (x *MedicationKnowledgeDrugCharacteristic) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1780,6 +1910,16 @@ func (x *MedicationKnowledgeRegulatory) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeRegulatory) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "regulatoryAuthority", x.RegulatoryAuthority)
+	dst = appendMany(dst, "substitution", x.Substitution)
+	dst = appendMany(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "maxDispense", x.MaxDispense)
+	return dst
+}
+
 func (x *MedicationKnowledgeRegulatory) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1893,6 +2033,14 @@ func (x *MedicationKnowledgeRegulatorySubstitution) appendNamed(dst []Child, nam
 	return dst, unknownName
 }
 
+func (x *MedicationKnowledgeRegulatorySubstitution) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "allowed", x.Allowed)
+	return dst
+}
+
 func (x *MedicationKnowledgeRegulatorySubstitution) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1993,6 +2141,13 @@ func (x *MedicationKnowledgeRegulatorySchedule) appendNamed(dst []Child, name st
 		return appendOne(dst, name, x.Schedule), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeRegulatorySchedule) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "schedule", x.Schedule)
+	return dst
 }
 
 func (x *MedicationKnowledgeRegulatorySchedule) elementParts() (*string, *[]Extension) {
@@ -2101,6 +2256,14 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) appendNamed(dst []Child, name
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeRegulatoryMaxDispense) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) elementParts() (*string, *[]Extension) {
@@ -2218,6 +2381,15 @@ func (x *MedicationKnowledgeKinetics) appendNamed(dst []Child, name string, choi
 		return appendOne(dst, name, x.HalfLifePeriod), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeKinetics) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "areaUnderCurve", x.AreaUnderCurve)
+	dst = appendMany(dst, "lethalDose50", x.LethalDose50)
+	dst = appendOne(dst, "halfLifePeriod", x.HalfLifePeriod)
+	return dst
 }
 
 func (x *MedicationKnowledgeKinetics) elementParts() (*string, *[]Extension) {

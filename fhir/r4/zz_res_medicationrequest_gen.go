@@ -414,6 +414,51 @@ func (x *MedicationRequest) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *MedicationRequest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "reportedBoolean", x.ReportedBoolean)
+	dst = appendOne(dst, "reportedReference", x.ReportedReference)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendOne(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "courseOfTherapyType", x.CourseOfTherapyType)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "dosageInstruction", x.DosageInstruction)
+	dst = appendOne(dst, "dispenseRequest", x.DispenseRequest)
+	dst = appendOne(dst, "substitution", x.Substitution)
+	dst = appendOne(dst, "priorPrescription", x.PriorPrescription)
+	dst = appendMany(dst, "detectedIssue", x.DetectedIssue)
+	dst = appendMany(dst, "eventHistory", x.EventHistory)
+	return dst
+}
+
 // ResourceType returns "MedicationRequest".
 func (x *MedicationRequest) ResourceType() string { return "MedicationRequest" }
 
@@ -615,6 +660,19 @@ func (x *MedicationRequestDispenseRequest) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
+func (x *MedicationRequestDispenseRequest) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "initialFill", x.InitialFill)
+	dst = appendOne(dst, "dispenseInterval", x.DispenseInterval)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	dst = appendOne(dst, "numberOfRepeatsAllowed", x.NumberOfRepeatsAllowed)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "expectedSupplyDuration", x.ExpectedSupplyDuration)
+	dst = appendOne(dst, "performer", x.Performer)
+	return dst
+}
+
 func (x *MedicationRequestDispenseRequest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -728,6 +786,14 @@ func (x *MedicationRequestDispenseRequestInitialFill) appendNamed(dst []Child, n
 		return appendOne(dst, name, x.Duration), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationRequestDispenseRequestInitialFill) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "duration", x.Duration)
+	return dst
 }
 
 func (x *MedicationRequestDispenseRequestInitialFill) elementParts() (*string, *[]Extension) {
@@ -854,6 +920,15 @@ func (x *MedicationRequestSubstitution) appendNamed(dst []Child, name string, ch
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicationRequestSubstitution) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "allowedBoolean", x.AllowedBoolean)
+	dst = appendOne(dst, "allowedCodeableConcept", x.AllowedCodeableConcept)
+	dst = appendOne(dst, "reason", x.Reason)
+	return dst
 }
 
 func (x *MedicationRequestSubstitution) elementParts() (*string, *[]Extension) {

@@ -284,6 +284,36 @@ func (x *MedicationStatement) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *MedicationStatement) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "dateAsserted", x.DateAsserted)
+	dst = appendOne(dst, "informationSource", x.InformationSource)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	return dst
+}
+
 // ResourceType returns "MedicationStatement".
 func (x *MedicationStatement) ResourceType() string { return "MedicationStatement" }
 

@@ -274,6 +274,37 @@ func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *MedicinalProduct) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "domain", x.Domain)
+	dst = appendOne(dst, "combinedPharmaceuticalDoseForm", x.CombinedPharmaceuticalDoseForm)
+	dst = appendOne(dst, "legalStatusOfSupply", x.LegalStatusOfSupply)
+	dst = appendOne(dst, "additionalMonitoringIndicator", x.AdditionalMonitoringIndicator)
+	dst = appendMany(dst, "specialMeasures", x.SpecialMeasures)
+	dst = appendOne(dst, "paediatricUseIndicator", x.PaediatricUseIndicator)
+	dst = appendMany(dst, "productClassification", x.ProductClassification)
+	dst = appendMany(dst, "marketingStatus", x.MarketingStatus)
+	dst = appendMany(dst, "pharmaceuticalProduct", x.PharmaceuticalProduct)
+	dst = appendMany(dst, "packagedMedicinalProduct", x.PackagedMedicinalProduct)
+	dst = appendMany(dst, "attachedDocument", x.AttachedDocument)
+	dst = appendMany(dst, "masterFile", x.MasterFile)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "clinicalTrial", x.ClinicalTrial)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "crossReference", x.CrossReference)
+	dst = appendMany(dst, "manufacturingBusinessOperation", x.ManufacturingBusinessOperation)
+	dst = appendMany(dst, "specialDesignation", x.SpecialDesignation)
+	return dst
+}
+
 // ResourceType returns "MedicinalProduct".
 func (x *MedicinalProduct) ResourceType() string { return "MedicinalProduct" }
 
@@ -422,6 +453,15 @@ func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *MedicinalProductName) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productName", x.ProductName)
+	dst = appendMany(dst, "namePart", x.NamePart)
+	dst = appendMany(dst, "countryLanguage", x.CountryLanguage)
+	return dst
+}
+
 func (x *MedicinalProductName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -533,6 +573,14 @@ func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, cho
 		return appendOne(dst, name, x.Type), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductNameNamePart) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "part", x.Part)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
 }
 
 func (x *MedicinalProductNameNamePart) elementParts() (*string, *[]Extension) {
@@ -651,6 +699,15 @@ func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name stri
 		return appendOne(dst, name, x.Language), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductNameCountryLanguage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "language", x.Language)
+	return dst
 }
 
 func (x *MedicinalProductNameCountryLanguage) elementParts() (*string, *[]Extension) {
@@ -795,6 +852,18 @@ func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child
 		return appendOne(dst, name, x.Regulator), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductManufacturingBusinessOperation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operationType", x.OperationType)
+	dst = appendOne(dst, "authorisationReferenceNumber", x.AuthorisationReferenceNumber)
+	dst = appendOne(dst, "effectiveDate", x.EffectiveDate)
+	dst = appendOne(dst, "confidentialityIndicator", x.ConfidentialityIndicator)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "regulator", x.Regulator)
+	return dst
 }
 
 func (x *MedicinalProductManufacturingBusinessOperation) elementParts() (*string, *[]Extension) {
@@ -966,6 +1035,20 @@ func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name strin
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductSpecialDesignation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "intendedUse", x.IntendedUse)
+	dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
+	dst = appendOne(dst, "indicationReference", x.IndicationReference)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "species", x.Species)
+	return dst
 }
 
 func (x *MedicinalProductSpecialDesignation) elementParts() (*string, *[]Extension) {

@@ -248,6 +248,33 @@ func (x *MedicinalProductAuthorization) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *MedicinalProductAuthorization) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "country", x.Country)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "restoreDate", x.RestoreDate)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	dst = appendOne(dst, "dataExclusivityPeriod", x.DataExclusivityPeriod)
+	dst = appendOne(dst, "dateOfFirstAuthorization", x.DateOfFirstAuthorization)
+	dst = appendOne(dst, "internationalBirthDate", x.InternationalBirthDate)
+	dst = appendOne(dst, "legalBasis", x.LegalBasis)
+	dst = appendMany(dst, "jurisdictionalAuthorization", x.JurisdictionalAuthorization)
+	dst = appendOne(dst, "holder", x.Holder)
+	dst = appendOne(dst, "regulator", x.Regulator)
+	dst = appendOne(dst, "procedure", x.Procedure)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductAuthorization".
 func (x *MedicinalProductAuthorization) ResourceType() string { return "MedicinalProductAuthorization" }
 
@@ -409,6 +436,17 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendNamed(d
 	return dst, unknownName
 }
 
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "legalStatusOfSupply", x.LegalStatusOfSupply)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	return dst
+}
+
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -552,6 +590,17 @@ func (x *MedicinalProductAuthorizationProcedure) appendNamed(dst []Child, name s
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductAuthorizationProcedure) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "datePeriod", x.DatePeriod)
+	dst = appendOne(dst, "dateDateTime", x.DateDateTime)
+	dst = appendMany(dst, "application", x.Application)
+	return dst
 }
 
 func (x *MedicinalProductAuthorizationProcedure) elementParts() (*string, *[]Extension) {

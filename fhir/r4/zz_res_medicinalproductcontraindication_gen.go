@@ -168,6 +168,24 @@ func (x *MedicinalProductContraindication) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
+func (x *MedicinalProductContraindication) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "disease", x.Disease)
+	dst = appendOne(dst, "diseaseStatus", x.DiseaseStatus)
+	dst = appendMany(dst, "comorbidity", x.Comorbidity)
+	dst = appendMany(dst, "therapeuticIndication", x.TherapeuticIndication)
+	dst = appendMany(dst, "otherTherapy", x.OtherTherapy)
+	dst = appendMany(dst, "population", x.Population)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductContraindication".
 func (x *MedicinalProductContraindication) ResourceType() string {
 	return "MedicinalProductContraindication"
@@ -307,6 +325,15 @@ func (x *MedicinalProductContraindicationOtherTherapy) appendNamed(dst []Child, 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductContraindicationOtherTherapy) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "therapyRelationshipType", x.TherapyRelationshipType)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	return dst
 }
 
 func (x *MedicinalProductContraindicationOtherTherapy) elementParts() (*string, *[]Extension) {

@@ -184,6 +184,26 @@ func (x *MedicinalProductIndication) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *MedicinalProductIndication) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "diseaseSymptomProcedure", x.DiseaseSymptomProcedure)
+	dst = appendOne(dst, "diseaseStatus", x.DiseaseStatus)
+	dst = appendMany(dst, "comorbidity", x.Comorbidity)
+	dst = appendOne(dst, "intendedEffect", x.IntendedEffect)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendMany(dst, "otherTherapy", x.OtherTherapy)
+	dst = appendMany(dst, "undesirableEffect", x.UndesirableEffect)
+	dst = appendMany(dst, "population", x.Population)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductIndication".
 func (x *MedicinalProductIndication) ResourceType() string { return "MedicinalProductIndication" }
 
@@ -323,6 +343,15 @@ func (x *MedicinalProductIndicationOtherTherapy) appendNamed(dst []Child, name s
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductIndicationOtherTherapy) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "therapyRelationshipType", x.TherapyRelationshipType)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	return dst
 }
 
 func (x *MedicinalProductIndicationOtherTherapy) elementParts() (*string, *[]Extension) {

@@ -162,6 +162,23 @@ func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *MedicinalProductIngredient) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "allergenicIndicator", x.AllergenicIndicator)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendMany(dst, "specifiedSubstance", x.SpecifiedSubstance)
+	dst = appendOne(dst, "substance", x.Substance)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductIngredient".
 func (x *MedicinalProductIngredient) ResourceType() string { return "MedicinalProductIngredient" }
 
@@ -300,6 +317,16 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, 
 		return appendMany(dst, name, x.Strength), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductIngredientSpecifiedSubstance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "group", x.Group)
+	dst = appendOne(dst, "confidentiality", x.Confidentiality)
+	dst = appendMany(dst, "strength", x.Strength)
+	return dst
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstance) elementParts() (*string, *[]Extension) {
@@ -455,6 +482,19 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst [
 	return dst, unknownName
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "presentation", x.Presentation)
+	dst = appendOne(dst, "presentationLowLimit", x.PresentationLowLimit)
+	dst = appendOne(dst, "concentration", x.Concentration)
+	dst = appendOne(dst, "concentrationLowLimit", x.ConcentrationLowLimit)
+	dst = appendOne(dst, "measurementPoint", x.MeasurementPoint)
+	dst = appendMany(dst, "country", x.Country)
+	dst = appendMany(dst, "referenceStrength", x.ReferenceStrength)
+	return dst
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -596,6 +636,17 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	return dst, unknownName
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substance", x.Substance)
+	dst = appendOne(dst, "strength", x.Strength)
+	dst = appendOne(dst, "strengthLowLimit", x.StrengthLowLimit)
+	dst = appendOne(dst, "measurementPoint", x.MeasurementPoint)
+	dst = appendMany(dst, "country", x.Country)
+	return dst
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -707,6 +758,14 @@ func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name stri
 		return appendMany(dst, name, x.Strength), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductIngredientSubstance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "strength", x.Strength)
+	return dst
 }
 
 func (x *MedicinalProductIngredientSubstance) elementParts() (*string, *[]Extension) {

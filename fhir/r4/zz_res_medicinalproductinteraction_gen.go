@@ -170,6 +170,24 @@ func (x *MedicinalProductInteraction) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *MedicinalProductInteraction) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "interactant", x.Interactant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "effect", x.Effect)
+	dst = appendOne(dst, "incidence", x.Incidence)
+	dst = appendOne(dst, "management", x.Management)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductInteraction".
 func (x *MedicinalProductInteraction) ResourceType() string { return "MedicinalProductInteraction" }
 
@@ -300,6 +318,14 @@ func (x *MedicinalProductInteractionInteractant) appendNamed(dst []Child, name s
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductInteractionInteractant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	return dst
 }
 
 func (x *MedicinalProductInteractionInteractant) elementParts() (*string, *[]Extension) {

@@ -168,6 +168,24 @@ func (x *MedicinalProductManufactured) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *MedicinalProductManufactured) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "manufacturedDoseForm", x.ManufacturedDoseForm)
+	dst = appendOne(dst, "unitOfPresentation", x.UnitOfPresentation)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendOne(dst, "physicalCharacteristics", x.PhysicalCharacteristics)
+	dst = appendMany(dst, "otherCharacteristics", x.OtherCharacteristics)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductManufactured".
 func (x *MedicinalProductManufactured) ResourceType() string { return "MedicinalProductManufactured" }
 

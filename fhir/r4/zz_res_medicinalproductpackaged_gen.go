@@ -186,6 +186,26 @@ func (x *MedicinalProductPackaged) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *MedicinalProductPackaged) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "legalStatusOfSupply", x.LegalStatusOfSupply)
+	dst = appendMany(dst, "marketingStatus", x.MarketingStatus)
+	dst = appendOne(dst, "marketingAuthorization", x.MarketingAuthorization)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendMany(dst, "batchIdentifier", x.BatchIdentifier)
+	dst = appendMany(dst, "packageItem", x.PackageItem)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductPackaged".
 func (x *MedicinalProductPackaged) ResourceType() string { return "MedicinalProductPackaged" }
 
@@ -311,6 +331,14 @@ func (x *MedicinalProductPackagedBatchIdentifier) appendNamed(dst []Child, name 
 		return appendOne(dst, name, x.ImmediatePackaging), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductPackagedBatchIdentifier) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "outerPackaging", x.OuterPackaging)
+	dst = appendOne(dst, "immediatePackaging", x.ImmediatePackaging)
+	return dst
 }
 
 func (x *MedicinalProductPackagedBatchIdentifier) elementParts() (*string, *[]Extension) {
@@ -500,6 +528,24 @@ func (x *MedicinalProductPackagedPackageItem) appendNamed(dst []Child, name stri
 		return appendMany(dst, name, x.Manufacturer), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductPackagedPackageItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "material", x.Material)
+	dst = appendMany(dst, "alternateMaterial", x.AlternateMaterial)
+	dst = appendMany(dst, "device", x.Device)
+	dst = appendMany(dst, "manufacturedItem", x.ManufacturedItem)
+	dst = appendMany(dst, "packageItem", x.PackageItem)
+	dst = appendOne(dst, "physicalCharacteristics", x.PhysicalCharacteristics)
+	dst = appendMany(dst, "otherCharacteristics", x.OtherCharacteristics)
+	dst = appendMany(dst, "shelfLifeStorage", x.ShelfLifeStorage)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	return dst
 }
 
 func (x *MedicinalProductPackagedPackageItem) elementParts() (*string, *[]Extension) {

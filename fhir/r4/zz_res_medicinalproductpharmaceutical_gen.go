@@ -168,6 +168,24 @@ func (x *MedicinalProductPharmaceutical) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *MedicinalProductPharmaceutical) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "administrableDoseForm", x.AdministrableDoseForm)
+	dst = appendOne(dst, "unitOfPresentation", x.UnitOfPresentation)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendMany(dst, "device", x.Device)
+	dst = appendMany(dst, "characteristics", x.Characteristics)
+	dst = appendMany(dst, "routeOfAdministration", x.RouteOfAdministration)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductPharmaceutical".
 func (x *MedicinalProductPharmaceutical) ResourceType() string {
 	return "MedicinalProductPharmaceutical"
@@ -292,6 +310,14 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) appendNamed(dst []Child,
 		return appendOne(dst, name, x.Status), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceuticalCharacteristics) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	return dst
 }
 
 func (x *MedicinalProductPharmaceuticalCharacteristics) elementParts() (*string, *[]Extension) {
@@ -443,6 +469,19 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendNamed(dst []
 	return dst, unknownName
 }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "firstDose", x.FirstDose)
+	dst = appendOne(dst, "maxSingleDose", x.MaxSingleDose)
+	dst = appendOne(dst, "maxDosePerDay", x.MaxDosePerDay)
+	dst = appendOne(dst, "maxDosePerTreatmentPeriod", x.MaxDosePerTreatmentPeriod)
+	dst = appendOne(dst, "maxTreatmentPeriod", x.MaxTreatmentPeriod)
+	dst = appendMany(dst, "targetSpecies", x.TargetSpecies)
+	return dst
+}
+
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -555,6 +594,14 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appen
 		return appendMany(dst, name, x.WithdrawalPeriod), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "withdrawalPeriod", x.WithdrawalPeriod)
+	return dst
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) elementParts() (*string, *[]Extension) {
@@ -674,6 +721,15 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 		return appendOne(dst, name, x.SupportingInformation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "tissue", x.Tissue)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "supportingInformation", x.SupportingInformation)
+	return dst
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) elementParts() (*string, *[]Extension) {

@@ -152,6 +152,22 @@ func (x *MedicinalProductUndesirableEffect) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *MedicinalProductUndesirableEffect) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "symptomConditionEffect", x.SymptomConditionEffect)
+	dst = appendOne(dst, "classification", x.Classification)
+	dst = appendOne(dst, "frequencyOfOccurrence", x.FrequencyOfOccurrence)
+	dst = appendMany(dst, "population", x.Population)
+	return dst
+}
+
 // ResourceType returns "MedicinalProductUndesirableEffect".
 func (x *MedicinalProductUndesirableEffect) ResourceType() string {
 	return "MedicinalProductUndesirableEffect"

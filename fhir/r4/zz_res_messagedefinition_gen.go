@@ -355,6 +355,42 @@ func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *MessageDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "base", x.Base)
+	dst = appendMany(dst, "parent", x.Parent)
+	dst = appendOne(dst, "eventCoding", x.EventCoding)
+	dst = appendOne(dst, "eventUri", x.EventURI)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendOne(dst, "responseRequired", x.ResponseRequired)
+	dst = appendMany(dst, "allowedResponse", x.AllowedResponse)
+	dst = appendMany(dst, "graph", x.Graph)
+	return dst
+}
+
 // ResourceType returns "MessageDefinition".
 func (x *MessageDefinition) ResourceType() string { return "MessageDefinition" }
 
@@ -539,6 +575,16 @@ func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *MessageDefinitionFocus) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	return dst
+}
+
 func (x *MessageDefinitionFocus) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -656,6 +702,14 @@ func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string,
 		return appendOne(dst, name, x.Situation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MessageDefinitionAllowedResponse) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "message", x.Message)
+	dst = appendOne(dst, "situation", x.Situation)
+	return dst
 }
 
 func (x *MessageDefinitionAllowedResponse) elementParts() (*string, *[]Extension) {

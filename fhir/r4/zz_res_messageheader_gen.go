@@ -219,6 +219,29 @@ func (x *MessageHeader) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *MessageHeader) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "eventCoding", x.EventCoding)
+	dst = appendOne(dst, "eventUri", x.EventURI)
+	dst = appendMany(dst, "destination", x.Destination)
+	dst = appendOne(dst, "sender", x.Sender)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendOne(dst, "definition", x.Definition)
+	return dst
+}
+
 // ResourceType returns "MessageHeader".
 func (x *MessageHeader) ResourceType() string { return "MessageHeader" }
 
@@ -370,6 +393,16 @@ func (x *MessageHeaderDestination) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *MessageHeaderDestination) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "receiver", x.Receiver)
+	return dst
+}
+
 func (x *MessageHeaderDestination) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -515,6 +548,17 @@ func (x *MessageHeaderSource) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *MessageHeaderSource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "software", x.Software)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "contact", x.Contact)
+	dst = appendOne(dst, "endpoint", x.Endpoint)
+	return dst
+}
+
 func (x *MessageHeaderSource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -641,6 +685,15 @@ func (x *MessageHeaderResponse) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Details), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MessageHeaderResponse) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "details", x.Details)
+	return dst
 }
 
 func (x *MessageHeaderResponse) elementParts() (*string, *[]Extension) {

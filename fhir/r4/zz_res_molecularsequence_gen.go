@@ -248,6 +248,33 @@ func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *MolecularSequence) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "coordinateSystem", x.CoordinateSystem)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "specimen", x.Specimen)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "referenceSeq", x.ReferenceSeq)
+	dst = appendMany(dst, "variant", x.Variant)
+	dst = appendOne(dst, "observedSeq", x.ObservedSeq)
+	dst = appendMany(dst, "quality", x.Quality)
+	dst = appendOne(dst, "readCoverage", x.ReadCoverage)
+	dst = appendMany(dst, "repository", x.Repository)
+	dst = appendMany(dst, "pointer", x.Pointer)
+	dst = appendMany(dst, "structureVariant", x.StructureVariant)
+	return dst
+}
+
 // ResourceType returns "MolecularSequence".
 func (x *MolecularSequence) ResourceType() string { return "MolecularSequence" }
 
@@ -453,6 +480,21 @@ func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *MolecularSequenceReferenceSeq) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "chromosome", x.Chromosome)
+	dst = appendOne(dst, "genomeBuild", x.GenomeBuild)
+	dst = appendOne(dst, "orientation", x.Orientation)
+	dst = appendOne(dst, "referenceSeqId", x.ReferenceSeqID)
+	dst = appendOne(dst, "referenceSeqPointer", x.ReferenceSeqPointer)
+	dst = appendOne(dst, "referenceSeqString", x.ReferenceSeqString)
+	dst = appendOne(dst, "strand", x.Strand)
+	dst = appendOne(dst, "windowStart", x.WindowStart)
+	dst = appendOne(dst, "windowEnd", x.WindowEnd)
+	return dst
+}
+
 func (x *MolecularSequenceReferenceSeq) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -615,6 +657,18 @@ func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.VariantPointer), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MolecularSequenceVariant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "observedAllele", x.ObservedAllele)
+	dst = appendOne(dst, "referenceAllele", x.ReferenceAllele)
+	dst = appendOne(dst, "cigar", x.Cigar)
+	dst = appendOne(dst, "variantPointer", x.VariantPointer)
+	return dst
 }
 
 func (x *MolecularSequenceVariant) elementParts() (*string, *[]Extension) {
@@ -861,6 +915,27 @@ func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
+func (x *MolecularSequenceQuality) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "standardSequence", x.StandardSequence)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "score", x.Score)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "truthTP", x.TruthTP)
+	dst = appendOne(dst, "queryTP", x.QueryTP)
+	dst = appendOne(dst, "truthFN", x.TruthFN)
+	dst = appendOne(dst, "queryFP", x.QueryFP)
+	dst = appendOne(dst, "gtFP", x.GtFP)
+	dst = appendOne(dst, "precision", x.Precision)
+	dst = appendOne(dst, "recall", x.Recall)
+	dst = appendOne(dst, "fScore", x.FScore)
+	dst = appendOne(dst, "roc", x.Roc)
+	return dst
+}
+
 func (x *MolecularSequenceQuality) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1048,6 +1123,19 @@ func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *MolecularSequenceQualityRoc) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "score", x.Score)
+	dst = appendMany(dst, "numTP", x.NumTP)
+	dst = appendMany(dst, "numFP", x.NumFP)
+	dst = appendMany(dst, "numFN", x.NumFN)
+	dst = appendMany(dst, "precision", x.Precision)
+	dst = appendMany(dst, "sensitivity", x.Sensitivity)
+	dst = appendMany(dst, "fMeasure", x.FMeasure)
+	return dst
+}
+
 func (x *MolecularSequenceQualityRoc) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1213,6 +1301,18 @@ func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *MolecularSequenceRepository) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "datasetId", x.DatasetID)
+	dst = appendOne(dst, "variantsetId", x.VariantsetID)
+	dst = appendOne(dst, "readsetId", x.ReadsetID)
+	return dst
+}
+
 func (x *MolecularSequenceRepository) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1360,6 +1460,17 @@ func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *MolecularSequenceStructureVariant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "variantType", x.VariantType)
+	dst = appendOne(dst, "exact", x.Exact)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendOne(dst, "outer", x.Outer)
+	dst = appendOne(dst, "inner", x.Inner)
+	return dst
+}
+
 func (x *MolecularSequenceStructureVariant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1478,6 +1589,14 @@ func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
+func (x *MolecularSequenceStructureVariantOuter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	return dst
+}
+
 func (x *MolecularSequenceStructureVariantOuter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1591,6 +1710,14 @@ func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name s
 		return appendOne(dst, name, x.End), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *MolecularSequenceStructureVariantInner) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	return dst
 }
 
 func (x *MolecularSequenceStructureVariantInner) elementParts() (*string, *[]Extension) {

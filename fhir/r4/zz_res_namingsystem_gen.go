@@ -232,6 +232,30 @@ func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *NamingSystem) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendMany(dst, "uniqueId", x.UniqueID)
+	return dst
+}
+
 // ResourceType returns "NamingSystem".
 func (x *NamingSystem) ResourceType() string { return "NamingSystem" }
 
@@ -400,6 +424,17 @@ func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool
 		return appendOne(dst, name, x.Period), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *NamingSystemUniqueId) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
 }
 
 func (x *NamingSystemUniqueId) elementParts() (*string, *[]Extension) {

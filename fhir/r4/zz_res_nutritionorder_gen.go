@@ -260,6 +260,34 @@ func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *NutritionOrder) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "instantiates", x.Instantiates)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "dateTime", x.DateTime)
+	dst = appendOne(dst, "orderer", x.Orderer)
+	dst = appendMany(dst, "allergyIntolerance", x.AllergyIntolerance)
+	dst = appendMany(dst, "foodPreferenceModifier", x.FoodPreferenceModifier)
+	dst = appendMany(dst, "excludeFoodModifier", x.ExcludeFoodModifier)
+	dst = appendOne(dst, "oralDiet", x.OralDiet)
+	dst = appendMany(dst, "supplement", x.Supplement)
+	dst = appendOne(dst, "enteralFormula", x.EnteralFormula)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "NutritionOrder".
 func (x *NutritionOrder) ResourceType() string { return "NutritionOrder" }
 
@@ -434,6 +462,18 @@ func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *NutritionOrderOralDiet) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "schedule", x.Schedule)
+	dst = appendMany(dst, "nutrient", x.Nutrient)
+	dst = appendMany(dst, "texture", x.Texture)
+	dst = appendMany(dst, "fluidConsistencyType", x.FluidConsistencyType)
+	dst = appendOne(dst, "instruction", x.Instruction)
+	return dst
+}
+
 func (x *NutritionOrderOralDiet) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -548,6 +588,14 @@ func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *NutritionOrderOralDietNutrient) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
+}
+
 func (x *NutritionOrderOralDietNutrient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -655,6 +703,14 @@ func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, ch
 		return appendOne(dst, name, x.FoodType), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *NutritionOrderOralDietTexture) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "foodType", x.FoodType)
+	return dst
 }
 
 func (x *NutritionOrderOralDietTexture) elementParts() (*string, *[]Extension) {
@@ -792,6 +848,17 @@ func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Instruction), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *NutritionOrderSupplement) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "productName", x.ProductName)
+	dst = appendMany(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "instruction", x.Instruction)
+	return dst
 }
 
 func (x *NutritionOrderSupplement) elementParts() (*string, *[]Extension) {
@@ -970,6 +1037,21 @@ func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *NutritionOrderEnteralFormula) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "baseFormulaType", x.BaseFormulaType)
+	dst = appendOne(dst, "baseFormulaProductName", x.BaseFormulaProductName)
+	dst = appendOne(dst, "additiveType", x.AdditiveType)
+	dst = appendOne(dst, "additiveProductName", x.AdditiveProductName)
+	dst = appendOne(dst, "caloricDensity", x.CaloricDensity)
+	dst = appendOne(dst, "routeofAdministration", x.RouteofAdministration)
+	dst = appendMany(dst, "administration", x.Administration)
+	dst = appendOne(dst, "maxVolumeToDeliver", x.MaxVolumeToDeliver)
+	dst = appendOne(dst, "administrationInstruction", x.AdministrationInstruction)
+	return dst
+}
+
 func (x *NutritionOrderEnteralFormula) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1110,6 +1192,16 @@ func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, na
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *NutritionOrderEnteralFormulaAdministration) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+	dst = appendOne(dst, "rateRatio", x.RateRatio)
+	return dst
 }
 
 func (x *NutritionOrderEnteralFormulaAdministration) elementParts() (*string, *[]Extension) {

@@ -451,6 +451,54 @@ func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
+func (x *Observation) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "effectiveTiming", x.EffectiveTiming)
+	dst = appendOne(dst, "effectiveInstant", x.EffectiveInstant)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "dataAbsentReason", x.DataAbsentReason)
+	dst = appendMany(dst, "interpretation", x.Interpretation)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "specimen", x.Specimen)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendMany(dst, "referenceRange", x.ReferenceRange)
+	dst = appendMany(dst, "hasMember", x.HasMember)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendMany(dst, "component", x.Component)
+	return dst
+}
+
 // ResourceType returns "Observation".
 func (x *Observation) ResourceType() string { return "Observation" }
 
@@ -646,6 +694,18 @@ func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice
 		return appendOne(dst, name, x.Text), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ObservationReferenceRange) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "low", x.Low)
+	dst = appendOne(dst, "high", x.High)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "appliesTo", x.AppliesTo)
+	dst = appendOne(dst, "age", x.Age)
+	dst = appendOne(dst, "text", x.Text)
+	return dst
 }
 
 func (x *ObservationReferenceRange) elementParts() (*string, *[]Extension) {
@@ -890,6 +950,27 @@ func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ObservationComponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "dataAbsentReason", x.DataAbsentReason)
+	dst = appendMany(dst, "interpretation", x.Interpretation)
+	dst = appendMany(dst, "referenceRange", x.ReferenceRange)
+	return dst
 }
 
 func (x *ObservationComponent) elementParts() (*string, *[]Extension) {

@@ -222,6 +222,30 @@ func (x *ObservationDefinition) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *ObservationDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "permittedDataType", x.PermittedDataType)
+	dst = appendOne(dst, "multipleResultsAllowed", x.MultipleResultsAllowed)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "preferredReportName", x.PreferredReportName)
+	dst = appendOne(dst, "quantitativeDetails", x.QuantitativeDetails)
+	dst = appendMany(dst, "qualifiedInterval", x.QualifiedInterval)
+	dst = appendOne(dst, "validCodedValueSet", x.ValidCodedValueSet)
+	dst = appendOne(dst, "normalCodedValueSet", x.NormalCodedValueSet)
+	dst = appendOne(dst, "abnormalCodedValueSet", x.AbnormalCodedValueSet)
+	dst = appendOne(dst, "criticalCodedValueSet", x.CriticalCodedValueSet)
+	return dst
+}
+
 // ResourceType returns "ObservationDefinition".
 func (x *ObservationDefinition) ResourceType() string { return "ObservationDefinition" }
 
@@ -373,6 +397,16 @@ func (x *ObservationDefinitionQuantitativeDetails) appendNamed(dst []Child, name
 		return appendOne(dst, name, x.DecimalPrecision), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ObservationDefinitionQuantitativeDetails) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "customaryUnit", x.CustomaryUnit)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "conversionFactor", x.ConversionFactor)
+	dst = appendOne(dst, "decimalPrecision", x.DecimalPrecision)
+	return dst
 }
 
 func (x *ObservationDefinitionQuantitativeDetails) elementParts() (*string, *[]Extension) {
@@ -540,6 +574,20 @@ func (x *ObservationDefinitionQualifiedInterval) appendNamed(dst []Child, name s
 		return appendOne(dst, name, x.Condition), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ObservationDefinitionQualifiedInterval) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "range", x.Range)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "appliesTo", x.AppliesTo)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "age", x.Age)
+	dst = appendOne(dst, "gestationalAge", x.GestationalAge)
+	dst = appendOne(dst, "condition", x.Condition)
+	return dst
 }
 
 func (x *ObservationDefinitionQualifiedInterval) elementParts() (*string, *[]Extension) {

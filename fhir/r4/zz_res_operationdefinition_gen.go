@@ -362,6 +362,43 @@ func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *OperationDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "affectsState", x.AffectsState)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "base", x.Base)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "instance", x.Instance)
+	dst = appendOne(dst, "inputProfile", x.InputProfile)
+	dst = appendOne(dst, "outputProfile", x.OutputProfile)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendMany(dst, "overload", x.Overload)
+	return dst
+}
+
 // ResourceType returns "OperationDefinition".
 func (x *OperationDefinition) ResourceType() string { return "OperationDefinition" }
 
@@ -614,6 +651,23 @@ func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *OperationDefinitionParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "targetProfile", x.TargetProfile)
+	dst = appendOne(dst, "searchType", x.SearchType)
+	dst = appendOne(dst, "binding", x.Binding)
+	dst = appendMany(dst, "referencedFrom", x.ReferencedFrom)
+	dst = appendMany(dst, "part", x.Part)
+	return dst
+}
+
 func (x *OperationDefinitionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -744,6 +798,14 @@ func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *OperationDefinitionParameterBinding) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "strength", x.Strength)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	return dst
+}
+
 func (x *OperationDefinitionParameterBinding) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -859,6 +921,14 @@ func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
+func (x *OperationDefinitionParameterReferencedFrom) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	return dst
+}
+
 func (x *OperationDefinitionParameterReferencedFrom) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -972,6 +1042,14 @@ func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choi
 		return appendOne(dst, name, x.Comment), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *OperationDefinitionOverload) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "parameterName", x.ParameterName)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
 }
 
 func (x *OperationDefinitionOverload) elementParts() (*string, *[]Extension) {

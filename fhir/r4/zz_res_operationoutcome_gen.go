@@ -120,6 +120,18 @@ func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *OperationOutcome) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "issue", x.Issue)
+	return dst
+}
+
 // ResourceType returns "OperationOutcome".
 func (x *OperationOutcome) ResourceType() string { return "OperationOutcome" }
 
@@ -278,6 +290,18 @@ func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice boo
 		return appendMany(dst, name, x.Expression), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *OperationOutcomeIssue) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "details", x.Details)
+	dst = appendOne(dst, "diagnostics", x.Diagnostics)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendMany(dst, "expression", x.Expression)
+	return dst
 }
 
 func (x *OperationOutcomeIssue) elementParts() (*string, *[]Extension) {

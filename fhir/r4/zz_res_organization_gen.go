@@ -198,6 +198,27 @@ func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *Organization) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst
+}
+
 // ResourceType returns "Organization".
 func (x *Organization) ResourceType() string { return "Organization" }
 
@@ -342,6 +363,16 @@ func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool)
 		return appendOne(dst, name, x.Address), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *OrganizationContact) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	return dst
 }
 
 func (x *OrganizationContact) elementParts() (*string, *[]Extension) {

@@ -210,6 +210,29 @@ func (x *OrganizationAffiliation) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *OrganizationAffiliation) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "participatingOrganization", x.ParticipatingOrganization)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendMany(dst, "healthcareService", x.HealthcareService)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst
+}
+
 // ResourceType returns "OrganizationAffiliation".
 func (x *OrganizationAffiliation) ResourceType() string { return "OrganizationAffiliation" }
 

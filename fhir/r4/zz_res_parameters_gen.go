@@ -88,6 +88,14 @@ func (x *Parameters) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *Parameters) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	return dst
+}
+
 // ResourceType returns "Parameters".
 func (x *Parameters) ResourceType() string { return "Parameters" }
 
@@ -703,6 +711,65 @@ func (x *ParametersParameter) appendNamed(dst []Child, name string, choice bool)
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ParametersParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	dst = appendResource(dst, "resource", x.Resource)
+	dst = appendMany(dst, "part", x.Part)
+	return dst
 }
 
 func (x *ParametersParameter) elementParts() (*string, *[]Extension) {

@@ -284,6 +284,35 @@ func (x *Patient) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
+func (x *Patient) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendOne(dst, "deceasedBoolean", x.DeceasedBoolean)
+	dst = appendOne(dst, "deceasedDateTime", x.DeceasedDateTime)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "maritalStatus", x.MaritalStatus)
+	dst = appendOne(dst, "multipleBirthBoolean", x.MultipleBirthBoolean)
+	dst = appendOne(dst, "multipleBirthInteger", x.MultipleBirthInteger)
+	dst = appendMany(dst, "photo", x.Photo)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "communication", x.Communication)
+	dst = appendMany(dst, "generalPractitioner", x.GeneralPractitioner)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendMany(dst, "link", x.Link)
+	return dst
+}
+
 // ResourceType returns "Patient".
 func (x *Patient) ResourceType() string { return "Patient" }
 
@@ -468,6 +497,19 @@ func (x *PatientContact) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *PatientContact) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "period", x.Period)
+	return dst
+}
+
 func (x *PatientContact) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -585,6 +627,14 @@ func (x *PatientCommunication) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *PatientCommunication) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	return dst
+}
+
 func (x *PatientCommunication) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -695,6 +745,14 @@ func (x *PatientLink) appendNamed(dst []Child, name string, choice bool) ([]Chil
 		return appendOne(dst, name, x.Type), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *PatientLink) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "other", x.Other)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
 }
 
 func (x *PatientLink) elementParts() (*string, *[]Extension) {

@@ -214,6 +214,29 @@ func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *PaymentNotice) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "paymentDate", x.PaymentDate)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "paymentStatus", x.PaymentStatus)
+	return dst
+}
+
 // ResourceType returns "PaymentNotice".
 func (x *PaymentNotice) ResourceType() string { return "PaymentNotice" }
 

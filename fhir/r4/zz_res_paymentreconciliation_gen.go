@@ -242,6 +242,32 @@ func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *PaymentReconciliation) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "paymentIssuer", x.PaymentIssuer)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "paymentDate", x.PaymentDate)
+	dst = appendOne(dst, "paymentAmount", x.PaymentAmount)
+	dst = appendOne(dst, "paymentIdentifier", x.PaymentIdentifier)
+	dst = appendMany(dst, "detail", x.Detail)
+	dst = appendOne(dst, "formCode", x.FormCode)
+	dst = appendMany(dst, "processNote", x.ProcessNote)
+	return dst
+}
+
 // ResourceType returns "PaymentReconciliation".
 func (x *PaymentReconciliation) ResourceType() string { return "PaymentReconciliation" }
 
@@ -445,6 +471,22 @@ func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *PaymentReconciliationDetail) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "predecessor", x.Predecessor)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "submitter", x.Submitter)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
+}
+
 func (x *PaymentReconciliationDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -565,6 +607,14 @@ func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string,
 		return appendOne(dst, name, x.Text), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *PaymentReconciliationProcessNote) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	return dst
 }
 
 func (x *PaymentReconciliationProcessNote) elementParts() (*string, *[]Extension) {

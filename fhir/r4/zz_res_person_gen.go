@@ -198,6 +198,27 @@ func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
+func (x *Person) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "photo", x.Photo)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "link", x.Link)
+	return dst
+}
+
 // ResourceType returns "Person".
 func (x *Person) ResourceType() string { return "Person" }
 
@@ -328,6 +349,14 @@ func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return appendOne(dst, name, x.Assurance), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *PersonLink) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "assurance", x.Assurance)
+	return dst
 }
 
 func (x *PersonLink) elementParts() (*string, *[]Extension) {

@@ -407,6 +407,49 @@ func (x *PlanDefinition) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *PlanDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendMany(dst, "goal", x.Goal)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 // ResourceType returns "PlanDefinition".
 func (x *PlanDefinition) ResourceType() string { return "PlanDefinition" }
 
@@ -612,6 +655,19 @@ func (x *PlanDefinitionGoal) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *PlanDefinitionGoal) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendMany(dst, "addresses", x.Addresses)
+	dst = appendMany(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "target", x.Target)
+	return dst
+}
+
 func (x *PlanDefinitionGoal) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -756,6 +812,17 @@ func (x *PlanDefinitionGoalTarget) appendNamed(dst []Child, name string, choice 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *PlanDefinitionGoalTarget) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "measure", x.Measure)
+	dst = appendOne(dst, "detailQuantity", x.DetailQuantity)
+	dst = appendOne(dst, "detailRange", x.DetailRange)
+	dst = appendOne(dst, "detailCodeableConcept", x.DetailCodeableConcept)
+	dst = appendOne(dst, "due", x.Due)
+	return dst
 }
 
 func (x *PlanDefinitionGoalTarget) elementParts() (*string, *[]Extension) {
@@ -1181,6 +1248,46 @@ func (x *PlanDefinitionAction) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *PlanDefinitionAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "prefix", x.Prefix)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "textEquivalent", x.TextEquivalent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "goalId", x.GoalID)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendMany(dst, "trigger", x.Trigger)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "input", x.Input)
+	dst = appendMany(dst, "output", x.Output)
+	dst = appendMany(dst, "relatedAction", x.RelatedAction)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "timingAge", x.TimingAge)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingDuration", x.TimingDuration)
+	dst = appendOne(dst, "timingRange", x.TimingRange)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "groupingBehavior", x.GroupingBehavior)
+	dst = appendOne(dst, "selectionBehavior", x.SelectionBehavior)
+	dst = appendOne(dst, "requiredBehavior", x.RequiredBehavior)
+	dst = appendOne(dst, "precheckBehavior", x.PrecheckBehavior)
+	dst = appendOne(dst, "cardinalityBehavior", x.CardinalityBehavior)
+	dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "definitionUri", x.DefinitionURI)
+	dst = appendOne(dst, "transform", x.Transform)
+	dst = appendMany(dst, "dynamicValue", x.DynamicValue)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 func (x *PlanDefinitionAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1339,6 +1446,14 @@ func (x *PlanDefinitionActionCondition) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *PlanDefinitionActionCondition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst
+}
+
 func (x *PlanDefinitionActionCondition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1476,6 +1591,16 @@ func (x *PlanDefinitionActionRelatedAction) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *PlanDefinitionActionRelatedAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "actionId", x.ActionID)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
+	dst = appendOne(dst, "offsetRange", x.OffsetRange)
+	return dst
+}
+
 func (x *PlanDefinitionActionRelatedAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1591,6 +1716,14 @@ func (x *PlanDefinitionActionParticipant) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *PlanDefinitionActionParticipant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "role", x.Role)
+	return dst
+}
+
 func (x *PlanDefinitionActionParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1701,6 +1834,14 @@ func (x *PlanDefinitionActionDynamicValue) appendNamed(dst []Child, name string,
 		return appendOne(dst, name, x.Expression), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *PlanDefinitionActionDynamicValue) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst
 }
 
 func (x *PlanDefinitionActionDynamicValue) elementParts() (*string, *[]Extension) {

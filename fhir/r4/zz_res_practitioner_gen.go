@@ -198,6 +198,27 @@ func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *Practitioner) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendMany(dst, "photo", x.Photo)
+	dst = appendMany(dst, "qualification", x.Qualification)
+	dst = appendMany(dst, "communication", x.Communication)
+	return dst
+}
+
 // ResourceType returns "Practitioner".
 func (x *Practitioner) ResourceType() string { return "Practitioner" }
 
@@ -342,6 +363,16 @@ func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice
 		return appendOne(dst, name, x.Issuer), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *PractitionerQualification) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	return dst
 }
 
 func (x *PractitionerQualification) elementParts() (*string, *[]Extension) {

@@ -228,6 +228,31 @@ func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *PractitionerRole) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "practitioner", x.Practitioner)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendMany(dst, "healthcareService", x.HealthcareService)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "availableTime", x.AvailableTime)
+	dst = appendMany(dst, "notAvailable", x.NotAvailable)
+	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst
+}
+
 // ResourceType returns "PractitionerRole".
 func (x *PractitionerRole) ResourceType() string { return "PractitionerRole" }
 
@@ -385,6 +410,16 @@ func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *PractitionerRoleAvailableTime) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
+	dst = appendOne(dst, "allDay", x.AllDay)
+	dst = appendOne(dst, "availableStartTime", x.AvailableStartTime)
+	dst = appendOne(dst, "availableEndTime", x.AvailableEndTime)
+	return dst
+}
+
 func (x *PractitionerRoleAvailableTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -500,6 +535,14 @@ func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, cho
 		return appendOne(dst, name, x.During), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *PractitionerRoleNotAvailable) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "during", x.During)
+	return dst
 }
 
 func (x *PractitionerRoleNotAvailable) elementParts() (*string, *[]Extension) {

@@ -388,6 +388,49 @@ func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
+func (x *Procedure) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "performedDateTime", x.PerformedDateTime)
+	dst = appendOne(dst, "performedPeriod", x.PerformedPeriod)
+	dst = appendOne(dst, "performedString", x.PerformedString)
+	dst = appendOne(dst, "performedAge", x.PerformedAge)
+	dst = appendOne(dst, "performedRange", x.PerformedRange)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendOne(dst, "asserter", x.Asserter)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendMany(dst, "report", x.Report)
+	dst = appendMany(dst, "complication", x.Complication)
+	dst = appendMany(dst, "complicationDetail", x.ComplicationDetail)
+	dst = appendMany(dst, "followUp", x.FollowUp)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "focalDevice", x.FocalDevice)
+	dst = appendMany(dst, "usedReference", x.UsedReference)
+	dst = appendMany(dst, "usedCode", x.UsedCode)
+	return dst
+}
+
 // ResourceType returns "Procedure".
 func (x *Procedure) ResourceType() string { return "Procedure" }
 
@@ -550,6 +593,15 @@ func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *ProcedurePerformer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	return dst
+}
+
 func (x *ProcedurePerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -658,6 +710,14 @@ func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool
 		return appendOne(dst, name, x.Manipulated), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ProcedureFocalDevice) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "action", x.Action)
+	dst = appendOne(dst, "manipulated", x.Manipulated)
+	return dst
 }
 
 func (x *ProcedureFocalDevice) elementParts() (*string, *[]Extension) {

@@ -213,6 +213,28 @@ func (x *Provenance) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *Provenance) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendOne(dst, "occurredPeriod", x.OccurredPeriod)
+	dst = appendOne(dst, "occurredDateTime", x.OccurredDateTime)
+	dst = appendOne(dst, "recorded", x.Recorded)
+	dst = appendMany(dst, "policy", x.Policy)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendOne(dst, "activity", x.Activity)
+	dst = appendMany(dst, "agent", x.Agent)
+	dst = appendMany(dst, "entity", x.Entity)
+	dst = appendMany(dst, "signature", x.Signature)
+	return dst
+}
+
 // ResourceType returns "Provenance".
 func (x *Provenance) ResourceType() string { return "Provenance" }
 
@@ -360,6 +382,16 @@ func (x *ProvenanceAgent) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *ProvenanceAgent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "role", x.Role)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	return dst
+}
+
 func (x *ProvenanceAgent) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -479,6 +511,15 @@ func (x *ProvenanceEntity) appendNamed(dst []Child, name string, choice bool) ([
 		return appendMany(dst, name, x.Agent), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ProvenanceEntity) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "what", x.What)
+	dst = appendMany(dst, "agent", x.Agent)
+	return dst
 }
 
 func (x *ProvenanceEntity) elementParts() (*string, *[]Extension) {

@@ -318,6 +318,39 @@ func (x *Questionnaire) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *Questionnaire) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendMany(dst, "subjectType", x.SubjectType)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
+}
+
 // ResourceType returns "Questionnaire".
 func (x *Questionnaire) ResourceType() string { return "Questionnaire" }
 
@@ -606,6 +639,28 @@ func (x *QuestionnaireItem) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *QuestionnaireItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "linkId", x.LinkID)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "prefix", x.Prefix)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "enableWhen", x.EnableWhen)
+	dst = appendOne(dst, "enableBehavior", x.EnableBehavior)
+	dst = appendOne(dst, "required", x.Required)
+	dst = appendOne(dst, "repeats", x.Repeats)
+	dst = appendOne(dst, "readOnly", x.ReadOnly)
+	dst = appendOne(dst, "maxLength", x.MaxLength)
+	dst = appendOne(dst, "answerValueSet", x.AnswerValueSet)
+	dst = appendMany(dst, "answerOption", x.AnswerOption)
+	dst = appendMany(dst, "initial", x.Initial)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
+}
+
 func (x *QuestionnaireItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -853,6 +908,24 @@ func (x *QuestionnaireItemEnableWhen) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *QuestionnaireItemEnableWhen) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "question", x.Question)
+	dst = appendOne(dst, "operator", x.Operator)
+	dst = appendOne(dst, "answerBoolean", x.AnswerBoolean)
+	dst = appendOne(dst, "answerDecimal", x.AnswerDecimal)
+	dst = appendOne(dst, "answerInteger", x.AnswerInteger)
+	dst = appendOne(dst, "answerDate", x.AnswerDate)
+	dst = appendOne(dst, "answerDateTime", x.AnswerDateTime)
+	dst = appendOne(dst, "answerTime", x.AnswerTime)
+	dst = appendOne(dst, "answerString", x.AnswerString)
+	dst = appendOne(dst, "answerCoding", x.AnswerCoding)
+	dst = appendOne(dst, "answerQuantity", x.AnswerQuantity)
+	dst = appendOne(dst, "answerReference", x.AnswerReference)
+	return dst
+}
+
 func (x *QuestionnaireItemEnableWhen) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1040,6 +1113,19 @@ func (x *QuestionnaireItemAnswerOption) appendNamed(dst []Child, name string, ch
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *QuestionnaireItemAnswerOption) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "initialSelected", x.InitialSelected)
+	return dst
 }
 
 func (x *QuestionnaireItemAnswerOption) elementParts() (*string, *[]Extension) {
@@ -1272,6 +1358,24 @@ func (x *QuestionnaireItemInitial) appendNamed(dst []Child, name string, choice 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *QuestionnaireItemInitial) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	return dst
 }
 
 func (x *QuestionnaireItemInitial) elementParts() (*string, *[]Extension) {

@@ -206,6 +206,28 @@ func (x *QuestionnaireResponse) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *QuestionnaireResponse) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "questionnaire", x.Questionnaire)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "authored", x.Authored)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
+}
+
 // ResourceType returns "QuestionnaireResponse".
 func (x *QuestionnaireResponse) ResourceType() string { return "QuestionnaireResponse" }
 
@@ -365,6 +387,17 @@ func (x *QuestionnaireResponseItem) appendNamed(dst []Child, name string, choice
 		return appendMany(dst, name, x.Item), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *QuestionnaireResponseItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "linkId", x.LinkID)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "answer", x.Answer)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
 }
 
 func (x *QuestionnaireResponseItem) elementParts() (*string, *[]Extension) {
@@ -601,6 +634,25 @@ func (x *QuestionnaireResponseItemAnswer) appendNamed(dst []Child, name string, 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *QuestionnaireResponseItemAnswer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendMany(dst, "item", x.Item)
+	return dst
 }
 
 func (x *QuestionnaireResponseItemAnswer) elementParts() (*string, *[]Extension) {

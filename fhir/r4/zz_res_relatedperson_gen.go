@@ -214,6 +214,29 @@ func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *RelatedPerson) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendMany(dst, "relationship", x.Relationship)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendMany(dst, "photo", x.Photo)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "communication", x.Communication)
+	return dst
+}
+
 // ResourceType returns "RelatedPerson".
 func (x *RelatedPerson) ResourceType() string { return "RelatedPerson" }
 
@@ -346,6 +369,14 @@ func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choic
 		return appendOne(dst, name, x.Preferred), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *RelatedPersonCommunication) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	return dst
 }
 
 func (x *RelatedPersonCommunication) elementParts() (*string, *[]Extension) {

@@ -268,6 +268,35 @@ func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *RequestGroup) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 // ResourceType returns "RequestGroup".
 func (x *RequestGroup) ResourceType() string { return "RequestGroup" }
 
@@ -618,6 +647,36 @@ func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *RequestGroupAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "prefix", x.Prefix)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "textEquivalent", x.TextEquivalent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "relatedAction", x.RelatedAction)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "timingAge", x.TimingAge)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingDuration", x.TimingDuration)
+	dst = appendOne(dst, "timingRange", x.TimingRange)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "groupingBehavior", x.GroupingBehavior)
+	dst = appendOne(dst, "selectionBehavior", x.SelectionBehavior)
+	dst = appendOne(dst, "requiredBehavior", x.RequiredBehavior)
+	dst = appendOne(dst, "precheckBehavior", x.PrecheckBehavior)
+	dst = appendOne(dst, "cardinalityBehavior", x.CardinalityBehavior)
+	dst = appendOne(dst, "resource", x.Resource)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 func (x *RequestGroupAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -762,6 +821,14 @@ func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *RequestGroupActionCondition) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst
+}
+
 func (x *RequestGroupActionCondition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -897,6 +964,16 @@ func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *RequestGroupActionRelatedAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "actionId", x.ActionID)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
+	dst = appendOne(dst, "offsetRange", x.OffsetRange)
+	return dst
 }
 
 func (x *RequestGroupActionRelatedAction) elementParts() (*string, *[]Extension) {

@@ -431,6 +431,51 @@ func (x *ResearchElementDefinition) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
+func (x *ResearchElementDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "shortTitle", x.ShortTitle)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "comment", x.Comment)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "variableType", x.VariableType)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	return dst
+}
+
 // ResourceType returns "ResearchElementDefinition".
 func (x *ResearchElementDefinition) ResourceType() string { return "ResearchElementDefinition" }
 
@@ -795,6 +840,33 @@ func (x *ResearchElementDefinitionCharacteristic) appendNamed(dst []Child, name 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *ResearchElementDefinitionCharacteristic) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)
+	dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "definitionExpression", x.DefinitionExpression)
+	dst = appendOne(dst, "definitionDataRequirement", x.DefinitionDataRequirement)
+	dst = appendMany(dst, "usageContext", x.UsageContext)
+	dst = appendOne(dst, "exclude", x.Exclude)
+	dst = appendOne(dst, "unitOfMeasure", x.UnitOfMeasure)
+	dst = appendOne(dst, "studyEffectiveDescription", x.StudyEffectiveDescription)
+	dst = appendOne(dst, "studyEffectiveDateTime", x.StudyEffectiveDateTime)
+	dst = appendOne(dst, "studyEffectivePeriod", x.StudyEffectivePeriod)
+	dst = appendOne(dst, "studyEffectiveDuration", x.StudyEffectiveDuration)
+	dst = appendOne(dst, "studyEffectiveTiming", x.StudyEffectiveTiming)
+	dst = appendOne(dst, "studyEffectiveTimeFromStart", x.StudyEffectiveTimeFromStart)
+	dst = appendOne(dst, "studyEffectiveGroupMeasure", x.StudyEffectiveGroupMeasure)
+	dst = appendOne(dst, "participantEffectiveDescription", x.ParticipantEffectiveDescription)
+	dst = appendOne(dst, "participantEffectiveDateTime", x.ParticipantEffectiveDateTime)
+	dst = appendOne(dst, "participantEffectivePeriod", x.ParticipantEffectivePeriod)
+	dst = appendOne(dst, "participantEffectiveDuration", x.ParticipantEffectiveDuration)
+	dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
+	dst = appendOne(dst, "participantEffectiveTimeFromStart", x.ParticipantEffectiveTimeFromStart)
+	dst = appendOne(dst, "participantEffectiveGroupMeasure", x.ParticipantEffectiveGroupMeasure)
+	return dst
 }
 
 func (x *ResearchElementDefinitionCharacteristic) elementParts() (*string, *[]Extension) {

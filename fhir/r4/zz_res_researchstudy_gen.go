@@ -310,6 +310,41 @@ func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *ResearchStudy) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "protocol", x.Protocol)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "primaryPurposeType", x.PrimaryPurposeType)
+	dst = appendOne(dst, "phase", x.Phase)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "keyword", x.Keyword)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "enrollment", x.Enrollment)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "sponsor", x.Sponsor)
+	dst = appendOne(dst, "principalInvestigator", x.PrincipalInvestigator)
+	dst = appendMany(dst, "site", x.Site)
+	dst = appendOne(dst, "reasonStopped", x.ReasonStopped)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "arm", x.Arm)
+	dst = appendMany(dst, "objective", x.Objective)
+	return dst
+}
+
 // ResourceType returns "ResearchStudy".
 func (x *ResearchStudy) ResourceType() string { return "ResearchStudy" }
 
@@ -466,6 +501,15 @@ func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *ResearchStudyArm) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
+}
+
 func (x *ResearchStudyArm) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -578,6 +622,14 @@ func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bo
 		return appendOne(dst, name, x.Type), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ResearchStudyObjective) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	return dst
 }
 
 func (x *ResearchStudyObjective) elementParts() (*string, *[]Extension) {

@@ -182,6 +182,25 @@ func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *ResearchSubject) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "study", x.Study)
+	dst = appendOne(dst, "individual", x.Individual)
+	dst = appendOne(dst, "assignedArm", x.AssignedArm)
+	dst = appendOne(dst, "actualArm", x.ActualArm)
+	dst = appendOne(dst, "consent", x.Consent)
+	return dst
+}
+
 // ResourceType returns "ResearchSubject".
 func (x *ResearchSubject) ResourceType() string { return "ResearchSubject" }
 

@@ -269,6 +269,35 @@ func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *RiskAssessment) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "parent", x.Parent)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "basis", x.Basis)
+	dst = appendMany(dst, "prediction", x.Prediction)
+	dst = appendOne(dst, "mitigation", x.Mitigation)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "RiskAssessment".
 func (x *RiskAssessment) ResourceType() string { return "RiskAssessment" }
 
@@ -473,6 +502,20 @@ func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *RiskAssessmentPrediction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "probabilityDecimal", x.ProbabilityDecimal)
+	dst = appendOne(dst, "probabilityRange", x.ProbabilityRange)
+	dst = appendOne(dst, "qualitativeRisk", x.QualitativeRisk)
+	dst = appendOne(dst, "relativeRisk", x.RelativeRisk)
+	dst = appendOne(dst, "whenPeriod", x.WhenPeriod)
+	dst = appendOne(dst, "whenRange", x.WhenRange)
+	dst = appendOne(dst, "rationale", x.Rationale)
+	return dst
 }
 
 func (x *RiskAssessmentPrediction) elementParts() (*string, *[]Extension) {

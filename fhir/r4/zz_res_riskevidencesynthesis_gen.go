@@ -382,6 +382,48 @@ func (x *RiskEvidenceSynthesis) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *RiskEvidenceSynthesis) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendOne(dst, "synthesisType", x.SynthesisType)
+	dst = appendOne(dst, "studyType", x.StudyType)
+	dst = appendOne(dst, "population", x.Population)
+	dst = appendOne(dst, "exposure", x.Exposure)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "sampleSize", x.SampleSize)
+	dst = appendOne(dst, "riskEstimate", x.RiskEstimate)
+	dst = appendMany(dst, "certainty", x.Certainty)
+	return dst
+}
+
 // ResourceType returns "RiskEvidenceSynthesis".
 func (x *RiskEvidenceSynthesis) ResourceType() string { return "RiskEvidenceSynthesis" }
 
@@ -555,6 +597,15 @@ func (x *RiskEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *RiskEvidenceSynthesisSampleSize) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "numberOfStudies", x.NumberOfStudies)
+	dst = appendOne(dst, "numberOfParticipants", x.NumberOfParticipants)
+	return dst
+}
+
 func (x *RiskEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -716,6 +767,19 @@ func (x *RiskEvidenceSynthesisRiskEstimate) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimate) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "unitOfMeasure", x.UnitOfMeasure)
+	dst = appendOne(dst, "denominatorCount", x.DenominatorCount)
+	dst = appendOne(dst, "numeratorCount", x.NumeratorCount)
+	dst = appendMany(dst, "precisionEstimate", x.PrecisionEstimate)
+	return dst
+}
+
 func (x *RiskEvidenceSynthesisRiskEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -856,6 +920,16 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendNamed(dst []C
 	return dst, unknownName
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "level", x.Level)
+	dst = appendOne(dst, "from", x.From)
+	dst = appendOne(dst, "to", x.To)
+	return dst
+}
+
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -978,6 +1052,15 @@ func (x *RiskEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *RiskEvidenceSynthesisCertainty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "rating", x.Rating)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "certaintySubcomponent", x.CertaintySubcomponent)
+	return dst
+}
+
 func (x *RiskEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1094,6 +1177,15 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []
 		return appendMany(dst, name, x.Note), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "rating", x.Rating)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
 }
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {

@@ -180,6 +180,25 @@ func (x *Schedule) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *Schedule) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "serviceCategory", x.ServiceCategory)
+	dst = appendMany(dst, "serviceType", x.ServiceType)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "actor", x.Actor)
+	dst = appendOne(dst, "planningHorizon", x.PlanningHorizon)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
+}
+
 // ResourceType returns "Schedule".
 func (x *Schedule) ResourceType() string { return "Schedule" }
 

@@ -364,6 +364,43 @@ func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *SearchParameter) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "base", x.Base)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "xpath", x.Xpath)
+	dst = appendOne(dst, "xpathUsage", x.XpathUsage)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendOne(dst, "multipleOr", x.MultipleOr)
+	dst = appendOne(dst, "multipleAnd", x.MultipleAnd)
+	dst = appendMany(dst, "comparator", x.Comparator)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "chain", x.Chain)
+	dst = appendMany(dst, "component", x.Component)
+	return dst
+}
+
 // ResourceType returns "SearchParameter".
 func (x *SearchParameter) ResourceType() string { return "SearchParameter" }
 
@@ -531,6 +568,14 @@ func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Expression), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SearchParameterComponent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst
 }
 
 func (x *SearchParameterComponent) elementParts() (*string, *[]Extension) {

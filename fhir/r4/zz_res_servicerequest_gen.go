@@ -459,6 +459,55 @@ func (x *ServiceRequest) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *ServiceRequest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "requisition", x.Requisition)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "orderDetail", x.OrderDetail)
+	dst = appendOne(dst, "quantityQuantity", x.QuantityQuantity)
+	dst = appendOne(dst, "quantityRatio", x.QuantityRatio)
+	dst = appendOne(dst, "quantityRange", x.QuantityRange)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "asNeededBoolean", x.AsNeededBoolean)
+	dst = appendOne(dst, "asNeededCodeableConcept", x.AsNeededCodeableConcept)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendOne(dst, "performerType", x.PerformerType)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "locationCode", x.LocationCode)
+	dst = appendMany(dst, "locationReference", x.LocationReference)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "specimen", x.Specimen)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "patientInstruction", x.PatientInstruction)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	return dst
+}
+
 // ResourceType returns "ServiceRequest".
 func (x *ServiceRequest) ResourceType() string { return "ServiceRequest" }
 

@@ -210,6 +210,28 @@ func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
+func (x *Slot) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "serviceCategory", x.ServiceCategory)
+	dst = appendMany(dst, "serviceType", x.ServiceType)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendOne(dst, "appointmentType", x.AppointmentType)
+	dst = appendOne(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "overbooked", x.Overbooked)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
+}
+
 // ResourceType returns "Slot".
 func (x *Slot) ResourceType() string { return "Slot" }
 

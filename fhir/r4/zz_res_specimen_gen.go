@@ -220,6 +220,30 @@ func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *Specimen) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "accessionIdentifier", x.AccessionIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "receivedTime", x.ReceivedTime)
+	dst = appendMany(dst, "parent", x.Parent)
+	dst = appendMany(dst, "request", x.Request)
+	dst = appendOne(dst, "collection", x.Collection)
+	dst = appendMany(dst, "processing", x.Processing)
+	dst = appendMany(dst, "container", x.Container)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 // ResourceType returns "Specimen".
 func (x *Specimen) ResourceType() string { return "Specimen" }
 
@@ -424,6 +448,21 @@ func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *SpecimenCollection) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "collector", x.Collector)
+	dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+	dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "fastingStatusCodeableConcept", x.FastingStatusCodeableConcept)
+	dst = appendOne(dst, "fastingStatusDuration", x.FastingStatusDuration)
+	return dst
+}
+
 func (x *SpecimenCollection) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -574,6 +613,17 @@ func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) 
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SpecimenProcessing) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "procedure", x.Procedure)
+	dst = appendMany(dst, "additive", x.Additive)
+	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+	dst = appendOne(dst, "timePeriod", x.TimePeriod)
+	return dst
 }
 
 func (x *SpecimenProcessing) elementParts() (*string, *[]Extension) {
@@ -737,6 +787,19 @@ func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) (
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SpecimenContainer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "capacity", x.Capacity)
+	dst = appendOne(dst, "specimenQuantity", x.SpecimenQuantity)
+	dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
+	dst = appendOne(dst, "additiveReference", x.AdditiveReference)
+	return dst
 }
 
 func (x *SpecimenContainer) elementParts() (*string, *[]Extension) {

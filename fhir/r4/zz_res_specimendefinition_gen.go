@@ -162,6 +162,23 @@ func (x *SpecimenDefinition) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *SpecimenDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "typeCollected", x.TypeCollected)
+	dst = appendMany(dst, "patientPreparation", x.PatientPreparation)
+	dst = appendOne(dst, "timeAspect", x.TimeAspect)
+	dst = appendMany(dst, "collection", x.Collection)
+	dst = appendMany(dst, "typeTested", x.TypeTested)
+	return dst
+}
+
 // ResourceType returns "SpecimenDefinition".
 func (x *SpecimenDefinition) ResourceType() string { return "SpecimenDefinition" }
 
@@ -338,6 +355,20 @@ func (x *SpecimenDefinitionTypeTested) appendNamed(dst []Child, name string, cho
 		return appendMany(dst, name, x.Handling), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SpecimenDefinitionTypeTested) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "isDerived", x.IsDerived)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "preference", x.Preference)
+	dst = appendOne(dst, "container", x.Container)
+	dst = appendOne(dst, "requirement", x.Requirement)
+	dst = appendOne(dst, "retentionTime", x.RetentionTime)
+	dst = appendMany(dst, "rejectionCriterion", x.RejectionCriterion)
+	dst = appendMany(dst, "handling", x.Handling)
+	return dst
 }
 
 func (x *SpecimenDefinitionTypeTested) elementParts() (*string, *[]Extension) {
@@ -527,6 +558,21 @@ func (x *SpecimenDefinitionTypeTestedContainer) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
+func (x *SpecimenDefinitionTypeTestedContainer) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "material", x.Material)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "cap", x.Cap)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "capacity", x.Capacity)
+	dst = appendOne(dst, "minimumVolumeQuantity", x.MinimumVolumeQuantity)
+	dst = appendOne(dst, "minimumVolumeString", x.MinimumVolumeString)
+	dst = appendMany(dst, "additive", x.Additive)
+	dst = appendOne(dst, "preparation", x.Preparation)
+	return dst
+}
+
 func (x *SpecimenDefinitionTypeTestedContainer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -651,6 +697,14 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendNamed(dst []Child,
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
+	dst = appendOne(dst, "additiveReference", x.AdditiveReference)
+	return dst
 }
 
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) elementParts() (*string, *[]Extension) {
@@ -778,6 +832,16 @@ func (x *SpecimenDefinitionTypeTestedHandling) appendNamed(dst []Child, name str
 		return appendOne(dst, name, x.Instruction), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SpecimenDefinitionTypeTestedHandling) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "temperatureQualifier", x.TemperatureQualifier)
+	dst = appendOne(dst, "temperatureRange", x.TemperatureRange)
+	dst = appendOne(dst, "maxDuration", x.MaxDuration)
+	dst = appendOne(dst, "instruction", x.Instruction)
+	return dst
 }
 
 func (x *SpecimenDefinitionTypeTestedHandling) elementParts() (*string, *[]Extension) {

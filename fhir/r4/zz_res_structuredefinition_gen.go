@@ -364,6 +364,44 @@ func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
+func (x *StructureDefinition) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendMany(dst, "keyword", x.Keyword)
+	dst = appendOne(dst, "fhirVersion", x.FhirVersion)
+	dst = appendMany(dst, "mapping", x.Mapping)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "abstract", x.Abstract)
+	dst = appendMany(dst, "context", x.Context)
+	dst = appendMany(dst, "contextInvariant", x.ContextInvariant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "baseDefinition", x.BaseDefinition)
+	dst = appendOne(dst, "derivation", x.Derivation)
+	dst = appendOne(dst, "snapshot", x.Snapshot)
+	dst = appendOne(dst, "differential", x.Differential)
+	return dst
+}
+
 // ResourceType returns "StructureDefinition".
 func (x *StructureDefinition) ResourceType() string { return "StructureDefinition" }
 
@@ -550,6 +588,16 @@ func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *StructureDefinitionMapping) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identity", x.Identity)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst
+}
+
 func (x *StructureDefinitionMapping) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -669,6 +717,14 @@ func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *StructureDefinitionContext) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst
+}
+
 func (x *StructureDefinitionContext) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -772,6 +828,13 @@ func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *StructureDefinitionSnapshot) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "element", x.Element)
+	return dst
+}
+
 func (x *StructureDefinitionSnapshot) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -870,6 +933,13 @@ func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, 
 		return appendMany(dst, name, x.Element), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *StructureDefinitionDifferential) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "element", x.Element)
+	return dst
 }
 
 func (x *StructureDefinitionDifferential) elementParts() (*string, *[]Extension) {

@@ -280,6 +280,35 @@ func (x *StructureMap) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *StructureMap) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendMany(dst, "structure", x.Structure)
+	dst = appendMany(dst, "import", x.Import)
+	dst = appendMany(dst, "group", x.Group)
+	return dst
+}
+
 // ResourceType returns "StructureMap".
 func (x *StructureMap) ResourceType() string { return "StructureMap" }
 
@@ -451,6 +480,16 @@ func (x *StructureMapStructure) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *StructureMapStructure) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "alias", x.Alias)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
+}
+
 func (x *StructureMapStructure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -606,6 +645,18 @@ func (x *StructureMapGroup) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *StructureMapGroup) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "extends", x.Extends)
+	dst = appendOne(dst, "typeMode", x.TypeMode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "input", x.Input)
+	dst = appendMany(dst, "rule", x.Rule)
+	return dst
+}
+
 func (x *StructureMapGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -745,6 +796,16 @@ func (x *StructureMapGroupInput) appendNamed(dst []Child, name string, choice bo
 		return appendOne(dst, name, x.Documentation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *StructureMapGroupInput) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
 }
 
 func (x *StructureMapGroupInput) elementParts() (*string, *[]Extension) {
@@ -896,6 +957,18 @@ func (x *StructureMapGroupRule) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Documentation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *StructureMapGroupRule) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "source", x.Source)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendMany(dst, "rule", x.Rule)
+	dst = appendMany(dst, "dependent", x.Dependent)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
 }
 
 func (x *StructureMapGroupRule) elementParts() (*string, *[]Extension) {
@@ -1590,6 +1663,72 @@ func (x *StructureMapGroupRuleSource) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *StructureMapGroupRuleSource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "defaultValueBase64Binary", x.DefaultValueBase64Binary)
+	dst = appendOne(dst, "defaultValueBoolean", x.DefaultValueBoolean)
+	dst = appendOne(dst, "defaultValueCanonical", x.DefaultValueCanonical)
+	dst = appendOne(dst, "defaultValueCode", x.DefaultValueCode)
+	dst = appendOne(dst, "defaultValueDate", x.DefaultValueDate)
+	dst = appendOne(dst, "defaultValueDateTime", x.DefaultValueDateTime)
+	dst = appendOne(dst, "defaultValueDecimal", x.DefaultValueDecimal)
+	dst = appendOne(dst, "defaultValueId", x.DefaultValueID)
+	dst = appendOne(dst, "defaultValueInstant", x.DefaultValueInstant)
+	dst = appendOne(dst, "defaultValueInteger", x.DefaultValueInteger)
+	dst = appendOne(dst, "defaultValueMarkdown", x.DefaultValueMarkdown)
+	dst = appendOne(dst, "defaultValueOid", x.DefaultValueOID)
+	dst = appendOne(dst, "defaultValuePositiveInt", x.DefaultValuePositiveInt)
+	dst = appendOne(dst, "defaultValueString", x.DefaultValueString)
+	dst = appendOne(dst, "defaultValueTime", x.DefaultValueTime)
+	dst = appendOne(dst, "defaultValueUnsignedInt", x.DefaultValueUnsignedInt)
+	dst = appendOne(dst, "defaultValueUri", x.DefaultValueURI)
+	dst = appendOne(dst, "defaultValueUrl", x.DefaultValueURL)
+	dst = appendOne(dst, "defaultValueUuid", x.DefaultValueUUID)
+	dst = appendOne(dst, "defaultValueAddress", x.DefaultValueAddress)
+	dst = appendOne(dst, "defaultValueAge", x.DefaultValueAge)
+	dst = appendOne(dst, "defaultValueAnnotation", x.DefaultValueAnnotation)
+	dst = appendOne(dst, "defaultValueAttachment", x.DefaultValueAttachment)
+	dst = appendOne(dst, "defaultValueCodeableConcept", x.DefaultValueCodeableConcept)
+	dst = appendOne(dst, "defaultValueCoding", x.DefaultValueCoding)
+	dst = appendOne(dst, "defaultValueContactPoint", x.DefaultValueContactPoint)
+	dst = appendOne(dst, "defaultValueCount", x.DefaultValueCount)
+	dst = appendOne(dst, "defaultValueDistance", x.DefaultValueDistance)
+	dst = appendOne(dst, "defaultValueDuration", x.DefaultValueDuration)
+	dst = appendOne(dst, "defaultValueHumanName", x.DefaultValueHumanName)
+	dst = appendOne(dst, "defaultValueIdentifier", x.DefaultValueIdentifier)
+	dst = appendOne(dst, "defaultValueMoney", x.DefaultValueMoney)
+	dst = appendOne(dst, "defaultValuePeriod", x.DefaultValuePeriod)
+	dst = appendOne(dst, "defaultValueQuantity", x.DefaultValueQuantity)
+	dst = appendOne(dst, "defaultValueRange", x.DefaultValueRange)
+	dst = appendOne(dst, "defaultValueRatio", x.DefaultValueRatio)
+	dst = appendOne(dst, "defaultValueReference", x.DefaultValueReference)
+	dst = appendOne(dst, "defaultValueSampledData", x.DefaultValueSampledData)
+	dst = appendOne(dst, "defaultValueSignature", x.DefaultValueSignature)
+	dst = appendOne(dst, "defaultValueTiming", x.DefaultValueTiming)
+	dst = appendOne(dst, "defaultValueContactDetail", x.DefaultValueContactDetail)
+	dst = appendOne(dst, "defaultValueContributor", x.DefaultValueContributor)
+	dst = appendOne(dst, "defaultValueDataRequirement", x.DefaultValueDataRequirement)
+	dst = appendOne(dst, "defaultValueExpression", x.DefaultValueExpression)
+	dst = appendOne(dst, "defaultValueParameterDefinition", x.DefaultValueParameterDefinition)
+	dst = appendOne(dst, "defaultValueRelatedArtifact", x.DefaultValueRelatedArtifact)
+	dst = appendOne(dst, "defaultValueTriggerDefinition", x.DefaultValueTriggerDefinition)
+	dst = appendOne(dst, "defaultValueUsageContext", x.DefaultValueUsageContext)
+	dst = appendOne(dst, "defaultValueDosage", x.DefaultValueDosage)
+	dst = appendOne(dst, "defaultValueMeta", x.DefaultValueMeta)
+	dst = appendOne(dst, "element", x.Element)
+	dst = appendOne(dst, "listMode", x.ListMode)
+	dst = appendOne(dst, "variable", x.Variable)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "check", x.Check)
+	dst = appendOne(dst, "logMessage", x.LogMessage)
+	return dst
+}
+
 func (x *StructureMapGroupRuleSource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1848,6 +1987,20 @@ func (x *StructureMapGroupRuleTarget) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *StructureMapGroupRuleTarget) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "contextType", x.ContextType)
+	dst = appendOne(dst, "element", x.Element)
+	dst = appendOne(dst, "variable", x.Variable)
+	dst = appendMany(dst, "listMode", x.ListMode)
+	dst = appendOne(dst, "listRuleId", x.ListRuleID)
+	dst = appendOne(dst, "transform", x.Transform)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	return dst
+}
+
 func (x *StructureMapGroupRuleTarget) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2014,6 +2167,17 @@ func (x *StructureMapGroupRuleTargetParameter) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
+func (x *StructureMapGroupRuleTargetParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	return dst
+}
+
 func (x *StructureMapGroupRuleTargetParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2133,6 +2297,14 @@ func (x *StructureMapGroupRuleDependent) appendNamed(dst []Child, name string, c
 		return appendMany(dst, name, x.Variable), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *StructureMapGroupRuleDependent) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "variable", x.Variable)
+	return dst
 }
 
 func (x *StructureMapGroupRuleDependent) elementParts() (*string, *[]Extension) {

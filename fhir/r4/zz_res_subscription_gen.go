@@ -178,6 +178,24 @@ func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
+func (x *Subscription) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	dst = appendOne(dst, "error", x.Error)
+	dst = appendOne(dst, "channel", x.Channel)
+	return dst
+}
+
 // ResourceType returns "Subscription".
 func (x *Subscription) ResourceType() string { return "Subscription" }
 
@@ -329,6 +347,16 @@ func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool)
 		return appendMany(dst, name, x.Header), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubscriptionChannel) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "payload", x.Payload)
+	dst = appendMany(dst, "header", x.Header)
+	return dst
 }
 
 func (x *SubscriptionChannel) elementParts() (*string, *[]Extension) {

@@ -172,6 +172,24 @@ func (x *Substance) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
+func (x *Substance) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "instance", x.Instance)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	return dst
+}
+
 // ResourceType returns "Substance".
 func (x *Substance) ResourceType() string { return "Substance" }
 
@@ -308,6 +326,15 @@ func (x *SubstanceInstance) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
+func (x *SubstanceInstance) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "expiry", x.Expiry)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	return dst
+}
+
 func (x *SubstanceInstance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -432,6 +459,15 @@ func (x *SubstanceIngredient) appendNamed(dst []Child, name string, choice bool)
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceIngredient) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
+	dst = appendOne(dst, "substanceReference", x.SubstanceReference)
+	return dst
 }
 
 func (x *SubstanceIngredient) elementParts() (*string, *[]Extension) {

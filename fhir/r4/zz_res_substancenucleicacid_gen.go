@@ -156,6 +156,22 @@ func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *SubstanceNucleicAcid) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequenceType", x.SequenceType)
+	dst = appendOne(dst, "numberOfSubunits", x.NumberOfSubunits)
+	dst = appendOne(dst, "areaOfHybridisation", x.AreaOfHybridisation)
+	dst = appendOne(dst, "oligoNucleotideType", x.OligoNucleotideType)
+	dst = appendMany(dst, "subunit", x.Subunit)
+	return dst
+}
+
 // ResourceType returns "SubstanceNucleicAcid".
 func (x *SubstanceNucleicAcid) ResourceType() string { return "SubstanceNucleicAcid" }
 
@@ -334,6 +350,20 @@ func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *SubstanceNucleicAcidSubunit) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "subunit", x.Subunit)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendOne(dst, "sequenceAttachment", x.SequenceAttachment)
+	dst = appendOne(dst, "fivePrime", x.FivePrime)
+	dst = appendOne(dst, "threePrime", x.ThreePrime)
+	dst = appendMany(dst, "linkage", x.Linkage)
+	dst = appendMany(dst, "sugar", x.Sugar)
+	return dst
+}
+
 func (x *SubstanceNucleicAcidSubunit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -474,6 +504,16 @@ func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
+func (x *SubstanceNucleicAcidSubunitLinkage) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "connectivity", x.Connectivity)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "residueSite", x.ResidueSite)
+	return dst
+}
+
 func (x *SubstanceNucleicAcidSubunitLinkage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -598,6 +638,15 @@ func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string,
 		return appendOne(dst, name, x.ResidueSite), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceNucleicAcidSubunitSugar) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "residueSite", x.ResidueSite)
+	return dst
 }
 
 func (x *SubstanceNucleicAcidSubunitSugar) elementParts() (*string, *[]Extension) {

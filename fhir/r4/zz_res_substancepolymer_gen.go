@@ -162,6 +162,23 @@ func (x *SubstancePolymer) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *SubstancePolymer) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendOne(dst, "geometry", x.Geometry)
+	dst = appendMany(dst, "copolymerConnectivity", x.CopolymerConnectivity)
+	dst = appendMany(dst, "modification", x.Modification)
+	dst = appendMany(dst, "monomerSet", x.MonomerSet)
+	dst = appendMany(dst, "repeat", x.Repeat)
+	return dst
+}
+
 // ResourceType returns "SubstancePolymer".
 func (x *SubstancePolymer) ResourceType() string { return "SubstancePolymer" }
 
@@ -284,6 +301,14 @@ func (x *SubstancePolymerMonomerSet) appendNamed(dst []Child, name string, choic
 		return appendMany(dst, name, x.StartingMaterial), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstancePolymerMonomerSet) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "ratioType", x.RatioType)
+	dst = appendMany(dst, "startingMaterial", x.StartingMaterial)
+	return dst
 }
 
 func (x *SubstancePolymerMonomerSet) elementParts() (*string, *[]Extension) {
@@ -411,6 +436,16 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) appendNamed(dst []Child, na
 		return appendOne(dst, name, x.Amount), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstancePolymerMonomerSetStartingMaterial) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "material", x.Material)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "isDefining", x.IsDefining)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
 }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) elementParts() (*string, *[]Extension) {
@@ -543,6 +578,16 @@ func (x *SubstancePolymerRepeat) appendNamed(dst []Child, name string, choice bo
 		return appendMany(dst, name, x.RepeatUnit), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstancePolymerRepeat) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "numberOfUnits", x.NumberOfUnits)
+	dst = appendOne(dst, "averageMolecularFormula", x.AverageMolecularFormula)
+	dst = appendOne(dst, "repeatUnitAmountType", x.RepeatUnitAmountType)
+	dst = appendMany(dst, "repeatUnit", x.RepeatUnit)
+	return dst
 }
 
 func (x *SubstancePolymerRepeat) elementParts() (*string, *[]Extension) {
@@ -684,6 +729,17 @@ func (x *SubstancePolymerRepeatRepeatUnit) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
+func (x *SubstancePolymerRepeatRepeatUnit) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "orientationOfPolymerisation", x.OrientationOfPolymerisation)
+	dst = appendOne(dst, "repeatUnit", x.RepeatUnit)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendMany(dst, "degreeOfPolymerisation", x.DegreeOfPolymerisation)
+	dst = appendMany(dst, "structuralRepresentation", x.StructuralRepresentation)
+	return dst
+}
+
 func (x *SubstancePolymerRepeatRepeatUnit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -795,6 +851,14 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendNamed(dst
 		return appendOne(dst, name, x.Amount), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "degree", x.Degree)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) elementParts() (*string, *[]Extension) {
@@ -914,6 +978,15 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendNamed(d
 		return appendOne(dst, name, x.Attachment), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "representation", x.Representation)
+	dst = appendOne(dst, "attachment", x.Attachment)
+	return dst
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) elementParts() (*string, *[]Extension) {

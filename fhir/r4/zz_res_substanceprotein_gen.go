@@ -148,6 +148,21 @@ func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *SubstanceProtein) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequenceType", x.SequenceType)
+	dst = appendOne(dst, "numberOfSubunits", x.NumberOfSubunits)
+	dst = appendMany(dst, "disulfideLinkage", x.DisulfideLinkage)
+	dst = appendMany(dst, "subunit", x.Subunit)
+	return dst
+}
+
 // ResourceType returns "SubstanceProtein".
 func (x *SubstanceProtein) ResourceType() string { return "SubstanceProtein" }
 
@@ -327,6 +342,20 @@ func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice b
 		return appendOne(dst, name, x.CTerminalModification), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceProteinSubunit) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "subunit", x.Subunit)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendOne(dst, "sequenceAttachment", x.SequenceAttachment)
+	dst = appendOne(dst, "nTerminalModificationId", x.NTerminalModificationID)
+	dst = appendOne(dst, "nTerminalModification", x.NTerminalModification)
+	dst = appendOne(dst, "cTerminalModificationId", x.CTerminalModificationID)
+	dst = appendOne(dst, "cTerminalModification", x.CTerminalModification)
+	return dst
 }
 
 func (x *SubstanceProteinSubunit) elementParts() (*string, *[]Extension) {

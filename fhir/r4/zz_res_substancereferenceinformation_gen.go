@@ -154,6 +154,22 @@ func (x *SubstanceReferenceInformation) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *SubstanceReferenceInformation) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "gene", x.Gene)
+	dst = appendMany(dst, "geneElement", x.GeneElement)
+	dst = appendMany(dst, "classification", x.Classification)
+	dst = appendMany(dst, "target", x.Target)
+	return dst
+}
+
 // ResourceType returns "SubstanceReferenceInformation".
 func (x *SubstanceReferenceInformation) ResourceType() string { return "SubstanceReferenceInformation" }
 
@@ -285,6 +301,15 @@ func (x *SubstanceReferenceInformationGene) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
+func (x *SubstanceReferenceInformationGene) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "geneSequenceOrigin", x.GeneSequenceOrigin)
+	dst = appendOne(dst, "gene", x.Gene)
+	dst = appendMany(dst, "source", x.Source)
+	return dst
+}
+
 func (x *SubstanceReferenceInformationGene) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -401,6 +426,15 @@ func (x *SubstanceReferenceInformationGeneElement) appendNamed(dst []Child, name
 		return appendMany(dst, name, x.Source), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformationGeneElement) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "element", x.Element)
+	dst = appendMany(dst, "source", x.Source)
+	return dst
 }
 
 func (x *SubstanceReferenceInformationGeneElement) elementParts() (*string, *[]Extension) {
@@ -527,6 +561,16 @@ func (x *SubstanceReferenceInformationClassification) appendNamed(dst []Child, n
 		return appendMany(dst, name, x.Source), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformationClassification) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "domain", x.Domain)
+	dst = appendOne(dst, "classification", x.Classification)
+	dst = appendMany(dst, "subtype", x.Subtype)
+	dst = appendMany(dst, "source", x.Source)
+	return dst
 }
 
 func (x *SubstanceReferenceInformationClassification) elementParts() (*string, *[]Extension) {
@@ -712,6 +756,22 @@ func (x *SubstanceReferenceInformationTarget) appendNamed(dst []Child, name stri
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformationTarget) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "interaction", x.Interaction)
+	dst = appendOne(dst, "organism", x.Organism)
+	dst = appendOne(dst, "organismType", x.OrganismType)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountRange", x.AmountRange)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	dst = appendOne(dst, "amountType", x.AmountType)
+	dst = appendMany(dst, "source", x.Source)
+	return dst
 }
 
 func (x *SubstanceReferenceInformationTarget) elementParts() (*string, *[]Extension) {

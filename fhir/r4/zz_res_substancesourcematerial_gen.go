@@ -222,6 +222,30 @@ func (x *SubstanceSourceMaterial) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *SubstanceSourceMaterial) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sourceMaterialClass", x.SourceMaterialClass)
+	dst = appendOne(dst, "sourceMaterialType", x.SourceMaterialType)
+	dst = appendOne(dst, "sourceMaterialState", x.SourceMaterialState)
+	dst = appendOne(dst, "organismId", x.OrganismID)
+	dst = appendOne(dst, "organismName", x.OrganismName)
+	dst = appendMany(dst, "parentSubstanceId", x.ParentSubstanceID)
+	dst = appendMany(dst, "parentSubstanceName", x.ParentSubstanceName)
+	dst = appendMany(dst, "countryOfOrigin", x.CountryOfOrigin)
+	dst = appendMany(dst, "geographicalLocation", x.GeographicalLocation)
+	dst = appendOne(dst, "developmentStage", x.DevelopmentStage)
+	dst = appendMany(dst, "fractionDescription", x.FractionDescription)
+	dst = appendOne(dst, "organism", x.Organism)
+	dst = appendMany(dst, "partDescription", x.PartDescription)
+	return dst
+}
+
 // ResourceType returns "SubstanceSourceMaterial".
 func (x *SubstanceSourceMaterial) ResourceType() string { return "SubstanceSourceMaterial" }
 
@@ -355,6 +379,14 @@ func (x *SubstanceSourceMaterialFractionDescription) appendNamed(dst []Child, na
 		return appendOne(dst, name, x.MaterialType), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialFractionDescription) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "fraction", x.Fraction)
+	dst = appendOne(dst, "materialType", x.MaterialType)
+	return dst
 }
 
 func (x *SubstanceSourceMaterialFractionDescription) elementParts() (*string, *[]Extension) {
@@ -517,6 +549,20 @@ func (x *SubstanceSourceMaterialOrganism) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *SubstanceSourceMaterialOrganism) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "family", x.Family)
+	dst = appendOne(dst, "genus", x.Genus)
+	dst = appendOne(dst, "species", x.Species)
+	dst = appendOne(dst, "intraspecificType", x.IntraspecificType)
+	dst = appendOne(dst, "intraspecificDescription", x.IntraspecificDescription)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "hybrid", x.Hybrid)
+	dst = appendOne(dst, "organismGeneral", x.OrganismGeneral)
+	return dst
+}
+
 func (x *SubstanceSourceMaterialOrganism) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -633,6 +679,14 @@ func (x *SubstanceSourceMaterialOrganismAuthor) appendNamed(dst []Child, name st
 		return appendOne(dst, name, x.AuthorDescription), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialOrganismAuthor) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "authorType", x.AuthorType)
+	dst = appendOne(dst, "authorDescription", x.AuthorDescription)
+	return dst
 }
 
 func (x *SubstanceSourceMaterialOrganismAuthor) elementParts() (*string, *[]Extension) {
@@ -777,6 +831,17 @@ func (x *SubstanceSourceMaterialOrganismHybrid) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
+func (x *SubstanceSourceMaterialOrganismHybrid) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "maternalOrganismId", x.MaternalOrganismID)
+	dst = appendOne(dst, "maternalOrganismName", x.MaternalOrganismName)
+	dst = appendOne(dst, "paternalOrganismId", x.PaternalOrganismID)
+	dst = appendOne(dst, "paternalOrganismName", x.PaternalOrganismName)
+	dst = appendOne(dst, "hybridType", x.HybridType)
+	return dst
+}
+
 func (x *SubstanceSourceMaterialOrganismHybrid) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -909,6 +974,16 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendNamed(dst []Child
 	return dst, unknownName
 }
 
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kingdom", x.Kingdom)
+	dst = appendOne(dst, "phylum", x.Phylum)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendOne(dst, "order", x.Order)
+	return dst
+}
+
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1018,6 +1093,14 @@ func (x *SubstanceSourceMaterialPartDescription) appendNamed(dst []Child, name s
 		return appendOne(dst, name, x.PartLocation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialPartDescription) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "part", x.Part)
+	dst = appendOne(dst, "partLocation", x.PartLocation)
+	return dst
 }
 
 func (x *SubstanceSourceMaterialPartDescription) elementParts() (*string, *[]Extension) {

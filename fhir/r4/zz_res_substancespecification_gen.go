@@ -268,6 +268,36 @@ func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *SubstanceSpecification) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "domain", x.Domain)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "source", x.Source)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "moiety", x.Moiety)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendOne(dst, "referenceInformation", x.ReferenceInformation)
+	dst = appendOne(dst, "structure", x.Structure)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "molecularWeight", x.MolecularWeight)
+	dst = appendMany(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "nucleicAcid", x.NucleicAcid)
+	dst = appendOne(dst, "polymer", x.Polymer)
+	dst = appendOne(dst, "protein", x.Protein)
+	dst = appendOne(dst, "sourceMaterial", x.SourceMaterial)
+	return dst
+}
+
 // ResourceType returns "SubstanceSpecification".
 func (x *SubstanceSpecification) ResourceType() string { return "SubstanceSpecification" }
 
@@ -467,6 +497,20 @@ func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *SubstanceSpecificationMoiety) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "stereochemistry", x.Stereochemistry)
+	dst = appendOne(dst, "opticalActivity", x.OpticalActivity)
+	dst = appendOne(dst, "molecularFormula", x.MolecularFormula)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	return dst
+}
+
 func (x *SubstanceSpecificationMoiety) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -643,6 +687,19 @@ func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *SubstanceSpecificationProperty) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "parameters", x.Parameters)
+	dst = appendOne(dst, "definingSubstanceReference", x.DefiningSubstanceReference)
+	dst = appendOne(dst, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	return dst
+}
+
 func (x *SubstanceSpecificationProperty) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -811,6 +868,20 @@ func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *SubstanceSpecificationStructure) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "stereochemistry", x.Stereochemistry)
+	dst = appendOne(dst, "opticalActivity", x.OpticalActivity)
+	dst = appendOne(dst, "molecularFormula", x.MolecularFormula)
+	dst = appendOne(dst, "molecularFormulaByMoiety", x.MolecularFormulaByMoiety)
+	dst = appendMany(dst, "isotope", x.Isotope)
+	dst = appendOne(dst, "molecularWeight", x.MolecularWeight)
+	dst = appendMany(dst, "source", x.Source)
+	dst = appendMany(dst, "representation", x.Representation)
+	return dst
+}
+
 func (x *SubstanceSpecificationStructure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -952,6 +1023,17 @@ func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
+func (x *SubstanceSpecificationStructureIsotope) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "substitution", x.Substitution)
+	dst = appendOne(dst, "halfLife", x.HalfLife)
+	dst = appendOne(dst, "molecularWeight", x.MolecularWeight)
+	return dst
+}
+
 func (x *SubstanceSpecificationStructureIsotope) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1072,6 +1154,15 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst 
 	return dst, unknownName
 }
 
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst
+}
+
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1190,6 +1281,15 @@ func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child,
 		return appendOne(dst, name, x.Attachment), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationStructureRepresentation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "representation", x.Representation)
+	dst = appendOne(dst, "attachment", x.Attachment)
+	return dst
 }
 
 func (x *SubstanceSpecificationStructureRepresentation) elementParts() (*string, *[]Extension) {
@@ -1329,6 +1429,17 @@ func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choic
 		return appendMany(dst, name, x.Source), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationCode) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "source", x.Source)
+	return dst
 }
 
 func (x *SubstanceSpecificationCode) elementParts() (*string, *[]Extension) {
@@ -1521,6 +1632,23 @@ func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *SubstanceSpecificationName) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	dst = appendMany(dst, "language", x.Language)
+	dst = appendMany(dst, "domain", x.Domain)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendMany(dst, "synonym", x.Synonym)
+	dst = appendMany(dst, "translation", x.Translation)
+	dst = appendMany(dst, "official", x.Official)
+	dst = appendMany(dst, "source", x.Source)
+	return dst
+}
+
 func (x *SubstanceSpecificationName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1649,6 +1777,15 @@ func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name strin
 		return appendOne(dst, name, x.Date), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationNameOfficial) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	return dst
 }
 
 func (x *SubstanceSpecificationNameOfficial) elementParts() (*string, *[]Extension) {
@@ -1852,6 +1989,23 @@ func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name strin
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationRelationship) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substanceReference", x.SubstanceReference)
+	dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "isDefining", x.IsDefining)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountRange", x.AmountRange)
+	dst = appendOne(dst, "amountRatio", x.AmountRatio)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	dst = appendOne(dst, "amountRatioLowLimit", x.AmountRatioLowLimit)
+	dst = appendOne(dst, "amountType", x.AmountType)
+	dst = appendMany(dst, "source", x.Source)
+	return dst
 }
 
 func (x *SubstanceSpecificationRelationship) elementParts() (*string, *[]Extension) {

@@ -228,6 +228,30 @@ func (x *SupplyDelivery) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *SupplyDelivery) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "suppliedItem", x.SuppliedItem)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "supplier", x.Supplier)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendMany(dst, "receiver", x.Receiver)
+	return dst
+}
+
 // ResourceType returns "SupplyDelivery".
 func (x *SupplyDelivery) ResourceType() string { return "SupplyDelivery" }
 
@@ -373,6 +397,15 @@ func (x *SupplyDeliverySuppliedItem) appendNamed(dst []Child, name string, choic
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SupplyDeliverySuppliedItem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	return dst
 }
 
 func (x *SupplyDeliverySuppliedItem) elementParts() (*string, *[]Extension) {

@@ -279,6 +279,35 @@ func (x *SupplyRequest) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
+func (x *SupplyRequest) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendMany(dst, "supplier", x.Supplier)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "deliverFrom", x.DeliverFrom)
+	dst = appendOne(dst, "deliverTo", x.DeliverTo)
+	return dst
+}
+
 // ResourceType returns "SupplyRequest".
 func (x *SupplyRequest) ResourceType() string { return "SupplyRequest" }
 
@@ -451,6 +480,17 @@ func (x *SupplyRequestParameter) appendNamed(dst []Child, name string, choice bo
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *SupplyRequestParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	return dst
 }
 
 func (x *SupplyRequestParameter) elementParts() (*string, *[]Extension) {

@@ -376,6 +376,48 @@ func (x *Task) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
+func (x *Task) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendOne(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "businessStatus", x.BusinessStatus)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "focus", x.Focus)
+	dst = appendOne(dst, "for", x.For)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "executionPeriod", x.ExecutionPeriod)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "lastModified", x.LastModified)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendMany(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "reasonCode", x.ReasonCode)
+	dst = appendOne(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	dst = appendOne(dst, "restriction", x.Restriction)
+	dst = appendMany(dst, "input", x.Input)
+	dst = appendMany(dst, "output", x.Output)
+	return dst
+}
+
 // ResourceType returns "Task".
 func (x *Task) ResourceType() string { return "Task" }
 
@@ -540,6 +582,15 @@ func (x *TaskRestriction) appendNamed(dst []Child, name string, choice bool) ([]
 		return appendMany(dst, name, x.Recipient), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TaskRestriction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "repetitions", x.Repetitions)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	return dst
 }
 
 func (x *TaskRestriction) elementParts() (*string, *[]Extension) {
@@ -1136,6 +1187,63 @@ func (x *TaskInput) appendNamed(dst []Child, name string, choice bool) ([]Child,
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *TaskInput) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst
 }
 
 func (x *TaskInput) elementParts() (*string, *[]Extension) {
@@ -1798,6 +1906,63 @@ func (x *TaskOutput) appendNamed(dst []Child, name string, choice bool) ([]Child
 		return dst, choiceName
 	}
 	return dst, unknownName
+}
+
+func (x *TaskOutput) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst
 }
 
 func (x *TaskOutput) elementParts() (*string, *[]Extension) {

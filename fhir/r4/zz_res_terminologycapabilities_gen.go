@@ -332,6 +332,41 @@ func (x *TerminologyCapabilities) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
+func (x *TerminologyCapabilities) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "software", x.Software)
+	dst = appendOne(dst, "implementation", x.Implementation)
+	dst = appendOne(dst, "lockedDate", x.LockedDate)
+	dst = appendMany(dst, "codeSystem", x.CodeSystem)
+	dst = appendOne(dst, "expansion", x.Expansion)
+	dst = appendOne(dst, "codeSearch", x.CodeSearch)
+	dst = appendOne(dst, "validateCode", x.ValidateCode)
+	dst = appendOne(dst, "translation", x.Translation)
+	dst = appendOne(dst, "closure", x.Closure)
+	return dst
+}
+
 // ResourceType returns "TerminologyCapabilities".
 func (x *TerminologyCapabilities) ResourceType() string { return "TerminologyCapabilities" }
 
@@ -491,6 +526,14 @@ func (x *TerminologyCapabilitiesSoftware) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *TerminologyCapabilitiesSoftware) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "version", x.Version)
+	return dst
+}
+
 func (x *TerminologyCapabilitiesSoftware) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -604,6 +647,14 @@ func (x *TerminologyCapabilitiesImplementation) appendNamed(dst []Child, name st
 		return appendOne(dst, name, x.URL), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesImplementation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "url", x.URL)
+	return dst
 }
 
 func (x *TerminologyCapabilitiesImplementation) elementParts() (*string, *[]Extension) {
@@ -727,6 +778,15 @@ func (x *TerminologyCapabilitiesCodeSystem) appendNamed(dst []Child, name string
 		return appendOne(dst, name, x.Subsumption), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesCodeSystem) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendOne(dst, "subsumption", x.Subsumption)
+	return dst
 }
 
 func (x *TerminologyCapabilitiesCodeSystem) elementParts() (*string, *[]Extension) {
@@ -883,6 +943,18 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
+func (x *TerminologyCapabilitiesCodeSystemVersion) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "isDefault", x.IsDefault)
+	dst = appendOne(dst, "compositional", x.Compositional)
+	dst = appendMany(dst, "language", x.Language)
+	dst = appendMany(dst, "filter", x.Filter)
+	dst = appendMany(dst, "property", x.Property)
+	return dst
+}
+
 func (x *TerminologyCapabilitiesCodeSystemVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1003,6 +1075,14 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendNamed(dst []Child
 		return appendMany(dst, name, x.Op), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "op", x.Op)
+	return dst
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) elementParts() (*string, *[]Extension) {
@@ -1148,6 +1228,17 @@ func (x *TerminologyCapabilitiesExpansion) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
+func (x *TerminologyCapabilitiesExpansion) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "hierarchical", x.Hierarchical)
+	dst = appendOne(dst, "paging", x.Paging)
+	dst = appendOne(dst, "incomplete", x.Incomplete)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendOne(dst, "textFilter", x.TextFilter)
+	return dst
+}
+
 func (x *TerminologyCapabilitiesExpansion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1268,6 +1359,14 @@ func (x *TerminologyCapabilitiesExpansionParameter) appendNamed(dst []Child, nam
 	return dst, unknownName
 }
 
+func (x *TerminologyCapabilitiesExpansionParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst
+}
+
 func (x *TerminologyCapabilitiesExpansionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1373,6 +1472,13 @@ func (x *TerminologyCapabilitiesValidateCode) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *TerminologyCapabilitiesValidateCode) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "translations", x.Translations)
+	return dst
+}
+
 func (x *TerminologyCapabilitiesValidateCode) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1476,6 +1582,13 @@ func (x *TerminologyCapabilitiesTranslation) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
+func (x *TerminologyCapabilitiesTranslation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "needsMap", x.NeedsMap)
+	return dst
+}
+
 func (x *TerminologyCapabilitiesTranslation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1577,6 +1690,13 @@ func (x *TerminologyCapabilitiesClosure) appendNamed(dst []Child, name string, c
 		return appendOne(dst, name, x.Translation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesClosure) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "translation", x.Translation)
+	return dst
 }
 
 func (x *TerminologyCapabilitiesClosure) elementParts() (*string, *[]Extension) {

@@ -220,6 +220,29 @@ func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *TestReport) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "testScript", x.TestScript)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendOne(dst, "score", x.Score)
+	dst = appendOne(dst, "tester", x.Tester)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "setup", x.Setup)
+	dst = appendMany(dst, "test", x.Test)
+	dst = appendOne(dst, "teardown", x.Teardown)
+	return dst
+}
+
 // ResourceType returns "TestReport".
 func (x *TestReport) ResourceType() string { return "TestReport" }
 
@@ -369,6 +392,15 @@ func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *TestReportParticipant) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "display", x.Display)
+	return dst
+}
+
 func (x *TestReportParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -472,6 +504,13 @@ func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]
 		return appendMany(dst, name, x.Action), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestReportSetup) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
 }
 
 func (x *TestReportSetup) elementParts() (*string, *[]Extension) {
@@ -580,6 +619,14 @@ func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Assert), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestReportSetupAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst
 }
 
 func (x *TestReportSetupAction) elementParts() (*string, *[]Extension) {
@@ -703,6 +750,15 @@ func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, c
 		return appendOne(dst, name, x.Detail), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestReportSetupActionOperation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendOne(dst, "message", x.Message)
+	dst = appendOne(dst, "detail", x.Detail)
+	return dst
 }
 
 func (x *TestReportSetupActionOperation) elementParts() (*string, *[]Extension) {
@@ -832,6 +888,15 @@ func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *TestReportSetupActionAssert) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendOne(dst, "message", x.Message)
+	dst = appendOne(dst, "detail", x.Detail)
+	return dst
+}
+
 func (x *TestReportSetupActionAssert) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -957,6 +1022,15 @@ func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *TestReportTest) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 func (x *TestReportTest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1069,6 +1143,14 @@ func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *TestReportTestAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst
+}
+
 func (x *TestReportTestAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1170,6 +1252,13 @@ func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *TestReportTeardown) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 func (x *TestReportTeardown) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1268,6 +1357,13 @@ func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Operation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestReportTeardownAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	return dst
 }
 
 func (x *TestReportTeardownAction) elementParts() (*string, *[]Extension) {

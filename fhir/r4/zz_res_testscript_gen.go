@@ -326,6 +326,41 @@ func (x *TestScript) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
+func (x *TestScript) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendMany(dst, "origin", x.Origin)
+	dst = appendMany(dst, "destination", x.Destination)
+	dst = appendOne(dst, "metadata", x.Metadata)
+	dst = appendMany(dst, "fixture", x.Fixture)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendMany(dst, "variable", x.Variable)
+	dst = appendOne(dst, "setup", x.Setup)
+	dst = appendMany(dst, "test", x.Test)
+	dst = appendOne(dst, "teardown", x.Teardown)
+	return dst
+}
+
 // ResourceType returns "TestScript".
 func (x *TestScript) ResourceType() string { return "TestScript" }
 
@@ -480,6 +515,14 @@ func (x *TestScriptOrigin) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
+func (x *TestScriptOrigin) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "index", x.Index)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst
+}
+
 func (x *TestScriptOrigin) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -592,6 +635,14 @@ func (x *TestScriptDestination) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
+func (x *TestScriptDestination) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "index", x.Index)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst
+}
+
 func (x *TestScriptDestination) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -700,6 +751,14 @@ func (x *TestScriptMetadata) appendNamed(dst []Child, name string, choice bool) 
 		return appendMany(dst, name, x.Capability), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestScriptMetadata) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendMany(dst, "capability", x.Capability)
+	return dst
 }
 
 func (x *TestScriptMetadata) elementParts() (*string, *[]Extension) {
@@ -813,6 +872,14 @@ func (x *TestScriptMetadataLink) appendNamed(dst []Child, name string, choice bo
 		return appendOne(dst, name, x.Description), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestScriptMetadataLink) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "description", x.Description)
+	return dst
 }
 
 func (x *TestScriptMetadataLink) elementParts() (*string, *[]Extension) {
@@ -980,6 +1047,19 @@ func (x *TestScriptMetadataCapability) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
+func (x *TestScriptMetadataCapability) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "required", x.Required)
+	dst = appendOne(dst, "validated", x.Validated)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "origin", x.Origin)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendOne(dst, "capabilities", x.Capabilities)
+	return dst
+}
+
 func (x *TestScriptMetadataCapability) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1111,6 +1191,15 @@ func (x *TestScriptFixture) appendNamed(dst []Child, name string, choice bool) (
 		return appendOne(dst, name, x.Resource), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestScriptFixture) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "autocreate", x.Autocreate)
+	dst = appendOne(dst, "autodelete", x.Autodelete)
+	dst = appendOne(dst, "resource", x.Resource)
+	return dst
 }
 
 func (x *TestScriptFixture) elementParts() (*string, *[]Extension) {
@@ -1289,6 +1378,20 @@ func (x *TestScriptVariable) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *TestScriptVariable) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "defaultValue", x.DefaultValue)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "headerField", x.HeaderField)
+	dst = appendOne(dst, "hint", x.Hint)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	return dst
+}
+
 func (x *TestScriptVariable) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1404,6 +1507,13 @@ func (x *TestScriptSetup) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *TestScriptSetup) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 func (x *TestScriptSetup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1510,6 +1620,14 @@ func (x *TestScriptSetupAction) appendNamed(dst []Child, name string, choice boo
 		return appendOne(dst, name, x.Assert), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestScriptSetupAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst
 }
 
 func (x *TestScriptSetupAction) elementParts() (*string, *[]Extension) {
@@ -1771,6 +1889,29 @@ func (x *TestScriptSetupActionOperation) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
+func (x *TestScriptSetupActionOperation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "resource", x.Resource)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "accept", x.Accept)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendOne(dst, "encodeRequestUrl", x.EncodeRequestURL)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "origin", x.Origin)
+	dst = appendOne(dst, "params", x.Params)
+	dst = appendMany(dst, "requestHeader", x.RequestHeader)
+	dst = appendOne(dst, "requestId", x.RequestID)
+	dst = appendOne(dst, "responseId", x.ResponseID)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	dst = appendOne(dst, "targetId", x.TargetID)
+	dst = appendOne(dst, "url", x.URL)
+	return dst
+}
+
 func (x *TestScriptSetupActionOperation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1912,6 +2053,14 @@ func (x *TestScriptSetupActionOperationRequestHeader) appendNamed(dst []Child, n
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestScriptSetupActionOperationRequestHeader) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "field", x.Field)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *TestScriptSetupActionOperationRequestHeader) elementParts() (*string, *[]Extension) {
@@ -2229,6 +2378,34 @@ func (x *TestScriptSetupActionAssert) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
+func (x *TestScriptSetupActionAssert) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "direction", x.Direction)
+	dst = appendOne(dst, "compareToSourceId", x.CompareToSourceID)
+	dst = appendOne(dst, "compareToSourceExpression", x.CompareToSourceExpression)
+	dst = appendOne(dst, "compareToSourcePath", x.CompareToSourcePath)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "headerField", x.HeaderField)
+	dst = appendOne(dst, "minimumId", x.MinimumID)
+	dst = appendOne(dst, "navigationLinks", x.NavigationLinks)
+	dst = appendOne(dst, "operator", x.Operator)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "requestMethod", x.RequestMethod)
+	dst = appendOne(dst, "requestURL", x.RequestURL)
+	dst = appendOne(dst, "resource", x.Resource)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendOne(dst, "responseCode", x.ResponseCode)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	dst = appendOne(dst, "validateProfileId", x.ValidateProfileID)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "warningOnly", x.WarningOnly)
+	return dst
+}
+
 func (x *TestScriptSetupActionAssert) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2392,6 +2569,15 @@ func (x *TestScriptTest) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
+func (x *TestScriptTest) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 func (x *TestScriptTest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2504,6 +2690,14 @@ func (x *TestScriptTestAction) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
+func (x *TestScriptTestAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst
+}
+
 func (x *TestScriptTestAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2605,6 +2799,13 @@ func (x *TestScriptTeardown) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *TestScriptTeardown) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst
+}
+
 func (x *TestScriptTeardown) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2703,6 +2904,13 @@ func (x *TestScriptTeardownAction) appendNamed(dst []Child, name string, choice 
 		return appendOne(dst, name, x.Operation), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *TestScriptTeardownAction) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	return dst
 }
 
 func (x *TestScriptTeardownAction) elementParts() (*string, *[]Extension) {

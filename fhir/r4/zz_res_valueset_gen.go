@@ -280,6 +280,35 @@ func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
+func (x *ValueSet) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "immutable", x.Immutable)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "compose", x.Compose)
+	dst = appendOne(dst, "expansion", x.Expansion)
+	return dst
+}
+
 // ResourceType returns "ValueSet".
 func (x *ValueSet) ResourceType() string { return "ValueSet" }
 
@@ -447,6 +476,16 @@ func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
+func (x *ValueSetCompose) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "lockedDate", x.LockedDate)
+	dst = appendOne(dst, "inactive", x.Inactive)
+	dst = appendMany(dst, "include", x.Include)
+	dst = appendMany(dst, "exclude", x.Exclude)
+	return dst
+}
+
 func (x *ValueSetCompose) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -590,6 +629,17 @@ func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
+func (x *ValueSetComposeInclude) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendMany(dst, "concept", x.Concept)
+	dst = appendMany(dst, "filter", x.Filter)
+	dst = appendMany(dst, "valueSet", x.ValueSet)
+	return dst
+}
+
 func (x *ValueSetComposeInclude) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -717,6 +767,15 @@ func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *ValueSetComposeIncludeConcept) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendMany(dst, "designation", x.Designation)
+	return dst
+}
+
 func (x *ValueSetComposeIncludeConcept) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -839,6 +898,15 @@ func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ValueSetComposeIncludeConceptDesignation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *ValueSetComposeIncludeConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -965,6 +1033,15 @@ func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, cho
 		return appendOne(dst, name, x.Value), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ValueSetComposeIncludeFilter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "property", x.Property)
+	dst = appendOne(dst, "op", x.Op)
+	dst = appendOne(dst, "value", x.Value)
+	return dst
 }
 
 func (x *ValueSetComposeIncludeFilter) elementParts() (*string, *[]Extension) {
@@ -1118,6 +1195,18 @@ func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) (
 		return appendMany(dst, name, x.Contains), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ValueSetExpansion) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "timestamp", x.Timestamp)
+	dst = appendOne(dst, "total", x.Total)
+	dst = appendOne(dst, "offset", x.Offset)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendMany(dst, "contains", x.Contains)
+	return dst
 }
 
 func (x *ValueSetExpansion) elementParts() (*string, *[]Extension) {
@@ -1313,6 +1402,20 @@ func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
+func (x *ValueSetExpansionParameter) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	return dst
+}
+
 func (x *ValueSetExpansionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1494,6 +1597,20 @@ func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice
 		return appendMany(dst, name, x.Contains), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *ValueSetExpansionContains) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "abstract", x.Abstract)
+	dst = appendOne(dst, "inactive", x.Inactive)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendMany(dst, "designation", x.Designation)
+	dst = appendMany(dst, "contains", x.Contains)
+	return dst
 }
 
 func (x *ValueSetExpansionContains) elementParts() (*string, *[]Extension) {

@@ -234,6 +234,31 @@ func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *VerificationResult) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendMany(dst, "targetLocation", x.TargetLocation)
+	dst = appendOne(dst, "need", x.Need)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "validationType", x.ValidationType)
+	dst = appendMany(dst, "validationProcess", x.ValidationProcess)
+	dst = appendOne(dst, "frequency", x.Frequency)
+	dst = appendOne(dst, "lastPerformed", x.LastPerformed)
+	dst = appendOne(dst, "nextScheduled", x.NextScheduled)
+	dst = appendOne(dst, "failureAction", x.FailureAction)
+	dst = appendMany(dst, "primarySource", x.PrimarySource)
+	dst = appendOne(dst, "attestation", x.Attestation)
+	dst = appendMany(dst, "validator", x.Validator)
+	return dst
+}
+
 // ResourceType returns "VerificationResult".
 func (x *VerificationResult) ResourceType() string { return "VerificationResult" }
 
@@ -412,6 +437,19 @@ func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
+func (x *VerificationResultPrimarySource) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "communicationMethod", x.CommunicationMethod)
+	dst = appendOne(dst, "validationStatus", x.ValidationStatus)
+	dst = appendOne(dst, "validationDate", x.ValidationDate)
+	dst = appendOne(dst, "canPushUpdates", x.CanPushUpdates)
+	dst = appendMany(dst, "pushTypeAvailable", x.PushTypeAvailable)
+	return dst
+}
+
 func (x *VerificationResultPrimarySource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -581,6 +619,20 @@ func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
+func (x *VerificationResultAttestation) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	dst = appendOne(dst, "communicationMethod", x.CommunicationMethod)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "sourceIdentityCertificate", x.SourceIdentityCertificate)
+	dst = appendOne(dst, "proxyIdentityCertificate", x.ProxyIdentityCertificate)
+	dst = appendOne(dst, "proxySignature", x.ProxySignature)
+	dst = appendOne(dst, "sourceSignature", x.SourceSignature)
+	return dst
+}
+
 func (x *VerificationResultAttestation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -707,6 +759,15 @@ func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choi
 		return appendOne(dst, name, x.AttestationSignature), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *VerificationResultValidator) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "identityCertificate", x.IdentityCertificate)
+	dst = appendOne(dst, "attestationSignature", x.AttestationSignature)
+	return dst
 }
 
 func (x *VerificationResultValidator) elementParts() (*string, *[]Extension) {

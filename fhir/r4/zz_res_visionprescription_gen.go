@@ -182,6 +182,25 @@ func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
+func (x *VisionPrescription) appendAll(dst []Child) []Child {
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "dateWritten", x.DateWritten)
+	dst = appendOne(dst, "prescriber", x.Prescriber)
+	dst = appendMany(dst, "lensSpecification", x.LensSpecification)
+	return dst
+}
+
 // ResourceType returns "VisionPrescription".
 func (x *VisionPrescription) ResourceType() string { return "VisionPrescription" }
 
@@ -426,6 +445,26 @@ func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
+func (x *VisionPrescriptionLensSpecification) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "product", x.Product)
+	dst = appendOne(dst, "eye", x.Eye)
+	dst = appendOne(dst, "sphere", x.Sphere)
+	dst = appendOne(dst, "cylinder", x.Cylinder)
+	dst = appendOne(dst, "axis", x.Axis)
+	dst = appendMany(dst, "prism", x.Prism)
+	dst = appendOne(dst, "add", x.Add)
+	dst = appendOne(dst, "power", x.Power)
+	dst = appendOne(dst, "backCurve", x.BackCurve)
+	dst = appendOne(dst, "diameter", x.Diameter)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "color", x.Color)
+	dst = appendOne(dst, "brand", x.Brand)
+	dst = appendMany(dst, "note", x.Note)
+	return dst
+}
+
 func (x *VisionPrescriptionLensSpecification) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -559,6 +598,14 @@ func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name
 		return appendOne(dst, name, x.Base), fieldName
 	}
 	return dst, unknownName
+}
+
+func (x *VisionPrescriptionLensSpecificationPrism) appendAll(dst []Child) []Child {
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "base", x.Base)
+	return dst
 }
 
 func (x *VisionPrescriptionLensSpecificationPrism) elementParts() (*string, *[]Extension) {

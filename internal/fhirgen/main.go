@@ -146,6 +146,7 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {\nif name == \"extension\" {\nreturn appendMany(dst, name, x.Extension), fieldName\n}\nreturn dst, unknownName\n}\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child { return appendMany(dst, \"extension\", x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", p.GoName)
 		// Generic access (the Primitive interface).
 		fmt.Fprintf(b, "// PrimitiveType returns %q.\nfunc (x *%s) PrimitiveType() string { return %q }\n\n", p.FHIRName, p.GoName, p.FHIRName)
@@ -393,4 +394,12 @@ func writeAppendNamed(b *bytes.Buffer, s *structType) {
 		b.WriteString("return dst, choiceName\n")
 	}
 	b.WriteString("}\nreturn dst, unknownName\n}\n\n")
+
+	fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child {\n", s.GoName)
+	for _, f := range s.Fields {
+		if f.Kind != kindString {
+			fmt.Fprintf(b, "dst = %s\n", call(f, fmt.Sprintf("%q", f.JSONName)))
+		}
+	}
+	b.WriteString("return dst\n}\n\n")
 }
