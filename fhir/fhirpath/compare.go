@@ -17,6 +17,21 @@ import (
 // answer is empty (dates of different precision, quantities of
 // incomparable units).
 func valueEqual(a, b Value) (eq, known bool, err error) {
+	// A string-valued primitive against a String, the common case of
+	// code = 'x', compares the text without converting the node.
+	if s, ok := b.(String); ok {
+		if n, ok := a.(*Node); ok {
+			if t, isStr, has := nodeText(n); isStr {
+				return has && t == string(s), has, nil
+			}
+		}
+	} else if s, ok := a.(String); ok {
+		if n, ok := b.(*Node); ok {
+			if t, isStr, has := nodeText(n); isStr {
+				return has && t == string(s), has, nil
+			}
+		}
+	}
 	a, aok := toSystem(a)
 	b, bok := toSystem(b)
 	if !aok || !bok {

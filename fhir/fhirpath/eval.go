@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
 )
 
 // Limits bound an evaluation. The zero value of each field selects its
@@ -84,7 +85,13 @@ type evaluator struct {
 	skipEmpty bool
 	nodes     []Node     // the current block of box
 	kids      []r4.Child // navigation's reused buffer
-	last      lookup     // navigation's last name lookup
+	ids       []r4.ID    // the current block of newID
+	vals      []Value    // the current block of single
+	elems     *elemCache // kept from one evaluation to the next
+	// The type and definition of the last nested resource navigation
+	// met: the entries of a Bundle often share their type.
+	lastResType string
+	lastResDef  *spec.Type
 }
 
 // evaluators recycles evaluators: an evaluation of an invariant on one
@@ -96,7 +103,7 @@ var evaluators = sync.Pool{New: func() any { return new(evaluator) }}
 // into what remains of it.
 func (e *evaluator) release() {
 	clear(e.kids)
-	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0]}
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], elems: e.elems}
 	evaluators.Put(e)
 }
 
@@ -158,15 +165,18 @@ func (e *evaluator) eval(n node, sc *scope) (Collection, error) {
 		if n.val == nil {
 			return nil, nil
 		}
+		if n.coll != nil {
+			return n.coll[:1:1], nil
+		}
 		return Collection{n.val}, nil
 	case *identNode:
-		return e.member(sc.this, n.name, n.at, true)
+		return e.member(sc.this, n.name, n.at, true, &n.cache)
 	case *memberNode:
 		t, err := e.eval(n.target, sc)
 		if err != nil {
 			return nil, err
 		}
-		return e.member(t, n.name, n.at, false)
+		return e.member(t, n.name, n.at, false, &n.cache)
 	case *callNode:
 		var target Collection
 		if n.target == nil {
@@ -307,7 +317,7 @@ func (e *evaluator) envVar(n *envNode) (Collection, error) {
 
 // member navigates from every item of c to its children called name. At
 // the start of a path (first), a type name selects the items of that type.
-func (e *evaluator) member(c Collection, name string, at int, first bool) (Collection, error) {
+func (e *evaluator) member(c Collection, name string, at int, first bool, cache *stepCache) (Collection, error) {
 	var out Collection
 	if first && name != "" && name[0] >= 'A' && name[0] <= 'Z' {
 		matched := false
@@ -337,7 +347,7 @@ func (e *evaluator) member(c Collection, name string, at int, first bool) (Colle
 			continue
 		}
 		before := len(out)
-		out = navigate(n, name, out, e)
+		out = navigate(n, name, out, e, cache)
 		if err := e.step(len(out)-before, at); err != nil {
 			return nil, err
 		}
@@ -419,7 +429,29 @@ func (e *evaluator) negate(x Collection, at int) (Collection, error) {
 	return nil, evalErr(ErrEvaluation, at, "cannot negate %s", typeName(v))
 }
 
-func boolColl(b bool) Collection { return Collection{Boolean(b)} }
+// trueColl and falseColl are the results of boolean operators and
+// functions, shared: a result is never changed in place.
+var (
+	trueColl  = Collection{Boolean(true)}
+	falseColl = Collection{Boolean(false)}
+)
+
+func boolColl(b bool) Collection {
+	if b {
+		return trueColl[:1:1]
+	}
+	return falseColl[:1:1]
+}
+
+// single returns the collection of v alone, from the evaluator's blocks.
+func (e *evaluator) single(v Value) Collection {
+	if len(e.vals) == cap(e.vals) {
+		e.vals = make([]Value, 0, min(max(2*cap(e.vals), 4), 128))
+	}
+	e.vals = append(e.vals, v)
+	n := len(e.vals)
+	return e.vals[n-1 : n : n]
+}
 
 func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 	switch n.op {

@@ -45,7 +45,7 @@ func (e *evaluator) arg(n *callNode, i int, sc *scope) (Collection, error) {
 
 // lambda evaluates argument i with $this the item v and $index i.
 func (e *evaluator) lambda(n *callNode, arg int, v Value, index int, sc *scope) (Collection, error) {
-	inner := scope{this: Collection{v}, index: index, hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
+	inner := scope{this: e.single(v), index: index, hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
 	return e.eval(n.args[arg], &inner)
 }
 
