@@ -83,11 +83,12 @@ type evaluator struct {
 	vars      map[string]Collection
 	regexps   map[string]*regexp.Regexp
 	skipEmpty bool
-	nodes     []Node     // the current block of box
-	kids      []r4.Child // navigation's reused buffer
-	ids       []r4.ID    // the current block of newID
-	vals      []Value    // the current block of single
-	elems     *elemCache // kept from one evaluation to the next
+	nodes     []Node       // the current block of box
+	kids      []r4.Child   // navigation's reused buffer
+	ids       []r4.ID      // the current block of newID
+	vals      []Value      // the current block of single
+	elems     *elemCache   // kept from one evaluation to the next
+	kidStack  [][]r4.Child // chains' child buffers by depth, kept too
 	// The type and definition of the last nested resource navigation
 	// met: the entries of a Bundle often share their type.
 	lastResType string
@@ -103,7 +104,7 @@ var evaluators = sync.Pool{New: func() any { return new(evaluator) }}
 // into what remains of it.
 func (e *evaluator) release() {
 	clear(e.kids)
-	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], elems: e.elems}
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], elems: e.elems, kidStack: e.kidStack}
 	evaluators.Put(e)
 }
 
@@ -172,12 +173,18 @@ func (e *evaluator) eval(n node, sc *scope) (Collection, error) {
 	case *identNode:
 		return e.member(sc.this, n.name, n.at, true, &n.cache)
 	case *memberNode:
+		if n.fused != nil {
+			return e.evalChain(n.fused, sc)
+		}
 		t, err := e.eval(n.target, sc)
 		if err != nil {
 			return nil, err
 		}
 		return e.member(t, n.name, n.at, false, &n.cache)
 	case *callNode:
+		if n.fused != nil {
+			return e.evalChain(n.fused, sc)
+		}
 		var target Collection
 		if n.target == nil {
 			target = sc.this

@@ -49,6 +49,7 @@ func Parse(expr string) (*Expression, error) {
 	if err := check(root, nil); err != nil {
 		return nil, err
 	}
+	fuse(root)
 	return &Expression{src: expr, root: root}, nil
 }
 

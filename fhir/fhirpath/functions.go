@@ -379,24 +379,7 @@ func filterFuncs() map[string]*funcDef {
 			return out, e.step(len(out), n.at)
 		}},
 		"descendants": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			var out Collection
-			queue := t
-			for len(queue) > 0 {
-				start := len(out)
-				for _, v := range queue {
-					if nd, ok := v.(*Node); ok {
-						out = children(nd, out, e)
-					}
-				}
-				if err := e.step(len(out)-start, n.at); err != nil {
-					return nil, err
-				}
-				if err := e.checkSize(out, n.at); err != nil {
-					return nil, err
-				}
-				queue = out[start:]
-			}
-			return out, nil
+			return e.descendants(t, n.at)
 		}},
 		"aggregate": {1, 2, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var total Collection
@@ -601,6 +584,28 @@ func ofTypeFunc(e *evaluator, n *callNode, t Collection, sc *scope) (Collection,
 		if ok {
 			out = append(out, v)
 		}
+	}
+	return out, nil
+}
+
+// descendants returns the descendants of the items of t, breadth first.
+func (e *evaluator) descendants(t Collection, at int) (Collection, error) {
+	var out Collection
+	queue := t
+	for len(queue) > 0 {
+		start := len(out)
+		for _, v := range queue {
+			if nd, ok := v.(*Node); ok {
+				out = children(nd, out, e)
+			}
+		}
+		if err := e.step(len(out)-start, at); err != nil {
+			return nil, err
+		}
+		if err := e.checkSize(out, at); err != nil {
+			return nil, err
+		}
+		queue = out[start:]
 	}
 	return out, nil
 }

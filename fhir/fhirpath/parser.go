@@ -28,6 +28,7 @@ type (
 		target node
 		name   string
 		cache  stepCache
+		fused  *chain // set when the member ends a path evaluated as a chain
 	}
 	// callNode is [target.]name(args).
 	callNode struct {
@@ -36,6 +37,7 @@ type (
 		name   string
 		args   []node
 		fn     *funcDef
+		fused  *chain // set when the call ends a path evaluated as a chain
 	}
 	// indexNode is target[index].
 	indexNode struct {

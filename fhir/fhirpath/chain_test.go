@@ -1,0 +1,166 @@
+package fhirpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/acds-project/acds/fhir/r4"
+)
+
+// parseUnfused compiles expr as Parse does but without fusing paths into
+// chains, so that every node is evaluated step by step.
+func parseUnfused(t testing.TB, expr string) *Expression {
+	t.Helper()
+	root, err := parse(expr, maxTokens, maxDepth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(root, nil); err != nil {
+		t.Fatal(err)
+	}
+	return &Expression{src: expr, root: root}
+}
+
+// sameItems describes the first difference between two results: nodes
+// must be the same element of the model with the same type, other values
+// equal.
+func sameItems(a, b Collection) string {
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d items, not %d", len(a), len(b))
+	}
+	for i := range a {
+		na, okA := a[i].(*Node)
+		nb, okB := b[i].(*Node)
+		switch {
+		case okA != okB:
+			return fmt.Sprintf("item %d: %T, not %T", i, a[i], b[i])
+		case okA:
+			// Ids and Extension.url are made for each evaluation.
+			pa, primA := na.Value.(r4.Primitive)
+			pb, primB := nb.Value.(r4.Primitive)
+			sameValue := na.Value == nb.Value || primA && primB && fmt.Sprintf("%T", pa) == fmt.Sprintf("%T", pb) && pa.Text() == pb.Text()
+			if !sameValue || na.Type != nb.Type || na.def != nb.def {
+				return fmt.Sprintf("item %d: %s %v, not %s %v", i, na.Type, na.Value, nb.Type, nb.Value)
+			}
+		case a[i] != b[i]:
+			return fmt.Sprintf("item %d: %v, not %v", i, a[i], b[i])
+		}
+	}
+	return ""
+}
+
+// TestChains checks that the paths evaluated as chains give what step by
+// step evaluation gives (the same items in the same order, the same
+// errors under limits), and that the expressions are indeed chains.
+func TestChains(t *testing.T) {
+	_, bundle := loadSynthea(t)
+	obs := mustDecode(t, obsJSON)
+	exprs := []string{
+		"entry.resource.ofType(Patient).name.given",
+		"Bundle.entry.resource.ofType(Observation).code.coding.code",
+		"entry.resource.ofType(Observation).value.ofType(Quantity).value",
+		"entry.resource.as(Encounter).subject.reference",
+		"entry.resource.id",
+		"entry.resource.meta.exists()",
+		"entry.resource.meta.lastUpdated.empty()",
+		"entry.resource.ofType(Observation).effective.count()",
+		"entry.resource.ofType(Claim).count()",
+		"entry.resource.ofType(DiagnosticReport).result.exists()",
+		"entry.resource.ofType(Patient).extension.url",
+		"entry.resource.ofType(Patient).extension.value",
+		"entry.resource.ofType(Patient).extension.extension.url.count()",
+		"entry.fullUrl.id",
+		"entry.resource.nosuch.exists()",
+		"descendants().count()",
+		"descendants().ofType(Reference).count()",
+		"descendants().ofType(string).exists()",
+		"descendants().ofType(Coding).code",
+		"descendants().ofType(Quantity).value",
+		"descendants().id.count()",
+		"descendants().url",
+		"entry.resource.descendants().ofType(Reference).reference.count()",
+		"entry.first().resource.descendants().ofType(Reference).reference",
+		"entry.type().name.count()",
+		"entry.resource.type().namespace.count()",
+		"entry.resource.type().name.ofType(String).exists()",
+		"children().entry.resource.ofType(FHIR.Organization).name",
+		"entry.resource.ofType(System.String).count()",
+		"entry.request.method.ofType(code)",
+		"entry.request.method.ofType(string).count()",
+		"entry.resource.ofType(Resource).count()",
+		"entry.resource.ofType(DomainResource).count()",
+		"entry.resource.ofType(Observation).component.value.ofType(Quantity).unit",
+	}
+	for _, expr := range exprs {
+		fused, err := Parse(expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		if c, ok := fused.root.(*callNode); (!ok || c.fused == nil) && !isFusedMember(fused.root) {
+			t.Errorf("%s: not a chain", expr)
+		}
+		plain := parseUnfused(t, expr)
+		for _, env := range []*Env{nil, {SkipEmpty: true}} {
+			want, err1 := plain.Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
+			got, err2 := fused.Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
+			if err1 != nil || err2 != nil {
+				t.Errorf("%s: step by step %v, chain %v", expr, err1, err2)
+				continue
+			}
+			if d := sameItems(got, want); d != "" {
+				t.Errorf("%s: chain %s", expr, d)
+			}
+		}
+	}
+	// Limits: the same errors, or none.
+	for _, c := range []struct {
+		expr   string
+		limits Limits
+	}{
+		{"descendants().ofType(Reference).count()", Limits{MaxItems: 100}},
+		{"descendants().ofType(Reference).count()", Limits{MaxSteps: 1000}},
+		{"descendants().ofType(Reference)", Limits{MaxItems: 100}},
+		{"entry.resource.ofType(Observation).code.coding", Limits{MaxItems: 50}},
+		{"entry.resource.ofType(Observation).code.coding.count()", Limits{MaxItems: 50}},
+		{"entry.resource.ofType(Observation).code.coding", Limits{MaxSteps: 300}},
+		{"entry.resource.ofType(Observation).code.coding", Limits{MaxItems: 100000}},
+	} {
+		env := &Env{Limits: c.limits}
+		_, err1 := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
+		_, err2 := MustCompile(c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
+		if !sameLimitError(err1, err2) {
+			t.Errorf("%s with %+v: step by step %v, chain %v", c.expr, c.limits, err1, err2)
+		}
+	}
+	// A small resource, with a contained resource and extensions on a
+	// primitive.
+	for _, expr := range []string{"descendants().ofType(Extension).url", "status.extension.value.count()", "contained.name.family", "descendants().ofType(Practitioner).exists()"} {
+		want, _ := parseUnfused(t, expr).Evaluate(context.Background(), Collection{NodeOf(obs)}, nil)
+		got, err := MustCompile(expr).Evaluate(context.Background(), Collection{NodeOf(obs)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			t.Errorf("%s: nothing: not a useful case", expr)
+		}
+		if d := sameItems(got, want); d != "" {
+			t.Errorf("%s: chain %s", expr, d)
+		}
+	}
+}
+
+func isFusedMember(n node) bool {
+	m, ok := n.(*memberNode)
+	return ok && m.fused != nil
+}
+
+// sameLimitError reports whether both errors are nil or both limit errors.
+func sameLimitError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var ea, eb *EvalError
+	return errors.As(a, &ea) && errors.As(b, &eb) && ea.Class == ErrLimit && eb.Class == ErrLimit
+}
