@@ -121,8 +121,8 @@ func chainSteps(n node) (base node, steps []chainStep) {
 type chainRun struct {
 	c     *chain
 	out   Collection
-	n     int  // items at the end, for count(), exists() and empty()
-	done  bool // exists() or empty() knows its answer
+	n     int           // items at the end, for count(), exists() and empty()
+	done  bool          // exists() or empty() knows its answer
 	sizes [maxChain]int // items made by each step
 	depth int
 }
