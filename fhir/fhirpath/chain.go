@@ -1,6 +1,9 @@
 package fhirpath
 
-import "github.com/acds-project/acds/fhir/r4"
+import (
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
+)
 
 // A chain is a path fused for evaluation item by item: navigation steps
 // (name), type filters (ofType(T), as(T)) and, as the first step,
@@ -384,7 +387,14 @@ func asTypeNode(n *Node, ts typeSpec) bool {
 	if ts.ns == "System" {
 		return false
 	}
-	if _, isPrim := n.primitive(); isPrim {
+	if n.Type == ts.name {
+		return true
+	}
+	if n.def != nil {
+		if n.def.Kind == spec.Primitive {
+			return false
+		}
+	} else if _, isPrim := n.primitive(); isPrim {
 		return n.Type == ts.name
 	}
 	return nodeIs(n, ts.name)

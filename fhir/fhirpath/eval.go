@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
-	"github.com/acds-project/acds/fhir/spec"
 )
 
 // Limits bound an evaluation. The zero value of each field selects its
@@ -89,10 +88,6 @@ type evaluator struct {
 	vals      []Value      // the current block of single
 	elems     *elemCache   // kept from one evaluation to the next
 	kidStack  [][]r4.Child // chains' child buffers by depth, kept too
-	// The type and definition of the last nested resource navigation
-	// met: the entries of a Bundle often share their type.
-	lastResType string
-	lastResDef  *spec.Type
 }
 
 // evaluators recycles evaluators: an evaluation of an invariant on one

@@ -49,19 +49,30 @@ func NodeOf(r r4.Resource) *Node {
 }
 
 // resourceDefs holds the definition of every resource type, read-only
-// after initialisation: nested resources are met often enough that a
-// binary search of the tables each time shows.
-var resourceDefs = func() map[string]*spec.Type {
-	m := map[string]*spec.Type{}
+// after initialisation, in buckets by resourceHash: nested resources are
+// met often enough that a map lookup, or a binary search of the tables,
+// each time shows.
+var resourceDefs = func() *[256][]*spec.Type {
+	var m [256][]*spec.Type
 	for _, t := range r4.ResourceTypes() {
-		m[t] = spec.Lookup(t)
+		h := resourceHash(t)
+		m[h] = append(m[h], spec.Lookup(t))
 	}
-	return m
+	return &m
 }()
 
+func resourceHash(t string) int {
+	if t == "" {
+		return 0
+	}
+	return (len(t)*31 + int(t[0])*7 + int(t[len(t)-1])*3 + int(t[len(t)/2])) & 255
+}
+
 func resourceDef(t string) *spec.Type {
-	if d, ok := resourceDefs[t]; ok {
-		return d
+	for _, d := range resourceDefs[resourceHash(t)] {
+		if d != nil && d.Name == t {
+			return d
+		}
 	}
 	return spec.Lookup(t)
 }
@@ -292,14 +303,6 @@ func (c *stepCache) get(def *spec.Type, name string) *lookup {
 // resourceNode returns the Node of a nested resource.
 func (e *evaluator) resourceNode(r r4.Resource) Node {
 	t := r.ResourceType()
-	if e != nil {
-		if e.lastResDef != nil && e.lastResType == t {
-			return Node{Value: r, Type: t, def: e.lastResDef}
-		}
-		d := resourceDef(t)
-		e.lastResType, e.lastResDef = t, d
-		return Node{Value: r, Type: t, def: d}
-	}
 	return Node{Value: r, Type: t, def: resourceDef(t)}
 }
 

@@ -33,6 +33,21 @@ var walkers = sync.Pool{New: func() any { return new(walker) }}
 // AppendChildren uses the generated walkers, no reflection, and allocates
 // nothing beyond dst's growth.
 func AppendChildren(dst []Child, x any, name string, choice bool) []Child {
+	// The generated types take a nil receiver: one type assertion
+	// serves them all.
+	if na, ok := x.(namedAppender); ok {
+		if name == "" {
+			return na.appendAll(dst)
+		}
+		out, kind := na.appendNamed(dst, name, choice)
+		if !choice || kind == choiceName {
+			return out
+		}
+		// With choice and a name that is no choice element, the walker
+		// takes every name that continues it with an upper-case letter
+		// (service gives servicePeriod, period periodUnit): out is
+		// dropped and dst, which it extends, is walked instead.
+	}
 	wk, ok := x.(walkable)
 	if !ok || wk == nil {
 		return dst
@@ -43,23 +58,6 @@ func AppendChildren(dst []Child, x any, name string, choice bool) []Child {
 	if e, ok := x.(elementer); ok {
 		if id, _ := e.elementParts(); id == nil {
 			return dst // a nil pointer
-		}
-	}
-	if name == "" {
-		if na, ok := x.(namedAppender); ok {
-			return na.appendAll(dst)
-		}
-	} else {
-		if na, ok := x.(namedAppender); ok {
-			out, kind := na.appendNamed(dst, name, choice)
-			if !choice || kind == choiceName {
-				return out
-			}
-			// With choice and a name that is no choice element,
-			// the walker takes every name that continues it with
-			// an upper-case letter (service gives servicePeriod,
-			// period periodUnit): out is dropped and dst, which it
-			// extends, is walked instead.
 		}
 	}
 	return walkChildren(dst, wk, name, choice)
@@ -101,6 +99,7 @@ func ChildrenNamed(x any, name string, choice bool, fn func(name string, index i
 // name would visit every field to compare its name. kind tells whether
 // name is the JSON name of a field, the base name of a choice element or
 // neither. appendAll appends every child, as the unrestricted walker.
+// Both take a nil receiver, which has no children.
 type namedAppender interface {
 	appendNamed(dst []Child, name string, choice bool) (out []Child, kind nameKind)
 	appendAll(dst []Child) []Child

@@ -75,6 +75,14 @@ func TestAppendNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Nil pointers have no children.
+	for _, x := range []any{(*Patient)(nil), (*HumanName)(nil), (*String)(nil), (*PatientContact)(nil)} {
+		for _, name := range []string{"", "name", "extension", "deceased"} {
+			if got := AppendChildren(nil, x, name, true); len(got) != 0 {
+				t.Errorf("%T(nil) %q: %v", x, name, got)
+			}
+		}
+	}
 	if elements == 0 {
 		t.Fatal("no elements walked")
 	}

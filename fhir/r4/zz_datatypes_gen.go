@@ -126,6 +126,9 @@ func (x *Address) walk(w *walker) {
 }
 
 func (x *Address) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -154,6 +157,9 @@ func (x *Address) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Address) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "use", x.Use)
 	dst = appendOne(dst, "type", x.Type)
@@ -302,6 +308,9 @@ func (x *Age) walk(w *walker) {
 }
 
 func (x *Age) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -320,6 +329,9 @@ func (x *Age) appendNamed(dst []Child, name string, choice bool) ([]Child, nameK
 }
 
 func (x *Age) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "comparator", x.Comparator)
@@ -444,6 +456,9 @@ func (x *Annotation) walk(w *walker) {
 }
 
 func (x *Annotation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -467,6 +482,9 @@ func (x *Annotation) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Annotation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "authorReference", x.AuthorReference)
 	dst = appendOne(dst, "authorString", x.AuthorString)
@@ -621,6 +639,9 @@ func (x *Attachment) walk(w *walker) {
 }
 
 func (x *Attachment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -645,6 +666,9 @@ func (x *Attachment) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Attachment) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "contentType", x.ContentType)
 	dst = appendOne(dst, "language", x.Language)
@@ -762,6 +786,9 @@ func (x *CodeableConcept) walk(w *walker) {
 }
 
 func (x *CodeableConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -774,6 +801,9 @@ func (x *CodeableConcept) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *CodeableConcept) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "coding", x.Coding)
 	dst = appendOne(dst, "text", x.Text)
@@ -898,6 +928,9 @@ func (x *Coding) walk(w *walker) {
 }
 
 func (x *Coding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -916,6 +949,9 @@ func (x *Coding) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Coding) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "version", x.Version)
@@ -1024,6 +1060,9 @@ func (x *ContactDetail) walk(w *walker) {
 }
 
 func (x *ContactDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1036,6 +1075,9 @@ func (x *ContactDetail) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *ContactDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendMany(dst, "telecom", x.Telecom)
@@ -1158,6 +1200,9 @@ func (x *ContactPoint) walk(w *walker) {
 }
 
 func (x *ContactPoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1176,6 +1221,9 @@ func (x *ContactPoint) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *ContactPoint) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "value", x.Value)
@@ -1291,6 +1339,9 @@ func (x *Contributor) walk(w *walker) {
 }
 
 func (x *Contributor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1305,6 +1356,9 @@ func (x *Contributor) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *Contributor) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "name", x.Name)
@@ -1432,6 +1486,9 @@ func (x *Count) walk(w *walker) {
 }
 
 func (x *Count) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1450,6 +1507,9 @@ func (x *Count) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Count) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "comparator", x.Comparator)
@@ -1606,6 +1666,9 @@ func (x *DataRequirement) walk(w *walker) {
 }
 
 func (x *DataRequirement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1639,6 +1702,9 @@ func (x *DataRequirement) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *DataRequirement) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "profile", x.Profile)
@@ -1770,6 +1836,9 @@ func (x *DataRequirementCodeFilter) walk(w *walker) {
 }
 
 func (x *DataRequirementCodeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1786,6 +1855,9 @@ func (x *DataRequirementCodeFilter) appendNamed(dst []Child, name string, choice
 }
 
 func (x *DataRequirementCodeFilter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "searchParam", x.SearchParam)
@@ -1912,6 +1984,9 @@ func (x *DataRequirementDateFilter) walk(w *walker) {
 }
 
 func (x *DataRequirementDateFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1938,6 +2013,9 @@ func (x *DataRequirementDateFilter) appendNamed(dst []Child, name string, choice
 }
 
 func (x *DataRequirementDateFilter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "searchParam", x.SearchParam)
@@ -2046,6 +2124,9 @@ func (x *DataRequirementSort) walk(w *walker) {
 }
 
 func (x *DataRequirementSort) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2058,6 +2139,9 @@ func (x *DataRequirementSort) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *DataRequirementSort) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "direction", x.Direction)
@@ -2183,6 +2267,9 @@ func (x *Distance) walk(w *walker) {
 }
 
 func (x *Distance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2201,6 +2288,9 @@ func (x *Distance) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Distance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "comparator", x.Comparator)
@@ -2393,6 +2483,9 @@ func (x *Dosage) walk(w *walker) {
 }
 
 func (x *Dosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2438,6 +2531,9 @@ func (x *Dosage) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Dosage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -2587,6 +2683,9 @@ func (x *DosageDoseAndRate) walk(w *walker) {
 }
 
 func (x *DosageDoseAndRate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2622,6 +2721,9 @@ func (x *DosageDoseAndRate) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *DosageDoseAndRate) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "doseRange", x.DoseRange)
@@ -2753,6 +2855,9 @@ func (x *Duration) walk(w *walker) {
 }
 
 func (x *Duration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2771,6 +2876,9 @@ func (x *Duration) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Duration) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "comparator", x.Comparator)
@@ -4241,6 +4349,9 @@ func (x *ElementDefinition) walk(w *walker) {
 }
 
 func (x *ElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -4838,6 +4949,9 @@ func (x *ElementDefinition) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *ElementDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "path", x.Path)
@@ -5437,6 +5551,9 @@ func (x *ElementDefinitionSlicing) walk(w *walker) {
 }
 
 func (x *ElementDefinitionSlicing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -5453,6 +5570,9 @@ func (x *ElementDefinitionSlicing) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ElementDefinitionSlicing) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "discriminator", x.Discriminator)
 	dst = appendOne(dst, "description", x.Description)
@@ -5559,6 +5679,9 @@ func (x *ElementDefinitionSlicingDiscriminator) walk(w *walker) {
 }
 
 func (x *ElementDefinitionSlicingDiscriminator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -5571,6 +5694,9 @@ func (x *ElementDefinitionSlicingDiscriminator) appendNamed(dst []Child, name st
 }
 
 func (x *ElementDefinitionSlicingDiscriminator) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "path", x.Path)
@@ -5680,6 +5806,9 @@ func (x *ElementDefinitionBase) walk(w *walker) {
 }
 
 func (x *ElementDefinitionBase) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -5694,6 +5823,9 @@ func (x *ElementDefinitionBase) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *ElementDefinitionBase) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "min", x.Min)
@@ -5822,6 +5954,9 @@ func (x *ElementDefinitionType) walk(w *walker) {
 }
 
 func (x *ElementDefinitionType) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -5840,6 +5975,9 @@ func (x *ElementDefinitionType) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *ElementDefinitionType) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendMany(dst, "profile", x.Profile)
@@ -6280,6 +6418,9 @@ func (x *ElementDefinitionExample) walk(w *walker) {
 }
 
 func (x *ElementDefinitionExample) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -6445,6 +6586,9 @@ func (x *ElementDefinitionExample) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ElementDefinitionExample) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "label", x.Label)
 	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
@@ -6702,6 +6846,9 @@ func (x *ElementDefinitionConstraint) walk(w *walker) {
 }
 
 func (x *ElementDefinitionConstraint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -6724,6 +6871,9 @@ func (x *ElementDefinitionConstraint) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ElementDefinitionConstraint) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "key", x.Key)
 	dst = appendOne(dst, "requirements", x.Requirements)
@@ -6848,6 +6998,9 @@ func (x *ElementDefinitionBinding) walk(w *walker) {
 }
 
 func (x *ElementDefinitionBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -6862,6 +7015,9 @@ func (x *ElementDefinitionBinding) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ElementDefinitionBinding) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "strength", x.Strength)
 	dst = appendOne(dst, "description", x.Description)
@@ -6982,6 +7138,9 @@ func (x *ElementDefinitionMapping) walk(w *walker) {
 }
 
 func (x *ElementDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -6998,6 +7157,9 @@ func (x *ElementDefinitionMapping) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ElementDefinitionMapping) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "identity", x.Identity)
 	dst = appendOne(dst, "language", x.Language)
@@ -7129,6 +7291,9 @@ func (x *Expression) walk(w *walker) {
 }
 
 func (x *Expression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -7147,6 +7312,9 @@ func (x *Expression) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Expression) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "name", x.Name)
@@ -7584,6 +7752,9 @@ func (x *Extension) walk(w *walker) {
 }
 
 func (x *Extension) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -7747,6 +7918,9 @@ func (x *Extension) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Extension) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
@@ -8000,6 +8174,9 @@ func (x *HumanName) walk(w *walker) {
 }
 
 func (x *HumanName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -8022,6 +8199,9 @@ func (x *HumanName) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *HumanName) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "use", x.Use)
 	dst = appendOne(dst, "text", x.Text)
@@ -8163,6 +8343,9 @@ func (x *Identifier) walk(w *walker) {
 }
 
 func (x *Identifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -8183,6 +8366,9 @@ func (x *Identifier) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Identifier) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "use", x.Use)
 	dst = appendOne(dst, "type", x.Type)
@@ -8315,6 +8501,9 @@ func (x *MarketingStatus) walk(w *walker) {
 }
 
 func (x *MarketingStatus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -8335,6 +8524,9 @@ func (x *MarketingStatus) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *MarketingStatus) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "country", x.Country)
@@ -8471,6 +8663,9 @@ func (x *Meta) walk(w *walker) {
 }
 
 func (x *Meta) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -8491,6 +8686,9 @@ func (x *Meta) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 }
 
 func (x *Meta) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "versionId", x.VersionID)
 	dst = appendOne(dst, "lastUpdated", x.LastUpdated)
@@ -8602,6 +8800,9 @@ func (x *Money) walk(w *walker) {
 }
 
 func (x *Money) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -8614,6 +8815,9 @@ func (x *Money) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Money) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "currency", x.Currency)
@@ -8715,6 +8919,9 @@ func (x *Narrative) walk(w *walker) {
 }
 
 func (x *Narrative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -8727,6 +8934,9 @@ func (x *Narrative) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Narrative) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "div", x.Div)
@@ -8868,6 +9078,9 @@ func (x *ParameterDefinition) walk(w *walker) {
 }
 
 func (x *ParameterDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -8890,6 +9103,9 @@ func (x *ParameterDefinition) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *ParameterDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "use", x.Use)
@@ -9006,6 +9222,9 @@ func (x *Period) walk(w *walker) {
 }
 
 func (x *Period) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -9018,6 +9237,9 @@ func (x *Period) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Period) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "start", x.Start)
 	dst = appendOne(dst, "end", x.End)
@@ -9139,6 +9361,9 @@ func (x *Population) walk(w *walker) {
 }
 
 func (x *Population) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -9166,6 +9391,9 @@ func (x *Population) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Population) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "ageRange", x.AgeRange)
@@ -9335,6 +9563,9 @@ func (x *ProdCharacteristic) walk(w *walker) {
 }
 
 func (x *ProdCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -9367,6 +9598,9 @@ func (x *ProdCharacteristic) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ProdCharacteristic) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "height", x.Height)
@@ -9503,6 +9737,9 @@ func (x *ProductShelfLife) walk(w *walker) {
 }
 
 func (x *ProductShelfLife) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -9521,6 +9758,9 @@ func (x *ProductShelfLife) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *ProductShelfLife) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
@@ -9650,6 +9890,9 @@ func (x *Quantity) walk(w *walker) {
 }
 
 func (x *Quantity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -9668,6 +9911,9 @@ func (x *Quantity) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Quantity) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "comparator", x.Comparator)
@@ -9774,6 +10020,9 @@ func (x *Range) walk(w *walker) {
 }
 
 func (x *Range) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -9786,6 +10035,9 @@ func (x *Range) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Range) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "low", x.Low)
 	dst = appendOne(dst, "high", x.High)
@@ -9881,6 +10133,9 @@ func (x *Ratio) walk(w *walker) {
 }
 
 func (x *Ratio) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -9893,6 +10148,9 @@ func (x *Ratio) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Ratio) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "numerator", x.Numerator)
 	dst = appendOne(dst, "denominator", x.Denominator)
@@ -10006,6 +10264,9 @@ func (x *Reference) walk(w *walker) {
 }
 
 func (x *Reference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -10022,6 +10283,9 @@ func (x *Reference) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Reference) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "reference", x.Reference)
 	dst = appendOne(dst, "type", x.Type)
@@ -10166,6 +10430,9 @@ func (x *RelatedArtifact) walk(w *walker) {
 }
 
 func (x *RelatedArtifact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -10188,6 +10455,9 @@ func (x *RelatedArtifact) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *RelatedArtifact) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "label", x.Label)
@@ -10341,6 +10611,9 @@ func (x *SampledData) walk(w *walker) {
 }
 
 func (x *SampledData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -10363,6 +10636,9 @@ func (x *SampledData) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *SampledData) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "origin", x.Origin)
 	dst = appendOne(dst, "period", x.Period)
@@ -10512,6 +10788,9 @@ func (x *Signature) walk(w *walker) {
 }
 
 func (x *Signature) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -10534,6 +10813,9 @@ func (x *Signature) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Signature) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "type", x.Type)
 	dst = appendOne(dst, "when", x.When)
@@ -10677,6 +10959,9 @@ func (x *SubstanceAmount) walk(w *walker) {
 }
 
 func (x *SubstanceAmount) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -10707,6 +10992,9 @@ func (x *SubstanceAmount) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *SubstanceAmount) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
@@ -10814,6 +11102,9 @@ func (x *SubstanceAmountReferenceRange) walk(w *walker) {
 }
 
 func (x *SubstanceAmountReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -10826,6 +11117,9 @@ func (x *SubstanceAmountReferenceRange) appendNamed(dst []Child, name string, ch
 }
 
 func (x *SubstanceAmountReferenceRange) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "lowLimit", x.LowLimit)
 	dst = appendOne(dst, "highLimit", x.HighLimit)
@@ -10935,6 +11229,9 @@ func (x *Timing) walk(w *walker) {
 }
 
 func (x *Timing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -10951,6 +11248,9 @@ func (x *Timing) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Timing) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "event", x.Event)
@@ -11169,6 +11469,9 @@ func (x *TimingRepeat) walk(w *walker) {
 }
 
 func (x *TimingRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -11219,6 +11522,9 @@ func (x *TimingRepeat) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *TimingRepeat) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "boundsDuration", x.BoundsDuration)
 	dst = appendOne(dst, "boundsRange", x.BoundsRange)
@@ -11402,6 +11708,9 @@ func (x *TriggerDefinition) walk(w *walker) {
 }
 
 func (x *TriggerDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -11435,6 +11744,9 @@ func (x *TriggerDefinition) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *TriggerDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "name", x.Name)
@@ -11564,6 +11876,9 @@ func (x *UsageContext) walk(w *walker) {
 }
 
 func (x *UsageContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -11591,6 +11906,9 @@ func (x *UsageContext) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *UsageContext) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)

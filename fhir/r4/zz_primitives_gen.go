@@ -42,12 +42,18 @@ func (x *Base64Binary) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Base64Binary) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
 func (x *Base64Binary) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	return appendMany(dst, "extension", x.Extension)
 }
 
@@ -115,12 +121,20 @@ func (x *Boolean) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Boolean) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Boolean) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Boolean) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Boolean) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -193,12 +207,20 @@ func (x *Canonical) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Canonical) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Canonical) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Canonical) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Canonical) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -264,12 +286,20 @@ func (x *Code) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Code) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Code) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Code) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Code) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -335,12 +365,20 @@ func (x *Date) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Date) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Date) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Date) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Date) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -406,12 +444,20 @@ func (x *DateTime) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *DateTime) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *DateTime) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *DateTime) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *DateTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -479,12 +525,20 @@ func (x *Decimal) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Decimal) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Decimal) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Decimal) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Decimal) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -556,12 +610,20 @@ func (x *ID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *ID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *ID) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *ID) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *ID) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -627,12 +689,20 @@ func (x *Instant) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Instant) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Instant) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Instant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Instant) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -698,12 +768,20 @@ func (x *Integer) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Integer) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Integer) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Integer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Integer) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -776,12 +854,20 @@ func (x *Markdown) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Markdown) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Markdown) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Markdown) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Markdown) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -847,12 +933,20 @@ func (x *OID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *OID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *OID) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *OID) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *OID) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -918,12 +1012,18 @@ func (x *PositiveInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *PositiveInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
 func (x *PositiveInt) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	return appendMany(dst, "extension", x.Extension)
 }
 
@@ -998,12 +1098,20 @@ func (x *String) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *String) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *String) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *String) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *String) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1069,12 +1177,20 @@ func (x *Time) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Time) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *Time) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *Time) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *Time) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1140,12 +1256,20 @@ func (x *URI) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *URI) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *URI) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *URI) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *URI) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1211,12 +1335,20 @@ func (x *URL) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *URL) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *URL) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *URL) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *URL) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1282,12 +1414,20 @@ func (x *UUID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *UUID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *UUID) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *UUID) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *UUID) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1353,12 +1493,18 @@ func (x *UnsignedInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *UnsignedInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
 func (x *UnsignedInt) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	return appendMany(dst, "extension", x.Extension)
 }
 
@@ -1433,12 +1579,20 @@ func (x *XHTML) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *XHTML) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
 		return appendMany(dst, name, x.Extension), fieldName
 	}
 	return dst, unknownName
 }
 
-func (x *XHTML) appendAll(dst []Child) []Child { return appendMany(dst, "extension", x.Extension) }
+func (x *XHTML) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
+	return appendMany(dst, "extension", x.Extension)
+}
 
 func (x *XHTML) elementParts() (*string, *[]Extension) {
 	if x == nil {

@@ -165,6 +165,9 @@ func (x *Account) walk(w *walker) {
 }
 
 func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -207,6 +210,9 @@ func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Account) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -348,6 +354,9 @@ func (x *AccountCoverage) walk(w *walker) {
 }
 
 func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -362,6 +371,9 @@ func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *AccountCoverage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "coverage", x.Coverage)
@@ -474,6 +486,9 @@ func (x *AccountGuarantor) walk(w *walker) {
 }
 
 func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -490,6 +505,9 @@ func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *AccountGuarantor) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "party", x.Party)

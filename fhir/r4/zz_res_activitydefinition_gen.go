@@ -457,6 +457,9 @@ func (x *ActivityDefinition) walk(w *walker) {
 }
 
 func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -608,6 +611,9 @@ func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ActivityDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -853,6 +859,9 @@ func (x *ActivityDefinitionParticipant) walk(w *walker) {
 }
 
 func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -867,6 +876,9 @@ func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, ch
 }
 
 func (x *ActivityDefinitionParticipant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -973,6 +985,9 @@ func (x *ActivityDefinitionDynamicValue) walk(w *walker) {
 }
 
 func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -987,6 +1002,9 @@ func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, c
 }
 
 func (x *ActivityDefinitionDynamicValue) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "path", x.Path)

@@ -221,6 +221,9 @@ func (x *AdverseEvent) walk(w *walker) {
 }
 
 func (x *AdverseEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -281,6 +284,9 @@ func (x *AdverseEvent) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *AdverseEvent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -439,6 +445,9 @@ func (x *AdverseEventSuspectEntity) walk(w *walker) {
 }
 
 func (x *AdverseEventSuspectEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -453,6 +462,9 @@ func (x *AdverseEventSuspectEntity) appendNamed(dst []Child, name string, choice
 }
 
 func (x *AdverseEventSuspectEntity) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "instance", x.Instance)
@@ -570,6 +582,9 @@ func (x *AdverseEventSuspectEntityCausality) walk(w *walker) {
 }
 
 func (x *AdverseEventSuspectEntityCausality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -588,6 +603,9 @@ func (x *AdverseEventSuspectEntityCausality) appendNamed(dst []Child, name strin
 }
 
 func (x *AdverseEventSuspectEntityCausality) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "assessment", x.Assessment)

@@ -227,6 +227,9 @@ func (x *AllergyIntolerance) walk(w *walker) {
 }
 
 func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -297,6 +300,9 @@ func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *AllergyIntolerance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -494,6 +500,9 @@ func (x *AllergyIntoleranceReaction) walk(w *walker) {
 }
 
 func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -518,6 +527,9 @@ func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choic
 }
 
 func (x *AllergyIntoleranceReaction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "substance", x.Substance)

@@ -243,6 +243,9 @@ func (x *Appointment) walk(w *walker) {
 }
 
 func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -307,6 +310,9 @@ func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *Appointment) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -496,6 +502,9 @@ func (x *AppointmentParticipant) walk(w *walker) {
 }
 
 func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -516,6 +525,9 @@ func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *AppointmentParticipant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "type", x.Type)

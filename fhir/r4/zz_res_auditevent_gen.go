@@ -167,6 +167,9 @@ func (x *AuditEvent) walk(w *walker) {
 }
 
 func (x *AuditEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -209,6 +212,9 @@ func (x *AuditEvent) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *AuditEvent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -411,6 +417,9 @@ func (x *AuditEventAgent) walk(w *walker) {
 }
 
 func (x *AuditEventAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -443,6 +452,9 @@ func (x *AuditEventAgent) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *AuditEventAgent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -572,6 +584,9 @@ func (x *AuditEventAgentNetwork) walk(w *walker) {
 }
 
 func (x *AuditEventAgentNetwork) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -586,6 +601,9 @@ func (x *AuditEventAgentNetwork) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *AuditEventAgentNetwork) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "address", x.Address)
@@ -699,6 +717,9 @@ func (x *AuditEventSource) walk(w *walker) {
 }
 
 func (x *AuditEventSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -715,6 +736,9 @@ func (x *AuditEventSource) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *AuditEventSource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "site", x.Site)
@@ -869,6 +893,9 @@ func (x *AuditEventEntity) walk(w *walker) {
 }
 
 func (x *AuditEventEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -897,6 +924,9 @@ func (x *AuditEventEntity) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *AuditEventEntity) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "what", x.What)
@@ -1029,6 +1059,9 @@ func (x *AuditEventEntityDetail) walk(w *walker) {
 }
 
 func (x *AuditEventEntityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1052,6 +1085,9 @@ func (x *AuditEventEntityDetail) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *AuditEventEntityDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

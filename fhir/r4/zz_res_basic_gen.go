@@ -125,6 +125,9 @@ func (x *Basic) walk(w *walker) {
 }
 
 func (x *Basic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -155,6 +158,9 @@ func (x *Basic) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Basic) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -91,6 +91,9 @@ func (x *Binary) walk(w *walker) {
 }
 
 func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -109,6 +112,9 @@ func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Binary) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

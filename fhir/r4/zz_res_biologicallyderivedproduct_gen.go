@@ -165,6 +165,9 @@ func (x *BiologicallyDerivedProduct) walk(w *walker) {
 }
 
 func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -207,6 +210,9 @@ func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choic
 }
 
 func (x *BiologicallyDerivedProduct) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -360,6 +366,9 @@ func (x *BiologicallyDerivedProductCollection) walk(w *walker) {
 }
 
 func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -385,6 +394,9 @@ func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name str
 }
 
 func (x *BiologicallyDerivedProductCollection) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "collector", x.Collector)
@@ -515,6 +527,9 @@ func (x *BiologicallyDerivedProductProcessing) walk(w *walker) {
 }
 
 func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -542,6 +557,9 @@ func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name str
 }
 
 func (x *BiologicallyDerivedProductProcessing) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -663,6 +681,9 @@ func (x *BiologicallyDerivedProductManipulation) walk(w *walker) {
 }
 
 func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -686,6 +707,9 @@ func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name s
 }
 
 func (x *BiologicallyDerivedProductManipulation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -811,6 +835,9 @@ func (x *BiologicallyDerivedProductStorage) walk(w *walker) {
 }
 
 func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -829,6 +856,9 @@ func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string
 }
 
 func (x *BiologicallyDerivedProductStorage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)

@@ -117,6 +117,9 @@ func (x *Bundle) walk(w *walker) {
 }
 
 func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -143,6 +146,9 @@ func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Bundle) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -270,6 +276,9 @@ func (x *BundleLink) walk(w *walker) {
 }
 
 func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -284,6 +293,9 @@ func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *BundleLink) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "relation", x.Relation)
@@ -415,6 +427,9 @@ func (x *BundleEntry) walk(w *walker) {
 }
 
 func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -437,6 +452,9 @@ func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *BundleEntry) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "link", x.Link)
@@ -553,6 +571,9 @@ func (x *BundleEntrySearch) walk(w *walker) {
 }
 
 func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -567,6 +588,9 @@ func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *BundleEntrySearch) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
@@ -708,6 +732,9 @@ func (x *BundleEntryRequest) walk(w *walker) {
 }
 
 func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -730,6 +757,9 @@ func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *BundleEntryRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "method", x.Method)
@@ -873,6 +903,9 @@ func (x *BundleEntryResponse) walk(w *walker) {
 }
 
 func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -893,6 +926,9 @@ func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *BundleEntryResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "status", x.Status)

@@ -285,6 +285,9 @@ func (x *CapabilityStatement) walk(w *walker) {
 }
 
 func (x *CapabilityStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -357,6 +360,9 @@ func (x *CapabilityStatement) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *CapabilityStatement) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -553,6 +559,9 @@ func (x *CapabilityStatementSoftware) walk(w *walker) {
 }
 
 func (x *CapabilityStatementSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -569,6 +578,9 @@ func (x *CapabilityStatementSoftware) appendNamed(dst []Child, name string, choi
 }
 
 func (x *CapabilityStatementSoftware) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -687,6 +699,9 @@ func (x *CapabilityStatementImplementation) walk(w *walker) {
 }
 
 func (x *CapabilityStatementImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -703,6 +718,9 @@ func (x *CapabilityStatementImplementation) appendNamed(dst []Child, name string
 }
 
 func (x *CapabilityStatementImplementation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -852,6 +870,9 @@ func (x *CapabilityStatementRest) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -878,6 +899,9 @@ func (x *CapabilityStatementRest) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *CapabilityStatementRest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
@@ -1006,6 +1030,9 @@ func (x *CapabilityStatementRestSecurity) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestSecurity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1022,6 +1049,9 @@ func (x *CapabilityStatementRestSecurity) appendNamed(dst []Child, name string, 
 }
 
 func (x *CapabilityStatementRestSecurity) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "cors", x.Cors)
@@ -1247,6 +1277,9 @@ func (x *CapabilityStatementRestResource) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1291,6 +1324,9 @@ func (x *CapabilityStatementRestResource) appendNamed(dst []Child, name string, 
 }
 
 func (x *CapabilityStatementRestResource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1442,6 +1478,9 @@ func (x *CapabilityStatementRestResourceInteraction) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestResourceInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1456,6 +1495,9 @@ func (x *CapabilityStatementRestResourceInteraction) appendNamed(dst []Child, na
 }
 
 func (x *CapabilityStatementRestResourceInteraction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1581,6 +1623,9 @@ func (x *CapabilityStatementRestResourceSearchParam) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestResourceSearchParam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1599,6 +1644,9 @@ func (x *CapabilityStatementRestResourceSearchParam) appendNamed(dst []Child, na
 }
 
 func (x *CapabilityStatementRestResourceSearchParam) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1722,6 +1770,9 @@ func (x *CapabilityStatementRestResourceOperation) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestResourceOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1738,6 +1789,9 @@ func (x *CapabilityStatementRestResourceOperation) appendNamed(dst []Child, name
 }
 
 func (x *CapabilityStatementRestResourceOperation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1850,6 +1904,9 @@ func (x *CapabilityStatementRestInteraction) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1864,6 +1921,9 @@ func (x *CapabilityStatementRestInteraction) appendNamed(dst []Child, name strin
 }
 
 func (x *CapabilityStatementRestInteraction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1985,6 +2045,9 @@ func (x *CapabilityStatementMessaging) walk(w *walker) {
 }
 
 func (x *CapabilityStatementMessaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2003,6 +2066,9 @@ func (x *CapabilityStatementMessaging) appendNamed(dst []Child, name string, cho
 }
 
 func (x *CapabilityStatementMessaging) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "endpoint", x.Endpoint)
@@ -2114,6 +2180,9 @@ func (x *CapabilityStatementMessagingEndpoint) walk(w *walker) {
 }
 
 func (x *CapabilityStatementMessagingEndpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2128,6 +2197,9 @@ func (x *CapabilityStatementMessagingEndpoint) appendNamed(dst []Child, name str
 }
 
 func (x *CapabilityStatementMessagingEndpoint) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "protocol", x.Protocol)
@@ -2236,6 +2308,9 @@ func (x *CapabilityStatementMessagingSupportedMessage) walk(w *walker) {
 }
 
 func (x *CapabilityStatementMessagingSupportedMessage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2250,6 +2325,9 @@ func (x *CapabilityStatementMessagingSupportedMessage) appendNamed(dst []Child, 
 }
 
 func (x *CapabilityStatementMessagingSupportedMessage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
@@ -2367,6 +2445,9 @@ func (x *CapabilityStatementDocument) walk(w *walker) {
 }
 
 func (x *CapabilityStatementDocument) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2383,6 +2464,9 @@ func (x *CapabilityStatementDocument) appendNamed(dst []Child, name string, choi
 }
 
 func (x *CapabilityStatementDocument) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)

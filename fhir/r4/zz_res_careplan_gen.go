@@ -245,6 +245,9 @@ func (x *CarePlan) walk(w *walker) {
 }
 
 func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -311,6 +314,9 @@ func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *CarePlan) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -496,6 +502,9 @@ func (x *CarePlanActivity) walk(w *walker) {
 }
 
 func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -516,6 +525,9 @@ func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *CarePlanActivity) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "outcomeCodeableConcept", x.OutcomeCodeableConcept)
@@ -747,6 +759,9 @@ func (x *CarePlanActivityDetail) walk(w *walker) {
 }
 
 func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -812,6 +827,9 @@ func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *CarePlanActivityDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "kind", x.Kind)

@@ -175,6 +175,9 @@ func (x *CareTeam) walk(w *walker) {
 }
 
 func (x *CareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -221,6 +224,9 @@ func (x *CareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *CareTeam) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -375,6 +381,9 @@ func (x *CareTeamParticipant) walk(w *walker) {
 }
 
 func (x *CareTeamParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -393,6 +402,9 @@ func (x *CareTeamParticipant) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *CareTeamParticipant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "role", x.Role)

@@ -179,6 +179,9 @@ func (x *CatalogEntry) walk(w *walker) {
 }
 
 func (x *CatalogEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -225,6 +228,9 @@ func (x *CatalogEntry) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *CatalogEntry) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -371,6 +377,9 @@ func (x *CatalogEntryRelatedEntry) walk(w *walker) {
 }
 
 func (x *CatalogEntryRelatedEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -385,6 +394,9 @@ func (x *CatalogEntryRelatedEntry) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *CatalogEntryRelatedEntry) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "relationtype", x.Relationtype)

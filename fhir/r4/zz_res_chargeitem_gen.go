@@ -281,6 +281,9 @@ func (x *ChargeItem) walk(w *walker) {
 }
 
 func (x *ChargeItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -374,6 +377,9 @@ func (x *ChargeItem) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *ChargeItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -553,6 +559,9 @@ func (x *ChargeItemPerformer) walk(w *walker) {
 }
 
 func (x *ChargeItemPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -567,6 +576,9 @@ func (x *ChargeItemPerformer) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *ChargeItemPerformer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)

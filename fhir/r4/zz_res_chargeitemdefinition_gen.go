@@ -259,6 +259,9 @@ func (x *ChargeItemDefinition) walk(w *walker) {
 }
 
 func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -325,6 +328,9 @@ func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ChargeItemDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -511,6 +517,9 @@ func (x *ChargeItemDefinitionApplicability) walk(w *walker) {
 }
 
 func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -527,6 +536,9 @@ func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string
 }
 
 func (x *ChargeItemDefinitionApplicability) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -635,6 +647,9 @@ func (x *ChargeItemDefinitionPropertyGroup) walk(w *walker) {
 }
 
 func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -649,6 +664,9 @@ func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string
 }
 
 func (x *ChargeItemDefinitionPropertyGroup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "applicability", x.Applicability)
@@ -768,6 +786,9 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walk(w *walker) {
 }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -786,6 +807,9 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Chil
 }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

@@ -261,6 +261,9 @@ func (x *Claim) walk(w *walker) {
 }
 
 func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -335,6 +338,9 @@ func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Claim) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -512,6 +518,9 @@ func (x *ClaimRelated) walk(w *walker) {
 }
 
 func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -528,6 +537,9 @@ func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *ClaimRelated) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "claim", x.Claim)
@@ -633,6 +645,9 @@ func (x *ClaimPayee) walk(w *walker) {
 }
 
 func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -647,6 +662,9 @@ func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *ClaimPayee) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -772,6 +790,9 @@ func (x *ClaimCareTeam) walk(w *walker) {
 }
 
 func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -792,6 +813,9 @@ func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *ClaimCareTeam) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -965,6 +989,9 @@ func (x *ClaimSupportingInfo) walk(w *walker) {
 }
 
 func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1014,6 +1041,9 @@ func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *ClaimSupportingInfo) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1165,6 +1195,9 @@ func (x *ClaimDiagnosis) walk(w *walker) {
 }
 
 func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1194,6 +1227,9 @@ func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *ClaimDiagnosis) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1334,6 +1370,9 @@ func (x *ClaimProcedure) walk(w *walker) {
 }
 
 func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1363,6 +1402,9 @@ func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *ClaimProcedure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1514,6 +1556,9 @@ func (x *ClaimInsurance) walk(w *walker) {
 }
 
 func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1538,6 +1583,9 @@ func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *ClaimInsurance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1669,6 +1717,9 @@ func (x *ClaimAccident) walk(w *walker) {
 }
 
 func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1694,6 +1745,9 @@ func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *ClaimAccident) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "date", x.Date)
@@ -1948,6 +2002,9 @@ func (x *ClaimItem) walk(w *walker) {
 }
 
 func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2021,6 +2078,9 @@ func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *ClaimItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -2239,6 +2299,9 @@ func (x *ClaimItemDetail) walk(w *walker) {
 }
 
 func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2273,6 +2336,9 @@ func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *ClaimItemDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -2456,6 +2522,9 @@ func (x *ClaimItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2488,6 +2557,9 @@ func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ClaimItemDetailSubDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)

@@ -267,6 +267,9 @@ func (x *ClaimResponse) walk(w *walker) {
 }
 
 func (x *ClaimResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -341,6 +344,9 @@ func (x *ClaimResponse) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *ClaimResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -531,6 +537,9 @@ func (x *ClaimResponseItem) walk(w *walker) {
 }
 
 func (x *ClaimResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -549,6 +558,9 @@ func (x *ClaimResponseItem) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *ClaimResponseItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemSequence", x.ItemSequence)
@@ -672,6 +684,9 @@ func (x *ClaimResponseItemAdjudication) walk(w *walker) {
 }
 
 func (x *ClaimResponseItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -690,6 +705,9 @@ func (x *ClaimResponseItemAdjudication) appendNamed(dst []Child, name string, ch
 }
 
 func (x *ClaimResponseItemAdjudication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -814,6 +832,9 @@ func (x *ClaimResponseItemDetail) walk(w *walker) {
 }
 
 func (x *ClaimResponseItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -832,6 +853,9 @@ func (x *ClaimResponseItemDetail) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *ClaimResponseItemDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "detailSequence", x.DetailSequence)
@@ -951,6 +975,9 @@ func (x *ClaimResponseItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ClaimResponseItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -967,6 +994,9 @@ func (x *ClaimResponseItemDetailSubDetail) appendNamed(dst []Child, name string,
 }
 
 func (x *ClaimResponseItemDetailSubDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "subDetailSequence", x.SubDetailSequence)
@@ -1200,6 +1230,9 @@ func (x *ClaimResponseAddItem) walk(w *walker) {
 }
 
 func (x *ClaimResponseAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1267,6 +1300,9 @@ func (x *ClaimResponseAddItem) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ClaimResponseAddItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "itemSequence", x.ItemSequence)
@@ -1460,6 +1496,9 @@ func (x *ClaimResponseAddItemDetail) walk(w *walker) {
 }
 
 func (x *ClaimResponseAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1488,6 +1527,9 @@ func (x *ClaimResponseAddItemDetail) appendNamed(dst []Child, name string, choic
 }
 
 func (x *ClaimResponseAddItemDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "productOrService", x.ProductOrService)
@@ -1647,6 +1689,9 @@ func (x *ClaimResponseAddItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ClaimResponseAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1673,6 +1718,9 @@ func (x *ClaimResponseAddItemDetailSubDetail) appendNamed(dst []Child, name stri
 }
 
 func (x *ClaimResponseAddItemDetailSubDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "productOrService", x.ProductOrService)
@@ -1790,6 +1838,9 @@ func (x *ClaimResponseTotal) walk(w *walker) {
 }
 
 func (x *ClaimResponseTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1804,6 +1855,9 @@ func (x *ClaimResponseTotal) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ClaimResponseTotal) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -1933,6 +1987,9 @@ func (x *ClaimResponsePayment) walk(w *walker) {
 }
 
 func (x *ClaimResponsePayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1955,6 +2012,9 @@ func (x *ClaimResponsePayment) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ClaimResponsePayment) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -2085,6 +2145,9 @@ func (x *ClaimResponseProcessNote) walk(w *walker) {
 }
 
 func (x *ClaimResponseProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2103,6 +2166,9 @@ func (x *ClaimResponseProcessNote) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ClaimResponseProcessNote) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "number", x.Number)
@@ -2237,6 +2303,9 @@ func (x *ClaimResponseInsurance) walk(w *walker) {
 }
 
 func (x *ClaimResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2257,6 +2326,9 @@ func (x *ClaimResponseInsurance) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *ClaimResponseInsurance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -2387,6 +2459,9 @@ func (x *ClaimResponseError) walk(w *walker) {
 }
 
 func (x *ClaimResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2405,6 +2480,9 @@ func (x *ClaimResponseError) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ClaimResponseError) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemSequence", x.ItemSequence)

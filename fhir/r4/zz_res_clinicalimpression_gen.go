@@ -231,6 +231,9 @@ func (x *ClinicalImpression) walk(w *walker) {
 }
 
 func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -300,6 +303,9 @@ func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ClinicalImpression) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -462,6 +468,9 @@ func (x *ClinicalImpressionInvestigation) walk(w *walker) {
 }
 
 func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -476,6 +485,9 @@ func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, 
 }
 
 func (x *ClinicalImpressionInvestigation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -587,6 +599,9 @@ func (x *ClinicalImpressionFinding) walk(w *walker) {
 }
 
 func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -603,6 +618,9 @@ func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ClinicalImpressionFinding) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)

@@ -287,6 +287,9 @@ func (x *CodeSystem) walk(w *walker) {
 }
 
 func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -359,6 +362,9 @@ func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *CodeSystem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -564,6 +570,9 @@ func (x *CodeSystemFilter) walk(w *walker) {
 }
 
 func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -582,6 +591,9 @@ func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *CodeSystemFilter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -713,6 +725,9 @@ func (x *CodeSystemProperty) walk(w *walker) {
 }
 
 func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -731,6 +746,9 @@ func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *CodeSystemProperty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -872,6 +890,9 @@ func (x *CodeSystemConcept) walk(w *walker) {
 }
 
 func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -894,6 +915,9 @@ func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *CodeSystemConcept) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1018,6 +1042,9 @@ func (x *CodeSystemConceptDesignation) walk(w *walker) {
 }
 
 func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1034,6 +1061,9 @@ func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, cho
 }
 
 func (x *CodeSystemConceptDesignation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)
@@ -1191,6 +1221,9 @@ func (x *CodeSystemConceptProperty) walk(w *walker) {
 }
 
 func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1229,6 +1262,9 @@ func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice
 }
 
 func (x *CodeSystemConceptProperty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

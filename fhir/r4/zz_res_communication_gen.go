@@ -243,6 +243,9 @@ func (x *Communication) walk(w *walker) {
 }
 
 func (x *Communication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -309,6 +312,9 @@ func (x *Communication) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *Communication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -483,6 +489,9 @@ func (x *CommunicationPayload) walk(w *walker) {
 }
 
 func (x *CommunicationPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -507,6 +516,9 @@ func (x *CommunicationPayload) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *CommunicationPayload) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentString", x.ContentString)

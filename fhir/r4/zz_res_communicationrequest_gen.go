@@ -241,6 +241,9 @@ func (x *CommunicationRequest) walk(w *walker) {
 }
 
 func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -314,6 +317,9 @@ func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *CommunicationRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -487,6 +493,9 @@ func (x *CommunicationRequestPayload) walk(w *walker) {
 }
 
 func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -511,6 +520,9 @@ func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choi
 }
 
 func (x *CommunicationRequestPayload) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentString", x.ContentString)

@@ -199,6 +199,9 @@ func (x *CompartmentDefinition) walk(w *walker) {
 }
 
 func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -247,6 +250,9 @@ func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *CompartmentDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -412,6 +418,9 @@ func (x *CompartmentDefinitionResource) walk(w *walker) {
 }
 
 func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -428,6 +437,9 @@ func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, ch
 }
 
 func (x *CompartmentDefinitionResource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

@@ -191,6 +191,9 @@ func (x *Composition) walk(w *walker) {
 }
 
 func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -241,6 +244,9 @@ func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *Composition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -399,6 +405,9 @@ func (x *CompositionAttester) walk(w *walker) {
 }
 
 func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -415,6 +424,9 @@ func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *CompositionAttester) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
@@ -530,6 +542,9 @@ func (x *CompositionRelatesTo) walk(w *walker) {
 }
 
 func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -553,6 +568,9 @@ func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *CompositionRelatesTo) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -665,6 +683,9 @@ func (x *CompositionEvent) walk(w *walker) {
 }
 
 func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -681,6 +702,9 @@ func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *CompositionEvent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)
@@ -838,6 +862,9 @@ func (x *CompositionSection) walk(w *walker) {
 }
 
 func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -868,6 +895,9 @@ func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *CompositionSection) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "title", x.Title)

@@ -243,6 +243,9 @@ func (x *ConceptMap) walk(w *walker) {
 }
 
 func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -317,6 +320,9 @@ func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *ConceptMap) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -518,6 +524,9 @@ func (x *ConceptMapGroup) walk(w *walker) {
 }
 
 func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -540,6 +549,9 @@ func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *ConceptMapGroup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "source", x.Source)
@@ -665,6 +677,9 @@ func (x *ConceptMapGroupElement) walk(w *walker) {
 }
 
 func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -681,6 +696,9 @@ func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *ConceptMapGroupElement) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -820,6 +838,9 @@ func (x *ConceptMapGroupElementTarget) walk(w *walker) {
 }
 
 func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -842,6 +863,9 @@ func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, cho
 }
 
 func (x *ConceptMapGroupElementTarget) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -977,6 +1001,9 @@ func (x *ConceptMapGroupElementTargetDependsOn) walk(w *walker) {
 }
 
 func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -995,6 +1022,9 @@ func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name st
 }
 
 func (x *ConceptMapGroupElementTargetDependsOn) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "property", x.Property)
@@ -1126,6 +1156,9 @@ func (x *ConceptMapGroupUnmapped) walk(w *walker) {
 }
 
 func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1144,6 +1177,9 @@ func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *ConceptMapGroupUnmapped) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)

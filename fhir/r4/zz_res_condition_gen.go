@@ -253,6 +253,9 @@ func (x *Condition) walk(w *walker) {
 }
 
 func (x *Condition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -343,6 +346,9 @@ func (x *Condition) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Condition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -518,6 +524,9 @@ func (x *ConditionStage) walk(w *walker) {
 }
 
 func (x *ConditionStage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -534,6 +543,9 @@ func (x *ConditionStage) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *ConditionStage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "summary", x.Summary)
@@ -639,6 +651,9 @@ func (x *ConditionEvidence) walk(w *walker) {
 }
 
 func (x *ConditionEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -653,6 +668,9 @@ func (x *ConditionEvidence) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *ConditionEvidence) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)

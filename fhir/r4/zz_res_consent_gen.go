@@ -181,6 +181,9 @@ func (x *Consent) walk(w *walker) {
 }
 
 func (x *Consent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -236,6 +239,9 @@ func (x *Consent) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Consent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -384,6 +390,9 @@ func (x *ConsentPolicy) walk(w *walker) {
 }
 
 func (x *ConsentPolicy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -398,6 +407,9 @@ func (x *ConsentPolicy) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *ConsentPolicy) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "authority", x.Authority)
@@ -513,6 +525,9 @@ func (x *ConsentVerification) walk(w *walker) {
 }
 
 func (x *ConsentVerification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -529,6 +544,9 @@ func (x *ConsentVerification) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *ConsentVerification) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "verified", x.Verified)
@@ -692,6 +710,9 @@ func (x *ConsentProvision) walk(w *walker) {
 }
 
 func (x *ConsentProvision) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -724,6 +745,9 @@ func (x *ConsentProvision) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *ConsentProvision) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -846,6 +870,9 @@ func (x *ConsentProvisionActor) walk(w *walker) {
 }
 
 func (x *ConsentProvisionActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -860,6 +887,9 @@ func (x *ConsentProvisionActor) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *ConsentProvisionActor) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "role", x.Role)
@@ -965,6 +995,9 @@ func (x *ConsentProvisionData) walk(w *walker) {
 }
 
 func (x *ConsentProvisionData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -979,6 +1012,9 @@ func (x *ConsentProvisionData) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ConsentProvisionData) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "meaning", x.Meaning)

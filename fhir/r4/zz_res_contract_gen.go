@@ -321,6 +321,9 @@ func (x *Contract) walk(w *walker) {
 }
 
 func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -425,6 +428,9 @@ func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Contract) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -648,6 +654,9 @@ func (x *ContractContentDefinition) walk(w *walker) {
 }
 
 func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -670,6 +679,9 @@ func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ContractContentDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -854,6 +866,9 @@ func (x *ContractTerm) walk(w *walker) {
 }
 
 func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -897,6 +912,9 @@ func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *ContractTerm) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
@@ -1038,6 +1056,9 @@ func (x *ContractTermSecurityLabel) walk(w *walker) {
 }
 
 func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1056,6 +1077,9 @@ func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ContractTermSecurityLabel) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "number", x.Number)
@@ -1218,6 +1242,9 @@ func (x *ContractTermOffer) walk(w *walker) {
 }
 
 func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1248,6 +1275,9 @@ func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *ContractTermOffer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "identifier", x.Identifier)
@@ -1370,6 +1400,9 @@ func (x *ContractTermOfferParty) walk(w *walker) {
 }
 
 func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1384,6 +1417,9 @@ func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *ContractTermOfferParty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "reference", x.Reference)
@@ -1563,6 +1599,9 @@ func (x *ContractTermOfferAnswer) walk(w *walker) {
 }
 
 func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1614,6 +1653,9 @@ func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *ContractTermOfferAnswer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
@@ -1831,6 +1873,9 @@ func (x *ContractTermAsset) walk(w *walker) {
 }
 
 func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1871,6 +1916,9 @@ func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *ContractTermAsset) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "scope", x.Scope)
@@ -2012,6 +2060,9 @@ func (x *ContractTermAssetContext) walk(w *walker) {
 }
 
 func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2028,6 +2079,9 @@ func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ContractTermAssetContext) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "reference", x.Reference)
@@ -2226,6 +2280,9 @@ func (x *ContractTermAssetValuedItem) walk(w *walker) {
 }
 
 func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2273,6 +2330,9 @@ func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ContractTermAssetValuedItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "entityCodeableConcept", x.EntityCodeableConcept)
@@ -2553,6 +2613,9 @@ func (x *ContractTermAction) walk(w *walker) {
 }
 
 func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2617,6 +2680,9 @@ func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ContractTermAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
@@ -2771,6 +2837,9 @@ func (x *ContractTermActionSubject) walk(w *walker) {
 }
 
 func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2785,6 +2854,9 @@ func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ContractTermActionSubject) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "reference", x.Reference)
@@ -2894,6 +2966,9 @@ func (x *ContractSigner) walk(w *walker) {
 }
 
 func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2910,6 +2985,9 @@ func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *ContractSigner) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -3015,6 +3093,9 @@ func (x *ContractFriendly) walk(w *walker) {
 }
 
 func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3036,6 +3117,9 @@ func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *ContractFriendly) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
@@ -3139,6 +3223,9 @@ func (x *ContractLegal) walk(w *walker) {
 }
 
 func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3160,6 +3247,9 @@ func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *ContractLegal) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
@@ -3263,6 +3353,9 @@ func (x *ContractRule) walk(w *walker) {
 }
 
 func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3284,6 +3377,9 @@ func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *ContractRule) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)

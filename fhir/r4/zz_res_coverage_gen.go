@@ -207,6 +207,9 @@ func (x *Coverage) walk(w *walker) {
 }
 
 func (x *Coverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -261,6 +264,9 @@ func (x *Coverage) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Coverage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -425,6 +431,9 @@ func (x *CoverageClass) walk(w *walker) {
 }
 
 func (x *CoverageClass) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -441,6 +450,9 @@ func (x *CoverageClass) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *CoverageClass) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -560,6 +572,9 @@ func (x *CoverageCostToBeneficiary) walk(w *walker) {
 }
 
 func (x *CoverageCostToBeneficiary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -585,6 +600,9 @@ func (x *CoverageCostToBeneficiary) appendNamed(dst []Child, name string, choice
 }
 
 func (x *CoverageCostToBeneficiary) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -692,6 +710,9 @@ func (x *CoverageCostToBeneficiaryException) walk(w *walker) {
 }
 
 func (x *CoverageCostToBeneficiaryException) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -706,6 +727,9 @@ func (x *CoverageCostToBeneficiaryException) appendNamed(dst []Child, name strin
 }
 
 func (x *CoverageCostToBeneficiaryException) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

@@ -191,6 +191,9 @@ func (x *CoverageEligibilityRequest) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -248,6 +251,9 @@ func (x *CoverageEligibilityRequest) appendNamed(dst []Child, name string, choic
 }
 
 func (x *CoverageEligibilityRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -406,6 +412,9 @@ func (x *CoverageEligibilityRequestSupportingInfo) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityRequestSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -422,6 +431,9 @@ func (x *CoverageEligibilityRequestSupportingInfo) appendNamed(dst []Child, name
 }
 
 func (x *CoverageEligibilityRequestSupportingInfo) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -539,6 +551,9 @@ func (x *CoverageEligibilityRequestInsurance) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityRequestInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -555,6 +570,9 @@ func (x *CoverageEligibilityRequestInsurance) appendNamed(dst []Child, name stri
 }
 
 func (x *CoverageEligibilityRequestInsurance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "focal", x.Focal)
@@ -712,6 +730,9 @@ func (x *CoverageEligibilityRequestItem) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityRequestItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -742,6 +763,9 @@ func (x *CoverageEligibilityRequestItem) appendNamed(dst []Child, name string, c
 }
 
 func (x *CoverageEligibilityRequestItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "supportingInfoSequence", x.SupportingInfoSequence)
@@ -862,6 +886,9 @@ func (x *CoverageEligibilityRequestItemDiagnosis) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityRequestItemDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -883,6 +910,9 @@ func (x *CoverageEligibilityRequestItemDiagnosis) appendNamed(dst []Child, name 
 }
 
 func (x *CoverageEligibilityRequestItemDiagnosis) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)

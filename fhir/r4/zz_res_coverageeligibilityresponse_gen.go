@@ -203,6 +203,9 @@ func (x *CoverageEligibilityResponse) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -262,6 +265,9 @@ func (x *CoverageEligibilityResponse) appendNamed(dst []Child, name string, choi
 }
 
 func (x *CoverageEligibilityResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -429,6 +435,9 @@ func (x *CoverageEligibilityResponseInsurance) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -447,6 +456,9 @@ func (x *CoverageEligibilityResponseInsurance) appendNamed(dst []Child, name str
 }
 
 func (x *CoverageEligibilityResponseInsurance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "coverage", x.Coverage)
@@ -637,6 +649,9 @@ func (x *CoverageEligibilityResponseInsuranceItem) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityResponseInsuranceItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -675,6 +690,9 @@ func (x *CoverageEligibilityResponseInsuranceItem) appendNamed(dst []Child, name
 }
 
 func (x *CoverageEligibilityResponseInsuranceItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -845,6 +863,9 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -885,6 +906,9 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendNamed(dst []Chil
 }
 
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -996,6 +1020,9 @@ func (x *CoverageEligibilityResponseError) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1008,6 +1035,9 @@ func (x *CoverageEligibilityResponseError) appendNamed(dst []Child, name string,
 }
 
 func (x *CoverageEligibilityResponseError) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

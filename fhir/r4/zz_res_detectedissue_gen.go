@@ -181,6 +181,9 @@ func (x *DetectedIssue) walk(w *walker) {
 }
 
 func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -234,6 +237,9 @@ func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *DetectedIssue) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -379,6 +385,9 @@ func (x *DetectedIssueEvidence) walk(w *walker) {
 }
 
 func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -393,6 +402,9 @@ func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *DetectedIssueEvidence) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)
@@ -504,6 +516,9 @@ func (x *DetectedIssueMitigation) walk(w *walker) {
 }
 
 func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -520,6 +535,9 @@ func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *DetectedIssueMitigation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "action", x.Action)

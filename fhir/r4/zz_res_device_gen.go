@@ -269,6 +269,9 @@ func (x *Device) walk(w *walker) {
 }
 
 func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -341,6 +344,9 @@ func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Device) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -553,6 +559,9 @@ func (x *DeviceUdiCarrier) walk(w *walker) {
 }
 
 func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -575,6 +584,9 @@ func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *DeviceUdiCarrier) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "deviceIdentifier", x.DeviceIdentifier)
@@ -696,6 +708,9 @@ func (x *DeviceDeviceName) walk(w *walker) {
 }
 
 func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -710,6 +725,9 @@ func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *DeviceDeviceName) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -817,6 +835,9 @@ func (x *DeviceSpecialization) walk(w *walker) {
 }
 
 func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -831,6 +852,9 @@ func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *DeviceSpecialization) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "systemType", x.SystemType)
@@ -943,6 +967,9 @@ func (x *DeviceVersion) walk(w *walker) {
 }
 
 func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -959,6 +986,9 @@ func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *DeviceVersion) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1071,6 +1101,9 @@ func (x *DeviceProperty) walk(w *walker) {
 }
 
 func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1087,6 +1120,9 @@ func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *DeviceProperty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

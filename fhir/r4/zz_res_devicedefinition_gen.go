@@ -241,6 +241,9 @@ func (x *DeviceDefinition) walk(w *walker) {
 }
 
 func (x *DeviceDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -314,6 +317,9 @@ func (x *DeviceDefinition) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *DeviceDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -491,6 +497,9 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionUdiDeviceIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -507,6 +516,9 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) appendNamed(dst []Child, name stri
 }
 
 func (x *DeviceDefinitionUdiDeviceIdentifier) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "deviceIdentifier", x.DeviceIdentifier)
@@ -619,6 +631,9 @@ func (x *DeviceDefinitionDeviceName) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -633,6 +648,9 @@ func (x *DeviceDefinitionDeviceName) appendNamed(dst []Child, name string, choic
 }
 
 func (x *DeviceDefinitionDeviceName) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -742,6 +760,9 @@ func (x *DeviceDefinitionSpecialization) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -756,6 +777,9 @@ func (x *DeviceDefinitionSpecialization) appendNamed(dst []Child, name string, c
 }
 
 func (x *DeviceDefinitionSpecialization) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "systemType", x.SystemType)
@@ -861,6 +885,9 @@ func (x *DeviceDefinitionCapability) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -875,6 +902,9 @@ func (x *DeviceDefinitionCapability) appendNamed(dst []Child, name string, choic
 }
 
 func (x *DeviceDefinitionCapability) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -984,6 +1014,9 @@ func (x *DeviceDefinitionProperty) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1000,6 +1033,9 @@ func (x *DeviceDefinitionProperty) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *DeviceDefinitionProperty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1115,6 +1151,9 @@ func (x *DeviceDefinitionMaterial) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1131,6 +1170,9 @@ func (x *DeviceDefinitionMaterial) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *DeviceDefinitionMaterial) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "substance", x.Substance)

@@ -159,6 +159,9 @@ func (x *DeviceMetric) walk(w *walker) {
 }
 
 func (x *DeviceMetric) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -199,6 +202,9 @@ func (x *DeviceMetric) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *DeviceMetric) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -348,6 +354,9 @@ func (x *DeviceMetricCalibration) walk(w *walker) {
 }
 
 func (x *DeviceMetricCalibration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -364,6 +373,9 @@ func (x *DeviceMetricCalibration) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *DeviceMetricCalibration) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

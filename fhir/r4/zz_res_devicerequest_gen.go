@@ -269,6 +269,9 @@ func (x *DeviceRequest) walk(w *walker) {
 }
 
 func (x *DeviceRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -358,6 +361,9 @@ func (x *DeviceRequest) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *DeviceRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -553,6 +559,9 @@ func (x *DeviceRequestParameter) walk(w *walker) {
 }
 
 func (x *DeviceRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -582,6 +591,9 @@ func (x *DeviceRequestParameter) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *DeviceRequestParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

@@ -189,6 +189,9 @@ func (x *DeviceUseStatement) walk(w *walker) {
 }
 
 func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -247,6 +250,9 @@ func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *DeviceUseStatement) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

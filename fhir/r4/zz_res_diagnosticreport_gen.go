@@ -215,6 +215,9 @@ func (x *DiagnosticReport) walk(w *walker) {
 }
 
 func (x *DiagnosticReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -280,6 +283,9 @@ func (x *DiagnosticReport) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *DiagnosticReport) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -438,6 +444,9 @@ func (x *DiagnosticReportMedia) walk(w *walker) {
 }
 
 func (x *DiagnosticReportMedia) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -452,6 +461,9 @@ func (x *DiagnosticReportMedia) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *DiagnosticReportMedia) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "comment", x.Comment)

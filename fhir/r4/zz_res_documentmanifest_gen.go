@@ -173,6 +173,9 @@ func (x *DocumentManifest) walk(w *walker) {
 }
 
 func (x *DocumentManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -217,6 +220,9 @@ func (x *DocumentManifest) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *DocumentManifest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -359,6 +365,9 @@ func (x *DocumentManifestRelated) walk(w *walker) {
 }
 
 func (x *DocumentManifestRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -373,6 +382,9 @@ func (x *DocumentManifestRelated) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *DocumentManifestRelated) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)

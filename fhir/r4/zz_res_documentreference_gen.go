@@ -197,6 +197,9 @@ func (x *DocumentReference) walk(w *walker) {
 }
 
 func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -249,6 +252,9 @@ func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *DocumentReference) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -401,6 +407,9 @@ func (x *DocumentReferenceRelatesTo) walk(w *walker) {
 }
 
 func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -415,6 +424,9 @@ func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choic
 }
 
 func (x *DocumentReferenceRelatesTo) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -519,6 +531,9 @@ func (x *DocumentReferenceContent) walk(w *walker) {
 }
 
 func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -533,6 +548,9 @@ func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *DocumentReferenceContent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "attachment", x.Attachment)
@@ -666,6 +684,9 @@ func (x *DocumentReferenceContext) walk(w *walker) {
 }
 
 func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -690,6 +711,9 @@ func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *DocumentReferenceContext) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "encounter", x.Encounter)

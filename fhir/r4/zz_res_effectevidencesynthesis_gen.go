@@ -313,6 +313,9 @@ func (x *EffectEvidenceSynthesis) walk(w *walker) {
 }
 
 func (x *EffectEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -399,6 +402,9 @@ func (x *EffectEvidenceSynthesis) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *EffectEvidenceSynthesis) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -602,6 +608,9 @@ func (x *EffectEvidenceSynthesisSampleSize) walk(w *walker) {
 }
 
 func (x *EffectEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -618,6 +627,9 @@ func (x *EffectEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string
 }
 
 func (x *EffectEvidenceSynthesisSampleSize) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -742,6 +754,9 @@ func (x *EffectEvidenceSynthesisResultsByExposure) walk(w *walker) {
 }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -760,6 +775,9 @@ func (x *EffectEvidenceSynthesisResultsByExposure) appendNamed(dst []Child, name
 }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -897,6 +915,9 @@ func (x *EffectEvidenceSynthesisEffectEstimate) walk(w *walker) {
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -919,6 +940,9 @@ func (x *EffectEvidenceSynthesisEffectEstimate) appendNamed(dst []Child, name st
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimate) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -1050,6 +1074,9 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walk(w *walker)
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1068,6 +1095,9 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendNamed(dst
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1184,6 +1214,9 @@ func (x *EffectEvidenceSynthesisCertainty) walk(w *walker) {
 }
 
 func (x *EffectEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1200,6 +1233,9 @@ func (x *EffectEvidenceSynthesisCertainty) appendNamed(dst []Child, name string,
 }
 
 func (x *EffectEvidenceSynthesisCertainty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "rating", x.Rating)
@@ -1311,6 +1347,9 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) 
 }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1327,6 +1366,9 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst 
 }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

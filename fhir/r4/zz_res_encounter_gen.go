@@ -233,6 +233,9 @@ func (x *Encounter) walk(w *walker) {
 }
 
 func (x *Encounter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -299,6 +302,9 @@ func (x *Encounter) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Encounter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -462,6 +468,9 @@ func (x *EncounterStatusHistory) walk(w *walker) {
 }
 
 func (x *EncounterStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -476,6 +485,9 @@ func (x *EncounterStatusHistory) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *EncounterStatusHistory) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "status", x.Status)
@@ -580,6 +592,9 @@ func (x *EncounterClassHistory) walk(w *walker) {
 }
 
 func (x *EncounterClassHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -594,6 +609,9 @@ func (x *EncounterClassHistory) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *EncounterClassHistory) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "class", x.Class)
@@ -703,6 +721,9 @@ func (x *EncounterParticipant) walk(w *walker) {
 }
 
 func (x *EncounterParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -719,6 +740,9 @@ func (x *EncounterParticipant) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *EncounterParticipant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "type", x.Type)
@@ -832,6 +856,9 @@ func (x *EncounterDiagnosis) walk(w *walker) {
 }
 
 func (x *EncounterDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -848,6 +875,9 @@ func (x *EncounterDiagnosis) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *EncounterDiagnosis) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "condition", x.Condition)
@@ -996,6 +1026,9 @@ func (x *EncounterHospitalization) walk(w *walker) {
 }
 
 func (x *EncounterHospitalization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1024,6 +1057,9 @@ func (x *EncounterHospitalization) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *EncounterHospitalization) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "preAdmissionIdentifier", x.PreAdmissionIdentifier)
@@ -1155,6 +1191,9 @@ func (x *EncounterLocation) walk(w *walker) {
 }
 
 func (x *EncounterLocation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1173,6 +1212,9 @@ func (x *EncounterLocation) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *EncounterLocation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "location", x.Location)

@@ -169,6 +169,9 @@ func (x *Endpoint) walk(w *walker) {
 }
 
 func (x *Endpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -211,6 +214,9 @@ func (x *Endpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Endpoint) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -139,6 +139,9 @@ func (x *EnrollmentRequest) walk(w *walker) {
 }
 
 func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -173,6 +176,9 @@ func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *EnrollmentRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -149,6 +149,9 @@ func (x *EnrollmentResponse) walk(w *walker) {
 }
 
 func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -185,6 +188,9 @@ func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *EnrollmentResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

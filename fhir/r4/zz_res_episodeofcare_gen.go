@@ -167,6 +167,9 @@ func (x *EpisodeOfCare) walk(w *walker) {
 }
 
 func (x *EpisodeOfCare) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -211,6 +214,9 @@ func (x *EpisodeOfCare) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *EpisodeOfCare) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -352,6 +358,9 @@ func (x *EpisodeOfCareStatusHistory) walk(w *walker) {
 }
 
 func (x *EpisodeOfCareStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -366,6 +375,9 @@ func (x *EpisodeOfCareStatusHistory) appendNamed(dst []Child, name string, choic
 }
 
 func (x *EpisodeOfCareStatusHistory) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "status", x.Status)
@@ -478,6 +490,9 @@ func (x *EpisodeOfCareDiagnosis) walk(w *walker) {
 }
 
 func (x *EpisodeOfCareDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -494,6 +509,9 @@ func (x *EpisodeOfCareDiagnosis) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *EpisodeOfCareDiagnosis) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "condition", x.Condition)

@@ -297,6 +297,9 @@ func (x *EventDefinition) walk(w *walker) {
 }
 
 func (x *EventDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -382,6 +385,9 @@ func (x *EventDefinition) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *EventDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -287,6 +287,9 @@ func (x *Evidence) walk(w *walker) {
 }
 
 func (x *Evidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -363,6 +366,9 @@ func (x *Evidence) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Evidence) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -283,6 +283,9 @@ func (x *EvidenceVariable) walk(w *walker) {
 }
 
 func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -357,6 +360,9 @@ func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *EvidenceVariable) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -627,6 +633,9 @@ func (x *EvidenceVariableCharacteristic) walk(w *walker) {
 }
 
 func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -687,6 +696,9 @@ func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, c
 }
 
 func (x *EvidenceVariableCharacteristic) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)

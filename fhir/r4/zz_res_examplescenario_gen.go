@@ -215,6 +215,9 @@ func (x *ExampleScenario) walk(w *walker) {
 }
 
 func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -269,6 +272,9 @@ func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *ExampleScenario) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -447,6 +453,9 @@ func (x *ExampleScenarioActor) walk(w *walker) {
 }
 
 func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -465,6 +474,9 @@ func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ExampleScenarioActor) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "actorId", x.ActorID)
@@ -608,6 +620,9 @@ func (x *ExampleScenarioInstance) walk(w *walker) {
 }
 
 func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -630,6 +645,9 @@ func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *ExampleScenarioInstance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "resourceId", x.ResourceID)
@@ -749,6 +767,9 @@ func (x *ExampleScenarioInstanceVersion) walk(w *walker) {
 }
 
 func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -763,6 +784,9 @@ func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, c
 }
 
 func (x *ExampleScenarioInstanceVersion) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "versionId", x.VersionID)
@@ -872,6 +896,9 @@ func (x *ExampleScenarioInstanceContainedInstance) walk(w *walker) {
 }
 
 func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -886,6 +913,9 @@ func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name
 }
 
 func (x *ExampleScenarioInstanceContainedInstance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "resourceId", x.ResourceID)
@@ -1017,6 +1047,9 @@ func (x *ExampleScenarioProcess) walk(w *walker) {
 }
 
 func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1037,6 +1070,9 @@ func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *ExampleScenarioProcess) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "title", x.Title)
@@ -1164,6 +1200,9 @@ func (x *ExampleScenarioProcessStep) walk(w *walker) {
 }
 
 func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1182,6 +1221,9 @@ func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choic
 }
 
 func (x *ExampleScenarioProcessStep) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "process", x.Process)
@@ -1354,6 +1396,9 @@ func (x *ExampleScenarioProcessStepOperation) walk(w *walker) {
 }
 
 func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1384,6 +1429,9 @@ func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name stri
 }
 
 func (x *ExampleScenarioProcessStepOperation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "number", x.Number)
@@ -1521,6 +1569,9 @@ func (x *ExampleScenarioProcessStepAlternative) walk(w *walker) {
 }
 
 func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1537,6 +1588,9 @@ func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name st
 }
 
 func (x *ExampleScenarioProcessStepAlternative) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "title", x.Title)

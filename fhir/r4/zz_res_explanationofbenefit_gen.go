@@ -365,6 +365,9 @@ func (x *ExplanationOfBenefit) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -471,6 +474,9 @@ func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ExplanationOfBenefit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -684,6 +690,9 @@ func (x *ExplanationOfBenefitRelated) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -700,6 +709,9 @@ func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ExplanationOfBenefitRelated) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "claim", x.Claim)
@@ -805,6 +817,9 @@ func (x *ExplanationOfBenefitPayee) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -819,6 +834,9 @@ func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ExplanationOfBenefitPayee) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -944,6 +962,9 @@ func (x *ExplanationOfBenefitCareTeam) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -964,6 +985,9 @@ func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, cho
 }
 
 func (x *ExplanationOfBenefitCareTeam) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1137,6 +1161,9 @@ func (x *ExplanationOfBenefitSupportingInfo) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1186,6 +1213,9 @@ func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name strin
 }
 
 func (x *ExplanationOfBenefitSupportingInfo) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1337,6 +1367,9 @@ func (x *ExplanationOfBenefitDiagnosis) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1366,6 +1399,9 @@ func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, ch
 }
 
 func (x *ExplanationOfBenefitDiagnosis) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1506,6 +1542,9 @@ func (x *ExplanationOfBenefitProcedure) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1535,6 +1574,9 @@ func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, ch
 }
 
 func (x *ExplanationOfBenefitProcedure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -1658,6 +1700,9 @@ func (x *ExplanationOfBenefitInsurance) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1674,6 +1719,9 @@ func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, ch
 }
 
 func (x *ExplanationOfBenefitInsurance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "focal", x.Focal)
@@ -1795,6 +1843,9 @@ func (x *ExplanationOfBenefitAccident) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1820,6 +1871,9 @@ func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, cho
 }
 
 func (x *ExplanationOfBenefitAccident) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "date", x.Date)
@@ -2088,6 +2142,9 @@ func (x *ExplanationOfBenefitItem) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2165,6 +2222,9 @@ func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *ExplanationOfBenefitItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -2338,6 +2398,9 @@ func (x *ExplanationOfBenefitItemAdjudication) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2356,6 +2419,9 @@ func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name str
 }
 
 func (x *ExplanationOfBenefitItemAdjudication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -2542,6 +2608,9 @@ func (x *ExplanationOfBenefitItemDetail) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2580,6 +2649,9 @@ func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, c
 }
 
 func (x *ExplanationOfBenefitItemDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -2782,6 +2854,9 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2818,6 +2893,9 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name 
 }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -3072,6 +3150,9 @@ func (x *ExplanationOfBenefitAddItem) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3139,6 +3220,9 @@ func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ExplanationOfBenefitAddItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "itemSequence", x.ItemSequence)
@@ -3332,6 +3416,9 @@ func (x *ExplanationOfBenefitAddItemDetail) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3360,6 +3447,9 @@ func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string
 }
 
 func (x *ExplanationOfBenefitAddItemDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "productOrService", x.ProductOrService)
@@ -3519,6 +3609,9 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3545,6 +3638,9 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, na
 }
 
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "productOrService", x.ProductOrService)
@@ -3662,6 +3758,9 @@ func (x *ExplanationOfBenefitTotal) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3676,6 +3775,9 @@ func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ExplanationOfBenefitTotal) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -3805,6 +3907,9 @@ func (x *ExplanationOfBenefitPayment) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3827,6 +3932,9 @@ func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ExplanationOfBenefitPayment) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -3957,6 +4065,9 @@ func (x *ExplanationOfBenefitProcessNote) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -3975,6 +4086,9 @@ func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, 
 }
 
 func (x *ExplanationOfBenefitProcessNote) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "number", x.Number)
@@ -4127,6 +4241,9 @@ func (x *ExplanationOfBenefitBenefitBalance) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -4153,6 +4270,9 @@ func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name strin
 }
 
 func (x *ExplanationOfBenefitBenefitBalance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -4301,6 +4421,9 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -4338,6 +4461,9 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, n
 }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

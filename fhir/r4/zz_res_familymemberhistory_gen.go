@@ -273,6 +273,9 @@ func (x *FamilyMemberHistory) walk(w *walker) {
 }
 
 func (x *FamilyMemberHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -371,6 +374,9 @@ func (x *FamilyMemberHistory) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *FamilyMemberHistory) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -589,6 +595,9 @@ func (x *FamilyMemberHistoryCondition) walk(w *walker) {
 }
 
 func (x *FamilyMemberHistoryCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -624,6 +633,9 @@ func (x *FamilyMemberHistoryCondition) appendNamed(dst []Child, name string, cho
 }
 
 func (x *FamilyMemberHistoryCondition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

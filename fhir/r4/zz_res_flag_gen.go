@@ -143,6 +143,9 @@ func (x *Flag) walk(w *walker) {
 }
 
 func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -179,6 +182,9 @@ func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 }
 
 func (x *Flag) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

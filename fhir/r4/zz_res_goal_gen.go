@@ -203,6 +203,9 @@ func (x *Goal) walk(w *walker) {
 }
 
 func (x *Goal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -264,6 +267,9 @@ func (x *Goal) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 }
 
 func (x *Goal) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -472,6 +478,9 @@ func (x *GoalTarget) walk(w *walker) {
 }
 
 func (x *GoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -521,6 +530,9 @@ func (x *GoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *GoalTarget) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "measure", x.Measure)

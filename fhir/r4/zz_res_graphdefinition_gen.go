@@ -205,6 +205,9 @@ func (x *GraphDefinition) walk(w *walker) {
 }
 
 func (x *GraphDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -255,6 +258,9 @@ func (x *GraphDefinition) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *GraphDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -444,6 +450,9 @@ func (x *GraphDefinitionLink) walk(w *walker) {
 }
 
 func (x *GraphDefinitionLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -466,6 +475,9 @@ func (x *GraphDefinitionLink) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *GraphDefinitionLink) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "path", x.Path)
@@ -606,6 +618,9 @@ func (x *GraphDefinitionLinkTarget) walk(w *walker) {
 }
 
 func (x *GraphDefinitionLinkTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -626,6 +641,9 @@ func (x *GraphDefinitionLinkTarget) appendNamed(dst []Child, name string, choice
 }
 
 func (x *GraphDefinitionLinkTarget) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -766,6 +784,9 @@ func (x *GraphDefinitionLinkTargetCompartment) walk(w *walker) {
 }
 
 func (x *GraphDefinitionLinkTargetCompartment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -786,6 +807,9 @@ func (x *GraphDefinitionLinkTargetCompartment) appendNamed(dst []Child, name str
 }
 
 func (x *GraphDefinitionLinkTargetCompartment) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "use", x.Use)

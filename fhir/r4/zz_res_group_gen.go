@@ -163,6 +163,9 @@ func (x *Group) walk(w *walker) {
 }
 
 func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -203,6 +206,9 @@ func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Group) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -382,6 +388,9 @@ func (x *GroupCharacteristic) walk(w *walker) {
 }
 
 func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -418,6 +427,9 @@ func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *GroupCharacteristic) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -543,6 +555,9 @@ func (x *GroupMember) walk(w *walker) {
 }
 
 func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -559,6 +574,9 @@ func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *GroupMember) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "entity", x.Entity)

@@ -203,6 +203,9 @@ func (x *GuidanceResponse) walk(w *walker) {
 }
 
 func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -265,6 +268,9 @@ func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *GuidanceResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -249,6 +249,9 @@ func (x *HealthcareService) walk(w *walker) {
 }
 
 func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -317,6 +320,9 @@ func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *HealthcareService) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -487,6 +493,9 @@ func (x *HealthcareServiceEligibility) walk(w *walker) {
 }
 
 func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -501,6 +510,9 @@ func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, cho
 }
 
 func (x *HealthcareServiceEligibility) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -625,6 +637,9 @@ func (x *HealthcareServiceAvailableTime) walk(w *walker) {
 }
 
 func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -643,6 +658,9 @@ func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, c
 }
 
 func (x *HealthcareServiceAvailableTime) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
@@ -756,6 +774,9 @@ func (x *HealthcareServiceNotAvailable) walk(w *walker) {
 }
 
 func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -770,6 +791,9 @@ func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, ch
 }
 
 func (x *HealthcareServiceNotAvailable) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)

@@ -223,6 +223,9 @@ func (x *ImagingStudy) walk(w *walker) {
 }
 
 func (x *ImagingStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -283,6 +286,9 @@ func (x *ImagingStudy) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *ImagingStudy) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -512,6 +518,9 @@ func (x *ImagingStudySeries) walk(w *walker) {
 }
 
 func (x *ImagingStudySeries) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -546,6 +555,9 @@ func (x *ImagingStudySeries) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ImagingStudySeries) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "uid", x.Uid)
@@ -674,6 +686,9 @@ func (x *ImagingStudySeriesPerformer) walk(w *walker) {
 }
 
 func (x *ImagingStudySeriesPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -688,6 +703,9 @@ func (x *ImagingStudySeriesPerformer) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ImagingStudySeriesPerformer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
@@ -809,6 +827,9 @@ func (x *ImagingStudySeriesInstance) walk(w *walker) {
 }
 
 func (x *ImagingStudySeriesInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -827,6 +848,9 @@ func (x *ImagingStudySeriesInstance) appendNamed(dst []Child, name string, choic
 }
 
 func (x *ImagingStudySeriesInstance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "uid", x.Uid)

@@ -283,6 +283,9 @@ func (x *Immunization) walk(w *walker) {
 }
 
 func (x *Immunization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -368,6 +371,9 @@ func (x *Immunization) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *Immunization) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -548,6 +554,9 @@ func (x *ImmunizationPerformer) walk(w *walker) {
 }
 
 func (x *ImmunizationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -562,6 +571,9 @@ func (x *ImmunizationPerformer) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *ImmunizationPerformer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
@@ -685,6 +697,9 @@ func (x *ImmunizationEducation) walk(w *walker) {
 }
 
 func (x *ImmunizationEducation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -703,6 +718,9 @@ func (x *ImmunizationEducation) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *ImmunizationEducation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "documentType", x.DocumentType)
@@ -824,6 +842,9 @@ func (x *ImmunizationReaction) walk(w *walker) {
 }
 
 func (x *ImmunizationReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -840,6 +861,9 @@ func (x *ImmunizationReaction) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ImmunizationReaction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "date", x.Date)
@@ -987,6 +1011,9 @@ func (x *ImmunizationProtocolApplied) walk(w *walker) {
 }
 
 func (x *ImmunizationProtocolApplied) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1025,6 +1052,9 @@ func (x *ImmunizationProtocolApplied) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ImmunizationProtocolApplied) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "series", x.Series)

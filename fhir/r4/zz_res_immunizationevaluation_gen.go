@@ -199,6 +199,9 @@ func (x *ImmunizationEvaluation) walk(w *walker) {
 }
 
 func (x *ImmunizationEvaluation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -263,6 +266,9 @@ func (x *ImmunizationEvaluation) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *ImmunizationEvaluation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -125,6 +125,9 @@ func (x *ImmunizationRecommendation) walk(w *walker) {
 }
 
 func (x *ImmunizationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -155,6 +158,9 @@ func (x *ImmunizationRecommendation) appendNamed(dst []Child, name string, choic
 }
 
 func (x *ImmunizationRecommendation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -364,6 +370,9 @@ func (x *ImmunizationRecommendationRecommendation) walk(w *walker) {
 }
 
 func (x *ImmunizationRecommendationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -416,6 +425,9 @@ func (x *ImmunizationRecommendationRecommendation) appendNamed(dst []Child, name
 }
 
 func (x *ImmunizationRecommendationRecommendation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "vaccineCode", x.VaccineCode)
@@ -551,6 +563,9 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) walk(w *walker) 
 }
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -565,6 +580,9 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) appendNamed(dst 
 }
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

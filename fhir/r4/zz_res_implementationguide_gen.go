@@ -239,6 +239,9 @@ func (x *ImplementationGuide) walk(w *walker) {
 }
 
 func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -299,6 +302,9 @@ func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *ImplementationGuide) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -478,6 +484,9 @@ func (x *ImplementationGuideDependsOn) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -494,6 +503,9 @@ func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, cho
 }
 
 func (x *ImplementationGuideDependsOn) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "uri", x.URI)
@@ -606,6 +618,9 @@ func (x *ImplementationGuideGlobal) walk(w *walker) {
 }
 
 func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -620,6 +635,9 @@ func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ImplementationGuideGlobal) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -743,6 +761,9 @@ func (x *ImplementationGuideDefinition) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -763,6 +784,9 @@ func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, ch
 }
 
 func (x *ImplementationGuideDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "grouping", x.Grouping)
@@ -876,6 +900,9 @@ func (x *ImplementationGuideDefinitionGrouping) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -890,6 +917,9 @@ func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name st
 }
 
 func (x *ImplementationGuideDefinitionGrouping) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1037,6 +1067,9 @@ func (x *ImplementationGuideDefinitionResource) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1068,6 +1101,9 @@ func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name st
 }
 
 func (x *ImplementationGuideDefinitionResource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "reference", x.Reference)
@@ -1211,6 +1247,9 @@ func (x *ImplementationGuideDefinitionPage) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1238,6 +1277,9 @@ func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string
 }
 
 func (x *ImplementationGuideDefinitionPage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "nameUrl", x.NameURL)
@@ -1354,6 +1396,9 @@ func (x *ImplementationGuideDefinitionParameter) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1368,6 +1413,9 @@ func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name s
 }
 
 func (x *ImplementationGuideDefinitionParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1485,6 +1533,9 @@ func (x *ImplementationGuideDefinitionTemplate) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1501,6 +1552,9 @@ func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name st
 }
 
 func (x *ImplementationGuideDefinitionTemplate) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1633,6 +1687,9 @@ func (x *ImplementationGuideManifest) walk(w *walker) {
 }
 
 func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1653,6 +1710,9 @@ func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choi
 }
 
 func (x *ImplementationGuideManifest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "rendering", x.Rendering)
@@ -1783,6 +1843,9 @@ func (x *ImplementationGuideManifestResource) walk(w *walker) {
 }
 
 func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1808,6 +1871,9 @@ func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name stri
 }
 
 func (x *ImplementationGuideManifestResource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "reference", x.Reference)
@@ -1930,6 +1996,9 @@ func (x *ImplementationGuideManifestPage) walk(w *walker) {
 }
 
 func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1946,6 +2015,9 @@ func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, 
 }
 
 func (x *ImplementationGuideManifestPage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)

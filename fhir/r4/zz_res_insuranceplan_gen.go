@@ -183,6 +183,9 @@ func (x *InsurancePlan) walk(w *walker) {
 }
 
 func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -231,6 +234,9 @@ func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *InsurancePlan) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -388,6 +394,9 @@ func (x *InsurancePlanContact) walk(w *walker) {
 }
 
 func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -406,6 +415,9 @@ func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *InsurancePlanContact) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "purpose", x.Purpose)
@@ -519,6 +531,9 @@ func (x *InsurancePlanCoverage) walk(w *walker) {
 }
 
 func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -535,6 +550,9 @@ func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *InsurancePlanCoverage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -648,6 +666,9 @@ func (x *InsurancePlanCoverageBenefit) walk(w *walker) {
 }
 
 func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -664,6 +685,9 @@ func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, cho
 }
 
 func (x *InsurancePlanCoverageBenefit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -770,6 +794,9 @@ func (x *InsurancePlanCoverageBenefitLimit) walk(w *walker) {
 }
 
 func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -784,6 +811,9 @@ func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string
 }
 
 func (x *InsurancePlanCoverageBenefitLimit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "value", x.Value)
@@ -911,6 +941,9 @@ func (x *InsurancePlanPlan) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -933,6 +966,9 @@ func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *InsurancePlanPlan) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "identifier", x.Identifier)
@@ -1060,6 +1096,9 @@ func (x *InsurancePlanPlanGeneralCost) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1078,6 +1117,9 @@ func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, cho
 }
 
 func (x *InsurancePlanPlanGeneralCost) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1187,6 +1229,9 @@ func (x *InsurancePlanPlanSpecificCost) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1201,6 +1246,9 @@ func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, ch
 }
 
 func (x *InsurancePlanPlanSpecificCost) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -1304,6 +1352,9 @@ func (x *InsurancePlanPlanSpecificCostBenefit) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1318,6 +1369,9 @@ func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name str
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1433,6 +1487,9 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1451,6 +1508,9 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

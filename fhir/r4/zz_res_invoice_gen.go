@@ -197,6 +197,9 @@ func (x *Invoice) walk(w *walker) {
 }
 
 func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -249,6 +252,9 @@ func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Invoice) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -399,6 +405,9 @@ func (x *InvoiceParticipant) walk(w *walker) {
 }
 
 func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -413,6 +422,9 @@ func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *InvoiceParticipant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "role", x.Role)
@@ -530,6 +542,9 @@ func (x *InvoiceLineItem) walk(w *walker) {
 }
 
 func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -555,6 +570,9 @@ func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *InvoiceLineItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
@@ -679,6 +697,9 @@ func (x *InvoiceLineItemPriceComponent) walk(w *walker) {
 }
 
 func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -697,6 +718,9 @@ func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, ch
 }
 
 func (x *InvoiceLineItemPriceComponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

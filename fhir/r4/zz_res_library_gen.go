@@ -315,6 +315,9 @@ func (x *Library) walk(w *walker) {
 }
 
 func (x *Library) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -406,6 +409,9 @@ func (x *Library) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Library) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -113,6 +113,9 @@ func (x *Linkage) walk(w *walker) {
 }
 
 func (x *Linkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -139,6 +142,9 @@ func (x *Linkage) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Linkage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -262,6 +268,9 @@ func (x *LinkageItem) walk(w *walker) {
 }
 
 func (x *LinkageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -276,6 +285,9 @@ func (x *LinkageItem) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *LinkageItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

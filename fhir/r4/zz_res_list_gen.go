@@ -179,6 +179,9 @@ func (x *List) walk(w *walker) {
 }
 
 func (x *List) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -225,6 +228,9 @@ func (x *List) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 }
 
 func (x *List) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -385,6 +391,9 @@ func (x *ListEntry) walk(w *walker) {
 }
 
 func (x *ListEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -403,6 +412,9 @@ func (x *ListEntry) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *ListEntry) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "flag", x.Flag)

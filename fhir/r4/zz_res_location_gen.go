@@ -207,6 +207,9 @@ func (x *Location) walk(w *walker) {
 }
 
 func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -261,6 +264,9 @@ func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Location) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -427,6 +433,9 @@ func (x *LocationPosition) walk(w *walker) {
 }
 
 func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -443,6 +452,9 @@ func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *LocationPosition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "longitude", x.Longitude)
@@ -571,6 +583,9 @@ func (x *LocationHoursOfOperation) walk(w *walker) {
 }
 
 func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -589,6 +604,9 @@ func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *LocationHoursOfOperation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)

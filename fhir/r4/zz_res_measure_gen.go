@@ -391,6 +391,9 @@ func (x *Measure) walk(w *walker) {
 }
 
 func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -502,6 +505,9 @@ func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Measure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -737,6 +743,9 @@ func (x *MeasureGroup) walk(w *walker) {
 }
 
 func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -755,6 +764,9 @@ func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *MeasureGroup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -871,6 +883,9 @@ func (x *MeasureGroupPopulation) walk(w *walker) {
 }
 
 func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -887,6 +902,9 @@ func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *MeasureGroupPopulation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1007,6 +1025,9 @@ func (x *MeasureGroupStratifier) walk(w *walker) {
 }
 
 func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1025,6 +1046,9 @@ func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *MeasureGroupStratifier) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1141,6 +1165,9 @@ func (x *MeasureGroupStratifierComponent) walk(w *walker) {
 }
 
 func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1157,6 +1184,9 @@ func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, 
 }
 
 func (x *MeasureGroupStratifierComponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1277,6 +1307,9 @@ func (x *MeasureSupplementalData) walk(w *walker) {
 }
 
 func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1295,6 +1328,9 @@ func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *MeasureSupplementalData) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

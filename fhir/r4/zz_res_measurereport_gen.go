@@ -167,6 +167,9 @@ func (x *MeasureReport) walk(w *walker) {
 }
 
 func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -209,6 +212,9 @@ func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *MeasureReport) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -361,6 +367,9 @@ func (x *MeasureReportGroup) walk(w *walker) {
 }
 
 func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -379,6 +388,9 @@ func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *MeasureReportGroup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -494,6 +506,9 @@ func (x *MeasureReportGroupPopulation) walk(w *walker) {
 }
 
 func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -510,6 +525,9 @@ func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, cho
 }
 
 func (x *MeasureReportGroupPopulation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -616,6 +634,9 @@ func (x *MeasureReportGroupStratifier) walk(w *walker) {
 }
 
 func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -630,6 +651,9 @@ func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, cho
 }
 
 func (x *MeasureReportGroupStratifier) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)
@@ -745,6 +769,9 @@ func (x *MeasureReportGroupStratifierStratum) walk(w *walker) {
 }
 
 func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -763,6 +790,9 @@ func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name stri
 }
 
 func (x *MeasureReportGroupStratifierStratum) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "value", x.Value)
@@ -870,6 +900,9 @@ func (x *MeasureReportGroupStratifierStratumComponent) walk(w *walker) {
 }
 
 func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -884,6 +917,9 @@ func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, 
 }
 
 func (x *MeasureReportGroupStratifierStratumComponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -995,6 +1031,9 @@ func (x *MeasureReportGroupStratifierStratumPopulation) walk(w *walker) {
 }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1011,6 +1050,9 @@ func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child,
 }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

@@ -247,6 +247,9 @@ func (x *Media) walk(w *walker) {
 }
 
 func (x *Media) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -320,6 +323,9 @@ func (x *Media) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 }
 
 func (x *Media) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -143,6 +143,9 @@ func (x *Medication) walk(w *walker) {
 }
 
 func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -179,6 +182,9 @@ func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Medication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -324,6 +330,9 @@ func (x *MedicationIngredient) walk(w *walker) {
 }
 
 func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -349,6 +358,9 @@ func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *MedicationIngredient) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
@@ -461,6 +473,9 @@ func (x *MedicationBatch) walk(w *walker) {
 }
 
 func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -475,6 +490,9 @@ func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *MedicationBatch) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "lotNumber", x.LotNumber)

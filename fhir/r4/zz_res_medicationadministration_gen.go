@@ -225,6 +225,9 @@ func (x *MedicationAdministration) walk(w *walker) {
 }
 
 func (x *MedicationAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -301,6 +304,9 @@ func (x *MedicationAdministration) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *MedicationAdministration) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -460,6 +466,9 @@ func (x *MedicationAdministrationPerformer) walk(w *walker) {
 }
 
 func (x *MedicationAdministrationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -474,6 +483,9 @@ func (x *MedicationAdministrationPerformer) appendNamed(dst []Child, name string
 }
 
 func (x *MedicationAdministrationPerformer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
@@ -609,6 +621,9 @@ func (x *MedicationAdministrationDosage) walk(w *walker) {
 }
 
 func (x *MedicationAdministrationDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -640,6 +655,9 @@ func (x *MedicationAdministrationDosage) appendNamed(dst []Child, name string, c
 }
 
 func (x *MedicationAdministrationDosage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "text", x.Text)

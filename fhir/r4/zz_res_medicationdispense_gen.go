@@ -255,6 +255,9 @@ func (x *MedicationDispense) walk(w *walker) {
 }
 
 func (x *MedicationDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -341,6 +344,9 @@ func (x *MedicationDispense) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *MedicationDispense) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -510,6 +516,9 @@ func (x *MedicationDispensePerformer) walk(w *walker) {
 }
 
 func (x *MedicationDispensePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -524,6 +533,9 @@ func (x *MedicationDispensePerformer) appendNamed(dst []Child, name string, choi
 }
 
 func (x *MedicationDispensePerformer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
@@ -641,6 +653,9 @@ func (x *MedicationDispenseSubstitution) walk(w *walker) {
 }
 
 func (x *MedicationDispenseSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -659,6 +674,9 @@ func (x *MedicationDispenseSubstitution) appendNamed(dst []Child, name string, c
 }
 
 func (x *MedicationDispenseSubstitution) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "wasSubstituted", x.WasSubstituted)

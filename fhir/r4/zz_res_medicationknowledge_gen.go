@@ -231,6 +231,9 @@ func (x *MedicationKnowledge) walk(w *walker) {
 }
 
 func (x *MedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -295,6 +298,9 @@ func (x *MedicationKnowledge) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *MedicationKnowledge) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -456,6 +462,9 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -470,6 +479,9 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendNamed(dst []Child,
 }
 
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -573,6 +585,9 @@ func (x *MedicationKnowledgeMonograph) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeMonograph) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -587,6 +602,9 @@ func (x *MedicationKnowledgeMonograph) appendNamed(dst []Child, name string, cho
 }
 
 func (x *MedicationKnowledgeMonograph) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -704,6 +722,9 @@ func (x *MedicationKnowledgeIngredient) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -729,6 +750,9 @@ func (x *MedicationKnowledgeIngredient) appendNamed(dst []Child, name string, ch
 }
 
 func (x *MedicationKnowledgeIngredient) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
@@ -845,6 +869,9 @@ func (x *MedicationKnowledgeCost) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -861,6 +888,9 @@ func (x *MedicationKnowledgeCost) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *MedicationKnowledgeCost) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -969,6 +999,9 @@ func (x *MedicationKnowledgeMonitoringProgram) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeMonitoringProgram) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -983,6 +1016,9 @@ func (x *MedicationKnowledgeMonitoringProgram) appendNamed(dst []Child, name str
 }
 
 func (x *MedicationKnowledgeMonitoringProgram) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1099,6 +1135,9 @@ func (x *MedicationKnowledgeAdministrationGuidelines) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelines) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1124,6 +1163,9 @@ func (x *MedicationKnowledgeAdministrationGuidelines) appendNamed(dst []Child, n
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelines) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "dosage", x.Dosage)
@@ -1231,6 +1273,9 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1245,6 +1290,9 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendNamed(dst []Ch
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1356,6 +1404,9 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walk
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1379,6 +1430,9 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appe
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "characteristicCodeableConcept", x.CharacteristicCodeableConcept)
@@ -1485,6 +1539,9 @@ func (x *MedicationKnowledgeMedicineClassification) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeMedicineClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1499,6 +1556,9 @@ func (x *MedicationKnowledgeMedicineClassification) appendNamed(dst []Child, nam
 }
 
 func (x *MedicationKnowledgeMedicineClassification) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1602,6 +1662,9 @@ func (x *MedicationKnowledgePackaging) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgePackaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1616,6 +1679,9 @@ func (x *MedicationKnowledgePackaging) appendNamed(dst []Child, name string, cho
 }
 
 func (x *MedicationKnowledgePackaging) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1741,6 +1807,9 @@ func (x *MedicationKnowledgeDrugCharacteristic) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeDrugCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1770,6 +1839,9 @@ func (x *MedicationKnowledgeDrugCharacteristic) appendNamed(dst []Child, name st
 }
 
 func (x *MedicationKnowledgeDrugCharacteristic) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1893,6 +1965,9 @@ func (x *MedicationKnowledgeRegulatory) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeRegulatory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1911,6 +1986,9 @@ func (x *MedicationKnowledgeRegulatory) appendNamed(dst []Child, name string, ch
 }
 
 func (x *MedicationKnowledgeRegulatory) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "regulatoryAuthority", x.RegulatoryAuthority)
@@ -2020,6 +2098,9 @@ func (x *MedicationKnowledgeRegulatorySubstitution) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeRegulatorySubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2034,6 +2115,9 @@ func (x *MedicationKnowledgeRegulatorySubstitution) appendNamed(dst []Child, nam
 }
 
 func (x *MedicationKnowledgeRegulatorySubstitution) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -2132,6 +2216,9 @@ func (x *MedicationKnowledgeRegulatorySchedule) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeRegulatorySchedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2144,6 +2231,9 @@ func (x *MedicationKnowledgeRegulatorySchedule) appendNamed(dst []Child, name st
 }
 
 func (x *MedicationKnowledgeRegulatorySchedule) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "schedule", x.Schedule)
@@ -2245,6 +2335,9 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2259,6 +2352,9 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) appendNamed(dst []Child, name
 }
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)
@@ -2368,6 +2464,9 @@ func (x *MedicationKnowledgeKinetics) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeKinetics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2384,6 +2483,9 @@ func (x *MedicationKnowledgeKinetics) appendNamed(dst []Child, name string, choi
 }
 
 func (x *MedicationKnowledgeKinetics) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "areaUnderCurve", x.AreaUnderCurve)

@@ -313,6 +313,9 @@ func (x *MedicationRequest) walk(w *walker) {
 }
 
 func (x *MedicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -415,6 +418,9 @@ func (x *MedicationRequest) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *MedicationRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -637,6 +643,9 @@ func (x *MedicationRequestDispenseRequest) walk(w *walker) {
 }
 
 func (x *MedicationRequestDispenseRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -661,6 +670,9 @@ func (x *MedicationRequestDispenseRequest) appendNamed(dst []Child, name string,
 }
 
 func (x *MedicationRequestDispenseRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "initialFill", x.InitialFill)
@@ -775,6 +787,9 @@ func (x *MedicationRequestDispenseRequestInitialFill) walk(w *walker) {
 }
 
 func (x *MedicationRequestDispenseRequestInitialFill) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -789,6 +804,9 @@ func (x *MedicationRequestDispenseRequestInitialFill) appendNamed(dst []Child, n
 }
 
 func (x *MedicationRequestDispenseRequestInitialFill) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)
@@ -900,6 +918,9 @@ func (x *MedicationRequestSubstitution) walk(w *walker) {
 }
 
 func (x *MedicationRequestSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -923,6 +944,9 @@ func (x *MedicationRequestSubstitution) appendNamed(dst []Child, name string, ch
 }
 
 func (x *MedicationRequestSubstitution) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "allowedBoolean", x.AllowedBoolean)

@@ -213,6 +213,9 @@ func (x *MedicationStatement) walk(w *walker) {
 }
 
 func (x *MedicationStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -285,6 +288,9 @@ func (x *MedicationStatement) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *MedicationStatement) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -215,6 +215,9 @@ func (x *MedicinalProduct) walk(w *walker) {
 }
 
 func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -275,6 +278,9 @@ func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *MedicinalProduct) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -438,6 +444,9 @@ func (x *MedicinalProductName) walk(w *walker) {
 }
 
 func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -454,6 +463,9 @@ func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *MedicinalProductName) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "productName", x.ProductName)
@@ -562,6 +574,9 @@ func (x *MedicinalProductNameNamePart) walk(w *walker) {
 }
 
 func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -576,6 +591,9 @@ func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, cho
 }
 
 func (x *MedicinalProductNameNamePart) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "part", x.Part)
@@ -686,6 +704,9 @@ func (x *MedicinalProductNameCountryLanguage) walk(w *walker) {
 }
 
 func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -702,6 +723,9 @@ func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name stri
 }
 
 func (x *MedicinalProductNameCountryLanguage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "country", x.Country)
@@ -833,6 +857,9 @@ func (x *MedicinalProductManufacturingBusinessOperation) walk(w *walker) {
 }
 
 func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -855,6 +882,9 @@ func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child
 }
 
 func (x *MedicinalProductManufacturingBusinessOperation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operationType", x.OperationType)
@@ -1005,6 +1035,9 @@ func (x *MedicinalProductSpecialDesignation) walk(w *walker) {
 }
 
 func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1038,6 +1071,9 @@ func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name strin
 }
 
 func (x *MedicinalProductSpecialDesignation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "identifier", x.Identifier)

@@ -197,6 +197,9 @@ func (x *MedicinalProductAuthorization) walk(w *walker) {
 }
 
 func (x *MedicinalProductAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -249,6 +252,9 @@ func (x *MedicinalProductAuthorization) appendNamed(dst []Child, name string, ch
 }
 
 func (x *MedicinalProductAuthorization) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -417,6 +423,9 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walk(w *walke
 }
 
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -437,6 +446,9 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendNamed(d
 }
 
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "identifier", x.Identifier)
@@ -566,6 +578,9 @@ func (x *MedicinalProductAuthorizationProcedure) walk(w *walker) {
 }
 
 func (x *MedicinalProductAuthorizationProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -593,6 +608,9 @@ func (x *MedicinalProductAuthorizationProcedure) appendNamed(dst []Child, name s
 }
 
 func (x *MedicinalProductAuthorizationProcedure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)

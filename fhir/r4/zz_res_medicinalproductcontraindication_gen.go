@@ -135,6 +135,9 @@ func (x *MedicinalProductContraindication) walk(w *walker) {
 }
 
 func (x *MedicinalProductContraindication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -169,6 +172,9 @@ func (x *MedicinalProductContraindication) appendNamed(dst []Child, name string,
 }
 
 func (x *MedicinalProductContraindication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -305,6 +311,9 @@ func (x *MedicinalProductContraindicationOtherTherapy) walk(w *walker) {
 }
 
 func (x *MedicinalProductContraindicationOtherTherapy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -328,6 +337,9 @@ func (x *MedicinalProductContraindicationOtherTherapy) appendNamed(dst []Child, 
 }
 
 func (x *MedicinalProductContraindicationOtherTherapy) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "therapyRelationshipType", x.TherapyRelationshipType)

@@ -147,6 +147,9 @@ func (x *MedicinalProductIndication) walk(w *walker) {
 }
 
 func (x *MedicinalProductIndication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -185,6 +188,9 @@ func (x *MedicinalProductIndication) appendNamed(dst []Child, name string, choic
 }
 
 func (x *MedicinalProductIndication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -323,6 +329,9 @@ func (x *MedicinalProductIndicationOtherTherapy) walk(w *walker) {
 }
 
 func (x *MedicinalProductIndicationOtherTherapy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -346,6 +355,9 @@ func (x *MedicinalProductIndicationOtherTherapy) appendNamed(dst []Child, name s
 }
 
 func (x *MedicinalProductIndicationOtherTherapy) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "therapyRelationshipType", x.TherapyRelationshipType)

@@ -131,6 +131,9 @@ func (x *MedicinalProductIngredient) walk(w *walker) {
 }
 
 func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -163,6 +166,9 @@ func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choic
 }
 
 func (x *MedicinalProductIngredient) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -302,6 +308,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) walk(w *walker) {
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -320,6 +329,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, 
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -459,6 +471,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walk(w *walker) {
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -483,6 +498,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst [
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "presentation", x.Presentation)
@@ -617,6 +635,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -637,6 +658,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "substance", x.Substance)
@@ -747,6 +771,9 @@ func (x *MedicinalProductIngredientSubstance) walk(w *walker) {
 }
 
 func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -761,6 +788,9 @@ func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name stri
 }
 
 func (x *MedicinalProductIngredientSubstance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

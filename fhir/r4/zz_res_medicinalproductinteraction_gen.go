@@ -137,6 +137,9 @@ func (x *MedicinalProductInteraction) walk(w *walker) {
 }
 
 func (x *MedicinalProductInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -171,6 +174,9 @@ func (x *MedicinalProductInteraction) appendNamed(dst []Child, name string, choi
 }
 
 func (x *MedicinalProductInteraction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -300,6 +306,9 @@ func (x *MedicinalProductInteractionInteractant) walk(w *walker) {
 }
 
 func (x *MedicinalProductInteractionInteractant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -321,6 +330,9 @@ func (x *MedicinalProductInteractionInteractant) appendNamed(dst []Child, name s
 }
 
 func (x *MedicinalProductInteractionInteractant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemReference", x.ItemReference)

@@ -135,6 +135,9 @@ func (x *MedicinalProductManufactured) walk(w *walker) {
 }
 
 func (x *MedicinalProductManufactured) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -169,6 +172,9 @@ func (x *MedicinalProductManufactured) appendNamed(dst []Child, name string, cho
 }
 
 func (x *MedicinalProductManufactured) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -149,6 +149,9 @@ func (x *MedicinalProductPackaged) walk(w *walker) {
 }
 
 func (x *MedicinalProductPackaged) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -187,6 +190,9 @@ func (x *MedicinalProductPackaged) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *MedicinalProductPackaged) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -320,6 +326,9 @@ func (x *MedicinalProductPackagedBatchIdentifier) walk(w *walker) {
 }
 
 func (x *MedicinalProductPackagedBatchIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -334,6 +343,9 @@ func (x *MedicinalProductPackagedBatchIdentifier) appendNamed(dst []Child, name 
 }
 
 func (x *MedicinalProductPackagedBatchIdentifier) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "outerPackaging", x.OuterPackaging)
@@ -497,6 +509,9 @@ func (x *MedicinalProductPackagedPackageItem) walk(w *walker) {
 }
 
 func (x *MedicinalProductPackagedPackageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -531,6 +546,9 @@ func (x *MedicinalProductPackagedPackageItem) appendNamed(dst []Child, name stri
 }
 
 func (x *MedicinalProductPackagedPackageItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "identifier", x.Identifier)

@@ -135,6 +135,9 @@ func (x *MedicinalProductPharmaceutical) walk(w *walker) {
 }
 
 func (x *MedicinalProductPharmaceutical) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -169,6 +172,9 @@ func (x *MedicinalProductPharmaceutical) appendNamed(dst []Child, name string, c
 }
 
 func (x *MedicinalProductPharmaceutical) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -299,6 +305,9 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) walk(w *walker) {
 }
 
 func (x *MedicinalProductPharmaceuticalCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -313,6 +322,9 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) appendNamed(dst []Child,
 }
 
 func (x *MedicinalProductPharmaceuticalCharacteristics) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -446,6 +458,9 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walk(w *walker) {
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -470,6 +485,9 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendNamed(dst []
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -583,6 +601,9 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) walk(
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -597,6 +618,9 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appen
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -708,6 +732,9 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -724,6 +751,9 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "tissue", x.Tissue)

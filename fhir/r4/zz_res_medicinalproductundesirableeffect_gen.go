@@ -123,6 +123,9 @@ func (x *MedicinalProductUndesirableEffect) walk(w *walker) {
 }
 
 func (x *MedicinalProductUndesirableEffect) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -153,6 +156,9 @@ func (x *MedicinalProductUndesirableEffect) appendNamed(dst []Child, name string
 }
 
 func (x *MedicinalProductUndesirableEffect) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -279,6 +279,9 @@ func (x *MessageDefinition) walk(w *walker) {
 }
 
 func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -356,6 +359,9 @@ func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *MessageDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -558,6 +564,9 @@ func (x *MessageDefinitionFocus) walk(w *walker) {
 }
 
 func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -576,6 +585,9 @@ func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *MessageDefinitionFocus) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -691,6 +703,9 @@ func (x *MessageDefinitionAllowedResponse) walk(w *walker) {
 }
 
 func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -705,6 +720,9 @@ func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string,
 }
 
 func (x *MessageDefinitionAllowedResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "message", x.Message)

@@ -169,6 +169,9 @@ func (x *MessageHeader) walk(w *walker) {
 }
 
 func (x *MessageHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -220,6 +223,9 @@ func (x *MessageHeader) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *MessageHeader) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -376,6 +382,9 @@ func (x *MessageHeaderDestination) walk(w *walker) {
 }
 
 func (x *MessageHeaderDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -394,6 +403,9 @@ func (x *MessageHeaderDestination) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *MessageHeaderDestination) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -529,6 +541,9 @@ func (x *MessageHeaderSource) walk(w *walker) {
 }
 
 func (x *MessageHeaderSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -549,6 +564,9 @@ func (x *MessageHeaderSource) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *MessageHeaderSource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -672,6 +690,9 @@ func (x *MessageHeaderResponse) walk(w *walker) {
 }
 
 func (x *MessageHeaderResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -688,6 +709,9 @@ func (x *MessageHeaderResponse) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *MessageHeaderResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)

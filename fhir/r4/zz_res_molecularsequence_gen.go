@@ -197,6 +197,9 @@ func (x *MolecularSequence) walk(w *walker) {
 }
 
 func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -249,6 +252,9 @@ func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *MolecularSequence) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -453,6 +459,9 @@ func (x *MolecularSequenceReferenceSeq) walk(w *walker) {
 }
 
 func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -481,6 +490,9 @@ func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, ch
 }
 
 func (x *MolecularSequenceReferenceSeq) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "chromosome", x.Chromosome)
@@ -638,6 +650,9 @@ func (x *MolecularSequenceVariant) walk(w *walker) {
 }
 
 func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -660,6 +675,9 @@ func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *MolecularSequenceVariant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "start", x.Start)
@@ -876,6 +894,9 @@ func (x *MolecularSequenceQuality) walk(w *walker) {
 }
 
 func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -916,6 +937,9 @@ func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *MolecularSequenceQuality) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1100,6 +1124,9 @@ func (x *MolecularSequenceQualityRoc) walk(w *walker) {
 }
 
 func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1124,6 +1151,9 @@ func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choi
 }
 
 func (x *MolecularSequenceQualityRoc) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "score", x.Score)
@@ -1280,6 +1310,9 @@ func (x *MolecularSequenceRepository) walk(w *walker) {
 }
 
 func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1302,6 +1335,9 @@ func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choi
 }
 
 func (x *MolecularSequenceRepository) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1441,6 +1477,9 @@ func (x *MolecularSequenceStructureVariant) walk(w *walker) {
 }
 
 func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1461,6 +1500,9 @@ func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string
 }
 
 func (x *MolecularSequenceStructureVariant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "variantType", x.VariantType)
@@ -1576,6 +1618,9 @@ func (x *MolecularSequenceStructureVariantOuter) walk(w *walker) {
 }
 
 func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1590,6 +1635,9 @@ func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name s
 }
 
 func (x *MolecularSequenceStructureVariantOuter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "start", x.Start)
@@ -1699,6 +1747,9 @@ func (x *MolecularSequenceStructureVariantInner) walk(w *walker) {
 }
 
 func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1713,6 +1764,9 @@ func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name s
 }
 
 func (x *MolecularSequenceStructureVariantInner) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "start", x.Start)

@@ -187,6 +187,9 @@ func (x *NamingSystem) walk(w *walker) {
 }
 
 func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -233,6 +236,9 @@ func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *NamingSystem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -407,6 +413,9 @@ func (x *NamingSystemUniqueId) walk(w *walker) {
 }
 
 func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -427,6 +436,9 @@ func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *NamingSystemUniqueId) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

@@ -207,6 +207,9 @@ func (x *NutritionOrder) walk(w *walker) {
 }
 
 func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -261,6 +264,9 @@ func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *NutritionOrder) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -441,6 +447,9 @@ func (x *NutritionOrderOralDiet) walk(w *walker) {
 }
 
 func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -463,6 +472,9 @@ func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *NutritionOrderOralDiet) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "type", x.Type)
@@ -575,6 +587,9 @@ func (x *NutritionOrderOralDietNutrient) walk(w *walker) {
 }
 
 func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -589,6 +604,9 @@ func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, c
 }
 
 func (x *NutritionOrderOralDietNutrient) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "modifier", x.Modifier)
@@ -692,6 +710,9 @@ func (x *NutritionOrderOralDietTexture) walk(w *walker) {
 }
 
 func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -706,6 +727,9 @@ func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, ch
 }
 
 func (x *NutritionOrderOralDietTexture) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "modifier", x.Modifier)
@@ -831,6 +855,9 @@ func (x *NutritionOrderSupplement) walk(w *walker) {
 }
 
 func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -851,6 +878,9 @@ func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *NutritionOrderSupplement) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1010,6 +1040,9 @@ func (x *NutritionOrderEnteralFormula) walk(w *walker) {
 }
 
 func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1038,6 +1071,9 @@ func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, cho
 }
 
 func (x *NutritionOrderEnteralFormula) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "baseFormulaType", x.BaseFormulaType)
@@ -1170,6 +1206,9 @@ func (x *NutritionOrderEnteralFormulaAdministration) walk(w *walker) {
 }
 
 func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1195,6 +1234,9 @@ func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, na
 }
 
 func (x *NutritionOrderEnteralFormulaAdministration) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "schedule", x.Schedule)

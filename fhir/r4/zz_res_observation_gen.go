@@ -333,6 +333,9 @@ func (x *Observation) walk(w *walker) {
 }
 
 func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -452,6 +455,9 @@ func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *Observation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -675,6 +681,9 @@ func (x *ObservationReferenceRange) walk(w *walker) {
 }
 
 func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -697,6 +706,9 @@ func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ObservationReferenceRange) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "low", x.Low)
@@ -897,6 +909,9 @@ func (x *ObservationComponent) walk(w *walker) {
 }
 
 func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -953,6 +968,9 @@ func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ObservationComponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

@@ -177,6 +177,9 @@ func (x *ObservationDefinition) walk(w *walker) {
 }
 
 func (x *ObservationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -223,6 +226,9 @@ func (x *ObservationDefinition) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *ObservationDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -382,6 +388,9 @@ func (x *ObservationDefinitionQuantitativeDetails) walk(w *walker) {
 }
 
 func (x *ObservationDefinitionQuantitativeDetails) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -400,6 +409,9 @@ func (x *ObservationDefinitionQuantitativeDetails) appendNamed(dst []Child, name
 }
 
 func (x *ObservationDefinitionQuantitativeDetails) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "customaryUnit", x.CustomaryUnit)
@@ -551,6 +563,9 @@ func (x *ObservationDefinitionQualifiedInterval) walk(w *walker) {
 }
 
 func (x *ObservationDefinitionQualifiedInterval) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -577,6 +592,9 @@ func (x *ObservationDefinitionQualifiedInterval) appendNamed(dst []Child, name s
 }
 
 func (x *ObservationDefinitionQualifiedInterval) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)

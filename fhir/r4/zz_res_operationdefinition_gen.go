@@ -291,6 +291,9 @@ func (x *OperationDefinition) walk(w *walker) {
 }
 
 func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -363,6 +366,9 @@ func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *OperationDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -620,6 +626,9 @@ func (x *OperationDefinitionParameter) walk(w *walker) {
 }
 
 func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -652,6 +661,9 @@ func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, cho
 }
 
 func (x *OperationDefinitionParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -785,6 +797,9 @@ func (x *OperationDefinitionParameterBinding) walk(w *walker) {
 }
 
 func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -799,6 +814,9 @@ func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name stri
 }
 
 func (x *OperationDefinitionParameterBinding) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "strength", x.Strength)
@@ -908,6 +926,9 @@ func (x *OperationDefinitionParameterReferencedFrom) walk(w *walker) {
 }
 
 func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -922,6 +943,9 @@ func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, na
 }
 
 func (x *OperationDefinitionParameterReferencedFrom) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "source", x.Source)
@@ -1031,6 +1055,9 @@ func (x *OperationDefinitionOverload) walk(w *walker) {
 }
 
 func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1045,6 +1072,9 @@ func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choi
 }
 
 func (x *OperationDefinitionOverload) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "parameterName", x.ParameterName)

@@ -99,6 +99,9 @@ func (x *OperationOutcome) walk(w *walker) {
 }
 
 func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -121,6 +124,9 @@ func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *OperationOutcome) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -271,6 +277,9 @@ func (x *OperationOutcomeIssue) walk(w *walker) {
 }
 
 func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -293,6 +302,9 @@ func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *OperationOutcomeIssue) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "severity", x.Severity)

@@ -159,6 +159,9 @@ func (x *Organization) walk(w *walker) {
 }
 
 func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -199,6 +202,9 @@ func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *Organization) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -348,6 +354,9 @@ func (x *OrganizationContact) walk(w *walker) {
 }
 
 func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -366,6 +375,9 @@ func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *OrganizationContact) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "purpose", x.Purpose)

@@ -167,6 +167,9 @@ func (x *OrganizationAffiliation) walk(w *walker) {
 }
 
 func (x *OrganizationAffiliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -211,6 +214,9 @@ func (x *OrganizationAffiliation) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *OrganizationAffiliation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -75,6 +75,9 @@ func (x *Parameters) walk(w *walker) {
 }
 
 func (x *Parameters) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -89,6 +92,9 @@ func (x *Parameters) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Parameters) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -543,6 +549,9 @@ func (x *ParametersParameter) walk(w *walker) {
 }
 
 func (x *ParametersParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -714,6 +723,9 @@ func (x *ParametersParameter) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *ParametersParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)

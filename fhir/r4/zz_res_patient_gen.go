@@ -215,6 +215,9 @@ func (x *Patient) walk(w *walker) {
 }
 
 func (x *Patient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -285,6 +288,9 @@ func (x *Patient) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 }
 
 func (x *Patient) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -474,6 +480,9 @@ func (x *PatientContact) walk(w *walker) {
 }
 
 func (x *PatientContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -498,6 +507,9 @@ func (x *PatientContact) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *PatientContact) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "relationship", x.Relationship)
@@ -614,6 +626,9 @@ func (x *PatientCommunication) walk(w *walker) {
 }
 
 func (x *PatientCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -628,6 +643,9 @@ func (x *PatientCommunication) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *PatientCommunication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)
@@ -734,6 +752,9 @@ func (x *PatientLink) walk(w *walker) {
 }
 
 func (x *PatientLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -748,6 +769,9 @@ func (x *PatientLink) appendNamed(dst []Child, name string, choice bool) ([]Chil
 }
 
 func (x *PatientLink) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "other", x.Other)

@@ -171,6 +171,9 @@ func (x *PaymentNotice) walk(w *walker) {
 }
 
 func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -215,6 +218,9 @@ func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *PaymentNotice) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

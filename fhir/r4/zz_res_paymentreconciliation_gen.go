@@ -193,6 +193,9 @@ func (x *PaymentReconciliation) walk(w *walker) {
 }
 
 func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -243,6 +246,9 @@ func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *PaymentReconciliation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -442,6 +448,9 @@ func (x *PaymentReconciliationDetail) walk(w *walker) {
 }
 
 func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -472,6 +481,9 @@ func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choi
 }
 
 func (x *PaymentReconciliationDetail) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
@@ -596,6 +608,9 @@ func (x *PaymentReconciliationProcessNote) walk(w *walker) {
 }
 
 func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -610,6 +625,9 @@ func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string,
 }
 
 func (x *PaymentReconciliationProcessNote) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

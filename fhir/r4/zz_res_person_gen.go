@@ -159,6 +159,9 @@ func (x *Person) walk(w *walker) {
 }
 
 func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -199,6 +202,9 @@ func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 }
 
 func (x *Person) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -338,6 +344,9 @@ func (x *PersonLink) walk(w *walker) {
 }
 
 func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -352,6 +361,9 @@ func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *PersonLink) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "target", x.Target)

@@ -317,6 +317,9 @@ func (x *PlanDefinition) walk(w *walker) {
 }
 
 func (x *PlanDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -408,6 +411,9 @@ func (x *PlanDefinition) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *PlanDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -632,6 +638,9 @@ func (x *PlanDefinitionGoal) walk(w *walker) {
 }
 
 func (x *PlanDefinitionGoal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -656,6 +665,9 @@ func (x *PlanDefinitionGoal) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *PlanDefinitionGoal) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -787,6 +799,9 @@ func (x *PlanDefinitionGoalTarget) walk(w *walker) {
 }
 
 func (x *PlanDefinitionGoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -815,6 +830,9 @@ func (x *PlanDefinitionGoalTarget) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *PlanDefinitionGoalTarget) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "measure", x.Measure)
@@ -1146,6 +1164,9 @@ func (x *PlanDefinitionAction) walk(w *walker) {
 }
 
 func (x *PlanDefinitionAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1249,6 +1270,9 @@ func (x *PlanDefinitionAction) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *PlanDefinitionAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "prefix", x.Prefix)
@@ -1433,6 +1457,9 @@ func (x *PlanDefinitionActionCondition) walk(w *walker) {
 }
 
 func (x *PlanDefinitionActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1447,6 +1474,9 @@ func (x *PlanDefinitionActionCondition) appendNamed(dst []Child, name string, ch
 }
 
 func (x *PlanDefinitionActionCondition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "kind", x.Kind)
@@ -1567,6 +1597,9 @@ func (x *PlanDefinitionActionRelatedAction) walk(w *walker) {
 }
 
 func (x *PlanDefinitionActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1592,6 +1625,9 @@ func (x *PlanDefinitionActionRelatedAction) appendNamed(dst []Child, name string
 }
 
 func (x *PlanDefinitionActionRelatedAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "actionId", x.ActionID)
@@ -1703,6 +1739,9 @@ func (x *PlanDefinitionActionParticipant) walk(w *walker) {
 }
 
 func (x *PlanDefinitionActionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1717,6 +1756,9 @@ func (x *PlanDefinitionActionParticipant) appendNamed(dst []Child, name string, 
 }
 
 func (x *PlanDefinitionActionParticipant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1823,6 +1865,9 @@ func (x *PlanDefinitionActionDynamicValue) walk(w *walker) {
 }
 
 func (x *PlanDefinitionActionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1837,6 +1882,9 @@ func (x *PlanDefinitionActionDynamicValue) appendNamed(dst []Child, name string,
 }
 
 func (x *PlanDefinitionActionDynamicValue) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "path", x.Path)

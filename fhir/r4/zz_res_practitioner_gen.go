@@ -159,6 +159,9 @@ func (x *Practitioner) walk(w *walker) {
 }
 
 func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -199,6 +202,9 @@ func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *Practitioner) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -348,6 +354,9 @@ func (x *PractitionerQualification) walk(w *walker) {
 }
 
 func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -366,6 +375,9 @@ func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice
 }
 
 func (x *PractitionerQualification) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "identifier", x.Identifier)

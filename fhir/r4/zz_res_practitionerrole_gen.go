@@ -181,6 +181,9 @@ func (x *PractitionerRole) walk(w *walker) {
 }
 
 func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -229,6 +232,9 @@ func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *PractitionerRole) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -393,6 +399,9 @@ func (x *PractitionerRoleAvailableTime) walk(w *walker) {
 }
 
 func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -411,6 +420,9 @@ func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, ch
 }
 
 func (x *PractitionerRoleAvailableTime) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
@@ -524,6 +536,9 @@ func (x *PractitionerRoleNotAvailable) walk(w *walker) {
 }
 
 func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -538,6 +553,9 @@ func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, cho
 }
 
 func (x *PractitionerRoleNotAvailable) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)

@@ -295,6 +295,9 @@ func (x *Procedure) walk(w *walker) {
 }
 
 func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -389,6 +392,9 @@ func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Procedure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -578,6 +584,9 @@ func (x *ProcedurePerformer) walk(w *walker) {
 }
 
 func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -594,6 +603,9 @@ func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ProcedurePerformer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
@@ -699,6 +711,9 @@ func (x *ProcedureFocalDevice) walk(w *walker) {
 }
 
 func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -713,6 +728,9 @@ func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *ProcedureFocalDevice) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "action", x.Action)

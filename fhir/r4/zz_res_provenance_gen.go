@@ -165,6 +165,9 @@ func (x *Provenance) walk(w *walker) {
 }
 
 func (x *Provenance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -214,6 +217,9 @@ func (x *Provenance) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *Provenance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -365,6 +371,9 @@ func (x *ProvenanceAgent) walk(w *walker) {
 }
 
 func (x *ProvenanceAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -383,6 +392,9 @@ func (x *ProvenanceAgent) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *ProvenanceAgent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -498,6 +510,9 @@ func (x *ProvenanceEntity) walk(w *walker) {
 }
 
 func (x *ProvenanceEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -514,6 +529,9 @@ func (x *ProvenanceEntity) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *ProvenanceEntity) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "role", x.Role)

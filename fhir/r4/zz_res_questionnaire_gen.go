@@ -255,6 +255,9 @@ func (x *Questionnaire) walk(w *walker) {
 }
 
 func (x *Questionnaire) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -319,6 +322,9 @@ func (x *Questionnaire) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *Questionnaire) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -598,6 +604,9 @@ func (x *QuestionnaireItem) walk(w *walker) {
 }
 
 func (x *QuestionnaireItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -640,6 +649,9 @@ func (x *QuestionnaireItem) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *QuestionnaireItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "linkId", x.LinkID)
@@ -860,6 +872,9 @@ func (x *QuestionnaireItemEnableWhen) walk(w *walker) {
 }
 
 func (x *QuestionnaireItemEnableWhen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -909,6 +924,9 @@ func (x *QuestionnaireItemEnableWhen) appendNamed(dst []Child, name string, choi
 }
 
 func (x *QuestionnaireItemEnableWhen) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "question", x.Question)
@@ -1081,6 +1099,9 @@ func (x *QuestionnaireItemAnswerOption) walk(w *walker) {
 }
 
 func (x *QuestionnaireItemAnswerOption) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1116,6 +1137,9 @@ func (x *QuestionnaireItemAnswerOption) appendNamed(dst []Child, name string, ch
 }
 
 func (x *QuestionnaireItemAnswerOption) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "valueInteger", x.ValueInteger)
@@ -1310,6 +1334,9 @@ func (x *QuestionnaireItemInitial) walk(w *walker) {
 }
 
 func (x *QuestionnaireItemInitial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1361,6 +1388,9 @@ func (x *QuestionnaireItemInitial) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *QuestionnaireItemInitial) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)

@@ -165,6 +165,9 @@ func (x *QuestionnaireResponse) walk(w *walker) {
 }
 
 func (x *QuestionnaireResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -207,6 +210,9 @@ func (x *QuestionnaireResponse) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *QuestionnaireResponse) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -370,6 +376,9 @@ func (x *QuestionnaireResponseItem) walk(w *walker) {
 }
 
 func (x *QuestionnaireResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -390,6 +399,9 @@ func (x *QuestionnaireResponseItem) appendNamed(dst []Child, name string, choice
 }
 
 func (x *QuestionnaireResponseItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "linkId", x.LinkID)
@@ -584,6 +596,9 @@ func (x *QuestionnaireResponseItemAnswer) walk(w *walker) {
 }
 
 func (x *QuestionnaireResponseItemAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -637,6 +652,9 @@ func (x *QuestionnaireResponseItemAnswer) appendNamed(dst []Child, name string, 
 }
 
 func (x *QuestionnaireResponseItemAnswer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)

@@ -171,6 +171,9 @@ func (x *RelatedPerson) walk(w *walker) {
 }
 
 func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -215,6 +218,9 @@ func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *RelatedPerson) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -358,6 +364,9 @@ func (x *RelatedPersonCommunication) walk(w *walker) {
 }
 
 func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -372,6 +381,9 @@ func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choic
 }
 
 func (x *RelatedPersonCommunication) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)

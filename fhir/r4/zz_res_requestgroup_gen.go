@@ -213,6 +213,9 @@ func (x *RequestGroup) walk(w *walker) {
 }
 
 func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -269,6 +272,9 @@ func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *RequestGroup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -579,6 +585,9 @@ func (x *RequestGroupAction) walk(w *walker) {
 }
 
 func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -648,6 +657,9 @@ func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *RequestGroupAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "prefix", x.Prefix)
@@ -808,6 +820,9 @@ func (x *RequestGroupActionCondition) walk(w *walker) {
 }
 
 func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -822,6 +837,9 @@ func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choi
 }
 
 func (x *RequestGroupActionCondition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "kind", x.Kind)
@@ -942,6 +960,9 @@ func (x *RequestGroupActionRelatedAction) walk(w *walker) {
 }
 
 func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -967,6 +988,9 @@ func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, 
 }
 
 func (x *RequestGroupActionRelatedAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "actionId", x.ActionID)

@@ -339,6 +339,9 @@ func (x *ResearchDefinition) walk(w *walker) {
 }
 
 func (x *ResearchDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -436,6 +439,9 @@ func (x *ResearchDefinition) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *ResearchDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -337,6 +337,9 @@ func (x *ResearchElementDefinition) walk(w *walker) {
 }
 
 func (x *ResearchElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -432,6 +435,9 @@ func (x *ResearchElementDefinition) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ResearchElementDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -764,6 +770,9 @@ func (x *ResearchElementDefinitionCharacteristic) walk(w *walker) {
 }
 
 func (x *ResearchElementDefinitionCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -843,6 +852,9 @@ func (x *ResearchElementDefinitionCharacteristic) appendNamed(dst []Child, name 
 }
 
 func (x *ResearchElementDefinitionCharacteristic) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)

@@ -243,6 +243,9 @@ func (x *ResearchStudy) walk(w *walker) {
 }
 
 func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -311,6 +314,9 @@ func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *ResearchStudy) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -486,6 +492,9 @@ func (x *ResearchStudyArm) walk(w *walker) {
 }
 
 func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -502,6 +511,9 @@ func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *ResearchStudyArm) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -611,6 +623,9 @@ func (x *ResearchStudyObjective) walk(w *walker) {
 }
 
 func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -625,6 +640,9 @@ func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *ResearchStudyObjective) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)

@@ -147,6 +147,9 @@ func (x *ResearchSubject) walk(w *walker) {
 }
 
 func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -183,6 +186,9 @@ func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *ResearchSubject) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

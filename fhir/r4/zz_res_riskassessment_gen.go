@@ -207,6 +207,9 @@ func (x *RiskAssessment) walk(w *walker) {
 }
 
 func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -270,6 +273,9 @@ func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *RiskAssessment) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -465,6 +471,9 @@ func (x *RiskAssessmentPrediction) walk(w *walker) {
 }
 
 func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -505,6 +514,9 @@ func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *RiskAssessmentPrediction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "outcome", x.Outcome)

@@ -301,6 +301,9 @@ func (x *RiskEvidenceSynthesis) walk(w *walker) {
 }
 
 func (x *RiskEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -383,6 +386,9 @@ func (x *RiskEvidenceSynthesis) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *RiskEvidenceSynthesis) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -582,6 +588,9 @@ func (x *RiskEvidenceSynthesisSampleSize) walk(w *walker) {
 }
 
 func (x *RiskEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -598,6 +607,9 @@ func (x *RiskEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, 
 }
 
 func (x *RiskEvidenceSynthesisSampleSize) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -744,6 +756,9 @@ func (x *RiskEvidenceSynthesisRiskEstimate) walk(w *walker) {
 }
 
 func (x *RiskEvidenceSynthesisRiskEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -768,6 +783,9 @@ func (x *RiskEvidenceSynthesisRiskEstimate) appendNamed(dst []Child, name string
 }
 
 func (x *RiskEvidenceSynthesisRiskEstimate) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -903,6 +921,9 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walk(w *walker) {
 }
 
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -921,6 +942,9 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendNamed(dst []C
 }
 
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1037,6 +1061,9 @@ func (x *RiskEvidenceSynthesisCertainty) walk(w *walker) {
 }
 
 func (x *RiskEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1053,6 +1080,9 @@ func (x *RiskEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, c
 }
 
 func (x *RiskEvidenceSynthesisCertainty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "rating", x.Rating)
@@ -1164,6 +1194,9 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) {
 }
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1180,6 +1213,9 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []
 }
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

@@ -145,6 +145,9 @@ func (x *Schedule) walk(w *walker) {
 }
 
 func (x *Schedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -181,6 +184,9 @@ func (x *Schedule) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Schedule) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -293,6 +293,9 @@ func (x *SearchParameter) walk(w *walker) {
 }
 
 func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -365,6 +368,9 @@ func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *SearchParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -557,6 +563,9 @@ func (x *SearchParameterComponent) walk(w *walker) {
 }
 
 func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -571,6 +580,9 @@ func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *SearchParameterComponent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "definition", x.Definition)

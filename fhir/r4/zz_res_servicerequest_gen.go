@@ -341,6 +341,9 @@ func (x *ServiceRequest) walk(w *walker) {
 }
 
 func (x *ServiceRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -460,6 +463,9 @@ func (x *ServiceRequest) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *ServiceRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

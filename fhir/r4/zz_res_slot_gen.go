@@ -169,6 +169,9 @@ func (x *Slot) walk(w *walker) {
 }
 
 func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -211,6 +214,9 @@ func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 }
 
 func (x *Slot) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)

@@ -175,6 +175,9 @@ func (x *Specimen) walk(w *walker) {
 }
 
 func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -221,6 +224,9 @@ func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *Specimen) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -407,6 +413,9 @@ func (x *SpecimenCollection) walk(w *walker) {
 }
 
 func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -449,6 +458,9 @@ func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *SpecimenCollection) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "collector", x.Collector)
@@ -589,6 +601,9 @@ func (x *SpecimenProcessing) walk(w *walker) {
 }
 
 func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -616,6 +631,9 @@ func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *SpecimenProcessing) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -759,6 +777,9 @@ func (x *SpecimenContainer) walk(w *walker) {
 }
 
 func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -790,6 +811,9 @@ func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *SpecimenContainer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "identifier", x.Identifier)

@@ -131,6 +131,9 @@ func (x *SpecimenDefinition) walk(w *walker) {
 }
 
 func (x *SpecimenDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -163,6 +166,9 @@ func (x *SpecimenDefinition) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *SpecimenDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -332,6 +338,9 @@ func (x *SpecimenDefinitionTypeTested) walk(w *walker) {
 }
 
 func (x *SpecimenDefinitionTypeTested) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -358,6 +367,9 @@ func (x *SpecimenDefinitionTypeTested) appendNamed(dst []Child, name string, cho
 }
 
 func (x *SpecimenDefinitionTypeTested) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "isDerived", x.IsDerived)
@@ -524,6 +536,9 @@ func (x *SpecimenDefinitionTypeTestedContainer) walk(w *walker) {
 }
 
 func (x *SpecimenDefinitionTypeTestedContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -559,6 +574,9 @@ func (x *SpecimenDefinitionTypeTestedContainer) appendNamed(dst []Child, name st
 }
 
 func (x *SpecimenDefinitionTypeTestedContainer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "material", x.Material)
@@ -679,6 +697,9 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) walk(w *walker) {
 }
 
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -700,6 +721,9 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendNamed(dst []Child,
 }
 
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
@@ -817,6 +841,9 @@ func (x *SpecimenDefinitionTypeTestedHandling) walk(w *walker) {
 }
 
 func (x *SpecimenDefinitionTypeTestedHandling) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -835,6 +862,9 @@ func (x *SpecimenDefinitionTypeTestedHandling) appendNamed(dst []Child, name str
 }
 
 func (x *SpecimenDefinitionTypeTestedHandling) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "temperatureQualifier", x.TemperatureQualifier)

@@ -291,6 +291,9 @@ func (x *StructureDefinition) walk(w *walker) {
 }
 
 func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -365,6 +368,9 @@ func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *StructureDefinition) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -571,6 +577,9 @@ func (x *StructureDefinitionMapping) walk(w *walker) {
 }
 
 func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -589,6 +598,9 @@ func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choic
 }
 
 func (x *StructureDefinitionMapping) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identity", x.Identity)
@@ -704,6 +716,9 @@ func (x *StructureDefinitionContext) walk(w *walker) {
 }
 
 func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -718,6 +733,9 @@ func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choic
 }
 
 func (x *StructureDefinitionContext) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -817,6 +835,9 @@ func (x *StructureDefinitionSnapshot) walk(w *walker) {
 }
 
 func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -829,6 +850,9 @@ func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choi
 }
 
 func (x *StructureDefinitionSnapshot) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "element", x.Element)
@@ -924,6 +948,9 @@ func (x *StructureDefinitionDifferential) walk(w *walker) {
 }
 
 func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -936,6 +963,9 @@ func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, 
 }
 
 func (x *StructureDefinitionDifferential) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "element", x.Element)

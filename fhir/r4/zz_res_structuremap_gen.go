@@ -225,6 +225,9 @@ func (x *StructureMap) walk(w *walker) {
 }
 
 func (x *StructureMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -281,6 +284,9 @@ func (x *StructureMap) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *StructureMap) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -463,6 +469,9 @@ func (x *StructureMapStructure) walk(w *walker) {
 }
 
 func (x *StructureMapStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -481,6 +490,9 @@ func (x *StructureMapStructure) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *StructureMapStructure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "url", x.URL)
@@ -624,6 +636,9 @@ func (x *StructureMapGroup) walk(w *walker) {
 }
 
 func (x *StructureMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -646,6 +661,9 @@ func (x *StructureMapGroup) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *StructureMapGroup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -781,6 +799,9 @@ func (x *StructureMapGroupInput) walk(w *walker) {
 }
 
 func (x *StructureMapGroupInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -799,6 +820,9 @@ func (x *StructureMapGroupInput) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *StructureMapGroupInput) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -938,6 +962,9 @@ func (x *StructureMapGroupRule) walk(w *walker) {
 }
 
 func (x *StructureMapGroupRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -960,6 +987,9 @@ func (x *StructureMapGroupRule) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *StructureMapGroupRule) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1479,6 +1509,9 @@ func (x *StructureMapGroupRuleSource) walk(w *walker) {
 }
 
 func (x *StructureMapGroupRuleSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1664,6 +1697,9 @@ func (x *StructureMapGroupRuleSource) appendNamed(dst []Child, name string, choi
 }
 
 func (x *StructureMapGroupRuleSource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "context", x.Context)
@@ -1962,6 +1998,9 @@ func (x *StructureMapGroupRuleTarget) walk(w *walker) {
 }
 
 func (x *StructureMapGroupRuleTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1988,6 +2027,9 @@ func (x *StructureMapGroupRuleTarget) appendNamed(dst []Child, name string, choi
 }
 
 func (x *StructureMapGroupRuleTarget) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "context", x.Context)
@@ -2138,6 +2180,9 @@ func (x *StructureMapGroupRuleTargetParameter) walk(w *walker) {
 }
 
 func (x *StructureMapGroupRuleTargetParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2168,6 +2213,9 @@ func (x *StructureMapGroupRuleTargetParameter) appendNamed(dst []Child, name str
 }
 
 func (x *StructureMapGroupRuleTargetParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "valueId", x.ValueID)
@@ -2286,6 +2334,9 @@ func (x *StructureMapGroupRuleDependent) walk(w *walker) {
 }
 
 func (x *StructureMapGroupRuleDependent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2300,6 +2351,9 @@ func (x *StructureMapGroupRuleDependent) appendNamed(dst []Child, name string, c
 }
 
 func (x *StructureMapGroupRuleDependent) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)

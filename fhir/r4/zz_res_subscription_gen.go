@@ -145,6 +145,9 @@ func (x *Subscription) walk(w *walker) {
 }
 
 func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -179,6 +182,9 @@ func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Chi
 }
 
 func (x *Subscription) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -332,6 +338,9 @@ func (x *SubscriptionChannel) walk(w *walker) {
 }
 
 func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -350,6 +359,9 @@ func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *SubscriptionChannel) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

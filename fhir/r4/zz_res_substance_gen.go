@@ -139,6 +139,9 @@ func (x *Substance) walk(w *walker) {
 }
 
 func (x *Substance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -173,6 +176,9 @@ func (x *Substance) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *Substance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -311,6 +317,9 @@ func (x *SubstanceInstance) walk(w *walker) {
 }
 
 func (x *SubstanceInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -327,6 +336,9 @@ func (x *SubstanceInstance) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *SubstanceInstance) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
@@ -439,6 +451,9 @@ func (x *SubstanceIngredient) walk(w *walker) {
 }
 
 func (x *SubstanceIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -462,6 +477,9 @@ func (x *SubstanceIngredient) appendNamed(dst []Child, name string, choice bool)
 }
 
 func (x *SubstanceIngredient) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)

@@ -127,6 +127,9 @@ func (x *SubstanceNucleicAcid) walk(w *walker) {
 }
 
 func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -157,6 +160,9 @@ func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *SubstanceNucleicAcid) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -325,6 +331,9 @@ func (x *SubstanceNucleicAcidSubunit) walk(w *walker) {
 }
 
 func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -351,6 +360,9 @@ func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choi
 }
 
 func (x *SubstanceNucleicAcidSubunit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "subunit", x.Subunit)
@@ -487,6 +499,9 @@ func (x *SubstanceNucleicAcidSubunitLinkage) walk(w *walker) {
 }
 
 func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -505,6 +520,9 @@ func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name strin
 }
 
 func (x *SubstanceNucleicAcidSubunitLinkage) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "connectivity", x.Connectivity)
@@ -625,6 +643,9 @@ func (x *SubstanceNucleicAcidSubunitSugar) walk(w *walker) {
 }
 
 func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -641,6 +662,9 @@ func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string,
 }
 
 func (x *SubstanceNucleicAcidSubunitSugar) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)

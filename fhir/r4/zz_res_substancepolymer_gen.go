@@ -131,6 +131,9 @@ func (x *SubstancePolymer) walk(w *walker) {
 }
 
 func (x *SubstancePolymer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -163,6 +166,9 @@ func (x *SubstancePolymer) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *SubstancePolymer) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -290,6 +296,9 @@ func (x *SubstancePolymerMonomerSet) walk(w *walker) {
 }
 
 func (x *SubstancePolymerMonomerSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -304,6 +313,9 @@ func (x *SubstancePolymerMonomerSet) appendNamed(dst []Child, name string, choic
 }
 
 func (x *SubstancePolymerMonomerSet) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "ratioType", x.RatioType)
@@ -421,6 +433,9 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) walk(w *walker) {
 }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -439,6 +454,9 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) appendNamed(dst []Child, na
 }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "material", x.Material)
@@ -563,6 +581,9 @@ func (x *SubstancePolymerRepeat) walk(w *walker) {
 }
 
 func (x *SubstancePolymerRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -581,6 +602,9 @@ func (x *SubstancePolymerRepeat) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *SubstancePolymerRepeat) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "numberOfUnits", x.NumberOfUnits)
@@ -710,6 +734,9 @@ func (x *SubstancePolymerRepeatRepeatUnit) walk(w *walker) {
 }
 
 func (x *SubstancePolymerRepeatRepeatUnit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -730,6 +757,9 @@ func (x *SubstancePolymerRepeatRepeatUnit) appendNamed(dst []Child, name string,
 }
 
 func (x *SubstancePolymerRepeatRepeatUnit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "orientationOfPolymerisation", x.OrientationOfPolymerisation)
@@ -840,6 +870,9 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walk(w *walker)
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -854,6 +887,9 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendNamed(dst
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "degree", x.Degree)
@@ -965,6 +1001,9 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walk(w *walke
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -981,6 +1020,9 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendNamed(d
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

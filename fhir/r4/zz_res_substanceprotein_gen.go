@@ -121,6 +121,9 @@ func (x *SubstanceProtein) walk(w *walker) {
 }
 
 func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -149,6 +152,9 @@ func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *SubstanceProtein) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -319,6 +325,9 @@ func (x *SubstanceProteinSubunit) walk(w *walker) {
 }
 
 func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -345,6 +354,9 @@ func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *SubstanceProteinSubunit) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "subunit", x.Subunit)

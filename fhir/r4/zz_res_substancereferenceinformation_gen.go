@@ -125,6 +125,9 @@ func (x *SubstanceReferenceInformation) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -155,6 +158,9 @@ func (x *SubstanceReferenceInformation) appendNamed(dst []Child, name string, ch
 }
 
 func (x *SubstanceReferenceInformation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -286,6 +292,9 @@ func (x *SubstanceReferenceInformationGene) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformationGene) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -302,6 +311,9 @@ func (x *SubstanceReferenceInformationGene) appendNamed(dst []Child, name string
 }
 
 func (x *SubstanceReferenceInformationGene) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "geneSequenceOrigin", x.GeneSequenceOrigin)
@@ -413,6 +425,9 @@ func (x *SubstanceReferenceInformationGeneElement) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformationGeneElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -429,6 +444,9 @@ func (x *SubstanceReferenceInformationGeneElement) appendNamed(dst []Child, name
 }
 
 func (x *SubstanceReferenceInformationGeneElement) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -546,6 +564,9 @@ func (x *SubstanceReferenceInformationClassification) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformationClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -564,6 +585,9 @@ func (x *SubstanceReferenceInformationClassification) appendNamed(dst []Child, n
 }
 
 func (x *SubstanceReferenceInformationClassification) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "domain", x.Domain)
@@ -721,6 +745,9 @@ func (x *SubstanceReferenceInformationTarget) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformationTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -759,6 +786,9 @@ func (x *SubstanceReferenceInformationTarget) appendNamed(dst []Child, name stri
 }
 
 func (x *SubstanceReferenceInformationTarget) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "target", x.Target)

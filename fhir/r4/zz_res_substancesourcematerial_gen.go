@@ -177,6 +177,9 @@ func (x *SubstanceSourceMaterial) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -223,6 +226,9 @@ func (x *SubstanceSourceMaterial) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *SubstanceSourceMaterial) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -368,6 +374,9 @@ func (x *SubstanceSourceMaterialFractionDescription) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialFractionDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -382,6 +391,9 @@ func (x *SubstanceSourceMaterialFractionDescription) appendNamed(dst []Child, na
 }
 
 func (x *SubstanceSourceMaterialFractionDescription) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "fraction", x.Fraction)
@@ -524,6 +536,9 @@ func (x *SubstanceSourceMaterialOrganism) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialOrganism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -550,6 +565,9 @@ func (x *SubstanceSourceMaterialOrganism) appendNamed(dst []Child, name string, 
 }
 
 func (x *SubstanceSourceMaterialOrganism) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "family", x.Family)
@@ -668,6 +686,9 @@ func (x *SubstanceSourceMaterialOrganismAuthor) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialOrganismAuthor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -682,6 +703,9 @@ func (x *SubstanceSourceMaterialOrganismAuthor) appendNamed(dst []Child, name st
 }
 
 func (x *SubstanceSourceMaterialOrganismAuthor) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "authorType", x.AuthorType)
@@ -812,6 +836,9 @@ func (x *SubstanceSourceMaterialOrganismHybrid) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialOrganismHybrid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -832,6 +859,9 @@ func (x *SubstanceSourceMaterialOrganismHybrid) appendNamed(dst []Child, name st
 }
 
 func (x *SubstanceSourceMaterialOrganismHybrid) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "maternalOrganismId", x.MaternalOrganismID)
@@ -957,6 +987,9 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -975,6 +1008,9 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendNamed(dst []Child
 }
 
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "kingdom", x.Kingdom)
@@ -1082,6 +1118,9 @@ func (x *SubstanceSourceMaterialPartDescription) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialPartDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1096,6 +1135,9 @@ func (x *SubstanceSourceMaterialPartDescription) appendNamed(dst []Child, name s
 }
 
 func (x *SubstanceSourceMaterialPartDescription) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "part", x.Part)

@@ -211,6 +211,9 @@ func (x *SubstanceSpecification) walk(w *walker) {
 }
 
 func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -269,6 +272,9 @@ func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *SubstanceSpecification) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -465,6 +471,9 @@ func (x *SubstanceSpecificationMoiety) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -498,6 +507,9 @@ func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, cho
 }
 
 func (x *SubstanceSpecificationMoiety) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "role", x.Role)
@@ -650,6 +662,9 @@ func (x *SubstanceSpecificationProperty) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -688,6 +703,9 @@ func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, c
 }
 
 func (x *SubstanceSpecificationProperty) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
@@ -843,6 +861,9 @@ func (x *SubstanceSpecificationStructure) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -869,6 +890,9 @@ func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, 
 }
 
 func (x *SubstanceSpecificationStructure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "stereochemistry", x.Stereochemistry)
@@ -1004,6 +1028,9 @@ func (x *SubstanceSpecificationStructureIsotope) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1024,6 +1051,9 @@ func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name s
 }
 
 func (x *SubstanceSpecificationStructureIsotope) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
@@ -1139,6 +1169,9 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walk(w *walker) 
 }
 
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1155,6 +1188,9 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst 
 }
 
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "method", x.Method)
@@ -1268,6 +1304,9 @@ func (x *SubstanceSpecificationStructureRepresentation) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1284,6 +1323,9 @@ func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child,
 }
 
 func (x *SubstanceSpecificationStructureRepresentation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1412,6 +1454,9 @@ func (x *SubstanceSpecificationCode) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1432,6 +1477,9 @@ func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choic
 }
 
 func (x *SubstanceSpecificationCode) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1601,6 +1649,9 @@ func (x *SubstanceSpecificationName) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1633,6 +1684,9 @@ func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choic
 }
 
 func (x *SubstanceSpecificationName) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1764,6 +1818,9 @@ func (x *SubstanceSpecificationNameOfficial) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1780,6 +1837,9 @@ func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name strin
 }
 
 func (x *SubstanceSpecificationNameOfficial) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "authority", x.Authority)
@@ -1944,6 +2004,9 @@ func (x *SubstanceSpecificationRelationship) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1992,6 +2055,9 @@ func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name strin
 }
 
 func (x *SubstanceSpecificationRelationship) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "substanceReference", x.SubstanceReference)

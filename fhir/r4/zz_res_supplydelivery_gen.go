@@ -175,6 +175,9 @@ func (x *SupplyDelivery) walk(w *walker) {
 }
 
 func (x *SupplyDelivery) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -229,6 +232,9 @@ func (x *SupplyDelivery) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *SupplyDelivery) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -377,6 +383,9 @@ func (x *SupplyDeliverySuppliedItem) walk(w *walker) {
 }
 
 func (x *SupplyDeliverySuppliedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -400,6 +409,9 @@ func (x *SupplyDeliverySuppliedItem) appendNamed(dst []Child, name string, choic
 }
 
 func (x *SupplyDeliverySuppliedItem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)

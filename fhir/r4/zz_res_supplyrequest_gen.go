@@ -209,6 +209,9 @@ func (x *SupplyRequest) walk(w *walker) {
 }
 
 func (x *SupplyRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -280,6 +283,9 @@ func (x *SupplyRequest) appendNamed(dst []Child, name string, choice bool) ([]Ch
 }
 
 func (x *SupplyRequest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -454,6 +460,9 @@ func (x *SupplyRequestParameter) walk(w *walker) {
 }
 
 func (x *SupplyRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -483,6 +492,9 @@ func (x *SupplyRequestParameter) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *SupplyRequestParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)

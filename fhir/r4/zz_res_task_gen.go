@@ -295,6 +295,9 @@ func (x *Task) walk(w *walker) {
 }
 
 func (x *Task) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -377,6 +380,9 @@ func (x *Task) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 }
 
 func (x *Task) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -569,6 +575,9 @@ func (x *TaskRestriction) walk(w *walker) {
 }
 
 func (x *TaskRestriction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -585,6 +594,9 @@ func (x *TaskRestriction) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *TaskRestriction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "repetitions", x.Repetitions)
@@ -1023,6 +1035,9 @@ func (x *TaskInput) walk(w *walker) {
 }
 
 func (x *TaskInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1190,6 +1205,9 @@ func (x *TaskInput) appendNamed(dst []Child, name string, choice bool) ([]Child,
 }
 
 func (x *TaskInput) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1742,6 +1760,9 @@ func (x *TaskOutput) walk(w *walker) {
 }
 
 func (x *TaskOutput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1909,6 +1930,9 @@ func (x *TaskOutput) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *TaskOutput) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)

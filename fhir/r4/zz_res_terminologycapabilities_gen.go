@@ -265,6 +265,9 @@ func (x *TerminologyCapabilities) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilities) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -333,6 +336,9 @@ func (x *TerminologyCapabilities) appendNamed(dst []Child, name string, choice b
 }
 
 func (x *TerminologyCapabilities) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -513,6 +519,9 @@ func (x *TerminologyCapabilitiesSoftware) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -527,6 +536,9 @@ func (x *TerminologyCapabilitiesSoftware) appendNamed(dst []Child, name string, 
 }
 
 func (x *TerminologyCapabilitiesSoftware) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -636,6 +648,9 @@ func (x *TerminologyCapabilitiesImplementation) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -650,6 +665,9 @@ func (x *TerminologyCapabilitiesImplementation) appendNamed(dst []Child, name st
 }
 
 func (x *TerminologyCapabilitiesImplementation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
@@ -765,6 +783,9 @@ func (x *TerminologyCapabilitiesCodeSystem) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesCodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -781,6 +802,9 @@ func (x *TerminologyCapabilitiesCodeSystem) appendNamed(dst []Child, name string
 }
 
 func (x *TerminologyCapabilitiesCodeSystem) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "uri", x.URI)
@@ -922,6 +946,9 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -944,6 +971,9 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) appendNamed(dst []Child, name
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersion) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1064,6 +1094,9 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1078,6 +1111,9 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendNamed(dst []Child
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -1209,6 +1245,9 @@ func (x *TerminologyCapabilitiesExpansion) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1229,6 +1268,9 @@ func (x *TerminologyCapabilitiesExpansion) appendNamed(dst []Child, name string,
 }
 
 func (x *TerminologyCapabilitiesExpansion) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "hierarchical", x.Hierarchical)
@@ -1346,6 +1388,9 @@ func (x *TerminologyCapabilitiesExpansionParameter) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1360,6 +1405,9 @@ func (x *TerminologyCapabilitiesExpansionParameter) appendNamed(dst []Child, nam
 }
 
 func (x *TerminologyCapabilitiesExpansionParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1461,6 +1509,9 @@ func (x *TerminologyCapabilitiesValidateCode) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesValidateCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1473,6 +1524,9 @@ func (x *TerminologyCapabilitiesValidateCode) appendNamed(dst []Child, name stri
 }
 
 func (x *TerminologyCapabilitiesValidateCode) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "translations", x.Translations)
@@ -1571,6 +1625,9 @@ func (x *TerminologyCapabilitiesTranslation) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesTranslation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1583,6 +1640,9 @@ func (x *TerminologyCapabilitiesTranslation) appendNamed(dst []Child, name strin
 }
 
 func (x *TerminologyCapabilitiesTranslation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "needsMap", x.NeedsMap)
@@ -1681,6 +1741,9 @@ func (x *TerminologyCapabilitiesClosure) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesClosure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1693,6 +1756,9 @@ func (x *TerminologyCapabilitiesClosure) appendNamed(dst []Child, name string, c
 }
 
 func (x *TerminologyCapabilitiesClosure) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "translation", x.Translation)

@@ -177,6 +177,9 @@ func (x *TestReport) walk(w *walker) {
 }
 
 func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -221,6 +224,9 @@ func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *TestReport) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -377,6 +383,9 @@ func (x *TestReportParticipant) walk(w *walker) {
 }
 
 func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -393,6 +402,9 @@ func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *TestReportParticipant) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -495,6 +507,9 @@ func (x *TestReportSetup) walk(w *walker) {
 }
 
 func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -507,6 +522,9 @@ func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *TestReportSetup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
@@ -608,6 +626,9 @@ func (x *TestReportSetupAction) walk(w *walker) {
 }
 
 func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -622,6 +643,9 @@ func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *TestReportSetupAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
@@ -737,6 +761,9 @@ func (x *TestReportSetupActionOperation) walk(w *walker) {
 }
 
 func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -753,6 +780,9 @@ func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, c
 }
 
 func (x *TestReportSetupActionOperation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "result", x.Result)
@@ -873,6 +903,9 @@ func (x *TestReportSetupActionAssert) walk(w *walker) {
 }
 
 func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -889,6 +922,9 @@ func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choi
 }
 
 func (x *TestReportSetupActionAssert) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "result", x.Result)
@@ -1007,6 +1043,9 @@ func (x *TestReportTest) walk(w *walker) {
 }
 
 func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1023,6 +1062,9 @@ func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *TestReportTest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1130,6 +1172,9 @@ func (x *TestReportTestAction) walk(w *walker) {
 }
 
 func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1144,6 +1189,9 @@ func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *TestReportTestAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
@@ -1241,6 +1289,9 @@ func (x *TestReportTeardown) walk(w *walker) {
 }
 
 func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1253,6 +1304,9 @@ func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *TestReportTeardown) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
@@ -1348,6 +1402,9 @@ func (x *TestReportTeardownAction) walk(w *walker) {
 }
 
 func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1360,6 +1417,9 @@ func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *TestReportTeardownAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)

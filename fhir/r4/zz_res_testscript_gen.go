@@ -259,6 +259,9 @@ func (x *TestScript) walk(w *walker) {
 }
 
 func (x *TestScript) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -327,6 +330,9 @@ func (x *TestScript) appendNamed(dst []Child, name string, choice bool) ([]Child
 }
 
 func (x *TestScript) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -502,6 +508,9 @@ func (x *TestScriptOrigin) walk(w *walker) {
 }
 
 func (x *TestScriptOrigin) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -516,6 +525,9 @@ func (x *TestScriptOrigin) appendNamed(dst []Child, name string, choice bool) ([
 }
 
 func (x *TestScriptOrigin) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "index", x.Index)
@@ -622,6 +634,9 @@ func (x *TestScriptDestination) walk(w *walker) {
 }
 
 func (x *TestScriptDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -636,6 +651,9 @@ func (x *TestScriptDestination) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *TestScriptDestination) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "index", x.Index)
@@ -740,6 +758,9 @@ func (x *TestScriptMetadata) walk(w *walker) {
 }
 
 func (x *TestScriptMetadata) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -754,6 +775,9 @@ func (x *TestScriptMetadata) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *TestScriptMetadata) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "link", x.Link)
@@ -861,6 +885,9 @@ func (x *TestScriptMetadataLink) walk(w *walker) {
 }
 
 func (x *TestScriptMetadataLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -875,6 +902,9 @@ func (x *TestScriptMetadataLink) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *TestScriptMetadataLink) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "url", x.URL)
@@ -1024,6 +1054,9 @@ func (x *TestScriptMetadataCapability) walk(w *walker) {
 }
 
 func (x *TestScriptMetadataCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1048,6 +1081,9 @@ func (x *TestScriptMetadataCapability) appendNamed(dst []Child, name string, cho
 }
 
 func (x *TestScriptMetadataCapability) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "required", x.Required)
@@ -1178,6 +1214,9 @@ func (x *TestScriptFixture) walk(w *walker) {
 }
 
 func (x *TestScriptFixture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1194,6 +1233,9 @@ func (x *TestScriptFixture) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *TestScriptFixture) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "autocreate", x.Autocreate)
@@ -1353,6 +1395,9 @@ func (x *TestScriptVariable) walk(w *walker) {
 }
 
 func (x *TestScriptVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1379,6 +1424,9 @@ func (x *TestScriptVariable) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *TestScriptVariable) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1496,6 +1544,9 @@ func (x *TestScriptSetup) walk(w *walker) {
 }
 
 func (x *TestScriptSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1508,6 +1559,9 @@ func (x *TestScriptSetup) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *TestScriptSetup) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
@@ -1609,6 +1663,9 @@ func (x *TestScriptSetupAction) walk(w *walker) {
 }
 
 func (x *TestScriptSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1623,6 +1680,9 @@ func (x *TestScriptSetupAction) appendNamed(dst []Child, name string, choice boo
 }
 
 func (x *TestScriptSetupAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
@@ -1846,6 +1906,9 @@ func (x *TestScriptSetupActionOperation) walk(w *walker) {
 }
 
 func (x *TestScriptSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1890,6 +1953,9 @@ func (x *TestScriptSetupActionOperation) appendNamed(dst []Child, name string, c
 }
 
 func (x *TestScriptSetupActionOperation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
@@ -2042,6 +2108,9 @@ func (x *TestScriptSetupActionOperationRequestHeader) walk(w *walker) {
 }
 
 func (x *TestScriptSetupActionOperationRequestHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2056,6 +2125,9 @@ func (x *TestScriptSetupActionOperationRequestHeader) appendNamed(dst []Child, n
 }
 
 func (x *TestScriptSetupActionOperationRequestHeader) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "field", x.Field)
@@ -2325,6 +2397,9 @@ func (x *TestScriptSetupActionAssert) walk(w *walker) {
 }
 
 func (x *TestScriptSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2379,6 +2454,9 @@ func (x *TestScriptSetupActionAssert) appendNamed(dst []Child, name string, choi
 }
 
 func (x *TestScriptSetupActionAssert) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "label", x.Label)
@@ -2554,6 +2632,9 @@ func (x *TestScriptTest) walk(w *walker) {
 }
 
 func (x *TestScriptTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2570,6 +2651,9 @@ func (x *TestScriptTest) appendNamed(dst []Child, name string, choice bool) ([]C
 }
 
 func (x *TestScriptTest) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -2677,6 +2761,9 @@ func (x *TestScriptTestAction) walk(w *walker) {
 }
 
 func (x *TestScriptTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2691,6 +2778,9 @@ func (x *TestScriptTestAction) appendNamed(dst []Child, name string, choice bool
 }
 
 func (x *TestScriptTestAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
@@ -2788,6 +2878,9 @@ func (x *TestScriptTeardown) walk(w *walker) {
 }
 
 func (x *TestScriptTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2800,6 +2893,9 @@ func (x *TestScriptTeardown) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *TestScriptTeardown) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
@@ -2895,6 +2991,9 @@ func (x *TestScriptTeardownAction) walk(w *walker) {
 }
 
 func (x *TestScriptTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -2907,6 +3006,9 @@ func (x *TestScriptTeardownAction) appendNamed(dst []Child, name string, choice 
 }
 
 func (x *TestScriptTeardownAction) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)

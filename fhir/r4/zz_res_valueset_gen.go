@@ -225,6 +225,9 @@ func (x *ValueSet) walk(w *walker) {
 }
 
 func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -281,6 +284,9 @@ func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 }
 
 func (x *ValueSet) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -459,6 +465,9 @@ func (x *ValueSetCompose) walk(w *walker) {
 }
 
 func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -477,6 +486,9 @@ func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]
 }
 
 func (x *ValueSetCompose) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "lockedDate", x.LockedDate)
@@ -610,6 +622,9 @@ func (x *ValueSetComposeInclude) walk(w *walker) {
 }
 
 func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -630,6 +645,9 @@ func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bo
 }
 
 func (x *ValueSetComposeInclude) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "system", x.System)
@@ -752,6 +770,9 @@ func (x *ValueSetComposeIncludeConcept) walk(w *walker) {
 }
 
 func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -768,6 +789,9 @@ func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, ch
 }
 
 func (x *ValueSetComposeIncludeConcept) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
@@ -885,6 +909,9 @@ func (x *ValueSetComposeIncludeConceptDesignation) walk(w *walker) {
 }
 
 func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -901,6 +928,9 @@ func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name
 }
 
 func (x *ValueSetComposeIncludeConceptDesignation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)
@@ -1020,6 +1050,9 @@ func (x *ValueSetComposeIncludeFilter) walk(w *walker) {
 }
 
 func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1036,6 +1069,9 @@ func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, cho
 }
 
 func (x *ValueSetComposeIncludeFilter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "property", x.Property)
@@ -1176,6 +1212,9 @@ func (x *ValueSetExpansion) walk(w *walker) {
 }
 
 func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1198,6 +1237,9 @@ func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) (
 }
 
 func (x *ValueSetExpansion) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
@@ -1365,6 +1407,9 @@ func (x *ValueSetExpansionParameter) walk(w *walker) {
 }
 
 func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1403,6 +1448,9 @@ func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choic
 }
 
 func (x *ValueSetExpansionParameter) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
@@ -1574,6 +1622,9 @@ func (x *ValueSetExpansionContains) walk(w *walker) {
 }
 
 func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -1600,6 +1651,9 @@ func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice
 }
 
 func (x *ValueSetExpansionContains) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "system", x.System)

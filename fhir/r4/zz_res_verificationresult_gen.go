@@ -187,6 +187,9 @@ func (x *VerificationResult) walk(w *walker) {
 }
 
 func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -235,6 +238,9 @@ func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *VerificationResult) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -414,6 +420,9 @@ func (x *VerificationResultPrimarySource) walk(w *walker) {
 }
 
 func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -438,6 +447,9 @@ func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, 
 }
 
 func (x *VerificationResultPrimarySource) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "who", x.Who)
@@ -594,6 +606,9 @@ func (x *VerificationResultAttestation) walk(w *walker) {
 }
 
 func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -620,6 +635,9 @@ func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, ch
 }
 
 func (x *VerificationResultAttestation) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "who", x.Who)
@@ -746,6 +764,9 @@ func (x *VerificationResultValidator) walk(w *walker) {
 }
 
 func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -762,6 +783,9 @@ func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choi
 }
 
 func (x *VerificationResultValidator) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "organization", x.Organization)

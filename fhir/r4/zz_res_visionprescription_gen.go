@@ -147,6 +147,9 @@ func (x *VisionPrescription) walk(w *walker) {
 }
 
 func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "meta":
 		return appendOne(dst, name, x.Meta), fieldName
@@ -183,6 +186,9 @@ func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) 
 }
 
 func (x *VisionPrescription) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
@@ -408,6 +414,9 @@ func (x *VisionPrescriptionLensSpecification) walk(w *walker) {
 }
 
 func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -446,6 +455,9 @@ func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name stri
 }
 
 func (x *VisionPrescriptionLensSpecification) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "product", x.Product)
@@ -587,6 +599,9 @@ func (x *VisionPrescriptionLensSpecificationPrism) walk(w *walker) {
 }
 
 func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
 	switch name {
 	case "extension":
 		return appendMany(dst, name, x.Extension), fieldName
@@ -601,6 +616,9 @@ func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name
 }
 
 func (x *VisionPrescriptionLensSpecificationPrism) appendAll(dst []Child) []Child {
+	if x == nil {
+		return dst
+	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "amount", x.Amount)

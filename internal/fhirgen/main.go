@@ -145,8 +145,8 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeValue(e *encoder) { %s }\n\n", p.GoName, encode)
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
-		fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {\nif name == \"extension\" {\nreturn appendMany(dst, name, x.Extension), fieldName\n}\nreturn dst, unknownName\n}\n\n", p.GoName)
-		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child { return appendMany(dst, \"extension\", x.Extension) }\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {\nif name == \"extension\" {\nif x == nil {\nreturn dst, fieldName\n}\nreturn appendMany(dst, name, x.Extension), fieldName\n}\nreturn dst, unknownName\n}\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child {\nif x == nil {\nreturn dst\n}\nreturn appendMany(dst, \"extension\", x.Extension)\n}\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", p.GoName)
 		// Generic access (the Primitive interface).
 		fmt.Fprintf(b, "// PrimitiveType returns %q.\nfunc (x *%s) PrimitiveType() string { return %q }\n\n", p.FHIRName, p.GoName, p.FHIRName)
@@ -360,6 +360,7 @@ func writeRegistry(b *bytes.Buffer, m *model) {
 // of those name is.
 func writeAppendNamed(b *bytes.Buffer, s *structType) {
 	fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {\n", s.GoName)
+	b.WriteString("if x == nil {\nreturn dst, fieldName\n}\n")
 	b.WriteString("switch name {\n")
 	call := func(f *field, name string) string {
 		switch {
@@ -395,7 +396,7 @@ func writeAppendNamed(b *bytes.Buffer, s *structType) {
 	}
 	b.WriteString("}\nreturn dst, unknownName\n}\n\n")
 
-	fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child {\n", s.GoName)
+	fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child {\nif x == nil {\nreturn dst\n}\n", s.GoName)
 	for _, f := range s.Fields {
 		if f.Kind != kindString {
 			fmt.Fprintf(b, "dst = %s\n", call(f, fmt.Sprintf("%q", f.JSONName)))
