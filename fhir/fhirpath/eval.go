@@ -445,6 +445,20 @@ func boolColl(b bool) Collection {
 	return falseColl[:1:1]
 }
 
+// coll returns an empty collection with room for n items (at most 128),
+// from the evaluator's blocks.
+func (e *evaluator) coll(n int) Collection {
+	if e == nil {
+		return make(Collection, 0, n)
+	}
+	if cap(e.vals)-len(e.vals) < n {
+		e.vals = make([]Value, 0, min(max(2*cap(e.vals), 4, n), 128))
+	}
+	m := len(e.vals)
+	e.vals = e.vals[:m+n]
+	return e.vals[m : m : m+n]
+}
+
 // single returns the collection of v alone, from the evaluator's blocks.
 func (e *evaluator) single(v Value) Collection {
 	if len(e.vals) == cap(e.vals) {
@@ -485,6 +499,23 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 		res := collEquivalent(l, r)
 		return boolColl(res == (n.op == "~")), nil
 	case "<", ">", "<=", ">=":
+		if len(l) == 1 && len(r) == 1 {
+			// Dates and times compare without converting a node
+			// to a Value first.
+			ta, timeA, emptyA, okA := nodeOrValueTemporal(l[0])
+			tb, timeB, emptyB, okB := nodeOrValueTemporal(r[0])
+			if okA && okB {
+				if emptyA || emptyB {
+					return nil, nil
+				}
+				if c, known, ok := compareTemporals(ta, tb, timeA, timeB); ok {
+					if !known {
+						return nil, nil
+					}
+					return boolColl(compared(n.op, c)), nil
+				}
+			}
+		}
 		a, ok1, err := singleton(l, n.l.pos())
 		if err != nil {
 			return nil, err
@@ -497,18 +528,7 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 		if err != nil || !known {
 			return nil, err
 		}
-		var res bool
-		switch n.op {
-		case "<":
-			res = c < 0
-		case ">":
-			res = c > 0
-		case "<=":
-			res = c <= 0
-		case ">=":
-			res = c >= 0
-		}
-		return boolColl(res), nil
+		return boolColl(compared(n.op, c)), nil
 	case "in", "contains":
 		item, coll := l, r
 		if n.op == "contains" {
@@ -561,6 +581,19 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 		return nil, nil // beyond the range of System.Decimal
 	}
 	return Collection{v}, nil
+}
+
+// compared applies a comparison operator to the result of a comparison.
+func compared(op string, c int) bool {
+	switch op {
+	case "<":
+		return c < 0
+	case ">":
+		return c > 0
+	case "<=":
+		return c <= 0
+	}
+	return c >= 0
 }
 
 func (e *evaluator) logic(n *binaryNode, sc *scope) (Collection, error) {

@@ -43,6 +43,20 @@ func (e *evaluator) arg(n *callNode, i int, sc *scope) (Collection, error) {
 	return e.eval(n.args[i], sc)
 }
 
+// lambdaScope returns the scope in which an iterating function evaluates
+// its argument for its items: made once per call, and set to each item in
+// turn by lambdaAt (no evaluation keeps its scope).
+func (e *evaluator) lambdaScope(sc *scope) *scope {
+	return &scope{hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
+}
+
+// lambdaAt evaluates argument arg in inner, from lambdaScope, with $this
+// the item v and $index index.
+func (e *evaluator) lambdaAt(inner *scope, n *callNode, arg int, v Value, index int) (Collection, error) {
+	inner.this, inner.index = e.single(v), index
+	return e.eval(n.args[arg], inner)
+}
+
 // lambda evaluates argument i with $this the item v and $index i.
 func (e *evaluator) lambda(n *callNode, arg int, v Value, index int, sc *scope) (Collection, error) {
 	inner := scope{this: e.single(v), index: index, hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
@@ -105,8 +119,9 @@ func existenceFuncs() map[string]*funcDef {
 			if len(n.args) == 0 {
 				return boolColl(len(t) > 0), nil
 			}
+			inner := e.lambdaScope(sc)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
@@ -119,8 +134,9 @@ func existenceFuncs() map[string]*funcDef {
 			return boolColl(false), nil
 		}},
 		"all": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
+			inner := e.lambdaScope(sc)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
@@ -200,8 +216,9 @@ func filterFuncs() map[string]*funcDef {
 	return map[string]*funcDef{
 		"where": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
+			inner := e.lambdaScope(sc)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
@@ -217,8 +234,9 @@ func filterFuncs() map[string]*funcDef {
 		}},
 		"select": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
+			inner := e.lambdaScope(sc)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}

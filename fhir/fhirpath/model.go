@@ -350,7 +350,11 @@ func navigate(n *Node, name string, out Collection, e *evaluator, c *stepCache) 
 		return out
 	}
 	if cap(out)-len(out) < len(kids) {
-		out = growColl(out, len(kids))
+		if len(out) == 0 && len(kids) <= 8 {
+			out = e.coll(len(kids))
+		} else {
+			out = growColl(out, len(kids))
+		}
 	}
 	for _, k := range kids {
 		if e != nil && e.skipEmpty && !hasContent(k.Node, 0) {

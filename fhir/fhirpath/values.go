@@ -451,7 +451,8 @@ func atoiN(s string) (int, bool) {
 
 // parseDatePart parses YYYY, YYYY-MM or YYYY-MM-DD into t.
 func parseDatePart(s string, t *temporal) bool {
-	parts := strings.Split(s, "-")
+	var buf [4]string
+	parts := splitInto(buf[:0], s, '-')
 	if len(parts) > 3 || len(parts[0]) != 4 {
 		return false
 	}
@@ -504,12 +505,13 @@ func parseTimePart(s string, t *temporal) bool {
 			return false
 		}
 	}
-	parts := strings.Split(s, ":")
+	var buf [4]string
+	parts := splitInto(buf[:0], s, ':')
 	if len(parts) > 3 {
 		return false
 	}
-	vals := []*int{&t.Hour, &t.Minute, &t.Second}
-	lim := []int{23, 59, 59}
+	vals := [3]*int{&t.Hour, &t.Minute, &t.Second}
+	lim := [3]int{23, 59, 59}
 	for i, p := range parts {
 		n, ok := atoiN(p)
 		if !ok || len(p) != 2 || n > lim[i] {
@@ -604,4 +606,19 @@ func parseTime(s string) (Time, bool) {
 		return Time{}, false
 	}
 	return Time{t}, true
+}
+
+// splitInto is strings.Split into dst, without allocating when dst has
+// room; it stops after cap(dst) parts (the last holding the rest), enough
+// to tell that there are too many.
+func splitInto(dst []string, s string, sep byte) []string {
+	for len(dst) < cap(dst)-1 {
+		i := strings.IndexByte(s, sep)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, s[:i])
+		s = s[i+1:]
+	}
+	return append(dst, s)
 }
