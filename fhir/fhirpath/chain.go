@@ -39,6 +39,9 @@ type chainStep struct {
 	cache *stepCache
 	ts    typeSpec
 	at    int
+	// resourceType is ts.name for ofType() of a resource type, which
+	// only resources of that type pass.
+	resourceType string
 }
 
 // fuse sets the chain of every node of the tree under n that is the end
@@ -112,7 +115,11 @@ func chainSteps(n node) (base node, steps []chainStep) {
 			if x.target != nil {
 				base, steps = chainSteps(x.target)
 			}
-			return base, append(steps, chainStep{kind: stepOfType, ts: ts, at: x.at})
+			s := chainStep{kind: stepOfType, ts: ts, at: x.at}
+			if ts.ns != "System" && r4.IsResourceType(ts.name) {
+				s.resourceType = ts.name
+			}
+			return base, append(steps, s)
 		case x.name == "descendants" && len(x.args) == 0:
 			return x.target, []chainStep{{kind: stepDescendants, at: x.at}}
 		}
@@ -190,6 +197,9 @@ func (e *evaluator) grow(r *chainRun, i int) error {
 // emit takes an item that went through every step.
 func (e *evaluator) emit(r *chainRun, v Value) {
 	if r.c.term == "" {
+		if r.out == nil {
+			r.out = e.coll(4)
+		}
 		r.out = append(r.out, v)
 		return
 	}
@@ -245,6 +255,9 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		if r.c.term == "" {
 			if boxed == nil {
 				boxed = e.box(*n)
+			}
+			if r.out == nil {
+				r.out = e.coll(4)
 			}
 			r.out = append(r.out, boxed)
 			return nil
@@ -302,11 +315,20 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 			break
 		}
 		switch {
-		case l.elem != nil && l.elem.Type != "Resource":
+		case l.typed1:
 			kn = Node{Value: k.Node, Type: l.elem.Type, def: l.elemDef}
 		case l.choice:
 			kn = l.typedNode(k.Name, k.Node)
 		default:
+			if res, ok := k.Node.(r4.Resource); ok && i+1 < len(r.c.steps) && r.c.steps[i+1].resourceType != "" {
+				// ofType(Patient) next: a resource of another type
+				// need not be made a node.
+				if err = e.grow(r, i); err == nil && res.ResourceType() == r.c.steps[i+1].resourceType {
+					kn = e.resourceNode(res)
+					err = e.chainNode(r, &kn, nil, i+1)
+				}
+				continue
+			}
 			kn = e.childNode(def, k.Name, k.Node)
 		}
 		if err = e.grow(r, i); err == nil {
@@ -376,9 +398,13 @@ func (e *evaluator) kidsAt(d int) []r4.Child {
 	return e.kidStack[d][:0]
 }
 
-// putKids gives back the child buffer of depth d, cleared.
+// putKids gives back the child buffer of depth d. It is cleared when the
+// evaluation ends, up to the most it held (kidsHeld), not each time.
 func (e *evaluator) putKids(d int, kids []r4.Child) {
-	clear(kids)
+	for len(e.kidsHeld) <= d {
+		e.kidsHeld = append(e.kidsHeld, 0)
+	}
+	e.kidsHeld[d] = max(e.kidsHeld[d], len(kids))
 	e.kidStack[d] = kids[:0]
 }
 

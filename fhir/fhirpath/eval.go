@@ -85,9 +85,11 @@ type evaluator struct {
 	nodes     []Node       // the current block of box
 	kids      []r4.Child   // navigation's reused buffer
 	ids       []r4.ID      // the current block of newID
-	vals      []Value      // the current block of single
+	vals      []Value      // the current block of single and coll
+	scopes    []scope      // the current block of lambdaScope
 	elems     *elemCache   // kept from one evaluation to the next
 	kidStack  [][]r4.Child // chains' child buffers by depth, kept too
+	kidsHeld  []int        // the most each of kidStack held, to clear
 }
 
 // evaluators recycles evaluators: an evaluation of an invariant on one
@@ -99,7 +101,11 @@ var evaluators = sync.Pool{New: func() any { return new(evaluator) }}
 // into what remains of it.
 func (e *evaluator) release() {
 	clear(e.kids)
-	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], elems: e.elems, kidStack: e.kidStack}
+	for d, n := range e.kidsHeld {
+		clear(e.kidStack[d][:n])
+	}
+	clear(e.kidsHeld)
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], scopes: e.scopes[len(e.scopes):], elems: e.elems, kidStack: e.kidStack, kidsHeld: e.kidsHeld}
 	evaluators.Put(e)
 }
 

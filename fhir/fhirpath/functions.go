@@ -47,7 +47,11 @@ func (e *evaluator) arg(n *callNode, i int, sc *scope) (Collection, error) {
 // its argument for its items: made once per call, and set to each item in
 // turn by lambdaAt (no evaluation keeps its scope).
 func (e *evaluator) lambdaScope(sc *scope) *scope {
-	return &scope{hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
+	if len(e.scopes) == cap(e.scopes) {
+		e.scopes = make([]scope, 0, min(max(2*cap(e.scopes), 2), 32))
+	}
+	e.scopes = append(e.scopes, scope{hasIndex: true, total: sc.total, hasTotal: sc.hasTotal})
+	return &e.scopes[len(e.scopes)-1]
 }
 
 // lambdaAt evaluates argument arg in inner, from lambdaScope, with $this

@@ -215,6 +215,7 @@ type lookup struct {
 	name    string
 	elem    *spec.Element
 	elemDef *spec.Type // elem's type definition
+	typed1  bool       // elem is of one type, not Resource: its children all have it
 	choice  bool
 	none    bool            // def has no such element
 	typed   []*spec.Element // a choice element's typed elements
@@ -228,6 +229,7 @@ func newLookup(def *spec.Type, name string) *lookup {
 	}
 	if l.elem = def.Element(name); l.elem != nil {
 		l.elemDef = l.elem.TypeDef()
+		l.typed1 = l.elem.Type != "Resource"
 		return l
 	}
 	es := def.Elements
@@ -361,7 +363,7 @@ func navigate(n *Node, name string, out Collection, e *evaluator, c *stepCache) 
 			continue
 		}
 		switch {
-		case l.elem != nil && l.elem.Type != "Resource":
+		case l.typed1:
 			out = append(out, e.box(Node{Value: k.Node, Type: l.elem.Type, def: l.elemDef}))
 		case l.choice:
 			out = append(out, e.box(l.typedNode(k.Name, k.Node)))
