@@ -576,6 +576,9 @@ func parseDate(s string) (Date, bool) {
 // parseDateTime parses a FHIR dateTime or instant, or a FHIRPath DateTime
 // literal body (which may end in a bare T).
 func parseDateTime(s string) (DateTime, bool) {
+	if t, ok := parseFullDateTime(s); ok {
+		return DateTime{t}, true
+	}
 	var t temporal
 	date, rest := s, ""
 	if i := strings.IndexByte(s, 'T'); i >= 0 {
@@ -621,4 +624,50 @@ func splitInto(dst []string, s string, sep byte) []string {
 		s = s[i+1:]
 	}
 	return append(dst, s)
+}
+
+// parseFullDateTime parses the common form of a dateTime or instant,
+// YYYY-MM-DDThh:mm:ss with an optional fraction and zone, at fixed
+// offsets; ok is false for any other text (which parseDateTime then
+// parses in general, to the same result for this form).
+func parseFullDateTime(s string) (t temporal, ok bool) {
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return t, false
+	}
+	var ok1, ok2, ok3, ok4, ok5, ok6 bool
+	t.Year, ok1 = atoiN(s[0:4])
+	t.Month, ok2 = atoiN(s[5:7])
+	t.Day, ok3 = atoiN(s[8:10])
+	t.Hour, ok4 = atoiN(s[11:13])
+	t.Minute, ok5 = atoiN(s[14:16])
+	t.Second, ok6 = atoiN(s[17:19])
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || t.Month < 1 || t.Month > 12 || t.Day < 1 || t.Day > daysIn(t.Year, t.Month) ||
+		t.Hour > 23 || t.Minute > 59 || t.Second > 59 {
+		return t, false
+	}
+	t.Precision = Second
+	rest := s[19:]
+	if len(rest) > 0 && rest[0] == '.' {
+		i := 1
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		frac := rest[1:i]
+		if frac == "" || len(frac) > 18 {
+			return t, false
+		}
+		n, _ := atoiN(frac)
+		for d := len(frac); d < 9; d++ {
+			n *= 10
+		}
+		for d := len(frac); d > 9; d-- {
+			n /= 10
+		}
+		t.Nanosecond, t.fracDigits, t.Precision = n, len(frac), Millisecond
+		rest = rest[i:]
+	}
+	if !parseZone(rest, &t) {
+		return t, false
+	}
+	return t, true
 }
