@@ -346,28 +346,34 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 func (e *evaluator) chainDescendants(r *chainRun, n *Node, i int) error {
 	// The children of n, as children() finds them: its id (and url),
 	// then its elements.
+	def := n.childDef()
+	kids, id := r4.AppendAllChildren(e.kidsAt(r.depth), n.Value)
+	r.depth++ // kids is this depth's buffer, from here on
 	var buf [2]Value
-	ids := navigate(n, "id", buf[:0], e, nil)
+	ids := buf[:0]
+	if id != "" {
+		if _, isRes := n.Value.(r4.Resource); isRes {
+			ids = append(ids, e.box(Node{Value: e.newID(id), Type: "id", def: idDef}))
+		} else {
+			ids = append(ids, e.box(Node{Value: &r4.String{Value: id, Present: true}, Type: "string", def: stringDef}))
+		}
+	}
 	if _, ok := n.Value.(*r4.Extension); ok {
 		ids = navigate(n, "url", ids, e, nil)
 	}
+	var err error
 	for _, v := range ids {
-		if err := e.step(1, r.c.steps[i].at); err != nil {
-			return err
+		if err = e.step(1, r.c.steps[i].at); err != nil {
+			break
 		}
-		if err := e.grow(r, i); err != nil {
-			return err
+		if err = e.grow(r, i); err != nil {
+			break
 		}
 		nd := v.(*Node)
-		if err := e.chainNode(r, nd, nd, i+1); err != nil || r.done {
-			return err
+		if err = e.chainNode(r, nd, nd, i+1); err != nil || r.done {
+			break
 		}
 	}
-	def := n.childDef()
-	kids := e.kidsAt(r.depth)
-	kids = r4.AppendChildren(kids, n.Value, "", false)
-	r.depth++
-	var err error
 	var kn Node // out of the loop, as in chainNode
 	for j := 0; err == nil && j < len(kids) && !r.done; j++ {
 		k := &kids[j]

@@ -139,7 +139,7 @@ func navigate2all(n *Node, def *spec.Type, out Collection, e *evaluator) Collect
 // mapped: children() and descendants() meet every element name of every
 // type they pass, where a binary search of the type's elements each time
 // shows.
-type elemCache [256]struct {
+type elemCache [1024]struct {
 	def  *spec.Type
 	name string
 	elem *spec.Element
@@ -157,7 +157,7 @@ func (e *evaluator) childNode(def *spec.Type, name string, c any) Node {
 	if e.elems == nil {
 		e.elems = new(elemCache)
 	}
-	h := (def.Index()*31 + len(name)*7 + int(name[0]) + int(name[len(name)-1])*3) & (len(e.elems) - 1)
+	h := (def.Index()*61 + len(name)*17 + int(name[0])*5 + int(name[len(name)/2])*3 + int(name[len(name)-1])) & (len(e.elems) - 1)
 	ent := &e.elems[h]
 	if ent.def != def || ent.name != name {
 		ent.def, ent.name, ent.elem = def, name, def.Element(name)

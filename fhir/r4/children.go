@@ -37,7 +37,8 @@ func AppendChildren(dst []Child, x any, name string, choice bool) []Child {
 	// serves them all.
 	if na, ok := x.(namedAppender); ok {
 		if name == "" {
-			return na.appendAll(dst)
+			out, _ := na.appendAll(dst)
+			return out
 		}
 		out, kind := na.appendNamed(dst, name, choice)
 		if !choice || kind == choiceName {
@@ -61,6 +62,25 @@ func AppendChildren(dst []Child, x any, name string, choice bool) []Child {
 		}
 	}
 	return walkChildren(dst, wk, name, choice)
+}
+
+// AppendAllChildren is AppendChildren(dst, x, "", false) that also returns
+// x's id: the logical id of a resource (as Resource.ResourceID), the
+// element id of an element (as ElementOf), "" for a nil pointer. It
+// spares a caller that wants both, such as a walk over every element, a
+// second look at x's type.
+func AppendAllChildren(dst []Child, x any) (out []Child, id string) {
+	if na, ok := x.(namedAppender); ok {
+		return na.appendAll(dst)
+	}
+	out = AppendChildren(dst, x, "", false)
+	if r, ok := x.(Resource); ok && !r.isNil() {
+		return out, r.ResourceID()
+	}
+	if idp, _ := ElementOf(x); idp != nil {
+		return out, *idp
+	}
+	return out, ""
 }
 
 // walkChildren is AppendChildren by the walker restricted to name.
@@ -98,11 +118,12 @@ func ChildrenNamed(x any, name string, choice bool, fn func(name string, index i
 // element) with a switch on the name, where the walker restricted to the
 // name would visit every field to compare its name. kind tells whether
 // name is the JSON name of a field, the base name of a choice element or
-// neither. appendAll appends every child, as the unrestricted walker.
+// neither. appendAll appends every child, as the unrestricted walker, and
+// returns the id (the element id, or a resource's logical id).
 // Both take a nil receiver, which has no children.
 type namedAppender interface {
 	appendNamed(dst []Child, name string, choice bool) (out []Child, kind nameKind)
-	appendAll(dst []Child) []Child
+	appendAll(dst []Child) (out []Child, id string)
 }
 
 // nameKind is what appendNamed found a name to be.

@@ -47,6 +47,15 @@ func TestAppendNamed(t *testing.T) {
 			if got := AppendChildren(nil, x, "", false); !reflect.DeepEqual(got, all) {
 				t.Fatalf("%s: appendAll %v, walker %v", path, got, all)
 			}
+			wantID := ""
+			if r, ok := x.(Resource); ok {
+				wantID = r.ResourceID()
+			} else if idp, _ := ElementOf(x); idp != nil {
+				wantID = *idp
+			}
+			if got, id := AppendAllChildren(nil, x); !reflect.DeepEqual(got, all) || id != wantID {
+				t.Fatalf("%s: AppendAllChildren %v %q, walker %v, id %q", path, got, id, all, wantID)
+			}
 			names := map[string]bool{"nosuch": true, "": false}
 			for _, c := range all {
 				names[c.Name] = true

@@ -156,9 +156,9 @@ func (x *Address) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Address) appendAll(dst []Child) []Child {
+func (x *Address) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "use", x.Use)
@@ -171,7 +171,7 @@ func (x *Address) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "postalCode", x.PostalCode)
 	dst = appendOne(dst, "country", x.Country)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Address) elementParts() (*string, *[]Extension) {
@@ -328,9 +328,9 @@ func (x *Age) appendNamed(dst []Child, name string, choice bool) ([]Child, nameK
 	return dst, unknownName
 }
 
-func (x *Age) appendAll(dst []Child) []Child {
+func (x *Age) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
@@ -338,7 +338,7 @@ func (x *Age) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "unit", x.Unit)
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Age) elementParts() (*string, *[]Extension) {
@@ -481,16 +481,16 @@ func (x *Annotation) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Annotation) appendAll(dst []Child) []Child {
+func (x *Annotation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "authorReference", x.AuthorReference)
 	dst = appendOne(dst, "authorString", x.AuthorString)
 	dst = appendOne(dst, "time", x.Time)
 	dst = appendOne(dst, "text", x.Text)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Annotation) elementParts() (*string, *[]Extension) {
@@ -665,9 +665,9 @@ func (x *Attachment) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Attachment) appendAll(dst []Child) []Child {
+func (x *Attachment) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "contentType", x.ContentType)
@@ -678,7 +678,7 @@ func (x *Attachment) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "hash", x.Hash)
 	dst = appendOne(dst, "title", x.Title)
 	dst = appendOne(dst, "creation", x.Creation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Attachment) elementParts() (*string, *[]Extension) {
@@ -800,14 +800,14 @@ func (x *CodeableConcept) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *CodeableConcept) appendAll(dst []Child) []Child {
+func (x *CodeableConcept) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "coding", x.Coding)
 	dst = appendOne(dst, "text", x.Text)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CodeableConcept) elementParts() (*string, *[]Extension) {
@@ -948,9 +948,9 @@ func (x *Coding) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Coding) appendAll(dst []Child) []Child {
+func (x *Coding) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "system", x.System)
@@ -958,7 +958,7 @@ func (x *Coding) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "display", x.Display)
 	dst = appendOne(dst, "userSelected", x.UserSelected)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Coding) elementParts() (*string, *[]Extension) {
@@ -1074,14 +1074,14 @@ func (x *ContactDetail) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *ContactDetail) appendAll(dst []Child) []Child {
+func (x *ContactDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendMany(dst, "telecom", x.Telecom)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContactDetail) elementParts() (*string, *[]Extension) {
@@ -1220,9 +1220,9 @@ func (x *ContactPoint) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *ContactPoint) appendAll(dst []Child) []Child {
+func (x *ContactPoint) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "system", x.System)
@@ -1230,7 +1230,7 @@ func (x *ContactPoint) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "use", x.Use)
 	dst = appendOne(dst, "rank", x.Rank)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContactPoint) elementParts() (*string, *[]Extension) {
@@ -1355,15 +1355,15 @@ func (x *Contributor) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *Contributor) appendAll(dst []Child) []Child {
+func (x *Contributor) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendMany(dst, "contact", x.Contact)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Contributor) elementParts() (*string, *[]Extension) {
@@ -1506,9 +1506,9 @@ func (x *Count) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Count) appendAll(dst []Child) []Child {
+func (x *Count) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
@@ -1516,7 +1516,7 @@ func (x *Count) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "unit", x.Unit)
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Count) elementParts() (*string, *[]Extension) {
@@ -1701,9 +1701,9 @@ func (x *DataRequirement) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *DataRequirement) appendAll(dst []Child) []Child {
+func (x *DataRequirement) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
@@ -1715,7 +1715,7 @@ func (x *DataRequirement) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "dateFilter", x.DateFilter)
 	dst = appendOne(dst, "limit", x.Limit)
 	dst = appendMany(dst, "sort", x.Sort)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DataRequirement) elementParts() (*string, *[]Extension) {
@@ -1854,16 +1854,16 @@ func (x *DataRequirementCodeFilter) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *DataRequirementCodeFilter) appendAll(dst []Child) []Child {
+func (x *DataRequirementCodeFilter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "searchParam", x.SearchParam)
 	dst = appendOne(dst, "valueSet", x.ValueSet)
 	dst = appendMany(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DataRequirementCodeFilter) elementParts() (*string, *[]Extension) {
@@ -2012,9 +2012,9 @@ func (x *DataRequirementDateFilter) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *DataRequirementDateFilter) appendAll(dst []Child) []Child {
+func (x *DataRequirementDateFilter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
@@ -2022,7 +2022,7 @@ func (x *DataRequirementDateFilter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
 	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
 	dst = appendOne(dst, "valueDuration", x.ValueDuration)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DataRequirementDateFilter) elementParts() (*string, *[]Extension) {
@@ -2138,14 +2138,14 @@ func (x *DataRequirementSort) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *DataRequirementSort) appendAll(dst []Child) []Child {
+func (x *DataRequirementSort) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "direction", x.Direction)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DataRequirementSort) elementParts() (*string, *[]Extension) {
@@ -2287,9 +2287,9 @@ func (x *Distance) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Distance) appendAll(dst []Child) []Child {
+func (x *Distance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
@@ -2297,7 +2297,7 @@ func (x *Distance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "unit", x.Unit)
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Distance) elementParts() (*string, *[]Extension) {
@@ -2530,9 +2530,9 @@ func (x *Dosage) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Dosage) appendAll(dst []Child) []Child {
+func (x *Dosage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2550,7 +2550,7 @@ func (x *Dosage) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "maxDosePerPeriod", x.MaxDosePerPeriod)
 	dst = appendOne(dst, "maxDosePerAdministration", x.MaxDosePerAdministration)
 	dst = appendOne(dst, "maxDosePerLifetime", x.MaxDosePerLifetime)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Dosage) elementParts() (*string, *[]Extension) {
@@ -2720,9 +2720,9 @@ func (x *DosageDoseAndRate) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *DosageDoseAndRate) appendAll(dst []Child) []Child {
+func (x *DosageDoseAndRate) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
@@ -2731,7 +2731,7 @@ func (x *DosageDoseAndRate) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "rateRatio", x.RateRatio)
 	dst = appendOne(dst, "rateRange", x.RateRange)
 	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DosageDoseAndRate) elementParts() (*string, *[]Extension) {
@@ -2875,9 +2875,9 @@ func (x *Duration) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Duration) appendAll(dst []Child) []Child {
+func (x *Duration) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
@@ -2885,7 +2885,7 @@ func (x *Duration) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "unit", x.Unit)
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Duration) elementParts() (*string, *[]Extension) {
@@ -4948,9 +4948,9 @@ func (x *ElementDefinition) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *ElementDefinition) appendAll(dst []Child) []Child {
+func (x *ElementDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -5151,7 +5151,7 @@ func (x *ElementDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "isSummary", x.IsSummary)
 	dst = appendOne(dst, "binding", x.Binding)
 	dst = appendMany(dst, "mapping", x.Mapping)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinition) elementParts() (*string, *[]Extension) {
@@ -5569,16 +5569,16 @@ func (x *ElementDefinitionSlicing) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionSlicing) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionSlicing) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "discriminator", x.Discriminator)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "ordered", x.Ordered)
 	dst = appendOne(dst, "rules", x.Rules)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionSlicing) elementParts() (*string, *[]Extension) {
@@ -5693,14 +5693,14 @@ func (x *ElementDefinitionSlicingDiscriminator) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionSlicingDiscriminator) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionSlicingDiscriminator) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "path", x.Path)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionSlicingDiscriminator) elementParts() (*string, *[]Extension) {
@@ -5822,15 +5822,15 @@ func (x *ElementDefinitionBase) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionBase) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionBase) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "min", x.Min)
 	dst = appendOne(dst, "max", x.Max)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionBase) elementParts() (*string, *[]Extension) {
@@ -5974,9 +5974,9 @@ func (x *ElementDefinitionType) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionType) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionType) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "code", x.Code)
@@ -5984,7 +5984,7 @@ func (x *ElementDefinitionType) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "targetProfile", x.TargetProfile)
 	dst = appendMany(dst, "aggregation", x.Aggregation)
 	dst = appendOne(dst, "versioning", x.Versioning)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionType) elementParts() (*string, *[]Extension) {
@@ -6585,9 +6585,9 @@ func (x *ElementDefinitionExample) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionExample) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionExample) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "label", x.Label)
@@ -6641,7 +6641,7 @@ func (x *ElementDefinitionExample) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
 	dst = appendOne(dst, "valueDosage", x.ValueDosage)
 	dst = appendOne(dst, "valueMeta", x.ValueMeta)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionExample) elementParts() (*string, *[]Extension) {
@@ -6870,9 +6870,9 @@ func (x *ElementDefinitionConstraint) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionConstraint) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionConstraint) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "key", x.Key)
@@ -6882,7 +6882,7 @@ func (x *ElementDefinitionConstraint) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "expression", x.Expression)
 	dst = appendOne(dst, "xpath", x.Xpath)
 	dst = appendOne(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionConstraint) elementParts() (*string, *[]Extension) {
@@ -7014,15 +7014,15 @@ func (x *ElementDefinitionBinding) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionBinding) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionBinding) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "strength", x.Strength)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "valueSet", x.ValueSet)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionBinding) elementParts() (*string, *[]Extension) {
@@ -7156,16 +7156,16 @@ func (x *ElementDefinitionMapping) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ElementDefinitionMapping) appendAll(dst []Child) []Child {
+func (x *ElementDefinitionMapping) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "identity", x.Identity)
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendOne(dst, "map", x.Map)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionMapping) elementParts() (*string, *[]Extension) {
@@ -7311,9 +7311,9 @@ func (x *Expression) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Expression) appendAll(dst []Child) []Child {
+func (x *Expression) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "description", x.Description)
@@ -7321,7 +7321,7 @@ func (x *Expression) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendOne(dst, "expression", x.Expression)
 	dst = appendOne(dst, "reference", x.Reference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Expression) elementParts() (*string, *[]Extension) {
@@ -7917,9 +7917,9 @@ func (x *Extension) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Extension) appendAll(dst []Child) []Child {
+func (x *Extension) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
@@ -7972,7 +7972,7 @@ func (x *Extension) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
 	dst = appendOne(dst, "valueDosage", x.ValueDosage)
 	dst = appendOne(dst, "valueMeta", x.ValueMeta)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Extension) elementParts() (*string, *[]Extension) {
@@ -8198,9 +8198,9 @@ func (x *HumanName) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *HumanName) appendAll(dst []Child) []Child {
+func (x *HumanName) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "use", x.Use)
@@ -8210,7 +8210,7 @@ func (x *HumanName) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "prefix", x.Prefix)
 	dst = appendMany(dst, "suffix", x.Suffix)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *HumanName) elementParts() (*string, *[]Extension) {
@@ -8365,9 +8365,9 @@ func (x *Identifier) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Identifier) appendAll(dst []Child) []Child {
+func (x *Identifier) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "use", x.Use)
@@ -8376,7 +8376,7 @@ func (x *Identifier) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendOne(dst, "assigner", x.Assigner)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Identifier) elementParts() (*string, *[]Extension) {
@@ -8523,9 +8523,9 @@ func (x *MarketingStatus) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *MarketingStatus) appendAll(dst []Child) []Child {
+func (x *MarketingStatus) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -8534,7 +8534,7 @@ func (x *MarketingStatus) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "dateRange", x.DateRange)
 	dst = appendOne(dst, "restoreDate", x.RestoreDate)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MarketingStatus) elementParts() (*string, *[]Extension) {
@@ -8685,9 +8685,9 @@ func (x *Meta) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
-func (x *Meta) appendAll(dst []Child) []Child {
+func (x *Meta) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "versionId", x.VersionID)
@@ -8696,7 +8696,7 @@ func (x *Meta) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "profile", x.Profile)
 	dst = appendMany(dst, "security", x.Security)
 	dst = appendMany(dst, "tag", x.Tag)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Meta) elementParts() (*string, *[]Extension) {
@@ -8814,14 +8814,14 @@ func (x *Money) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Money) appendAll(dst []Child) []Child {
+func (x *Money) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "currency", x.Currency)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Money) elementParts() (*string, *[]Extension) {
@@ -8933,14 +8933,14 @@ func (x *Narrative) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Narrative) appendAll(dst []Child) []Child {
+func (x *Narrative) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "div", x.Div)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Narrative) elementParts() (*string, *[]Extension) {
@@ -9102,9 +9102,9 @@ func (x *ParameterDefinition) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *ParameterDefinition) appendAll(dst []Child) []Child {
+func (x *ParameterDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "name", x.Name)
@@ -9114,7 +9114,7 @@ func (x *ParameterDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "documentation", x.Documentation)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "profile", x.Profile)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ParameterDefinition) elementParts() (*string, *[]Extension) {
@@ -9236,14 +9236,14 @@ func (x *Period) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Period) appendAll(dst []Child) []Child {
+func (x *Period) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "start", x.Start)
 	dst = appendOne(dst, "end", x.End)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Period) elementParts() (*string, *[]Extension) {
@@ -9390,9 +9390,9 @@ func (x *Population) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Population) appendAll(dst []Child) []Child {
+func (x *Population) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -9401,7 +9401,7 @@ func (x *Population) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "gender", x.Gender)
 	dst = appendOne(dst, "race", x.Race)
 	dst = appendOne(dst, "physiologicalCondition", x.PhysiologicalCondition)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Population) elementParts() (*string, *[]Extension) {
@@ -9597,9 +9597,9 @@ func (x *ProdCharacteristic) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ProdCharacteristic) appendAll(dst []Child) []Child {
+func (x *ProdCharacteristic) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -9614,7 +9614,7 @@ func (x *ProdCharacteristic) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "imprint", x.Imprint)
 	dst = appendMany(dst, "image", x.Image)
 	dst = appendOne(dst, "scoring", x.Scoring)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ProdCharacteristic) elementParts() (*string, *[]Extension) {
@@ -9757,9 +9757,9 @@ func (x *ProductShelfLife) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *ProductShelfLife) appendAll(dst []Child) []Child {
+func (x *ProductShelfLife) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -9767,7 +9767,7 @@ func (x *ProductShelfLife) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendMany(dst, "specialPrecautionsForStorage", x.SpecialPrecautionsForStorage)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ProductShelfLife) elementParts() (*string, *[]Extension) {
@@ -9910,9 +9910,9 @@ func (x *Quantity) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Quantity) appendAll(dst []Child) []Child {
+func (x *Quantity) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "value", x.Value)
@@ -9920,7 +9920,7 @@ func (x *Quantity) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "unit", x.Unit)
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Quantity) elementParts() (*string, *[]Extension) {
@@ -10034,14 +10034,14 @@ func (x *Range) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Range) appendAll(dst []Child) []Child {
+func (x *Range) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "low", x.Low)
 	dst = appendOne(dst, "high", x.High)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Range) elementParts() (*string, *[]Extension) {
@@ -10147,14 +10147,14 @@ func (x *Ratio) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Ratio) appendAll(dst []Child) []Child {
+func (x *Ratio) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "numerator", x.Numerator)
 	dst = appendOne(dst, "denominator", x.Denominator)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Ratio) elementParts() (*string, *[]Extension) {
@@ -10282,16 +10282,16 @@ func (x *Reference) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Reference) appendAll(dst []Child) []Child {
+func (x *Reference) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "reference", x.Reference)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "identifier", x.Identifier)
 	dst = appendOne(dst, "display", x.Display)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Reference) elementParts() (*string, *[]Extension) {
@@ -10454,9 +10454,9 @@ func (x *RelatedArtifact) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *RelatedArtifact) appendAll(dst []Child) []Child {
+func (x *RelatedArtifact) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
@@ -10466,7 +10466,7 @@ func (x *RelatedArtifact) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "url", x.URL)
 	dst = appendOne(dst, "document", x.Document)
 	dst = appendOne(dst, "resource", x.Resource)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RelatedArtifact) elementParts() (*string, *[]Extension) {
@@ -10635,9 +10635,9 @@ func (x *SampledData) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *SampledData) appendAll(dst []Child) []Child {
+func (x *SampledData) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "origin", x.Origin)
@@ -10647,7 +10647,7 @@ func (x *SampledData) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "upperLimit", x.UpperLimit)
 	dst = appendOne(dst, "dimensions", x.Dimensions)
 	dst = appendOne(dst, "data", x.Data)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SampledData) elementParts() (*string, *[]Extension) {
@@ -10812,9 +10812,9 @@ func (x *Signature) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Signature) appendAll(dst []Child) []Child {
+func (x *Signature) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "type", x.Type)
@@ -10824,7 +10824,7 @@ func (x *Signature) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "targetFormat", x.TargetFormat)
 	dst = appendOne(dst, "sigFormat", x.SigFormat)
 	dst = appendOne(dst, "data", x.Data)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Signature) elementParts() (*string, *[]Extension) {
@@ -10991,9 +10991,9 @@ func (x *SubstanceAmount) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *SubstanceAmount) appendAll(dst []Child) []Child {
+func (x *SubstanceAmount) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -11003,7 +11003,7 @@ func (x *SubstanceAmount) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "amountType", x.AmountType)
 	dst = appendOne(dst, "amountText", x.AmountText)
 	dst = appendOne(dst, "referenceRange", x.ReferenceRange)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceAmount) elementParts() (*string, *[]Extension) {
@@ -11116,14 +11116,14 @@ func (x *SubstanceAmountReferenceRange) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *SubstanceAmountReferenceRange) appendAll(dst []Child) []Child {
+func (x *SubstanceAmountReferenceRange) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "lowLimit", x.LowLimit)
 	dst = appendOne(dst, "highLimit", x.HighLimit)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceAmountReferenceRange) elementParts() (*string, *[]Extension) {
@@ -11247,16 +11247,16 @@ func (x *Timing) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Timing) appendAll(dst []Child) []Child {
+func (x *Timing) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "event", x.Event)
 	dst = appendOne(dst, "repeat", x.Repeat)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *Timing) elementParts() (*string, *[]Extension) {
@@ -11521,9 +11521,9 @@ func (x *TimingRepeat) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *TimingRepeat) appendAll(dst []Child) []Child {
+func (x *TimingRepeat) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "boundsDuration", x.BoundsDuration)
@@ -11543,7 +11543,7 @@ func (x *TimingRepeat) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "timeOfDay", x.TimeOfDay)
 	dst = appendMany(dst, "when", x.When)
 	dst = appendOne(dst, "offset", x.Offset)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TimingRepeat) elementParts() (*string, *[]Extension) {
@@ -11743,9 +11743,9 @@ func (x *TriggerDefinition) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *TriggerDefinition) appendAll(dst []Child) []Child {
+func (x *TriggerDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "type", x.Type)
@@ -11756,7 +11756,7 @@ func (x *TriggerDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
 	dst = appendMany(dst, "data", x.Data)
 	dst = appendOne(dst, "condition", x.Condition)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TriggerDefinition) elementParts() (*string, *[]Extension) {
@@ -11905,9 +11905,9 @@ func (x *UsageContext) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *UsageContext) appendAll(dst []Child) []Child {
+func (x *UsageContext) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendOne(dst, "code", x.Code)
@@ -11915,7 +11915,7 @@ func (x *UsageContext) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueRange", x.ValueRange)
 	dst = appendOne(dst, "valueReference", x.ValueReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *UsageContext) elementParts() (*string, *[]Extension) {

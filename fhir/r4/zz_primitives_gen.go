@@ -50,11 +50,11 @@ func (x *Base64Binary) appendNamed(dst []Child, name string, _ bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Base64Binary) appendAll(dst []Child) []Child {
+func (x *Base64Binary) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Base64Binary) elementParts() (*string, *[]Extension) {
@@ -129,11 +129,11 @@ func (x *Boolean) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	return dst, unknownName
 }
 
-func (x *Boolean) appendAll(dst []Child) []Child {
+func (x *Boolean) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Boolean) elementParts() (*string, *[]Extension) {
@@ -215,11 +215,11 @@ func (x *Canonical) appendNamed(dst []Child, name string, _ bool) ([]Child, name
 	return dst, unknownName
 }
 
-func (x *Canonical) appendAll(dst []Child) []Child {
+func (x *Canonical) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Canonical) elementParts() (*string, *[]Extension) {
@@ -294,11 +294,11 @@ func (x *Code) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	return dst, unknownName
 }
 
-func (x *Code) appendAll(dst []Child) []Child {
+func (x *Code) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Code) elementParts() (*string, *[]Extension) {
@@ -373,11 +373,11 @@ func (x *Date) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	return dst, unknownName
 }
 
-func (x *Date) appendAll(dst []Child) []Child {
+func (x *Date) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Date) elementParts() (*string, *[]Extension) {
@@ -452,11 +452,11 @@ func (x *DateTime) appendNamed(dst []Child, name string, _ bool) ([]Child, nameK
 	return dst, unknownName
 }
 
-func (x *DateTime) appendAll(dst []Child) []Child {
+func (x *DateTime) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *DateTime) elementParts() (*string, *[]Extension) {
@@ -533,11 +533,11 @@ func (x *Decimal) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	return dst, unknownName
 }
 
-func (x *Decimal) appendAll(dst []Child) []Child {
+func (x *Decimal) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Decimal) elementParts() (*string, *[]Extension) {
@@ -618,11 +618,11 @@ func (x *ID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	return dst, unknownName
 }
 
-func (x *ID) appendAll(dst []Child) []Child {
+func (x *ID) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *ID) elementParts() (*string, *[]Extension) {
@@ -697,11 +697,11 @@ func (x *Instant) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	return dst, unknownName
 }
 
-func (x *Instant) appendAll(dst []Child) []Child {
+func (x *Instant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Instant) elementParts() (*string, *[]Extension) {
@@ -776,11 +776,11 @@ func (x *Integer) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKi
 	return dst, unknownName
 }
 
-func (x *Integer) appendAll(dst []Child) []Child {
+func (x *Integer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Integer) elementParts() (*string, *[]Extension) {
@@ -862,11 +862,11 @@ func (x *Markdown) appendNamed(dst []Child, name string, _ bool) ([]Child, nameK
 	return dst, unknownName
 }
 
-func (x *Markdown) appendAll(dst []Child) []Child {
+func (x *Markdown) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Markdown) elementParts() (*string, *[]Extension) {
@@ -941,11 +941,11 @@ func (x *OID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) 
 	return dst, unknownName
 }
 
-func (x *OID) appendAll(dst []Child) []Child {
+func (x *OID) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *OID) elementParts() (*string, *[]Extension) {
@@ -1020,11 +1020,11 @@ func (x *PositiveInt) appendNamed(dst []Child, name string, _ bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *PositiveInt) appendAll(dst []Child) []Child {
+func (x *PositiveInt) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *PositiveInt) elementParts() (*string, *[]Extension) {
@@ -1106,11 +1106,11 @@ func (x *String) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKin
 	return dst, unknownName
 }
 
-func (x *String) appendAll(dst []Child) []Child {
+func (x *String) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *String) elementParts() (*string, *[]Extension) {
@@ -1185,11 +1185,11 @@ func (x *Time) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	return dst, unknownName
 }
 
-func (x *Time) appendAll(dst []Child) []Child {
+func (x *Time) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *Time) elementParts() (*string, *[]Extension) {
@@ -1264,11 +1264,11 @@ func (x *URI) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) 
 	return dst, unknownName
 }
 
-func (x *URI) appendAll(dst []Child) []Child {
+func (x *URI) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *URI) elementParts() (*string, *[]Extension) {
@@ -1343,11 +1343,11 @@ func (x *URL) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) 
 	return dst, unknownName
 }
 
-func (x *URL) appendAll(dst []Child) []Child {
+func (x *URL) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *URL) elementParts() (*string, *[]Extension) {
@@ -1422,11 +1422,11 @@ func (x *UUID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind)
 	return dst, unknownName
 }
 
-func (x *UUID) appendAll(dst []Child) []Child {
+func (x *UUID) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *UUID) elementParts() (*string, *[]Extension) {
@@ -1501,11 +1501,11 @@ func (x *UnsignedInt) appendNamed(dst []Child, name string, _ bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *UnsignedInt) appendAll(dst []Child) []Child {
+func (x *UnsignedInt) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *UnsignedInt) elementParts() (*string, *[]Extension) {
@@ -1587,11 +1587,11 @@ func (x *XHTML) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind
 	return dst, unknownName
 }
 
-func (x *XHTML) appendAll(dst []Child) []Child {
+func (x *XHTML) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
-	return appendMany(dst, "extension", x.Extension)
+	return appendMany(dst, "extension", x.Extension), x.ID
 }
 
 func (x *XHTML) elementParts() (*string, *[]Extension) {

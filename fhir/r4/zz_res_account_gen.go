@@ -209,9 +209,9 @@ func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Account) appendAll(dst []Child) []Child {
+func (x *Account) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -231,7 +231,7 @@ func (x *Account) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "guarantor", x.Guarantor)
 	dst = appendOne(dst, "partOf", x.PartOf)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Account".
@@ -370,15 +370,15 @@ func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *AccountCoverage) appendAll(dst []Child) []Child {
+func (x *AccountCoverage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "coverage", x.Coverage)
 	dst = appendOne(dst, "priority", x.Priority)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AccountCoverage) elementParts() (*string, *[]Extension) {
@@ -504,16 +504,16 @@ func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *AccountGuarantor) appendAll(dst []Child) []Child {
+func (x *AccountGuarantor) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "party", x.Party)
 	dst = appendOne(dst, "onHold", x.OnHold)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AccountGuarantor) elementParts() (*string, *[]Extension) {

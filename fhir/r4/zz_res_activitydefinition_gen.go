@@ -610,9 +610,9 @@ func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ActivityDefinition) appendAll(dst []Child) []Child {
+func (x *ActivityDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -674,7 +674,7 @@ func (x *ActivityDefinition) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "observationResultRequirement", x.ObservationResultRequirement)
 	dst = appendOne(dst, "transform", x.Transform)
 	dst = appendMany(dst, "dynamicValue", x.DynamicValue)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ActivityDefinition".
@@ -875,15 +875,15 @@ func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *ActivityDefinitionParticipant) appendAll(dst []Child) []Child {
+func (x *ActivityDefinitionParticipant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "role", x.Role)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ActivityDefinitionParticipant) elementParts() (*string, *[]Extension) {
@@ -1001,15 +1001,15 @@ func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *ActivityDefinitionDynamicValue) appendAll(dst []Child) []Child {
+func (x *ActivityDefinitionDynamicValue) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ActivityDefinitionDynamicValue) elementParts() (*string, *[]Extension) {

@@ -283,9 +283,9 @@ func (x *AdverseEvent) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *AdverseEvent) appendAll(dst []Child) []Child {
+func (x *AdverseEvent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -314,7 +314,7 @@ func (x *AdverseEvent) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "subjectMedicalHistory", x.SubjectMedicalHistory)
 	dst = appendMany(dst, "referenceDocument", x.ReferenceDocument)
 	dst = appendMany(dst, "study", x.Study)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "AdverseEvent".
@@ -461,15 +461,15 @@ func (x *AdverseEventSuspectEntity) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *AdverseEventSuspectEntity) appendAll(dst []Child) []Child {
+func (x *AdverseEventSuspectEntity) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "instance", x.Instance)
 	dst = appendMany(dst, "causality", x.Causality)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AdverseEventSuspectEntity) elementParts() (*string, *[]Extension) {
@@ -602,9 +602,9 @@ func (x *AdverseEventSuspectEntityCausality) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *AdverseEventSuspectEntityCausality) appendAll(dst []Child) []Child {
+func (x *AdverseEventSuspectEntityCausality) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -612,7 +612,7 @@ func (x *AdverseEventSuspectEntityCausality) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "productRelatedness", x.ProductRelatedness)
 	dst = appendOne(dst, "author", x.Author)
 	dst = appendOne(dst, "method", x.Method)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AdverseEventSuspectEntityCausality) elementParts() (*string, *[]Extension) {

@@ -299,9 +299,9 @@ func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *AllergyIntolerance) appendAll(dst []Child) []Child {
+func (x *AllergyIntolerance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -330,7 +330,7 @@ func (x *AllergyIntolerance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "lastOccurrence", x.LastOccurrence)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "reaction", x.Reaction)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "AllergyIntolerance".
@@ -526,9 +526,9 @@ func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *AllergyIntoleranceReaction) appendAll(dst []Child) []Child {
+func (x *AllergyIntoleranceReaction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -539,7 +539,7 @@ func (x *AllergyIntoleranceReaction) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "severity", x.Severity)
 	dst = appendOne(dst, "exposureRoute", x.ExposureRoute)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AllergyIntoleranceReaction) elementParts() (*string, *[]Extension) {

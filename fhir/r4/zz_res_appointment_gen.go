@@ -309,9 +309,9 @@ func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *Appointment) appendAll(dst []Child) []Child {
+func (x *Appointment) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -342,7 +342,7 @@ func (x *Appointment) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "basedOn", x.BasedOn)
 	dst = appendMany(dst, "participant", x.Participant)
 	dst = appendMany(dst, "requestedPeriod", x.RequestedPeriod)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Appointment".
@@ -524,9 +524,9 @@ func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *AppointmentParticipant) appendAll(dst []Child) []Child {
+func (x *AppointmentParticipant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -535,7 +535,7 @@ func (x *AppointmentParticipant) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "required", x.Required)
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AppointmentParticipant) elementParts() (*string, *[]Extension) {

@@ -187,9 +187,9 @@ func (x *AppointmentResponse) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *AppointmentResponse) appendAll(dst []Child) []Child {
+func (x *AppointmentResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -206,7 +206,7 @@ func (x *AppointmentResponse) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "actor", x.Actor)
 	dst = appendOne(dst, "participantStatus", x.ParticipantStatus)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "AppointmentResponse".

@@ -211,9 +211,9 @@ func (x *AuditEvent) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *AuditEvent) appendAll(dst []Child) []Child {
+func (x *AuditEvent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -233,7 +233,7 @@ func (x *AuditEvent) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "agent", x.Agent)
 	dst = appendOne(dst, "source", x.Source)
 	dst = appendMany(dst, "entity", x.Entity)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "AuditEvent".
@@ -451,9 +451,9 @@ func (x *AuditEventAgent) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *AuditEventAgent) appendAll(dst []Child) []Child {
+func (x *AuditEventAgent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -468,7 +468,7 @@ func (x *AuditEventAgent) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "media", x.Media)
 	dst = appendOne(dst, "network", x.Network)
 	dst = appendMany(dst, "purposeOfUse", x.PurposeOfUse)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AuditEventAgent) elementParts() (*string, *[]Extension) {
@@ -600,15 +600,15 @@ func (x *AuditEventAgentNetwork) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *AuditEventAgentNetwork) appendAll(dst []Child) []Child {
+func (x *AuditEventAgentNetwork) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "address", x.Address)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AuditEventAgentNetwork) elementParts() (*string, *[]Extension) {
@@ -735,16 +735,16 @@ func (x *AuditEventSource) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *AuditEventSource) appendAll(dst []Child) []Child {
+func (x *AuditEventSource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "site", x.Site)
 	dst = appendOne(dst, "observer", x.Observer)
 	dst = appendMany(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AuditEventSource) elementParts() (*string, *[]Extension) {
@@ -923,9 +923,9 @@ func (x *AuditEventEntity) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *AuditEventEntity) appendAll(dst []Child) []Child {
+func (x *AuditEventEntity) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -938,7 +938,7 @@ func (x *AuditEventEntity) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "query", x.Query)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AuditEventEntity) elementParts() (*string, *[]Extension) {
@@ -1084,16 +1084,16 @@ func (x *AuditEventEntityDetail) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *AuditEventEntityDetail) appendAll(dst []Child) []Child {
+func (x *AuditEventEntityDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "valueString", x.ValueString)
 	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
-	return dst
+	return dst, x.ID
 }
 
 func (x *AuditEventEntityDetail) elementParts() (*string, *[]Extension) {

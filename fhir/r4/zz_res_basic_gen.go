@@ -157,9 +157,9 @@ func (x *Basic) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Basic) appendAll(dst []Child) []Child {
+func (x *Basic) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -173,7 +173,7 @@ func (x *Basic) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "subject", x.Subject)
 	dst = appendOne(dst, "created", x.Created)
 	dst = appendOne(dst, "author", x.Author)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Basic".

@@ -111,9 +111,9 @@ func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Binary) appendAll(dst []Child) []Child {
+func (x *Binary) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -121,7 +121,7 @@ func (x *Binary) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "contentType", x.ContentType)
 	dst = appendOne(dst, "securityContext", x.SecurityContext)
 	dst = appendOne(dst, "data", x.Data)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Binary".

@@ -209,9 +209,9 @@ func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *BiologicallyDerivedProduct) appendAll(dst []Child) []Child {
+func (x *BiologicallyDerivedProduct) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -231,7 +231,7 @@ func (x *BiologicallyDerivedProduct) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "processing", x.Processing)
 	dst = appendOne(dst, "manipulation", x.Manipulation)
 	dst = appendMany(dst, "storage", x.Storage)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "BiologicallyDerivedProduct".
@@ -393,9 +393,9 @@ func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *BiologicallyDerivedProductCollection) appendAll(dst []Child) []Child {
+func (x *BiologicallyDerivedProductCollection) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -403,7 +403,7 @@ func (x *BiologicallyDerivedProductCollection) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "source", x.Source)
 	dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
 	dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BiologicallyDerivedProductCollection) elementParts() (*string, *[]Extension) {
@@ -556,9 +556,9 @@ func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *BiologicallyDerivedProductProcessing) appendAll(dst []Child) []Child {
+func (x *BiologicallyDerivedProductProcessing) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -567,7 +567,7 @@ func (x *BiologicallyDerivedProductProcessing) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "additive", x.Additive)
 	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
 	dst = appendOne(dst, "timePeriod", x.TimePeriod)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BiologicallyDerivedProductProcessing) elementParts() (*string, *[]Extension) {
@@ -706,16 +706,16 @@ func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *BiologicallyDerivedProductManipulation) appendAll(dst []Child) []Child {
+func (x *BiologicallyDerivedProductManipulation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
 	dst = appendOne(dst, "timePeriod", x.TimePeriod)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BiologicallyDerivedProductManipulation) elementParts() (*string, *[]Extension) {
@@ -855,9 +855,9 @@ func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *BiologicallyDerivedProductStorage) appendAll(dst []Child) []Child {
+func (x *BiologicallyDerivedProductStorage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -865,7 +865,7 @@ func (x *BiologicallyDerivedProductStorage) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "temperature", x.Temperature)
 	dst = appendOne(dst, "scale", x.Scale)
 	dst = appendOne(dst, "duration", x.Duration)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BiologicallyDerivedProductStorage) elementParts() (*string, *[]Extension) {

@@ -183,9 +183,9 @@ func (x *BodyStructure) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *BodyStructure) appendAll(dst []Child) []Child {
+func (x *BodyStructure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -202,7 +202,7 @@ func (x *BodyStructure) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "image", x.Image)
 	dst = appendOne(dst, "patient", x.Patient)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "BodyStructure".

@@ -145,9 +145,9 @@ func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Bundle) appendAll(dst []Child) []Child {
+func (x *Bundle) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -159,7 +159,7 @@ func (x *Bundle) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "link", x.Link)
 	dst = appendMany(dst, "entry", x.Entry)
 	dst = appendOne(dst, "signature", x.Signature)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Bundle".
@@ -292,15 +292,15 @@ func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *BundleLink) appendAll(dst []Child) []Child {
+func (x *BundleLink) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "relation", x.Relation)
 	dst = appendOne(dst, "url", x.URL)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BundleLink) elementParts() (*string, *[]Extension) {
@@ -451,9 +451,9 @@ func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *BundleEntry) appendAll(dst []Child) []Child {
+func (x *BundleEntry) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -463,7 +463,7 @@ func (x *BundleEntry) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "search", x.Search)
 	dst = appendOne(dst, "request", x.Request)
 	dst = appendOne(dst, "response", x.Response)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BundleEntry) elementParts() (*string, *[]Extension) {
@@ -587,15 +587,15 @@ func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *BundleEntrySearch) appendAll(dst []Child) []Child {
+func (x *BundleEntrySearch) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
 	dst = appendOne(dst, "score", x.Score)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BundleEntrySearch) elementParts() (*string, *[]Extension) {
@@ -756,9 +756,9 @@ func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *BundleEntryRequest) appendAll(dst []Child) []Child {
+func (x *BundleEntryRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -768,7 +768,7 @@ func (x *BundleEntryRequest) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "ifModifiedSince", x.IfModifiedSince)
 	dst = appendOne(dst, "ifMatch", x.IfMatch)
 	dst = appendOne(dst, "ifNoneExist", x.IfNoneExist)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BundleEntryRequest) elementParts() (*string, *[]Extension) {
@@ -925,9 +925,9 @@ func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *BundleEntryResponse) appendAll(dst []Child) []Child {
+func (x *BundleEntryResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -936,7 +936,7 @@ func (x *BundleEntryResponse) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "etag", x.Etag)
 	dst = appendOne(dst, "lastModified", x.LastModified)
 	dst = appendResource(dst, "outcome", x.Outcome)
-	return dst
+	return dst, x.ID
 }
 
 func (x *BundleEntryResponse) elementParts() (*string, *[]Extension) {

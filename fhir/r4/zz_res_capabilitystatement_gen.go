@@ -359,9 +359,9 @@ func (x *CapabilityStatement) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *CapabilityStatement) appendAll(dst []Child) []Child {
+func (x *CapabilityStatement) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -396,7 +396,7 @@ func (x *CapabilityStatement) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "rest", x.Rest)
 	dst = appendMany(dst, "messaging", x.Messaging)
 	dst = appendMany(dst, "document", x.Document)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CapabilityStatement".
@@ -577,16 +577,16 @@ func (x *CapabilityStatementSoftware) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementSoftware) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementSoftware) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "version", x.Version)
 	dst = appendOne(dst, "releaseDate", x.ReleaseDate)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementSoftware) elementParts() (*string, *[]Extension) {
@@ -717,16 +717,16 @@ func (x *CapabilityStatementImplementation) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementImplementation) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementImplementation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "url", x.URL)
 	dst = appendOne(dst, "custodian", x.Custodian)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementImplementation) elementParts() (*string, *[]Extension) {
@@ -898,9 +898,9 @@ func (x *CapabilityStatementRest) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementRest) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementRest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -912,7 +912,7 @@ func (x *CapabilityStatementRest) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "searchParam", x.SearchParam)
 	dst = appendMany(dst, "operation", x.Operation)
 	dst = appendMany(dst, "compartment", x.Compartment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRest) elementParts() (*string, *[]Extension) {
@@ -1048,16 +1048,16 @@ func (x *CapabilityStatementRestSecurity) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementRestSecurity) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementRestSecurity) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "cors", x.Cors)
 	dst = appendMany(dst, "service", x.Service)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestSecurity) elementParts() (*string, *[]Extension) {
@@ -1323,9 +1323,9 @@ func (x *CapabilityStatementRestResource) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementRestResource) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementRestResource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1346,7 +1346,7 @@ func (x *CapabilityStatementRestResource) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "searchRevInclude", x.SearchRevInclude)
 	dst = appendMany(dst, "searchParam", x.SearchParam)
 	dst = appendMany(dst, "operation", x.Operation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestResource) elementParts() (*string, *[]Extension) {
@@ -1494,15 +1494,15 @@ func (x *CapabilityStatementRestResourceInteraction) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementRestResourceInteraction) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementRestResourceInteraction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestResourceInteraction) elementParts() (*string, *[]Extension) {
@@ -1643,9 +1643,9 @@ func (x *CapabilityStatementRestResourceSearchParam) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementRestResourceSearchParam) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementRestResourceSearchParam) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1653,7 +1653,7 @@ func (x *CapabilityStatementRestResourceSearchParam) appendAll(dst []Child) []Ch
 	dst = appendOne(dst, "definition", x.Definition)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestResourceSearchParam) elementParts() (*string, *[]Extension) {
@@ -1788,16 +1788,16 @@ func (x *CapabilityStatementRestResourceOperation) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementRestResourceOperation) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementRestResourceOperation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "definition", x.Definition)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestResourceOperation) elementParts() (*string, *[]Extension) {
@@ -1920,15 +1920,15 @@ func (x *CapabilityStatementRestInteraction) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementRestInteraction) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementRestInteraction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestInteraction) elementParts() (*string, *[]Extension) {
@@ -2065,9 +2065,9 @@ func (x *CapabilityStatementMessaging) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementMessaging) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementMessaging) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2075,7 +2075,7 @@ func (x *CapabilityStatementMessaging) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "reliableCache", x.ReliableCache)
 	dst = appendOne(dst, "documentation", x.Documentation)
 	dst = appendMany(dst, "supportedMessage", x.SupportedMessage)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementMessaging) elementParts() (*string, *[]Extension) {
@@ -2196,15 +2196,15 @@ func (x *CapabilityStatementMessagingEndpoint) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementMessagingEndpoint) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementMessagingEndpoint) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "protocol", x.Protocol)
 	dst = appendOne(dst, "address", x.Address)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementMessagingEndpoint) elementParts() (*string, *[]Extension) {
@@ -2324,15 +2324,15 @@ func (x *CapabilityStatementMessagingSupportedMessage) appendNamed(dst []Child, 
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementMessagingSupportedMessage) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementMessagingSupportedMessage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
 	dst = appendOne(dst, "definition", x.Definition)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementMessagingSupportedMessage) elementParts() (*string, *[]Extension) {
@@ -2463,16 +2463,16 @@ func (x *CapabilityStatementDocument) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *CapabilityStatementDocument) appendAll(dst []Child) []Child {
+func (x *CapabilityStatementDocument) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
 	dst = appendOne(dst, "documentation", x.Documentation)
 	dst = appendOne(dst, "profile", x.Profile)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementDocument) elementParts() (*string, *[]Extension) {

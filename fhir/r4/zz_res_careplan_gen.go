@@ -313,9 +313,9 @@ func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *CarePlan) appendAll(dst []Child) []Child {
+func (x *CarePlan) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -347,7 +347,7 @@ func (x *CarePlan) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "goal", x.Goal)
 	dst = appendMany(dst, "activity", x.Activity)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CarePlan".
@@ -524,9 +524,9 @@ func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *CarePlanActivity) appendAll(dst []Child) []Child {
+func (x *CarePlanActivity) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -535,7 +535,7 @@ func (x *CarePlanActivity) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "progress", x.Progress)
 	dst = appendOne(dst, "reference", x.Reference)
 	dst = appendOne(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CarePlanActivity) elementParts() (*string, *[]Extension) {
@@ -826,9 +826,9 @@ func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *CarePlanActivityDetail) appendAll(dst []Child) []Child {
+func (x *CarePlanActivityDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -852,7 +852,7 @@ func (x *CarePlanActivityDetail) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "dailyAmount", x.DailyAmount)
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CarePlanActivityDetail) elementParts() (*string, *[]Extension) {

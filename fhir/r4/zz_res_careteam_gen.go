@@ -223,9 +223,9 @@ func (x *CareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *CareTeam) appendAll(dst []Child) []Child {
+func (x *CareTeam) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -247,7 +247,7 @@ func (x *CareTeam) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "managingOrganization", x.ManagingOrganization)
 	dst = appendMany(dst, "telecom", x.Telecom)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CareTeam".
@@ -401,9 +401,9 @@ func (x *CareTeamParticipant) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *CareTeamParticipant) appendAll(dst []Child) []Child {
+func (x *CareTeamParticipant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -411,7 +411,7 @@ func (x *CareTeamParticipant) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "member", x.Member)
 	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CareTeamParticipant) elementParts() (*string, *[]Extension) {

@@ -227,9 +227,9 @@ func (x *CatalogEntry) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *CatalogEntry) appendAll(dst []Child) []Child {
+func (x *CatalogEntry) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -251,7 +251,7 @@ func (x *CatalogEntry) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "additionalCharacteristic", x.AdditionalCharacteristic)
 	dst = appendMany(dst, "additionalClassification", x.AdditionalClassification)
 	dst = appendMany(dst, "relatedEntry", x.RelatedEntry)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CatalogEntry".
@@ -393,15 +393,15 @@ func (x *CatalogEntryRelatedEntry) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *CatalogEntryRelatedEntry) appendAll(dst []Child) []Child {
+func (x *CatalogEntryRelatedEntry) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "relationtype", x.Relationtype)
 	dst = appendOne(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CatalogEntryRelatedEntry) elementParts() (*string, *[]Extension) {

@@ -376,9 +376,9 @@ func (x *ChargeItem) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *ChargeItem) appendAll(dst []Child) []Child {
+func (x *ChargeItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -416,7 +416,7 @@ func (x *ChargeItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "account", x.Account)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ChargeItem".
@@ -575,15 +575,15 @@ func (x *ChargeItemPerformer) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *ChargeItemPerformer) appendAll(dst []Child) []Child {
+func (x *ChargeItemPerformer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
 	dst = appendOne(dst, "actor", x.Actor)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ChargeItemPerformer) elementParts() (*string, *[]Extension) {

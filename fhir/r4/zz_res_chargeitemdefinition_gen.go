@@ -327,9 +327,9 @@ func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ChargeItemDefinition) appendAll(dst []Child) []Child {
+func (x *ChargeItemDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -361,7 +361,7 @@ func (x *ChargeItemDefinition) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "instance", x.Instance)
 	dst = appendMany(dst, "applicability", x.Applicability)
 	dst = appendMany(dst, "propertyGroup", x.PropertyGroup)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ChargeItemDefinition".
@@ -535,16 +535,16 @@ func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *ChargeItemDefinitionApplicability) appendAll(dst []Child) []Child {
+func (x *ChargeItemDefinitionApplicability) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendOne(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ChargeItemDefinitionApplicability) elementParts() (*string, *[]Extension) {
@@ -663,15 +663,15 @@ func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *ChargeItemDefinitionPropertyGroup) appendAll(dst []Child) []Child {
+func (x *ChargeItemDefinitionPropertyGroup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "applicability", x.Applicability)
 	dst = appendMany(dst, "priceComponent", x.PriceComponent)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ChargeItemDefinitionPropertyGroup) elementParts() (*string, *[]Extension) {
@@ -806,9 +806,9 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Chil
 	return dst, unknownName
 }
 
-func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendAll(dst []Child) []Child {
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -816,7 +816,7 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendAll(dst []Child)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "factor", x.Factor)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) elementParts() (*string, *[]Extension) {

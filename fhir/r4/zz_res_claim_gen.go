@@ -337,9 +337,9 @@ func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Claim) appendAll(dst []Child) []Child {
+func (x *Claim) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -375,7 +375,7 @@ func (x *Claim) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "accident", x.Accident)
 	dst = appendMany(dst, "item", x.Item)
 	dst = appendOne(dst, "total", x.Total)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Claim".
@@ -536,16 +536,16 @@ func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *ClaimRelated) appendAll(dst []Child) []Child {
+func (x *ClaimRelated) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "claim", x.Claim)
 	dst = appendOne(dst, "relationship", x.Relationship)
 	dst = appendOne(dst, "reference", x.Reference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimRelated) elementParts() (*string, *[]Extension) {
@@ -661,15 +661,15 @@ func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *ClaimPayee) appendAll(dst []Child) []Child {
+func (x *ClaimPayee) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "party", x.Party)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimPayee) elementParts() (*string, *[]Extension) {
@@ -812,9 +812,9 @@ func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *ClaimCareTeam) appendAll(dst []Child) []Child {
+func (x *ClaimCareTeam) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -823,7 +823,7 @@ func (x *ClaimCareTeam) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "responsible", x.Responsible)
 	dst = appendOne(dst, "role", x.Role)
 	dst = appendOne(dst, "qualification", x.Qualification)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimCareTeam) elementParts() (*string, *[]Extension) {
@@ -1040,9 +1040,9 @@ func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *ClaimSupportingInfo) appendAll(dst []Child) []Child {
+func (x *ClaimSupportingInfo) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1057,7 +1057,7 @@ func (x *ClaimSupportingInfo) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
 	dst = appendOne(dst, "valueReference", x.ValueReference)
 	dst = appendOne(dst, "reason", x.Reason)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimSupportingInfo) elementParts() (*string, *[]Extension) {
@@ -1226,9 +1226,9 @@ func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *ClaimDiagnosis) appendAll(dst []Child) []Child {
+func (x *ClaimDiagnosis) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1238,7 +1238,7 @@ func (x *ClaimDiagnosis) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "type", x.Type)
 	dst = appendOne(dst, "onAdmission", x.OnAdmission)
 	dst = appendOne(dst, "packageCode", x.PackageCode)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimDiagnosis) elementParts() (*string, *[]Extension) {
@@ -1401,9 +1401,9 @@ func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *ClaimProcedure) appendAll(dst []Child) []Child {
+func (x *ClaimProcedure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1413,7 +1413,7 @@ func (x *ClaimProcedure) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
 	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
 	dst = appendMany(dst, "udi", x.Udi)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimProcedure) elementParts() (*string, *[]Extension) {
@@ -1582,9 +1582,9 @@ func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *ClaimInsurance) appendAll(dst []Child) []Child {
+func (x *ClaimInsurance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1595,7 +1595,7 @@ func (x *ClaimInsurance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
 	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
 	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimInsurance) elementParts() (*string, *[]Extension) {
@@ -1744,9 +1744,9 @@ func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *ClaimAccident) appendAll(dst []Child) []Child {
+func (x *ClaimAccident) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1754,7 +1754,7 @@ func (x *ClaimAccident) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "locationAddress", x.LocationAddress)
 	dst = appendOne(dst, "locationReference", x.LocationReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimAccident) elementParts() (*string, *[]Extension) {
@@ -2077,9 +2077,9 @@ func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *ClaimItem) appendAll(dst []Child) []Child {
+func (x *ClaimItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2107,7 +2107,7 @@ func (x *ClaimItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "subSite", x.SubSite)
 	dst = appendMany(dst, "encounter", x.Encounter)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimItem) elementParts() (*string, *[]Extension) {
@@ -2335,9 +2335,9 @@ func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *ClaimItemDetail) appendAll(dst []Child) []Child {
+func (x *ClaimItemDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2353,7 +2353,7 @@ func (x *ClaimItemDetail) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "net", x.Net)
 	dst = appendMany(dst, "udi", x.Udi)
 	dst = appendMany(dst, "subDetail", x.SubDetail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimItemDetail) elementParts() (*string, *[]Extension) {
@@ -2556,9 +2556,9 @@ func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ClaimItemDetailSubDetail) appendAll(dst []Child) []Child {
+func (x *ClaimItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2573,7 +2573,7 @@ func (x *ClaimItemDetailSubDetail) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "factor", x.Factor)
 	dst = appendOne(dst, "net", x.Net)
 	dst = appendMany(dst, "udi", x.Udi)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimItemDetailSubDetail) elementParts() (*string, *[]Extension) {

@@ -343,9 +343,9 @@ func (x *ClaimResponse) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *ClaimResponse) appendAll(dst []Child) []Child {
+func (x *ClaimResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -381,7 +381,7 @@ func (x *ClaimResponse) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "communicationRequest", x.CommunicationRequest)
 	dst = appendMany(dst, "insurance", x.Insurance)
 	dst = appendMany(dst, "error", x.Error)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ClaimResponse".
@@ -557,9 +557,9 @@ func (x *ClaimResponseItem) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *ClaimResponseItem) appendAll(dst []Child) []Child {
+func (x *ClaimResponseItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -567,7 +567,7 @@ func (x *ClaimResponseItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseItem) elementParts() (*string, *[]Extension) {
@@ -704,9 +704,9 @@ func (x *ClaimResponseItemAdjudication) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *ClaimResponseItemAdjudication) appendAll(dst []Child) []Child {
+func (x *ClaimResponseItemAdjudication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -714,7 +714,7 @@ func (x *ClaimResponseItemAdjudication) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "reason", x.Reason)
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseItemAdjudication) elementParts() (*string, *[]Extension) {
@@ -852,9 +852,9 @@ func (x *ClaimResponseItemDetail) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *ClaimResponseItemDetail) appendAll(dst []Child) []Child {
+func (x *ClaimResponseItemDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -862,7 +862,7 @@ func (x *ClaimResponseItemDetail) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "subDetail", x.SubDetail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseItemDetail) elementParts() (*string, *[]Extension) {
@@ -993,16 +993,16 @@ func (x *ClaimResponseItemDetailSubDetail) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *ClaimResponseItemDetailSubDetail) appendAll(dst []Child) []Child {
+func (x *ClaimResponseItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "subDetailSequence", x.SubDetailSequence)
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -1299,9 +1299,9 @@ func (x *ClaimResponseAddItem) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ClaimResponseAddItem) appendAll(dst []Child) []Child {
+func (x *ClaimResponseAddItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1326,7 +1326,7 @@ func (x *ClaimResponseAddItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseAddItem) elementParts() (*string, *[]Extension) {
@@ -1526,9 +1526,9 @@ func (x *ClaimResponseAddItemDetail) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *ClaimResponseAddItemDetail) appendAll(dst []Child) []Child {
+func (x *ClaimResponseAddItemDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1541,7 +1541,7 @@ func (x *ClaimResponseAddItemDetail) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "subDetail", x.SubDetail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseAddItemDetail) elementParts() (*string, *[]Extension) {
@@ -1717,9 +1717,9 @@ func (x *ClaimResponseAddItemDetailSubDetail) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *ClaimResponseAddItemDetailSubDetail) appendAll(dst []Child) []Child {
+func (x *ClaimResponseAddItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1731,7 +1731,7 @@ func (x *ClaimResponseAddItemDetailSubDetail) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "net", x.Net)
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -1854,15 +1854,15 @@ func (x *ClaimResponseTotal) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ClaimResponseTotal) appendAll(dst []Child) []Child {
+func (x *ClaimResponseTotal) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseTotal) elementParts() (*string, *[]Extension) {
@@ -2011,9 +2011,9 @@ func (x *ClaimResponsePayment) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ClaimResponsePayment) appendAll(dst []Child) []Child {
+func (x *ClaimResponsePayment) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2023,7 +2023,7 @@ func (x *ClaimResponsePayment) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "date", x.Date)
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendOne(dst, "identifier", x.Identifier)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponsePayment) elementParts() (*string, *[]Extension) {
@@ -2165,9 +2165,9 @@ func (x *ClaimResponseProcessNote) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ClaimResponseProcessNote) appendAll(dst []Child) []Child {
+func (x *ClaimResponseProcessNote) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2175,7 +2175,7 @@ func (x *ClaimResponseProcessNote) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "text", x.Text)
 	dst = appendOne(dst, "language", x.Language)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseProcessNote) elementParts() (*string, *[]Extension) {
@@ -2325,9 +2325,9 @@ func (x *ClaimResponseInsurance) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *ClaimResponseInsurance) appendAll(dst []Child) []Child {
+func (x *ClaimResponseInsurance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2336,7 +2336,7 @@ func (x *ClaimResponseInsurance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "coverage", x.Coverage)
 	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
 	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseInsurance) elementParts() (*string, *[]Extension) {
@@ -2479,9 +2479,9 @@ func (x *ClaimResponseError) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ClaimResponseError) appendAll(dst []Child) []Child {
+func (x *ClaimResponseError) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2489,7 +2489,7 @@ func (x *ClaimResponseError) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "detailSequence", x.DetailSequence)
 	dst = appendOne(dst, "subDetailSequence", x.SubDetailSequence)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClaimResponseError) elementParts() (*string, *[]Extension) {

@@ -302,9 +302,9 @@ func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ClinicalImpression) appendAll(dst []Child) []Child {
+func (x *ClinicalImpression) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -334,7 +334,7 @@ func (x *ClinicalImpression) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "prognosisReference", x.PrognosisReference)
 	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ClinicalImpression".
@@ -484,15 +484,15 @@ func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *ClinicalImpressionInvestigation) appendAll(dst []Child) []Child {
+func (x *ClinicalImpressionInvestigation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClinicalImpressionInvestigation) elementParts() (*string, *[]Extension) {
@@ -617,16 +617,16 @@ func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ClinicalImpressionFinding) appendAll(dst []Child) []Child {
+func (x *ClinicalImpressionFinding) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
 	dst = appendOne(dst, "itemReference", x.ItemReference)
 	dst = appendOne(dst, "basis", x.Basis)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ClinicalImpressionFinding) elementParts() (*string, *[]Extension) {

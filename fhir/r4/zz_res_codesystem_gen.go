@@ -361,9 +361,9 @@ func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *CodeSystem) appendAll(dst []Child) []Child {
+func (x *CodeSystem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -398,7 +398,7 @@ func (x *CodeSystem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "filter", x.Filter)
 	dst = appendMany(dst, "property", x.Property)
 	dst = appendMany(dst, "concept", x.Concept)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CodeSystem".
@@ -590,9 +590,9 @@ func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *CodeSystemFilter) appendAll(dst []Child) []Child {
+func (x *CodeSystemFilter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -600,7 +600,7 @@ func (x *CodeSystemFilter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "operator", x.Operator)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CodeSystemFilter) elementParts() (*string, *[]Extension) {
@@ -745,9 +745,9 @@ func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *CodeSystemProperty) appendAll(dst []Child) []Child {
+func (x *CodeSystemProperty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -755,7 +755,7 @@ func (x *CodeSystemProperty) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "uri", x.URI)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CodeSystemProperty) elementParts() (*string, *[]Extension) {
@@ -914,9 +914,9 @@ func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *CodeSystemConcept) appendAll(dst []Child) []Child {
+func (x *CodeSystemConcept) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -926,7 +926,7 @@ func (x *CodeSystemConcept) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "designation", x.Designation)
 	dst = appendMany(dst, "property", x.Property)
 	dst = appendMany(dst, "concept", x.Concept)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CodeSystemConcept) elementParts() (*string, *[]Extension) {
@@ -1060,16 +1060,16 @@ func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *CodeSystemConceptDesignation) appendAll(dst []Child) []Child {
+func (x *CodeSystemConceptDesignation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendOne(dst, "use", x.Use)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CodeSystemConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -1261,9 +1261,9 @@ func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *CodeSystemConceptProperty) appendAll(dst []Child) []Child {
+func (x *CodeSystemConceptProperty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1275,7 +1275,7 @@ func (x *CodeSystemConceptProperty) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
 	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
 	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CodeSystemConceptProperty) elementParts() (*string, *[]Extension) {

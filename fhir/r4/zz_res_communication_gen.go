@@ -311,9 +311,9 @@ func (x *Communication) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *Communication) appendAll(dst []Child) []Child {
+func (x *Communication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -345,7 +345,7 @@ func (x *Communication) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonReference", x.ReasonReference)
 	dst = appendMany(dst, "payload", x.Payload)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Communication".
@@ -515,16 +515,16 @@ func (x *CommunicationPayload) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *CommunicationPayload) appendAll(dst []Child) []Child {
+func (x *CommunicationPayload) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentString", x.ContentString)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
 	dst = appendOne(dst, "contentReference", x.ContentReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CommunicationPayload) elementParts() (*string, *[]Extension) {

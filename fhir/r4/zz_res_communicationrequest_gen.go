@@ -316,9 +316,9 @@ func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *CommunicationRequest) appendAll(dst []Child) []Child {
+func (x *CommunicationRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -350,7 +350,7 @@ func (x *CommunicationRequest) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonCode", x.ReasonCode)
 	dst = appendMany(dst, "reasonReference", x.ReasonReference)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CommunicationRequest".
@@ -519,16 +519,16 @@ func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *CommunicationRequestPayload) appendAll(dst []Child) []Child {
+func (x *CommunicationRequestPayload) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentString", x.ContentString)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
 	dst = appendOne(dst, "contentReference", x.ContentReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CommunicationRequestPayload) elementParts() (*string, *[]Extension) {

@@ -249,9 +249,9 @@ func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *CompartmentDefinition) appendAll(dst []Child) []Child {
+func (x *CompartmentDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -274,7 +274,7 @@ func (x *CompartmentDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "search", x.Search)
 	dst = appendMany(dst, "resource", x.Resource)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CompartmentDefinition".
@@ -436,16 +436,16 @@ func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *CompartmentDefinitionResource) appendAll(dst []Child) []Child {
+func (x *CompartmentDefinitionResource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendMany(dst, "param", x.Param)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CompartmentDefinitionResource) elementParts() (*string, *[]Extension) {

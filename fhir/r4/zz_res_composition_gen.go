@@ -243,9 +243,9 @@ func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *Composition) appendAll(dst []Child) []Child {
+func (x *Composition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -269,7 +269,7 @@ func (x *Composition) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "relatesTo", x.RelatesTo)
 	dst = appendMany(dst, "event", x.Event)
 	dst = appendMany(dst, "section", x.Section)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Composition".
@@ -423,16 +423,16 @@ func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *CompositionAttester) appendAll(dst []Child) []Child {
+func (x *CompositionAttester) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "mode", x.Mode)
 	dst = appendOne(dst, "time", x.Time)
 	dst = appendOne(dst, "party", x.Party)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CompositionAttester) elementParts() (*string, *[]Extension) {
@@ -567,16 +567,16 @@ func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *CompositionRelatesTo) appendAll(dst []Child) []Child {
+func (x *CompositionRelatesTo) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "targetIdentifier", x.TargetIdentifier)
 	dst = appendOne(dst, "targetReference", x.TargetReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CompositionRelatesTo) elementParts() (*string, *[]Extension) {
@@ -701,16 +701,16 @@ func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *CompositionEvent) appendAll(dst []Child) []Child {
+func (x *CompositionEvent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CompositionEvent) elementParts() (*string, *[]Extension) {
@@ -894,9 +894,9 @@ func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *CompositionSection) appendAll(dst []Child) []Child {
+func (x *CompositionSection) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -910,7 +910,7 @@ func (x *CompositionSection) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "entry", x.Entry)
 	dst = appendOne(dst, "emptyReason", x.EmptyReason)
 	dst = appendMany(dst, "section", x.Section)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CompositionSection) elementParts() (*string, *[]Extension) {

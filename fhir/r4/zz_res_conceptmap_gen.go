@@ -319,9 +319,9 @@ func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *ConceptMap) appendAll(dst []Child) []Child {
+func (x *ConceptMap) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -350,7 +350,7 @@ func (x *ConceptMap) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "targetUri", x.TargetURI)
 	dst = appendOne(dst, "targetCanonical", x.TargetCanonical)
 	dst = appendMany(dst, "group", x.Group)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ConceptMap".
@@ -548,9 +548,9 @@ func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *ConceptMapGroup) appendAll(dst []Child) []Child {
+func (x *ConceptMapGroup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -560,7 +560,7 @@ func (x *ConceptMapGroup) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "targetVersion", x.TargetVersion)
 	dst = appendMany(dst, "element", x.Element)
 	dst = appendOne(dst, "unmapped", x.Unmapped)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConceptMapGroup) elementParts() (*string, *[]Extension) {
@@ -695,16 +695,16 @@ func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *ConceptMapGroupElement) appendAll(dst []Child) []Child {
+func (x *ConceptMapGroupElement) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "display", x.Display)
 	dst = appendMany(dst, "target", x.Target)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConceptMapGroupElement) elementParts() (*string, *[]Extension) {
@@ -862,9 +862,9 @@ func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *ConceptMapGroupElementTarget) appendAll(dst []Child) []Child {
+func (x *ConceptMapGroupElementTarget) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -874,7 +874,7 @@ func (x *ConceptMapGroupElementTarget) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "comment", x.Comment)
 	dst = appendMany(dst, "dependsOn", x.DependsOn)
 	dst = appendMany(dst, "product", x.Product)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConceptMapGroupElementTarget) elementParts() (*string, *[]Extension) {
@@ -1021,9 +1021,9 @@ func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *ConceptMapGroupElementTargetDependsOn) appendAll(dst []Child) []Child {
+func (x *ConceptMapGroupElementTargetDependsOn) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1031,7 +1031,7 @@ func (x *ConceptMapGroupElementTargetDependsOn) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "system", x.System)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "display", x.Display)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConceptMapGroupElementTargetDependsOn) elementParts() (*string, *[]Extension) {
@@ -1176,9 +1176,9 @@ func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *ConceptMapGroupUnmapped) appendAll(dst []Child) []Child {
+func (x *ConceptMapGroupUnmapped) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1186,7 +1186,7 @@ func (x *ConceptMapGroupUnmapped) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "display", x.Display)
 	dst = appendOne(dst, "url", x.URL)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConceptMapGroupUnmapped) elementParts() (*string, *[]Extension) {

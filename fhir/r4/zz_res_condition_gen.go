@@ -345,9 +345,9 @@ func (x *Condition) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Condition) appendAll(dst []Child) []Child {
+func (x *Condition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -381,7 +381,7 @@ func (x *Condition) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "stage", x.Stage)
 	dst = appendMany(dst, "evidence", x.Evidence)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Condition".
@@ -542,16 +542,16 @@ func (x *ConditionStage) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *ConditionStage) appendAll(dst []Child) []Child {
+func (x *ConditionStage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "summary", x.Summary)
 	dst = appendMany(dst, "assessment", x.Assessment)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConditionStage) elementParts() (*string, *[]Extension) {
@@ -667,15 +667,15 @@ func (x *ConditionEvidence) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *ConditionEvidence) appendAll(dst []Child) []Child {
+func (x *ConditionEvidence) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConditionEvidence) elementParts() (*string, *[]Extension) {

@@ -238,9 +238,9 @@ func (x *Consent) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Consent) appendAll(dst []Child) []Child {
+func (x *Consent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -263,7 +263,7 @@ func (x *Consent) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "policyRule", x.PolicyRule)
 	dst = appendMany(dst, "verification", x.Verification)
 	dst = appendOne(dst, "provision", x.Provision)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Consent".
@@ -406,15 +406,15 @@ func (x *ConsentPolicy) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *ConsentPolicy) appendAll(dst []Child) []Child {
+func (x *ConsentPolicy) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "authority", x.Authority)
 	dst = appendOne(dst, "uri", x.URI)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConsentPolicy) elementParts() (*string, *[]Extension) {
@@ -543,16 +543,16 @@ func (x *ConsentVerification) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *ConsentVerification) appendAll(dst []Child) []Child {
+func (x *ConsentVerification) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "verified", x.Verified)
 	dst = appendOne(dst, "verifiedWith", x.VerifiedWith)
 	dst = appendOne(dst, "verificationDate", x.VerificationDate)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConsentVerification) elementParts() (*string, *[]Extension) {
@@ -744,9 +744,9 @@ func (x *ConsentProvision) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *ConsentProvision) appendAll(dst []Child) []Child {
+func (x *ConsentProvision) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -761,7 +761,7 @@ func (x *ConsentProvision) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "dataPeriod", x.DataPeriod)
 	dst = appendMany(dst, "data", x.Data)
 	dst = appendMany(dst, "provision", x.Provision)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConsentProvision) elementParts() (*string, *[]Extension) {
@@ -886,15 +886,15 @@ func (x *ConsentProvisionActor) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *ConsentProvisionActor) appendAll(dst []Child) []Child {
+func (x *ConsentProvisionActor) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "role", x.Role)
 	dst = appendOne(dst, "reference", x.Reference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConsentProvisionActor) elementParts() (*string, *[]Extension) {
@@ -1011,15 +1011,15 @@ func (x *ConsentProvisionData) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ConsentProvisionData) appendAll(dst []Child) []Child {
+func (x *ConsentProvisionData) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "meaning", x.Meaning)
 	dst = appendOne(dst, "reference", x.Reference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ConsentProvisionData) elementParts() (*string, *[]Extension) {

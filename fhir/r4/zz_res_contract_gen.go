@@ -427,9 +427,9 @@ func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Contract) appendAll(dst []Child) []Child {
+func (x *Contract) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -473,7 +473,7 @@ func (x *Contract) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "rule", x.Rule)
 	dst = appendOne(dst, "legallyBindingAttachment", x.LegallyBindingAttachment)
 	dst = appendOne(dst, "legallyBindingReference", x.LegallyBindingReference)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Contract".
@@ -678,9 +678,9 @@ func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ContractContentDefinition) appendAll(dst []Child) []Child {
+func (x *ContractContentDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -690,7 +690,7 @@ func (x *ContractContentDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "publicationDate", x.PublicationDate)
 	dst = appendOne(dst, "publicationStatus", x.PublicationStatus)
 	dst = appendOne(dst, "copyright", x.Copyright)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractContentDefinition) elementParts() (*string, *[]Extension) {
@@ -911,9 +911,9 @@ func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *ContractTerm) appendAll(dst []Child) []Child {
+func (x *ContractTerm) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -930,7 +930,7 @@ func (x *ContractTerm) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "asset", x.Asset)
 	dst = appendMany(dst, "action", x.Action)
 	dst = appendMany(dst, "group", x.Group)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTerm) elementParts() (*string, *[]Extension) {
@@ -1076,9 +1076,9 @@ func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ContractTermSecurityLabel) appendAll(dst []Child) []Child {
+func (x *ContractTermSecurityLabel) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1086,7 +1086,7 @@ func (x *ContractTermSecurityLabel) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "classification", x.Classification)
 	dst = appendMany(dst, "category", x.Category)
 	dst = appendMany(dst, "control", x.Control)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermSecurityLabel) elementParts() (*string, *[]Extension) {
@@ -1274,9 +1274,9 @@ func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *ContractTermOffer) appendAll(dst []Child) []Child {
+func (x *ContractTermOffer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1290,7 +1290,7 @@ func (x *ContractTermOffer) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "text", x.Text)
 	dst = appendMany(dst, "linkId", x.LinkID)
 	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermOffer) elementParts() (*string, *[]Extension) {
@@ -1416,15 +1416,15 @@ func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *ContractTermOfferParty) appendAll(dst []Child) []Child {
+func (x *ContractTermOfferParty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "reference", x.Reference)
 	dst = appendOne(dst, "role", x.Role)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermOfferParty) elementParts() (*string, *[]Extension) {
@@ -1652,9 +1652,9 @@ func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *ContractTermOfferAnswer) appendAll(dst []Child) []Child {
+func (x *ContractTermOfferAnswer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1670,7 +1670,7 @@ func (x *ContractTermOfferAnswer) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueCoding", x.ValueCoding)
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueReference", x.ValueReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermOfferAnswer) elementParts() (*string, *[]Extension) {
@@ -1915,9 +1915,9 @@ func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *ContractTermAsset) appendAll(dst []Child) []Child {
+func (x *ContractTermAsset) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1936,7 +1936,7 @@ func (x *ContractTermAsset) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "answer", x.Answer)
 	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
 	dst = appendMany(dst, "valuedItem", x.ValuedItem)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermAsset) elementParts() (*string, *[]Extension) {
@@ -2078,16 +2078,16 @@ func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ContractTermAssetContext) appendAll(dst []Child) []Child {
+func (x *ContractTermAssetContext) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "reference", x.Reference)
 	dst = appendMany(dst, "code", x.Code)
 	dst = appendOne(dst, "text", x.Text)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermAssetContext) elementParts() (*string, *[]Extension) {
@@ -2329,9 +2329,9 @@ func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ContractTermAssetValuedItem) appendAll(dst []Child) []Child {
+func (x *ContractTermAssetValuedItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2350,7 +2350,7 @@ func (x *ContractTermAssetValuedItem) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "recipient", x.Recipient)
 	dst = appendMany(dst, "linkId", x.LinkID)
 	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermAssetValuedItem) elementParts() (*string, *[]Extension) {
@@ -2679,9 +2679,9 @@ func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ContractTermAction) appendAll(dst []Child) []Child {
+func (x *ContractTermAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2708,7 +2708,7 @@ func (x *ContractTermAction) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonLinkId", x.ReasonLinkID)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermAction) elementParts() (*string, *[]Extension) {
@@ -2853,15 +2853,15 @@ func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ContractTermActionSubject) appendAll(dst []Child) []Child {
+func (x *ContractTermActionSubject) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "reference", x.Reference)
 	dst = appendOne(dst, "role", x.Role)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractTermActionSubject) elementParts() (*string, *[]Extension) {
@@ -2984,16 +2984,16 @@ func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *ContractSigner) appendAll(dst []Child) []Child {
+func (x *ContractSigner) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "party", x.Party)
 	dst = appendMany(dst, "signature", x.Signature)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractSigner) elementParts() (*string, *[]Extension) {
@@ -3116,15 +3116,15 @@ func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *ContractFriendly) appendAll(dst []Child) []Child {
+func (x *ContractFriendly) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
 	dst = appendOne(dst, "contentReference", x.ContentReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractFriendly) elementParts() (*string, *[]Extension) {
@@ -3246,15 +3246,15 @@ func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *ContractLegal) appendAll(dst []Child) []Child {
+func (x *ContractLegal) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
 	dst = appendOne(dst, "contentReference", x.ContentReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractLegal) elementParts() (*string, *[]Extension) {
@@ -3376,15 +3376,15 @@ func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *ContractRule) appendAll(dst []Child) []Child {
+func (x *ContractRule) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
 	dst = appendOne(dst, "contentReference", x.ContentReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ContractRule) elementParts() (*string, *[]Extension) {

@@ -263,9 +263,9 @@ func (x *Coverage) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Coverage) appendAll(dst []Child) []Child {
+func (x *Coverage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -291,7 +291,7 @@ func (x *Coverage) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "costToBeneficiary", x.CostToBeneficiary)
 	dst = appendOne(dst, "subrogation", x.Subrogation)
 	dst = appendMany(dst, "contract", x.Contract)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Coverage".
@@ -449,16 +449,16 @@ func (x *CoverageClass) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *CoverageClass) appendAll(dst []Child) []Child {
+func (x *CoverageClass) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "name", x.Name)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageClass) elementParts() (*string, *[]Extension) {
@@ -599,9 +599,9 @@ func (x *CoverageCostToBeneficiary) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *CoverageCostToBeneficiary) appendAll(dst []Child) []Child {
+func (x *CoverageCostToBeneficiary) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -609,7 +609,7 @@ func (x *CoverageCostToBeneficiary) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueMoney", x.ValueMoney)
 	dst = appendMany(dst, "exception", x.Exception)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageCostToBeneficiary) elementParts() (*string, *[]Extension) {
@@ -726,15 +726,15 @@ func (x *CoverageCostToBeneficiaryException) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *CoverageCostToBeneficiaryException) appendAll(dst []Child) []Child {
+func (x *CoverageCostToBeneficiaryException) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageCostToBeneficiaryException) elementParts() (*string, *[]Extension) {

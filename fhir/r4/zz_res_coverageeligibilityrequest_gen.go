@@ -250,9 +250,9 @@ func (x *CoverageEligibilityRequest) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityRequest) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -276,7 +276,7 @@ func (x *CoverageEligibilityRequest) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
 	dst = appendMany(dst, "insurance", x.Insurance)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CoverageEligibilityRequest".
@@ -430,16 +430,16 @@ func (x *CoverageEligibilityRequestSupportingInfo) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityRequestSupportingInfo) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityRequestSupportingInfo) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "sequence", x.Sequence)
 	dst = appendOne(dst, "information", x.Information)
 	dst = appendOne(dst, "appliesToAll", x.AppliesToAll)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityRequestSupportingInfo) elementParts() (*string, *[]Extension) {
@@ -569,16 +569,16 @@ func (x *CoverageEligibilityRequestInsurance) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityRequestInsurance) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityRequestInsurance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "focal", x.Focal)
 	dst = appendOne(dst, "coverage", x.Coverage)
 	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityRequestInsurance) elementParts() (*string, *[]Extension) {
@@ -762,9 +762,9 @@ func (x *CoverageEligibilityRequestItem) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityRequestItem) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityRequestItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -778,7 +778,7 @@ func (x *CoverageEligibilityRequestItem) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "facility", x.Facility)
 	dst = appendMany(dst, "diagnosis", x.Diagnosis)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityRequestItem) elementParts() (*string, *[]Extension) {
@@ -909,15 +909,15 @@ func (x *CoverageEligibilityRequestItemDiagnosis) appendNamed(dst []Child, name 
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityRequestItemDiagnosis) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityRequestItemDiagnosis) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
 	dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityRequestItemDiagnosis) elementParts() (*string, *[]Extension) {

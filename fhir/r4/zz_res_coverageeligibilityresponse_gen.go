@@ -264,9 +264,9 @@ func (x *CoverageEligibilityResponse) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityResponse) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -291,7 +291,7 @@ func (x *CoverageEligibilityResponse) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "preAuthRef", x.PreAuthRef)
 	dst = appendOne(dst, "form", x.Form)
 	dst = appendMany(dst, "error", x.Error)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "CoverageEligibilityResponse".
@@ -455,9 +455,9 @@ func (x *CoverageEligibilityResponseInsurance) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityResponseInsurance) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityResponseInsurance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -465,7 +465,7 @@ func (x *CoverageEligibilityResponseInsurance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "inforce", x.Inforce)
 	dst = appendOne(dst, "benefitPeriod", x.BenefitPeriod)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityResponseInsurance) elementParts() (*string, *[]Extension) {
@@ -689,9 +689,9 @@ func (x *CoverageEligibilityResponseInsuranceItem) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityResponseInsuranceItem) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityResponseInsuranceItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -709,7 +709,7 @@ func (x *CoverageEligibilityResponseInsuranceItem) appendAll(dst []Child) []Chil
 	dst = appendOne(dst, "authorizationRequired", x.AuthorizationRequired)
 	dst = appendMany(dst, "authorizationSupporting", x.AuthorizationSupporting)
 	dst = appendOne(dst, "authorizationUrl", x.AuthorizationURL)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityResponseInsuranceItem) elementParts() (*string, *[]Extension) {
@@ -905,9 +905,9 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendNamed(dst []Chil
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -918,7 +918,7 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendAll(dst []Child)
 	dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
 	dst = appendOne(dst, "usedString", x.UsedString)
 	dst = appendOne(dst, "usedMoney", x.UsedMoney)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) elementParts() (*string, *[]Extension) {
@@ -1034,14 +1034,14 @@ func (x *CoverageEligibilityResponseError) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *CoverageEligibilityResponseError) appendAll(dst []Child) []Child {
+func (x *CoverageEligibilityResponseError) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityResponseError) elementParts() (*string, *[]Extension) {

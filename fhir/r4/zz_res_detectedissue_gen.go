@@ -236,9 +236,9 @@ func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *DetectedIssue) appendAll(dst []Child) []Child {
+func (x *DetectedIssue) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -260,7 +260,7 @@ func (x *DetectedIssue) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "detail", x.Detail)
 	dst = appendOne(dst, "reference", x.Reference)
 	dst = appendMany(dst, "mitigation", x.Mitigation)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DetectedIssue".
@@ -401,15 +401,15 @@ func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *DetectedIssueEvidence) appendAll(dst []Child) []Child {
+func (x *DetectedIssueEvidence) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DetectedIssueEvidence) elementParts() (*string, *[]Extension) {
@@ -534,16 +534,16 @@ func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *DetectedIssueMitigation) appendAll(dst []Child) []Child {
+func (x *DetectedIssueMitigation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "action", x.Action)
 	dst = appendOne(dst, "date", x.Date)
 	dst = appendOne(dst, "author", x.Author)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DetectedIssueMitigation) elementParts() (*string, *[]Extension) {

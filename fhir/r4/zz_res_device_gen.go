@@ -343,9 +343,9 @@ func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Device) appendAll(dst []Child) []Child {
+func (x *Device) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -380,7 +380,7 @@ func (x *Device) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "safety", x.Safety)
 	dst = appendOne(dst, "parent", x.Parent)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Device".
@@ -583,9 +583,9 @@ func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *DeviceUdiCarrier) appendAll(dst []Child) []Child {
+func (x *DeviceUdiCarrier) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -595,7 +595,7 @@ func (x *DeviceUdiCarrier) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "carrierAIDC", x.CarrierAIDC)
 	dst = appendOne(dst, "carrierHRF", x.CarrierHRF)
 	dst = appendOne(dst, "entryType", x.EntryType)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceUdiCarrier) elementParts() (*string, *[]Extension) {
@@ -724,15 +724,15 @@ func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *DeviceDeviceName) appendAll(dst []Child) []Child {
+func (x *DeviceDeviceName) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceDeviceName) elementParts() (*string, *[]Extension) {
@@ -851,15 +851,15 @@ func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *DeviceSpecialization) appendAll(dst []Child) []Child {
+func (x *DeviceSpecialization) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "systemType", x.SystemType)
 	dst = appendOne(dst, "version", x.Version)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceSpecialization) elementParts() (*string, *[]Extension) {
@@ -985,16 +985,16 @@ func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *DeviceVersion) appendAll(dst []Child) []Child {
+func (x *DeviceVersion) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "component", x.Component)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceVersion) elementParts() (*string, *[]Extension) {
@@ -1119,16 +1119,16 @@ func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *DeviceProperty) appendAll(dst []Child) []Child {
+func (x *DeviceProperty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendMany(dst, "valueCode", x.ValueCode)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceProperty) elementParts() (*string, *[]Extension) {

@@ -316,9 +316,9 @@ func (x *DeviceDefinition) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *DeviceDefinition) appendAll(dst []Child) []Child {
+func (x *DeviceDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -350,7 +350,7 @@ func (x *DeviceDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "parentDevice", x.ParentDevice)
 	dst = appendMany(dst, "material", x.Material)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DeviceDefinition".
@@ -515,16 +515,16 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *DeviceDefinitionUdiDeviceIdentifier) appendAll(dst []Child) []Child {
+func (x *DeviceDefinitionUdiDeviceIdentifier) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "deviceIdentifier", x.DeviceIdentifier)
 	dst = appendOne(dst, "issuer", x.Issuer)
 	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionUdiDeviceIdentifier) elementParts() (*string, *[]Extension) {
@@ -647,15 +647,15 @@ func (x *DeviceDefinitionDeviceName) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *DeviceDefinitionDeviceName) appendAll(dst []Child) []Child {
+func (x *DeviceDefinitionDeviceName) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionDeviceName) elementParts() (*string, *[]Extension) {
@@ -776,15 +776,15 @@ func (x *DeviceDefinitionSpecialization) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *DeviceDefinitionSpecialization) appendAll(dst []Child) []Child {
+func (x *DeviceDefinitionSpecialization) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "systemType", x.SystemType)
 	dst = appendOne(dst, "version", x.Version)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionSpecialization) elementParts() (*string, *[]Extension) {
@@ -901,15 +901,15 @@ func (x *DeviceDefinitionCapability) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *DeviceDefinitionCapability) appendAll(dst []Child) []Child {
+func (x *DeviceDefinitionCapability) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionCapability) elementParts() (*string, *[]Extension) {
@@ -1032,16 +1032,16 @@ func (x *DeviceDefinitionProperty) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *DeviceDefinitionProperty) appendAll(dst []Child) []Child {
+func (x *DeviceDefinitionProperty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendMany(dst, "valueCode", x.ValueCode)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionProperty) elementParts() (*string, *[]Extension) {
@@ -1169,16 +1169,16 @@ func (x *DeviceDefinitionMaterial) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *DeviceDefinitionMaterial) appendAll(dst []Child) []Child {
+func (x *DeviceDefinitionMaterial) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "substance", x.Substance)
 	dst = appendOne(dst, "alternate", x.Alternate)
 	dst = appendOne(dst, "allergenicIndicator", x.AllergenicIndicator)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionMaterial) elementParts() (*string, *[]Extension) {

@@ -201,9 +201,9 @@ func (x *DeviceMetric) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *DeviceMetric) appendAll(dst []Child) []Child {
+func (x *DeviceMetric) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -222,7 +222,7 @@ func (x *DeviceMetric) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "category", x.Category)
 	dst = appendOne(dst, "measurementPeriod", x.MeasurementPeriod)
 	dst = appendMany(dst, "calibration", x.Calibration)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DeviceMetric".
@@ -372,16 +372,16 @@ func (x *DeviceMetricCalibration) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *DeviceMetricCalibration) appendAll(dst []Child) []Child {
+func (x *DeviceMetricCalibration) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "state", x.State)
 	dst = appendOne(dst, "time", x.Time)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceMetricCalibration) elementParts() (*string, *[]Extension) {

@@ -360,9 +360,9 @@ func (x *DeviceRequest) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *DeviceRequest) appendAll(dst []Child) []Child {
+func (x *DeviceRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -398,7 +398,7 @@ func (x *DeviceRequest) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DeviceRequest".
@@ -590,9 +590,9 @@ func (x *DeviceRequestParameter) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *DeviceRequestParameter) appendAll(dst []Child) []Child {
+func (x *DeviceRequestParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -601,7 +601,7 @@ func (x *DeviceRequestParameter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueRange", x.ValueRange)
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DeviceRequestParameter) elementParts() (*string, *[]Extension) {

@@ -249,9 +249,9 @@ func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *DeviceUseStatement) appendAll(dst []Child) []Child {
+func (x *DeviceUseStatement) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -275,7 +275,7 @@ func (x *DeviceUseStatement) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonReference", x.ReasonReference)
 	dst = appendOne(dst, "bodySite", x.BodySite)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DeviceUseStatement".

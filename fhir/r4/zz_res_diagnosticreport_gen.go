@@ -282,9 +282,9 @@ func (x *DiagnosticReport) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *DiagnosticReport) appendAll(dst []Child) []Child {
+func (x *DiagnosticReport) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -312,7 +312,7 @@ func (x *DiagnosticReport) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "conclusion", x.Conclusion)
 	dst = appendMany(dst, "conclusionCode", x.ConclusionCode)
 	dst = appendMany(dst, "presentedForm", x.PresentedForm)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DiagnosticReport".
@@ -460,15 +460,15 @@ func (x *DiagnosticReportMedia) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *DiagnosticReportMedia) appendAll(dst []Child) []Child {
+func (x *DiagnosticReportMedia) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "comment", x.Comment)
 	dst = appendOne(dst, "link", x.Link)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DiagnosticReportMedia) elementParts() (*string, *[]Extension) {

@@ -219,9 +219,9 @@ func (x *DocumentManifest) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *DocumentManifest) appendAll(dst []Child) []Child {
+func (x *DocumentManifest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -242,7 +242,7 @@ func (x *DocumentManifest) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "content", x.Content)
 	dst = appendMany(dst, "related", x.Related)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DocumentManifest".
@@ -381,15 +381,15 @@ func (x *DocumentManifestRelated) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *DocumentManifestRelated) appendAll(dst []Child) []Child {
+func (x *DocumentManifestRelated) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
 	dst = appendOne(dst, "ref", x.Ref)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DocumentManifestRelated) elementParts() (*string, *[]Extension) {

@@ -251,9 +251,9 @@ func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *DocumentReference) appendAll(dst []Child) []Child {
+func (x *DocumentReference) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -278,7 +278,7 @@ func (x *DocumentReference) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
 	dst = appendMany(dst, "content", x.Content)
 	dst = appendOne(dst, "context", x.Context)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "DocumentReference".
@@ -423,15 +423,15 @@ func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *DocumentReferenceRelatesTo) appendAll(dst []Child) []Child {
+func (x *DocumentReferenceRelatesTo) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "target", x.Target)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DocumentReferenceRelatesTo) elementParts() (*string, *[]Extension) {
@@ -547,15 +547,15 @@ func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *DocumentReferenceContent) appendAll(dst []Child) []Child {
+func (x *DocumentReferenceContent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "attachment", x.Attachment)
 	dst = appendOne(dst, "format", x.Format)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DocumentReferenceContent) elementParts() (*string, *[]Extension) {
@@ -710,9 +710,9 @@ func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *DocumentReferenceContext) appendAll(dst []Child) []Child {
+func (x *DocumentReferenceContext) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -723,7 +723,7 @@ func (x *DocumentReferenceContext) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "practiceSetting", x.PracticeSetting)
 	dst = appendOne(dst, "sourcePatientInfo", x.SourcePatientInfo)
 	dst = appendMany(dst, "related", x.Related)
-	return dst
+	return dst, x.ID
 }
 
 func (x *DocumentReferenceContext) elementParts() (*string, *[]Extension) {

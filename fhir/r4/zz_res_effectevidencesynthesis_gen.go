@@ -401,9 +401,9 @@ func (x *EffectEvidenceSynthesis) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *EffectEvidenceSynthesis) appendAll(dst []Child) []Child {
+func (x *EffectEvidenceSynthesis) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -445,7 +445,7 @@ func (x *EffectEvidenceSynthesis) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "resultsByExposure", x.ResultsByExposure)
 	dst = appendMany(dst, "effectEstimate", x.EffectEstimate)
 	dst = appendMany(dst, "certainty", x.Certainty)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "EffectEvidenceSynthesis".
@@ -626,16 +626,16 @@ func (x *EffectEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *EffectEvidenceSynthesisSampleSize) appendAll(dst []Child) []Child {
+func (x *EffectEvidenceSynthesisSampleSize) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "numberOfStudies", x.NumberOfStudies)
 	dst = appendOne(dst, "numberOfParticipants", x.NumberOfParticipants)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EffectEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
@@ -774,9 +774,9 @@ func (x *EffectEvidenceSynthesisResultsByExposure) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *EffectEvidenceSynthesisResultsByExposure) appendAll(dst []Child) []Child {
+func (x *EffectEvidenceSynthesisResultsByExposure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -784,7 +784,7 @@ func (x *EffectEvidenceSynthesisResultsByExposure) appendAll(dst []Child) []Chil
 	dst = appendOne(dst, "exposureState", x.ExposureState)
 	dst = appendOne(dst, "variantState", x.VariantState)
 	dst = appendOne(dst, "riskEvidenceSynthesis", x.RiskEvidenceSynthesis)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) elementParts() (*string, *[]Extension) {
@@ -939,9 +939,9 @@ func (x *EffectEvidenceSynthesisEffectEstimate) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *EffectEvidenceSynthesisEffectEstimate) appendAll(dst []Child) []Child {
+func (x *EffectEvidenceSynthesisEffectEstimate) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -951,7 +951,7 @@ func (x *EffectEvidenceSynthesisEffectEstimate) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "unitOfMeasure", x.UnitOfMeasure)
 	dst = appendMany(dst, "precisionEstimate", x.PrecisionEstimate)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimate) elementParts() (*string, *[]Extension) {
@@ -1094,9 +1094,9 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendNamed(dst
 	return dst, unknownName
 }
 
-func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendAll(dst []Child) []Child {
+func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1104,7 +1104,7 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendAll(dst [
 	dst = appendOne(dst, "level", x.Level)
 	dst = appendOne(dst, "from", x.From)
 	dst = appendOne(dst, "to", x.To)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
@@ -1232,16 +1232,16 @@ func (x *EffectEvidenceSynthesisCertainty) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *EffectEvidenceSynthesisCertainty) appendAll(dst []Child) []Child {
+func (x *EffectEvidenceSynthesisCertainty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "rating", x.Rating)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "certaintySubcomponent", x.CertaintySubcomponent)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EffectEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
@@ -1365,16 +1365,16 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst 
 	return dst, unknownName
 }
 
-func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) []Child {
+func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "rating", x.Rating)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {

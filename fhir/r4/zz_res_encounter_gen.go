@@ -301,9 +301,9 @@ func (x *Encounter) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Encounter) appendAll(dst []Child) []Child {
+func (x *Encounter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -335,7 +335,7 @@ func (x *Encounter) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "location", x.Location)
 	dst = appendOne(dst, "serviceProvider", x.ServiceProvider)
 	dst = appendOne(dst, "partOf", x.PartOf)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Encounter".
@@ -484,15 +484,15 @@ func (x *EncounterStatusHistory) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *EncounterStatusHistory) appendAll(dst []Child) []Child {
+func (x *EncounterStatusHistory) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EncounterStatusHistory) elementParts() (*string, *[]Extension) {
@@ -608,15 +608,15 @@ func (x *EncounterClassHistory) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *EncounterClassHistory) appendAll(dst []Child) []Child {
+func (x *EncounterClassHistory) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "class", x.Class)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EncounterClassHistory) elementParts() (*string, *[]Extension) {
@@ -739,16 +739,16 @@ func (x *EncounterParticipant) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *EncounterParticipant) appendAll(dst []Child) []Child {
+func (x *EncounterParticipant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "type", x.Type)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendOne(dst, "individual", x.Individual)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EncounterParticipant) elementParts() (*string, *[]Extension) {
@@ -874,16 +874,16 @@ func (x *EncounterDiagnosis) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *EncounterDiagnosis) appendAll(dst []Child) []Child {
+func (x *EncounterDiagnosis) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "condition", x.Condition)
 	dst = appendOne(dst, "use", x.Use)
 	dst = appendOne(dst, "rank", x.Rank)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EncounterDiagnosis) elementParts() (*string, *[]Extension) {
@@ -1056,9 +1056,9 @@ func (x *EncounterHospitalization) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *EncounterHospitalization) appendAll(dst []Child) []Child {
+func (x *EncounterHospitalization) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1071,7 +1071,7 @@ func (x *EncounterHospitalization) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "specialArrangement", x.SpecialArrangement)
 	dst = appendOne(dst, "destination", x.Destination)
 	dst = appendOne(dst, "dischargeDisposition", x.DischargeDisposition)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EncounterHospitalization) elementParts() (*string, *[]Extension) {
@@ -1211,9 +1211,9 @@ func (x *EncounterLocation) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *EncounterLocation) appendAll(dst []Child) []Child {
+func (x *EncounterLocation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1221,7 +1221,7 @@ func (x *EncounterLocation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "physicalType", x.PhysicalType)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EncounterLocation) elementParts() (*string, *[]Extension) {

@@ -213,9 +213,9 @@ func (x *Endpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Endpoint) appendAll(dst []Child) []Child {
+func (x *Endpoint) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -235,7 +235,7 @@ func (x *Endpoint) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "payloadMimeType", x.PayloadMimeType)
 	dst = appendOne(dst, "address", x.Address)
 	dst = appendMany(dst, "header", x.Header)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Endpoint".

@@ -175,9 +175,9 @@ func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *EnrollmentRequest) appendAll(dst []Child) []Child {
+func (x *EnrollmentRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -193,7 +193,7 @@ func (x *EnrollmentRequest) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "provider", x.Provider)
 	dst = appendOne(dst, "candidate", x.Candidate)
 	dst = appendOne(dst, "coverage", x.Coverage)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "EnrollmentRequest".

@@ -187,9 +187,9 @@ func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *EnrollmentResponse) appendAll(dst []Child) []Child {
+func (x *EnrollmentResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -206,7 +206,7 @@ func (x *EnrollmentResponse) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "created", x.Created)
 	dst = appendOne(dst, "organization", x.Organization)
 	dst = appendOne(dst, "requestProvider", x.RequestProvider)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "EnrollmentResponse".

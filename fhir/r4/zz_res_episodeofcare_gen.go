@@ -213,9 +213,9 @@ func (x *EpisodeOfCare) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *EpisodeOfCare) appendAll(dst []Child) []Child {
+func (x *EpisodeOfCare) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -236,7 +236,7 @@ func (x *EpisodeOfCare) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "careManager", x.CareManager)
 	dst = appendMany(dst, "team", x.Team)
 	dst = appendMany(dst, "account", x.Account)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "EpisodeOfCare".
@@ -374,15 +374,15 @@ func (x *EpisodeOfCareStatusHistory) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *EpisodeOfCareStatusHistory) appendAll(dst []Child) []Child {
+func (x *EpisodeOfCareStatusHistory) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EpisodeOfCareStatusHistory) elementParts() (*string, *[]Extension) {
@@ -508,16 +508,16 @@ func (x *EpisodeOfCareDiagnosis) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *EpisodeOfCareDiagnosis) appendAll(dst []Child) []Child {
+func (x *EpisodeOfCareDiagnosis) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "condition", x.Condition)
 	dst = appendOne(dst, "role", x.Role)
 	dst = appendOne(dst, "rank", x.Rank)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EpisodeOfCareDiagnosis) elementParts() (*string, *[]Extension) {

@@ -384,9 +384,9 @@ func (x *EventDefinition) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *EventDefinition) appendAll(dst []Child) []Child {
+func (x *EventDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -424,7 +424,7 @@ func (x *EventDefinition) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "endorser", x.Endorser)
 	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
 	dst = appendMany(dst, "trigger", x.Trigger)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "EventDefinition".

@@ -365,9 +365,9 @@ func (x *Evidence) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Evidence) appendAll(dst []Child) []Child {
+func (x *Evidence) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -404,7 +404,7 @@ func (x *Evidence) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "exposureBackground", x.ExposureBackground)
 	dst = appendMany(dst, "exposureVariant", x.ExposureVariant)
 	dst = appendMany(dst, "outcome", x.Outcome)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Evidence".

@@ -359,9 +359,9 @@ func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *EvidenceVariable) appendAll(dst []Child) []Child {
+func (x *EvidenceVariable) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -397,7 +397,7 @@ func (x *EvidenceVariable) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "characteristic", x.Characteristic)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "EvidenceVariable".
@@ -695,9 +695,9 @@ func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *EvidenceVariableCharacteristic) appendAll(dst []Child) []Child {
+func (x *EvidenceVariableCharacteristic) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -716,7 +716,7 @@ func (x *EvidenceVariableCharacteristic) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
 	dst = appendOne(dst, "timeFromStart", x.TimeFromStart)
 	dst = appendOne(dst, "groupMeasure", x.GroupMeasure)
-	return dst
+	return dst, x.ID
 }
 
 func (x *EvidenceVariableCharacteristic) elementParts() (*string, *[]Extension) {

@@ -271,9 +271,9 @@ func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *ExampleScenario) appendAll(dst []Child) []Child {
+func (x *ExampleScenario) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -299,7 +299,7 @@ func (x *ExampleScenario) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "instance", x.Instance)
 	dst = appendMany(dst, "process", x.Process)
 	dst = appendMany(dst, "workflow", x.Workflow)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ExampleScenario".
@@ -473,9 +473,9 @@ func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioActor) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioActor) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -483,7 +483,7 @@ func (x *ExampleScenarioActor) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioActor) elementParts() (*string, *[]Extension) {
@@ -644,9 +644,9 @@ func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioInstance) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioInstance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -656,7 +656,7 @@ func (x *ExampleScenarioInstance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "version", x.Version)
 	dst = appendMany(dst, "containedInstance", x.ContainedInstance)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioInstance) elementParts() (*string, *[]Extension) {
@@ -783,15 +783,15 @@ func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioInstanceVersion) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioInstanceVersion) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "versionId", x.VersionID)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioInstanceVersion) elementParts() (*string, *[]Extension) {
@@ -912,15 +912,15 @@ func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioInstanceContainedInstance) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioInstanceContainedInstance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "resourceId", x.ResourceID)
 	dst = appendOne(dst, "versionId", x.VersionID)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioInstanceContainedInstance) elementParts() (*string, *[]Extension) {
@@ -1069,9 +1069,9 @@ func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioProcess) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioProcess) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1080,7 +1080,7 @@ func (x *ExampleScenarioProcess) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "preConditions", x.PreConditions)
 	dst = appendOne(dst, "postConditions", x.PostConditions)
 	dst = appendMany(dst, "step", x.Step)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioProcess) elementParts() (*string, *[]Extension) {
@@ -1220,9 +1220,9 @@ func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioProcessStep) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioProcessStep) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1230,7 +1230,7 @@ func (x *ExampleScenarioProcessStep) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "pause", x.Pause)
 	dst = appendOne(dst, "operation", x.Operation)
 	dst = appendMany(dst, "alternative", x.Alternative)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioProcessStep) elementParts() (*string, *[]Extension) {
@@ -1428,9 +1428,9 @@ func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioProcessStepOperation) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioProcessStepOperation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1444,7 +1444,7 @@ func (x *ExampleScenarioProcessStepOperation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "receiverActive", x.ReceiverActive)
 	dst = appendOne(dst, "request", x.Request)
 	dst = appendOne(dst, "response", x.Response)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioProcessStepOperation) elementParts() (*string, *[]Extension) {
@@ -1587,16 +1587,16 @@ func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *ExampleScenarioProcessStepAlternative) appendAll(dst []Child) []Child {
+func (x *ExampleScenarioProcessStepAlternative) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "title", x.Title)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "step", x.Step)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioProcessStepAlternative) elementParts() (*string, *[]Extension) {

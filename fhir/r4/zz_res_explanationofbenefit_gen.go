@@ -473,9 +473,9 @@ func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefit) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -527,7 +527,7 @@ func (x *ExplanationOfBenefit) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "processNote", x.ProcessNote)
 	dst = appendOne(dst, "benefitPeriod", x.BenefitPeriod)
 	dst = appendMany(dst, "benefitBalance", x.BenefitBalance)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ExplanationOfBenefit".
@@ -708,16 +708,16 @@ func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitRelated) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitRelated) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "claim", x.Claim)
 	dst = appendOne(dst, "relationship", x.Relationship)
 	dst = appendOne(dst, "reference", x.Reference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitRelated) elementParts() (*string, *[]Extension) {
@@ -833,15 +833,15 @@ func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitPayee) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitPayee) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "party", x.Party)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitPayee) elementParts() (*string, *[]Extension) {
@@ -984,9 +984,9 @@ func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitCareTeam) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitCareTeam) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -995,7 +995,7 @@ func (x *ExplanationOfBenefitCareTeam) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "responsible", x.Responsible)
 	dst = appendOne(dst, "role", x.Role)
 	dst = appendOne(dst, "qualification", x.Qualification)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitCareTeam) elementParts() (*string, *[]Extension) {
@@ -1212,9 +1212,9 @@ func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitSupportingInfo) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitSupportingInfo) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1229,7 +1229,7 @@ func (x *ExplanationOfBenefitSupportingInfo) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
 	dst = appendOne(dst, "valueReference", x.ValueReference)
 	dst = appendOne(dst, "reason", x.Reason)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitSupportingInfo) elementParts() (*string, *[]Extension) {
@@ -1398,9 +1398,9 @@ func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitDiagnosis) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitDiagnosis) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1410,7 +1410,7 @@ func (x *ExplanationOfBenefitDiagnosis) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "type", x.Type)
 	dst = appendOne(dst, "onAdmission", x.OnAdmission)
 	dst = appendOne(dst, "packageCode", x.PackageCode)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitDiagnosis) elementParts() (*string, *[]Extension) {
@@ -1573,9 +1573,9 @@ func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitProcedure) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitProcedure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1585,7 +1585,7 @@ func (x *ExplanationOfBenefitProcedure) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
 	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
 	dst = appendMany(dst, "udi", x.Udi)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitProcedure) elementParts() (*string, *[]Extension) {
@@ -1718,16 +1718,16 @@ func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitInsurance) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitInsurance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "focal", x.Focal)
 	dst = appendOne(dst, "coverage", x.Coverage)
 	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitInsurance) elementParts() (*string, *[]Extension) {
@@ -1870,9 +1870,9 @@ func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitAccident) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitAccident) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1880,7 +1880,7 @@ func (x *ExplanationOfBenefitAccident) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "locationAddress", x.LocationAddress)
 	dst = appendOne(dst, "locationReference", x.LocationReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitAccident) elementParts() (*string, *[]Extension) {
@@ -2221,9 +2221,9 @@ func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitItem) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2253,7 +2253,7 @@ func (x *ExplanationOfBenefitItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitItem) elementParts() (*string, *[]Extension) {
@@ -2418,9 +2418,9 @@ func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitItemAdjudication) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitItemAdjudication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2428,7 +2428,7 @@ func (x *ExplanationOfBenefitItemAdjudication) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "reason", x.Reason)
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitItemAdjudication) elementParts() (*string, *[]Extension) {
@@ -2648,9 +2648,9 @@ func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitItemDetail) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitItemDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2668,7 +2668,7 @@ func (x *ExplanationOfBenefitItemDetail) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "subDetail", x.SubDetail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitItemDetail) elementParts() (*string, *[]Extension) {
@@ -2892,9 +2892,9 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name 
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitItemDetailSubDetail) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2911,7 +2911,7 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) appendAll(dst []Child) []Child
 	dst = appendMany(dst, "udi", x.Udi)
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -3219,9 +3219,9 @@ func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitAddItem) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitAddItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -3246,7 +3246,7 @@ func (x *ExplanationOfBenefitAddItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitAddItem) elementParts() (*string, *[]Extension) {
@@ -3446,9 +3446,9 @@ func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitAddItemDetail) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitAddItemDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -3461,7 +3461,7 @@ func (x *ExplanationOfBenefitAddItemDetail) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
 	dst = appendMany(dst, "subDetail", x.SubDetail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitAddItemDetail) elementParts() (*string, *[]Extension) {
@@ -3637,9 +3637,9 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -3651,7 +3651,7 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendAll(dst []Child) []Ch
 	dst = appendOne(dst, "net", x.Net)
 	dst = appendMany(dst, "noteNumber", x.NoteNumber)
 	dst = appendMany(dst, "adjudication", x.Adjudication)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -3774,15 +3774,15 @@ func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitTotal) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitTotal) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitTotal) elementParts() (*string, *[]Extension) {
@@ -3931,9 +3931,9 @@ func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitPayment) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitPayment) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -3943,7 +3943,7 @@ func (x *ExplanationOfBenefitPayment) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "date", x.Date)
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendOne(dst, "identifier", x.Identifier)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitPayment) elementParts() (*string, *[]Extension) {
@@ -4085,9 +4085,9 @@ func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitProcessNote) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitProcessNote) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -4095,7 +4095,7 @@ func (x *ExplanationOfBenefitProcessNote) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "text", x.Text)
 	dst = appendOne(dst, "language", x.Language)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitProcessNote) elementParts() (*string, *[]Extension) {
@@ -4269,9 +4269,9 @@ func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitBenefitBalance) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitBenefitBalance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -4283,7 +4283,7 @@ func (x *ExplanationOfBenefitBenefitBalance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "unit", x.Unit)
 	dst = appendOne(dst, "term", x.Term)
 	dst = appendMany(dst, "financial", x.Financial)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitBenefitBalance) elementParts() (*string, *[]Extension) {
@@ -4460,9 +4460,9 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, n
 	return dst, unknownName
 }
 
-func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendAll(dst []Child) []Child {
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -4472,7 +4472,7 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendAll(dst []Child) []C
 	dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
 	dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
 	dst = appendOne(dst, "usedMoney", x.UsedMoney)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) elementParts() (*string, *[]Extension) {

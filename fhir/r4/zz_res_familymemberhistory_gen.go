@@ -373,9 +373,9 @@ func (x *FamilyMemberHistory) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *FamilyMemberHistory) appendAll(dst []Child) []Child {
+func (x *FamilyMemberHistory) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -410,7 +410,7 @@ func (x *FamilyMemberHistory) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonReference", x.ReasonReference)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "condition", x.Condition)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "FamilyMemberHistory".
@@ -632,9 +632,9 @@ func (x *FamilyMemberHistoryCondition) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *FamilyMemberHistoryCondition) appendAll(dst []Child) []Child {
+func (x *FamilyMemberHistoryCondition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -646,7 +646,7 @@ func (x *FamilyMemberHistoryCondition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
 	dst = appendOne(dst, "onsetString", x.OnsetString)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 func (x *FamilyMemberHistoryCondition) elementParts() (*string, *[]Extension) {

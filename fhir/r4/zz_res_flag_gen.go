@@ -181,9 +181,9 @@ func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
-func (x *Flag) appendAll(dst []Child) []Child {
+func (x *Flag) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -200,7 +200,7 @@ func (x *Flag) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendOne(dst, "encounter", x.Encounter)
 	dst = appendOne(dst, "author", x.Author)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Flag".

@@ -266,9 +266,9 @@ func (x *Goal) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
-func (x *Goal) appendAll(dst []Child) []Child {
+func (x *Goal) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -294,7 +294,7 @@ func (x *Goal) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "outcomeCode", x.OutcomeCode)
 	dst = appendMany(dst, "outcomeReference", x.OutcomeReference)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Goal".
@@ -529,9 +529,9 @@ func (x *GoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *GoalTarget) appendAll(dst []Child) []Child {
+func (x *GoalTarget) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -545,7 +545,7 @@ func (x *GoalTarget) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "detailRatio", x.DetailRatio)
 	dst = appendOne(dst, "dueDate", x.DueDate)
 	dst = appendOne(dst, "dueDuration", x.DueDuration)
-	return dst
+	return dst, x.ID
 }
 
 func (x *GoalTarget) elementParts() (*string, *[]Extension) {

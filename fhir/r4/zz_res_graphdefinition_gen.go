@@ -257,9 +257,9 @@ func (x *GraphDefinition) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *GraphDefinition) appendAll(dst []Child) []Child {
+func (x *GraphDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -283,7 +283,7 @@ func (x *GraphDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "start", x.Start)
 	dst = appendOne(dst, "profile", x.Profile)
 	dst = appendMany(dst, "link", x.Link)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "GraphDefinition".
@@ -474,9 +474,9 @@ func (x *GraphDefinitionLink) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *GraphDefinitionLink) appendAll(dst []Child) []Child {
+func (x *GraphDefinitionLink) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -486,7 +486,7 @@ func (x *GraphDefinitionLink) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "max", x.Max)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "target", x.Target)
-	return dst
+	return dst, x.ID
 }
 
 func (x *GraphDefinitionLink) elementParts() (*string, *[]Extension) {
@@ -640,9 +640,9 @@ func (x *GraphDefinitionLinkTarget) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *GraphDefinitionLinkTarget) appendAll(dst []Child) []Child {
+func (x *GraphDefinitionLinkTarget) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -651,7 +651,7 @@ func (x *GraphDefinitionLinkTarget) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "profile", x.Profile)
 	dst = appendMany(dst, "compartment", x.Compartment)
 	dst = appendMany(dst, "link", x.Link)
-	return dst
+	return dst, x.ID
 }
 
 func (x *GraphDefinitionLinkTarget) elementParts() (*string, *[]Extension) {
@@ -806,9 +806,9 @@ func (x *GraphDefinitionLinkTargetCompartment) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *GraphDefinitionLinkTargetCompartment) appendAll(dst []Child) []Child {
+func (x *GraphDefinitionLinkTargetCompartment) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -817,7 +817,7 @@ func (x *GraphDefinitionLinkTargetCompartment) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "rule", x.Rule)
 	dst = appendOne(dst, "expression", x.Expression)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *GraphDefinitionLinkTargetCompartment) elementParts() (*string, *[]Extension) {

@@ -205,9 +205,9 @@ func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Group) appendAll(dst []Child) []Child {
+func (x *Group) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -226,7 +226,7 @@ func (x *Group) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "managingEntity", x.ManagingEntity)
 	dst = appendMany(dst, "characteristic", x.Characteristic)
 	dst = appendMany(dst, "member", x.Member)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Group".
@@ -426,9 +426,9 @@ func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *GroupCharacteristic) appendAll(dst []Child) []Child {
+func (x *GroupCharacteristic) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -440,7 +440,7 @@ func (x *GroupCharacteristic) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueReference", x.ValueReference)
 	dst = appendOne(dst, "exclude", x.Exclude)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *GroupCharacteristic) elementParts() (*string, *[]Extension) {
@@ -573,16 +573,16 @@ func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *GroupMember) appendAll(dst []Child) []Child {
+func (x *GroupMember) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "entity", x.Entity)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendOne(dst, "inactive", x.Inactive)
-	return dst
+	return dst, x.ID
 }
 
 func (x *GroupMember) elementParts() (*string, *[]Extension) {

@@ -267,9 +267,9 @@ func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *GuidanceResponse) appendAll(dst []Child) []Child {
+func (x *GuidanceResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -295,7 +295,7 @@ func (x *GuidanceResponse) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "outputParameters", x.OutputParameters)
 	dst = appendOne(dst, "result", x.Result)
 	dst = appendMany(dst, "dataRequirement", x.DataRequirement)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "GuidanceResponse".

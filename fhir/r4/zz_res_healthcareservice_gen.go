@@ -319,9 +319,9 @@ func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *HealthcareService) appendAll(dst []Child) []Child {
+func (x *HealthcareService) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -354,7 +354,7 @@ func (x *HealthcareService) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "notAvailable", x.NotAvailable)
 	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
 	dst = appendMany(dst, "endpoint", x.Endpoint)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "HealthcareService".
@@ -509,15 +509,15 @@ func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *HealthcareServiceEligibility) appendAll(dst []Child) []Child {
+func (x *HealthcareServiceEligibility) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *HealthcareServiceEligibility) elementParts() (*string, *[]Extension) {
@@ -657,9 +657,9 @@ func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *HealthcareServiceAvailableTime) appendAll(dst []Child) []Child {
+func (x *HealthcareServiceAvailableTime) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -667,7 +667,7 @@ func (x *HealthcareServiceAvailableTime) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "allDay", x.AllDay)
 	dst = appendOne(dst, "availableStartTime", x.AvailableStartTime)
 	dst = appendOne(dst, "availableEndTime", x.AvailableEndTime)
-	return dst
+	return dst, x.ID
 }
 
 func (x *HealthcareServiceAvailableTime) elementParts() (*string, *[]Extension) {
@@ -790,15 +790,15 @@ func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *HealthcareServiceNotAvailable) appendAll(dst []Child) []Child {
+func (x *HealthcareServiceNotAvailable) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "during", x.During)
-	return dst
+	return dst, x.ID
 }
 
 func (x *HealthcareServiceNotAvailable) elementParts() (*string, *[]Extension) {

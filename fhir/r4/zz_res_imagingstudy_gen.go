@@ -285,9 +285,9 @@ func (x *ImagingStudy) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *ImagingStudy) appendAll(dst []Child) []Child {
+func (x *ImagingStudy) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -316,7 +316,7 @@ func (x *ImagingStudy) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "series", x.Series)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ImagingStudy".
@@ -554,9 +554,9 @@ func (x *ImagingStudySeries) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ImagingStudySeries) appendAll(dst []Child) []Child {
+func (x *ImagingStudySeries) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -572,7 +572,7 @@ func (x *ImagingStudySeries) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "started", x.Started)
 	dst = appendMany(dst, "performer", x.Performer)
 	dst = appendMany(dst, "instance", x.Instance)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImagingStudySeries) elementParts() (*string, *[]Extension) {
@@ -702,15 +702,15 @@ func (x *ImagingStudySeriesPerformer) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ImagingStudySeriesPerformer) appendAll(dst []Child) []Child {
+func (x *ImagingStudySeriesPerformer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
 	dst = appendOne(dst, "actor", x.Actor)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImagingStudySeriesPerformer) elementParts() (*string, *[]Extension) {
@@ -847,9 +847,9 @@ func (x *ImagingStudySeriesInstance) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *ImagingStudySeriesInstance) appendAll(dst []Child) []Child {
+func (x *ImagingStudySeriesInstance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -857,7 +857,7 @@ func (x *ImagingStudySeriesInstance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "sopClass", x.SopClass)
 	dst = appendOne(dst, "number", x.Number)
 	dst = appendOne(dst, "title", x.Title)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImagingStudySeriesInstance) elementParts() (*string, *[]Extension) {

@@ -370,9 +370,9 @@ func (x *Immunization) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *Immunization) appendAll(dst []Child) []Child {
+func (x *Immunization) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -410,7 +410,7 @@ func (x *Immunization) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "fundingSource", x.FundingSource)
 	dst = appendMany(dst, "reaction", x.Reaction)
 	dst = appendMany(dst, "protocolApplied", x.ProtocolApplied)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Immunization".
@@ -570,15 +570,15 @@ func (x *ImmunizationPerformer) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *ImmunizationPerformer) appendAll(dst []Child) []Child {
+func (x *ImmunizationPerformer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
 	dst = appendOne(dst, "actor", x.Actor)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImmunizationPerformer) elementParts() (*string, *[]Extension) {
@@ -717,9 +717,9 @@ func (x *ImmunizationEducation) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *ImmunizationEducation) appendAll(dst []Child) []Child {
+func (x *ImmunizationEducation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -727,7 +727,7 @@ func (x *ImmunizationEducation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "reference", x.Reference)
 	dst = appendOne(dst, "publicationDate", x.PublicationDate)
 	dst = appendOne(dst, "presentationDate", x.PresentationDate)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImmunizationEducation) elementParts() (*string, *[]Extension) {
@@ -860,16 +860,16 @@ func (x *ImmunizationReaction) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ImmunizationReaction) appendAll(dst []Child) []Child {
+func (x *ImmunizationReaction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "date", x.Date)
 	dst = appendOne(dst, "detail", x.Detail)
 	dst = appendOne(dst, "reported", x.Reported)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImmunizationReaction) elementParts() (*string, *[]Extension) {
@@ -1051,9 +1051,9 @@ func (x *ImmunizationProtocolApplied) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ImmunizationProtocolApplied) appendAll(dst []Child) []Child {
+func (x *ImmunizationProtocolApplied) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1064,7 +1064,7 @@ func (x *ImmunizationProtocolApplied) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
 	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
 	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImmunizationProtocolApplied) elementParts() (*string, *[]Extension) {

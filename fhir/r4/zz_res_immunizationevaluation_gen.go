@@ -265,9 +265,9 @@ func (x *ImmunizationEvaluation) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *ImmunizationEvaluation) appendAll(dst []Child) []Child {
+func (x *ImmunizationEvaluation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -291,7 +291,7 @@ func (x *ImmunizationEvaluation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
 	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
 	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ImmunizationEvaluation".

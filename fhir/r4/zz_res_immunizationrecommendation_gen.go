@@ -157,9 +157,9 @@ func (x *ImmunizationRecommendation) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *ImmunizationRecommendation) appendAll(dst []Child) []Child {
+func (x *ImmunizationRecommendation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -173,7 +173,7 @@ func (x *ImmunizationRecommendation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "date", x.Date)
 	dst = appendOne(dst, "authority", x.Authority)
 	dst = appendMany(dst, "recommendation", x.Recommendation)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ImmunizationRecommendation".
@@ -424,9 +424,9 @@ func (x *ImmunizationRecommendationRecommendation) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *ImmunizationRecommendationRecommendation) appendAll(dst []Child) []Child {
+func (x *ImmunizationRecommendationRecommendation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -444,7 +444,7 @@ func (x *ImmunizationRecommendationRecommendation) appendAll(dst []Child) []Chil
 	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
 	dst = appendMany(dst, "supportingImmunization", x.SupportingImmunization)
 	dst = appendMany(dst, "supportingPatientInformation", x.SupportingPatientInformation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImmunizationRecommendationRecommendation) elementParts() (*string, *[]Extension) {
@@ -579,15 +579,15 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) appendNamed(dst 
 	return dst, unknownName
 }
 
-func (x *ImmunizationRecommendationRecommendationDateCriterion) appendAll(dst []Child) []Child {
+func (x *ImmunizationRecommendationRecommendationDateCriterion) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) elementParts() (*string, *[]Extension) {

@@ -301,9 +301,9 @@ func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *ImplementationGuide) appendAll(dst []Child) []Child {
+func (x *ImplementationGuide) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -332,7 +332,7 @@ func (x *ImplementationGuide) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "global", x.Global)
 	dst = appendOne(dst, "definition", x.Definition)
 	dst = appendOne(dst, "manifest", x.Manifest)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ImplementationGuide".
@@ -502,16 +502,16 @@ func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideDependsOn) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideDependsOn) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "uri", x.URI)
 	dst = appendOne(dst, "packageId", x.PackageID)
 	dst = appendOne(dst, "version", x.Version)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDependsOn) elementParts() (*string, *[]Extension) {
@@ -634,15 +634,15 @@ func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideGlobal) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideGlobal) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "profile", x.Profile)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideGlobal) elementParts() (*string, *[]Extension) {
@@ -783,9 +783,9 @@ func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideDefinition) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -794,7 +794,7 @@ func (x *ImplementationGuideDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "page", x.Page)
 	dst = appendMany(dst, "parameter", x.Parameter)
 	dst = appendMany(dst, "template", x.Template)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinition) elementParts() (*string, *[]Extension) {
@@ -916,15 +916,15 @@ func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideDefinitionGrouping) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideDefinitionGrouping) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionGrouping) elementParts() (*string, *[]Extension) {
@@ -1100,9 +1100,9 @@ func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideDefinitionResource) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideDefinitionResource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1113,7 +1113,7 @@ func (x *ImplementationGuideDefinitionResource) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
 	dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
 	dst = appendOne(dst, "groupingId", x.GroupingID)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionResource) elementParts() (*string, *[]Extension) {
@@ -1276,9 +1276,9 @@ func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideDefinitionPage) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideDefinitionPage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1287,7 +1287,7 @@ func (x *ImplementationGuideDefinitionPage) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "title", x.Title)
 	dst = appendOne(dst, "generation", x.Generation)
 	dst = appendMany(dst, "page", x.Page)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionPage) elementParts() (*string, *[]Extension) {
@@ -1412,15 +1412,15 @@ func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideDefinitionParameter) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideDefinitionParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionParameter) elementParts() (*string, *[]Extension) {
@@ -1551,16 +1551,16 @@ func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideDefinitionTemplate) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideDefinitionTemplate) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "source", x.Source)
 	dst = appendOne(dst, "scope", x.Scope)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionTemplate) elementParts() (*string, *[]Extension) {
@@ -1709,9 +1709,9 @@ func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideManifest) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideManifest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1720,7 +1720,7 @@ func (x *ImplementationGuideManifest) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "page", x.Page)
 	dst = appendMany(dst, "image", x.Image)
 	dst = appendMany(dst, "other", x.Other)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideManifest) elementParts() (*string, *[]Extension) {
@@ -1870,9 +1870,9 @@ func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideManifestResource) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideManifestResource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1880,7 +1880,7 @@ func (x *ImplementationGuideManifestResource) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
 	dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
 	dst = appendOne(dst, "relativePath", x.RelativePath)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideManifestResource) elementParts() (*string, *[]Extension) {
@@ -2014,16 +2014,16 @@ func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *ImplementationGuideManifestPage) appendAll(dst []Child) []Child {
+func (x *ImplementationGuideManifestPage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "title", x.Title)
 	dst = appendMany(dst, "anchor", x.Anchor)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideManifestPage) elementParts() (*string, *[]Extension) {

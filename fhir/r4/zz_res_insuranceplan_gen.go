@@ -233,9 +233,9 @@ func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *InsurancePlan) appendAll(dst []Child) []Child {
+func (x *InsurancePlan) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -258,7 +258,7 @@ func (x *InsurancePlan) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "network", x.Network)
 	dst = appendMany(dst, "coverage", x.Coverage)
 	dst = appendMany(dst, "plan", x.Plan)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "InsurancePlan".
@@ -414,9 +414,9 @@ func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *InsurancePlanContact) appendAll(dst []Child) []Child {
+func (x *InsurancePlanContact) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -424,7 +424,7 @@ func (x *InsurancePlanContact) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendMany(dst, "telecom", x.Telecom)
 	dst = appendOne(dst, "address", x.Address)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanContact) elementParts() (*string, *[]Extension) {
@@ -549,16 +549,16 @@ func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *InsurancePlanCoverage) appendAll(dst []Child) []Child {
+func (x *InsurancePlanCoverage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "network", x.Network)
 	dst = appendMany(dst, "benefit", x.Benefit)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanCoverage) elementParts() (*string, *[]Extension) {
@@ -684,16 +684,16 @@ func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *InsurancePlanCoverageBenefit) appendAll(dst []Child) []Child {
+func (x *InsurancePlanCoverageBenefit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "requirement", x.Requirement)
 	dst = appendMany(dst, "limit", x.Limit)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanCoverageBenefit) elementParts() (*string, *[]Extension) {
@@ -810,15 +810,15 @@ func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *InsurancePlanCoverageBenefitLimit) appendAll(dst []Child) []Child {
+func (x *InsurancePlanCoverageBenefitLimit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "code", x.Code)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanCoverageBenefitLimit) elementParts() (*string, *[]Extension) {
@@ -965,9 +965,9 @@ func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *InsurancePlanPlan) appendAll(dst []Child) []Child {
+func (x *InsurancePlanPlan) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -977,7 +977,7 @@ func (x *InsurancePlanPlan) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "network", x.Network)
 	dst = appendMany(dst, "generalCost", x.GeneralCost)
 	dst = appendMany(dst, "specificCost", x.SpecificCost)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanPlan) elementParts() (*string, *[]Extension) {
@@ -1116,9 +1116,9 @@ func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *InsurancePlanPlanGeneralCost) appendAll(dst []Child) []Child {
+func (x *InsurancePlanPlanGeneralCost) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1126,7 +1126,7 @@ func (x *InsurancePlanPlanGeneralCost) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "groupSize", x.GroupSize)
 	dst = appendOne(dst, "cost", x.Cost)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanPlanGeneralCost) elementParts() (*string, *[]Extension) {
@@ -1245,15 +1245,15 @@ func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *InsurancePlanPlanSpecificCost) appendAll(dst []Child) []Child {
+func (x *InsurancePlanPlanSpecificCost) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "category", x.Category)
 	dst = appendMany(dst, "benefit", x.Benefit)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanPlanSpecificCost) elementParts() (*string, *[]Extension) {
@@ -1368,15 +1368,15 @@ func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *InsurancePlanPlanSpecificCostBenefit) appendAll(dst []Child) []Child {
+func (x *InsurancePlanPlanSpecificCostBenefit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "cost", x.Cost)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) elementParts() (*string, *[]Extension) {
@@ -1507,9 +1507,9 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *InsurancePlanPlanSpecificCostBenefitCost) appendAll(dst []Child) []Child {
+func (x *InsurancePlanPlanSpecificCostBenefitCost) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1517,7 +1517,7 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) appendAll(dst []Child) []Chil
 	dst = appendOne(dst, "applicability", x.Applicability)
 	dst = appendMany(dst, "qualifiers", x.Qualifiers)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) elementParts() (*string, *[]Extension) {

@@ -251,9 +251,9 @@ func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Invoice) appendAll(dst []Child) []Child {
+func (x *Invoice) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -278,7 +278,7 @@ func (x *Invoice) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "totalGross", x.TotalGross)
 	dst = appendOne(dst, "paymentTerms", x.PaymentTerms)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Invoice".
@@ -421,15 +421,15 @@ func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *InvoiceParticipant) appendAll(dst []Child) []Child {
+func (x *InvoiceParticipant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "role", x.Role)
 	dst = appendOne(dst, "actor", x.Actor)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InvoiceParticipant) elementParts() (*string, *[]Extension) {
@@ -569,9 +569,9 @@ func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *InvoiceLineItem) appendAll(dst []Child) []Child {
+func (x *InvoiceLineItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -579,7 +579,7 @@ func (x *InvoiceLineItem) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "chargeItemReference", x.ChargeItemReference)
 	dst = appendOne(dst, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
 	dst = appendMany(dst, "priceComponent", x.PriceComponent)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InvoiceLineItem) elementParts() (*string, *[]Extension) {
@@ -717,9 +717,9 @@ func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *InvoiceLineItemPriceComponent) appendAll(dst []Child) []Child {
+func (x *InvoiceLineItemPriceComponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -727,7 +727,7 @@ func (x *InvoiceLineItemPriceComponent) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "factor", x.Factor)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *InvoiceLineItemPriceComponent) elementParts() (*string, *[]Extension) {

@@ -408,9 +408,9 @@ func (x *Library) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Library) appendAll(dst []Child) []Child {
+func (x *Library) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -451,7 +451,7 @@ func (x *Library) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "parameter", x.Parameter)
 	dst = appendMany(dst, "dataRequirement", x.DataRequirement)
 	dst = appendMany(dst, "content", x.Content)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Library".

@@ -141,9 +141,9 @@ func (x *Linkage) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Linkage) appendAll(dst []Child) []Child {
+func (x *Linkage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -155,7 +155,7 @@ func (x *Linkage) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "active", x.Active)
 	dst = appendOne(dst, "author", x.Author)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Linkage".
@@ -284,15 +284,15 @@ func (x *LinkageItem) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *LinkageItem) appendAll(dst []Child) []Child {
+func (x *LinkageItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "resource", x.Resource)
-	return dst
+	return dst, x.ID
 }
 
 func (x *LinkageItem) elementParts() (*string, *[]Extension) {

@@ -227,9 +227,9 @@ func (x *List) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
-func (x *List) appendAll(dst []Child) []Child {
+func (x *List) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -251,7 +251,7 @@ func (x *List) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "entry", x.Entry)
 	dst = appendOne(dst, "emptyReason", x.EmptyReason)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "List".
@@ -411,9 +411,9 @@ func (x *ListEntry) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *ListEntry) appendAll(dst []Child) []Child {
+func (x *ListEntry) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -421,7 +421,7 @@ func (x *ListEntry) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "deleted", x.Deleted)
 	dst = appendOne(dst, "date", x.Date)
 	dst = appendOne(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ListEntry) elementParts() (*string, *[]Extension) {

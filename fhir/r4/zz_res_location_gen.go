@@ -263,9 +263,9 @@ func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Location) appendAll(dst []Child) []Child {
+func (x *Location) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -291,7 +291,7 @@ func (x *Location) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "hoursOfOperation", x.HoursOfOperation)
 	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
 	dst = appendMany(dst, "endpoint", x.Endpoint)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Location".
@@ -451,16 +451,16 @@ func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *LocationPosition) appendAll(dst []Child) []Child {
+func (x *LocationPosition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "longitude", x.Longitude)
 	dst = appendOne(dst, "latitude", x.Latitude)
 	dst = appendOne(dst, "altitude", x.Altitude)
-	return dst
+	return dst, x.ID
 }
 
 func (x *LocationPosition) elementParts() (*string, *[]Extension) {
@@ -603,9 +603,9 @@ func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *LocationHoursOfOperation) appendAll(dst []Child) []Child {
+func (x *LocationHoursOfOperation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -613,7 +613,7 @@ func (x *LocationHoursOfOperation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "allDay", x.AllDay)
 	dst = appendOne(dst, "openingTime", x.OpeningTime)
 	dst = appendOne(dst, "closingTime", x.ClosingTime)
-	return dst
+	return dst, x.ID
 }
 
 func (x *LocationHoursOfOperation) elementParts() (*string, *[]Extension) {

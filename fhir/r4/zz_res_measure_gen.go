@@ -504,9 +504,9 @@ func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Measure) appendAll(dst []Child) []Child {
+func (x *Measure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -557,7 +557,7 @@ func (x *Measure) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "guidance", x.Guidance)
 	dst = appendMany(dst, "group", x.Group)
 	dst = appendMany(dst, "supplementalData", x.SupplementalData)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Measure".
@@ -763,9 +763,9 @@ func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *MeasureGroup) appendAll(dst []Child) []Child {
+func (x *MeasureGroup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -773,7 +773,7 @@ func (x *MeasureGroup) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "population", x.Population)
 	dst = appendMany(dst, "stratifier", x.Stratifier)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureGroup) elementParts() (*string, *[]Extension) {
@@ -901,16 +901,16 @@ func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *MeasureGroupPopulation) appendAll(dst []Child) []Child {
+func (x *MeasureGroupPopulation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "criteria", x.Criteria)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureGroupPopulation) elementParts() (*string, *[]Extension) {
@@ -1045,9 +1045,9 @@ func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *MeasureGroupStratifier) appendAll(dst []Child) []Child {
+func (x *MeasureGroupStratifier) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1055,7 +1055,7 @@ func (x *MeasureGroupStratifier) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "criteria", x.Criteria)
 	dst = appendMany(dst, "component", x.Component)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureGroupStratifier) elementParts() (*string, *[]Extension) {
@@ -1183,16 +1183,16 @@ func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *MeasureGroupStratifierComponent) appendAll(dst []Child) []Child {
+func (x *MeasureGroupStratifierComponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "criteria", x.Criteria)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureGroupStratifierComponent) elementParts() (*string, *[]Extension) {
@@ -1327,9 +1327,9 @@ func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *MeasureSupplementalData) appendAll(dst []Child) []Child {
+func (x *MeasureSupplementalData) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1337,7 +1337,7 @@ func (x *MeasureSupplementalData) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "usage", x.Usage)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "criteria", x.Criteria)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureSupplementalData) elementParts() (*string, *[]Extension) {

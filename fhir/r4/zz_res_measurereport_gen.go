@@ -211,9 +211,9 @@ func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *MeasureReport) appendAll(dst []Child) []Child {
+func (x *MeasureReport) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -233,7 +233,7 @@ func (x *MeasureReport) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "improvementNotation", x.ImprovementNotation)
 	dst = appendMany(dst, "group", x.Group)
 	dst = appendMany(dst, "evaluatedResource", x.EvaluatedResource)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MeasureReport".
@@ -387,9 +387,9 @@ func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *MeasureReportGroup) appendAll(dst []Child) []Child {
+func (x *MeasureReportGroup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -397,7 +397,7 @@ func (x *MeasureReportGroup) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "population", x.Population)
 	dst = appendOne(dst, "measureScore", x.MeasureScore)
 	dst = appendMany(dst, "stratifier", x.Stratifier)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroup) elementParts() (*string, *[]Extension) {
@@ -524,16 +524,16 @@ func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *MeasureReportGroupPopulation) appendAll(dst []Child) []Child {
+func (x *MeasureReportGroupPopulation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "count", x.Count)
 	dst = appendOne(dst, "subjectResults", x.SubjectResults)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupPopulation) elementParts() (*string, *[]Extension) {
@@ -650,15 +650,15 @@ func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *MeasureReportGroupStratifier) appendAll(dst []Child) []Child {
+func (x *MeasureReportGroupStratifier) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "code", x.Code)
 	dst = appendMany(dst, "stratum", x.Stratum)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupStratifier) elementParts() (*string, *[]Extension) {
@@ -789,9 +789,9 @@ func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *MeasureReportGroupStratifierStratum) appendAll(dst []Child) []Child {
+func (x *MeasureReportGroupStratifierStratum) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -799,7 +799,7 @@ func (x *MeasureReportGroupStratifierStratum) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "component", x.Component)
 	dst = appendMany(dst, "population", x.Population)
 	dst = appendOne(dst, "measureScore", x.MeasureScore)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupStratifierStratum) elementParts() (*string, *[]Extension) {
@@ -916,15 +916,15 @@ func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, 
 	return dst, unknownName
 }
 
-func (x *MeasureReportGroupStratifierStratumComponent) appendAll(dst []Child) []Child {
+func (x *MeasureReportGroupStratifierStratumComponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupStratifierStratumComponent) elementParts() (*string, *[]Extension) {
@@ -1049,16 +1049,16 @@ func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child,
 	return dst, unknownName
 }
 
-func (x *MeasureReportGroupStratifierStratumPopulation) appendAll(dst []Child) []Child {
+func (x *MeasureReportGroupStratifierStratumPopulation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "count", x.Count)
 	dst = appendOne(dst, "subjectResults", x.SubjectResults)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) elementParts() (*string, *[]Extension) {

@@ -322,9 +322,9 @@ func (x *Media) appendNamed(dst []Child, name string, choice bool) ([]Child, nam
 	return dst, unknownName
 }
 
-func (x *Media) appendAll(dst []Child) []Child {
+func (x *Media) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -356,7 +356,7 @@ func (x *Media) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "duration", x.Duration)
 	dst = appendOne(dst, "content", x.Content)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Media".

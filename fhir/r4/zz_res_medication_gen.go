@@ -181,9 +181,9 @@ func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Medication) appendAll(dst []Child) []Child {
+func (x *Medication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -200,7 +200,7 @@ func (x *Medication) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendMany(dst, "ingredient", x.Ingredient)
 	dst = appendOne(dst, "batch", x.Batch)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Medication".
@@ -357,9 +357,9 @@ func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *MedicationIngredient) appendAll(dst []Child) []Child {
+func (x *MedicationIngredient) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -367,7 +367,7 @@ func (x *MedicationIngredient) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "itemReference", x.ItemReference)
 	dst = appendOne(dst, "isActive", x.IsActive)
 	dst = appendOne(dst, "strength", x.Strength)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationIngredient) elementParts() (*string, *[]Extension) {
@@ -489,15 +489,15 @@ func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *MedicationBatch) appendAll(dst []Child) []Child {
+func (x *MedicationBatch) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "lotNumber", x.LotNumber)
 	dst = appendOne(dst, "expirationDate", x.ExpirationDate)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationBatch) elementParts() (*string, *[]Extension) {

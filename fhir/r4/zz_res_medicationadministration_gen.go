@@ -303,9 +303,9 @@ func (x *MedicationAdministration) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *MedicationAdministration) appendAll(dst []Child) []Child {
+func (x *MedicationAdministration) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -335,7 +335,7 @@ func (x *MedicationAdministration) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendOne(dst, "dosage", x.Dosage)
 	dst = appendMany(dst, "eventHistory", x.EventHistory)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicationAdministration".
@@ -482,15 +482,15 @@ func (x *MedicationAdministrationPerformer) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *MedicationAdministrationPerformer) appendAll(dst []Child) []Child {
+func (x *MedicationAdministrationPerformer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
 	dst = appendOne(dst, "actor", x.Actor)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationAdministrationPerformer) elementParts() (*string, *[]Extension) {
@@ -654,9 +654,9 @@ func (x *MedicationAdministrationDosage) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *MedicationAdministrationDosage) appendAll(dst []Child) []Child {
+func (x *MedicationAdministrationDosage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -667,7 +667,7 @@ func (x *MedicationAdministrationDosage) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "dose", x.Dose)
 	dst = appendOne(dst, "rateRatio", x.RateRatio)
 	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationAdministrationDosage) elementParts() (*string, *[]Extension) {

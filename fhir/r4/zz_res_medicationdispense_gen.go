@@ -343,9 +343,9 @@ func (x *MedicationDispense) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *MedicationDispense) appendAll(dst []Child) []Child {
+func (x *MedicationDispense) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -380,7 +380,7 @@ func (x *MedicationDispense) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "substitution", x.Substitution)
 	dst = appendMany(dst, "detectedIssue", x.DetectedIssue)
 	dst = appendMany(dst, "eventHistory", x.EventHistory)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicationDispense".
@@ -532,15 +532,15 @@ func (x *MedicationDispensePerformer) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *MedicationDispensePerformer) appendAll(dst []Child) []Child {
+func (x *MedicationDispensePerformer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
 	dst = appendOne(dst, "actor", x.Actor)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationDispensePerformer) elementParts() (*string, *[]Extension) {
@@ -673,9 +673,9 @@ func (x *MedicationDispenseSubstitution) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *MedicationDispenseSubstitution) appendAll(dst []Child) []Child {
+func (x *MedicationDispenseSubstitution) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -683,7 +683,7 @@ func (x *MedicationDispenseSubstitution) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "reason", x.Reason)
 	dst = appendMany(dst, "responsibleParty", x.ResponsibleParty)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationDispenseSubstitution) elementParts() (*string, *[]Extension) {

@@ -297,9 +297,9 @@ func (x *MedicationKnowledge) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledge) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledge) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -330,7 +330,7 @@ func (x *MedicationKnowledge) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "contraindication", x.Contraindication)
 	dst = appendMany(dst, "regulatory", x.Regulatory)
 	dst = appendMany(dst, "kinetics", x.Kinetics)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicationKnowledge".
@@ -478,15 +478,15 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendNamed(dst []Child,
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "reference", x.Reference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) elementParts() (*string, *[]Extension) {
@@ -601,15 +601,15 @@ func (x *MedicationKnowledgeMonograph) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeMonograph) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeMonograph) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeMonograph) elementParts() (*string, *[]Extension) {
@@ -749,9 +749,9 @@ func (x *MedicationKnowledgeIngredient) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeIngredient) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeIngredient) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -759,7 +759,7 @@ func (x *MedicationKnowledgeIngredient) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "itemReference", x.ItemReference)
 	dst = appendOne(dst, "isActive", x.IsActive)
 	dst = appendOne(dst, "strength", x.Strength)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeIngredient) elementParts() (*string, *[]Extension) {
@@ -887,16 +887,16 @@ func (x *MedicationKnowledgeCost) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeCost) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeCost) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "source", x.Source)
 	dst = appendOne(dst, "cost", x.Cost)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeCost) elementParts() (*string, *[]Extension) {
@@ -1015,15 +1015,15 @@ func (x *MedicationKnowledgeMonitoringProgram) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeMonitoringProgram) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeMonitoringProgram) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "name", x.Name)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeMonitoringProgram) elementParts() (*string, *[]Extension) {
@@ -1162,9 +1162,9 @@ func (x *MedicationKnowledgeAdministrationGuidelines) appendNamed(dst []Child, n
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeAdministrationGuidelines) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeAdministrationGuidelines) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1172,7 +1172,7 @@ func (x *MedicationKnowledgeAdministrationGuidelines) appendAll(dst []Child) []C
 	dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
 	dst = appendOne(dst, "indicationReference", x.IndicationReference)
 	dst = appendMany(dst, "patientCharacteristics", x.PatientCharacteristics)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelines) elementParts() (*string, *[]Extension) {
@@ -1289,15 +1289,15 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendNamed(dst []Ch
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "dosage", x.Dosage)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) elementParts() (*string, *[]Extension) {
@@ -1429,16 +1429,16 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appe
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "characteristicCodeableConcept", x.CharacteristicCodeableConcept)
 	dst = appendOne(dst, "characteristicQuantity", x.CharacteristicQuantity)
 	dst = appendMany(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) elementParts() (*string, *[]Extension) {
@@ -1555,15 +1555,15 @@ func (x *MedicationKnowledgeMedicineClassification) appendNamed(dst []Child, nam
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeMedicineClassification) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeMedicineClassification) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "classification", x.Classification)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeMedicineClassification) elementParts() (*string, *[]Extension) {
@@ -1678,15 +1678,15 @@ func (x *MedicationKnowledgePackaging) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgePackaging) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgePackaging) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "quantity", x.Quantity)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgePackaging) elementParts() (*string, *[]Extension) {
@@ -1838,9 +1838,9 @@ func (x *MedicationKnowledgeDrugCharacteristic) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeDrugCharacteristic) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeDrugCharacteristic) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1849,7 +1849,7 @@ func (x *MedicationKnowledgeDrugCharacteristic) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueString", x.ValueString)
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeDrugCharacteristic) elementParts() (*string, *[]Extension) {
@@ -1985,9 +1985,9 @@ func (x *MedicationKnowledgeRegulatory) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeRegulatory) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeRegulatory) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1995,7 +1995,7 @@ func (x *MedicationKnowledgeRegulatory) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "substitution", x.Substitution)
 	dst = appendMany(dst, "schedule", x.Schedule)
 	dst = appendOne(dst, "maxDispense", x.MaxDispense)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeRegulatory) elementParts() (*string, *[]Extension) {
@@ -2114,15 +2114,15 @@ func (x *MedicationKnowledgeRegulatorySubstitution) appendNamed(dst []Child, nam
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeRegulatorySubstitution) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeRegulatorySubstitution) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "allowed", x.Allowed)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeRegulatorySubstitution) elementParts() (*string, *[]Extension) {
@@ -2230,14 +2230,14 @@ func (x *MedicationKnowledgeRegulatorySchedule) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeRegulatorySchedule) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeRegulatorySchedule) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "schedule", x.Schedule)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeRegulatorySchedule) elementParts() (*string, *[]Extension) {
@@ -2351,15 +2351,15 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeRegulatoryMaxDispense) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeRegulatoryMaxDispense) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) elementParts() (*string, *[]Extension) {
@@ -2482,16 +2482,16 @@ func (x *MedicationKnowledgeKinetics) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *MedicationKnowledgeKinetics) appendAll(dst []Child) []Child {
+func (x *MedicationKnowledgeKinetics) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "areaUnderCurve", x.AreaUnderCurve)
 	dst = appendMany(dst, "lethalDose50", x.LethalDose50)
 	dst = appendOne(dst, "halfLifePeriod", x.HalfLifePeriod)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeKinetics) elementParts() (*string, *[]Extension) {

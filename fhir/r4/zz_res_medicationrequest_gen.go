@@ -417,9 +417,9 @@ func (x *MedicationRequest) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *MedicationRequest) appendAll(dst []Child) []Child {
+func (x *MedicationRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -462,7 +462,7 @@ func (x *MedicationRequest) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "priorPrescription", x.PriorPrescription)
 	dst = appendMany(dst, "detectedIssue", x.DetectedIssue)
 	dst = appendMany(dst, "eventHistory", x.EventHistory)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicationRequest".
@@ -669,9 +669,9 @@ func (x *MedicationRequestDispenseRequest) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *MedicationRequestDispenseRequest) appendAll(dst []Child) []Child {
+func (x *MedicationRequestDispenseRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -682,7 +682,7 @@ func (x *MedicationRequestDispenseRequest) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "expectedSupplyDuration", x.ExpectedSupplyDuration)
 	dst = appendOne(dst, "performer", x.Performer)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationRequestDispenseRequest) elementParts() (*string, *[]Extension) {
@@ -803,15 +803,15 @@ func (x *MedicationRequestDispenseRequestInitialFill) appendNamed(dst []Child, n
 	return dst, unknownName
 }
 
-func (x *MedicationRequestDispenseRequestInitialFill) appendAll(dst []Child) []Child {
+func (x *MedicationRequestDispenseRequestInitialFill) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "duration", x.Duration)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationRequestDispenseRequestInitialFill) elementParts() (*string, *[]Extension) {
@@ -943,16 +943,16 @@ func (x *MedicationRequestSubstitution) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *MedicationRequestSubstitution) appendAll(dst []Child) []Child {
+func (x *MedicationRequestSubstitution) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "allowedBoolean", x.AllowedBoolean)
 	dst = appendOne(dst, "allowedCodeableConcept", x.AllowedCodeableConcept)
 	dst = appendOne(dst, "reason", x.Reason)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicationRequestSubstitution) elementParts() (*string, *[]Extension) {

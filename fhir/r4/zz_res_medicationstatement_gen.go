@@ -287,9 +287,9 @@ func (x *MedicationStatement) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *MedicationStatement) appendAll(dst []Child) []Child {
+func (x *MedicationStatement) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -317,7 +317,7 @@ func (x *MedicationStatement) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonReference", x.ReasonReference)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "dosage", x.Dosage)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicationStatement".

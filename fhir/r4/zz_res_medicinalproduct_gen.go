@@ -277,9 +277,9 @@ func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *MedicinalProduct) appendAll(dst []Child) []Child {
+func (x *MedicinalProduct) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -308,7 +308,7 @@ func (x *MedicinalProduct) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "crossReference", x.CrossReference)
 	dst = appendMany(dst, "manufacturingBusinessOperation", x.ManufacturingBusinessOperation)
 	dst = appendMany(dst, "specialDesignation", x.SpecialDesignation)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProduct".
@@ -462,16 +462,16 @@ func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *MedicinalProductName) appendAll(dst []Child) []Child {
+func (x *MedicinalProductName) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "productName", x.ProductName)
 	dst = appendMany(dst, "namePart", x.NamePart)
 	dst = appendMany(dst, "countryLanguage", x.CountryLanguage)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductName) elementParts() (*string, *[]Extension) {
@@ -590,15 +590,15 @@ func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *MedicinalProductNameNamePart) appendAll(dst []Child) []Child {
+func (x *MedicinalProductNameNamePart) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "part", x.Part)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductNameNamePart) elementParts() (*string, *[]Extension) {
@@ -722,16 +722,16 @@ func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *MedicinalProductNameCountryLanguage) appendAll(dst []Child) []Child {
+func (x *MedicinalProductNameCountryLanguage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "country", x.Country)
 	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
 	dst = appendOne(dst, "language", x.Language)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductNameCountryLanguage) elementParts() (*string, *[]Extension) {
@@ -881,9 +881,9 @@ func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child
 	return dst, unknownName
 }
 
-func (x *MedicinalProductManufacturingBusinessOperation) appendAll(dst []Child) []Child {
+func (x *MedicinalProductManufacturingBusinessOperation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -893,7 +893,7 @@ func (x *MedicinalProductManufacturingBusinessOperation) appendAll(dst []Child) 
 	dst = appendOne(dst, "confidentialityIndicator", x.ConfidentialityIndicator)
 	dst = appendMany(dst, "manufacturer", x.Manufacturer)
 	dst = appendOne(dst, "regulator", x.Regulator)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductManufacturingBusinessOperation) elementParts() (*string, *[]Extension) {
@@ -1070,9 +1070,9 @@ func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *MedicinalProductSpecialDesignation) appendAll(dst []Child) []Child {
+func (x *MedicinalProductSpecialDesignation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1084,7 +1084,7 @@ func (x *MedicinalProductSpecialDesignation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "date", x.Date)
 	dst = appendOne(dst, "species", x.Species)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductSpecialDesignation) elementParts() (*string, *[]Extension) {

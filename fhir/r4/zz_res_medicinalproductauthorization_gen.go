@@ -251,9 +251,9 @@ func (x *MedicinalProductAuthorization) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *MedicinalProductAuthorization) appendAll(dst []Child) []Child {
+func (x *MedicinalProductAuthorization) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -278,7 +278,7 @@ func (x *MedicinalProductAuthorization) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "holder", x.Holder)
 	dst = appendOne(dst, "regulator", x.Regulator)
 	dst = appendOne(dst, "procedure", x.Procedure)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductAuthorization".
@@ -445,9 +445,9 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendNamed(d
 	return dst, unknownName
 }
 
-func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendAll(dst []Child) []Child {
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -456,7 +456,7 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendAll(dst
 	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
 	dst = appendOne(dst, "legalStatusOfSupply", x.LegalStatusOfSupply)
 	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) elementParts() (*string, *[]Extension) {
@@ -607,9 +607,9 @@ func (x *MedicinalProductAuthorizationProcedure) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *MedicinalProductAuthorizationProcedure) appendAll(dst []Child) []Child {
+func (x *MedicinalProductAuthorizationProcedure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -618,7 +618,7 @@ func (x *MedicinalProductAuthorizationProcedure) appendAll(dst []Child) []Child 
 	dst = appendOne(dst, "datePeriod", x.DatePeriod)
 	dst = appendOne(dst, "dateDateTime", x.DateDateTime)
 	dst = appendMany(dst, "application", x.Application)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductAuthorizationProcedure) elementParts() (*string, *[]Extension) {

@@ -171,9 +171,9 @@ func (x *MedicinalProductContraindication) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *MedicinalProductContraindication) appendAll(dst []Child) []Child {
+func (x *MedicinalProductContraindication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -189,7 +189,7 @@ func (x *MedicinalProductContraindication) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "therapeuticIndication", x.TherapeuticIndication)
 	dst = appendMany(dst, "otherTherapy", x.OtherTherapy)
 	dst = appendMany(dst, "population", x.Population)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductContraindication".
@@ -336,16 +336,16 @@ func (x *MedicinalProductContraindicationOtherTherapy) appendNamed(dst []Child, 
 	return dst, unknownName
 }
 
-func (x *MedicinalProductContraindicationOtherTherapy) appendAll(dst []Child) []Child {
+func (x *MedicinalProductContraindicationOtherTherapy) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "therapyRelationshipType", x.TherapyRelationshipType)
 	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
 	dst = appendOne(dst, "medicationReference", x.MedicationReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductContraindicationOtherTherapy) elementParts() (*string, *[]Extension) {

@@ -187,9 +187,9 @@ func (x *MedicinalProductIndication) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *MedicinalProductIndication) appendAll(dst []Child) []Child {
+func (x *MedicinalProductIndication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -207,7 +207,7 @@ func (x *MedicinalProductIndication) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "otherTherapy", x.OtherTherapy)
 	dst = appendMany(dst, "undesirableEffect", x.UndesirableEffect)
 	dst = appendMany(dst, "population", x.Population)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductIndication".
@@ -354,16 +354,16 @@ func (x *MedicinalProductIndicationOtherTherapy) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *MedicinalProductIndicationOtherTherapy) appendAll(dst []Child) []Child {
+func (x *MedicinalProductIndicationOtherTherapy) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "therapyRelationshipType", x.TherapyRelationshipType)
 	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
 	dst = appendOne(dst, "medicationReference", x.MedicationReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIndicationOtherTherapy) elementParts() (*string, *[]Extension) {

@@ -165,9 +165,9 @@ func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *MedicinalProductIngredient) appendAll(dst []Child) []Child {
+func (x *MedicinalProductIngredient) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -182,7 +182,7 @@ func (x *MedicinalProductIngredient) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "manufacturer", x.Manufacturer)
 	dst = appendMany(dst, "specifiedSubstance", x.SpecifiedSubstance)
 	dst = appendOne(dst, "substance", x.Substance)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductIngredient".
@@ -328,9 +328,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, 
 	return dst, unknownName
 }
 
-func (x *MedicinalProductIngredientSpecifiedSubstance) appendAll(dst []Child) []Child {
+func (x *MedicinalProductIngredientSpecifiedSubstance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -338,7 +338,7 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) appendAll(dst []Child) []
 	dst = appendOne(dst, "group", x.Group)
 	dst = appendOne(dst, "confidentiality", x.Confidentiality)
 	dst = appendMany(dst, "strength", x.Strength)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstance) elementParts() (*string, *[]Extension) {
@@ -497,9 +497,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst [
 	return dst, unknownName
 }
 
-func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendAll(dst []Child) []Child {
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -510,7 +510,7 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendAll(dst []C
 	dst = appendOne(dst, "measurementPoint", x.MeasurementPoint)
 	dst = appendMany(dst, "country", x.Country)
 	dst = appendMany(dst, "referenceStrength", x.ReferenceStrength)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) elementParts() (*string, *[]Extension) {
@@ -657,9 +657,9 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	return dst, unknownName
 }
 
-func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendAll(dst []Child) []Child {
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -668,7 +668,7 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	dst = appendOne(dst, "strengthLowLimit", x.StrengthLowLimit)
 	dst = appendOne(dst, "measurementPoint", x.MeasurementPoint)
 	dst = appendMany(dst, "country", x.Country)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) elementParts() (*string, *[]Extension) {
@@ -787,15 +787,15 @@ func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *MedicinalProductIngredientSubstance) appendAll(dst []Child) []Child {
+func (x *MedicinalProductIngredientSubstance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendMany(dst, "strength", x.Strength)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIngredientSubstance) elementParts() (*string, *[]Extension) {

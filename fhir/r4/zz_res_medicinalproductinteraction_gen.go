@@ -173,9 +173,9 @@ func (x *MedicinalProductInteraction) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *MedicinalProductInteraction) appendAll(dst []Child) []Child {
+func (x *MedicinalProductInteraction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -191,7 +191,7 @@ func (x *MedicinalProductInteraction) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "effect", x.Effect)
 	dst = appendOne(dst, "incidence", x.Incidence)
 	dst = appendOne(dst, "management", x.Management)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductInteraction".
@@ -329,15 +329,15 @@ func (x *MedicinalProductInteractionInteractant) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *MedicinalProductInteractionInteractant) appendAll(dst []Child) []Child {
+func (x *MedicinalProductInteractionInteractant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "itemReference", x.ItemReference)
 	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductInteractionInteractant) elementParts() (*string, *[]Extension) {

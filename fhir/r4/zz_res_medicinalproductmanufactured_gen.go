@@ -171,9 +171,9 @@ func (x *MedicinalProductManufactured) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *MedicinalProductManufactured) appendAll(dst []Child) []Child {
+func (x *MedicinalProductManufactured) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -189,7 +189,7 @@ func (x *MedicinalProductManufactured) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "ingredient", x.Ingredient)
 	dst = appendOne(dst, "physicalCharacteristics", x.PhysicalCharacteristics)
 	dst = appendMany(dst, "otherCharacteristics", x.OtherCharacteristics)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductManufactured".

@@ -189,9 +189,9 @@ func (x *MedicinalProductPackaged) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPackaged) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPackaged) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -209,7 +209,7 @@ func (x *MedicinalProductPackaged) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "manufacturer", x.Manufacturer)
 	dst = appendMany(dst, "batchIdentifier", x.BatchIdentifier)
 	dst = appendMany(dst, "packageItem", x.PackageItem)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductPackaged".
@@ -342,15 +342,15 @@ func (x *MedicinalProductPackagedBatchIdentifier) appendNamed(dst []Child, name 
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPackagedBatchIdentifier) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPackagedBatchIdentifier) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "outerPackaging", x.OuterPackaging)
 	dst = appendOne(dst, "immediatePackaging", x.ImmediatePackaging)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPackagedBatchIdentifier) elementParts() (*string, *[]Extension) {
@@ -545,9 +545,9 @@ func (x *MedicinalProductPackagedPackageItem) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPackagedPackageItem) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPackagedPackageItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -563,7 +563,7 @@ func (x *MedicinalProductPackagedPackageItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "otherCharacteristics", x.OtherCharacteristics)
 	dst = appendMany(dst, "shelfLifeStorage", x.ShelfLifeStorage)
 	dst = appendMany(dst, "manufacturer", x.Manufacturer)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPackagedPackageItem) elementParts() (*string, *[]Extension) {

@@ -171,9 +171,9 @@ func (x *MedicinalProductPharmaceutical) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPharmaceutical) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPharmaceutical) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -189,7 +189,7 @@ func (x *MedicinalProductPharmaceutical) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "device", x.Device)
 	dst = appendMany(dst, "characteristics", x.Characteristics)
 	dst = appendMany(dst, "routeOfAdministration", x.RouteOfAdministration)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductPharmaceutical".
@@ -321,15 +321,15 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) appendNamed(dst []Child,
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPharmaceuticalCharacteristics) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPharmaceuticalCharacteristics) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "status", x.Status)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalCharacteristics) elementParts() (*string, *[]Extension) {
@@ -484,9 +484,9 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendNamed(dst []
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -497,7 +497,7 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendAll(dst []Ch
 	dst = appendOne(dst, "maxDosePerTreatmentPeriod", x.MaxDosePerTreatmentPeriod)
 	dst = appendOne(dst, "maxTreatmentPeriod", x.MaxTreatmentPeriod)
 	dst = appendMany(dst, "targetSpecies", x.TargetSpecies)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) elementParts() (*string, *[]Extension) {
@@ -617,15 +617,15 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appen
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendMany(dst, "withdrawalPeriod", x.WithdrawalPeriod)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) elementParts() (*string, *[]Extension) {
@@ -750,16 +750,16 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 	return dst, unknownName
 }
 
-func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendAll(dst []Child) []Child {
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "tissue", x.Tissue)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "supportingInformation", x.SupportingInformation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) elementParts() (*string, *[]Extension) {

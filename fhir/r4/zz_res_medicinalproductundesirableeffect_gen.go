@@ -155,9 +155,9 @@ func (x *MedicinalProductUndesirableEffect) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *MedicinalProductUndesirableEffect) appendAll(dst []Child) []Child {
+func (x *MedicinalProductUndesirableEffect) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -171,7 +171,7 @@ func (x *MedicinalProductUndesirableEffect) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "classification", x.Classification)
 	dst = appendOne(dst, "frequencyOfOccurrence", x.FrequencyOfOccurrence)
 	dst = appendMany(dst, "population", x.Population)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MedicinalProductUndesirableEffect".

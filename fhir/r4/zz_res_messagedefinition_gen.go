@@ -358,9 +358,9 @@ func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *MessageDefinition) appendAll(dst []Child) []Child {
+func (x *MessageDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -394,7 +394,7 @@ func (x *MessageDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "responseRequired", x.ResponseRequired)
 	dst = appendMany(dst, "allowedResponse", x.AllowedResponse)
 	dst = appendMany(dst, "graph", x.Graph)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MessageDefinition".
@@ -584,9 +584,9 @@ func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *MessageDefinitionFocus) appendAll(dst []Child) []Child {
+func (x *MessageDefinitionFocus) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -594,7 +594,7 @@ func (x *MessageDefinitionFocus) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "profile", x.Profile)
 	dst = appendOne(dst, "min", x.Min)
 	dst = appendOne(dst, "max", x.Max)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MessageDefinitionFocus) elementParts() (*string, *[]Extension) {
@@ -719,15 +719,15 @@ func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *MessageDefinitionAllowedResponse) appendAll(dst []Child) []Child {
+func (x *MessageDefinitionAllowedResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "message", x.Message)
 	dst = appendOne(dst, "situation", x.Situation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MessageDefinitionAllowedResponse) elementParts() (*string, *[]Extension) {

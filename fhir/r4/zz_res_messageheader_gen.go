@@ -222,9 +222,9 @@ func (x *MessageHeader) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *MessageHeader) appendAll(dst []Child) []Child {
+func (x *MessageHeader) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -245,7 +245,7 @@ func (x *MessageHeader) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "response", x.Response)
 	dst = appendMany(dst, "focus", x.Focus)
 	dst = appendOne(dst, "definition", x.Definition)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MessageHeader".
@@ -402,9 +402,9 @@ func (x *MessageHeaderDestination) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *MessageHeaderDestination) appendAll(dst []Child) []Child {
+func (x *MessageHeaderDestination) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -412,7 +412,7 @@ func (x *MessageHeaderDestination) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "target", x.Target)
 	dst = appendOne(dst, "endpoint", x.Endpoint)
 	dst = appendOne(dst, "receiver", x.Receiver)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MessageHeaderDestination) elementParts() (*string, *[]Extension) {
@@ -563,9 +563,9 @@ func (x *MessageHeaderSource) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *MessageHeaderSource) appendAll(dst []Child) []Child {
+func (x *MessageHeaderSource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -574,7 +574,7 @@ func (x *MessageHeaderSource) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "version", x.Version)
 	dst = appendOne(dst, "contact", x.Contact)
 	dst = appendOne(dst, "endpoint", x.Endpoint)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MessageHeaderSource) elementParts() (*string, *[]Extension) {
@@ -708,16 +708,16 @@ func (x *MessageHeaderResponse) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *MessageHeaderResponse) appendAll(dst []Child) []Child {
+func (x *MessageHeaderResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "details", x.Details)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MessageHeaderResponse) elementParts() (*string, *[]Extension) {

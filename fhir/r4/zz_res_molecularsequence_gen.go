@@ -251,9 +251,9 @@ func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *MolecularSequence) appendAll(dst []Child) []Child {
+func (x *MolecularSequence) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -278,7 +278,7 @@ func (x *MolecularSequence) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "repository", x.Repository)
 	dst = appendMany(dst, "pointer", x.Pointer)
 	dst = appendMany(dst, "structureVariant", x.StructureVariant)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "MolecularSequence".
@@ -489,9 +489,9 @@ func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceReferenceSeq) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceReferenceSeq) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -504,7 +504,7 @@ func (x *MolecularSequenceReferenceSeq) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "strand", x.Strand)
 	dst = appendOne(dst, "windowStart", x.WindowStart)
 	dst = appendOne(dst, "windowEnd", x.WindowEnd)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceReferenceSeq) elementParts() (*string, *[]Extension) {
@@ -674,9 +674,9 @@ func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceVariant) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceVariant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -686,7 +686,7 @@ func (x *MolecularSequenceVariant) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "referenceAllele", x.ReferenceAllele)
 	dst = appendOne(dst, "cigar", x.Cigar)
 	dst = appendOne(dst, "variantPointer", x.VariantPointer)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceVariant) elementParts() (*string, *[]Extension) {
@@ -936,9 +936,9 @@ func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceQuality) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceQuality) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -957,7 +957,7 @@ func (x *MolecularSequenceQuality) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "recall", x.Recall)
 	dst = appendOne(dst, "fScore", x.FScore)
 	dst = appendOne(dst, "roc", x.Roc)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceQuality) elementParts() (*string, *[]Extension) {
@@ -1150,9 +1150,9 @@ func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceQualityRoc) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceQualityRoc) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1163,7 +1163,7 @@ func (x *MolecularSequenceQualityRoc) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "precision", x.Precision)
 	dst = appendMany(dst, "sensitivity", x.Sensitivity)
 	dst = appendMany(dst, "fMeasure", x.FMeasure)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceQualityRoc) elementParts() (*string, *[]Extension) {
@@ -1334,9 +1334,9 @@ func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceRepository) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceRepository) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1346,7 +1346,7 @@ func (x *MolecularSequenceRepository) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "datasetId", x.DatasetID)
 	dst = appendOne(dst, "variantsetId", x.VariantsetID)
 	dst = appendOne(dst, "readsetId", x.ReadsetID)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceRepository) elementParts() (*string, *[]Extension) {
@@ -1499,9 +1499,9 @@ func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceStructureVariant) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceStructureVariant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1510,7 +1510,7 @@ func (x *MolecularSequenceStructureVariant) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "length", x.Length)
 	dst = appendOne(dst, "outer", x.Outer)
 	dst = appendOne(dst, "inner", x.Inner)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceStructureVariant) elementParts() (*string, *[]Extension) {
@@ -1634,15 +1634,15 @@ func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceStructureVariantOuter) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceStructureVariantOuter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "start", x.Start)
 	dst = appendOne(dst, "end", x.End)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceStructureVariantOuter) elementParts() (*string, *[]Extension) {
@@ -1763,15 +1763,15 @@ func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *MolecularSequenceStructureVariantInner) appendAll(dst []Child) []Child {
+func (x *MolecularSequenceStructureVariantInner) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "start", x.Start)
 	dst = appendOne(dst, "end", x.End)
-	return dst
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceStructureVariantInner) elementParts() (*string, *[]Extension) {

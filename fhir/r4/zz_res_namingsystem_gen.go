@@ -235,9 +235,9 @@ func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *NamingSystem) appendAll(dst []Child) []Child {
+func (x *NamingSystem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -259,7 +259,7 @@ func (x *NamingSystem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
 	dst = appendOne(dst, "usage", x.Usage)
 	dst = appendMany(dst, "uniqueId", x.UniqueID)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "NamingSystem".
@@ -435,9 +435,9 @@ func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *NamingSystemUniqueId) appendAll(dst []Child) []Child {
+func (x *NamingSystemUniqueId) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -446,7 +446,7 @@ func (x *NamingSystemUniqueId) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "preferred", x.Preferred)
 	dst = appendOne(dst, "comment", x.Comment)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *NamingSystemUniqueId) elementParts() (*string, *[]Extension) {

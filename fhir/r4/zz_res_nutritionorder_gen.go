@@ -263,9 +263,9 @@ func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *NutritionOrder) appendAll(dst []Child) []Child {
+func (x *NutritionOrder) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -291,7 +291,7 @@ func (x *NutritionOrder) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "supplement", x.Supplement)
 	dst = appendOne(dst, "enteralFormula", x.EnteralFormula)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "NutritionOrder".
@@ -471,9 +471,9 @@ func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *NutritionOrderOralDiet) appendAll(dst []Child) []Child {
+func (x *NutritionOrderOralDiet) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -483,7 +483,7 @@ func (x *NutritionOrderOralDiet) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "texture", x.Texture)
 	dst = appendMany(dst, "fluidConsistencyType", x.FluidConsistencyType)
 	dst = appendOne(dst, "instruction", x.Instruction)
-	return dst
+	return dst, x.ID
 }
 
 func (x *NutritionOrderOralDiet) elementParts() (*string, *[]Extension) {
@@ -603,15 +603,15 @@ func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *NutritionOrderOralDietNutrient) appendAll(dst []Child) []Child {
+func (x *NutritionOrderOralDietNutrient) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "modifier", x.Modifier)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *NutritionOrderOralDietNutrient) elementParts() (*string, *[]Extension) {
@@ -726,15 +726,15 @@ func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *NutritionOrderOralDietTexture) appendAll(dst []Child) []Child {
+func (x *NutritionOrderOralDietTexture) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "modifier", x.Modifier)
 	dst = appendOne(dst, "foodType", x.FoodType)
-	return dst
+	return dst, x.ID
 }
 
 func (x *NutritionOrderOralDietTexture) elementParts() (*string, *[]Extension) {
@@ -877,9 +877,9 @@ func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *NutritionOrderSupplement) appendAll(dst []Child) []Child {
+func (x *NutritionOrderSupplement) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -888,7 +888,7 @@ func (x *NutritionOrderSupplement) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "schedule", x.Schedule)
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "instruction", x.Instruction)
-	return dst
+	return dst, x.ID
 }
 
 func (x *NutritionOrderSupplement) elementParts() (*string, *[]Extension) {
@@ -1070,9 +1070,9 @@ func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *NutritionOrderEnteralFormula) appendAll(dst []Child) []Child {
+func (x *NutritionOrderEnteralFormula) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1085,7 +1085,7 @@ func (x *NutritionOrderEnteralFormula) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "administration", x.Administration)
 	dst = appendOne(dst, "maxVolumeToDeliver", x.MaxVolumeToDeliver)
 	dst = appendOne(dst, "administrationInstruction", x.AdministrationInstruction)
-	return dst
+	return dst, x.ID
 }
 
 func (x *NutritionOrderEnteralFormula) elementParts() (*string, *[]Extension) {
@@ -1233,9 +1233,9 @@ func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
-func (x *NutritionOrderEnteralFormulaAdministration) appendAll(dst []Child) []Child {
+func (x *NutritionOrderEnteralFormulaAdministration) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1243,7 +1243,7 @@ func (x *NutritionOrderEnteralFormulaAdministration) appendAll(dst []Child) []Ch
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
 	dst = appendOne(dst, "rateRatio", x.RateRatio)
-	return dst
+	return dst, x.ID
 }
 
 func (x *NutritionOrderEnteralFormulaAdministration) elementParts() (*string, *[]Extension) {

@@ -454,9 +454,9 @@ func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *Observation) appendAll(dst []Child) []Child {
+func (x *Observation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -502,7 +502,7 @@ func (x *Observation) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "hasMember", x.HasMember)
 	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
 	dst = appendMany(dst, "component", x.Component)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Observation".
@@ -705,9 +705,9 @@ func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ObservationReferenceRange) appendAll(dst []Child) []Child {
+func (x *ObservationReferenceRange) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -717,7 +717,7 @@ func (x *ObservationReferenceRange) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "appliesTo", x.AppliesTo)
 	dst = appendOne(dst, "age", x.Age)
 	dst = appendOne(dst, "text", x.Text)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ObservationReferenceRange) elementParts() (*string, *[]Extension) {
@@ -967,9 +967,9 @@ func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ObservationComponent) appendAll(dst []Child) []Child {
+func (x *ObservationComponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -988,7 +988,7 @@ func (x *ObservationComponent) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "dataAbsentReason", x.DataAbsentReason)
 	dst = appendMany(dst, "interpretation", x.Interpretation)
 	dst = appendMany(dst, "referenceRange", x.ReferenceRange)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ObservationComponent) elementParts() (*string, *[]Extension) {

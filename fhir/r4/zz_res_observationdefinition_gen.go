@@ -225,9 +225,9 @@ func (x *ObservationDefinition) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *ObservationDefinition) appendAll(dst []Child) []Child {
+func (x *ObservationDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -249,7 +249,7 @@ func (x *ObservationDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "normalCodedValueSet", x.NormalCodedValueSet)
 	dst = appendOne(dst, "abnormalCodedValueSet", x.AbnormalCodedValueSet)
 	dst = appendOne(dst, "criticalCodedValueSet", x.CriticalCodedValueSet)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ObservationDefinition".
@@ -408,9 +408,9 @@ func (x *ObservationDefinitionQuantitativeDetails) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *ObservationDefinitionQuantitativeDetails) appendAll(dst []Child) []Child {
+func (x *ObservationDefinitionQuantitativeDetails) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -418,7 +418,7 @@ func (x *ObservationDefinitionQuantitativeDetails) appendAll(dst []Child) []Chil
 	dst = appendOne(dst, "unit", x.Unit)
 	dst = appendOne(dst, "conversionFactor", x.ConversionFactor)
 	dst = appendOne(dst, "decimalPrecision", x.DecimalPrecision)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ObservationDefinitionQuantitativeDetails) elementParts() (*string, *[]Extension) {
@@ -591,9 +591,9 @@ func (x *ObservationDefinitionQualifiedInterval) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *ObservationDefinitionQualifiedInterval) appendAll(dst []Child) []Child {
+func (x *ObservationDefinitionQualifiedInterval) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -605,7 +605,7 @@ func (x *ObservationDefinitionQualifiedInterval) appendAll(dst []Child) []Child 
 	dst = appendOne(dst, "age", x.Age)
 	dst = appendOne(dst, "gestationalAge", x.GestationalAge)
 	dst = appendOne(dst, "condition", x.Condition)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ObservationDefinitionQualifiedInterval) elementParts() (*string, *[]Extension) {

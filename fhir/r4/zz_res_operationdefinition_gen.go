@@ -365,9 +365,9 @@ func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *OperationDefinition) appendAll(dst []Child) []Child {
+func (x *OperationDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -402,7 +402,7 @@ func (x *OperationDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "outputProfile", x.OutputProfile)
 	dst = appendMany(dst, "parameter", x.Parameter)
 	dst = appendMany(dst, "overload", x.Overload)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "OperationDefinition".
@@ -660,9 +660,9 @@ func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *OperationDefinitionParameter) appendAll(dst []Child) []Child {
+func (x *OperationDefinitionParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -677,7 +677,7 @@ func (x *OperationDefinitionParameter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "binding", x.Binding)
 	dst = appendMany(dst, "referencedFrom", x.ReferencedFrom)
 	dst = appendMany(dst, "part", x.Part)
-	return dst
+	return dst, x.ID
 }
 
 func (x *OperationDefinitionParameter) elementParts() (*string, *[]Extension) {
@@ -813,15 +813,15 @@ func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *OperationDefinitionParameterBinding) appendAll(dst []Child) []Child {
+func (x *OperationDefinitionParameterBinding) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "strength", x.Strength)
 	dst = appendOne(dst, "valueSet", x.ValueSet)
-	return dst
+	return dst, x.ID
 }
 
 func (x *OperationDefinitionParameterBinding) elementParts() (*string, *[]Extension) {
@@ -942,15 +942,15 @@ func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
-func (x *OperationDefinitionParameterReferencedFrom) appendAll(dst []Child) []Child {
+func (x *OperationDefinitionParameterReferencedFrom) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "source", x.Source)
 	dst = appendOne(dst, "sourceId", x.SourceID)
-	return dst
+	return dst, x.ID
 }
 
 func (x *OperationDefinitionParameterReferencedFrom) elementParts() (*string, *[]Extension) {
@@ -1071,15 +1071,15 @@ func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *OperationDefinitionOverload) appendAll(dst []Child) []Child {
+func (x *OperationDefinitionOverload) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "parameterName", x.ParameterName)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *OperationDefinitionOverload) elementParts() (*string, *[]Extension) {

@@ -123,9 +123,9 @@ func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *OperationOutcome) appendAll(dst []Child) []Child {
+func (x *OperationOutcome) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -135,7 +135,7 @@ func (x *OperationOutcome) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "issue", x.Issue)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "OperationOutcome".
@@ -301,9 +301,9 @@ func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *OperationOutcomeIssue) appendAll(dst []Child) []Child {
+func (x *OperationOutcomeIssue) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -313,7 +313,7 @@ func (x *OperationOutcomeIssue) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "diagnostics", x.Diagnostics)
 	dst = appendMany(dst, "location", x.Location)
 	dst = appendMany(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *OperationOutcomeIssue) elementParts() (*string, *[]Extension) {

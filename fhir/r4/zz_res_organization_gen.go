@@ -201,9 +201,9 @@ func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *Organization) appendAll(dst []Child) []Child {
+func (x *Organization) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -222,7 +222,7 @@ func (x *Organization) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "partOf", x.PartOf)
 	dst = appendMany(dst, "contact", x.Contact)
 	dst = appendMany(dst, "endpoint", x.Endpoint)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Organization".
@@ -374,9 +374,9 @@ func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *OrganizationContact) appendAll(dst []Child) []Child {
+func (x *OrganizationContact) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -384,7 +384,7 @@ func (x *OrganizationContact) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendMany(dst, "telecom", x.Telecom)
 	dst = appendOne(dst, "address", x.Address)
-	return dst
+	return dst, x.ID
 }
 
 func (x *OrganizationContact) elementParts() (*string, *[]Extension) {

@@ -213,9 +213,9 @@ func (x *OrganizationAffiliation) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *OrganizationAffiliation) appendAll(dst []Child) []Child {
+func (x *OrganizationAffiliation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -236,7 +236,7 @@ func (x *OrganizationAffiliation) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "healthcareService", x.HealthcareService)
 	dst = appendMany(dst, "telecom", x.Telecom)
 	dst = appendMany(dst, "endpoint", x.Endpoint)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "OrganizationAffiliation".

@@ -91,15 +91,15 @@ func (x *Parameters) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Parameters) appendAll(dst []Child) []Child {
+func (x *Parameters) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendMany(dst, "parameter", x.Parameter)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Parameters".
@@ -722,9 +722,9 @@ func (x *ParametersParameter) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *ParametersParameter) appendAll(dst []Child) []Child {
+func (x *ParametersParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -781,7 +781,7 @@ func (x *ParametersParameter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueMeta", x.ValueMeta)
 	dst = appendResource(dst, "resource", x.Resource)
 	dst = appendMany(dst, "part", x.Part)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ParametersParameter) elementParts() (*string, *[]Extension) {

@@ -287,9 +287,9 @@ func (x *Patient) appendNamed(dst []Child, name string, choice bool) ([]Child, n
 	return dst, unknownName
 }
 
-func (x *Patient) appendAll(dst []Child) []Child {
+func (x *Patient) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -316,7 +316,7 @@ func (x *Patient) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "generalPractitioner", x.GeneralPractitioner)
 	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
 	dst = appendMany(dst, "link", x.Link)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Patient".
@@ -506,9 +506,9 @@ func (x *PatientContact) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *PatientContact) appendAll(dst []Child) []Child {
+func (x *PatientContact) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -519,7 +519,7 @@ func (x *PatientContact) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "gender", x.Gender)
 	dst = appendOne(dst, "organization", x.Organization)
 	dst = appendOne(dst, "period", x.Period)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PatientContact) elementParts() (*string, *[]Extension) {
@@ -642,15 +642,15 @@ func (x *PatientCommunication) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *PatientCommunication) appendAll(dst []Child) []Child {
+func (x *PatientCommunication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendOne(dst, "preferred", x.Preferred)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PatientCommunication) elementParts() (*string, *[]Extension) {
@@ -768,15 +768,15 @@ func (x *PatientLink) appendNamed(dst []Child, name string, choice bool) ([]Chil
 	return dst, unknownName
 }
 
-func (x *PatientLink) appendAll(dst []Child) []Child {
+func (x *PatientLink) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "other", x.Other)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PatientLink) elementParts() (*string, *[]Extension) {

@@ -217,9 +217,9 @@ func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *PaymentNotice) appendAll(dst []Child) []Child {
+func (x *PaymentNotice) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -240,7 +240,7 @@ func (x *PaymentNotice) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "recipient", x.Recipient)
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendOne(dst, "paymentStatus", x.PaymentStatus)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "PaymentNotice".

@@ -245,9 +245,9 @@ func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *PaymentReconciliation) appendAll(dst []Child) []Child {
+func (x *PaymentReconciliation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -271,7 +271,7 @@ func (x *PaymentReconciliation) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "detail", x.Detail)
 	dst = appendOne(dst, "formCode", x.FormCode)
 	dst = appendMany(dst, "processNote", x.ProcessNote)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "PaymentReconciliation".
@@ -480,9 +480,9 @@ func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *PaymentReconciliationDetail) appendAll(dst []Child) []Child {
+func (x *PaymentReconciliationDetail) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -496,7 +496,7 @@ func (x *PaymentReconciliationDetail) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "responsible", x.Responsible)
 	dst = appendOne(dst, "payee", x.Payee)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PaymentReconciliationDetail) elementParts() (*string, *[]Extension) {
@@ -624,15 +624,15 @@ func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *PaymentReconciliationProcessNote) appendAll(dst []Child) []Child {
+func (x *PaymentReconciliationProcessNote) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "text", x.Text)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PaymentReconciliationProcessNote) elementParts() (*string, *[]Extension) {

@@ -201,9 +201,9 @@ func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, na
 	return dst, unknownName
 }
 
-func (x *Person) appendAll(dst []Child) []Child {
+func (x *Person) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -222,7 +222,7 @@ func (x *Person) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
 	dst = appendOne(dst, "active", x.Active)
 	dst = appendMany(dst, "link", x.Link)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Person".
@@ -360,15 +360,15 @@ func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *PersonLink) appendAll(dst []Child) []Child {
+func (x *PersonLink) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "target", x.Target)
 	dst = appendOne(dst, "assurance", x.Assurance)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PersonLink) elementParts() (*string, *[]Extension) {

@@ -410,9 +410,9 @@ func (x *PlanDefinition) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *PlanDefinition) appendAll(dst []Child) []Child {
+func (x *PlanDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -453,7 +453,7 @@ func (x *PlanDefinition) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "library", x.Library)
 	dst = appendMany(dst, "goal", x.Goal)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "PlanDefinition".
@@ -664,9 +664,9 @@ func (x *PlanDefinitionGoal) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *PlanDefinitionGoal) appendAll(dst []Child) []Child {
+func (x *PlanDefinitionGoal) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -677,7 +677,7 @@ func (x *PlanDefinitionGoal) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "addresses", x.Addresses)
 	dst = appendMany(dst, "documentation", x.Documentation)
 	dst = appendMany(dst, "target", x.Target)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionGoal) elementParts() (*string, *[]Extension) {
@@ -829,9 +829,9 @@ func (x *PlanDefinitionGoalTarget) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *PlanDefinitionGoalTarget) appendAll(dst []Child) []Child {
+func (x *PlanDefinitionGoalTarget) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -840,7 +840,7 @@ func (x *PlanDefinitionGoalTarget) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "detailRange", x.DetailRange)
 	dst = appendOne(dst, "detailCodeableConcept", x.DetailCodeableConcept)
 	dst = appendOne(dst, "due", x.Due)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionGoalTarget) elementParts() (*string, *[]Extension) {
@@ -1269,9 +1269,9 @@ func (x *PlanDefinitionAction) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *PlanDefinitionAction) appendAll(dst []Child) []Child {
+func (x *PlanDefinitionAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1309,7 +1309,7 @@ func (x *PlanDefinitionAction) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "transform", x.Transform)
 	dst = appendMany(dst, "dynamicValue", x.DynamicValue)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionAction) elementParts() (*string, *[]Extension) {
@@ -1473,15 +1473,15 @@ func (x *PlanDefinitionActionCondition) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *PlanDefinitionActionCondition) appendAll(dst []Child) []Child {
+func (x *PlanDefinitionActionCondition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "kind", x.Kind)
 	dst = appendOne(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionActionCondition) elementParts() (*string, *[]Extension) {
@@ -1624,9 +1624,9 @@ func (x *PlanDefinitionActionRelatedAction) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *PlanDefinitionActionRelatedAction) appendAll(dst []Child) []Child {
+func (x *PlanDefinitionActionRelatedAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1634,7 +1634,7 @@ func (x *PlanDefinitionActionRelatedAction) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "relationship", x.Relationship)
 	dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
 	dst = appendOne(dst, "offsetRange", x.OffsetRange)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionActionRelatedAction) elementParts() (*string, *[]Extension) {
@@ -1755,15 +1755,15 @@ func (x *PlanDefinitionActionParticipant) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *PlanDefinitionActionParticipant) appendAll(dst []Child) []Child {
+func (x *PlanDefinitionActionParticipant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "role", x.Role)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionActionParticipant) elementParts() (*string, *[]Extension) {
@@ -1881,15 +1881,15 @@ func (x *PlanDefinitionActionDynamicValue) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *PlanDefinitionActionDynamicValue) appendAll(dst []Child) []Child {
+func (x *PlanDefinitionActionDynamicValue) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionActionDynamicValue) elementParts() (*string, *[]Extension) {

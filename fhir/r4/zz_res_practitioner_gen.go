@@ -201,9 +201,9 @@ func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *Practitioner) appendAll(dst []Child) []Child {
+func (x *Practitioner) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -222,7 +222,7 @@ func (x *Practitioner) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "photo", x.Photo)
 	dst = appendMany(dst, "qualification", x.Qualification)
 	dst = appendMany(dst, "communication", x.Communication)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Practitioner".
@@ -374,9 +374,9 @@ func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *PractitionerQualification) appendAll(dst []Child) []Child {
+func (x *PractitionerQualification) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -384,7 +384,7 @@ func (x *PractitionerQualification) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendOne(dst, "issuer", x.Issuer)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PractitionerQualification) elementParts() (*string, *[]Extension) {

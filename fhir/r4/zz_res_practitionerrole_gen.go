@@ -231,9 +231,9 @@ func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *PractitionerRole) appendAll(dst []Child) []Child {
+func (x *PractitionerRole) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -256,7 +256,7 @@ func (x *PractitionerRole) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "notAvailable", x.NotAvailable)
 	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
 	dst = appendMany(dst, "endpoint", x.Endpoint)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "PractitionerRole".
@@ -419,9 +419,9 @@ func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *PractitionerRoleAvailableTime) appendAll(dst []Child) []Child {
+func (x *PractitionerRoleAvailableTime) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -429,7 +429,7 @@ func (x *PractitionerRoleAvailableTime) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "allDay", x.AllDay)
 	dst = appendOne(dst, "availableStartTime", x.AvailableStartTime)
 	dst = appendOne(dst, "availableEndTime", x.AvailableEndTime)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PractitionerRoleAvailableTime) elementParts() (*string, *[]Extension) {
@@ -552,15 +552,15 @@ func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *PractitionerRoleNotAvailable) appendAll(dst []Child) []Child {
+func (x *PractitionerRoleNotAvailable) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "during", x.During)
-	return dst
+	return dst, x.ID
 }
 
 func (x *PractitionerRoleNotAvailable) elementParts() (*string, *[]Extension) {

@@ -391,9 +391,9 @@ func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Procedure) appendAll(dst []Child) []Child {
+func (x *Procedure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -434,7 +434,7 @@ func (x *Procedure) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "focalDevice", x.FocalDevice)
 	dst = appendMany(dst, "usedReference", x.UsedReference)
 	dst = appendMany(dst, "usedCode", x.UsedCode)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Procedure".
@@ -602,16 +602,16 @@ func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ProcedurePerformer) appendAll(dst []Child) []Child {
+func (x *ProcedurePerformer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "function", x.Function)
 	dst = appendOne(dst, "actor", x.Actor)
 	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ProcedurePerformer) elementParts() (*string, *[]Extension) {
@@ -727,15 +727,15 @@ func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *ProcedureFocalDevice) appendAll(dst []Child) []Child {
+func (x *ProcedureFocalDevice) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "action", x.Action)
 	dst = appendOne(dst, "manipulated", x.Manipulated)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ProcedureFocalDevice) elementParts() (*string, *[]Extension) {

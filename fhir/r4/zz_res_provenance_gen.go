@@ -216,9 +216,9 @@ func (x *Provenance) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *Provenance) appendAll(dst []Child) []Child {
+func (x *Provenance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -238,7 +238,7 @@ func (x *Provenance) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "agent", x.Agent)
 	dst = appendMany(dst, "entity", x.Entity)
 	dst = appendMany(dst, "signature", x.Signature)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Provenance".
@@ -391,9 +391,9 @@ func (x *ProvenanceAgent) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *ProvenanceAgent) appendAll(dst []Child) []Child {
+func (x *ProvenanceAgent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -401,7 +401,7 @@ func (x *ProvenanceAgent) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "role", x.Role)
 	dst = appendOne(dst, "who", x.Who)
 	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ProvenanceAgent) elementParts() (*string, *[]Extension) {
@@ -528,16 +528,16 @@ func (x *ProvenanceEntity) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *ProvenanceEntity) appendAll(dst []Child) []Child {
+func (x *ProvenanceEntity) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "role", x.Role)
 	dst = appendOne(dst, "what", x.What)
 	dst = appendMany(dst, "agent", x.Agent)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ProvenanceEntity) elementParts() (*string, *[]Extension) {

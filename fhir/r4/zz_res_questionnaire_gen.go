@@ -321,9 +321,9 @@ func (x *Questionnaire) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *Questionnaire) appendAll(dst []Child) []Child {
+func (x *Questionnaire) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -354,7 +354,7 @@ func (x *Questionnaire) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
 	dst = appendMany(dst, "code", x.Code)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Questionnaire".
@@ -648,9 +648,9 @@ func (x *QuestionnaireItem) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *QuestionnaireItem) appendAll(dst []Child) []Child {
+func (x *QuestionnaireItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -670,7 +670,7 @@ func (x *QuestionnaireItem) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "answerOption", x.AnswerOption)
 	dst = appendMany(dst, "initial", x.Initial)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 func (x *QuestionnaireItem) elementParts() (*string, *[]Extension) {
@@ -923,9 +923,9 @@ func (x *QuestionnaireItemEnableWhen) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *QuestionnaireItemEnableWhen) appendAll(dst []Child) []Child {
+func (x *QuestionnaireItemEnableWhen) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -941,7 +941,7 @@ func (x *QuestionnaireItemEnableWhen) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "answerCoding", x.AnswerCoding)
 	dst = appendOne(dst, "answerQuantity", x.AnswerQuantity)
 	dst = appendOne(dst, "answerReference", x.AnswerReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *QuestionnaireItemEnableWhen) elementParts() (*string, *[]Extension) {
@@ -1136,9 +1136,9 @@ func (x *QuestionnaireItemAnswerOption) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *QuestionnaireItemAnswerOption) appendAll(dst []Child) []Child {
+func (x *QuestionnaireItemAnswerOption) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1149,7 +1149,7 @@ func (x *QuestionnaireItemAnswerOption) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueCoding", x.ValueCoding)
 	dst = appendOne(dst, "valueReference", x.ValueReference)
 	dst = appendOne(dst, "initialSelected", x.InitialSelected)
-	return dst
+	return dst, x.ID
 }
 
 func (x *QuestionnaireItemAnswerOption) elementParts() (*string, *[]Extension) {
@@ -1387,9 +1387,9 @@ func (x *QuestionnaireItemInitial) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *QuestionnaireItemInitial) appendAll(dst []Child) []Child {
+func (x *QuestionnaireItemInitial) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1405,7 +1405,7 @@ func (x *QuestionnaireItemInitial) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueCoding", x.ValueCoding)
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueReference", x.ValueReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *QuestionnaireItemInitial) elementParts() (*string, *[]Extension) {

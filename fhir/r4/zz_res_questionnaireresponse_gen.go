@@ -209,9 +209,9 @@ func (x *QuestionnaireResponse) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *QuestionnaireResponse) appendAll(dst []Child) []Child {
+func (x *QuestionnaireResponse) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -231,7 +231,7 @@ func (x *QuestionnaireResponse) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "author", x.Author)
 	dst = appendOne(dst, "source", x.Source)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "QuestionnaireResponse".
@@ -398,9 +398,9 @@ func (x *QuestionnaireResponseItem) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *QuestionnaireResponseItem) appendAll(dst []Child) []Child {
+func (x *QuestionnaireResponseItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -409,7 +409,7 @@ func (x *QuestionnaireResponseItem) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "text", x.Text)
 	dst = appendMany(dst, "answer", x.Answer)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 func (x *QuestionnaireResponseItem) elementParts() (*string, *[]Extension) {
@@ -651,9 +651,9 @@ func (x *QuestionnaireResponseItemAnswer) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *QuestionnaireResponseItemAnswer) appendAll(dst []Child) []Child {
+func (x *QuestionnaireResponseItemAnswer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -670,7 +670,7 @@ func (x *QuestionnaireResponseItemAnswer) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueReference", x.ValueReference)
 	dst = appendMany(dst, "item", x.Item)
-	return dst
+	return dst, x.ID
 }
 
 func (x *QuestionnaireResponseItemAnswer) elementParts() (*string, *[]Extension) {

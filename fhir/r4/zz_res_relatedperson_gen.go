@@ -217,9 +217,9 @@ func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *RelatedPerson) appendAll(dst []Child) []Child {
+func (x *RelatedPerson) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -240,7 +240,7 @@ func (x *RelatedPerson) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "photo", x.Photo)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendMany(dst, "communication", x.Communication)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "RelatedPerson".
@@ -380,15 +380,15 @@ func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *RelatedPersonCommunication) appendAll(dst []Child) []Child {
+func (x *RelatedPersonCommunication) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendOne(dst, "preferred", x.Preferred)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RelatedPersonCommunication) elementParts() (*string, *[]Extension) {

@@ -271,9 +271,9 @@ func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *RequestGroup) appendAll(dst []Child) []Child {
+func (x *RequestGroup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -300,7 +300,7 @@ func (x *RequestGroup) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonReference", x.ReasonReference)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "RequestGroup".
@@ -656,9 +656,9 @@ func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *RequestGroupAction) appendAll(dst []Child) []Child {
+func (x *RequestGroupAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -686,7 +686,7 @@ func (x *RequestGroupAction) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "cardinalityBehavior", x.CardinalityBehavior)
 	dst = appendOne(dst, "resource", x.Resource)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RequestGroupAction) elementParts() (*string, *[]Extension) {
@@ -836,15 +836,15 @@ func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *RequestGroupActionCondition) appendAll(dst []Child) []Child {
+func (x *RequestGroupActionCondition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "kind", x.Kind)
 	dst = appendOne(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RequestGroupActionCondition) elementParts() (*string, *[]Extension) {
@@ -987,9 +987,9 @@ func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *RequestGroupActionRelatedAction) appendAll(dst []Child) []Child {
+func (x *RequestGroupActionRelatedAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -997,7 +997,7 @@ func (x *RequestGroupActionRelatedAction) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "relationship", x.Relationship)
 	dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
 	dst = appendOne(dst, "offsetRange", x.OffsetRange)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RequestGroupActionRelatedAction) elementParts() (*string, *[]Extension) {

@@ -438,9 +438,9 @@ func (x *ResearchDefinition) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *ResearchDefinition) appendAll(dst []Child) []Child {
+func (x *ResearchDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -484,7 +484,7 @@ func (x *ResearchDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "exposure", x.Exposure)
 	dst = appendOne(dst, "exposureAlternative", x.ExposureAlternative)
 	dst = appendOne(dst, "outcome", x.Outcome)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ResearchDefinition".

@@ -434,9 +434,9 @@ func (x *ResearchElementDefinition) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ResearchElementDefinition) appendAll(dst []Child) []Child {
+func (x *ResearchElementDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -479,7 +479,7 @@ func (x *ResearchElementDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "variableType", x.VariableType)
 	dst = appendMany(dst, "characteristic", x.Characteristic)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ResearchElementDefinition".
@@ -851,9 +851,9 @@ func (x *ResearchElementDefinitionCharacteristic) appendNamed(dst []Child, name 
 	return dst, unknownName
 }
 
-func (x *ResearchElementDefinitionCharacteristic) appendAll(dst []Child) []Child {
+func (x *ResearchElementDefinitionCharacteristic) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -878,7 +878,7 @@ func (x *ResearchElementDefinitionCharacteristic) appendAll(dst []Child) []Child
 	dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
 	dst = appendOne(dst, "participantEffectiveTimeFromStart", x.ParticipantEffectiveTimeFromStart)
 	dst = appendOne(dst, "participantEffectiveGroupMeasure", x.ParticipantEffectiveGroupMeasure)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ResearchElementDefinitionCharacteristic) elementParts() (*string, *[]Extension) {

@@ -313,9 +313,9 @@ func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *ResearchStudy) appendAll(dst []Child) []Child {
+func (x *ResearchStudy) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -348,7 +348,7 @@ func (x *ResearchStudy) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "arm", x.Arm)
 	dst = appendMany(dst, "objective", x.Objective)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ResearchStudy".
@@ -510,16 +510,16 @@ func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *ResearchStudyArm) appendAll(dst []Child) []Child {
+func (x *ResearchStudyArm) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ResearchStudyArm) elementParts() (*string, *[]Extension) {
@@ -639,15 +639,15 @@ func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *ResearchStudyObjective) appendAll(dst []Child) []Child {
+func (x *ResearchStudyObjective) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "type", x.Type)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ResearchStudyObjective) elementParts() (*string, *[]Extension) {

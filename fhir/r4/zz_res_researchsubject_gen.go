@@ -185,9 +185,9 @@ func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *ResearchSubject) appendAll(dst []Child) []Child {
+func (x *ResearchSubject) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -204,7 +204,7 @@ func (x *ResearchSubject) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "assignedArm", x.AssignedArm)
 	dst = appendOne(dst, "actualArm", x.ActualArm)
 	dst = appendOne(dst, "consent", x.Consent)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ResearchSubject".

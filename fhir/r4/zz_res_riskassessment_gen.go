@@ -272,9 +272,9 @@ func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *RiskAssessment) appendAll(dst []Child) []Child {
+func (x *RiskAssessment) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -301,7 +301,7 @@ func (x *RiskAssessment) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "prediction", x.Prediction)
 	dst = appendOne(dst, "mitigation", x.Mitigation)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "RiskAssessment".
@@ -513,9 +513,9 @@ func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *RiskAssessmentPrediction) appendAll(dst []Child) []Child {
+func (x *RiskAssessmentPrediction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -527,7 +527,7 @@ func (x *RiskAssessmentPrediction) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "whenPeriod", x.WhenPeriod)
 	dst = appendOne(dst, "whenRange", x.WhenRange)
 	dst = appendOne(dst, "rationale", x.Rationale)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RiskAssessmentPrediction) elementParts() (*string, *[]Extension) {

@@ -385,9 +385,9 @@ func (x *RiskEvidenceSynthesis) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *RiskEvidenceSynthesis) appendAll(dst []Child) []Child {
+func (x *RiskEvidenceSynthesis) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -427,7 +427,7 @@ func (x *RiskEvidenceSynthesis) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "sampleSize", x.SampleSize)
 	dst = appendOne(dst, "riskEstimate", x.RiskEstimate)
 	dst = appendMany(dst, "certainty", x.Certainty)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "RiskEvidenceSynthesis".
@@ -606,16 +606,16 @@ func (x *RiskEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *RiskEvidenceSynthesisSampleSize) appendAll(dst []Child) []Child {
+func (x *RiskEvidenceSynthesisSampleSize) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "numberOfStudies", x.NumberOfStudies)
 	dst = appendOne(dst, "numberOfParticipants", x.NumberOfParticipants)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RiskEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
@@ -782,9 +782,9 @@ func (x *RiskEvidenceSynthesisRiskEstimate) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *RiskEvidenceSynthesisRiskEstimate) appendAll(dst []Child) []Child {
+func (x *RiskEvidenceSynthesisRiskEstimate) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -795,7 +795,7 @@ func (x *RiskEvidenceSynthesisRiskEstimate) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "denominatorCount", x.DenominatorCount)
 	dst = appendOne(dst, "numeratorCount", x.NumeratorCount)
 	dst = appendMany(dst, "precisionEstimate", x.PrecisionEstimate)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RiskEvidenceSynthesisRiskEstimate) elementParts() (*string, *[]Extension) {
@@ -941,9 +941,9 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendNamed(dst []C
 	return dst, unknownName
 }
 
-func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendAll(dst []Child) []Child {
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -951,7 +951,7 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendAll(dst []Chi
 	dst = appendOne(dst, "level", x.Level)
 	dst = appendOne(dst, "from", x.From)
 	dst = appendOne(dst, "to", x.To)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
@@ -1079,16 +1079,16 @@ func (x *RiskEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *RiskEvidenceSynthesisCertainty) appendAll(dst []Child) []Child {
+func (x *RiskEvidenceSynthesisCertainty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "rating", x.Rating)
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendMany(dst, "certaintySubcomponent", x.CertaintySubcomponent)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RiskEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
@@ -1212,16 +1212,16 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []
 	return dst, unknownName
 }
 
-func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) []Child {
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendMany(dst, "rating", x.Rating)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {

@@ -183,9 +183,9 @@ func (x *Schedule) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Schedule) appendAll(dst []Child) []Child {
+func (x *Schedule) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -202,7 +202,7 @@ func (x *Schedule) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "actor", x.Actor)
 	dst = appendOne(dst, "planningHorizon", x.PlanningHorizon)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Schedule".

@@ -367,9 +367,9 @@ func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *SearchParameter) appendAll(dst []Child) []Child {
+func (x *SearchParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -404,7 +404,7 @@ func (x *SearchParameter) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "modifier", x.Modifier)
 	dst = appendMany(dst, "chain", x.Chain)
 	dst = appendMany(dst, "component", x.Component)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SearchParameter".
@@ -579,15 +579,15 @@ func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *SearchParameterComponent) appendAll(dst []Child) []Child {
+func (x *SearchParameterComponent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "definition", x.Definition)
 	dst = appendOne(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SearchParameterComponent) elementParts() (*string, *[]Extension) {

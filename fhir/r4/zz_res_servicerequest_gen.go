@@ -462,9 +462,9 @@ func (x *ServiceRequest) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *ServiceRequest) appendAll(dst []Child) []Child {
+func (x *ServiceRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -511,7 +511,7 @@ func (x *ServiceRequest) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "note", x.Note)
 	dst = appendOne(dst, "patientInstruction", x.PatientInstruction)
 	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ServiceRequest".

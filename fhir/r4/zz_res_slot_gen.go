@@ -213,9 +213,9 @@ func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
-func (x *Slot) appendAll(dst []Child) []Child {
+func (x *Slot) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -235,7 +235,7 @@ func (x *Slot) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "end", x.End)
 	dst = appendOne(dst, "overbooked", x.Overbooked)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Slot".

@@ -223,9 +223,9 @@ func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *Specimen) appendAll(dst []Child) []Child {
+func (x *Specimen) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -247,7 +247,7 @@ func (x *Specimen) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "container", x.Container)
 	dst = appendMany(dst, "condition", x.Condition)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Specimen".
@@ -457,9 +457,9 @@ func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *SpecimenCollection) appendAll(dst []Child) []Child {
+func (x *SpecimenCollection) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -472,7 +472,7 @@ func (x *SpecimenCollection) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "bodySite", x.BodySite)
 	dst = appendOne(dst, "fastingStatusCodeableConcept", x.FastingStatusCodeableConcept)
 	dst = appendOne(dst, "fastingStatusDuration", x.FastingStatusDuration)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SpecimenCollection) elementParts() (*string, *[]Extension) {
@@ -630,9 +630,9 @@ func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *SpecimenProcessing) appendAll(dst []Child) []Child {
+func (x *SpecimenProcessing) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -641,7 +641,7 @@ func (x *SpecimenProcessing) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "additive", x.Additive)
 	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
 	dst = appendOne(dst, "timePeriod", x.TimePeriod)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SpecimenProcessing) elementParts() (*string, *[]Extension) {
@@ -810,9 +810,9 @@ func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *SpecimenContainer) appendAll(dst []Child) []Child {
+func (x *SpecimenContainer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -823,7 +823,7 @@ func (x *SpecimenContainer) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "specimenQuantity", x.SpecimenQuantity)
 	dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	dst = appendOne(dst, "additiveReference", x.AdditiveReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SpecimenContainer) elementParts() (*string, *[]Extension) {

@@ -165,9 +165,9 @@ func (x *SpecimenDefinition) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *SpecimenDefinition) appendAll(dst []Child) []Child {
+func (x *SpecimenDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -182,7 +182,7 @@ func (x *SpecimenDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "timeAspect", x.TimeAspect)
 	dst = appendMany(dst, "collection", x.Collection)
 	dst = appendMany(dst, "typeTested", x.TypeTested)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SpecimenDefinition".
@@ -366,9 +366,9 @@ func (x *SpecimenDefinitionTypeTested) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *SpecimenDefinitionTypeTested) appendAll(dst []Child) []Child {
+func (x *SpecimenDefinitionTypeTested) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -380,7 +380,7 @@ func (x *SpecimenDefinitionTypeTested) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "retentionTime", x.RetentionTime)
 	dst = appendMany(dst, "rejectionCriterion", x.RejectionCriterion)
 	dst = appendMany(dst, "handling", x.Handling)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SpecimenDefinitionTypeTested) elementParts() (*string, *[]Extension) {
@@ -573,9 +573,9 @@ func (x *SpecimenDefinitionTypeTestedContainer) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *SpecimenDefinitionTypeTestedContainer) appendAll(dst []Child) []Child {
+func (x *SpecimenDefinitionTypeTestedContainer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -588,7 +588,7 @@ func (x *SpecimenDefinitionTypeTestedContainer) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "minimumVolumeString", x.MinimumVolumeString)
 	dst = appendMany(dst, "additive", x.Additive)
 	dst = appendOne(dst, "preparation", x.Preparation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SpecimenDefinitionTypeTestedContainer) elementParts() (*string, *[]Extension) {
@@ -720,15 +720,15 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendNamed(dst []Child,
 	return dst, unknownName
 }
 
-func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendAll(dst []Child) []Child {
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	dst = appendOne(dst, "additiveReference", x.AdditiveReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) elementParts() (*string, *[]Extension) {
@@ -861,9 +861,9 @@ func (x *SpecimenDefinitionTypeTestedHandling) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *SpecimenDefinitionTypeTestedHandling) appendAll(dst []Child) []Child {
+func (x *SpecimenDefinitionTypeTestedHandling) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -871,7 +871,7 @@ func (x *SpecimenDefinitionTypeTestedHandling) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "temperatureRange", x.TemperatureRange)
 	dst = appendOne(dst, "maxDuration", x.MaxDuration)
 	dst = appendOne(dst, "instruction", x.Instruction)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SpecimenDefinitionTypeTestedHandling) elementParts() (*string, *[]Extension) {

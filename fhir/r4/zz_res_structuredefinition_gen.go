@@ -367,9 +367,9 @@ func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *StructureDefinition) appendAll(dst []Child) []Child {
+func (x *StructureDefinition) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -405,7 +405,7 @@ func (x *StructureDefinition) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "derivation", x.Derivation)
 	dst = appendOne(dst, "snapshot", x.Snapshot)
 	dst = appendOne(dst, "differential", x.Differential)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "StructureDefinition".
@@ -597,9 +597,9 @@ func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *StructureDefinitionMapping) appendAll(dst []Child) []Child {
+func (x *StructureDefinitionMapping) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -607,7 +607,7 @@ func (x *StructureDefinitionMapping) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "uri", x.URI)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "comment", x.Comment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureDefinitionMapping) elementParts() (*string, *[]Extension) {
@@ -732,15 +732,15 @@ func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *StructureDefinitionContext) appendAll(dst []Child) []Child {
+func (x *StructureDefinitionContext) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "expression", x.Expression)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureDefinitionContext) elementParts() (*string, *[]Extension) {
@@ -849,14 +849,14 @@ func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *StructureDefinitionSnapshot) appendAll(dst []Child) []Child {
+func (x *StructureDefinitionSnapshot) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "element", x.Element)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureDefinitionSnapshot) elementParts() (*string, *[]Extension) {
@@ -962,14 +962,14 @@ func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *StructureDefinitionDifferential) appendAll(dst []Child) []Child {
+func (x *StructureDefinitionDifferential) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "element", x.Element)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureDefinitionDifferential) elementParts() (*string, *[]Extension) {

@@ -283,9 +283,9 @@ func (x *StructureMap) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *StructureMap) appendAll(dst []Child) []Child {
+func (x *StructureMap) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -312,7 +312,7 @@ func (x *StructureMap) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "structure", x.Structure)
 	dst = appendMany(dst, "import", x.Import)
 	dst = appendMany(dst, "group", x.Group)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "StructureMap".
@@ -489,9 +489,9 @@ func (x *StructureMapStructure) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *StructureMapStructure) appendAll(dst []Child) []Child {
+func (x *StructureMapStructure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -499,7 +499,7 @@ func (x *StructureMapStructure) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "mode", x.Mode)
 	dst = appendOne(dst, "alias", x.Alias)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapStructure) elementParts() (*string, *[]Extension) {
@@ -660,9 +660,9 @@ func (x *StructureMapGroup) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *StructureMapGroup) appendAll(dst []Child) []Child {
+func (x *StructureMapGroup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -672,7 +672,7 @@ func (x *StructureMapGroup) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "documentation", x.Documentation)
 	dst = appendMany(dst, "input", x.Input)
 	dst = appendMany(dst, "rule", x.Rule)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapGroup) elementParts() (*string, *[]Extension) {
@@ -819,9 +819,9 @@ func (x *StructureMapGroupInput) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *StructureMapGroupInput) appendAll(dst []Child) []Child {
+func (x *StructureMapGroupInput) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -829,7 +829,7 @@ func (x *StructureMapGroupInput) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "mode", x.Mode)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupInput) elementParts() (*string, *[]Extension) {
@@ -986,9 +986,9 @@ func (x *StructureMapGroupRule) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *StructureMapGroupRule) appendAll(dst []Child) []Child {
+func (x *StructureMapGroupRule) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -998,7 +998,7 @@ func (x *StructureMapGroupRule) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "rule", x.Rule)
 	dst = appendMany(dst, "dependent", x.Dependent)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupRule) elementParts() (*string, *[]Extension) {
@@ -1696,9 +1696,9 @@ func (x *StructureMapGroupRuleSource) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *StructureMapGroupRuleSource) appendAll(dst []Child) []Child {
+func (x *StructureMapGroupRuleSource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1762,7 +1762,7 @@ func (x *StructureMapGroupRuleSource) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "condition", x.Condition)
 	dst = appendOne(dst, "check", x.Check)
 	dst = appendOne(dst, "logMessage", x.LogMessage)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupRuleSource) elementParts() (*string, *[]Extension) {
@@ -2026,9 +2026,9 @@ func (x *StructureMapGroupRuleTarget) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *StructureMapGroupRuleTarget) appendAll(dst []Child) []Child {
+func (x *StructureMapGroupRuleTarget) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2040,7 +2040,7 @@ func (x *StructureMapGroupRuleTarget) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "listRuleId", x.ListRuleID)
 	dst = appendOne(dst, "transform", x.Transform)
 	dst = appendMany(dst, "parameter", x.Parameter)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupRuleTarget) elementParts() (*string, *[]Extension) {
@@ -2212,9 +2212,9 @@ func (x *StructureMapGroupRuleTargetParameter) appendNamed(dst []Child, name str
 	return dst, unknownName
 }
 
-func (x *StructureMapGroupRuleTargetParameter) appendAll(dst []Child) []Child {
+func (x *StructureMapGroupRuleTargetParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2223,7 +2223,7 @@ func (x *StructureMapGroupRuleTargetParameter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
 	dst = appendOne(dst, "valueInteger", x.ValueInteger)
 	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupRuleTargetParameter) elementParts() (*string, *[]Extension) {
@@ -2350,15 +2350,15 @@ func (x *StructureMapGroupRuleDependent) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *StructureMapGroupRuleDependent) appendAll(dst []Child) []Child {
+func (x *StructureMapGroupRuleDependent) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendMany(dst, "variable", x.Variable)
-	return dst
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupRuleDependent) elementParts() (*string, *[]Extension) {

@@ -181,9 +181,9 @@ func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Chi
 	return dst, unknownName
 }
 
-func (x *Subscription) appendAll(dst []Child) []Child {
+func (x *Subscription) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -199,7 +199,7 @@ func (x *Subscription) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "criteria", x.Criteria)
 	dst = appendOne(dst, "error", x.Error)
 	dst = appendOne(dst, "channel", x.Channel)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Subscription".
@@ -358,9 +358,9 @@ func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *SubscriptionChannel) appendAll(dst []Child) []Child {
+func (x *SubscriptionChannel) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -368,7 +368,7 @@ func (x *SubscriptionChannel) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "endpoint", x.Endpoint)
 	dst = appendOne(dst, "payload", x.Payload)
 	dst = appendMany(dst, "header", x.Header)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubscriptionChannel) elementParts() (*string, *[]Extension) {

@@ -175,9 +175,9 @@ func (x *Substance) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *Substance) appendAll(dst []Child) []Child {
+func (x *Substance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -193,7 +193,7 @@ func (x *Substance) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "instance", x.Instance)
 	dst = appendMany(dst, "ingredient", x.Ingredient)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Substance".
@@ -335,16 +335,16 @@ func (x *SubstanceInstance) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *SubstanceInstance) appendAll(dst []Child) []Child {
+func (x *SubstanceInstance) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
 	dst = appendOne(dst, "expiry", x.Expiry)
 	dst = appendOne(dst, "quantity", x.Quantity)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceInstance) elementParts() (*string, *[]Extension) {
@@ -476,16 +476,16 @@ func (x *SubstanceIngredient) appendNamed(dst []Child, name string, choice bool)
 	return dst, unknownName
 }
 
-func (x *SubstanceIngredient) appendAll(dst []Child) []Child {
+func (x *SubstanceIngredient) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
 	dst = appendOne(dst, "substanceReference", x.SubstanceReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceIngredient) elementParts() (*string, *[]Extension) {

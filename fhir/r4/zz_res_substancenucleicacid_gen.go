@@ -159,9 +159,9 @@ func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *SubstanceNucleicAcid) appendAll(dst []Child) []Child {
+func (x *SubstanceNucleicAcid) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -175,7 +175,7 @@ func (x *SubstanceNucleicAcid) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "areaOfHybridisation", x.AreaOfHybridisation)
 	dst = appendOne(dst, "oligoNucleotideType", x.OligoNucleotideType)
 	dst = appendMany(dst, "subunit", x.Subunit)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SubstanceNucleicAcid".
@@ -359,9 +359,9 @@ func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *SubstanceNucleicAcidSubunit) appendAll(dst []Child) []Child {
+func (x *SubstanceNucleicAcidSubunit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -373,7 +373,7 @@ func (x *SubstanceNucleicAcidSubunit) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "threePrime", x.ThreePrime)
 	dst = appendMany(dst, "linkage", x.Linkage)
 	dst = appendMany(dst, "sugar", x.Sugar)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceNucleicAcidSubunit) elementParts() (*string, *[]Extension) {
@@ -519,9 +519,9 @@ func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *SubstanceNucleicAcidSubunitLinkage) appendAll(dst []Child) []Child {
+func (x *SubstanceNucleicAcidSubunitLinkage) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -529,7 +529,7 @@ func (x *SubstanceNucleicAcidSubunitLinkage) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "identifier", x.Identifier)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "residueSite", x.ResidueSite)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceNucleicAcidSubunitLinkage) elementParts() (*string, *[]Extension) {
@@ -661,16 +661,16 @@ func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *SubstanceNucleicAcidSubunitSugar) appendAll(dst []Child) []Child {
+func (x *SubstanceNucleicAcidSubunitSugar) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "identifier", x.Identifier)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "residueSite", x.ResidueSite)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceNucleicAcidSubunitSugar) elementParts() (*string, *[]Extension) {

@@ -165,9 +165,9 @@ func (x *SubstancePolymer) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *SubstancePolymer) appendAll(dst []Child) []Child {
+func (x *SubstancePolymer) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -182,7 +182,7 @@ func (x *SubstancePolymer) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "modification", x.Modification)
 	dst = appendMany(dst, "monomerSet", x.MonomerSet)
 	dst = appendMany(dst, "repeat", x.Repeat)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SubstancePolymer".
@@ -312,15 +312,15 @@ func (x *SubstancePolymerMonomerSet) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *SubstancePolymerMonomerSet) appendAll(dst []Child) []Child {
+func (x *SubstancePolymerMonomerSet) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "ratioType", x.RatioType)
 	dst = appendMany(dst, "startingMaterial", x.StartingMaterial)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerMonomerSet) elementParts() (*string, *[]Extension) {
@@ -453,9 +453,9 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
-func (x *SubstancePolymerMonomerSetStartingMaterial) appendAll(dst []Child) []Child {
+func (x *SubstancePolymerMonomerSetStartingMaterial) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -463,7 +463,7 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) appendAll(dst []Child) []Ch
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "isDefining", x.IsDefining)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) elementParts() (*string, *[]Extension) {
@@ -601,9 +601,9 @@ func (x *SubstancePolymerRepeat) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *SubstancePolymerRepeat) appendAll(dst []Child) []Child {
+func (x *SubstancePolymerRepeat) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -611,7 +611,7 @@ func (x *SubstancePolymerRepeat) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "averageMolecularFormula", x.AverageMolecularFormula)
 	dst = appendOne(dst, "repeatUnitAmountType", x.RepeatUnitAmountType)
 	dst = appendMany(dst, "repeatUnit", x.RepeatUnit)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerRepeat) elementParts() (*string, *[]Extension) {
@@ -756,9 +756,9 @@ func (x *SubstancePolymerRepeatRepeatUnit) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *SubstancePolymerRepeatRepeatUnit) appendAll(dst []Child) []Child {
+func (x *SubstancePolymerRepeatRepeatUnit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -767,7 +767,7 @@ func (x *SubstancePolymerRepeatRepeatUnit) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendMany(dst, "degreeOfPolymerisation", x.DegreeOfPolymerisation)
 	dst = appendMany(dst, "structuralRepresentation", x.StructuralRepresentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerRepeatRepeatUnit) elementParts() (*string, *[]Extension) {
@@ -886,15 +886,15 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendNamed(dst
 	return dst, unknownName
 }
 
-func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendAll(dst []Child) []Child {
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "degree", x.Degree)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) elementParts() (*string, *[]Extension) {
@@ -1019,16 +1019,16 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendNamed(d
 	return dst, unknownName
 }
 
-func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendAll(dst []Child) []Child {
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "representation", x.Representation)
 	dst = appendOne(dst, "attachment", x.Attachment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) elementParts() (*string, *[]Extension) {

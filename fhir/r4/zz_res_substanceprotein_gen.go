@@ -151,9 +151,9 @@ func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *SubstanceProtein) appendAll(dst []Child) []Child {
+func (x *SubstanceProtein) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -166,7 +166,7 @@ func (x *SubstanceProtein) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "numberOfSubunits", x.NumberOfSubunits)
 	dst = appendMany(dst, "disulfideLinkage", x.DisulfideLinkage)
 	dst = appendMany(dst, "subunit", x.Subunit)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SubstanceProtein".
@@ -353,9 +353,9 @@ func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *SubstanceProteinSubunit) appendAll(dst []Child) []Child {
+func (x *SubstanceProteinSubunit) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -367,7 +367,7 @@ func (x *SubstanceProteinSubunit) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "nTerminalModification", x.NTerminalModification)
 	dst = appendOne(dst, "cTerminalModificationId", x.CTerminalModificationID)
 	dst = appendOne(dst, "cTerminalModification", x.CTerminalModification)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceProteinSubunit) elementParts() (*string, *[]Extension) {

@@ -157,9 +157,9 @@ func (x *SubstanceReferenceInformation) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *SubstanceReferenceInformation) appendAll(dst []Child) []Child {
+func (x *SubstanceReferenceInformation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -173,7 +173,7 @@ func (x *SubstanceReferenceInformation) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "geneElement", x.GeneElement)
 	dst = appendMany(dst, "classification", x.Classification)
 	dst = appendMany(dst, "target", x.Target)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SubstanceReferenceInformation".
@@ -310,16 +310,16 @@ func (x *SubstanceReferenceInformationGene) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *SubstanceReferenceInformationGene) appendAll(dst []Child) []Child {
+func (x *SubstanceReferenceInformationGene) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "geneSequenceOrigin", x.GeneSequenceOrigin)
 	dst = appendOne(dst, "gene", x.Gene)
 	dst = appendMany(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceReferenceInformationGene) elementParts() (*string, *[]Extension) {
@@ -443,16 +443,16 @@ func (x *SubstanceReferenceInformationGeneElement) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *SubstanceReferenceInformationGeneElement) appendAll(dst []Child) []Child {
+func (x *SubstanceReferenceInformationGeneElement) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "element", x.Element)
 	dst = appendMany(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceReferenceInformationGeneElement) elementParts() (*string, *[]Extension) {
@@ -584,9 +584,9 @@ func (x *SubstanceReferenceInformationClassification) appendNamed(dst []Child, n
 	return dst, unknownName
 }
 
-func (x *SubstanceReferenceInformationClassification) appendAll(dst []Child) []Child {
+func (x *SubstanceReferenceInformationClassification) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -594,7 +594,7 @@ func (x *SubstanceReferenceInformationClassification) appendAll(dst []Child) []C
 	dst = appendOne(dst, "classification", x.Classification)
 	dst = appendMany(dst, "subtype", x.Subtype)
 	dst = appendMany(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceReferenceInformationClassification) elementParts() (*string, *[]Extension) {
@@ -785,9 +785,9 @@ func (x *SubstanceReferenceInformationTarget) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *SubstanceReferenceInformationTarget) appendAll(dst []Child) []Child {
+func (x *SubstanceReferenceInformationTarget) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -801,7 +801,7 @@ func (x *SubstanceReferenceInformationTarget) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "amountString", x.AmountString)
 	dst = appendOne(dst, "amountType", x.AmountType)
 	dst = appendMany(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceReferenceInformationTarget) elementParts() (*string, *[]Extension) {

@@ -225,9 +225,9 @@ func (x *SubstanceSourceMaterial) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *SubstanceSourceMaterial) appendAll(dst []Child) []Child {
+func (x *SubstanceSourceMaterial) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -249,7 +249,7 @@ func (x *SubstanceSourceMaterial) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "fractionDescription", x.FractionDescription)
 	dst = appendOne(dst, "organism", x.Organism)
 	dst = appendMany(dst, "partDescription", x.PartDescription)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SubstanceSourceMaterial".
@@ -390,15 +390,15 @@ func (x *SubstanceSourceMaterialFractionDescription) appendNamed(dst []Child, na
 	return dst, unknownName
 }
 
-func (x *SubstanceSourceMaterialFractionDescription) appendAll(dst []Child) []Child {
+func (x *SubstanceSourceMaterialFractionDescription) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "fraction", x.Fraction)
 	dst = appendOne(dst, "materialType", x.MaterialType)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialFractionDescription) elementParts() (*string, *[]Extension) {
@@ -564,9 +564,9 @@ func (x *SubstanceSourceMaterialOrganism) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *SubstanceSourceMaterialOrganism) appendAll(dst []Child) []Child {
+func (x *SubstanceSourceMaterialOrganism) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -578,7 +578,7 @@ func (x *SubstanceSourceMaterialOrganism) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "author", x.Author)
 	dst = appendOne(dst, "hybrid", x.Hybrid)
 	dst = appendOne(dst, "organismGeneral", x.OrganismGeneral)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialOrganism) elementParts() (*string, *[]Extension) {
@@ -702,15 +702,15 @@ func (x *SubstanceSourceMaterialOrganismAuthor) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *SubstanceSourceMaterialOrganismAuthor) appendAll(dst []Child) []Child {
+func (x *SubstanceSourceMaterialOrganismAuthor) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "authorType", x.AuthorType)
 	dst = appendOne(dst, "authorDescription", x.AuthorDescription)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialOrganismAuthor) elementParts() (*string, *[]Extension) {
@@ -858,9 +858,9 @@ func (x *SubstanceSourceMaterialOrganismHybrid) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *SubstanceSourceMaterialOrganismHybrid) appendAll(dst []Child) []Child {
+func (x *SubstanceSourceMaterialOrganismHybrid) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -869,7 +869,7 @@ func (x *SubstanceSourceMaterialOrganismHybrid) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "paternalOrganismId", x.PaternalOrganismID)
 	dst = appendOne(dst, "paternalOrganismName", x.PaternalOrganismName)
 	dst = appendOne(dst, "hybridType", x.HybridType)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialOrganismHybrid) elementParts() (*string, *[]Extension) {
@@ -1007,9 +1007,9 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendNamed(dst []Child
 	return dst, unknownName
 }
 
-func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendAll(dst []Child) []Child {
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1017,7 +1017,7 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendAll(dst []Child) 
 	dst = appendOne(dst, "phylum", x.Phylum)
 	dst = appendOne(dst, "class", x.Class)
 	dst = appendOne(dst, "order", x.Order)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) elementParts() (*string, *[]Extension) {
@@ -1134,15 +1134,15 @@ func (x *SubstanceSourceMaterialPartDescription) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *SubstanceSourceMaterialPartDescription) appendAll(dst []Child) []Child {
+func (x *SubstanceSourceMaterialPartDescription) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "part", x.Part)
 	dst = appendOne(dst, "partLocation", x.PartLocation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialPartDescription) elementParts() (*string, *[]Extension) {

@@ -271,9 +271,9 @@ func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecification) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecification) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -301,7 +301,7 @@ func (x *SubstanceSpecification) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "polymer", x.Polymer)
 	dst = appendOne(dst, "protein", x.Protein)
 	dst = appendOne(dst, "sourceMaterial", x.SourceMaterial)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SubstanceSpecification".
@@ -506,9 +506,9 @@ func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationMoiety) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationMoiety) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -520,7 +520,7 @@ func (x *SubstanceSpecificationMoiety) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "molecularFormula", x.MolecularFormula)
 	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
 	dst = appendOne(dst, "amountString", x.AmountString)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationMoiety) elementParts() (*string, *[]Extension) {
@@ -702,9 +702,9 @@ func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationProperty) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationProperty) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -715,7 +715,7 @@ func (x *SubstanceSpecificationProperty) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
 	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
 	dst = appendOne(dst, "amountString", x.AmountString)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationProperty) elementParts() (*string, *[]Extension) {
@@ -889,9 +889,9 @@ func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationStructure) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationStructure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -903,7 +903,7 @@ func (x *SubstanceSpecificationStructure) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "molecularWeight", x.MolecularWeight)
 	dst = appendMany(dst, "source", x.Source)
 	dst = appendMany(dst, "representation", x.Representation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationStructure) elementParts() (*string, *[]Extension) {
@@ -1050,9 +1050,9 @@ func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name s
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationStructureIsotope) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationStructureIsotope) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1061,7 +1061,7 @@ func (x *SubstanceSpecificationStructureIsotope) appendAll(dst []Child) []Child 
 	dst = appendOne(dst, "substitution", x.Substitution)
 	dst = appendOne(dst, "halfLife", x.HalfLife)
 	dst = appendOne(dst, "molecularWeight", x.MolecularWeight)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationStructureIsotope) elementParts() (*string, *[]Extension) {
@@ -1187,16 +1187,16 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst 
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "method", x.Method)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "amount", x.Amount)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) elementParts() (*string, *[]Extension) {
@@ -1322,16 +1322,16 @@ func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child,
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationStructureRepresentation) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationStructureRepresentation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "representation", x.Representation)
 	dst = appendOne(dst, "attachment", x.Attachment)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationStructureRepresentation) elementParts() (*string, *[]Extension) {
@@ -1476,9 +1476,9 @@ func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationCode) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationCode) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1487,7 +1487,7 @@ func (x *SubstanceSpecificationCode) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "statusDate", x.StatusDate)
 	dst = appendOne(dst, "comment", x.Comment)
 	dst = appendMany(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationCode) elementParts() (*string, *[]Extension) {
@@ -1683,9 +1683,9 @@ func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationName) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationName) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1700,7 +1700,7 @@ func (x *SubstanceSpecificationName) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "translation", x.Translation)
 	dst = appendMany(dst, "official", x.Official)
 	dst = appendMany(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationName) elementParts() (*string, *[]Extension) {
@@ -1836,16 +1836,16 @@ func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationNameOfficial) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationNameOfficial) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "authority", x.Authority)
 	dst = appendOne(dst, "status", x.Status)
 	dst = appendOne(dst, "date", x.Date)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationNameOfficial) elementParts() (*string, *[]Extension) {
@@ -2054,9 +2054,9 @@ func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *SubstanceSpecificationRelationship) appendAll(dst []Child) []Child {
+func (x *SubstanceSpecificationRelationship) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2071,7 +2071,7 @@ func (x *SubstanceSpecificationRelationship) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "amountRatioLowLimit", x.AmountRatioLowLimit)
 	dst = appendOne(dst, "amountType", x.AmountType)
 	dst = appendMany(dst, "source", x.Source)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationRelationship) elementParts() (*string, *[]Extension) {

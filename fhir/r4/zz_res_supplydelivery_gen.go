@@ -231,9 +231,9 @@ func (x *SupplyDelivery) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *SupplyDelivery) appendAll(dst []Child) []Child {
+func (x *SupplyDelivery) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -255,7 +255,7 @@ func (x *SupplyDelivery) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "supplier", x.Supplier)
 	dst = appendOne(dst, "destination", x.Destination)
 	dst = appendMany(dst, "receiver", x.Receiver)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SupplyDelivery".
@@ -408,16 +408,16 @@ func (x *SupplyDeliverySuppliedItem) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *SupplyDeliverySuppliedItem) appendAll(dst []Child) []Child {
+func (x *SupplyDeliverySuppliedItem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "quantity", x.Quantity)
 	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
 	dst = appendOne(dst, "itemReference", x.ItemReference)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SupplyDeliverySuppliedItem) elementParts() (*string, *[]Extension) {

@@ -282,9 +282,9 @@ func (x *SupplyRequest) appendNamed(dst []Child, name string, choice bool) ([]Ch
 	return dst, unknownName
 }
 
-func (x *SupplyRequest) appendAll(dst []Child) []Child {
+func (x *SupplyRequest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -311,7 +311,7 @@ func (x *SupplyRequest) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "reasonReference", x.ReasonReference)
 	dst = appendOne(dst, "deliverFrom", x.DeliverFrom)
 	dst = appendOne(dst, "deliverTo", x.DeliverTo)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "SupplyRequest".
@@ -491,9 +491,9 @@ func (x *SupplyRequestParameter) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *SupplyRequestParameter) appendAll(dst []Child) []Child {
+func (x *SupplyRequestParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -502,7 +502,7 @@ func (x *SupplyRequestParameter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
 	dst = appendOne(dst, "valueRange", x.ValueRange)
 	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
-	return dst
+	return dst, x.ID
 }
 
 func (x *SupplyRequestParameter) elementParts() (*string, *[]Extension) {

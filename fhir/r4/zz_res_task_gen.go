@@ -379,9 +379,9 @@ func (x *Task) appendNamed(dst []Child, name string, choice bool) ([]Child, name
 	return dst, unknownName
 }
 
-func (x *Task) appendAll(dst []Child) []Child {
+func (x *Task) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -421,7 +421,7 @@ func (x *Task) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "restriction", x.Restriction)
 	dst = appendMany(dst, "input", x.Input)
 	dst = appendMany(dst, "output", x.Output)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "Task".
@@ -593,16 +593,16 @@ func (x *TaskRestriction) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *TaskRestriction) appendAll(dst []Child) []Child {
+func (x *TaskRestriction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "repetitions", x.Repetitions)
 	dst = appendOne(dst, "period", x.Period)
 	dst = appendMany(dst, "recipient", x.Recipient)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TaskRestriction) elementParts() (*string, *[]Extension) {
@@ -1204,9 +1204,9 @@ func (x *TaskInput) appendNamed(dst []Child, name string, choice bool) ([]Child,
 	return dst, unknownName
 }
 
-func (x *TaskInput) appendAll(dst []Child) []Child {
+func (x *TaskInput) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1261,7 +1261,7 @@ func (x *TaskInput) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
 	dst = appendOne(dst, "valueDosage", x.ValueDosage)
 	dst = appendOne(dst, "valueMeta", x.ValueMeta)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TaskInput) elementParts() (*string, *[]Extension) {
@@ -1929,9 +1929,9 @@ func (x *TaskOutput) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *TaskOutput) appendAll(dst []Child) []Child {
+func (x *TaskOutput) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1986,7 +1986,7 @@ func (x *TaskOutput) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
 	dst = appendOne(dst, "valueDosage", x.ValueDosage)
 	dst = appendOne(dst, "valueMeta", x.ValueMeta)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TaskOutput) elementParts() (*string, *[]Extension) {

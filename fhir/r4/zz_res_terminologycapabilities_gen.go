@@ -335,9 +335,9 @@ func (x *TerminologyCapabilities) appendNamed(dst []Child, name string, choice b
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilities) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilities) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -370,7 +370,7 @@ func (x *TerminologyCapabilities) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "validateCode", x.ValidateCode)
 	dst = appendOne(dst, "translation", x.Translation)
 	dst = appendOne(dst, "closure", x.Closure)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "TerminologyCapabilities".
@@ -535,15 +535,15 @@ func (x *TerminologyCapabilitiesSoftware) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesSoftware) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesSoftware) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "version", x.Version)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesSoftware) elementParts() (*string, *[]Extension) {
@@ -664,15 +664,15 @@ func (x *TerminologyCapabilitiesImplementation) appendNamed(dst []Child, name st
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesImplementation) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesImplementation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendOne(dst, "url", x.URL)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesImplementation) elementParts() (*string, *[]Extension) {
@@ -801,16 +801,16 @@ func (x *TerminologyCapabilitiesCodeSystem) appendNamed(dst []Child, name string
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesCodeSystem) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesCodeSystem) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "uri", x.URI)
 	dst = appendMany(dst, "version", x.Version)
 	dst = appendOne(dst, "subsumption", x.Subsumption)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesCodeSystem) elementParts() (*string, *[]Extension) {
@@ -970,9 +970,9 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesCodeSystemVersion) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesCodeSystemVersion) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -982,7 +982,7 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) appendAll(dst []Child) []Chil
 	dst = appendMany(dst, "language", x.Language)
 	dst = appendMany(dst, "filter", x.Filter)
 	dst = appendMany(dst, "property", x.Property)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersion) elementParts() (*string, *[]Extension) {
@@ -1110,15 +1110,15 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendNamed(dst []Child
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendMany(dst, "op", x.Op)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) elementParts() (*string, *[]Extension) {
@@ -1267,9 +1267,9 @@ func (x *TerminologyCapabilitiesExpansion) appendNamed(dst []Child, name string,
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesExpansion) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesExpansion) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1278,7 +1278,7 @@ func (x *TerminologyCapabilitiesExpansion) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "incomplete", x.Incomplete)
 	dst = appendMany(dst, "parameter", x.Parameter)
 	dst = appendOne(dst, "textFilter", x.TextFilter)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesExpansion) elementParts() (*string, *[]Extension) {
@@ -1404,15 +1404,15 @@ func (x *TerminologyCapabilitiesExpansionParameter) appendNamed(dst []Child, nam
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesExpansionParameter) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesExpansionParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "documentation", x.Documentation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesExpansionParameter) elementParts() (*string, *[]Extension) {
@@ -1523,14 +1523,14 @@ func (x *TerminologyCapabilitiesValidateCode) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesValidateCode) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesValidateCode) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "translations", x.Translations)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesValidateCode) elementParts() (*string, *[]Extension) {
@@ -1639,14 +1639,14 @@ func (x *TerminologyCapabilitiesTranslation) appendNamed(dst []Child, name strin
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesTranslation) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesTranslation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "needsMap", x.NeedsMap)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesTranslation) elementParts() (*string, *[]Extension) {
@@ -1755,14 +1755,14 @@ func (x *TerminologyCapabilitiesClosure) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *TerminologyCapabilitiesClosure) appendAll(dst []Child) []Child {
+func (x *TerminologyCapabilitiesClosure) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "translation", x.Translation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesClosure) elementParts() (*string, *[]Extension) {

@@ -223,9 +223,9 @@ func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *TestReport) appendAll(dst []Child) []Child {
+func (x *TestReport) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -246,7 +246,7 @@ func (x *TestReport) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "setup", x.Setup)
 	dst = appendMany(dst, "test", x.Test)
 	dst = appendOne(dst, "teardown", x.Teardown)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "TestReport".
@@ -401,16 +401,16 @@ func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *TestReportParticipant) appendAll(dst []Child) []Child {
+func (x *TestReportParticipant) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "type", x.Type)
 	dst = appendOne(dst, "uri", x.URI)
 	dst = appendOne(dst, "display", x.Display)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportParticipant) elementParts() (*string, *[]Extension) {
@@ -521,14 +521,14 @@ func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *TestReportSetup) appendAll(dst []Child) []Child {
+func (x *TestReportSetup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportSetup) elementParts() (*string, *[]Extension) {
@@ -642,15 +642,15 @@ func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *TestReportSetupAction) appendAll(dst []Child) []Child {
+func (x *TestReportSetupAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
 	dst = appendOne(dst, "assert", x.Assert)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportSetupAction) elementParts() (*string, *[]Extension) {
@@ -779,16 +779,16 @@ func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *TestReportSetupActionOperation) appendAll(dst []Child) []Child {
+func (x *TestReportSetupActionOperation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "result", x.Result)
 	dst = appendOne(dst, "message", x.Message)
 	dst = appendOne(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportSetupActionOperation) elementParts() (*string, *[]Extension) {
@@ -921,16 +921,16 @@ func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *TestReportSetupActionAssert) appendAll(dst []Child) []Child {
+func (x *TestReportSetupActionAssert) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "result", x.Result)
 	dst = appendOne(dst, "message", x.Message)
 	dst = appendOne(dst, "detail", x.Detail)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportSetupActionAssert) elementParts() (*string, *[]Extension) {
@@ -1061,16 +1061,16 @@ func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *TestReportTest) appendAll(dst []Child) []Child {
+func (x *TestReportTest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportTest) elementParts() (*string, *[]Extension) {
@@ -1188,15 +1188,15 @@ func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *TestReportTestAction) appendAll(dst []Child) []Child {
+func (x *TestReportTestAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
 	dst = appendOne(dst, "assert", x.Assert)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportTestAction) elementParts() (*string, *[]Extension) {
@@ -1303,14 +1303,14 @@ func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *TestReportTeardown) appendAll(dst []Child) []Child {
+func (x *TestReportTeardown) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportTeardown) elementParts() (*string, *[]Extension) {
@@ -1416,14 +1416,14 @@ func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *TestReportTeardownAction) appendAll(dst []Child) []Child {
+func (x *TestReportTeardownAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestReportTeardownAction) elementParts() (*string, *[]Extension) {

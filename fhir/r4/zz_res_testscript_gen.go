@@ -329,9 +329,9 @@ func (x *TestScript) appendNamed(dst []Child, name string, choice bool) ([]Child
 	return dst, unknownName
 }
 
-func (x *TestScript) appendAll(dst []Child) []Child {
+func (x *TestScript) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -364,7 +364,7 @@ func (x *TestScript) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "setup", x.Setup)
 	dst = appendMany(dst, "test", x.Test)
 	dst = appendOne(dst, "teardown", x.Teardown)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "TestScript".
@@ -524,15 +524,15 @@ func (x *TestScriptOrigin) appendNamed(dst []Child, name string, choice bool) ([
 	return dst, unknownName
 }
 
-func (x *TestScriptOrigin) appendAll(dst []Child) []Child {
+func (x *TestScriptOrigin) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "index", x.Index)
 	dst = appendOne(dst, "profile", x.Profile)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptOrigin) elementParts() (*string, *[]Extension) {
@@ -650,15 +650,15 @@ func (x *TestScriptDestination) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *TestScriptDestination) appendAll(dst []Child) []Child {
+func (x *TestScriptDestination) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "index", x.Index)
 	dst = appendOne(dst, "profile", x.Profile)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptDestination) elementParts() (*string, *[]Extension) {
@@ -774,15 +774,15 @@ func (x *TestScriptMetadata) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *TestScriptMetadata) appendAll(dst []Child) []Child {
+func (x *TestScriptMetadata) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "link", x.Link)
 	dst = appendMany(dst, "capability", x.Capability)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptMetadata) elementParts() (*string, *[]Extension) {
@@ -901,15 +901,15 @@ func (x *TestScriptMetadataLink) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *TestScriptMetadataLink) appendAll(dst []Child) []Child {
+func (x *TestScriptMetadataLink) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "url", x.URL)
 	dst = appendOne(dst, "description", x.Description)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptMetadataLink) elementParts() (*string, *[]Extension) {
@@ -1080,9 +1080,9 @@ func (x *TestScriptMetadataCapability) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *TestScriptMetadataCapability) appendAll(dst []Child) []Child {
+func (x *TestScriptMetadataCapability) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1093,7 +1093,7 @@ func (x *TestScriptMetadataCapability) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "destination", x.Destination)
 	dst = appendMany(dst, "link", x.Link)
 	dst = appendOne(dst, "capabilities", x.Capabilities)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptMetadataCapability) elementParts() (*string, *[]Extension) {
@@ -1232,16 +1232,16 @@ func (x *TestScriptFixture) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *TestScriptFixture) appendAll(dst []Child) []Child {
+func (x *TestScriptFixture) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "autocreate", x.Autocreate)
 	dst = appendOne(dst, "autodelete", x.Autodelete)
 	dst = appendOne(dst, "resource", x.Resource)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptFixture) elementParts() (*string, *[]Extension) {
@@ -1423,9 +1423,9 @@ func (x *TestScriptVariable) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *TestScriptVariable) appendAll(dst []Child) []Child {
+func (x *TestScriptVariable) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1437,7 +1437,7 @@ func (x *TestScriptVariable) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "hint", x.Hint)
 	dst = appendOne(dst, "path", x.Path)
 	dst = appendOne(dst, "sourceId", x.SourceID)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptVariable) elementParts() (*string, *[]Extension) {
@@ -1558,14 +1558,14 @@ func (x *TestScriptSetup) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *TestScriptSetup) appendAll(dst []Child) []Child {
+func (x *TestScriptSetup) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptSetup) elementParts() (*string, *[]Extension) {
@@ -1679,15 +1679,15 @@ func (x *TestScriptSetupAction) appendNamed(dst []Child, name string, choice boo
 	return dst, unknownName
 }
 
-func (x *TestScriptSetupAction) appendAll(dst []Child) []Child {
+func (x *TestScriptSetupAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
 	dst = appendOne(dst, "assert", x.Assert)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptSetupAction) elementParts() (*string, *[]Extension) {
@@ -1952,9 +1952,9 @@ func (x *TestScriptSetupActionOperation) appendNamed(dst []Child, name string, c
 	return dst, unknownName
 }
 
-func (x *TestScriptSetupActionOperation) appendAll(dst []Child) []Child {
+func (x *TestScriptSetupActionOperation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1975,7 +1975,7 @@ func (x *TestScriptSetupActionOperation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "sourceId", x.SourceID)
 	dst = appendOne(dst, "targetId", x.TargetID)
 	dst = appendOne(dst, "url", x.URL)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptSetupActionOperation) elementParts() (*string, *[]Extension) {
@@ -2124,15 +2124,15 @@ func (x *TestScriptSetupActionOperationRequestHeader) appendNamed(dst []Child, n
 	return dst, unknownName
 }
 
-func (x *TestScriptSetupActionOperationRequestHeader) appendAll(dst []Child) []Child {
+func (x *TestScriptSetupActionOperationRequestHeader) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "field", x.Field)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptSetupActionOperationRequestHeader) elementParts() (*string, *[]Extension) {
@@ -2453,9 +2453,9 @@ func (x *TestScriptSetupActionAssert) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *TestScriptSetupActionAssert) appendAll(dst []Child) []Child {
+func (x *TestScriptSetupActionAssert) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -2481,7 +2481,7 @@ func (x *TestScriptSetupActionAssert) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "validateProfileId", x.ValidateProfileID)
 	dst = appendOne(dst, "value", x.Value)
 	dst = appendOne(dst, "warningOnly", x.WarningOnly)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptSetupActionAssert) elementParts() (*string, *[]Extension) {
@@ -2650,16 +2650,16 @@ func (x *TestScriptTest) appendNamed(dst []Child, name string, choice bool) ([]C
 	return dst, unknownName
 }
 
-func (x *TestScriptTest) appendAll(dst []Child) []Child {
+func (x *TestScriptTest) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "name", x.Name)
 	dst = appendOne(dst, "description", x.Description)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptTest) elementParts() (*string, *[]Extension) {
@@ -2777,15 +2777,15 @@ func (x *TestScriptTestAction) appendNamed(dst []Child, name string, choice bool
 	return dst, unknownName
 }
 
-func (x *TestScriptTestAction) appendAll(dst []Child) []Child {
+func (x *TestScriptTestAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
 	dst = appendOne(dst, "assert", x.Assert)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptTestAction) elementParts() (*string, *[]Extension) {
@@ -2892,14 +2892,14 @@ func (x *TestScriptTeardown) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *TestScriptTeardown) appendAll(dst []Child) []Child {
+func (x *TestScriptTeardown) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendMany(dst, "action", x.Action)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptTeardown) elementParts() (*string, *[]Extension) {
@@ -3005,14 +3005,14 @@ func (x *TestScriptTeardownAction) appendNamed(dst []Child, name string, choice 
 	return dst, unknownName
 }
 
-func (x *TestScriptTeardownAction) appendAll(dst []Child) []Child {
+func (x *TestScriptTeardownAction) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "operation", x.Operation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *TestScriptTeardownAction) elementParts() (*string, *[]Extension) {

@@ -283,9 +283,9 @@ func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, 
 	return dst, unknownName
 }
 
-func (x *ValueSet) appendAll(dst []Child) []Child {
+func (x *ValueSet) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -312,7 +312,7 @@ func (x *ValueSet) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "copyright", x.Copyright)
 	dst = appendOne(dst, "compose", x.Compose)
 	dst = appendOne(dst, "expansion", x.Expansion)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "ValueSet".
@@ -485,9 +485,9 @@ func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]
 	return dst, unknownName
 }
 
-func (x *ValueSetCompose) appendAll(dst []Child) []Child {
+func (x *ValueSetCompose) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -495,7 +495,7 @@ func (x *ValueSetCompose) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "inactive", x.Inactive)
 	dst = appendMany(dst, "include", x.Include)
 	dst = appendMany(dst, "exclude", x.Exclude)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetCompose) elementParts() (*string, *[]Extension) {
@@ -644,9 +644,9 @@ func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bo
 	return dst, unknownName
 }
 
-func (x *ValueSetComposeInclude) appendAll(dst []Child) []Child {
+func (x *ValueSetComposeInclude) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -655,7 +655,7 @@ func (x *ValueSetComposeInclude) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "concept", x.Concept)
 	dst = appendMany(dst, "filter", x.Filter)
 	dst = appendMany(dst, "valueSet", x.ValueSet)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetComposeInclude) elementParts() (*string, *[]Extension) {
@@ -788,16 +788,16 @@ func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *ValueSetComposeIncludeConcept) appendAll(dst []Child) []Child {
+func (x *ValueSetComposeIncludeConcept) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "code", x.Code)
 	dst = appendOne(dst, "display", x.Display)
 	dst = appendMany(dst, "designation", x.Designation)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetComposeIncludeConcept) elementParts() (*string, *[]Extension) {
@@ -927,16 +927,16 @@ func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *ValueSetComposeIncludeConceptDesignation) appendAll(dst []Child) []Child {
+func (x *ValueSetComposeIncludeConceptDesignation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "language", x.Language)
 	dst = appendOne(dst, "use", x.Use)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetComposeIncludeConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -1068,16 +1068,16 @@ func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, cho
 	return dst, unknownName
 }
 
-func (x *ValueSetComposeIncludeFilter) appendAll(dst []Child) []Child {
+func (x *ValueSetComposeIncludeFilter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "property", x.Property)
 	dst = appendOne(dst, "op", x.Op)
 	dst = appendOne(dst, "value", x.Value)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetComposeIncludeFilter) elementParts() (*string, *[]Extension) {
@@ -1236,9 +1236,9 @@ func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) (
 	return dst, unknownName
 }
 
-func (x *ValueSetExpansion) appendAll(dst []Child) []Child {
+func (x *ValueSetExpansion) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1248,7 +1248,7 @@ func (x *ValueSetExpansion) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "offset", x.Offset)
 	dst = appendMany(dst, "parameter", x.Parameter)
 	dst = appendMany(dst, "contains", x.Contains)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetExpansion) elementParts() (*string, *[]Extension) {
@@ -1447,9 +1447,9 @@ func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choic
 	return dst, unknownName
 }
 
-func (x *ValueSetExpansionParameter) appendAll(dst []Child) []Child {
+func (x *ValueSetExpansionParameter) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1461,7 +1461,7 @@ func (x *ValueSetExpansionParameter) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "valueUri", x.ValueURI)
 	dst = appendOne(dst, "valueCode", x.ValueCode)
 	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetExpansionParameter) elementParts() (*string, *[]Extension) {
@@ -1650,9 +1650,9 @@ func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice
 	return dst, unknownName
 }
 
-func (x *ValueSetExpansionContains) appendAll(dst []Child) []Child {
+func (x *ValueSetExpansionContains) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -1664,7 +1664,7 @@ func (x *ValueSetExpansionContains) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "display", x.Display)
 	dst = appendMany(dst, "designation", x.Designation)
 	dst = appendMany(dst, "contains", x.Contains)
-	return dst
+	return dst, x.ID
 }
 
 func (x *ValueSetExpansionContains) elementParts() (*string, *[]Extension) {

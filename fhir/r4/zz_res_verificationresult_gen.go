@@ -237,9 +237,9 @@ func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *VerificationResult) appendAll(dst []Child) []Child {
+func (x *VerificationResult) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -262,7 +262,7 @@ func (x *VerificationResult) appendAll(dst []Child) []Child {
 	dst = appendMany(dst, "primarySource", x.PrimarySource)
 	dst = appendOne(dst, "attestation", x.Attestation)
 	dst = appendMany(dst, "validator", x.Validator)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "VerificationResult".
@@ -446,9 +446,9 @@ func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, 
 	return dst, unknownName
 }
 
-func (x *VerificationResultPrimarySource) appendAll(dst []Child) []Child {
+func (x *VerificationResultPrimarySource) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -459,7 +459,7 @@ func (x *VerificationResultPrimarySource) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "validationDate", x.ValidationDate)
 	dst = appendOne(dst, "canPushUpdates", x.CanPushUpdates)
 	dst = appendMany(dst, "pushTypeAvailable", x.PushTypeAvailable)
-	return dst
+	return dst, x.ID
 }
 
 func (x *VerificationResultPrimarySource) elementParts() (*string, *[]Extension) {
@@ -634,9 +634,9 @@ func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, ch
 	return dst, unknownName
 }
 
-func (x *VerificationResultAttestation) appendAll(dst []Child) []Child {
+func (x *VerificationResultAttestation) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -648,7 +648,7 @@ func (x *VerificationResultAttestation) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "proxyIdentityCertificate", x.ProxyIdentityCertificate)
 	dst = appendOne(dst, "proxySignature", x.ProxySignature)
 	dst = appendOne(dst, "sourceSignature", x.SourceSignature)
-	return dst
+	return dst, x.ID
 }
 
 func (x *VerificationResultAttestation) elementParts() (*string, *[]Extension) {
@@ -782,16 +782,16 @@ func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choi
 	return dst, unknownName
 }
 
-func (x *VerificationResultValidator) appendAll(dst []Child) []Child {
+func (x *VerificationResultValidator) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "organization", x.Organization)
 	dst = appendOne(dst, "identityCertificate", x.IdentityCertificate)
 	dst = appendOne(dst, "attestationSignature", x.AttestationSignature)
-	return dst
+	return dst, x.ID
 }
 
 func (x *VerificationResultValidator) elementParts() (*string, *[]Extension) {

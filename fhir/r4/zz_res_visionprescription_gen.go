@@ -185,9 +185,9 @@ func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) 
 	return dst, unknownName
 }
 
-func (x *VisionPrescription) appendAll(dst []Child) []Child {
+func (x *VisionPrescription) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendOne(dst, "meta", x.Meta)
 	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
@@ -204,7 +204,7 @@ func (x *VisionPrescription) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "dateWritten", x.DateWritten)
 	dst = appendOne(dst, "prescriber", x.Prescriber)
 	dst = appendMany(dst, "lensSpecification", x.LensSpecification)
-	return dst
+	return dst, x.ID
 }
 
 // ResourceType returns "VisionPrescription".
@@ -454,9 +454,9 @@ func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name stri
 	return dst, unknownName
 }
 
-func (x *VisionPrescriptionLensSpecification) appendAll(dst []Child) []Child {
+func (x *VisionPrescriptionLensSpecification) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
@@ -474,7 +474,7 @@ func (x *VisionPrescriptionLensSpecification) appendAll(dst []Child) []Child {
 	dst = appendOne(dst, "color", x.Color)
 	dst = appendOne(dst, "brand", x.Brand)
 	dst = appendMany(dst, "note", x.Note)
-	return dst
+	return dst, x.ID
 }
 
 func (x *VisionPrescriptionLensSpecification) elementParts() (*string, *[]Extension) {
@@ -615,15 +615,15 @@ func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name
 	return dst, unknownName
 }
 
-func (x *VisionPrescriptionLensSpecificationPrism) appendAll(dst []Child) []Child {
+func (x *VisionPrescriptionLensSpecificationPrism) appendAll(dst []Child) ([]Child, string) {
 	if x == nil {
-		return dst
+		return dst, ""
 	}
 	dst = appendMany(dst, "extension", x.Extension)
 	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
 	dst = appendOne(dst, "amount", x.Amount)
 	dst = appendOne(dst, "base", x.Base)
-	return dst
+	return dst, x.ID
 }
 
 func (x *VisionPrescriptionLensSpecificationPrism) elementParts() (*string, *[]Extension) {

@@ -146,7 +146,7 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {\nif name == \"extension\" {\nif x == nil {\nreturn dst, fieldName\n}\nreturn appendMany(dst, name, x.Extension), fieldName\n}\nreturn dst, unknownName\n}\n\n", p.GoName)
-		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child {\nif x == nil {\nreturn dst\n}\nreturn appendMany(dst, \"extension\", x.Extension)\n}\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) ([]Child, string) {\nif x == nil {\nreturn dst, \"\"\n}\nreturn appendMany(dst, \"extension\", x.Extension), x.ID\n}\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", p.GoName)
 		// Generic access (the Primitive interface).
 		fmt.Fprintf(b, "// PrimitiveType returns %q.\nfunc (x *%s) PrimitiveType() string { return %q }\n\n", p.FHIRName, p.GoName, p.FHIRName)
@@ -357,7 +357,9 @@ func writeRegistry(b *bytes.Buffer, m *model) {
 // the other fields: a switch on the name, whose cases are the element names
 // and, for a choice element, its base name (value for value[x]), which
 // appends each typed field in turn when choice is set. It reports which
-// of those name is.
+// of those name is. It also writes appendAll, which appends every child as
+// the unrestricted walker would and returns the id (the element id, or a
+// resource's logical id).
 func writeAppendNamed(b *bytes.Buffer, s *structType) {
 	fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {\n", s.GoName)
 	b.WriteString("if x == nil {\nreturn dst, fieldName\n}\n")
@@ -396,11 +398,11 @@ func writeAppendNamed(b *bytes.Buffer, s *structType) {
 	}
 	b.WriteString("}\nreturn dst, unknownName\n}\n\n")
 
-	fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) []Child {\nif x == nil {\nreturn dst\n}\n", s.GoName)
+	fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) ([]Child, string) {\nif x == nil {\nreturn dst, \"\"\n}\n", s.GoName)
 	for _, f := range s.Fields {
 		if f.Kind != kindString {
 			fmt.Fprintf(b, "dst = %s\n", call(f, fmt.Sprintf("%q", f.JSONName)))
 		}
 	}
-	b.WriteString("return dst\n}\n\n")
+	b.WriteString("return dst, x.ID\n}\n\n")
 }
