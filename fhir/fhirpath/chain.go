@@ -31,6 +31,7 @@ const (
 	stepMember      stepKind = iota // navigation to name
 	stepOfType                      // ofType(ts) or as(ts)
 	stepDescendants                 // descendants(), first step only
+	stepWhere                       // where(criteria)
 )
 
 type chainStep struct {
@@ -42,6 +43,7 @@ type chainStep struct {
 	// resourceType is ts.name for ofType() of a resource type, which
 	// only resources of that type pass.
 	resourceType string
+	call         *callNode // where()
 }
 
 // fuse sets the chain of every node of the tree under n that is the end
@@ -120,6 +122,12 @@ func chainSteps(n node) (base node, steps []chainStep) {
 				s.resourceType = ts.name
 			}
 			return base, append(steps, s)
+		case x.name == "where" && len(x.args) == 1 && x.target != nil:
+			base, steps = chainSteps(x.target)
+			if len(steps) == 0 {
+				return n, nil
+			}
+			return base, append(steps, chainStep{kind: stepWhere, call: x, at: x.at})
 		case x.name == "descendants" && len(x.args) == 0:
 			return x.target, []chainStep{{kind: stepDescendants, at: x.at}}
 		}
@@ -134,7 +142,10 @@ type chainRun struct {
 	n     int           // items at the end, for count(), exists() and empty()
 	done  bool          // exists() or empty() knows its answer
 	sizes [maxChain]int // items made by each step
-	depth int
+	sc    *scope        // the scope the chain is evaluated in
+	inner *scope        // the scope of where(), made on first use
+	index int           // the position of the current input item
+	first int           // the step the input items start at
 }
 
 // evalChain evaluates c, which stands for the node n eval was called with.
@@ -155,7 +166,7 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 			return nil, err
 		}
 	}
-	r := chainRun{c: c}
+	r := chainRun{c: c, sc: sc}
 	first := 0
 	if c.steps[0].kind == stepDescendants && c.term == "" {
 		// The items of descendants() are in breadth-first order over
@@ -166,7 +177,9 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 		}
 		first = 1
 	}
-	for _, v := range in {
+	r.first = first
+	for idx, v := range in {
+		r.index = idx
 		if err := e.chainValue(&r, v, first); err != nil {
 			return nil, err
 		}
@@ -243,8 +256,36 @@ func (e *evaluator) chainValue(r *chainRun, v Value, i int) error {
 			return err
 		}
 		return e.chainValue(r, v, i+1)
+	case stepWhere:
+		if ok, err := e.chainWhere(r, v, i); err != nil || !ok {
+			return err
+		}
+		return e.chainValue(r, v, i+1)
 	}
 	return nil
+}
+
+// chainWhere evaluates the criteria of the where() at step i for v, with
+// $index its position among the items of the step before, and counts v
+// when they hold.
+func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
+	s := &r.c.steps[i]
+	if r.inner == nil {
+		r.inner = e.lambdaScope(r.sc)
+	}
+	index := r.index
+	if i > r.first {
+		index = r.sizes[i-1] - 1
+	}
+	res, err := e.lambdaAt(r.inner, s.call, 0, v, index)
+	if err != nil {
+		return false, err
+	}
+	b, ok, err := toBool(res, s.call.args[0].pos())
+	if err != nil || !ok || !b {
+		return false, err
+	}
+	return true, e.grow(r, i)
 }
 
 // chainNode takes n through the steps from i on. n is not kept: it may
@@ -277,6 +318,14 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		return e.chainNode(r, n, boxed, i+1)
 	case stepDescendants:
 		return e.chainDescendants(r, n, i)
+	case stepWhere:
+		if boxed == nil {
+			boxed = e.box(*n)
+		}
+		if ok, err := e.chainWhere(r, boxed, i); err != nil || !ok {
+			return err
+		}
+		return e.chainNode(r, n, boxed, i+1)
 	}
 	if s.name == "id" || s.name == "url" {
 		var buf [2]Value
@@ -299,9 +348,9 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 	if l.none {
 		return nil
 	}
-	kids := e.kidsAt(r.depth)
+	kids := e.kidsAt(e.kidDepth)
 	kids = r4.AppendChildren(kids, n.Value, s.name, l.choice)
-	r.depth++
+	e.kidDepth++
 	var err error
 	// kn is declared out of the loop: a variable of the loop whose
 	// address is passed on would be moved to the heap.
@@ -335,8 +384,8 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 			err = e.chainNode(r, &kn, nil, i+1)
 		}
 	}
-	r.depth--
-	e.putKids(r.depth, kids)
+	e.kidDepth--
+	e.putKids(e.kidDepth, kids)
 	return err
 }
 
@@ -347,8 +396,8 @@ func (e *evaluator) chainDescendants(r *chainRun, n *Node, i int) error {
 	// The children of n, as children() finds them: its id (and url),
 	// then its elements.
 	def := n.childDef()
-	kids, id := r4.AppendAllChildren(e.kidsAt(r.depth), n.Value)
-	r.depth++ // kids is this depth's buffer, from here on
+	kids, id := r4.AppendAllChildren(e.kidsAt(e.kidDepth), n.Value)
+	e.kidDepth++ // kids is this depth's buffer, from here on
 	var buf [2]Value
 	ids := buf[:0]
 	if id != "" {
@@ -391,8 +440,8 @@ func (e *evaluator) chainDescendants(r *chainRun, n *Node, i int) error {
 			err = e.chainDescendants(r, &kn, i)
 		}
 	}
-	r.depth--
-	e.putKids(r.depth, kids)
+	e.kidDepth--
+	e.putKids(e.kidDepth, kids)
 	return err
 }
 

@@ -95,6 +95,17 @@ func TestChains(t *testing.T) {
 		"entry.resource.ofType(Resource).count()",
 		"entry.resource.ofType(DomainResource).count()",
 		"entry.resource.ofType(Observation).component.value.ofType(Quantity).unit",
+		"Bundle.entry.resource.ofType(Observation).where(code.coding.exists(system = 'http://loinc.org' and code = '29463-7')).value.ofType(Quantity).value",
+		"entry.resource.ofType(Observation).where(effective.ofType(dateTime) > @2015-01-01).count()",
+		"entry.resource.where($index < 10).id",
+		"entry.resource.where($index > 150).exists()",
+		"entry.where($index = 3).resource.where(id.exists()).id",
+		"entry.resource.ofType(Claim).item.where($index = 0).sequence",
+		"entry.resource.where(descendants().ofType(Reference).count() > 3).count()",
+		"entry.resource.where(meta.profile.exists() and $this.id.exists()).meta.profile.count()",
+		"descendants().where($index < 5)",
+		"descendants().ofType(Coding).where(system = 'http://loinc.org').code.count()",
+		"entry.resource.ofType(Patient).name.where(use = 'official').given",
 	}
 	for _, expr := range exprs {
 		fused, err := Parse(expr)

@@ -90,6 +90,7 @@ type evaluator struct {
 	elems     *elemCache   // kept from one evaluation to the next
 	kidStack  [][]r4.Child // chains' child buffers by depth, kept too
 	kidsHeld  []int        // the most each of kidStack held, to clear
+	kidDepth  int          // the depth of kidStack in use (chains nest through where())
 }
 
 // evaluators recycles evaluators: an evaluation of an invariant on one
