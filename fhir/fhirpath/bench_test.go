@@ -75,6 +75,42 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 }
 
+// BenchmarkTinyInvariants evaluates ele-1 on every element of the Synthea
+// bundle and ext-1 on every extension, one node in and a boolean out, as
+// the validator does for every element: the cost of many tiny evaluations
+// rather than of one over the whole bundle.
+func BenchmarkTinyInvariants(b *testing.B) {
+	_, bundle := loadSynthea(b)
+	all, err := MustCompile("descendants()").Evaluate(context.Background(), Collection{NodeOf(bundle)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var nodes []Collection
+	for _, v := range all {
+		if n := v.(*Node); n.def != nil && n.Type != "id" && n.Type != "string" || n.Type == "string" {
+			nodes = append(nodes, Collection{n})
+		}
+	}
+	ele1 := MustCompile("hasValue() or (children().count() > id.count())")
+	ext1 := MustCompile("extension.exists() != value.exists()")
+	ctx := context.Background()
+	env := &Env{}
+	b.ReportMetric(float64(len(nodes)), "nodes")
+	for b.Loop() {
+		for _, in := range nodes {
+			if _, err := ele1.Evaluate(ctx, in, env); err != nil {
+				b.Fatal(err)
+			}
+			if in[0].(*Node).Type != "Extension" {
+				continue
+			}
+			if _, err := ext1.Evaluate(ctx, in, env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // BenchmarkCompile measures parsing and checking without the cache.
 func BenchmarkCompile(b *testing.B) {
 	for b.Loop() {

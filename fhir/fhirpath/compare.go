@@ -181,6 +181,18 @@ func valueEquivalent(a, b Value) bool {
 // compare orders two System values: known is false for dates of
 // different precision; an error for values that cannot be compared.
 func compare(a, b Value, at int) (int, bool, error) {
+	if x, ok := a.(Integer); ok {
+		if y, ok := b.(Integer); ok {
+			// Integers need no decimal arithmetic.
+			switch {
+			case x < y:
+				return -1, true, nil
+			case x > y:
+				return 1, true, nil
+			}
+			return 0, true, nil
+		}
+	}
 	switch x := a.(type) {
 	case Integer, Decimal:
 		if isNumeric(b) {

@@ -110,6 +110,15 @@ func (e *evaluator) release() {
 	evaluators.Put(e)
 }
 
+// clock returns the time now() and today() report: Env.Now, or the system
+// clock read once per evaluation, when first needed.
+func (e *evaluator) clock() time.Time {
+	if e.now.IsZero() {
+		e.now = time.Now()
+	}
+	return e.now
+}
+
 // resourceColl returns %resource, made on first use.
 func (e *evaluator) resourceColl() Collection {
 	if e.resource == nil && e.env.Resource != nil {

@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"sync"
-	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
@@ -160,10 +159,7 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if e.maxItems <= 0 {
 		e.maxItems = 1_000_000
 	}
-	e.now = env.Now
-	if e.now.IsZero() {
-		e.now = time.Now()
-	}
+	e.now = env.Now // the system clock is read on first use (clock)
 	// %resource and %rootResource are made when first used.
 	if env.Resource == nil && len(input) == 1 {
 		if n, ok := input[0].(*Node); ok {

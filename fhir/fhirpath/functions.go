@@ -559,14 +559,14 @@ func utilityFuncs() map[string]*funcDef {
 			return t, nil
 		}},
 		"now": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			return Collection{dateTimeOf(e.now, Millisecond)}, nil
+			return Collection{dateTimeOf(e.clock(), Millisecond)}, nil
 		}},
 		"today": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			dt := dateTimeOf(e.now, Day)
+			dt := dateTimeOf(e.clock(), Day)
 			return Collection{Date{dt.temporal}}, nil
 		}},
 		"timeOfDay": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			dt := dateTimeOf(e.now, Millisecond)
+			dt := dateTimeOf(e.clock(), Millisecond)
 			tt := dt.temporal
 			tt.Year, tt.Month, tt.Day, tt.HasZone, tt.ZoneOffset = 0, 0, 0, false, 0
 			return Collection{Time{tt}}, nil
