@@ -87,7 +87,7 @@ func BenchmarkTinyInvariants(b *testing.B) {
 	}
 	var nodes []Collection
 	for _, v := range all {
-		if n := v.(*Node); n.def != nil && n.Type != "id" && n.Type != "string" || n.Type == "string" {
+		if n := v.(*Node); n.Type != "id" {
 			nodes = append(nodes, Collection{n})
 		}
 	}

@@ -140,18 +140,19 @@ func navigate2all(n *Node, def *spec.Type, out Collection, e *evaluator) Collect
 // type they pass, where a binary search of the type's elements each time
 // shows.
 type elemCache [1024]struct {
-	def  *spec.Type
-	name string
-	elem *spec.Element
-	typ  *spec.Type // elem's type definition
+	def   *spec.Type
+	name  string
+	elem  *spec.Element
+	typ   *spec.Type // elem's type definition
+	plain bool       // elem is not of type Resource: no resource is found under it
 }
 
 // childNode is childNode with the evaluator's element cache.
 func (e *evaluator) childNode(def *spec.Type, name string, c any) Node {
-	if r, ok := c.(r4.Resource); ok {
-		return e.resourceNode(r)
-	}
 	if e == nil || def == nil || name == "" {
+		if r, ok := c.(r4.Resource); ok {
+			return e.resourceNode(r)
+		}
 		return childNode(def, name, c)
 	}
 	if e.elems == nil {
@@ -160,10 +161,16 @@ func (e *evaluator) childNode(def *spec.Type, name string, c any) Node {
 	h := (def.Index()*61 + len(name)*17 + int(name[0])*5 + int(name[len(name)/2])*3 + int(name[len(name)-1])) & (len(e.elems) - 1)
 	ent := &e.elems[h]
 	if ent.def != def || ent.name != name {
-		ent.def, ent.name, ent.elem = def, name, def.Element(name)
+		ent.def, ent.name, ent.elem, ent.typ, ent.plain = def, name, def.Element(name), nil, false
 		if ent.elem != nil {
-			ent.typ = ent.elem.TypeDef()
+			ent.typ, ent.plain = ent.elem.TypeDef(), ent.elem.Type != "Resource"
 		}
+	}
+	if ent.plain {
+		return Node{Value: c, Type: ent.elem.Type, def: ent.typ}
+	}
+	if r, ok := c.(r4.Resource); ok {
+		return e.resourceNode(r)
 	}
 	if ent.elem != nil {
 		return Node{Value: c, Type: ent.elem.Type, def: ent.typ}
