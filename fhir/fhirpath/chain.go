@@ -328,6 +328,19 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		return e.chainNode(r, n, boxed, i+1)
 	}
 	if s.name == "id" || s.name == "url" {
+		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && r.c.term != "" && (s.name == "id" || isExt) {
+			// Only counted: the id or url need not be made a node.
+			if hasIDOrURL(n, s.name) {
+				if err := e.step(1, s.at); err != nil {
+					return err
+				}
+				if err := e.grow(r, i); err != nil {
+					return err
+				}
+				e.emit(r, nil)
+			}
+			return nil
+		}
 		var buf [2]Value
 		kids := navigate(n, s.name, buf[:0], e, s.cache)
 		if err := e.step(len(kids), s.at); err != nil {
@@ -479,4 +492,19 @@ func asTypeNode(n *Node, ts typeSpec) bool {
 		return n.Type == ts.name
 	}
 	return nodeIs(n, ts.name)
+}
+
+// hasIDOrURL reports whether navigate(n, name) gives an item, for name id,
+// or url on an Extension, without making it.
+func hasIDOrURL(n *Node, name string) bool {
+	if x, ok := n.Value.(*r4.Extension); ok && name == "url" {
+		return x.URL != ""
+	}
+	if r, ok := n.Value.(r4.Resource); ok {
+		return r.ResourceID() != ""
+	}
+	if idp, _ := r4.ElementOf(n.Value); idp != nil {
+		return *idp != ""
+	}
+	return false
 }

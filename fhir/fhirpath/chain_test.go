@@ -79,6 +79,11 @@ func TestChains(t *testing.T) {
 		"descendants().ofType(Coding).code",
 		"descendants().ofType(Quantity).value",
 		"descendants().id.count()",
+		"descendants().url.count()",
+		"descendants().ofType(Extension).url.exists()",
+		"descendants().ofType(Attachment).url.exists()",
+		"entry.resource.id.exists()",
+		"entry.resource.code.coding.id.empty()",
 		"descendants().extension.url.count()",
 		"descendants().extension.exists()",
 		"descendants().value.count()",
@@ -150,9 +155,21 @@ func TestChains(t *testing.T) {
 	}
 	// A small resource, with a contained resource and extensions on a
 	// primitive.
-	for _, expr := range []string{"descendants().ofType(Extension).url", "status.extension.value.count()", "contained.name.family", "descendants().ofType(Practitioner).exists()"} {
-		want, _ := parseUnfused(t, expr).Evaluate(context.Background(), Collection{NodeOf(obs)}, nil)
-		got, err := MustCompile(expr).Evaluate(context.Background(), Collection{NodeOf(obs)}, nil)
+	pat := mustDecode(t, `{"resourceType":"Patient","id":"p","photo":[{"id":"ph","url":"http://x/photo"}],
+	 "extension":[{"url":"http://e","valueString":"v"}],"_gender":{"id":"g"},"gender":"other"}`)
+	for _, c := range []struct {
+		r    r4.Resource
+		expr string
+	}{
+		{obs, "descendants().ofType(Extension).url"}, {obs, "status.extension.value.count()"},
+		{obs, "contained.name.family"}, {obs, "descendants().ofType(Practitioner).exists()"},
+		{pat, "photo.url.exists()"}, {pat, "photo.url.count()"}, {pat, "photo.id.count()"},
+		{pat, "extension.url.count()"}, {pat, "gender.id.exists()"}, {pat, "descendants().id.count()"},
+		{pat, "descendants().url.count()"}, {pat, "descendants().ofType(string)"},
+	} {
+		expr := c.expr
+		want, _ := parseUnfused(t, expr).Evaluate(context.Background(), Collection{NodeOf(c.r)}, nil)
+		got, err := MustCompile(expr).Evaluate(context.Background(), Collection{NodeOf(c.r)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
