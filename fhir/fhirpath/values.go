@@ -634,14 +634,16 @@ func parseFullDateTime(s string) (t temporal, ok bool) {
 	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
 		return t, false
 	}
-	var ok1, ok2, ok3, ok4, ok5, ok6 bool
-	t.Year, ok1 = atoiN(s[0:4])
-	t.Month, ok2 = atoiN(s[5:7])
-	t.Day, ok3 = atoiN(s[8:10])
-	t.Hour, ok4 = atoiN(s[11:13])
-	t.Minute, ok5 = atoiN(s[14:16])
-	t.Second, ok6 = atoiN(s[17:19])
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || t.Month < 1 || t.Month > 12 || t.Day < 1 || t.Day > daysIn(t.Year, t.Month) ||
+	hi, ok1 := digits2(s, 0)
+	lo, ok2 := digits2(s, 2)
+	var ok3, ok4, ok5, ok6, ok7 bool
+	t.Year = hi*100 + lo
+	t.Month, ok3 = digits2(s, 5)
+	t.Day, ok4 = digits2(s, 8)
+	t.Hour, ok5 = digits2(s, 11)
+	t.Minute, ok6 = digits2(s, 14)
+	t.Second, ok7 = digits2(s, 17)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || !ok7 || t.Month < 1 || t.Month > 12 || t.Day < 1 || t.Day > daysIn(t.Year, t.Month) ||
 		t.Hour > 23 || t.Minute > 59 || t.Second > 59 {
 		return t, false
 	}
@@ -670,4 +672,10 @@ func parseFullDateTime(s string) (t temporal, ok bool) {
 		return t, false
 	}
 	return t, true
+}
+
+// digits2 reads the two decimal digits at s[i:i+2].
+func digits2(s string, i int) (int, bool) {
+	a, b := s[i]-'0', s[i+1]-'0'
+	return int(a)*10 + int(b), a <= 9 && b <= 9
 }
