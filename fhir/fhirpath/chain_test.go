@@ -195,3 +195,55 @@ func sameLimitError(a, b error) bool {
 	var ea, eb *EvalError
 	return errors.As(a, &ea) && errors.As(b, &eb) && ea.Class == ErrLimit && eb.Class == ErrLimit
 }
+
+// TestConcurrentEvaluate evaluates the bench expressions, freshly
+// compiled, from several goroutines at once, so that their step caches
+// fill concurrently (run with -race), and checks every result against a
+// sequential evaluation.
+func TestConcurrentEvaluate(t *testing.T) {
+	_, bundle := loadSynthea(t)
+	in := Collection{NodeOf(bundle)}
+	type job struct {
+		x    *Expression
+		want Collection
+	}
+	var jobs []job
+	for _, c := range benchExpressions {
+		x, err := Parse(c.expr) // not from the cache: cold step caches
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := parseUnfused(t, c.expr).Evaluate(context.Background(), in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, job{x, want})
+	}
+	errs := make(chan string, 64)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for k := 0; k < 5; k++ {
+				for i, j := range jobs {
+					got, err := j.x.Evaluate(context.Background(), in, nil)
+					if err != nil {
+						errs <- err.Error()
+						return
+					}
+					if d := sameItems(got, j.want); d != "" {
+						errs <- benchExpressions[i].name + ": " + d
+						return
+					}
+				}
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
