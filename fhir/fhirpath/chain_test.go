@@ -247,3 +247,45 @@ func TestConcurrentEvaluate(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestStepEqualsString checks name = 'text' (and !=), evaluated without
+// making the child a node, against $this.name = 'text', which takes the
+// general way, on every element of the Synthea bundle.
+func TestStepEqualsString(t *testing.T) {
+	_, bundle := loadSynthea(t)
+	ctx := context.Background()
+	all, err := MustCompile("descendants()").Evaluate(ctx, Collection{NodeOf(bundle)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]int{}
+	for _, c := range []struct{ name, text string }{
+		{"system", "http://loinc.org"}, {"code", "29463-7"}, {"use", "official"}, {"status", "final"},
+		{"given", "Mary"}, {"value", "1"}, {"display", "Body Weight"}, {"reference", "x"}, {"family", "Lind"},
+		{"valueString", "x"}, {"nosuch", "x"}, {"gender", "female"}, {"unit", "kg"}, {"text", "x"},
+	} {
+		for _, op := range []string{"=", "!="} {
+			fast := MustCompile(c.name + " " + op + " '" + c.text + "'")
+			general := MustCompile("$this." + c.name + " " + op + " '" + c.text + "'")
+			for _, v := range all {
+				in := Collection{v}
+				want, err1 := general.Evaluate(ctx, in, nil)
+				got, err2 := fast.Evaluate(ctx, in, nil)
+				if (err1 == nil) != (err2 == nil) {
+					t.Fatalf("%s %s on %s: general %v, fast %v", c.name, op, v.(*Node).Type, err1, err2)
+				}
+				if d := sameItems(got, want); d != "" {
+					t.Fatalf("%s %s on %s: %s", c.name, op, v.(*Node).Type, d)
+				}
+				if len(want) == 1 && want[0] == Boolean(op == "=") {
+					checked[c.name]++
+				}
+			}
+		}
+	}
+	for _, name := range []string{"system", "code", "use", "status", "display", "family"} {
+		if checked[name] == 0 {
+			t.Errorf("%s: never equal: not a useful case", name)
+		}
+	}
+}

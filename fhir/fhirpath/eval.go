@@ -489,6 +489,10 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 	switch n.op {
 	case "and", "or", "xor", "implies":
 		return e.logic(n, sc)
+	case "=", "!=":
+		if res, done, err := e.stepEqualsString(n, sc); done || err != nil {
+			return res, err
+		}
 	}
 	l, err := e.eval(n.l, sc)
 	if err != nil {
@@ -689,4 +693,62 @@ func containsValue(c Collection, v Value) bool {
 		}
 	}
 	return false
+}
+
+// stepEqualsString evaluates name = 'text' (or !=), a path of one step
+// from a single node compared with a string literal, the common form of a
+// criterion (system = 'http://loinc.org', use = 'official'), without
+// making the child a node: done is false when n is not of that form, or
+// the child not a string-valued primitive, for the general evaluation.
+// Steps are counted as the general evaluation counts them.
+func (e *evaluator) stepEqualsString(n *binaryNode, sc *scope) (res Collection, done bool, err error) {
+	id, ok := n.l.(*identNode)
+	lit, ok2 := n.r.(*literalNode)
+	if !ok || !ok2 || len(sc.this) != 1 || e.skipEmpty {
+		return nil, false, nil
+	}
+	want, ok := lit.val.(String)
+	nd, ok2 := sc.this[0].(*Node)
+	if !ok || !ok2 || id.name == "" || id.name[0] < 'a' || id.name[0] > 'z' || id.name == "id" || id.name == "url" {
+		return nil, false, nil
+	}
+	def := nd.childDef()
+	l := id.cache.get(def, id.name)
+	var kids []r4.Child
+	if !l.none {
+		kids = r4.AppendChildren(e.kids[:0], nd.Value, id.name, l.choice)
+		defer func() {
+			clear(kids)
+			e.kids = kids[:0]
+		}()
+	}
+	var text string
+	has := false
+	if len(kids) == 1 {
+		var kn Node
+		switch {
+		case l.typed1:
+			kn = Node{Value: kids[0].Node, Type: l.elem.Type, def: l.elemDef}
+		case l.choice:
+			kn = l.typedNode(kids[0].Name, kids[0].Node)
+		default:
+			kn = e.childNode(def, kids[0].Name, kids[0].Node)
+		}
+		var isStr bool
+		if text, isStr, has = nodeText(&kn); !isStr {
+			return nil, false, nil
+		}
+	}
+	// As eval: the identifier and its items, the literal, then the
+	// operator's items.
+	if err := e.step(2+2*len(kids)+1, n.at); err != nil {
+		return nil, true, err
+	}
+	switch {
+	case len(kids) == 0 || len(kids) == 1 && !has:
+		return nil, true, nil // empty, or a value unknown
+	case len(kids) > 1:
+		return boolColl(n.op == "!="), true, nil
+	}
+	return boolColl((text == string(want)) == (n.op == "=")), true, nil
 }
