@@ -6,8 +6,9 @@ import (
 )
 
 // A chain is a path fused for evaluation item by item: navigation steps
-// (name), type filters (ofType(T), as(T)) and, as the first step,
-// descendants(), optionally ended by count(), exists() or empty(). Each
+// (name), type filters (ofType(T), as(T)), where(criteria) and, as the
+// first step, descendants(), optionally ended by count(), exists(),
+// exists(criteria) or empty(). Each
 // step is a flat map over its input, so taking every item through all the
 // steps in turn gives the items, in the order, of evaluating step after
 // step; but the items between the steps are neither boxed nor gathered
@@ -18,7 +19,10 @@ type chain struct {
 	base  node // evaluated as usual for the input; nil means $this
 	steps []chainStep
 	term  string // "", "count", "exists" or "empty"
-	at    int    // offset of the chain's last node
+	// critTerm is set for exists(criteria), whose criteria are the last
+	// step: that step and the ending are one node of the expression.
+	critTerm bool
+	at       int // offset of the chain's last node
 }
 
 // maxChain is the most steps a chain has; longer paths are evaluated step
@@ -78,6 +82,18 @@ func fuse(n node) {
 // chainOf returns the chain n ends, or nil.
 func chainOf(n node) *chain {
 	c := &chain{at: n.pos()}
+	if x, ok := n.(*callNode); ok && x.name == "exists" && len(x.args) == 1 && x.target != nil {
+		// exists(criteria) is where(criteria).exists(): the criteria
+		// are a where() step of the chain, which stops at the first
+		// item they hold for.
+		c.term, c.critTerm = "exists", true
+		c.base, c.steps = chainSteps(x.target)
+		if len(c.steps) == 0 || len(c.steps)+1 > maxChain {
+			return nil
+		}
+		c.steps = append(c.steps, chainStep{kind: stepWhere, call: x, at: x.at})
+		return c
+	}
 	if x, ok := n.(*callNode); ok && len(x.args) == 0 && x.target != nil {
 		switch x.name {
 		case "count", "exists", "empty":
@@ -153,7 +169,7 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 	// eval counted the last node; the steps and the ending stand for one
 	// node each.
 	nodes := len(c.steps) - 1
-	if c.term != "" {
+	if c.term != "" && !c.critTerm {
 		nodes++
 	}
 	if err := e.step(nodes, c.at); err != nil {
@@ -238,9 +254,7 @@ func (e *evaluator) chainValue(r *chainRun, v Value, i int) error {
 		if !ok || s.name != "name" && s.name != "namespace" {
 			return nil
 		}
-		if err := e.step(1, s.at); err != nil {
-			return err
-		}
+		// (member counts no step for them)
 		if err := e.grow(r, i); err != nil {
 			return err
 		}

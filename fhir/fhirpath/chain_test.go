@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/acds-project/acds/fhir/r4"
@@ -111,6 +112,12 @@ func TestChains(t *testing.T) {
 		"descendants().where($index < 5)",
 		"descendants().ofType(Coding).where(system = 'http://loinc.org').code.count()",
 		"entry.resource.ofType(Patient).name.where(use = 'official').given",
+		"entry.resource.ofType(Observation).code.coding.exists(system = 'http://loinc.org')",
+		"entry.resource.ofType(Observation).code.coding.exists(code = 'nosuch')",
+		"entry.resource.exists($index = 163)",
+		"entry.resource.exists($index = 164)",
+		"entry.resource.ofType(Observation).where(code.coding.exists(code = '29463-7' and $index = 0)).id",
+		"descendants().exists($this is Reference)",
 	}
 	for _, expr := range exprs {
 		fused, err := Parse(expr)
@@ -132,6 +139,15 @@ func TestChains(t *testing.T) {
 				t.Errorf("%s: chain %s", expr, d)
 			}
 		}
+		// The same steps, but where exists() or empty() stops early.
+		if !strings.HasSuffix(expr, "exists()") && !strings.HasSuffix(expr, "empty()") && !strings.Contains(expr, ".exists(") {
+			b1, b2 := 1<<40, 1<<40
+			plain.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
+			fused.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
+			if b1 != b2 {
+				t.Errorf("%s: chain took %d steps, step by step %d", expr, 1<<40-b2, 1<<40-b1)
+			}
+		}
 	}
 	// Limits: the same errors, or none.
 	for _, c := range []struct {
@@ -145,6 +161,8 @@ func TestChains(t *testing.T) {
 		{"entry.resource.ofType(Observation).code.coding.count()", Limits{MaxItems: 50}},
 		{"entry.resource.ofType(Observation).code.coding", Limits{MaxSteps: 300}},
 		{"entry.resource.ofType(Observation).code.coding", Limits{MaxItems: 100000}},
+		{"entry.resource.exists(id = 'nosuch')", Limits{MaxSteps: 400}},
+		{"entry.resource.exists(id = 'nosuch')", Limits{MaxSteps: 4000}},
 	} {
 		env := &Env{Limits: c.limits}
 		_, err1 := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
