@@ -203,6 +203,9 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 			break
 		}
 	}
+	if r.inner != nil {
+		e.releaseScope(r.inner)
+	}
 	switch c.term {
 	case "count":
 		return e.single(Integer(r.n)), nil

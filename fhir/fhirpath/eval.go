@@ -68,29 +68,30 @@ type Env struct {
 
 // evaluator is the state of one evaluation.
 type evaluator struct {
-	ctx       context.Context
-	src       string
-	env       *Env
-	steps     int
-	maxSteps  int
-	maxItems  int
-	now       time.Time
-	input     Collection
-	resource  Collection
-	root      Collection // %rootResource
-	bundle    *r4.Bundle
-	vars      map[string]Collection
-	regexps   map[string]*regexp.Regexp
-	skipEmpty bool
-	nodes     []Node       // the current block of box
-	kids      []r4.Child   // navigation's reused buffer
-	ids       []r4.ID      // the current block of newID
-	vals      []Value      // the current block of single and coll
-	scopes    []scope      // the current block of lambdaScope
-	elems     *elemCache   // kept from one evaluation to the next
-	kidStack  [][]r4.Child // chains' child buffers by depth, kept too
-	kidsHeld  []int        // the most each of kidStack held, to clear
-	kidDepth  int          // the depth of kidStack in use (chains nest through where())
+	ctx        context.Context
+	src        string
+	env        *Env
+	steps      int
+	maxSteps   int
+	maxItems   int
+	now        time.Time
+	input      Collection
+	resource   Collection
+	root       Collection // %rootResource
+	bundle     *r4.Bundle
+	vars       map[string]Collection
+	regexps    map[string]*regexp.Regexp
+	skipEmpty  bool
+	nodes      []Node       // the current block of box
+	kids       []r4.Child   // navigation's reused buffer
+	ids        []r4.ID      // the current block of newID
+	vals       []Value      // the current block of single and coll
+	scopes     []scope      // the current block of lambdaScope
+	freeScopes []*scope     // scopes given back, kept from one evaluation to the next
+	elems      *elemCache   // kept from one evaluation to the next
+	kidStack   [][]r4.Child // chains' child buffers by depth, kept too
+	kidsHeld   []int        // the most each of kidStack held, to clear
+	kidDepth   int          // the depth of kidStack in use (chains nest through where())
 }
 
 // evaluators recycles evaluators: an evaluation of an invariant on one
@@ -106,7 +107,7 @@ func (e *evaluator) release() {
 		clear(e.kidStack[d][:n])
 	}
 	clear(e.kidsHeld)
-	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], scopes: e.scopes[len(e.scopes):], elems: e.elems, kidStack: e.kidStack, kidsHeld: e.kidsHeld}
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], scopes: e.scopes[len(e.scopes):], elems: e.elems, freeScopes: e.freeScopes, kidStack: e.kidStack, kidsHeld: e.kidsHeld}
 	evaluators.Put(e)
 }
 

@@ -45,13 +45,27 @@ func (e *evaluator) arg(n *callNode, i int, sc *scope) (Collection, error) {
 
 // lambdaScope returns the scope in which an iterating function evaluates
 // its argument for its items: made once per call, and set to each item in
-// turn by lambdaAt (no evaluation keeps its scope).
+// turn by lambdaAt. No evaluation keeps its scope, so the function gives
+// it back with releaseScope when it is done.
 func (e *evaluator) lambdaScope(sc *scope) *scope {
+	if n := len(e.freeScopes); n > 0 {
+		s := e.freeScopes[n-1]
+		e.freeScopes = e.freeScopes[:n-1]
+		*s = scope{hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
+		return s
+	}
 	if len(e.scopes) == cap(e.scopes) {
 		e.scopes = make([]scope, 0, min(max(2*cap(e.scopes), 2), 32))
 	}
 	e.scopes = append(e.scopes, scope{hasIndex: true, total: sc.total, hasTotal: sc.hasTotal})
 	return &e.scopes[len(e.scopes)-1]
+}
+
+// releaseScope gives back a scope from lambdaScope once its function is
+// done with it, for the next lambdaScope.
+func (e *evaluator) releaseScope(s *scope) {
+	*s = scope{}
+	e.freeScopes = append(e.freeScopes, s)
 }
 
 // lambdaAt evaluates argument arg in inner, from lambdaScope, with $this
@@ -124,6 +138,7 @@ func existenceFuncs() map[string]*funcDef {
 				return boolColl(len(t) > 0), nil
 			}
 			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
 				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
@@ -139,6 +154,7 @@ func existenceFuncs() map[string]*funcDef {
 		}},
 		"all": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
 				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
@@ -221,6 +237,7 @@ func filterFuncs() map[string]*funcDef {
 		"where": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
 			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
 				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
@@ -239,6 +256,7 @@ func filterFuncs() map[string]*funcDef {
 		"select": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
 			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
 				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
