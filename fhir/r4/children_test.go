@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-// TestAppendNamed checks the generated appendNamed and appendAll against
-// the walker (restricted to the same name), for every element of the
-// official examples and the Synthea bundles: for every child name, every choice base name
-// (value for valueQuantity), with and without choice, and a name no type
-// has. The definition bundles (above 512 KB) are left to -r4.all.
+// TestAppendNamed checks the generated appendNamed and appendAll (and
+// AppendAllChildren) against the walker, restricted to the same name, for
+// every element of the official examples and the Synthea bundles: for
+// every child name, every choice base name (value for valueQuantity), with
+// and without choice, and a name no type has. The definition bundles
+// (above 512 KB) are left to -r4.all.
 func TestAppendNamed(t *testing.T) {
 	var files []string
 	for _, dir := range []string{
