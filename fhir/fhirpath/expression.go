@@ -133,7 +133,10 @@ func MustCompile(expr string) *Expression {
 // Evaluate evaluates the expression over input with env (which may be
 // nil). It stops with an *EvalError of class ErrLimit when ctx ends or
 // the limits in env are exceeded; other errors are *EvalError of class
-// ErrSemantic, ErrEvaluation or ErrNotSupported.
+// ErrSemantic, ErrEvaluation or ErrNotSupported. The result may share its
+// storage with the input, with other results and with the compiled
+// expression (a boolean result, a literal): it must not be changed in
+// place.
 func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (Collection, error) {
 	if env == nil {
 		env = &Env{}
